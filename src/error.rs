@@ -1,0 +1,202 @@
+//! Every client-visible error, in one place.
+//!
+//! `ReplyError`'s `Display` is the exact text Redis sends after the leading `-`
+//! (`ERR syntax error`, `WRONGTYPE Operation against ...`). Call sites return
+//! `Err(ReplyError::...)` and the one dispatcher writes `-<text>\r\n`; no call site
+//! formats error text of its own (STYLE.md §2). The strings come from
+//! `reference/redis-streams.md` §1.3 and the per-command sections.
+
+use std::borrow::Cow;
+use std::fmt;
+
+/// An error reply. `Display` gives the wire text without the leading `-`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReplyError {
+    /// `ERR syntax error`
+    Syntax,
+    /// `ERR value is not an integer or out of range`
+    NotInteger,
+    /// `ERR Invalid stream ID specified as stream command argument`
+    InvalidStreamId,
+    /// `ERR invalid start ID for the interval` (exclusive start at the maximum ID)
+    InvalidStartInterval,
+    /// `ERR invalid end ID for the interval` (exclusive end at 0-0)
+    InvalidEndInterval,
+    /// `WRONGTYPE Operation against a key holding the wrong kind of value`
+    WrongType,
+    /// `ERR no such key`
+    NoSuchKey,
+    /// `ERR wrong number of arguments for '<name>' command` (name lower-cased,
+    /// `container|sub` for subcommands)
+    WrongArity(String),
+    /// `ERR unknown command '<name>', with args beginning with: '<a>' '<b>' `
+    UnknownCommand {
+        /// The command name as the client sent it.
+        name: String,
+        /// The arguments after the name, as sent.
+        args: Vec<String>,
+    },
+    /// `ERR unknown subcommand '<sub>'. Try <CONTAINER> HELP.`
+    UnknownSubcommand {
+        /// The subcommand as typed.
+        sub: String,
+        /// The container command, upper case (`XGROUP`).
+        container: &'static str,
+    },
+    /// `ERR unknown subcommand or wrong number of arguments for '<sub>'. Try <CONTAINER> HELP.`
+    SubcommandSyntax {
+        /// The subcommand as typed.
+        sub: String,
+        /// The container command, upper case (`XGROUP`).
+        container: &'static str,
+    },
+    /// `ERR The ID specified in XADD must be greater than 0-0`
+    XAddIdZero,
+    /// `ERR The ID specified in XADD is equal or smaller than the target stream top item`
+    XAddIdTooSmall,
+    /// `ERR The stream has exhausted the last possible ID, unable to add more items`
+    StreamExhausted,
+    /// `ERR Elements are too large to be stored`
+    ElementsTooLarge,
+    /// `NOGROUP No such key '<key>' or consumer group '<group>' in XREADGROUP with GROUP option`
+    NoGroupReadGroup {
+        /// Key name.
+        key: String,
+        /// Group name.
+        group: String,
+    },
+    /// `NOGROUP No such key '<key>' or consumer group '<group>'`
+    NoGroupKeyOrGroup {
+        /// Key name.
+        key: String,
+        /// Group name.
+        group: String,
+    },
+    /// `NOGROUP No such consumer group '<group>' for key name '<key>'`
+    NoGroupForKey {
+        /// Key name.
+        key: String,
+        /// Group name.
+        group: String,
+    },
+    /// `NOAUTH Authentication required.`
+    NoAuth,
+    /// `EXECABORT Transaction discarded because of previous errors.`
+    ExecAbort,
+    /// Any other error: the full text after `-`, code included (`ERR ...`,
+    /// `BUSYGROUP ...`). Constants for these live next to the command that raises them
+    /// only when they are used once; shared ones get their own variant above.
+    Other(Cow<'static, str>),
+}
+
+impl ReplyError {
+    /// An error with fixed text (code included, e.g. `"ERR timeout is negative"`).
+    pub const fn msg(text: &'static str) -> Self {
+        ReplyError::Other(Cow::Borrowed(text))
+    }
+
+    /// An error with computed text (code included).
+    pub fn owned(text: String) -> Self {
+        ReplyError::Other(Cow::Owned(text))
+    }
+
+    /// The wrong-arity error for a command name (any case).
+    pub fn arity(name: &[u8]) -> Self {
+        ReplyError::WrongArity(String::from_utf8_lossy(name).to_ascii_lowercase())
+    }
+
+    /// The error code (first word), used for INFO errorstats.
+    pub fn code(&self) -> String {
+        let text = self.to_string();
+        text.split(' ').next().unwrap_or("ERR").to_string()
+    }
+}
+
+/// Lossy text of a client-supplied byte string, for quoting in error messages.
+pub fn lossy(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+impl fmt::Display for ReplyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use ReplyError::*;
+        match self {
+            Syntax => f.write_str("ERR syntax error"),
+            NotInteger => f.write_str("ERR value is not an integer or out of range"),
+            InvalidStreamId => {
+                f.write_str("ERR Invalid stream ID specified as stream command argument")
+            }
+            InvalidStartInterval => f.write_str("ERR invalid start ID for the interval"),
+            InvalidEndInterval => f.write_str("ERR invalid end ID for the interval"),
+            WrongType => {
+                f.write_str("WRONGTYPE Operation against a key holding the wrong kind of value")
+            }
+            NoSuchKey => f.write_str("ERR no such key"),
+            WrongArity(name) => write!(f, "ERR wrong number of arguments for '{name}' command"),
+            UnknownCommand { name, args } => {
+                write!(f, "ERR unknown command '{name}', with args beginning with: ")?;
+                for a in args {
+                    write!(f, "'{a}' ")?;
+                }
+                Ok(())
+            }
+            UnknownSubcommand { sub, container } => {
+                write!(f, "ERR unknown subcommand '{sub}'. Try {container} HELP.")
+            }
+            SubcommandSyntax { sub, container } => write!(
+                f,
+                "ERR unknown subcommand or wrong number of arguments for '{sub}'. Try {container} HELP."
+            ),
+            XAddIdZero => f.write_str("ERR The ID specified in XADD must be greater than 0-0"),
+            XAddIdTooSmall => f.write_str(
+                "ERR The ID specified in XADD is equal or smaller than the target stream top item",
+            ),
+            StreamExhausted => f.write_str(
+                "ERR The stream has exhausted the last possible ID, unable to add more items",
+            ),
+            ElementsTooLarge => f.write_str("ERR Elements are too large to be stored"),
+            NoGroupReadGroup { key, group } => write!(
+                f,
+                "NOGROUP No such key '{key}' or consumer group '{group}' in XREADGROUP with GROUP option"
+            ),
+            NoGroupKeyOrGroup { key, group } => {
+                write!(f, "NOGROUP No such key '{key}' or consumer group '{group}'")
+            }
+            NoGroupForKey { key, group } => {
+                write!(f, "NOGROUP No such consumer group '{group}' for key name '{key}'")
+            }
+            NoAuth => f.write_str("NOAUTH Authentication required."),
+            ExecAbort => {
+                f.write_str("EXECABORT Transaction discarded because of previous errors.")
+            }
+            Other(text) => f.write_str(text),
+        }
+    }
+}
+
+impl std::error::Error for ReplyError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_command_text_has_trailing_space_after_each_arg() {
+        let e = ReplyError::UnknownCommand { name: "foo".into(), args: vec!["bar".into()] };
+        assert_eq!(e.to_string(), "ERR unknown command 'foo', with args beginning with: 'bar' ");
+    }
+
+    #[test]
+    fn arity_error_lowercases_the_name() {
+        assert_eq!(
+            ReplyError::arity(b"XADD").to_string(),
+            "ERR wrong number of arguments for 'xadd' command"
+        );
+    }
+
+    #[test]
+    fn code_is_the_first_word() {
+        assert_eq!(ReplyError::WrongType.code(), "WRONGTYPE");
+        assert_eq!(ReplyError::Syntax.code(), "ERR");
+    }
+}

@@ -1,0 +1,6 @@
+//! The wire protocol: request parsing and reply writing (RESP2 and RESP3).
+pub mod inline;
+pub mod parser;
+pub mod writer;
+/// A parsed command: its name and arguments, as zero-copy byte strings.
+pub type Argv = Vec<bytes::Bytes>;
