@@ -41,14 +41,14 @@ pub enum ReplyError {
         /// The subcommand as typed.
         sub: String,
         /// The container command, upper case (`XGROUP`).
-        container: &'static str,
+        container: String,
     },
     /// `ERR unknown subcommand or wrong number of arguments for '<sub>'. Try <CONTAINER> HELP.`
     SubcommandSyntax {
         /// The subcommand as typed.
         sub: String,
         /// The container command, upper case (`XGROUP`).
-        container: &'static str,
+        container: String,
     },
     /// `ERR The ID specified in XADD must be greater than 0-0`
     XAddIdZero,
@@ -134,7 +134,10 @@ impl fmt::Display for ReplyError {
             NoSuchKey => f.write_str("ERR no such key"),
             WrongArity(name) => write!(f, "ERR wrong number of arguments for '{name}' command"),
             UnknownCommand { name, args } => {
-                write!(f, "ERR unknown command '{name}', with args beginning with: ")?;
+                write!(
+                    f,
+                    "ERR unknown command '{name}', with args beginning with: "
+                )?;
                 for a in args {
                     write!(f, "'{a}' ")?;
                 }
@@ -163,12 +166,13 @@ impl fmt::Display for ReplyError {
                 write!(f, "NOGROUP No such key '{key}' or consumer group '{group}'")
             }
             NoGroupForKey { key, group } => {
-                write!(f, "NOGROUP No such consumer group '{group}' for key name '{key}'")
+                write!(
+                    f,
+                    "NOGROUP No such consumer group '{group}' for key name '{key}'"
+                )
             }
             NoAuth => f.write_str("NOAUTH Authentication required."),
-            ExecAbort => {
-                f.write_str("EXECABORT Transaction discarded because of previous errors.")
-            }
+            ExecAbort => f.write_str("EXECABORT Transaction discarded because of previous errors."),
             Other(text) => f.write_str(text),
         }
     }
@@ -182,8 +186,14 @@ mod tests {
 
     #[test]
     fn unknown_command_text_has_trailing_space_after_each_arg() {
-        let e = ReplyError::UnknownCommand { name: "foo".into(), args: vec!["bar".into()] };
-        assert_eq!(e.to_string(), "ERR unknown command 'foo', with args beginning with: 'bar' ");
+        let e = ReplyError::UnknownCommand {
+            name: "foo".into(),
+            args: vec!["bar".into()],
+        };
+        assert_eq!(
+            e.to_string(),
+            "ERR unknown command 'foo', with args beginning with: 'bar' "
+        );
     }
 
     #[test]

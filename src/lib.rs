@@ -3,13 +3,58 @@
 //! # Layout
 //!
 //! ```text
-//! client ──TCP──▶ server (tokio tasks: read, parse, write)  ──▶ core (keyspace, commands)
-//!                 resp/   parser + writer                        commands/  one file per family
-//!                                                                stream/    the data structures
+//! client ──TCP──▶ server/  accept loop, per-connection tasks (read, parse, write)
+//!                 resp/    incremental request parser, RESP2/RESP3 reply writer
+//!                   │
+//!                   ▼
+//!                 core/    the keyspace (db → key → Stream) and command execution
+//!                 commands/ the command table, one file per family
+//!                 stream/  the data structures: IDs, rax, listpack nodes, groups
 //! ```
 //!
-//! See `docs/architecture.md` for the full picture.
+//! Everything runs on one thread (a current-thread tokio runtime), like Redis's main
+//! thread: commands are atomic without locks. See `docs/architecture.md`.
 
+pub mod commands;
+pub mod config;
+pub mod core;
 pub mod error;
+pub mod logging;
 pub mod resp;
+pub mod server;
 pub mod stream;
+pub mod util;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// streamd's own version (`--version`, INFO `streamd_version`).
+pub const STREAMD_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Binds the configured address and serves until SHUTDOWN or a signal.
+pub fn serve(config: config::Config) -> std::io::Result<()> {
+    let dir = config.get("dir").unwrap_or("./data").to_string();
+    std::fs::create_dir_all(&dir)?;
+    let port = config.get_i64("port") as u16;
+    let bind = config.get("bind").unwrap_or("127.0.0.1").to_string();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&runtime, async move {
+        let addr = bind.split_whitespace().next().unwrap_or("127.0.0.1").trim_start_matches('-');
+        let listener = tokio::net::TcpListener::bind((addr, port)).await?;
+        let port = listener.local_addr()?.port();
+        tracing::info!(
+            version = STREAMD_VERSION,
+            port,
+            pid = std::process::id(),
+            config_file = %config.file.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "none".into()),
+            "streamd started; ready to accept connections on {addr}:{port}"
+        );
+        let core = Rc::new(RefCell::new(core::Core::new(config, port)));
+        let reason = server::run(listener, core.clone()).await?;
+        tracing::info!(?reason, "streamd is now ready to exit, bye bye...");
+        Ok(())
+    })
+}

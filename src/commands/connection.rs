@@ -1,0 +1,612 @@
+//! Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, RESET, READONLY,
+//! READWRITE and the CLIENT container (reference §6).
+
+use super::{CommandSpec, flags::*, is, parse_i64};
+use crate::core::{Ctx, REDIS_VERSION};
+use crate::error::ReplyError;
+use crate::resp::writer::Protocol;
+use crate::server::client::ClientMsg;
+
+const CONN: &[&str] = &["@connection"];
+
+const fn conn(
+    name: &'static str,
+    arity: i32,
+    flags: u32,
+    summary: &'static str,
+    since: &'static str,
+    handler: super::Handler,
+) -> CommandSpec {
+    CommandSpec {
+        name,
+        arity,
+        flags,
+        first_key: 0,
+        last_key: 0,
+        key_step: 0,
+        acl: CONN,
+        summary,
+        since,
+        group: "connection",
+        handler,
+        subcommands: &[],
+    }
+}
+
+/// This family's rows of the command table.
+pub const COMMANDS: &[CommandSpec] = &[
+    conn(
+        "ping",
+        -1,
+        FAST,
+        "Returns the server's liveliness response.",
+        "1.0.0",
+        ping,
+    ),
+    conn("echo", 2, FAST, "Returns the given string.", "1.0.0", echo),
+    conn(
+        "hello",
+        -1,
+        FAST | NO_AUTH | NOSCRIPT | LOADING | STALE,
+        "Handshakes with the Redis server.",
+        "6.0.0",
+        hello,
+    ),
+    conn(
+        "auth",
+        -2,
+        FAST | NO_AUTH | NOSCRIPT | LOADING | STALE,
+        "Authenticates the connection.",
+        "1.0.0",
+        auth,
+    ),
+    conn(
+        "select",
+        2,
+        FAST | LOADING | STALE,
+        "Changes the selected database.",
+        "1.0.0",
+        select,
+    ),
+    conn(
+        "quit",
+        -1,
+        FAST | NO_AUTH | NO_MULTI_QUEUE | NOSCRIPT | LOADING | STALE,
+        "Closes the connection.",
+        "1.0.0",
+        quit,
+    ),
+    conn(
+        "reset",
+        1,
+        FAST | NO_AUTH | NO_MULTI_QUEUE | NOSCRIPT | LOADING | STALE,
+        "Resets the connection.",
+        "6.2.0",
+        reset,
+    ),
+    conn(
+        "readonly",
+        1,
+        FAST | LOADING | STALE,
+        "Enables read-only queries for a connection to a Redis Cluster replica node.",
+        "3.0.0",
+        cluster_disabled,
+    ),
+    conn(
+        "readwrite",
+        1,
+        FAST | LOADING | STALE,
+        "Enables read-write queries for a connection to a Reids Cluster replica node.",
+        "3.0.0",
+        cluster_disabled,
+    ),
+    CommandSpec {
+        name: "client",
+        arity: -2,
+        flags: 0,
+        first_key: 0,
+        last_key: 0,
+        key_step: 0,
+        acl: CONN,
+        summary: "A container for client connection commands.",
+        since: "2.4.0",
+        group: "connection",
+        handler: client_help,
+        subcommands: CLIENT_SUBCOMMANDS,
+    },
+];
+
+const CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
+    conn(
+        "client|id",
+        2,
+        NOSCRIPT | LOADING | STALE,
+        "Returns the unique client ID of the connection.",
+        "5.0.0",
+        client_id,
+    ),
+    conn(
+        "client|setname",
+        3,
+        NOSCRIPT | LOADING | STALE,
+        "Sets the connection name.",
+        "2.6.9",
+        client_setname,
+    ),
+    conn(
+        "client|getname",
+        2,
+        NOSCRIPT | LOADING | STALE,
+        "Returns the name of the connection.",
+        "2.6.9",
+        client_getname,
+    ),
+    conn(
+        "client|setinfo",
+        4,
+        NOSCRIPT | LOADING | STALE,
+        "Sets information specific to the client or connection.",
+        "7.2.0",
+        client_setinfo,
+    ),
+    conn(
+        "client|list",
+        -2,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        "Lists open connections.",
+        "2.4.0",
+        client_list,
+    ),
+    conn(
+        "client|info",
+        2,
+        NOSCRIPT | LOADING | STALE,
+        "Returns information about the connection.",
+        "6.2.0",
+        client_info,
+    ),
+    conn(
+        "client|kill",
+        -3,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        "Terminates open connections.",
+        "2.4.0",
+        client_kill,
+    ),
+    conn(
+        "client|no-evict",
+        3,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        "Sets the client eviction mode of the connection.",
+        "7.0.0",
+        client_no_evict,
+    ),
+    conn(
+        "client|no-touch",
+        3,
+        NOSCRIPT | LOADING | STALE,
+        "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.",
+        "7.2.0",
+        client_no_touch,
+    ),
+    conn(
+        "client|help",
+        2,
+        LOADING | STALE,
+        "Returns helpful text about the different subcommands.",
+        "5.0.0",
+        client_help,
+    ),
+];
+
+fn ping(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    match ctx.argv.len() {
+        1 => ctx.out.simple(b"PONG"),
+        2 => ctx.out.bulk(&ctx.argv[1]),
+        _ => return Err(ReplyError::arity(b"ping")),
+    }
+    Ok(())
+}
+
+fn echo(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    ctx.out.bulk(&ctx.argv[1]);
+    Ok(())
+}
+
+/// Checks a password for `user` against `requirepass` (the only user is `default`).
+fn check_password(ctx: &Ctx<'_>, user: &[u8], pass: &[u8]) -> bool {
+    let required = ctx.core.config.get("requirepass").unwrap_or("");
+    user == b"default" && (required.is_empty() || required.as_bytes() == pass)
+}
+
+fn hello(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let mut next = 1;
+    let mut proto = None;
+    if argv.len() >= 2 {
+        let ver = parse_i64(&argv[1]).map_err(|_| {
+            ReplyError::msg("ERR Protocol version is not an integer or out of range")
+        })?;
+        if !(2..=3).contains(&ver) {
+            return Err(ReplyError::msg("NOPROTO unsupported protocol version"));
+        }
+        proto = Some(if ver == 3 {
+            Protocol::Resp3
+        } else {
+            Protocol::Resp2
+        });
+        next = 2;
+    }
+    let mut auth = None;
+    let mut setname = None;
+    while next < argv.len() {
+        let more = argv.len() - next - 1;
+        if is(&argv[next], "AUTH") && more >= 2 {
+            auth = Some((argv[next + 1].clone(), argv[next + 2].clone()));
+            next += 3;
+        } else if is(&argv[next], "SETNAME") && more >= 1 {
+            setname = Some(argv[next + 1].clone());
+            next += 2;
+        } else {
+            return Err(ReplyError::owned(format!(
+                "ERR Syntax error in HELLO option '{}'",
+                String::from_utf8_lossy(&argv[next])
+            )));
+        }
+    }
+    if let Some((user, pass)) = &auth {
+        if !check_password(ctx, user, pass) {
+            return Err(ReplyError::msg(
+                "WRONGPASS invalid username-password pair or user is disabled.",
+            ));
+        }
+        ctx.client.authenticated = true;
+    }
+    if !ctx.client.authenticated {
+        return Err(ReplyError::msg(
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",
+        ));
+    }
+    if let Some(name) = setname {
+        validate_client_name(&name)?;
+        ctx.client.name = if name.is_empty() { None } else { Some(name) };
+    }
+    if let Some(p) = proto {
+        ctx.client.proto = p;
+        ctx.out.proto = p;
+    }
+    let out = &mut *ctx.out;
+    out.map(7);
+    out.bulk(b"server");
+    out.bulk(b"redis");
+    out.bulk(b"version");
+    out.bulk(REDIS_VERSION.as_bytes());
+    out.bulk(b"proto");
+    out.integer(if ctx.client.proto == Protocol::Resp3 {
+        3
+    } else {
+        2
+    });
+    out.bulk(b"id");
+    out.integer(ctx.client.id as i64);
+    out.bulk(b"mode");
+    out.bulk(b"standalone");
+    out.bulk(b"role");
+    out.bulk(b"master");
+    out.bulk(b"modules");
+    out.array(0);
+    Ok(())
+}
+
+fn auth(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let (user, pass) = match ctx.argv.len() {
+        2 => {
+            if !ctx.core.requires_auth() {
+                return Err(ReplyError::msg(
+                    "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
+                ));
+            }
+            (&b"default"[..], &ctx.argv[1][..])
+        }
+        3 => (&ctx.argv[1][..], &ctx.argv[2][..]),
+        _ => return Err(ReplyError::Syntax),
+    };
+    if check_password(ctx, user, pass) {
+        ctx.client.authenticated = true;
+        ctx.out.ok();
+        Ok(())
+    } else {
+        Err(ReplyError::msg(
+            "WRONGPASS invalid username-password pair or user is disabled.",
+        ))
+    }
+}
+
+fn select(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let idx = parse_i64(&ctx.argv[1])
+        .map_err(|_| ReplyError::msg("ERR value is not an integer or out of range"))?;
+    if idx < 0 || idx as usize >= ctx.core.dbs.len() {
+        return Err(ReplyError::msg("ERR DB index is out of range"));
+    }
+    ctx.client.db = idx as usize;
+    ctx.out.ok();
+    Ok(())
+}
+
+fn quit(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    ctx.client.close_after_reply = true;
+    ctx.out.ok();
+    Ok(())
+}
+
+fn reset(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    ctx.client.multi = None;
+    ctx.client.multi_error = false;
+    ctx.core.unwatch_all(ctx.client);
+    ctx.client.db = 0;
+    ctx.client.proto = Protocol::Resp2;
+    ctx.out.proto = Protocol::Resp2;
+    ctx.client.name = None;
+    ctx.client.no_evict = false;
+    ctx.client.no_touch = false;
+    if ctx.client.monitor {
+        ctx.client.monitor = false;
+        let id = ctx.client.id;
+        ctx.core.monitors.retain(|&m| m != id);
+    }
+    ctx.client.authenticated = !ctx.core.requires_auth();
+    ctx.out.simple(b"RESET");
+    Ok(())
+}
+
+fn cluster_disabled(_ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    Err(ReplyError::msg(
+        "ERR This instance has cluster support disabled",
+    ))
+}
+
+fn validate_client_name(name: &[u8]) -> Result<(), ReplyError> {
+    if name.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
+        return Err(ReplyError::msg(
+            "ERR Client names cannot contain spaces, newlines or special characters.",
+        ));
+    }
+    Ok(())
+}
+
+fn client_id(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    ctx.out.integer(ctx.client.id as i64);
+    Ok(())
+}
+
+fn client_setname(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let name = ctx.argv[2].clone();
+    validate_client_name(&name)?;
+    ctx.client.name = if name.is_empty() { None } else { Some(name) };
+    ctx.out.ok();
+    Ok(())
+}
+
+fn client_getname(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    match &ctx.client.name {
+        Some(n) => ctx.out.bulk(n),
+        None => ctx.out.null(),
+    }
+    Ok(())
+}
+
+fn client_setinfo(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let attr = &ctx.argv[2];
+    let value = ctx.argv[3].clone();
+    if value.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
+        return Err(ReplyError::owned(format!(
+            "ERR {} cannot contain spaces, newlines or special characters.",
+            String::from_utf8_lossy(attr).to_ascii_lowercase()
+        )));
+    }
+    let value = if value.is_empty() { None } else { Some(value) };
+    if is(attr, "LIB-NAME") {
+        ctx.client.lib_name = value;
+    } else if is(attr, "LIB-VER") {
+        ctx.client.lib_ver = value;
+    } else {
+        return Err(ReplyError::owned(format!(
+            "ERR Unrecognized option '{}'",
+            String::from_utf8_lossy(attr)
+        )));
+    }
+    ctx.out.ok();
+    Ok(())
+}
+
+fn client_list(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let mut only_ids: Option<Vec<u64>> = None;
+    let mut i = 2;
+    while i < argv.len() {
+        if is(&argv[i], "TYPE") && i + 1 < argv.len() {
+            let t = &argv[i + 1];
+            if !(is(t, "normal") || is(t, "master") || is(t, "replica") || is(t, "pubsub")) {
+                return Err(ReplyError::owned(format!(
+                    "ERR Unknown client type '{}'",
+                    String::from_utf8_lossy(t)
+                )));
+            }
+            if !is(t, "normal") {
+                only_ids = Some(Vec::new());
+            }
+            i += 2;
+        } else if is(&argv[i], "ID") && i + 1 < argv.len() {
+            let mut ids = only_ids.take().unwrap_or_default();
+            for a in &argv[i + 1..] {
+                let id = parse_i64(a)
+                    .ok()
+                    .filter(|v| *v > 0)
+                    .ok_or(ReplyError::msg("ERR Invalid client ID"))?;
+                ids.push(id as u64);
+            }
+            only_ids = Some(ids);
+            i = argv.len();
+        } else {
+            return Err(ReplyError::Syntax);
+        }
+    }
+    let now = ctx.now_ms;
+    let mut lines: Vec<(u64, String)> = ctx
+        .core
+        .clients
+        .values()
+        .map(|c| (c.id, c.info_line(now)))
+        .collect();
+    lines.push((ctx.client.id, ctx.client.info_line(now)));
+    lines.sort_by_key(|(id, _)| *id);
+    let mut text = String::new();
+    for (id, line) in lines {
+        if only_ids.as_ref().is_none_or(|ids| ids.contains(&id)) {
+            text.push_str(&line);
+            text.push('\n');
+        }
+    }
+    ctx.out.verbatim(text.as_bytes());
+    Ok(())
+}
+
+fn client_info(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let mut line = ctx.client.info_line(ctx.now_ms);
+    line.push('\n');
+    ctx.out.verbatim(line.as_bytes());
+    Ok(())
+}
+
+fn client_kill(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    // Old form: CLIENT KILL ip:port → +OK or error.
+    if argv.len() == 3 {
+        let addr = String::from_utf8_lossy(&argv[2]).into_owned();
+        let killed = kill_matching(ctx, |c| c.addr == addr, true);
+        if killed == 0 {
+            return Err(ReplyError::msg("ERR No such client"));
+        }
+        ctx.out.ok();
+        return Ok(());
+    }
+    let mut id_filter = None;
+    let mut addr_filter = None;
+    let mut laddr_filter = None;
+    let mut skipme = true;
+    let mut i = 2;
+    while i + 1 < argv.len() {
+        let v = &argv[i + 1];
+        if is(&argv[i], "ID") {
+            let id = parse_i64(v)
+                .ok()
+                .filter(|x| *x > 0)
+                .ok_or(ReplyError::msg("ERR client-id should be greater than 0"))?;
+            id_filter = Some(id as u64);
+        } else if is(&argv[i], "ADDR") {
+            addr_filter = Some(String::from_utf8_lossy(v).into_owned());
+        } else if is(&argv[i], "LADDR") {
+            laddr_filter = Some(String::from_utf8_lossy(v).into_owned());
+        } else if is(&argv[i], "SKIPME") {
+            skipme = if is(v, "yes") {
+                true
+            } else if is(v, "no") {
+                false
+            } else {
+                return Err(ReplyError::Syntax);
+            };
+        } else if is(&argv[i], "TYPE") || is(&argv[i], "USER") || is(&argv[i], "MAXAGE") {
+            // Accepted filters that match every normal client of user default.
+        } else {
+            return Err(ReplyError::Syntax);
+        }
+        i += 2;
+    }
+    if i != argv.len() {
+        return Err(ReplyError::Syntax);
+    }
+    let killed = kill_matching(
+        ctx,
+        |c| {
+            id_filter.is_none_or(|id| c.id == id)
+                && addr_filter.as_ref().is_none_or(|a| &c.addr == a)
+                && laddr_filter.as_ref().is_none_or(|a| &c.laddr == a)
+        },
+        skipme,
+    );
+    ctx.out.integer(killed as i64);
+    Ok(())
+}
+
+/// Closes every client matching `pred` (the caller too unless `skipme`); returns the
+/// number closed.
+fn kill_matching(
+    ctx: &mut Ctx<'_>,
+    pred: impl Fn(&crate::server::client::Client) -> bool,
+    skipme: bool,
+) -> usize {
+    let mut n = 0;
+    for c in ctx.core.clients.values() {
+        if pred(c) {
+            let _ = c.tx.send(ClientMsg::Close);
+            n += 1;
+        }
+    }
+    if !skipme && pred(ctx.client) {
+        ctx.client.close_after_reply = true;
+        n += 1;
+    }
+    n
+}
+
+fn on_off(arg: &[u8]) -> Result<bool, ReplyError> {
+    if is(arg, "on") {
+        Ok(true)
+    } else if is(arg, "off") {
+        Ok(false)
+    } else {
+        Err(ReplyError::Syntax)
+    }
+}
+
+fn client_no_evict(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    ctx.client.no_evict = on_off(&ctx.argv[2])?;
+    ctx.out.ok();
+    Ok(())
+}
+
+fn client_no_touch(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    ctx.client.no_touch = on_off(&ctx.argv[2])?;
+    ctx.out.ok();
+    Ok(())
+}
+
+fn client_help(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    super::reply_help(
+        ctx,
+        "CLIENT",
+        &[
+            "GETNAME",
+            "    Return the name of the current connection.",
+            "ID",
+            "    Return the ID of the current connection.",
+            "INFO",
+            "    Return information about the current client connection.",
+            "KILL <ip:port>",
+            "    Kill connection made from <ip:port>.",
+            "KILL <option> <value> [<option> <value> [...]]",
+            "    Kill connections. Options are: ID <client-id>, ADDR <ip:port>, LADDR <ip:port>, SKIPME (YES|NO).",
+            "LIST [TYPE normal] [ID <id> [<id> ...]]",
+            "    Return information about client connections.",
+            "NO-EVICT (ON|OFF)",
+            "    Protect current client connection from eviction.",
+            "NO-TOUCH (ON|OFF)",
+            "    Will not touch LRU/LFU stats when this mode is on.",
+            "SETINFO <option> <value>",
+            "    Set client meta attr. Options are: LIB-NAME, LIB-VER.",
+            "SETNAME <name>",
+            "    Assign the name <name> to the current connection.",
+        ],
+    );
+    Ok(())
+}

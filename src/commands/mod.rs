@@ -1,0 +1,311 @@
+//! The command table and its lookup.
+//!
+//! Every command is one [`CommandSpec`]: name, arity, flags, key positions, ACL
+//! categories, documentation and handler. Each family file (`xadd.rs`, `keys.rs`, ...)
+//! declares its rows in a `COMMANDS` slice next to the handlers; [`FAMILIES`] lists the
+//! slices, and together they are the one table that drives dispatch, arity errors,
+//! `COMMAND`, `COMMAND INFO/DOCS/GETKEYS/COUNT/LIST` and ACL categories.
+//!
+//! Arity follows Redis: a positive number is the exact argument count including the
+//! name; a negative `-n` means "at least n". Containers (XGROUP, XINFO, CONFIG, CLIENT,
+//! ...) have `subcommands`, each a full spec named `container|sub`.
+
+pub mod connection;
+pub mod keys;
+pub mod server;
+pub mod transaction;
+pub mod xadd;
+pub mod xinfo;
+pub mod xrange;
+
+use crate::core::Ctx;
+use crate::error::ReplyError;
+use crate::resp::Argv;
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+/// A command handler: parse `ctx.argv`, act, write the reply to `ctx.out`. Returning
+/// `Err` makes the dispatcher reply with the error; handlers find every argument error
+/// before changing anything.
+pub type Handler = fn(&mut Ctx<'_>) -> Result<(), ReplyError>;
+
+/// Command flags (Redis's `CMD_*`), as a bit set.
+pub mod flags {
+    /// May modify the keyspace.
+    pub const WRITE: u32 = 1 << 0;
+    /// Only reads.
+    pub const READONLY: u32 = 1 << 1;
+    /// May grow memory (refused at maxmemory).
+    pub const DENYOOM: u32 = 1 << 2;
+    /// O(1) or O(log N).
+    pub const FAST: u32 = 1 << 3;
+    /// May block the client.
+    pub const BLOCKING: u32 = 1 << 4;
+    /// Administrative.
+    pub const ADMIN: u32 = 1 << 5;
+    /// Allowed before authentication.
+    pub const NO_AUTH: u32 = 1 << 6;
+    /// Key positions depend on the arguments.
+    pub const MOVABLEKEYS: u32 = 1 << 7;
+    /// Runs immediately inside MULTI instead of being queued (EXEC, DISCARD, MULTI,
+    /// WATCH, QUIT, RESET).
+    pub const NO_MULTI_QUEUE: u32 = 1 << 8;
+    /// Allowed while loading.
+    pub const LOADING: u32 = 1 << 9;
+    /// Allowed on a stale replica.
+    pub const STALE: u32 = 1 << 10;
+    /// Not allowed from scripts.
+    pub const NOSCRIPT: u32 = 1 << 11;
+    /// Flag names in `COMMAND INFO` order, with their bit.
+    pub const NAMES: &[(u32, &str)] = &[
+        (WRITE, "write"),
+        (READONLY, "readonly"),
+        (DENYOOM, "denyoom"),
+        (ADMIN, "admin"),
+        (NOSCRIPT, "noscript"),
+        (BLOCKING, "blocking"),
+        (LOADING, "loading"),
+        (STALE, "stale"),
+        (NO_AUTH, "no_auth"),
+        (FAST, "fast"),
+        (MOVABLEKEYS, "movablekeys"),
+    ];
+}
+
+/// One row of the command table.
+#[derive(Debug)]
+pub struct CommandSpec {
+    /// Lower-case full name (`xadd`, `xgroup|create`).
+    pub name: &'static str,
+    /// Arity (see the module doc).
+    pub arity: i32,
+    /// [`flags`] bits.
+    pub flags: u32,
+    /// First key position (0 = no keys).
+    pub first_key: i32,
+    /// Last key position (-1 = last argument).
+    pub last_key: i32,
+    /// Step between keys.
+    pub key_step: i32,
+    /// ACL categories beyond those implied by the flags (`@stream`, `@keyspace`, ...).
+    pub acl: &'static [&'static str],
+    /// One-line summary (COMMAND DOCS).
+    pub summary: &'static str,
+    /// Redis version that introduced it.
+    pub since: &'static str,
+    /// Documentation group (`stream`, `generic`, `server`, `connection`, `transactions`).
+    pub group: &'static str,
+    /// The handler.
+    pub handler: Handler,
+    /// Subcommands of a container, else empty.
+    pub subcommands: &'static [CommandSpec],
+}
+
+impl CommandSpec {
+    /// The full name (`xgroup|create`).
+    pub fn full_name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The name after `|` for subcommands, else the name.
+    pub fn short_name(&self) -> &'static str {
+        self.name.rsplit('|').next().unwrap_or(self.name)
+    }
+
+    /// Does `argc` (name included) satisfy the arity?
+    pub fn arity_ok(&self, argc: usize) -> bool {
+        let argc = argc as i64;
+        let arity = i64::from(self.arity);
+        if arity >= 0 {
+            argc == arity
+        } else {
+            argc >= -arity
+        }
+    }
+
+    /// ACL categories: implied by flags, then explicit.
+    pub fn acl_categories(&self) -> Vec<&'static str> {
+        let mut cats = Vec::new();
+        if self.flags & flags::WRITE != 0 {
+            cats.push("@write");
+        }
+        if self.flags & flags::READONLY != 0 {
+            cats.push("@read");
+        }
+        if self.flags & flags::ADMIN != 0 {
+            cats.push("@admin");
+            cats.push("@dangerous");
+        }
+        if self.flags & flags::FAST != 0 {
+            cats.push("@fast");
+        } else {
+            cats.push("@slow");
+        }
+        if self.flags & flags::BLOCKING != 0 {
+            cats.push("@blocking");
+        }
+        cats.extend(self.acl.iter().copied());
+        cats
+    }
+
+    /// Key argument positions for `argv` (COMMAND GETKEYS), using the first/last/step
+    /// spec, or the command's own rule for movable-key commands.
+    pub fn key_positions(&self, argv: &Argv) -> Vec<usize> {
+        if self.flags & flags::MOVABLEKEYS != 0 {
+            return movable_keys(self, argv);
+        }
+        if self.first_key <= 0 {
+            return Vec::new();
+        }
+        let argc = argv.len() as i32;
+        let last = if self.last_key < 0 {
+            argc + self.last_key
+        } else {
+            self.last_key
+        };
+        let step = self.key_step.max(1);
+        (self.first_key..=last.min(argc - 1))
+            .step_by(step as usize)
+            .map(|i| i as usize)
+            .collect()
+    }
+}
+
+/// Keys of commands whose key positions depend on their arguments (XREAD,
+/// XREADGROUP: the first half of what follows STREAMS).
+fn movable_keys(spec: &CommandSpec, argv: &Argv) -> Vec<usize> {
+    match spec.name {
+        "xread" | "xreadgroup" => {
+            let Some(pos) = argv.iter().position(|a| a.eq_ignore_ascii_case(b"streams")) else {
+                return Vec::new();
+            };
+            let rest = argv.len() - pos - 1;
+            (pos + 1..pos + 1 + rest / 2).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Every family's rows: together, the command table.
+pub static FAMILIES: &[&[CommandSpec]] = &[
+    connection::COMMANDS,
+    server::COMMANDS,
+    keys::COMMANDS,
+    transaction::COMMANDS,
+    xadd::COMMANDS,
+    xrange::COMMANDS,
+    xinfo::COMMANDS,
+];
+
+static INDEX: LazyLock<HashMap<&'static str, &'static CommandSpec>> = LazyLock::new(|| {
+    FAMILIES
+        .iter()
+        .flat_map(|f| f.iter())
+        .map(|c| (c.name, c))
+        .collect()
+});
+
+/// All top-level commands.
+pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
+    FAMILIES.iter().flat_map(|f| f.iter())
+}
+
+/// Looks a command name up, case-insensitively, without allocating.
+pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
+    let mut buf = [0u8; 32];
+    if name.len() > buf.len() {
+        return None;
+    }
+    let lower = &mut buf[..name.len()];
+    lower.copy_from_slice(name);
+    lower.make_ascii_lowercase();
+    let lower = std::str::from_utf8(lower).ok()?;
+    INDEX.get(lower).copied()
+}
+
+/// For a container, the subcommand `argv[1]` names; for other commands, the command.
+pub fn resolve_subcommand(
+    spec: &'static CommandSpec,
+    argv: &Argv,
+) -> Result<&'static CommandSpec, ReplyError> {
+    if spec.subcommands.is_empty() {
+        return Ok(spec);
+    }
+    let Some(sub) = argv.get(1) else {
+        // A container that is also a command on its own (bare COMMAND).
+        if spec.arity == -1 {
+            return Ok(spec);
+        }
+        return Err(ReplyError::WrongArity(spec.name.to_string()));
+    };
+    spec.subcommands
+        .iter()
+        .find(|s| s.short_name().as_bytes().eq_ignore_ascii_case(sub))
+        .ok_or_else(|| ReplyError::UnknownSubcommand {
+            sub: String::from_utf8_lossy(sub).chars().take(128).collect(),
+            container: String::from_utf8_lossy(&argv[0]).to_ascii_uppercase(),
+        })
+}
+
+/// Parses a strict integer argument (`string2ll`), or `ERR value is not an integer or
+/// out of range`.
+pub fn parse_i64(arg: &[u8]) -> Result<i64, ReplyError> {
+    crate::stream::id::string2ll(arg).ok_or(ReplyError::NotInteger)
+}
+
+/// Case-insensitive comparison of an argument with an ASCII keyword.
+pub fn is(arg: &[u8], word: &str) -> bool {
+    arg.eq_ignore_ascii_case(word.as_bytes())
+}
+
+/// Help text reply: status lines (Redis's `addReplyHelp`): a header line naming the
+/// command, the given lines, then the `HELP` lines.
+pub fn reply_help(ctx: &mut Ctx<'_>, container: &str, lines: &[&str]) {
+    ctx.out.array(lines.len() + 3);
+    ctx.out.simple(
+        format!("{container} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:").as_bytes(),
+    );
+    for l in lines {
+        ctx.out.simple(l.as_bytes());
+    }
+    ctx.out.simple(b"HELP");
+    ctx.out.simple(b"    Print this help.");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_command_is_found_case_insensitively() {
+        for c in all() {
+            assert!(lookup(c.name.as_bytes()).is_some(), "{}", c.name);
+            assert!(
+                lookup(c.name.to_ascii_uppercase().as_bytes()).is_some(),
+                "{}",
+                c.name
+            );
+            assert_eq!(c.name, c.name.to_ascii_lowercase());
+            for s in c.subcommands {
+                assert!(s.name.starts_with(&format!("{}|", c.name)), "{}", s.name);
+            }
+        }
+    }
+
+    #[test]
+    fn no_duplicate_names() {
+        let mut names: Vec<_> = all().map(|c| c.name).collect();
+        let n = names.len();
+        names.sort();
+        names.dedup();
+        assert_eq!(n, names.len());
+    }
+
+    #[test]
+    fn arity_rules() {
+        let spec = lookup(b"xadd").expect("xadd");
+        assert!(!spec.arity_ok(4));
+        assert!(spec.arity_ok(5));
+        assert!(spec.arity_ok(9));
+    }
+}

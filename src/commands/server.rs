@@ -1,0 +1,1002 @@
+//! Server commands: INFO, CONFIG, COMMAND, TIME, DBSIZE, FLUSHDB, FLUSHALL, SWAPDB,
+//! LASTSAVE, FUNCTION FLUSH, DEBUG, MONITOR, SHUTDOWN.
+
+use super::{CommandSpec, flags::*, is, parse_i64};
+use crate::core::{Ctx, REDIS_VERSION, ShutdownKind};
+use crate::error::ReplyError;
+
+const fn srv(
+    name: &'static str,
+    arity: i32,
+    flags: u32,
+    acl: &'static [&'static str],
+    summary: &'static str,
+    since: &'static str,
+    handler: super::Handler,
+) -> CommandSpec {
+    CommandSpec {
+        name,
+        arity,
+        flags,
+        first_key: 0,
+        last_key: 0,
+        key_step: 0,
+        acl,
+        summary,
+        since,
+        group: "server",
+        handler,
+        subcommands: &[],
+    }
+}
+
+const fn container(
+    name: &'static str,
+    summary: &'static str,
+    since: &'static str,
+    subcommands: &'static [CommandSpec],
+) -> CommandSpec {
+    CommandSpec {
+        name,
+        arity: -2,
+        flags: 0,
+        first_key: 0,
+        last_key: 0,
+        key_step: 0,
+        acl: &[],
+        summary,
+        since,
+        group: "server",
+        handler: |_| Err(ReplyError::Syntax),
+        subcommands,
+    }
+}
+
+const KEYSPACE: &[&str] = &["@keyspace"];
+const NONE: &[&str] = &[];
+
+/// This family's rows of the command table.
+pub const COMMANDS: &[CommandSpec] = &[
+    srv(
+        "info",
+        -1,
+        LOADING | STALE,
+        &["@dangerous"],
+        "Returns information and statistics about the server.",
+        "1.0.0",
+        info,
+    ),
+    srv(
+        "time",
+        1,
+        FAST | LOADING | STALE,
+        NONE,
+        "Returns the server time.",
+        "2.6.0",
+        time,
+    ),
+    srv(
+        "dbsize",
+        1,
+        READONLY | FAST,
+        KEYSPACE,
+        "Returns the number of keys in the database.",
+        "1.0.0",
+        dbsize,
+    ),
+    srv(
+        "flushdb",
+        -1,
+        WRITE,
+        &["@keyspace", "@dangerous"],
+        "Remove all keys from the current database.",
+        "1.0.0",
+        flushdb,
+    ),
+    srv(
+        "flushall",
+        -1,
+        WRITE,
+        &["@keyspace", "@dangerous"],
+        "Removes all keys from all databases.",
+        "1.0.0",
+        flushall,
+    ),
+    srv(
+        "swapdb",
+        3,
+        WRITE | FAST,
+        &["@keyspace", "@dangerous"],
+        "Swaps two Redis databases.",
+        "4.0.0",
+        swapdb,
+    ),
+    srv(
+        "lastsave",
+        1,
+        LOADING | STALE | FAST,
+        &["@admin", "@dangerous"],
+        "Returns the Unix timestamp of the last successful save to disk.",
+        "1.0.0",
+        lastsave,
+    ),
+    srv(
+        "monitor",
+        1,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        NONE,
+        "Listens for all requests received by the server in real-time.",
+        "1.0.0",
+        monitor,
+    ),
+    srv(
+        "shutdown",
+        -1,
+        ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI_QUEUE,
+        NONE,
+        "Synchronously saves the database(s) to disk and shuts down the Redis server.",
+        "1.0.0",
+        shutdown,
+    ),
+    container(
+        "config",
+        "A container for server configuration commands.",
+        "2.0.0",
+        CONFIG_SUBCOMMANDS,
+    ),
+    CommandSpec {
+        arity: -1,
+        handler: command_dispatch,
+        ..container(
+            "command",
+            "Returns detailed information about all commands.",
+            "2.8.13",
+            COMMAND_SUBCOMMANDS_WITH_BARE,
+        )
+    },
+    container(
+        "function",
+        "A container for function commands.",
+        "7.0.0",
+        FUNCTION_SUBCOMMANDS,
+    ),
+    container(
+        "debug",
+        "A container for debugging commands.",
+        "1.0.0",
+        DEBUG_SUBCOMMANDS,
+    ),
+];
+
+const CONFIG_SUBCOMMANDS: &[CommandSpec] = &[
+    srv(
+        "config|get",
+        -3,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        NONE,
+        "Returns the effective values of configuration parameters.",
+        "2.0.0",
+        config_get,
+    ),
+    srv(
+        "config|set",
+        -4,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        NONE,
+        "Sets configuration parameters in-flight.",
+        "2.0.0",
+        config_set,
+    ),
+    srv(
+        "config|resetstat",
+        2,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        NONE,
+        "Resets the server's statistics.",
+        "2.0.0",
+        config_resetstat,
+    ),
+    srv(
+        "config|rewrite",
+        2,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        NONE,
+        "Persists the effective configuration to file.",
+        "2.8.0",
+        config_rewrite,
+    ),
+    srv(
+        "config|help",
+        2,
+        LOADING | STALE,
+        NONE,
+        "Returns helpful text about the different subcommands.",
+        "5.0.0",
+        config_help,
+    ),
+];
+
+/// COMMAND with no subcommand is valid (the full table), so the container resolves a
+/// missing argv[1] specially in [`command_dispatch`].
+const COMMAND_SUBCOMMANDS_WITH_BARE: &[CommandSpec] = &[
+    srv(
+        "command|count",
+        2,
+        LOADING | STALE,
+        &["@connection"],
+        "Returns a count of commands.",
+        "2.8.13",
+        command_count,
+    ),
+    srv(
+        "command|info",
+        -2,
+        LOADING | STALE,
+        &["@connection"],
+        "Returns information about one, multiple or all commands.",
+        "2.8.13",
+        command_info,
+    ),
+    srv(
+        "command|docs",
+        -2,
+        LOADING | STALE,
+        &["@connection"],
+        "Returns documentary information about one, multiple or all commands.",
+        "7.0.0",
+        command_docs,
+    ),
+    srv(
+        "command|getkeys",
+        -3,
+        LOADING | STALE,
+        &["@connection"],
+        "Extracts the key names from an arbitrary command.",
+        "2.8.13",
+        command_getkeys,
+    ),
+    srv(
+        "command|list",
+        -2,
+        LOADING | STALE,
+        &["@connection"],
+        "Returns a list of command names.",
+        "7.0.0",
+        command_list,
+    ),
+    srv(
+        "command|help",
+        2,
+        LOADING | STALE,
+        &["@connection"],
+        "Returns helpful text about the different subcommands.",
+        "5.0.0",
+        command_help,
+    ),
+];
+
+const FUNCTION_SUBCOMMANDS: &[CommandSpec] = &[
+    srv(
+        "function|flush",
+        -2,
+        WRITE | NOSCRIPT,
+        &["@scripting"],
+        "Deletes all libraries and functions.",
+        "7.0.0",
+        function_flush,
+    ),
+    srv(
+        "function|list",
+        -2,
+        NOSCRIPT,
+        &["@scripting"],
+        "Returns information about all libraries.",
+        "7.0.0",
+        function_list,
+    ),
+];
+
+const DEBUG_SUBCOMMANDS: &[CommandSpec] = &[
+    srv(
+        "debug|log",
+        3,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        NONE,
+        "Writes a message to the server log.",
+        "1.0.0",
+        debug_log,
+    ),
+    srv(
+        "debug|sleep",
+        3,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        NONE,
+        "Blocks the server for some seconds.",
+        "1.0.0",
+        debug_sleep,
+    ),
+];
+
+/// Bare `COMMAND`: the whole table. Called by the dispatcher when argv has one element.
+pub fn command_dispatch(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let all: Vec<&CommandSpec> = super::all().collect();
+    ctx.out.array(all.len());
+    for c in all {
+        write_command_info(ctx, c);
+    }
+    Ok(())
+}
+
+fn info(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let sections: Vec<String> = ctx.argv[1..]
+        .iter()
+        .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
+        .collect();
+    let text = info_text(ctx, &sections);
+    ctx.out.verbatim(text.as_bytes());
+    Ok(())
+}
+
+/// Builds INFO's text for the requested sections (none, `default`, `all`,
+/// `everything` or names).
+pub fn info_text(ctx: &Ctx<'_>, sections: &[String]) -> String {
+    const DEFAULT: &[&str] = &[
+        "server",
+        "clients",
+        "memory",
+        "persistence",
+        "stats",
+        "replication",
+        "cpu",
+        "modules",
+        "errorstats",
+        "cluster",
+        "keyspace",
+    ];
+    const ALL_EXTRA: &[&str] = &["commandstats", "latencystats"];
+    let wanted = |name: &str| -> bool {
+        if sections.is_empty() || sections.iter().any(|s| s == "default") {
+            return DEFAULT.contains(&name) || sections.iter().any(|s| s == name);
+        }
+        if sections.iter().any(|s| s == "all" || s == "everything") {
+            return true;
+        }
+        sections.iter().any(|s| s == name) && (DEFAULT.contains(&name) || ALL_EXTRA.contains(&name))
+    };
+    let core = &*ctx.core;
+    let mut out = String::new();
+    let uptime = core.started.elapsed().as_secs();
+    let mut push_section = |title: &str, body: String| {
+        if !out.is_empty() {
+            out.push_str("\r\n");
+        }
+        out.push_str("# ");
+        out.push_str(title);
+        out.push_str("\r\n");
+        out.push_str(&body);
+    };
+    if wanted("server") {
+        push_section(
+            "Server",
+            format!(
+                "redis_version:{REDIS_VERSION}\r\nstreamd_version:{}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:standalone\r\nos:{} {}\r\narch_bits:64\r\nmultiplexing_api:epoll\r\nprocess_id:{}\r\nrun_id:{:040x}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nhz:{}\r\nexecutable:streamd\r\nconfig_file:{}\r\n",
+                crate::STREAMD_VERSION,
+                std::env::consts::OS,
+                std::env::consts::ARCH,
+                std::process::id(),
+                std::process::id() as u128 * 0x9e37_79b9_7f4a_7c15,
+                core.port,
+                ctx.now_ms * 1000,
+                uptime,
+                uptime / 86400,
+                core.config.get_i64("hz"),
+                core.config
+                    .file
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default(),
+            ),
+        );
+    }
+    if wanted("clients") {
+        let blocked = core
+            .clients
+            .values()
+            .filter(|c| c.blocked.is_some())
+            .count();
+        push_section(
+            "Clients",
+            format!(
+                "connected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:{blocked}\r\ntracking_clients:0\r\npubsub_clients:0\r\nwatching_clients:{}\r\nclients_in_timeout_table:{blocked}\r\ntotal_watched_keys:{}\r\ntotal_blocking_keys:{}\r\ntotal_blocking_keys_on_nokey:{}\r\n",
+                core.connected_clients(),
+                core.config.get_i64("maxclients"),
+                core.clients
+                    .values()
+                    .filter(|c| !c.watched.is_empty())
+                    .count()
+                    + usize::from(!ctx.client.watched.is_empty()),
+                core.watched_keys.len(),
+                blocking_keys(core, false),
+                blocking_keys(core, true),
+            ),
+        );
+    }
+    if wanted("memory") {
+        let used = used_memory(core);
+        push_section(
+            "Memory",
+            format!(
+                "used_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{used}\r\nused_memory_peak:{used}\r\nused_memory_dataset:{used}\r\nmaxmemory:{}\r\nmaxmemory_policy:{}\r\nmem_allocator:libc\r\n",
+                human_bytes(used),
+                core.config.get_i64("maxmemory"),
+                core.config.get("maxmemory-policy").unwrap_or("noeviction"),
+            ),
+        );
+    }
+    if wanted("persistence") {
+        push_section(
+            "Persistence",
+            format!(
+                "loading:0\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\naof_enabled:{}\r\naof_rewrite_in_progress:0\r\naof_last_write_status:ok\r\n",
+                core.dirty,
+                core.lastsave,
+                i32::from(core.config.get_bool("appendonly")),
+            ),
+        );
+    }
+    if wanted("stats") {
+        let s = &core.stats;
+        push_section(
+            "Stats",
+            format!(
+                "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:0\r\npubsub_patterns:0\r\ntotal_error_replies:{}\r\n",
+                s.total_connections_received,
+                s.total_commands_processed,
+                s.net_input_bytes,
+                s.net_output_bytes,
+                s.rejected_connections,
+                s.expired_keys,
+                s.keyspace_hits,
+                s.keyspace_misses,
+                s.errors.values().sum::<u64>(),
+            ),
+        );
+    }
+    if wanted("replication") {
+        push_section(
+            "Replication",
+            "role:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_replid:0000000000000000000000000000000000000000\r\nmaster_repl_offset:0\r\nrepl_backlog_active:0\r\n".to_string(),
+        );
+    }
+    if wanted("cpu") {
+        push_section(
+            "CPU",
+            "used_cpu_sys:0.000000\r\nused_cpu_user:0.000000\r\n".to_string(),
+        );
+    }
+    if wanted("modules") {
+        push_section("Modules", String::new());
+    }
+    if wanted("errorstats") {
+        let body: String = core
+            .stats
+            .errors
+            .iter()
+            .map(|(code, n)| format!("errorstat_{code}:count={n}\r\n"))
+            .collect();
+        push_section("Errorstats", body);
+    }
+    if wanted("commandstats") {
+        let body: String = core
+            .stats
+            .commands
+            .iter()
+            .map(|(name, c)| {
+                format!(
+                    "cmdstat_{name}:calls={},usec={},usec_per_call={:.2},rejected_calls={},failed_calls={}\r\n",
+                    c.calls,
+                    c.usec,
+                    if c.calls > 0 { c.usec as f64 / c.calls as f64 } else { 0.0 },
+                    c.rejected_calls,
+                    c.failed_calls
+                )
+            })
+            .collect();
+        push_section("Commandstats", body);
+    }
+    if wanted("cluster") {
+        push_section("Cluster", "cluster_enabled:0\r\n".to_string());
+    }
+    if wanted("keyspace") {
+        let body: String = core
+            .dbs
+            .iter()
+            .enumerate()
+            .filter(|(_, db)| !db.is_empty())
+            .map(|(i, db)| {
+                format!(
+                    "db{i}:keys={},expires={},avg_ttl=0,subexpiry=0\r\n",
+                    db.len(),
+                    db.expires.len()
+                )
+            })
+            .collect();
+        push_section("Keyspace", body);
+    }
+    out
+}
+
+/// Distinct (db, key) pairs clients are blocked on; `nokey` counts only those of
+/// clients that also wake on deletion (XREADGROUP).
+fn blocking_keys(core: &crate::core::Core, nokey: bool) -> usize {
+    let mut keys = std::collections::HashSet::new();
+    for c in core.clients.values() {
+        if let Some(b) = &c.blocked {
+            if !nokey || b.unblock_on_nokey {
+                for k in &b.keys {
+                    keys.insert((b.db, k.clone()));
+                }
+            }
+        }
+    }
+    keys.len()
+}
+
+/// Memory in use: the counted allocator's figure when installed, else the sum of the
+/// streams' own estimates.
+pub fn used_memory(core: &crate::core::Core) -> usize {
+    let streams: usize = core
+        .dbs
+        .iter()
+        .flat_map(|db| db.keys.iter())
+        .map(|(k, s)| k.len() + s.memory_usage())
+        .sum();
+    streams + 1024 * 1024
+}
+
+fn human_bytes(n: usize) -> String {
+    let n = n as f64;
+    if n < 1024.0 {
+        format!("{n}B")
+    } else if n < 1024.0 * 1024.0 {
+        format!("{:.2}K", n / 1024.0)
+    } else if n < 1024.0 * 1024.0 * 1024.0 {
+        format!("{:.2}M", n / (1024.0 * 1024.0))
+    } else {
+        format!("{:.2}G", n / (1024.0 * 1024.0 * 1024.0))
+    }
+}
+
+fn time(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    ctx.out.array(2);
+    ctx.out.bulk_int(now.as_secs() as i64);
+    ctx.out.bulk_int(i64::from(now.subsec_micros()));
+    Ok(())
+}
+
+fn dbsize(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let n = ctx.db().len();
+    ctx.out.integer(n as i64);
+    Ok(())
+}
+
+/// FLUSHDB/FLUSHALL's optional ASYNC|SYNC argument.
+fn flush_mode(ctx: &Ctx<'_>) -> Result<(), ReplyError> {
+    match ctx.argv.len() {
+        1 => Ok(()),
+        2 if is(&ctx.argv[1], "ASYNC") || is(&ctx.argv[1], "SYNC") => Ok(()),
+        _ => Err(ReplyError::Syntax),
+    }
+}
+
+fn flush_db(ctx: &mut Ctx<'_>, db: usize) {
+    let keys: Vec<bytes::Bytes> = ctx.core.dbs[db].keys.keys().cloned().collect();
+    ctx.core.dirty += keys.len() as u64;
+    ctx.core.dbs[db].clear();
+    for k in keys {
+        ctx.core.ready_keys.push((db, k));
+    }
+    ctx.core.touch_all(Some(db));
+}
+
+fn flushdb(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    flush_mode(ctx)?;
+    flush_db(ctx, ctx.client.db);
+    ctx.core.dirty += 1;
+    ctx.out.ok();
+    Ok(())
+}
+
+fn flushall(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    flush_mode(ctx)?;
+    for db in 0..ctx.core.dbs.len() {
+        flush_db(ctx, db);
+    }
+    ctx.core.dirty += 1;
+    ctx.out.ok();
+    Ok(())
+}
+
+fn swapdb(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let a = parse_i64(&ctx.argv[1]).map_err(|_| ReplyError::msg("ERR invalid first DB index"))?;
+    let b = parse_i64(&ctx.argv[2]).map_err(|_| ReplyError::msg("ERR invalid second DB index"))?;
+    let n = ctx.core.dbs.len() as i64;
+    if a < 0 || a >= n || b < 0 || b >= n {
+        return Err(ReplyError::msg("ERR DB index is out of range"));
+    }
+    let (a, b) = (a as usize, b as usize);
+    if a != b {
+        ctx.core.dbs.swap(a, b);
+        for db in [a, b] {
+            let keys: Vec<bytes::Bytes> = ctx.core.dbs[db].keys.keys().cloned().collect();
+            for k in keys {
+                ctx.core.ready_keys.push((db, k));
+            }
+        }
+        ctx.core.touch_all(Some(a));
+        ctx.core.touch_all(Some(b));
+        ctx.core.dirty += 1;
+    }
+    ctx.out.ok();
+    Ok(())
+}
+
+fn lastsave(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    ctx.out.integer(ctx.core.lastsave as i64);
+    Ok(())
+}
+
+fn monitor(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    if ctx.client.multi.is_some() {
+        return Err(ReplyError::msg("ERR MONITOR isn't allowed inside MULTI"));
+    }
+    if !ctx.client.monitor {
+        ctx.client.monitor = true;
+        ctx.core.monitors.push(ctx.client.id);
+    }
+    ctx.out.ok();
+    Ok(())
+}
+
+fn shutdown(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let mut kind = ShutdownKind::Default;
+    for a in &ctx.argv[1..] {
+        if is(a, "NOSAVE") {
+            kind = ShutdownKind::NoSave;
+        } else if is(a, "SAVE") {
+            kind = ShutdownKind::Save;
+        } else if is(a, "NOW") || is(a, "FORCE") || is(a, "ABORT") {
+            // NOW/FORCE change nothing without replicas; ABORT has nothing to abort.
+            if is(a, "ABORT") {
+                return Err(ReplyError::msg("ERR No shutdown in progress."));
+            }
+        } else {
+            return Err(ReplyError::Syntax);
+        }
+    }
+    if ctx.client.multi.is_some() {
+        return Err(ReplyError::msg("ERR SHUTDOWN isn't allowed inside MULTI"));
+    }
+    ctx.core.shutdown = Some(kind);
+    // The connection closes without a reply, as with Redis.
+    ctx.client.close_after_reply = true;
+    Ok(())
+}
+
+fn config_get(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let mut pairs: Vec<(&'static str, String)> = Vec::new();
+    for pat in &ctx.argv[2..] {
+        for (name, value) in ctx.core.config.matching(pat) {
+            if !pairs.iter().any(|(n, _)| *n == name) {
+                pairs.push((name, value.to_string()));
+            }
+        }
+    }
+    ctx.out.map(pairs.len());
+    for (name, value) in pairs {
+        ctx.out.bulk(name.as_bytes());
+        ctx.out.bulk(value.as_bytes());
+    }
+    Ok(())
+}
+
+fn config_set(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let args = &ctx.argv[2..];
+    if args.len() % 2 != 0 {
+        return Err(ReplyError::WrongArity("config|set".into()));
+    }
+    let pairs: Vec<(String, String)> = args
+        .chunks(2)
+        .map(|p| {
+            (
+                String::from_utf8_lossy(&p[0]).into_owned(),
+                String::from_utf8_lossy(&p[1]).into_owned(),
+            )
+        })
+        .collect();
+    ctx.core
+        .config
+        .set_many(&pairs)
+        .map_err(ReplyError::owned)?;
+    ctx.core.refresh_config_cache();
+    ctx.out.ok();
+    Ok(())
+}
+
+fn config_resetstat(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    ctx.core.stats = Default::default();
+    ctx.out.ok();
+    Ok(())
+}
+
+fn config_rewrite(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let Some(path) = ctx.core.config.file.clone() else {
+        return Err(ReplyError::msg(
+            "ERR The server is running without a config file",
+        ));
+    };
+    let text = ctx.core.config.to_conf_text();
+    std::fs::write(&path, text)
+        .map_err(|e| ReplyError::owned(format!("ERR Rewriting config file: {e}")))?;
+    ctx.out.ok();
+    Ok(())
+}
+
+fn config_help(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    super::reply_help(
+        ctx,
+        "CONFIG",
+        &[
+            "GET <pattern>",
+            "    Return parameters matching the glob-like <pattern> and their values.",
+            "SET <directive> <value>",
+            "    Set the configuration <directive> to <value>.",
+            "RESETSTAT",
+            "    Reset statistics reported by the INFO command.",
+            "REWRITE",
+            "    Rewrite the configuration file.",
+        ],
+    );
+    Ok(())
+}
+
+fn command_count(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    ctx.out.integer(super::all().count() as i64);
+    Ok(())
+}
+
+/// One COMMAND INFO entry (Redis 7 shape: name, arity, flags, first, last, step, ACL
+/// categories, tips, key specs, subcommands).
+fn write_command_info(ctx: &mut Ctx<'_>, c: &CommandSpec) {
+    let out = &mut *ctx.out;
+    out.array(10);
+    out.bulk(c.name.as_bytes());
+    out.integer(i64::from(c.arity));
+    let names: Vec<&str> = NAMES
+        .iter()
+        .filter(|(bit, _)| c.flags & bit != 0)
+        .map(|(_, n)| *n)
+        .collect();
+    out.set(names.len());
+    for n in names {
+        out.simple(n.as_bytes());
+    }
+    out.integer(i64::from(c.first_key));
+    out.integer(i64::from(c.last_key));
+    out.integer(i64::from(c.key_step));
+    let cats = c.acl_categories();
+    out.set(cats.len());
+    for cat in cats {
+        out.simple(cat.as_bytes());
+    }
+    out.set(0);
+    if c.first_key > 0 {
+        out.array(1);
+        out.map(3);
+        out.bulk(b"flags");
+        out.set(0);
+        out.bulk(b"begin_search");
+        out.map(2);
+        out.bulk(b"type");
+        out.bulk(b"index");
+        out.bulk(b"spec");
+        out.map(1);
+        out.bulk(b"index");
+        out.integer(i64::from(c.first_key));
+        out.bulk(b"find_keys");
+        out.map(2);
+        out.bulk(b"type");
+        out.bulk(b"range");
+        out.bulk(b"spec");
+        out.map(3);
+        out.bulk(b"lastkey");
+        out.integer(if c.last_key < 0 {
+            i64::from(c.last_key)
+        } else {
+            i64::from(c.last_key - c.first_key)
+        });
+        out.bulk(b"keystep");
+        out.integer(i64::from(c.key_step));
+        out.bulk(b"limit");
+        out.integer(0);
+    } else {
+        out.array(0);
+    }
+    let subs = c.subcommands;
+    ctx.out.array(subs.len());
+    for s in subs {
+        write_command_info(ctx, s);
+    }
+}
+
+fn find_command(name: &[u8]) -> Option<&'static CommandSpec> {
+    if let Some(c) = super::lookup(name) {
+        return Some(c);
+    }
+    // "xgroup|create" form.
+    let text = std::str::from_utf8(name).ok()?.to_ascii_lowercase();
+    let (parent, _) = text.split_once('|')?;
+    super::lookup(parent.as_bytes())?
+        .subcommands
+        .iter()
+        .find(|s| s.name == text)
+}
+
+fn command_info(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    if ctx.argv.len() == 2 {
+        return command_dispatch(ctx);
+    }
+    let names: Vec<bytes::Bytes> = ctx.argv[2..].to_vec();
+    ctx.out.array(names.len());
+    for n in names {
+        match find_command(&n) {
+            Some(c) => write_command_info(ctx, c),
+            None => ctx.out.null_array(),
+        }
+    }
+    Ok(())
+}
+
+fn write_command_docs(ctx: &mut Ctx<'_>, c: &CommandSpec) {
+    ctx.out.bulk(c.name.as_bytes());
+    let has_subs = !c.subcommands.is_empty();
+    ctx.out.map(if has_subs { 4 } else { 3 });
+    ctx.out.bulk(b"summary");
+    ctx.out.bulk(c.summary.as_bytes());
+    ctx.out.bulk(b"since");
+    ctx.out.bulk(c.since.as_bytes());
+    ctx.out.bulk(b"group");
+    ctx.out.bulk(c.group.as_bytes());
+    if has_subs {
+        ctx.out.bulk(b"subcommands");
+        ctx.out.map(c.subcommands.len());
+        for s in c.subcommands {
+            write_command_docs(ctx, s);
+        }
+    }
+}
+
+fn command_docs(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let wanted: Vec<&'static CommandSpec> = if ctx.argv.len() == 2 {
+        super::all().collect()
+    } else {
+        ctx.argv[2..]
+            .iter()
+            .filter_map(|n| find_command(n))
+            .collect()
+    };
+    ctx.out.map(wanted.len());
+    for c in wanted {
+        write_command_docs(ctx, c);
+    }
+    Ok(())
+}
+
+fn command_getkeys(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let target: crate::resp::Argv = ctx.argv[2..].to_vec();
+    let Some(spec) = super::lookup(&target[0]) else {
+        return Err(ReplyError::msg("ERR Invalid command specified"));
+    };
+    let spec = super::resolve_subcommand(spec, &target)
+        .map_err(|_| ReplyError::msg("ERR Invalid command specified"))?;
+    if !spec.arity_ok(target.len()) {
+        return Err(ReplyError::msg(
+            "ERR Invalid number of arguments specified for command",
+        ));
+    }
+    let keys = spec.key_positions(&target);
+    if keys.is_empty() {
+        return Err(ReplyError::msg("ERR The command has no key arguments"));
+    }
+    ctx.out.array(keys.len());
+    for i in keys {
+        ctx.out.bulk(&target[i]);
+    }
+    Ok(())
+}
+
+fn command_list(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let mut names: Vec<&'static str> = super::all().map(|c| c.name).collect();
+    if argv.len() > 2 {
+        if argv.len() != 5 || !is(&argv[2], "FILTERBY") {
+            return Err(ReplyError::Syntax);
+        }
+        let value = String::from_utf8_lossy(&argv[4]).to_ascii_lowercase();
+        if is(&argv[3], "PATTERN") {
+            names.retain(|n| crate::util::glob_match(value.as_bytes(), n.as_bytes(), true));
+        } else if is(&argv[3], "ACLCAT") {
+            let cat = format!("@{}", value.trim_start_matches('@'));
+            names.retain(|n| {
+                super::lookup(n.as_bytes())
+                    .is_some_and(|c| c.acl_categories().contains(&cat.as_str()))
+            });
+        } else if is(&argv[3], "MODULE") {
+            names.clear();
+        } else {
+            return Err(ReplyError::Syntax);
+        }
+    }
+    ctx.out.array(names.len());
+    for n in names {
+        ctx.out.bulk(n.as_bytes());
+    }
+    Ok(())
+}
+
+fn command_help(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    super::reply_help(
+        ctx,
+        "COMMAND",
+        &[
+            "(no subcommand)",
+            "    Return details about all commands.",
+            "COUNT",
+            "    Return the total number of commands in this server.",
+            "LIST",
+            "    Return a list of all commands in this server.",
+            "INFO [<command-name> ...]",
+            "    Return details about multiple commands.",
+            "DOCS [<command-name> ...]",
+            "    Return documentation details about multiple commands.",
+            "GETKEYS <full-command>",
+            "    Return the keys from a full command.",
+        ],
+    );
+    Ok(())
+}
+
+fn function_flush(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    match ctx.argv.len() {
+        2 => {}
+        3 if is(&ctx.argv[2], "ASYNC") || is(&ctx.argv[2], "SYNC") => {}
+        _ => return Err(ReplyError::Syntax),
+    }
+    ctx.out.ok();
+    Ok(())
+}
+
+fn function_list(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    ctx.out.array(0);
+    Ok(())
+}
+
+fn debug_log(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    tracing::warn!(message = %String::from_utf8_lossy(&ctx.argv[2]), "DEBUG LOG");
+    ctx.out.ok();
+    Ok(())
+}
+
+fn debug_sleep(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let secs: f64 = std::str::from_utf8(&ctx.argv[2])
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .filter(|v: &f64| v.is_finite() && *v >= 0.0)
+        .ok_or(ReplyError::msg("ERR value is not a valid float"))?;
+    std::thread::sleep(std::time::Duration::from_secs_f64(secs.min(60.0)));
+    ctx.out.ok();
+    Ok(())
+}

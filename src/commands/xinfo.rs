@@ -1,0 +1,6 @@
+//! (being written)
+
+use super::CommandSpec;
+
+/// This family's rows of the command table.
+pub const COMMANDS: &[CommandSpec] = &[];

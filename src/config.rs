@@ -1,0 +1,677 @@
+//! Configuration: redis.conf syntax, command-line overrides, `CONFIG GET/SET`.
+//!
+//! Every directive is one row of [`DIRECTIVES`]: its name, default, kind (which values
+//! are valid) and whether `CONFIG SET` may change it at run time. Values are kept as
+//! their canonical text (what `CONFIG GET` shows) and read through typed getters.
+//! The same table is the source of `conf/streamd.conf` and `docs/configuration.md`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+/// What values a directive accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `yes` / `no`.
+    Bool,
+    /// A signed integer in `[min, max]`.
+    Int {
+        /// Smallest accepted value.
+        min: i64,
+        /// Largest accepted value.
+        max: i64,
+    },
+    /// Bytes with optional unit suffix (`4kb`, `1gb`, `512mb`, `100`), in `[min, max]`.
+    Memory {
+        /// Smallest accepted value.
+        min: i64,
+        /// Largest accepted value.
+        max: i64,
+    },
+    /// One of a fixed set of words.
+    Enum(&'static [&'static str]),
+    /// Any string.
+    Str,
+    /// A list of `seconds changes` pairs, or empty (the `save` directive).
+    SavePoints,
+}
+
+/// One configuration directive.
+#[derive(Debug, Clone, Copy)]
+pub struct Directive {
+    /// Name as in redis.conf (`stream-node-max-bytes`).
+    pub name: &'static str,
+    /// Default value text.
+    pub default: &'static str,
+    /// Accepted values.
+    pub kind: Kind,
+    /// May `CONFIG SET` change it while running?
+    pub mutable: bool,
+    /// One-line meaning, for the sample config and the docs.
+    pub help: &'static str,
+}
+
+const I64_MAX: i64 = i64::MAX;
+
+/// Every directive streamd knows, in the order the sample config lists them.
+pub const DIRECTIVES: &[Directive] = &[
+    Directive {
+        name: "bind",
+        default: "127.0.0.1",
+        kind: Kind::Str,
+        mutable: false,
+        help: "Addresses to listen on, space separated.",
+    },
+    Directive {
+        name: "port",
+        default: "6379",
+        kind: Kind::Int { min: 0, max: 65535 },
+        mutable: false,
+        help: "TCP port (0 = do not listen on TCP).",
+    },
+    Directive {
+        name: "databases",
+        default: "16",
+        kind: Kind::Int {
+            min: 1,
+            max: 1 << 20,
+        },
+        mutable: false,
+        help: "Number of databases (SELECT 0..n-1).",
+    },
+    Directive {
+        name: "dir",
+        default: "./data",
+        kind: Kind::Str,
+        mutable: true,
+        help: "Data directory (created if missing).",
+    },
+    Directive {
+        name: "loglevel",
+        default: "notice",
+        kind: Kind::Enum(&["debug", "verbose", "notice", "warning", "nothing"]),
+        mutable: true,
+        help: "Log verbosity.",
+    },
+    Directive {
+        name: "log-format",
+        default: "text",
+        kind: Kind::Enum(&["text", "json"]),
+        mutable: false,
+        help: "Log line format: human text or JSON.",
+    },
+    Directive {
+        name: "logfile",
+        default: "",
+        kind: Kind::Str,
+        mutable: false,
+        help: "Log file path; empty logs to standard output.",
+    },
+    Directive {
+        name: "pidfile",
+        default: "",
+        kind: Kind::Str,
+        mutable: false,
+        help: "Write the process id to this file; empty for none.",
+    },
+    Directive {
+        name: "requirepass",
+        default: "",
+        kind: Kind::Str,
+        mutable: true,
+        help: "Password for the default user; empty means no authentication.",
+    },
+    Directive {
+        name: "maxclients",
+        default: "10000",
+        kind: Kind::Int {
+            min: 1,
+            max: 1 << 30,
+        },
+        mutable: true,
+        help: "Maximum number of connected clients.",
+    },
+    Directive {
+        name: "timeout",
+        default: "0",
+        kind: Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        mutable: true,
+        help: "Close idle clients after this many seconds (0 = never).",
+    },
+    Directive {
+        name: "tcp-keepalive",
+        default: "300",
+        kind: Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        mutable: true,
+        help: "TCP keepalive interval in seconds (0 = off).",
+    },
+    Directive {
+        name: "tcp-backlog",
+        default: "511",
+        kind: Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        mutable: false,
+        help: "Listen backlog.",
+    },
+    Directive {
+        name: "proto-max-bulk-len",
+        default: "536870912",
+        kind: Kind::Memory {
+            min: 1024 * 1024,
+            max: I64_MAX,
+        },
+        mutable: true,
+        help: "Largest accepted bulk string in a request.",
+    },
+    Directive {
+        name: "client-query-buffer-limit",
+        default: "1073741824",
+        kind: Kind::Memory {
+            min: 1024 * 1024,
+            max: I64_MAX,
+        },
+        mutable: true,
+        help: "Largest unparsed request buffer per client.",
+    },
+    Directive {
+        name: "stream-node-max-bytes",
+        default: "4096",
+        kind: Kind::Memory {
+            min: 0,
+            max: I64_MAX,
+        },
+        mutable: true,
+        help: "Largest stream node in bytes (0 = no byte limit).",
+    },
+    Directive {
+        name: "stream-node-max-entries",
+        default: "100",
+        kind: Kind::Int {
+            min: 0,
+            max: I64_MAX,
+        },
+        mutable: true,
+        help: "Most entries per stream node (0 = no count limit).",
+    },
+    Directive {
+        name: "stream-idmp-duration",
+        default: "100",
+        kind: Kind::Int { min: 1, max: 86400 },
+        mutable: true,
+        help: "Default IDMP duration in seconds for new streams.",
+    },
+    Directive {
+        name: "stream-idmp-maxsize",
+        default: "100",
+        kind: Kind::Int { min: 1, max: 10000 },
+        mutable: true,
+        help: "Default IDMP entries kept per producer for new streams.",
+    },
+    Directive {
+        name: "appendonly",
+        default: "yes",
+        kind: Kind::Bool,
+        mutable: true,
+        help: "Keep the effect log (durability across restarts).",
+    },
+    Directive {
+        name: "appendfsync",
+        default: "everysec",
+        kind: Kind::Enum(&["always", "everysec", "no"]),
+        mutable: true,
+        help: "When the log is fsynced.",
+    },
+    Directive {
+        name: "appenddirname",
+        default: "appendonlydir",
+        kind: Kind::Str,
+        mutable: false,
+        help: "Directory (inside dir) holding the log.",
+    },
+    Directive {
+        name: "appendfilename",
+        default: "appendonly",
+        kind: Kind::Str,
+        mutable: false,
+        help: "Base name of the log files.",
+    },
+    Directive {
+        name: "dbfilename",
+        default: "dump.snap",
+        kind: Kind::Str,
+        mutable: true,
+        help: "Snapshot file name (inside dir).",
+    },
+    Directive {
+        name: "save",
+        default: "3600 1 300 100 60 10000",
+        kind: Kind::SavePoints,
+        mutable: true,
+        help: "Snapshot after <seconds> if at least <changes> writes; empty disables.",
+    },
+    Directive {
+        name: "maxmemory",
+        default: "0",
+        kind: Kind::Memory {
+            min: 0,
+            max: I64_MAX,
+        },
+        mutable: true,
+        help: "Memory limit in bytes (0 = none).",
+    },
+    Directive {
+        name: "maxmemory-policy",
+        default: "noeviction",
+        kind: Kind::Enum(&["noeviction"]),
+        mutable: true,
+        help: "What to do at maxmemory: refuse writes that grow memory.",
+    },
+    Directive {
+        name: "notify-keyspace-events",
+        default: "",
+        kind: Kind::Str,
+        mutable: true,
+        help: "Keyspace notification classes (accepted and shown; not yet delivered).",
+    },
+    Directive {
+        name: "hz",
+        default: "10",
+        kind: Kind::Int { min: 1, max: 500 },
+        mutable: true,
+        help: "Background task frequency (active expiry) per second.",
+    },
+    Directive {
+        name: "lua-time-limit",
+        default: "5000",
+        kind: Kind::Int {
+            min: 0,
+            max: I64_MAX,
+        },
+        mutable: true,
+        help: "Accepted for compatibility; streamd has no scripting.",
+    },
+    Directive {
+        name: "slowlog-log-slower-than",
+        default: "10000",
+        kind: Kind::Int {
+            min: -1,
+            max: I64_MAX,
+        },
+        mutable: true,
+        help: "Accepted for compatibility.",
+    },
+    Directive {
+        name: "slowlog-max-len",
+        default: "128",
+        kind: Kind::Int {
+            min: 0,
+            max: I64_MAX,
+        },
+        mutable: true,
+        help: "Accepted for compatibility.",
+    },
+    Directive {
+        name: "protected-mode",
+        default: "yes",
+        kind: Kind::Bool,
+        mutable: true,
+        help: "Refuse non-loopback clients when no password is set.",
+    },
+];
+
+/// A configuration error, worded like Redis's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError(pub String);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// The running configuration: canonical value text per directive.
+#[derive(Debug, Clone)]
+pub struct Config {
+    values: BTreeMap<&'static str, String>,
+    /// Path of the config file it was loaded from, if any (CONFIG REWRITE target).
+    pub file: Option<std::path::PathBuf>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            values: DIRECTIVES
+                .iter()
+                .map(|d| (d.name, d.default.to_string()))
+                .collect(),
+            file: None,
+        }
+    }
+}
+
+/// Finds a directive by name, case-insensitively.
+pub fn directive(name: &str) -> Option<&'static Directive> {
+    DIRECTIVES
+        .iter()
+        .find(|d| d.name.eq_ignore_ascii_case(name))
+}
+
+/// Parses `4096`, `4kb`, `4k`, `1gb` ... as Redis's `memtoull` does.
+pub fn parse_memory(s: &str) -> Option<i64> {
+    let lower = s.to_ascii_lowercase();
+    let units: [(&str, i64); 8] = [
+        ("kb", 1024),
+        ("mb", 1024 * 1024),
+        ("gb", 1024 * 1024 * 1024),
+        ("k", 1000),
+        ("m", 1000 * 1000),
+        ("g", 1000 * 1000 * 1000),
+        ("b", 1),
+        ("", 1),
+    ];
+    for (suffix, mul) in units {
+        if let Some(num) = lower.strip_suffix(suffix) {
+            if num.is_empty() || !num.bytes().all(|c| c.is_ascii_digit()) {
+                continue;
+            }
+            return num.parse::<i64>().ok()?.checked_mul(mul);
+        }
+    }
+    None
+}
+
+/// Validates `value` for `d` and returns its canonical text.
+fn canonical(d: &Directive, value: &str) -> Result<String, String> {
+    match d.kind {
+        Kind::Bool => match value.to_ascii_lowercase().as_str() {
+            "yes" => Ok("yes".into()),
+            "no" => Ok("no".into()),
+            _ => Err("argument must be 'yes' or 'no'".into()),
+        },
+        Kind::Int { min, max } => {
+            let v: i64 = crate::stream::id::string2ll(value.as_bytes())
+                .ok_or_else(|| "argument couldn't be parsed into an integer".to_string())?;
+            if v < min || v > max {
+                return Err(format!(
+                    "argument must be between {min} and {max} inclusive"
+                ));
+            }
+            Ok(v.to_string())
+        }
+        Kind::Memory { min, max } => {
+            let v =
+                parse_memory(value).ok_or_else(|| "argument must be a memory value".to_string())?;
+            if v < min || v > max {
+                return Err(format!(
+                    "argument must be between {min} and {max} inclusive"
+                ));
+            }
+            Ok(v.to_string())
+        }
+        Kind::Enum(words) => {
+            let lower = value.to_ascii_lowercase();
+            if words.contains(&lower.as_str()) {
+                Ok(lower)
+            } else {
+                Err("argument(s) must be one of the following: ".to_string() + &words.join(", "))
+            }
+        }
+        Kind::Str => Ok(value.to_string()),
+        Kind::SavePoints => {
+            let parts: Vec<&str> = value.split_whitespace().collect();
+            if parts.len() % 2 != 0 || parts.iter().any(|p| p.parse::<u64>().is_err()) {
+                return Err("Invalid save parameters".into());
+            }
+            Ok(parts.join(" "))
+        }
+    }
+}
+
+impl Config {
+    /// Reads a redis.conf-syntax file and then applies command-line directives
+    /// (`["--port", "7000", "--appendonly", "no"]`). Errors carry Redis's wording with
+    /// the offending line.
+    pub fn load(file: Option<&Path>, cli: &[String]) -> Result<Config, ConfigError> {
+        let mut config = Config::default();
+        let mut text = String::new();
+        if let Some(path) = file {
+            text = std::fs::read_to_string(path).map_err(|e| {
+                ConfigError(format!(
+                    "Fatal error, can't open config file '{}': {e}",
+                    path.display()
+                ))
+            })?;
+            config.file = Some(path.to_path_buf());
+        }
+        config.apply_text(&text, 0)?;
+        // Command-line directives become extra lines: "--port 7000" → "port 7000".
+        let mut lines = Vec::new();
+        for arg in cli {
+            if let Some(name) = arg.strip_prefix("--") {
+                lines.push(name.to_string());
+            } else if let Some(last) = lines.last_mut() {
+                last.push(' ');
+                last.push_str(&quote_arg(arg));
+            } else {
+                return Err(fatal(0, arg, "Bad directive or wrong number of arguments"));
+            }
+        }
+        config.apply_text(&lines.join("\n"), text.lines().count())?;
+        Ok(config)
+    }
+
+    fn apply_text(&mut self, text: &str, line_offset: usize) -> Result<(), ConfigError> {
+        for (n, raw) in text.lines().enumerate() {
+            let line = raw.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let args =
+                crate::resp::inline::split_args(&bytes::Bytes::copy_from_slice(line.as_bytes()))
+                    .map_err(|_| {
+                        fatal(
+                            n + 1 + line_offset,
+                            line,
+                            "Unbalanced quotes in configuration line",
+                        )
+                    })?;
+            let args: Vec<String> = args
+                .iter()
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            let Some((name, values)) = args.split_first() else {
+                continue;
+            };
+            let Some(d) = directive(name) else {
+                return Err(fatal(
+                    n + 1 + line_offset,
+                    line,
+                    "Bad directive or wrong number of arguments",
+                ));
+            };
+            let value = match d.kind {
+                Kind::SavePoints | Kind::Str if d.name == "save" || d.name == "bind" => {
+                    values.join(" ")
+                }
+                _ if values.len() == 1 => values[0].clone(),
+                _ => {
+                    return Err(fatal(
+                        n + 1 + line_offset,
+                        line,
+                        "Bad directive or wrong number of arguments",
+                    ));
+                }
+            };
+            let canon = canonical(d, &value).map_err(|e| fatal(n + 1 + line_offset, line, &e))?;
+            self.values.insert(d.name, canon);
+        }
+        Ok(())
+    }
+
+    /// The canonical text of a directive.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        directive(name)
+            .and_then(|d| self.values.get(d.name))
+            .map(String::as_str)
+    }
+
+    /// A numeric directive's value (0 if it is not numeric).
+    pub fn get_i64(&self, name: &str) -> i64 {
+        self.get(name).and_then(|v| v.parse().ok()).unwrap_or(0)
+    }
+
+    /// A yes/no directive's value.
+    pub fn get_bool(&self, name: &str) -> bool {
+        self.get(name) == Some("yes")
+    }
+
+    /// All (name, value) pairs whose name matches the glob `pattern` (CONFIG GET).
+    pub fn matching(&self, pattern: &[u8]) -> Vec<(&'static str, &str)> {
+        DIRECTIVES
+            .iter()
+            .filter(|d| crate::util::glob_match(pattern, d.name.as_bytes(), true))
+            .map(|d| {
+                (
+                    d.name,
+                    self.values.get(d.name).map(String::as_str).unwrap_or(""),
+                )
+            })
+            .collect()
+    }
+
+    /// CONFIG SET of several pairs: all validated first, then all applied (atomic).
+    pub fn set_many(&mut self, pairs: &[(String, String)]) -> Result<(), String> {
+        let mut staged = Vec::new();
+        for (i, (name, value)) in pairs.iter().enumerate() {
+            if pairs[..i].iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
+                return Err(format!(
+                    "ERR CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter"
+                ));
+            }
+            let Some(d) = directive(name) else {
+                return Err(format!(
+                    "ERR Unknown option or number of arguments for CONFIG SET - '{name}'"
+                ));
+            };
+            if !d.mutable {
+                return Err(format!(
+                    "ERR CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config"
+                ));
+            }
+            let canon = canonical(d, value).map_err(|e| {
+                format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {e}")
+            })?;
+            staged.push((d.name, canon));
+        }
+        for (name, value) in staged {
+            self.values.insert(name, value);
+        }
+        Ok(())
+    }
+
+    /// The configuration as redis.conf text (CONFIG REWRITE): every directive whose
+    /// value differs from its default.
+    pub fn to_conf_text(&self) -> String {
+        let mut out = String::from("# Written by CONFIG REWRITE\n");
+        for d in DIRECTIVES {
+            let v = self
+                .values
+                .get(d.name)
+                .map(String::as_str)
+                .unwrap_or(d.default);
+            if v != d.default {
+                out.push_str(&format!("{} {}\n", d.name, quote_arg(v)));
+            }
+        }
+        out
+    }
+}
+
+/// Quotes a value for a config line when it is empty or has spaces.
+fn quote_arg(v: &str) -> String {
+    if v.is_empty() || v.contains(char::is_whitespace) || v.contains('"') {
+        format!("\"{}\"", v.replace('\\', "\\\\").replace('"', "\\\""))
+    } else {
+        v.to_string()
+    }
+}
+
+fn fatal(line_no: usize, line: &str, why: &str) -> ConfigError {
+    ConfigError(format!(
+        "\n*** FATAL CONFIG FILE ERROR (streamd {}) ***\nReading the configuration file, at line {line_no}\n>>> '{line}'\n{why}",
+        crate::STREAMD_VERSION
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cli(args: &[&str]) -> Vec<String> {
+        args.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn defaults_are_redis_defaults() {
+        let c = Config::default();
+        assert_eq!(c.get("port"), Some("6379"));
+        assert_eq!(c.get("stream-node-max-entries"), Some("100"));
+        assert_eq!(c.get("save"), Some("3600 1 300 100 60 10000"));
+    }
+
+    #[test]
+    fn command_line_overrides_and_accepts_empty_save() {
+        let c = Config::load(
+            None,
+            &cli(&["--port", "7000", "--save", "", "--appendonly", "no"]),
+        )
+        .unwrap();
+        assert_eq!(c.get_i64("port"), 7000);
+        assert_eq!(c.get("save"), Some(""));
+        assert!(!c.get_bool("appendonly"));
+    }
+
+    #[test]
+    fn unknown_directive_stops_startup_naming_the_line() {
+        let e = Config::load(None, &cli(&["--no-such-thing", "1"])).unwrap_err();
+        assert!(
+            e.0.contains("Bad directive or wrong number of arguments"),
+            "{e}"
+        );
+        assert!(e.0.contains(">>> 'no-such-thing 1'"), "{e}");
+    }
+
+    #[test]
+    fn memory_units() {
+        assert_eq!(parse_memory("4kb"), Some(4096));
+        assert_eq!(parse_memory("1GB"), Some(1 << 30));
+        assert_eq!(parse_memory("12"), Some(12));
+        assert_eq!(parse_memory("x"), None);
+    }
+
+    #[test]
+    fn config_set_is_atomic() {
+        let mut c = Config::default();
+        let err = c
+            .set_many(&[
+                ("stream-node-max-entries".into(), "7".into()),
+                ("stream-node-max-bytes".into(), "nope".into()),
+            ])
+            .unwrap_err();
+        assert!(err.contains("stream-node-max-bytes"));
+        assert_eq!(c.get("stream-node-max-entries"), Some("100"));
+        c.set_many(&[("stream-node-max-entries".into(), "7".into())])
+            .unwrap();
+        assert_eq!(c.get_i64("stream-node-max-entries"), 7);
+    }
+}

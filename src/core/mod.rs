@@ -1,0 +1,487 @@
+//! The core: owns the keyspace, the clients' shared state and the statistics, and runs
+//! every command, one at a time (DESIGN.md §2).
+//!
+//! streamd runs the whole server on one current-thread tokio runtime: connection tasks
+//! read and parse on the same thread that executes, and borrow the `Core` for the time
+//! of one batch of pipelined commands. That is Redis's own model (one thread does I/O and
+//! commands), needs no locks or channel hops, and measured faster than a channel to a
+//! separate core thread on a 2-core machine where the load generator needs a core.
+//!
+//! Command flow ([`Core::execute`]): look the command up in the table → arity → auth →
+//! MULTI queueing → run the handler against a [`Ctx`] → statistics → MONITOR feed.
+
+pub mod keyspace;
+
+use crate::commands::{self, CommandSpec, flags};
+use crate::config::Config;
+use crate::error::ReplyError;
+use crate::resp::Argv;
+use crate::resp::writer::RespWriter;
+use crate::server::client::{Client, ClientMsg};
+use crate::stream::{NodeLimits, Stream};
+use bytes::Bytes;
+use keyspace::Db;
+use std::collections::{BTreeMap, HashMap};
+use std::time::Instant;
+
+/// Version of Redis whose stream surface streamd implements: HELLO `version`, INFO
+/// `redis_version`.
+pub const REDIS_VERSION: &str = "8.8.0";
+
+/// Per-command counters (INFO commandstats).
+#[derive(Debug, Default, Clone)]
+pub struct CommandStats {
+    /// Successful and failed calls.
+    pub calls: u64,
+    /// Total microseconds spent.
+    pub usec: u64,
+    /// Calls rejected before running (arity, auth...).
+    pub rejected_calls: u64,
+    /// Calls that ran and returned an error.
+    pub failed_calls: u64,
+}
+
+/// Server statistics (INFO stats).
+#[derive(Debug, Default, Clone)]
+pub struct Stats {
+    /// Connections accepted.
+    pub total_connections_received: u64,
+    /// Commands processed.
+    pub total_commands_processed: u64,
+    /// Connections refused by maxclients.
+    pub rejected_connections: u64,
+    /// Keys removed by expiry.
+    pub expired_keys: u64,
+    /// Lookups of existing keys.
+    pub keyspace_hits: u64,
+    /// Lookups of missing keys.
+    pub keyspace_misses: u64,
+    /// Error replies by code (INFO errorstats).
+    pub errors: BTreeMap<String, u64>,
+    /// Per-command counters, by full lower-case name.
+    pub commands: BTreeMap<&'static str, CommandStats>,
+    /// Bytes read from clients.
+    pub net_input_bytes: u64,
+    /// Bytes written to clients.
+    pub net_output_bytes: u64,
+}
+
+/// How the server should stop (SHUTDOWN / signals).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShutdownKind {
+    /// Save if persistence is configured to (default).
+    Default,
+    /// SHUTDOWN SAVE.
+    Save,
+    /// SHUTDOWN NOSAVE.
+    NoSave,
+}
+
+/// The single owner of all data.
+pub struct Core {
+    /// Running configuration.
+    pub config: Config,
+    /// Cached node limits (from the config, refreshed on CONFIG SET).
+    pub node_limits: NodeLimits,
+    /// Databases.
+    pub dbs: Vec<Db>,
+    /// Connected clients other than the one executing right now.
+    pub clients: HashMap<u64, Client>,
+    /// Next client id to hand out.
+    pub next_client_id: u64,
+    /// Statistics.
+    pub stats: Stats,
+    /// Process start.
+    pub started: Instant,
+    /// TCP port served (INFO).
+    pub port: u16,
+    /// Writes since the last save.
+    pub dirty: u64,
+    /// Unix seconds of the last successful save (LASTSAVE).
+    pub lastsave: u64,
+    /// Set when SHUTDOWN was requested.
+    pub shutdown: Option<ShutdownKind>,
+    /// Versions of watched keys: (db, key) → (version, number of watchers).
+    pub watched_keys: HashMap<(usize, Bytes), (u64, u32)>,
+    /// Ids of clients in MONITOR mode.
+    pub monitors: Vec<u64>,
+    /// Keys signalled ready for blocked clients since the last round: (db, key).
+    pub ready_keys: Vec<(usize, Bytes)>,
+}
+
+/// Everything a command handler may touch.
+pub struct Ctx<'a> {
+    /// The core (keyspace, config, stats, other clients).
+    pub core: &'a mut Core,
+    /// The calling client.
+    pub client: &'a mut Client,
+    /// Where the reply goes.
+    pub out: &'a mut RespWriter,
+    /// The command and its arguments.
+    pub argv: &'a Argv,
+    /// The command time, unix ms (one value for the whole command, as Redis's
+    /// `commandTimeSnapshot`).
+    pub now_ms: u64,
+}
+
+/// Current unix time in milliseconds.
+pub fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+impl Ctx<'_> {
+    /// The calling client's database.
+    pub fn db(&mut self) -> &mut Db {
+        let idx = self.client.db;
+        &mut self.core.dbs[idx]
+    }
+
+    /// The stream at `key` after lazy expiry (and keyspace hit/miss accounting).
+    pub fn lookup(&mut self, key: &[u8]) -> Option<&mut Stream> {
+        self.expire_if_needed(key);
+        let idx = self.client.db;
+        let found = self.core.dbs[idx].keys.contains_key(key);
+        if found {
+            self.core.stats.keyspace_hits += 1;
+        } else {
+            self.core.stats.keyspace_misses += 1;
+        }
+        self.core.dbs[idx].get_mut(key)
+    }
+
+    /// True if `key` exists (after lazy expiry).
+    pub fn exists(&mut self, key: &[u8]) -> bool {
+        self.expire_if_needed(key);
+        let idx = self.client.db;
+        self.core.dbs[idx].keys.contains_key(key)
+    }
+
+    /// Deletes `key` if its TTL passed, with the side effects of a deletion.
+    pub fn expire_if_needed(&mut self, key: &[u8]) {
+        let idx = self.client.db;
+        if self.core.dbs[idx].expire_if_needed(key, self.now_ms) {
+            self.core.stats.expired_keys += 1;
+            self.core.key_deleted(idx, key);
+        }
+    }
+
+    /// Records a write to `key`: WATCH invalidation and the dirty counter (Redis:
+    /// `signalModifiedKey` + `server.dirty++`).
+    pub fn modified(&mut self, key: &[u8]) {
+        let db = self.client.db;
+        self.core.touch_key(db, key);
+        self.core.dirty += 1;
+    }
+
+    /// Signals blocked readers of `key` that it has new data or changed (Redis:
+    /// `signalKeyAsReady`).
+    pub fn signal_ready(&mut self, key: &[u8]) {
+        let db = self.client.db;
+        self.core.ready_keys.push((db, Bytes::copy_from_slice(key)));
+    }
+
+    /// `argv[i]`, which the arity check guarantees exists.
+    pub fn arg(&self, i: usize) -> &Bytes {
+        &self.argv[i]
+    }
+}
+
+/// Outcome of one command for the connection task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The reply is in the writer.
+    Done,
+    /// The client blocked; its reply will come as [`ClientMsg::Unblocked`].
+    Blocked,
+}
+
+impl Core {
+    /// A core with `config`'s settings and empty databases.
+    pub fn new(config: Config, port: u16) -> Core {
+        let ndb = config.get_i64("databases").max(1) as usize;
+        let mut core = Core {
+            node_limits: NodeLimits::default(),
+            dbs: (0..ndb).map(|_| Db::default()).collect(),
+            clients: HashMap::new(),
+            next_client_id: 1,
+            stats: Stats::default(),
+            started: Instant::now(),
+            port,
+            dirty: 0,
+            lastsave: unix_ms() / 1000,
+            shutdown: None,
+            watched_keys: HashMap::new(),
+            monitors: Vec::new(),
+            ready_keys: Vec::new(),
+            config,
+        };
+        core.refresh_config_cache();
+        core
+    }
+
+    /// Re-reads cached settings after a CONFIG SET.
+    pub fn refresh_config_cache(&mut self) {
+        let bytes = self.config.get_i64("stream-node-max-bytes").max(0) as usize;
+        let entries = self.config.get_i64("stream-node-max-entries").max(0) as usize;
+        self.node_limits = NodeLimits {
+            max_bytes: bytes,
+            max_entries: entries,
+        };
+    }
+
+    /// True when a password is configured.
+    pub fn requires_auth(&self) -> bool {
+        !self.config.get("requirepass").unwrap_or("").is_empty()
+    }
+
+    /// Bumps the WATCH version of a key if anyone watches it.
+    pub fn touch_key(&mut self, db: usize, key: &[u8]) {
+        if self.watched_keys.is_empty() {
+            return;
+        }
+        if let Some(v) = self
+            .watched_keys
+            .get_mut(&(db, Bytes::copy_from_slice(key)))
+        {
+            v.0 += 1;
+        }
+    }
+
+    /// Bumps every watched key of `db` (FLUSHDB, SWAPDB).
+    pub fn touch_all(&mut self, db: Option<usize>) {
+        for ((d, _), v) in self.watched_keys.iter_mut() {
+            if db.is_none_or(|x| x == *d) {
+                v.0 += 1;
+            }
+        }
+    }
+
+    /// Side effects of a key disappearing (expiry, DEL, FLUSH): WATCH invalidation and
+    /// waking readers that unblock on deletion.
+    pub fn key_deleted(&mut self, db: usize, key: &[u8]) {
+        self.touch_key(db, key);
+        self.ready_keys.push((db, Bytes::copy_from_slice(key)));
+    }
+
+    /// Registers a new client and returns its id.
+    pub fn add_client(&mut self, mut client: Client) -> u64 {
+        let id = self.next_client_id;
+        self.next_client_id += 1;
+        client.id = id;
+        self.stats.total_connections_received += 1;
+        self.clients.insert(id, client);
+        id
+    }
+
+    /// Forgets a disconnected client: its watches, its MONITOR and blocked state.
+    pub fn remove_client(&mut self, id: u64) {
+        if let Some(mut c) = self.clients.remove(&id) {
+            self.unwatch_all(&mut c);
+        }
+        self.monitors.retain(|&m| m != id);
+    }
+
+    /// Drops all of a client's watched keys.
+    pub fn unwatch_all(&mut self, client: &mut Client) {
+        for (db, key, _) in client.watched.drain(..) {
+            let k = (db, key);
+            if let Some(v) = self.watched_keys.get_mut(&k) {
+                v.1 -= 1;
+                if v.1 == 0 {
+                    self.watched_keys.remove(&k);
+                }
+            }
+        }
+    }
+
+    /// Current version of a watched key (0 when unwatched).
+    pub fn watch_version(&self, db: usize, key: &Bytes) -> u64 {
+        self.watched_keys
+            .get(&(db, key.clone()))
+            .map(|v| v.0)
+            .unwrap_or(0)
+    }
+
+    /// Number of clients, including the executing one.
+    pub fn connected_clients(&self) -> usize {
+        self.clients.len() + 1
+    }
+
+    /// Runs one command for `client`, writing its reply to `out`.
+    pub fn execute(&mut self, client: &mut Client, argv: Argv, out: &mut RespWriter) -> Outcome {
+        let now_ms = unix_ms();
+        client.last_interaction_ms = now_ms;
+        let Some(name) = argv.first() else {
+            return Outcome::Done;
+        };
+        let Some(spec) = commands::lookup(name) else {
+            let err = unknown_command_error(&argv);
+            self.reject(client, out, None, &err);
+            return Outcome::Done;
+        };
+        // Resolve container subcommands (XGROUP CREATE, CONFIG GET, ...).
+        let spec = match commands::resolve_subcommand(spec, &argv) {
+            Ok(s) => s,
+            Err(err) => {
+                self.reject(client, out, Some(spec), &err);
+                return Outcome::Done;
+            }
+        };
+        if !spec.arity_ok(argv.len()) {
+            let err = ReplyError::WrongArity(spec.full_name().to_string());
+            self.reject(client, out, Some(spec), &err);
+            return Outcome::Done;
+        }
+        if !client.authenticated && spec.flags & flags::NO_AUTH == 0 {
+            self.reject(client, out, Some(spec), &ReplyError::NoAuth);
+            return Outcome::Done;
+        }
+        if client.multi.is_some() && spec.flags & flags::NO_MULTI_QUEUE == 0 {
+            if let Some(queue) = client.multi.as_mut() {
+                queue.push(argv);
+            }
+            out.simple(b"QUEUED");
+            return Outcome::Done;
+        }
+        self.call(client, spec, &argv, out, now_ms)
+    }
+
+    /// Runs an already-validated command (used by EXEC for queued commands too).
+    pub fn call(
+        &mut self,
+        client: &mut Client,
+        spec: &'static CommandSpec,
+        argv: &Argv,
+        out: &mut RespWriter,
+        now_ms: u64,
+    ) -> Outcome {
+        self.feed_monitors(client, argv, now_ms);
+        let started = Instant::now();
+        client.last_cmd = spec.full_name();
+        out.proto = client.proto;
+        let result = {
+            let mut ctx = Ctx {
+                core: self,
+                client,
+                out,
+                argv,
+                now_ms,
+            };
+            (spec.handler)(&mut ctx)
+        };
+        let usec = started.elapsed().as_micros() as u64;
+        let stat = self.stats.commands.entry(spec.full_name()).or_default();
+        stat.calls += 1;
+        stat.usec += usec;
+        self.stats.total_commands_processed += 1;
+        if let Err(err) = result {
+            if let Some(s) = self.stats.commands.get_mut(spec.full_name()) {
+                s.failed_calls += 1;
+            }
+            *self.stats.errors.entry(err.code()).or_default() += 1;
+            out.error(&err);
+        }
+        if client.blocked.is_some() {
+            Outcome::Blocked
+        } else {
+            Outcome::Done
+        }
+    }
+
+    /// Replies with an error raised before the command ran; inside MULTI it also
+    /// dooms the transaction (EXECABORT), as Redis does.
+    fn reject(
+        &mut self,
+        client: &mut Client,
+        out: &mut RespWriter,
+        spec: Option<&'static CommandSpec>,
+        err: &ReplyError,
+    ) {
+        if client.multi.is_some() {
+            client.multi_error = true;
+        }
+        if let Some(spec) = spec {
+            self.stats
+                .commands
+                .entry(spec.full_name())
+                .or_default()
+                .rejected_calls += 1;
+        }
+        *self.stats.errors.entry(err.code()).or_default() += 1;
+        out.proto = client.proto;
+        out.error(err);
+    }
+
+    /// Sends the command line to MONITOR clients (`+<time> [<db> <addr>] "cmd" "arg"`).
+    fn feed_monitors(&mut self, client: &Client, argv: &Argv, now_ms: u64) {
+        if self.monitors.is_empty() {
+            return;
+        }
+        let mut line = format!(
+            "+{}.{:06} [{} {}]",
+            now_ms / 1000,
+            (now_ms % 1000) * 1000,
+            client.db,
+            client.addr
+        );
+        for a in argv {
+            line.push_str(" \"");
+            for &c in a.iter() {
+                match c {
+                    b'\\' => line.push_str("\\\\"),
+                    b'"' => line.push_str("\\\""),
+                    b'\n' => line.push_str("\\n"),
+                    b'\r' => line.push_str("\\r"),
+                    b'\t' => line.push_str("\\t"),
+                    0x20..=0x7e => line.push(c as char),
+                    _ => line.push_str(&format!("\\x{c:02x}")),
+                }
+            }
+            line.push('"');
+        }
+        line.push_str("\r\n");
+        for id in &self.monitors {
+            if let Some(m) = self.clients.get(id) {
+                let _ = m.tx.send(ClientMsg::Write(line.clone().into_bytes()));
+            }
+        }
+    }
+
+    /// Periodic work (Redis `serverCron`): active expiry.
+    pub fn cron(&mut self) {
+        let now = unix_ms();
+        for db in 0..self.dbs.len() {
+            if self.dbs[db].expires.is_empty() {
+                continue;
+            }
+            let gone = self.dbs[db].active_expire(now, 200);
+            self.stats.expired_keys += gone.len() as u64;
+            for k in gone {
+                self.key_deleted(db, &k);
+            }
+        }
+    }
+}
+
+/// `ERR unknown command '<name>', with args beginning with: '<a>' ...`: arguments are
+/// listed while the list is shorter than 128 bytes, as Redis does.
+fn unknown_command_error(argv: &Argv) -> ReplyError {
+    let name: String = String::from_utf8_lossy(&argv[0])
+        .chars()
+        .take(128)
+        .collect();
+    let mut args = Vec::new();
+    let mut len = 0usize;
+    for a in &argv[1..] {
+        if len >= 128 {
+            break;
+        }
+        let text: String = String::from_utf8_lossy(a).chars().take(128 - len).collect();
+        len += text.len() + 3;
+        args.push(text);
+    }
+    ReplyError::UnknownCommand { name, args }
+}

@@ -1,0 +1,161 @@
+//! Per-client state visible to commands: id, name, db, protocol, library info, the
+//! MULTI queue and watched keys, and the channel back to the connection task.
+
+use crate::resp::Argv;
+use crate::resp::writer::Protocol;
+use bytes::Bytes;
+use tokio::sync::mpsc;
+
+/// A message from the core to a connection task, outside the request/reply rhythm.
+#[derive(Debug)]
+pub enum ClientMsg {
+    /// Bytes to write (a MONITOR line, or the reply of a blocked command once served).
+    Write(Vec<u8>),
+    /// The client was blocked and is now served: write these bytes and resume reading.
+    Unblocked(Vec<u8>),
+    /// Close the connection (CLIENT KILL, SHUTDOWN).
+    Close,
+}
+
+/// Blocking state of a client waiting in XREAD/XREADGROUP BLOCK.
+#[derive(Debug, Clone)]
+pub struct BlockState {
+    /// The command to re-execute when a key is signalled (with `$` already resolved).
+    pub argv: Argv,
+    /// Database of the keys.
+    pub db: usize,
+    /// Keys waited on.
+    pub keys: Vec<Bytes>,
+    /// Absolute deadline in unix ms, or `None` for BLOCK 0.
+    pub deadline_ms: Option<u64>,
+    /// Wake also when a key is deleted or changes (XREADGROUP: "unblock on no key").
+    pub unblock_on_nokey: bool,
+}
+
+/// One connected client.
+#[derive(Debug)]
+pub struct Client {
+    /// Unique, increasing id (CLIENT ID).
+    pub id: u64,
+    /// Peer address `ip:port`.
+    pub addr: String,
+    /// Local address `ip:port`.
+    pub laddr: String,
+    /// CLIENT SETNAME.
+    pub name: Option<Bytes>,
+    /// CLIENT SETINFO LIB-NAME.
+    pub lib_name: Option<Bytes>,
+    /// CLIENT SETINFO LIB-VER.
+    pub lib_ver: Option<Bytes>,
+    /// Selected database.
+    pub db: usize,
+    /// Reply protocol.
+    pub proto: Protocol,
+    /// Passed AUTH (always true when no password is configured).
+    pub authenticated: bool,
+    /// Queued commands while in MULTI.
+    pub multi: Option<Vec<Argv>>,
+    /// A command queued in this MULTI had an error: EXEC answers EXECABORT.
+    pub multi_error: bool,
+    /// Watched keys: (db, key, version seen at WATCH time).
+    pub watched: Vec<(usize, Bytes, u64)>,
+    /// Creation time, unix ms.
+    pub created_ms: u64,
+    /// Last command time, unix ms.
+    pub last_interaction_ms: u64,
+    /// Name of the last command run (CLIENT LIST `cmd=`).
+    pub last_cmd: &'static str,
+    /// In MONITOR mode.
+    pub monitor: bool,
+    /// Close once the pending replies are written (QUIT, CLIENT KILL of self).
+    pub close_after_reply: bool,
+    /// CLIENT NO-EVICT flag.
+    pub no_evict: bool,
+    /// CLIENT NO-TOUCH flag.
+    pub no_touch: bool,
+    /// Set while blocked in a stream read.
+    pub blocked: Option<BlockState>,
+    /// Channel to the connection task.
+    pub tx: mpsc::UnboundedSender<ClientMsg>,
+}
+
+impl Client {
+    /// A fresh client with defaults (db 0, RESP2).
+    pub fn new(
+        id: u64,
+        addr: String,
+        laddr: String,
+        authenticated: bool,
+        now_ms: u64,
+        tx: mpsc::UnboundedSender<ClientMsg>,
+    ) -> Client {
+        Client {
+            id,
+            addr,
+            laddr,
+            name: None,
+            lib_name: None,
+            lib_ver: None,
+            db: 0,
+            proto: Protocol::Resp2,
+            authenticated,
+            multi: None,
+            multi_error: false,
+            watched: Vec::new(),
+            created_ms: now_ms,
+            last_interaction_ms: now_ms,
+            last_cmd: "NULL",
+            monitor: false,
+            close_after_reply: false,
+            no_evict: false,
+            no_touch: false,
+            blocked: None,
+            tx,
+        }
+    }
+
+    /// The CLIENT LIST / CLIENT INFO line for this client (no trailing newline).
+    pub fn info_line(&self, now_ms: u64) -> String {
+        let mut flags = String::new();
+        if self.multi.is_some() {
+            flags.push('x');
+        }
+        if self.blocked.is_some() {
+            flags.push('b');
+        }
+        if self.monitor {
+            flags.push('O');
+        }
+        if self.no_evict {
+            flags.push('e');
+        }
+        if self.no_touch {
+            flags.push('T');
+        }
+        if flags.is_empty() {
+            flags.push('N');
+        }
+        let lossy = |b: &Option<Bytes>| {
+            b.as_ref()
+                .map(|v| String::from_utf8_lossy(v).into_owned())
+                .unwrap_or_default()
+        };
+        format!(
+            "id={} addr={} laddr={} fd=8 name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} watch={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+            self.id,
+            self.addr,
+            self.laddr,
+            lossy(&self.name),
+            now_ms.saturating_sub(self.created_ms) / 1000,
+            now_ms.saturating_sub(self.last_interaction_ms) / 1000,
+            flags,
+            self.db,
+            self.multi.as_ref().map(|q| q.len() as i64).unwrap_or(-1),
+            self.watched.len(),
+            self.last_cmd,
+            if self.proto == Protocol::Resp3 { 3 } else { 2 },
+            lossy(&self.lib_name),
+            lossy(&self.lib_ver),
+        )
+    }
+}

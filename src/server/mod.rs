@@ -1,0 +1,86 @@
+//! The network front end: the accept loop, per-connection tasks, graceful shutdown.
+//!
+//! Everything runs on one current-thread tokio runtime (see `core` for why). Each
+//! connection task reads into its buffer, parses every complete command the read
+//! produced, executes them against the [`Core`] in one borrow, and writes all replies
+//! with one write. A blocked client keeps reading (to notice a disconnect at once) but
+//! executes nothing until the core sends its reply.
+
+pub mod client;
+pub mod connection;
+
+use crate::core::{Core, unix_ms};
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::Notify;
+
+/// Shared handle to the core, owned by the runtime's single thread.
+pub type SharedCore = Rc<RefCell<Core>>;
+
+/// Why [`run`] returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// SHUTDOWN command.
+    Shutdown,
+    /// SIGTERM or SIGINT.
+    Signal,
+}
+
+/// Serves `listener` until SHUTDOWN or a signal. Must run inside a `LocalSet`.
+pub async fn run(listener: TcpListener, core: SharedCore) -> std::io::Result<StopReason> {
+    let stop = Rc::new(Notify::new());
+    spawn_cron(core.clone());
+    let mut sigterm = signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut sigint = signal(tokio::signal::unix::SignalKind::interrupt())?;
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (socket, peer) = match accepted {
+                    Ok(x) => x,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                        continue;
+                    }
+                };
+                let _ = socket.set_nodelay(true);
+                let core = core.clone();
+                let stop = stop.clone();
+                tokio::task::spawn_local(async move {
+                    connection::serve(socket, peer, core, stop).await;
+                });
+            }
+            _ = stop.notified() => {
+                tracing::warn!("User requested shutdown...");
+                return Ok(StopReason::Shutdown);
+            }
+            _ = sigterm.recv() => {
+                tracing::warn!("Received SIGTERM scheduling shutdown...");
+                return Ok(StopReason::Signal);
+            }
+            _ = sigint.recv() => {
+                tracing::warn!("Received SIGINT scheduling shutdown...");
+                return Ok(StopReason::Signal);
+            }
+        }
+    }
+}
+
+fn signal(kind: tokio::signal::unix::SignalKind) -> std::io::Result<tokio::signal::unix::Signal> {
+    tokio::signal::unix::signal(kind)
+}
+
+/// Periodic background work, `hz` times a second (Redis's serverCron): active expiry.
+fn spawn_cron(core: SharedCore) {
+    tokio::task::spawn_local(async move {
+        loop {
+            let hz = core.borrow().config.get_i64("hz").clamp(1, 500) as u64;
+            tokio::time::sleep(Duration::from_millis(1000 / hz)).await;
+            let mut c = core.borrow_mut();
+            c.cron();
+            let _ = unix_ms();
+        }
+    });
+}
