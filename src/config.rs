@@ -597,6 +597,53 @@ impl Config {
     }
 }
 
+/// The commented sample configuration (`conf/streamd.conf`), generated from
+/// [`DIRECTIVES`] so the file can never disagree with the code (a test pins it).
+pub fn sample_conf() -> String {
+    let mut out = String::from(
+        "# streamd sample configuration (redis.conf syntax).\n\
+         #\n\
+         # Start with:   streamd conf/streamd.conf\n\
+         # Every directive can also be given on the command line: --port 7000 --appendonly no\n\
+         # The values below are the defaults. Directives marked (runtime) can be changed\n\
+         # with CONFIG SET while the server runs.\n\n",
+    );
+    for d in DIRECTIVES {
+        out.push_str(&format!("# {}{}\n", d.help, if d.mutable { " (runtime)" } else { "" }));
+        out.push_str(&format!("{} {}\n\n", d.name, quote_arg(d.default)));
+    }
+    out
+}
+
+/// The configuration reference page (`docs/configuration.md`), generated from
+/// [`DIRECTIVES`] (a test pins it).
+pub fn docs_page() -> String {
+    let mut out = String::from(
+        "# Configuration\n\n\
+         streamd reads a configuration file in redis.conf syntax (`streamd /path/to/streamd.conf`)\n\
+         and then applies command-line directives (`--port 7000 --dir /var/lib/streamd`), which win.\n\
+         An unknown or malformed directive stops start-up with Redis's `Bad directive or wrong\n\
+         number of arguments` message naming the offending line. `CONFIG GET pattern` reads values\n\
+         at run time; `CONFIG SET` changes those marked *runtime* (several pairs at once, all\n\
+         validated before any is applied); `CONFIG REWRITE` writes the non-default values back to\n\
+         the file the server was started with.\n\n\
+         `conf/streamd.conf` is a commented sample listing every directive with its default. Both\n\
+         it and this page are generated from the table in `src/config.rs`\n\
+         (`STREAMD_REGEN=1 cargo test --lib config` rewrites them).\n\n\
+         | Directive | Default | Runtime | Meaning |\n|---|---|---|---|\n",
+    );
+    for d in DIRECTIVES {
+        out.push_str(&format!(
+            "| `{}` | `{}` | {} | {} |\n",
+            d.name,
+            d.default,
+            if d.mutable { "yes" } else { "no" },
+            d.help
+        ));
+    }
+    out
+}
+
 /// Quotes a value for a config line when it is empty or has spaces.
 fn quote_arg(v: &str) -> String {
     if v.is_empty() || v.contains(char::is_whitespace) || v.contains('"') {
@@ -657,6 +704,26 @@ mod tests {
         assert_eq!(parse_memory("1GB"), Some(1 << 30));
         assert_eq!(parse_memory("12"), Some(12));
         assert_eq!(parse_memory("x"), None);
+    }
+
+    #[test]
+    fn sample_conf_and_docs_list_every_directive() {
+        let root = env!("CARGO_MANIFEST_DIR");
+        let files = [("conf/streamd.conf", sample_conf()), ("docs/configuration.md", docs_page())];
+        for (path, expected) in files {
+            let full = format!("{root}/{path}");
+            if std::env::var_os("STREAMD_REGEN").is_some() {
+                std::fs::write(&full, &expected).unwrap();
+            }
+            let actual = std::fs::read_to_string(&full).unwrap_or_default();
+            assert_eq!(actual, expected, "{path} is stale: run STREAMD_REGEN=1 cargo test --lib config");
+        }
+        // The sample itself must load and give the defaults.
+        let c = Config::load(Some(std::path::Path::new(&format!("{root}/conf/streamd.conf"))), &[])
+            .unwrap();
+        for d in DIRECTIVES {
+            assert_eq!(c.get(d.name), Some(d.default), "{}", d.name);
+        }
     }
 
     #[test]
