@@ -51,7 +51,10 @@ pub struct DeferredLen {
 impl RespWriter {
     /// A writer for `proto` with an empty buffer.
     pub fn new(proto: Protocol) -> Self {
-        RespWriter { buf: Vec::new(), proto }
+        RespWriter {
+            buf: Vec::new(),
+            proto,
+        }
     }
 
     /// True for RESP3 connections.
@@ -61,7 +64,8 @@ impl RespWriter {
 
     fn line(&mut self, prefix: u8, n: i64) {
         self.buf.push(prefix);
-        self.buf.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+        self.buf
+            .extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
         self.buf.extend_from_slice(b"\r\n");
     }
 
@@ -86,7 +90,10 @@ impl RespWriter {
     /// `-<text>\r\n` for a text that already includes its code.
     pub fn error_text(&mut self, text: &[u8]) {
         self.buf.push(b'-');
-        self.buf.extend(text.iter().map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c }));
+        self.buf.extend(
+            text.iter()
+                .map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c }),
+        );
         self.buf.extend_from_slice(b"\r\n");
     }
 
@@ -172,7 +179,11 @@ impl RespWriter {
     /// shortest round-trip text.
     pub fn double(&mut self, d: f64) {
         let text = if d.is_infinite() {
-            if d > 0.0 { "inf".to_string() } else { "-inf".to_string() }
+            if d > 0.0 {
+                "inf".to_string()
+            } else {
+                "-inf".to_string()
+            }
         } else {
             format!("{d}")
         };
@@ -190,7 +201,9 @@ impl RespWriter {
     pub fn boolean(&mut self, b: bool) {
         match self.proto {
             Protocol::Resp2 => self.integer(i64::from(b)),
-            Protocol::Resp3 => self.buf.extend_from_slice(if b { b"#t\r\n" } else { b"#f\r\n" }),
+            Protocol::Resp3 => self
+                .buf
+                .extend_from_slice(if b { b"#t\r\n" } else { b"#f\r\n" }),
         }
     }
 
@@ -209,7 +222,9 @@ impl RespWriter {
 
     /// Starts an aggregate whose length is not known yet.
     pub fn defer_len(&mut self) -> DeferredLen {
-        DeferredLen { pos: self.buf.len() }
+        DeferredLen {
+            pos: self.buf.len(),
+        }
     }
 
     fn finish_deferred(&mut self, d: DeferredLen, prefix: u8, n: usize) {

@@ -49,7 +49,10 @@ impl StreamId {
     /// `0-0`, the smallest ID (never a valid entry ID).
     pub const MIN: StreamId = StreamId { ms: 0, seq: 0 };
     /// `18446744073709551615-18446744073709551615`.
-    pub const MAX: StreamId = StreamId { ms: u64::MAX, seq: u64::MAX };
+    pub const MAX: StreamId = StreamId {
+        ms: u64::MAX,
+        seq: u64::MAX,
+    };
 
     /// Builds an ID from its two parts.
     pub const fn new(ms: u64, seq: u64) -> Self {
@@ -102,7 +105,10 @@ impl StreamId {
         if key.len() != 16 {
             return None;
         }
-        Some(StreamId::new(u64::from_be_bytes(ms), u64::from_be_bytes(seq)))
+        Some(StreamId::new(
+            u64::from_be_bytes(ms),
+            u64::from_be_bytes(seq),
+        ))
     }
 
     /// Appends `ms-seq` as ASCII to `out` (no allocation beyond `out`'s growth).
@@ -260,14 +266,20 @@ fn expect_id(parsed: Parsed) -> StreamId {
 
 /// Non-strict parse (`-` and `+` accepted), as XGROUP SETID uses.
 pub fn parse_id(arg: &[u8], missing_seq: u64) -> Result<StreamId, ReplyError> {
-    let rules = ParseRules { allow_min_max: true, allow_auto_seq: false };
+    let rules = ParseRules {
+        allow_min_max: true,
+        allow_auto_seq: false,
+    };
     parse_generic(arg, missing_seq, rules).map(expect_id)
 }
 
 /// Strict parse (`-` and `+` refused), missing sequence 0: XACK, XDEL, XCLAIM, XSETID,
 /// MINID, XREAD/XREADGROUP explicit IDs, XGROUP CREATE, ...
 pub fn parse_strict_id(arg: &[u8]) -> Result<StreamId, ReplyError> {
-    let rules = ParseRules { allow_min_max: false, allow_auto_seq: false };
+    let rules = ParseRules {
+        allow_min_max: false,
+        allow_auto_seq: false,
+    };
     parse_generic(arg, 0, rules).map(expect_id)
 }
 
@@ -276,7 +288,10 @@ pub fn parse_xadd_id(arg: &[u8]) -> Result<XAddId, ReplyError> {
     if arg == b"*" {
         return Ok(XAddId::Auto);
     }
-    let rules = ParseRules { allow_min_max: false, allow_auto_seq: true };
+    let rules = ParseRules {
+        allow_min_max: false,
+        allow_auto_seq: true,
+    };
     match parse_generic(arg, 0, rules)? {
         Parsed::AutoSeq(ms) => Ok(XAddId::AutoSeq(ms)),
         Parsed::Id(id) if id.is_zero() => Err(ReplyError::XAddIdZero),
@@ -288,8 +303,14 @@ pub fn parse_xadd_id(arg: &[u8]) -> Result<XAddId, ReplyError> {
 /// the ID and whether it was `(`-prefixed.
 fn parse_interval(arg: &[u8], missing_seq: u64) -> Result<(StreamId, bool), ReplyError> {
     if arg.len() > 1 && arg[0] == b'(' {
-        let rules = ParseRules { allow_min_max: false, allow_auto_seq: false };
-        Ok((expect_id(parse_generic(&arg[1..], missing_seq, rules)?), true))
+        let rules = ParseRules {
+            allow_min_max: false,
+            allow_auto_seq: false,
+        };
+        Ok((
+            expect_id(parse_generic(&arg[1..], missing_seq, rules)?),
+            true,
+        ))
     } else {
         Ok((parse_id(arg, missing_seq)?, false))
     }
@@ -331,7 +352,17 @@ mod tests {
         assert_eq!(string2ll(b"-5"), Some(-5));
         assert_eq!(string2ll(b"9223372036854775807"), Some(i64::MAX));
         assert_eq!(string2ll(b"-9223372036854775808"), Some(i64::MIN));
-        for bad in [&b"+5"[..], b"007", b"-0", b"3.14", b"1e3", b" 1", b"", b"-", b"9223372036854775808"] {
+        for bad in [
+            &b"+5"[..],
+            b"007",
+            b"-0",
+            b"3.14",
+            b"1e3",
+            b" 1",
+            b"",
+            b"-",
+            b"9223372036854775808",
+        ] {
             assert_eq!(string2ll(bad), None, "{:?}", String::from_utf8_lossy(bad));
         }
     }
@@ -358,7 +389,16 @@ mod tests {
         assert_eq!(parse_xadd_id(b"5"), Ok(XAddId::Explicit(id(5, 0))));
         assert_eq!(parse_xadd_id(b"0-0"), Err(ReplyError::XAddIdZero));
         assert_eq!(parse_xadd_id(b"0"), Err(ReplyError::XAddIdZero));
-        for bad in [&b"-"[..], b"+", b"5-", b"-5", b"abc", b"*-1", b"5-**", b"1-2-3"] {
+        for bad in [
+            &b"-"[..],
+            b"+",
+            b"5-",
+            b"-5",
+            b"abc",
+            b"*-1",
+            b"5-**",
+            b"1-2-3",
+        ] {
             assert_eq!(parse_xadd_id(bad), Err(ReplyError::InvalidStreamId));
         }
     }
@@ -386,7 +426,10 @@ mod tests {
             parse_range_start(b"(18446744073709551615-18446744073709551615"),
             Err(ReplyError::InvalidStartInterval)
         );
-        assert_eq!(parse_range_end(b"(0-0"), Err(ReplyError::InvalidEndInterval));
+        assert_eq!(
+            parse_range_end(b"(0-0"),
+            Err(ReplyError::InvalidEndInterval)
+        );
         for bad in [&b"("[..], b"(-", b"(+", b"(abc"] {
             assert_eq!(parse_range_start(bad), Err(ReplyError::InvalidStreamId));
         }
@@ -415,7 +458,14 @@ mod tests {
 
     #[test]
     fn key_order_equals_numeric_order() {
-        let ids = [id(0, 1), id(0, 256), id(1, 0), id(255, u64::MAX), id(256, 0), StreamId::MAX];
+        let ids = [
+            id(0, 1),
+            id(0, 256),
+            id(1, 0),
+            id(255, u64::MAX),
+            id(256, 0),
+            StreamId::MAX,
+        ];
         for w in ids.windows(2) {
             assert!(w[0].to_key() < w[1].to_key());
             assert_eq!(StreamId::from_key(&w[0].to_key()), Some(w[0]));
