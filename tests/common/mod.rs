@@ -1,0 +1,593 @@
+//! Shared helpers for the integration tests: start the real `streamd` binary (or Debian's
+//! `redis-server`, for differential tests) on a free port, talk to it in raw RESP bytes, or
+//! connect redis-rs clients to it.
+//!
+//! Every test file uses a subset of these helpers, hence `dead_code` is allowed.
+//!
+//! - [`start_server`] / [`start_server_with`]: a [`Server`] child process with its own
+//!   temporary data directory, killed on drop. Its stdout/stderr go to `streamd.log` in that
+//!   directory; a failed start panics with the log.
+//! - [`Raw`]: a blocking TCP connection that sends exact bytes and reads exactly one RESP2/RESP3
+//!   reply at a time (the framing is parsed, never guessed from timing).
+//! - [`client`] / [`client_resp3`]: redis-rs multiplexed async connections built with no
+//!   response timeout (`reference/rust-crates.md`, trap 1).
+//! - [`redis_server`]: the reference server for differential tests.
+
+#![allow(dead_code)]
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a server may take to answer its first PING.
+const START_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default read timeout of a [`Raw`] connection.
+const RAW_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// How many ports to try when a start fails (another process may grab the free port between
+/// our probe and the server's bind).
+const START_ATTEMPTS: usize = 5;
+
+/// A port nobody listens on right now: bind 127.0.0.1:0 and let the kernel choose.
+pub fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    listener.local_addr().expect("local_addr").port()
+}
+
+/// A running child process serving RESP on `port`, with a temporary directory; killed on drop.
+struct Process {
+    port: u16,
+    child: Child,
+    dir: tempfile::TempDir,
+    log: PathBuf,
+}
+
+impl Process {
+    /// Spawns `program` with the arguments `make_args(port, dir)` on a free port and waits for
+    /// a PING to be answered. Retries on a new port if the process exits during start-up (the
+    /// port was taken); panics with the log if it never comes up.
+    fn spawn(what: &str, program: &Path, make_args: &dyn Fn(u16, &Path) -> Vec<String>) -> Process {
+        let mut last_log = String::new();
+        for _ in 0..START_ATTEMPTS {
+            let dir = tempfile::Builder::new()
+                .prefix(&format!("{what}-test-"))
+                .tempdir()
+                .expect("create temp dir");
+            let port = free_port();
+            let log = dir.path().join(format!("{what}.log"));
+            let out = File::create(&log).expect("create log file");
+            let err = out.try_clone().expect("clone log file");
+            let child = Command::new(program)
+                .args(make_args(port, dir.path()))
+                .current_dir(dir.path())
+                .stdin(Stdio::null())
+                .stdout(Stdio::from(out))
+                .stderr(Stdio::from(err))
+                .spawn()
+                .unwrap_or_else(|e| panic!("cannot spawn {}: {e}", program.display()));
+            let mut p = Process {
+                port,
+                child,
+                dir,
+                log,
+            };
+            match p.wait_ready() {
+                Ok(()) => return p,
+                Err(e) => {
+                    last_log = format!("{e}\n--- {what} log ---\n{}", p.log_text());
+                    // Exited on its own (port collision?): try another port. Still running
+                    // but not answering: give up now.
+                    if p.child.try_wait().ok().flatten().is_none() {
+                        break;
+                    }
+                }
+            }
+        }
+        panic!("{what} did not start: {last_log}");
+    }
+
+    /// Waits (bounded) until a TCP connect + PING is answered with `+PONG`.
+    fn wait_ready(&mut self) -> Result<(), String> {
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(format!("exited during start-up with {status}"));
+            }
+            if let Ok(mut raw) = Raw::try_connect(self.port) {
+                raw.set_timeout(Duration::from_secs(2));
+                raw.send(b"*1\r\n$4\r\nPING\r\n");
+                if let Ok(reply) = raw.try_read_reply() {
+                    if reply == b"+PONG\r\n" {
+                        return Ok(());
+                    }
+                    // e.g. "-LOADING": keep waiting.
+                }
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                return Err(format!("no PONG within {START_TIMEOUT:?}"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read(&self.log)
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A `streamd` child process on a free port; killed when dropped.
+pub struct Server {
+    /// The TCP port it serves on 127.0.0.1.
+    pub port: u16,
+    inner: Process,
+}
+
+impl Server {
+    /// The server's data directory (`--dir`), deleted on drop.
+    pub fn dir(&self) -> &Path {
+        self.inner.dir.path()
+    }
+
+    /// What the server wrote to stdout/stderr so far.
+    pub fn log(&self) -> String {
+        self.inner.log_text()
+    }
+
+    /// `redis://127.0.0.1:port/`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// A raw connection to this server.
+    pub fn raw(&self) -> Raw {
+        Raw::connect(self.port)
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.inner.child.try_wait(), Ok(None))
+    }
+
+    /// The child's OS process id.
+    pub fn pid(&self) -> u32 {
+        self.inner.child.id()
+    }
+}
+
+/// Starts `streamd` with persistence off on a free port.
+pub fn start_server() -> Server {
+    start_server_with(&[])
+}
+
+/// Starts `streamd` with `--port <free> --dir <tempdir> --appendonly no --save ""` followed by
+/// `args` (later directives override earlier ones).
+pub fn start_server_with(args: &[&str]) -> Server {
+    let extra: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let program = Path::new(env!("CARGO_BIN_EXE_streamd"));
+    let inner = Process::spawn("streamd", program, &|port, dir| {
+        let mut v = vec![
+            "--port".to_string(),
+            port.to_string(),
+            "--dir".to_string(),
+            dir.display().to_string(),
+            "--appendonly".to_string(),
+            "no".to_string(),
+            "--save".to_string(),
+            String::new(),
+        ];
+        v.extend(extra.iter().cloned());
+        v
+    });
+    Server {
+        port: inner.port,
+        inner,
+    }
+}
+
+/// Debian's `redis-server` on a free port with persistence off; killed when dropped.
+pub struct RedisServer {
+    /// The TCP port it serves on 127.0.0.1.
+    pub port: u16,
+    inner: Process,
+}
+
+impl RedisServer {
+    /// A raw connection to this server.
+    pub fn raw(&self) -> Raw {
+        Raw::connect(self.port)
+    }
+
+    /// What the server wrote to stdout/stderr so far.
+    pub fn log(&self) -> String {
+        self.inner.log_text()
+    }
+}
+
+/// Where the reference server is expected (`apt-get install redis-server`).
+pub const REDIS_SERVER_BIN: &str = "/usr/bin/redis-server";
+
+/// Starts the reference `redis-server` (foreground child, no persistence), or returns `None`
+/// after saying why on stderr if the binary is not installed.
+pub fn redis_server() -> Option<RedisServer> {
+    let program = Path::new(REDIS_SERVER_BIN);
+    if !program.exists() {
+        eprintln!(
+            "{REDIS_SERVER_BIN} not found: the differential tests need the reference server; \
+             install it with `apt-get install redis-server` (CI's .ci/run does)"
+        );
+        return None;
+    }
+    let inner = Process::spawn("redis-server", program, &|port, dir| {
+        [
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--daemonize",
+            "no",
+            "--dir",
+            &dir.display().to_string(),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    });
+    Some(RedisServer {
+        port: inner.port,
+        inner,
+    })
+}
+
+/// Encodes `args` as a RESP array of bulk strings.
+pub fn encode_cmd(args: &[&[u8]]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(16 + args.iter().map(|a| a.len() + 16).sum::<usize>());
+    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+/// Renders bytes readably for failure messages: printable ASCII as is, `\r` `\n` `\t` `\\` and
+/// `\"` escaped, anything else as `\xHH`.
+pub fn escape(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len() + 8);
+    for &b in bytes {
+        match b {
+            b'\r' => s.push_str("\\r"),
+            b'\n' => s.push_str("\\n"),
+            b'\t' => s.push_str("\\t"),
+            b'\\' => s.push_str("\\\\"),
+            b'"' => s.push_str("\\\""),
+            0x20..=0x7e => s.push(b as char),
+            _ => s.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    s
+}
+
+/// Length of the first complete RESP2/RESP3 reply in `buf`: `Ok(Some(n))` when `buf[..n]` is
+/// one whole reply, `Ok(None)` when more bytes are needed, `Err` on bytes that are not RESP.
+///
+/// Types: `+ - : _ , # (` (one line), `$ ! =` (length-prefixed; `$-1` is the RESP2 null),
+/// `* ~ >` (n elements; `*-1` is the RESP2 null array), `%` (n key/value pairs), and `|`
+/// (an attribute map of n pairs, followed by the reply it annotates).
+pub fn reply_len(buf: &[u8]) -> Result<Option<usize>, String> {
+    frame_end(buf, 0)
+}
+
+/// Finds the end of the line starting at `pos`: returns (line content end, next position).
+fn line_at(buf: &[u8], pos: usize) -> Option<(usize, usize)> {
+    let rel = buf.get(pos..)?.windows(2).position(|w| w == b"\r\n")?;
+    Some((pos + rel, pos + rel + 2))
+}
+
+fn frame_end(buf: &[u8], pos: usize) -> Result<Option<usize>, String> {
+    let Some(&kind) = buf.get(pos) else {
+        return Ok(None);
+    };
+    let Some((line_end, next)) = line_at(buf, pos) else {
+        return Ok(None);
+    };
+    let header = &buf[pos + 1..line_end];
+    let number = || -> Result<i64, String> {
+        std::str::from_utf8(header)
+            .ok()
+            .and_then(|s| s.parse::<i64>().ok())
+            .ok_or_else(|| format!("bad length in RESP header {:?}", escape(&buf[pos..next])))
+    };
+    match kind {
+        b'+' | b'-' | b':' | b'_' | b',' | b'#' | b'(' => Ok(Some(next)),
+        b'$' | b'!' | b'=' => {
+            let n = number()?;
+            if n < 0 {
+                return if kind == b'$' && n == -1 {
+                    Ok(Some(next))
+                } else {
+                    Err(format!("bad bulk length {n}"))
+                };
+            }
+            let end = next + n as usize + 2;
+            if buf.len() < end {
+                return Ok(None);
+            }
+            if &buf[end - 2..end] != b"\r\n" {
+                return Err(format!(
+                    "bulk of length {n} not followed by CRLF: {:?}",
+                    escape(&buf[pos..end])
+                ));
+            }
+            Ok(Some(end))
+        }
+        b'*' | b'~' | b'>' | b'%' | b'|' => {
+            let n = number()?;
+            if n < 0 {
+                return if kind == b'*' && n == -1 {
+                    Ok(Some(next))
+                } else {
+                    Err(format!("bad aggregate length {n}"))
+                };
+            }
+            let mut items = n as usize;
+            if kind == b'%' || kind == b'|' {
+                items *= 2;
+            }
+            if kind == b'|' {
+                // The attribute annotates the reply that follows it.
+                items += 1;
+            }
+            let mut p = next;
+            for _ in 0..items {
+                match frame_end(buf, p)? {
+                    Some(e) => p = e,
+                    None => return Ok(None),
+                }
+            }
+            Ok(Some(p))
+        }
+        _ => Err(format!(
+            "not a RESP type byte {:?} at {:?}",
+            kind as char,
+            escape(&buf[pos..buf.len().min(pos + 64)])
+        )),
+    }
+}
+
+/// A raw blocking TCP connection speaking exact bytes, with a read timeout.
+pub struct Raw {
+    /// The socket (public for tests that need to shut it down half-way, etc.).
+    pub stream: TcpStream,
+    /// Bytes read but not yet returned as a reply.
+    pending: Vec<u8>,
+}
+
+impl Raw {
+    /// Connects to 127.0.0.1:`port`; panics on failure.
+    pub fn connect(port: u16) -> Raw {
+        Raw::try_connect(port).unwrap_or_else(|e| panic!("connect to 127.0.0.1:{port}: {e}"))
+    }
+
+    /// Connects to 127.0.0.1:`port`.
+    pub fn try_connect(port: u16) -> std::io::Result<Raw> {
+        let stream = TcpStream::connect(("127.0.0.1", port))?;
+        stream.set_read_timeout(Some(RAW_READ_TIMEOUT))?;
+        stream.set_nodelay(true)?;
+        Ok(Raw {
+            stream,
+            pending: Vec::new(),
+        })
+    }
+
+    /// Changes the read timeout.
+    pub fn set_timeout(&mut self, timeout: Duration) {
+        self.stream
+            .set_read_timeout(Some(timeout))
+            .expect("set_read_timeout");
+    }
+
+    /// Writes `bytes` as they are (one write call).
+    pub fn send(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).expect("write to server");
+    }
+
+    /// Sends one command as a RESP array and returns its complete reply.
+    pub fn cmd(&mut self, args: &[&[u8]]) -> Vec<u8> {
+        self.send(&encode_cmd(args));
+        self.read_reply()
+    }
+
+    /// Like [`Raw::cmd`] with string arguments.
+    pub fn cmd_str(&mut self, args: &[&str]) -> Vec<u8> {
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        self.cmd(&args)
+    }
+
+    /// Reads exactly one complete reply; panics on timeout, EOF or non-RESP bytes.
+    pub fn read_reply(&mut self) -> Vec<u8> {
+        self.try_read_reply()
+            .unwrap_or_else(|e| panic!("reading a reply: {e}"))
+    }
+
+    /// Reads exactly one complete reply.
+    pub fn try_read_reply(&mut self) -> Result<Vec<u8>, String> {
+        loop {
+            if let Some(n) = reply_len(&self.pending)? {
+                let rest = self.pending.split_off(n);
+                return Ok(std::mem::replace(&mut self.pending, rest));
+            }
+            if self.fill()? == 0 {
+                return Err(format!(
+                    "connection closed with an incomplete reply {:?}",
+                    escape(&self.pending)
+                ));
+            }
+        }
+    }
+
+    /// Reads `n` replies and returns them one by one.
+    pub fn read_replies(&mut self, n: usize) -> Vec<Vec<u8>> {
+        (0..n).map(|_| self.read_reply()).collect()
+    }
+
+    /// Reads until `n` bytes are available and returns exactly those bytes.
+    pub fn read_exact_bytes(&mut self, n: usize) -> Vec<u8> {
+        while self.pending.len() < n {
+            match self.fill() {
+                Ok(0) => panic!(
+                    "connection closed after {:?}, wanted {n} bytes",
+                    escape(&self.pending)
+                ),
+                Ok(_) => {}
+                Err(e) => panic!("reading {n} bytes: {e}"),
+            }
+        }
+        let rest = self.pending.split_off(n);
+        std::mem::replace(&mut self.pending, rest)
+    }
+
+    /// Everything the server sends until it closes the connection (panics on timeout).
+    pub fn read_to_close(&mut self) -> Vec<u8> {
+        loop {
+            match self.fill() {
+                Ok(0) => return std::mem::take(&mut self.pending),
+                Ok(_) => {}
+                Err(e) => panic!(
+                    "waiting for the server to close (got {:?} so far): {e}",
+                    escape(&self.pending)
+                ),
+            }
+        }
+    }
+
+    /// Whether the server has closed the connection, after reading and discarding anything
+    /// still in flight (waits up to the read timeout).
+    pub fn is_closed(&mut self) -> bool {
+        self.pending.clear();
+        loop {
+            match self.fill() {
+                Ok(0) => return true,
+                Ok(_) => self.pending.clear(),
+                Err(_) => return false,
+            }
+        }
+    }
+
+    /// Bytes already read but not yet consumed as a reply.
+    pub fn pending(&self) -> &[u8] {
+        &self.pending
+    }
+
+    /// Switches the connection to RESP3 with `HELLO 3`; returns the HELLO reply (a map).
+    pub fn hello3(&mut self) -> Vec<u8> {
+        let reply = self.cmd(&[b"HELLO", b"3"]);
+        assert!(
+            reply.starts_with(b"%"),
+            "HELLO 3 did not answer a map: {:?}",
+            escape(&reply)
+        );
+        reply
+    }
+
+    /// Closes the writing half (the server sees EOF).
+    pub fn shutdown_write(&mut self) {
+        let _ = self.stream.shutdown(Shutdown::Write);
+    }
+
+    /// One read call into `pending`; returns the number of bytes read (0 = EOF).
+    fn fill(&mut self) -> Result<usize, String> {
+        let mut chunk = [0u8; 64 * 1024];
+        loop {
+            match self.stream.read(&mut chunk) {
+                Ok(n) => {
+                    self.pending.extend_from_slice(&chunk[..n]);
+                    return Ok(n);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                // A reset after the server closed counts as EOF.
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Ok(0),
+                Err(e) => {
+                    return Err(format!(
+                        "read error ({e}) with {:?} pending",
+                        escape(&self.pending)
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// A redis-rs multiplexed async connection (RESP2) with no response timeout.
+pub async fn client(port: u16) -> redis::aio::MultiplexedConnection {
+    connect_url(&format!("redis://127.0.0.1:{port}/")).await
+}
+
+/// A redis-rs multiplexed async connection speaking RESP3 (`HELLO 3` on connect), with no
+/// response timeout.
+pub async fn client_resp3(port: u16) -> redis::aio::MultiplexedConnection {
+    connect_url(&format!("redis://127.0.0.1:{port}/?protocol=resp3")).await
+}
+
+/// A redis-rs multiplexed async connection to `url` with no response timeout (for URLs with a
+/// password or a database number).
+pub async fn connect_url(url: &str) -> redis::aio::MultiplexedConnection {
+    let client = redis::Client::open(url).unwrap_or_else(|e| panic!("bad url {url}: {e}"));
+    let cfg = redis::AsyncConnectionConfig::new().set_response_timeout(None);
+    client
+        .get_multiplexed_async_connection_with_config(&cfg)
+        .await
+        .unwrap_or_else(|e| panic!("connect to {url}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reply_len;
+
+    #[test]
+    fn reply_framing_covers_resp2_and_resp3_types() {
+        let whole: &[&[u8]] = &[
+            b"+OK\r\n",
+            b"-ERR x\r\n",
+            b":5\r\n",
+            b"$-1\r\n",
+            b"*-1\r\n",
+            b"$3\r\na\r\n\r\n",
+            b"*2\r\n$1\r\na\r\n*1\r\n:1\r\n",
+            b"%1\r\n+k\r\n~2\r\n_\r\n,1.5\r\n",
+            b">2\r\n+message\r\n#t\r\n",
+            b"!3\r\nerr\r\n",
+            b"=7\r\ntxt:abc\r\n",
+            b"(123\r\n",
+            b"|1\r\n+a\r\n+b\r\n:1\r\n",
+            b"*0\r\n",
+        ];
+        for w in whole {
+            assert_eq!(reply_len(w).unwrap(), Some(w.len()), "{w:?}");
+            for cut in 0..w.len() {
+                assert_eq!(reply_len(&w[..cut]).unwrap(), None, "{w:?} cut at {cut}");
+            }
+            let mut two = w.to_vec();
+            two.extend_from_slice(b"+PONG\r\n");
+            assert_eq!(reply_len(&two).unwrap(), Some(w.len()));
+        }
+        assert!(reply_len(b"?x\r\n").is_err());
+    }
+}
