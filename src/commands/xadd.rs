@@ -1,6 +1,768 @@
-//! (being written)
+//! The commands that add, trim and delete entries: XADD, XTRIM, XDEL and XSETID
+//! (reference §2.1, §2.8, §2.10, §2.17, §3.1).
+//!
+//! XADD and XTRIM share one option parser, [`AddTrimOptions::parse`] (Redis:
+//! `streamParseAddOrTrimArgsOrReply`). It walks the arguments after the key in any order:
+//!
+//! ```text
+//! XADD  key [NOMKSTREAM] [KEEPREF|DELREF|ACKED] [MAXLEN|MINID [=|~] threshold [LIMIT n]]
+//!           <* | ms-seq | ms-* | ms> field value [field value ...]
+//! XTRIM key MAXLEN|MINID [=|~] threshold [LIMIT n] [KEEPREF|DELREF|ACKED]
+//! ```
+//!
+//! For XADD, the first token that is not a known option is the ID, so a misspelt option
+//! gives the invalid-ID error; for XTRIM it is a syntax error. `MAXLEN`/`MINID`/`LIMIT`
+//! are options only when a value follows; `~`/`=` only when two more arguments follow.
+//! IDMP/IDMPAUTO (8.6) are not options yet: the word is taken as the ID and refused.
+//!
+//! Every argument error, and every check against the stream, happens before anything is
+//! changed: a failed XADD never creates the key.
 
-use super::CommandSpec;
+use super::{CommandSpec, flags::*, is, parse_i64};
+use crate::core::Ctx;
+use crate::error::ReplyError;
+use crate::resp::Argv;
+use crate::stream::id::{XAddId, parse_strict_id, parse_xadd_id};
+use crate::stream::{RefPolicy, Stream, StreamId, TrimSpec, TrimStrategy};
+use bytes::Bytes;
+
+const STREAM: &[&str] = &["@stream"];
+
+/// Redis `STREAM_LISTPACK_MAX_SIZE`: an entry whose fields and values total more than
+/// this is refused (`Elements are too large to be stored`).
+const STREAM_LISTPACK_MAX_SIZE: usize = 1 << 30;
+
+const MAXLEN_AND_MINID: ReplyError = ReplyError::msg(
+    "ERR syntax error, MAXLEN and MINID options at the same time are not compatible",
+);
+const MAXLEN_NEGATIVE: ReplyError = ReplyError::msg("ERR The MAXLEN argument must be >= 0.");
+const LIMIT_NEGATIVE: ReplyError = ReplyError::msg("ERR The LIMIT argument must be >= 0.");
+const LIMIT_WITHOUT_STRATEGY: ReplyError = ReplyError::msg(
+    "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy",
+);
+const XTRIM_WITHOUT_STRATEGY: ReplyError =
+    ReplyError::msg("ERR syntax error, XTRIM must be called with a trimming strategy");
+const LIMIT_WITHOUT_APPROX: ReplyError =
+    ReplyError::msg("ERR syntax error, LIMIT cannot be used without the special ~ option");
+const ENTRIES_ADDED_NEGATIVE: ReplyError = ReplyError::msg("ERR entries_added must be positive");
+const XSETID_BELOW_GIVEN_MAX_DELETED: ReplyError = ReplyError::msg(
+    "ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id",
+);
+const XSETID_BELOW_MAX_DELETED: ReplyError =
+    ReplyError::msg("ERR The ID specified in XSETID is smaller than current max_deleted_entry_id");
+const XSETID_BELOW_TOP_ITEM: ReplyError =
+    ReplyError::msg("ERR The ID specified in XSETID is smaller than the target stream top item");
+const XSETID_ENTRIES_ADDED_BELOW_LENGTH: ReplyError = ReplyError::msg(
+    "ERR The entries_added specified in XSETID is smaller than the target stream length",
+);
+
+/// A single-key stream write command row.
+const fn write_cmd(
+    name: &'static str,
+    arity: i32,
+    flags: u32,
+    summary: &'static str,
+    handler: super::Handler,
+) -> CommandSpec {
+    CommandSpec {
+        name,
+        arity,
+        flags,
+        first_key: 1,
+        last_key: 1,
+        key_step: 1,
+        acl: STREAM,
+        summary,
+        since: "5.0.0",
+        group: "stream",
+        handler,
+        subcommands: &[],
+    }
+}
 
 /// This family's rows of the command table.
-pub const COMMANDS: &[CommandSpec] = &[];
+pub const COMMANDS: &[CommandSpec] = &[
+    write_cmd(
+        "xadd",
+        -5,
+        WRITE | DENYOOM | FAST,
+        "Appends a new message to a stream. Creates the key if it doesn't exist.",
+        xadd,
+    ),
+    write_cmd(
+        "xtrim",
+        -4,
+        WRITE,
+        "Deletes messages from the beginning of a stream.",
+        xtrim,
+    ),
+    write_cmd(
+        "xdel",
+        -3,
+        WRITE | FAST,
+        "Returns the number of messages after removing them from a stream.",
+        xdel,
+    ),
+    write_cmd(
+        "xsetid",
+        -3,
+        WRITE | DENYOOM | FAST,
+        "An internal command for replicating stream values.",
+        xsetid,
+    ),
+];
+
+/// The argument as C sees it: Redis compares option words with `strcasecmp` on
+/// NUL-terminated strings, so anything after an embedded NUL is ignored.
+fn c_str(arg: &[u8]) -> &[u8] {
+    match memchr::memchr(0, arg) {
+        Some(nul) => &arg[..nul],
+        None => arg,
+    }
+}
+
+/// What the XADD option loop found where the ID goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum IdArg {
+    /// No argument was left for the ID (arity error later).
+    Missing,
+    /// A valid ID request.
+    Given(XAddId),
+    /// An explicit `0-0` (or `0`): refused, but only after the arity check, as Redis does.
+    Zero,
+}
+
+/// The options XADD and XTRIM share (Redis: `streamAddTrimArgs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AddTrimOptions {
+    /// The trim clause, if MAXLEN or MINID was given.
+    pub trim: Option<TrimSpec>,
+    /// XADD NOMKSTREAM.
+    pub nomkstream: bool,
+    /// XADD: position of the ID argument (`argv.len()` when none was found).
+    id_pos: usize,
+    /// XADD: the ID request found at `id_pos`.
+    id: IdArg,
+}
+
+impl AddTrimOptions {
+    /// Parses the options after the key; `xadd` selects XADD's rules (the ID ends the
+    /// options, NOMKSTREAM exists, `*` is a fast path) over XTRIM's (every token must be
+    /// an option). Returns the first error in Redis's order.
+    pub fn parse(argv: &Argv, xadd: bool) -> Result<AddTrimOptions, ReplyError> {
+        let mut strategy = None;
+        let mut approx = false;
+        let mut limit: Option<u64> = None;
+        let mut policy: Option<RefPolicy> = None;
+        let mut nomkstream = false;
+        let mut id = IdArg::Missing;
+        let mut i = 2;
+        while i < argv.len() {
+            let more = argv.len() - 1 - i;
+            let opt = c_str(&argv[i]);
+            if xadd && opt == b"*" {
+                id = IdArg::Given(XAddId::Auto);
+                break;
+            } else if (is(opt, "MAXLEN") || is(opt, "MINID")) && more >= 1 {
+                if strategy.is_some() {
+                    return Err(MAXLEN_AND_MINID);
+                }
+                approx = false;
+                if more >= 2 {
+                    match c_str(&argv[i + 1]) {
+                        b"~" => {
+                            approx = true;
+                            i += 1;
+                        }
+                        b"=" => i += 1,
+                        _ => {}
+                    }
+                }
+                let threshold = &argv[i + 1];
+                strategy = Some(if is(opt, "MAXLEN") {
+                    let n = parse_i64(threshold)?;
+                    TrimStrategy::MaxLen(u64::try_from(n).map_err(|_| MAXLEN_NEGATIVE)?)
+                } else {
+                    TrimStrategy::MinId(parse_strict_id(threshold)?)
+                });
+                i += 1;
+            } else if is(opt, "LIMIT") && more >= 1 {
+                let n = parse_i64(&argv[i + 1])?;
+                limit = Some(u64::try_from(n).map_err(|_| LIMIT_NEGATIVE)?);
+                i += 1;
+            } else if xadd && is(opt, "NOMKSTREAM") {
+                nomkstream = true;
+            } else if policy.is_none() && is(opt, "KEEPREF") {
+                policy = Some(RefPolicy::KeepRef);
+            } else if policy.is_none() && is(opt, "DELREF") {
+                policy = Some(RefPolicy::DelRef);
+            } else if policy.is_none() && is(opt, "ACKED") {
+                policy = Some(RefPolicy::Acked);
+            } else if xadd {
+                // Not an option, so this is the ID (or a syntax error reported as a bad ID).
+                id = match parse_xadd_id(&argv[i]) {
+                    Ok(req) => IdArg::Given(req),
+                    Err(ReplyError::XAddIdZero) => IdArg::Zero,
+                    Err(e) => return Err(e),
+                };
+                break;
+            } else {
+                return Err(ReplyError::Syntax);
+            }
+            i += 1;
+        }
+        // Redis tests `args->limit` here, so `LIMIT 0` slips through to the next checks.
+        if limit.is_some_and(|l| l != 0) && strategy.is_none() {
+            return Err(LIMIT_WITHOUT_STRATEGY);
+        }
+        if !xadd && strategy.is_none() {
+            return Err(XTRIM_WITHOUT_STRATEGY);
+        }
+        if limit.is_some() && !approx {
+            return Err(LIMIT_WITHOUT_APPROX);
+        }
+        Ok(AddTrimOptions {
+            trim: strategy.map(|strategy| TrimSpec {
+                strategy,
+                approx,
+                limit,
+                policy: policy.unwrap_or_default(),
+            }),
+            nomkstream,
+            id_pos: i,
+            id,
+        })
+    }
+}
+
+/// Parsed `XADD`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct XAdd<'a> {
+    /// The stream.
+    pub key: Bytes,
+    /// Reply null instead of creating a missing stream.
+    pub nomkstream: bool,
+    /// Trim after appending.
+    pub trim: Option<TrimSpec>,
+    /// The requested ID.
+    pub id: XAddId,
+    /// `f1, v1, f2, v2, ...`.
+    pub elements: &'a [Bytes],
+    /// The elements total more than [`STREAM_LISTPACK_MAX_SIZE`] bytes. Redis reports
+    /// this only after the ID checks, so it is kept as a verdict for `exec`.
+    too_large: bool,
+}
+
+impl<'a> XAdd<'a> {
+    /// Parses XADD (Redis: `xaddCommand` up to the key lookup): options, then the
+    /// field/value count, then the `0-0` check.
+    pub fn parse(argv: &'a Argv) -> Result<XAdd<'a>, ReplyError> {
+        let opts = AddTrimOptions::parse(argv, true)?;
+        let field_pos = opts.id_pos + 1;
+        let nargs = argv.len().saturating_sub(field_pos);
+        if field_pos > argv.len() || nargs < 2 || nargs % 2 == 1 {
+            return Err(ReplyError::arity(b"xadd"));
+        }
+        let id = match opts.id {
+            IdArg::Given(id) => id,
+            IdArg::Zero => return Err(ReplyError::XAddIdZero),
+            IdArg::Missing => return Err(ReplyError::arity(b"xadd")),
+        };
+        let elements = &argv[field_pos..];
+        let total: usize = elements.iter().map(|e| e.len()).sum();
+        Ok(XAdd {
+            key: argv[1].clone(),
+            nomkstream: opts.nomkstream,
+            trim: opts.trim,
+            id,
+            elements,
+            too_large: total > STREAM_LISTPACK_MAX_SIZE,
+        })
+    }
+
+    /// The ID this entry would get in `stream`, or why it cannot be added, checked in
+    /// Redis's order: exhausted stream, ID not above the top item, elements too large.
+    fn resolve_id(&self, stream: &Stream, now_ms: u64) -> Result<StreamId, ReplyError> {
+        if stream.last_id() == StreamId::MAX {
+            return Err(ReplyError::StreamExhausted);
+        }
+        let id = stream.next_id(self.id, now_ms)?;
+        if self.too_large {
+            return Err(ReplyError::ElementsTooLarge);
+        }
+        Ok(id)
+    }
+
+    /// Appends, trims, replies with the new ID and signals the key.
+    pub fn exec(self, ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+        let limits = ctx.core.node_limits;
+        let now_ms = ctx.now_ms;
+        let id = match ctx.lookup(&self.key) {
+            Some(stream) => self.resolve_id(stream, now_ms)?,
+            None if self.nomkstream => {
+                ctx.out.null();
+                return Ok(());
+            }
+            None => self.resolve_id(&Stream::new(), now_ms)?,
+        };
+        let stream = ctx.db().get_or_create(&self.key);
+        stream.append(id, self.elements, &limits);
+        if let Some(trim) = &self.trim {
+            stream.trim(trim, &limits);
+        }
+        ctx.out.bulk_id(id);
+        ctx.modified(&self.key);
+        ctx.signal_ready(&self.key);
+        Ok(())
+    }
+}
+
+fn xadd(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    XAdd::parse(argv)?.exec(ctx)
+}
+
+/// Records a write that removed `n >= 1` entries: WATCH invalidation, and the dirty
+/// counter raised by `n` as Redis does for XDEL and XTRIM.
+fn modified_by(ctx: &mut Ctx<'_>, key: &[u8], n: u64) {
+    ctx.modified(key);
+    ctx.core.dirty += n.saturating_sub(1);
+}
+
+/// Parsed `XTRIM`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct XTrim {
+    /// The stream.
+    pub key: Bytes,
+    /// The trim to apply.
+    pub trim: TrimSpec,
+}
+
+impl XTrim {
+    /// Parses XTRIM with the shared option parser.
+    pub fn parse(argv: &Argv) -> Result<XTrim, ReplyError> {
+        let opts = AddTrimOptions::parse(argv, false)?;
+        let trim = opts
+            .trim
+            .expect("the XTRIM parser refuses a missing strategy");
+        Ok(XTrim {
+            key: argv[1].clone(),
+            trim,
+        })
+    }
+
+    /// Trims; replies with the number of entries removed (0 for a missing key).
+    pub fn exec(self, ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+        let limits = ctx.core.node_limits;
+        let deleted = match ctx.lookup(&self.key) {
+            Some(stream) => stream.trim(&self.trim, &limits),
+            None => 0,
+        };
+        if deleted > 0 {
+            modified_by(ctx, &self.key, deleted);
+        }
+        ctx.out.integer(i64::try_from(deleted).unwrap_or(i64::MAX));
+        Ok(())
+    }
+}
+
+fn xtrim(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    XTrim::parse(ctx.argv)?.exec(ctx)
+}
+
+/// Parsed `XDEL key id [id ...]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct XDel {
+    /// The stream.
+    pub key: Bytes,
+    /// The IDs, or the first ID error. Redis answers 0 for a missing key without looking
+    /// at the IDs, so the error is only reported when the key exists.
+    pub ids: Result<Vec<StreamId>, ReplyError>,
+}
+
+impl XDel {
+    /// Parses every ID (strict; all-or-nothing).
+    pub fn parse(argv: &Argv) -> XDel {
+        XDel {
+            key: argv[1].clone(),
+            ids: argv[2..].iter().map(|a| parse_strict_id(a)).collect(),
+        }
+    }
+
+    /// Deletes; replies with the number of entries deleted.
+    pub fn exec(self, ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+        let Some(stream) = ctx.lookup(&self.key) else {
+            ctx.out.integer(0);
+            return Ok(());
+        };
+        let ids = self.ids?;
+        let deleted = ids.iter().filter(|&&id| stream.delete(id)).count() as u64;
+        if deleted > 0 {
+            modified_by(ctx, &self.key, deleted);
+        }
+        ctx.out.integer(i64::try_from(deleted).unwrap_or(i64::MAX));
+        Ok(())
+    }
+}
+
+fn xdel(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    XDel::parse(ctx.argv).exec(ctx)
+}
+
+/// Parsed `XSETID key last-id [ENTRIESADDED n] [MAXDELETEDID id]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct XSetId {
+    /// The stream.
+    pub key: Bytes,
+    /// The new `last_id`.
+    pub last_id: StreamId,
+    /// ENTRIESADDED, if given.
+    pub entries_added: Option<u64>,
+    /// MAXDELETEDID, if given (`0-0` leaves the current value, as in Redis).
+    pub max_deleted_id: StreamId,
+}
+
+impl XSetId {
+    /// Parses XSETID (Redis: `xsetidCommand` up to the key lookup). Options may repeat;
+    /// each MAXDELETEDID is checked against the new last ID as it is read.
+    pub fn parse(argv: &Argv) -> Result<XSetId, ReplyError> {
+        let last_id = parse_strict_id(&argv[2])?;
+        let mut entries_added = None;
+        let mut max_deleted_id = StreamId::MIN;
+        let mut i = 3;
+        while i < argv.len() {
+            let more = argv.len() - 1 - i;
+            let opt = c_str(&argv[i]);
+            if is(opt, "ENTRIESADDED") && more >= 1 {
+                let n = parse_i64(&argv[i + 1])?;
+                entries_added = Some(u64::try_from(n).map_err(|_| ENTRIES_ADDED_NEGATIVE)?);
+            } else if is(opt, "MAXDELETEDID") && more >= 1 {
+                max_deleted_id = parse_strict_id(&argv[i + 1])?;
+                if last_id < max_deleted_id {
+                    return Err(XSETID_BELOW_GIVEN_MAX_DELETED);
+                }
+            } else {
+                return Err(ReplyError::Syntax);
+            }
+            i += 2;
+        }
+        Ok(XSetId {
+            key: argv[1].clone(),
+            last_id,
+            entries_added,
+            max_deleted_id,
+        })
+    }
+
+    /// Checks the new values against the stream, then sets them.
+    pub fn exec(self, ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+        let stream = ctx.lookup(&self.key).ok_or(ReplyError::NoSuchKey)?;
+        if self.last_id < stream.max_deleted_entry_id() {
+            return Err(XSETID_BELOW_MAX_DELETED);
+        }
+        if let Some(top) = stream.last_entry().map(|e| e.id) {
+            if self.last_id < top {
+                return Err(XSETID_BELOW_TOP_ITEM);
+            }
+            if self.entries_added.is_some_and(|n| n < stream.len()) {
+                return Err(XSETID_ENTRIES_ADDED_BELOW_LENGTH);
+            }
+        }
+        stream.set_last_id(self.last_id);
+        if let Some(n) = self.entries_added {
+            stream.set_entries_added(n);
+        }
+        if !self.max_deleted_id.is_zero() {
+            stream.set_max_deleted_entry_id(self.max_deleted_id);
+        }
+        ctx.modified(&self.key);
+        ctx.out.ok();
+        Ok(())
+    }
+}
+
+fn xsetid(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    XSetId::parse(ctx.argv)?.exec(ctx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(args: &[&str]) -> Argv {
+        args.iter()
+            .map(|a| Bytes::copy_from_slice(a.as_bytes()))
+            .collect()
+    }
+
+    fn add(args: &[&str]) -> Result<(Option<TrimSpec>, bool, XAddId, usize), ReplyError> {
+        let a = argv(args);
+        XAdd::parse(&a).map(|x| (x.trim, x.nomkstream, x.id, x.elements.len()))
+    }
+
+    fn trim(args: &[&str]) -> Result<TrimSpec, ReplyError> {
+        XTrim::parse(&argv(args)).map(|t| t.trim)
+    }
+
+    #[test]
+    fn xadd_options_in_any_order() {
+        let (t, nomk, id, n) = add(&[
+            "xadd",
+            "k",
+            "acked",
+            "MAXLEN",
+            "~",
+            "10",
+            "nomkstream",
+            "LIMIT",
+            "5",
+            "1-*",
+            "f",
+            "v",
+        ])
+        .unwrap();
+        assert!(nomk);
+        assert_eq!(id, XAddId::AutoSeq(1));
+        assert_eq!(n, 2);
+        assert_eq!(
+            t,
+            Some(TrimSpec {
+                strategy: TrimStrategy::MaxLen(10),
+                approx: true,
+                limit: Some(5),
+                policy: RefPolicy::Acked,
+            })
+        );
+        let (t, _, id, _) = add(&["xadd", "k", "MINID", "=", "5", "*", "f", "v"]).unwrap();
+        assert_eq!(id, XAddId::Auto);
+        let t = t.unwrap();
+        assert_eq!(t.strategy, TrimStrategy::MinId(StreamId::new(5, 0)));
+        assert!(!t.approx);
+        assert_eq!(t.limit, None);
+    }
+
+    #[test]
+    fn xadd_unknown_words_are_ids() {
+        for args in [
+            &["xadd", "k", "NOPE", "f", "v"][..],
+            &["xadd", "k", "KEEPREF", "DELREF", "*", "f", "v"],
+            &["xadd", "k", "IDMP", "p", "i", "*", "f", "v"],
+            &["xadd", "k", "IDMPAUTO", "p", "*", "f", "v"],
+        ] {
+            assert_eq!(add(args), Err(ReplyError::InvalidStreamId), "{args:?}");
+        }
+    }
+
+    #[test]
+    fn xadd_maxlen_needs_a_value_after_it() {
+        // `MAXLEN` as the last-but-field word is the ID.
+        assert_eq!(add(&["xadd", "k", "*", "MAXLEN", "1"]).map(|r| r.3), Ok(2));
+        // `~` followed by one argument is the threshold itself.
+        assert_eq!(
+            add(&["xadd", "k", "MAXLEN", "~"]),
+            Err(ReplyError::NotInteger)
+        );
+    }
+
+    #[test]
+    fn xadd_errors_in_redis_order() {
+        let cases: &[(&[&str], &str)] = &[
+            (
+                &["xadd", "k", "MAXLEN", "-1", "*", "f", "v"],
+                "ERR The MAXLEN argument must be >= 0.",
+            ),
+            (
+                &["xadd", "k", "MAXLEN", "x", "*", "f", "v"],
+                "ERR value is not an integer or out of range",
+            ),
+            (
+                &["xadd", "k", "MAXLEN", "+1", "*", "f", "v"],
+                "ERR value is not an integer or out of range",
+            ),
+            (
+                &["xadd", "k", "MINID", "-", "*", "f", "v"],
+                "ERR Invalid stream ID specified as stream command argument",
+            ),
+            (
+                &[
+                    "xadd", "k", "MAXLEN", "~", "1", "LIMIT", "-1", "*", "f", "v",
+                ],
+                "ERR The LIMIT argument must be >= 0.",
+            ),
+            (
+                &["xadd", "k", "MAXLEN", "1", "MINID", "1", "*", "f", "v"],
+                "ERR syntax error, MAXLEN and MINID options at the same time are not compatible",
+            ),
+            (
+                &["xadd", "k", "MAXLEN", "1", "MAXLEN", "1", "*", "f", "v"],
+                "ERR syntax error, MAXLEN and MINID options at the same time are not compatible",
+            ),
+            (
+                &["xadd", "k", "LIMIT", "5", "*", "f", "v"],
+                "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy",
+            ),
+            (
+                &["xadd", "k", "LIMIT", "0", "*", "f", "v"],
+                "ERR syntax error, LIMIT cannot be used without the special ~ option",
+            ),
+            (
+                &["xadd", "k", "MAXLEN", "1", "LIMIT", "5", "*", "f", "v"],
+                "ERR syntax error, LIMIT cannot be used without the special ~ option",
+            ),
+            (
+                &["xadd", "k", "*", "f"],
+                "ERR wrong number of arguments for 'xadd' command",
+            ),
+            (
+                &["xadd", "k", "*", "f", "v", "g"],
+                "ERR wrong number of arguments for 'xadd' command",
+            ),
+            (
+                &["xadd", "k", "nomkstream", "nomkstream", "nomkstream"],
+                "ERR wrong number of arguments for 'xadd' command",
+            ),
+            // The 0-0 check comes after the arity check.
+            (
+                &["xadd", "k", "0-0", "f"],
+                "ERR wrong number of arguments for 'xadd' command",
+            ),
+            (
+                &["xadd", "k", "0-0", "f", "v"],
+                "ERR The ID specified in XADD must be greater than 0-0",
+            ),
+            (
+                &["xadd", "k", "0", "f", "v"],
+                "ERR The ID specified in XADD must be greater than 0-0",
+            ),
+            (
+                &["xadd", "k", "LIMIT", "5", "0-0", "f", "v"],
+                "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy",
+            ),
+        ];
+        for (args, text) in cases {
+            assert_eq!(
+                add(args).map(|_| ()).unwrap_err().to_string(),
+                *text,
+                "{args:?}"
+            );
+        }
+        assert_eq!(
+            add(&["xadd", "k", "0-*", "f", "v"]).map(|r| r.2),
+            Ok(XAddId::AutoSeq(0))
+        );
+    }
+
+    #[test]
+    fn xtrim_parsing() {
+        assert_eq!(
+            trim(&["xtrim", "k", "DELREF", "MINID", "~", "7-1", "LIMIT", "0"]),
+            Ok(TrimSpec {
+                strategy: TrimStrategy::MinId(StreamId::new(7, 1)),
+                approx: true,
+                limit: Some(0),
+                policy: RefPolicy::DelRef,
+            })
+        );
+        let cases: &[(&[&str], &str)] = &[
+            (&["xtrim", "k", "MAXLEN"], "ERR syntax error"),
+            (&["xtrim", "k", "*", "MAXLEN", "1"], "ERR syntax error"),
+            (
+                &["xtrim", "k", "MAXLEN", "1", "NOMKSTREAM"],
+                "ERR syntax error",
+            ),
+            (
+                &["xtrim", "k", "MAXLEN", "1", "KEEPREF", "ACKED"],
+                "ERR syntax error",
+            ),
+            (
+                &["xtrim", "k", "KEEPREF"],
+                "ERR syntax error, XTRIM must be called with a trimming strategy",
+            ),
+            (
+                &["xtrim", "k", "LIMIT", "0"],
+                "ERR syntax error, XTRIM must be called with a trimming strategy",
+            ),
+            (
+                &["xtrim", "k", "LIMIT", "1"],
+                "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy",
+            ),
+        ];
+        for (args, text) in cases {
+            assert_eq!(trim(args).unwrap_err().to_string(), *text, "{args:?}");
+        }
+    }
+
+    #[test]
+    fn xdel_defers_id_errors() {
+        let d = XDel::parse(&argv(&["xdel", "k", "1-1", "bad"]));
+        assert_eq!(d.ids, Err(ReplyError::InvalidStreamId));
+        let d = XDel::parse(&argv(&["xdel", "k", "1-1", "2"]));
+        assert_eq!(d.ids, Ok(vec![StreamId::new(1, 1), StreamId::new(2, 0)]));
+    }
+
+    #[test]
+    fn xsetid_parsing() {
+        let s = XSetId::parse(&argv(&[
+            "xsetid",
+            "k",
+            "5-5",
+            "ENTRIESADDED",
+            "9",
+            "MAXDELETEDID",
+            "5-5",
+        ]))
+        .unwrap();
+        assert_eq!(s.entries_added, Some(9));
+        assert_eq!(s.max_deleted_id, StreamId::new(5, 5));
+        let cases: &[(&[&str], &str)] = &[
+            (
+                &["xsetid", "k", "+"],
+                "ERR Invalid stream ID specified as stream command argument",
+            ),
+            (&["xsetid", "k", "1-1", "0"], "ERR syntax error"),
+            (&["xsetid", "k", "1-1", "ENTRIESADDED"], "ERR syntax error"),
+            (
+                &["xsetid", "k", "1-1", "ENTRIESADDED", "-1"],
+                "ERR entries_added must be positive",
+            ),
+            (
+                &["xsetid", "k", "1-1", "ENTRIESADDED", "x"],
+                "ERR value is not an integer or out of range",
+            ),
+            (
+                &["xsetid", "k", "1-1", "MAXDELETEDID", "2-0"],
+                "ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id",
+            ),
+            (
+                &["xsetid", "k", "1-1", "MAXDELETEDID", "-"],
+                "ERR Invalid stream ID specified as stream command argument",
+            ),
+        ];
+        for (args, text) in cases {
+            assert_eq!(
+                XSetId::parse(&argv(args)).unwrap_err().to_string(),
+                *text,
+                "{args:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn elements_over_one_gib_are_flagged() {
+        // Zeroed memory comes from the allocator untouched, so this costs no real RAM.
+        let big = Bytes::from(vec![0u8; STREAM_LISTPACK_MAX_SIZE / 2 + 1]);
+        let a: Argv = vec![
+            Bytes::from_static(b"xadd"),
+            Bytes::from_static(b"k"),
+            Bytes::from_static(b"*"),
+            big.clone(),
+            big,
+        ];
+        let x = XAdd::parse(&a).unwrap();
+        assert!(x.too_large);
+        assert_eq!(
+            x.resolve_id(&Stream::new(), 5),
+            Err(ReplyError::ElementsTooLarge)
+        );
+    }
+}
