@@ -1,6 +1,331 @@
-//! (being written)
+//! The XINFO container: `XINFO STREAM`, `XINFO GROUPS`, `XINFO CONSUMERS` and
+//! `XINFO HELP` (reference §2.16).
+//!
+//! Every subcommand but HELP looks the key up first (`ERR no such key`), then checks its
+//! own options, as Redis's `xinfoCommand` does. Objects are maps in RESP3 and flat
+//! `k1 v1 k2 v2 ...` arrays in RESP2 ([`RespWriter::map`]).
+//!
+//! ```text
+//! XINFO STREAM key             16 fields: length radix-tree-keys radix-tree-nodes
+//!                              last-generated-id max-deleted-entry-id entries-added
+//!                              recorded-first-entry-id idmp-duration idmp-maxsize
+//!                              pids-tracked iids-tracked iids-added iids-duplicates
+//!                              groups first-entry last-entry
+//! XINFO STREAM key FULL [COUNT n]
+//!                              15 fields: the first 13 above, entries, groups
+//! ```
+//!
+//! The consumer-group parts are kept in small functions ([`write_full_groups`],
+//! [`write_groups`], [`write_consumers`]) to be filled in when consumer groups land; the
+//! IDMP fields show the configured defaults and zero counters until IDMP lands.
 
-use super::CommandSpec;
+use super::xrange::{lookup_for_reply, write_entry, write_range};
+use super::{CommandSpec, flags::*, is, parse_i64};
+use crate::core::Ctx;
+use crate::error::{ReplyError, lossy};
+use crate::resp::Argv;
+use crate::resp::writer::RespWriter;
+use crate::stream::{Stream, StreamId};
+
+const STREAM: &[&str] = &["@stream"];
+
+/// XINFO STREAM FULL's default COUNT (also used for a negative COUNT).
+const FULL_DEFAULT_COUNT: usize = 10;
 
 /// This family's rows of the command table.
-pub const COMMANDS: &[CommandSpec] = &[];
+pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
+    name: "xinfo",
+    arity: -2,
+    flags: 0,
+    first_key: 0,
+    last_key: 0,
+    key_step: 0,
+    acl: STREAM,
+    summary: "A container for stream introspection commands.",
+    since: "5.0.0",
+    group: "stream",
+    handler: xinfo_help,
+    subcommands: XINFO_SUBCOMMANDS,
+}];
+
+/// A keyed XINFO subcommand row.
+const fn sub(
+    name: &'static str,
+    arity: i32,
+    summary: &'static str,
+    since: &'static str,
+    handler: super::Handler,
+) -> CommandSpec {
+    CommandSpec {
+        name,
+        arity,
+        flags: READONLY,
+        first_key: 2,
+        last_key: 2,
+        key_step: 1,
+        acl: STREAM,
+        summary,
+        since,
+        group: "stream",
+        handler,
+        subcommands: &[],
+    }
+}
+
+const XINFO_SUBCOMMANDS: &[CommandSpec] = &[
+    sub(
+        "xinfo|consumers",
+        4,
+        "Returns a list of the consumers in a consumer group.",
+        "5.0.0",
+        xinfo_consumers,
+    ),
+    sub(
+        "xinfo|groups",
+        3,
+        "Returns a list of the consumer groups of a stream.",
+        "5.0.0",
+        xinfo_groups,
+    ),
+    sub(
+        "xinfo|stream",
+        -3,
+        "Returns information about a stream.",
+        "5.0.0",
+        xinfo_stream,
+    ),
+    CommandSpec {
+        name: "xinfo|help",
+        arity: 2,
+        flags: LOADING | STALE,
+        first_key: 0,
+        last_key: 0,
+        key_step: 0,
+        acl: STREAM,
+        summary: "Returns helpful text about the different subcommands.",
+        since: "5.0.0",
+        group: "stream",
+        handler: xinfo_help,
+        subcommands: &[],
+    },
+];
+
+/// `XINFO HELP`. Redis's own text lacks the closing `]` of the STREAM line; kept.
+fn xinfo_help(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    super::reply_help(
+        ctx,
+        "XINFO",
+        &[
+            "CONSUMERS <key> <groupname>",
+            "    Show consumers of <groupname>.",
+            "GROUPS <key>",
+            "    Show the stream consumer groups.",
+            "STREAM <key> [FULL [COUNT <count>]",
+            "    Show information about the stream.",
+        ],
+    );
+    Ok(())
+}
+
+/// Parsed `XINFO STREAM key [FULL [COUNT n]]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum XInfoStream {
+    /// The 16-field summary.
+    Summary,
+    /// FULL, with at most this many entries and PEL items per list (`0` = all).
+    Full {
+        /// COUNT (default 10; negative becomes 10).
+        count: usize,
+    },
+}
+
+impl XInfoStream {
+    /// Parses the options after the key: none, `FULL`, or `FULL COUNT n`; any other
+    /// shape is the subcommand syntax error.
+    pub fn parse(argv: &Argv) -> Result<XInfoStream, ReplyError> {
+        let opts = &argv[3..];
+        if opts.is_empty() {
+            return Ok(XInfoStream::Summary);
+        }
+        if (opts.len() != 1 && opts.len() != 3)
+            || !is(&opts[0], "FULL")
+            || (opts.len() == 3 && !is(&opts[1], "COUNT"))
+        {
+            return Err(ReplyError::SubcommandSyntax {
+                sub: lossy(&argv[1]),
+                container: "XINFO".to_string(),
+            });
+        }
+        let mut count = FULL_DEFAULT_COUNT;
+        if opts.len() == 3 {
+            let n = parse_i64(&opts[2])?;
+            count = usize::try_from(n).unwrap_or(FULL_DEFAULT_COUNT);
+        }
+        Ok(XInfoStream::Full { count })
+    }
+}
+
+/// Writes fields 1–13, common to the summary and FULL.
+fn write_common_fields(out: &mut RespWriter, stream: &Stream, idmp: (i64, i64)) {
+    let int = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+    let uint = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    out.bulk(b"length");
+    out.integer(uint(stream.len()));
+    out.bulk(b"radix-tree-keys");
+    out.integer(int(stream.radix_tree_keys()));
+    out.bulk(b"radix-tree-nodes");
+    out.integer(int(stream.radix_tree_nodes()));
+    out.bulk(b"last-generated-id");
+    out.bulk_id(stream.last_id());
+    out.bulk(b"max-deleted-entry-id");
+    out.bulk_id(stream.max_deleted_entry_id());
+    out.bulk(b"entries-added");
+    out.integer(uint(stream.entries_added()));
+    out.bulk(b"recorded-first-entry-id");
+    out.bulk_id(stream.first_id());
+    write_idmp_fields(out, stream, idmp);
+}
+
+/// The six IDMP fields. Until idempotent production exists, a stream has the configured
+/// defaults (`stream-idmp-duration`, `stream-idmp-maxsize`) and no producers.
+fn write_idmp_fields(out: &mut RespWriter, _stream: &Stream, (duration, maxsize): (i64, i64)) {
+    out.bulk(b"idmp-duration");
+    out.integer(duration);
+    out.bulk(b"idmp-maxsize");
+    out.integer(maxsize);
+    for field in [
+        &b"pids-tracked"[..],
+        b"iids-tracked",
+        b"iids-added",
+        b"iids-duplicates",
+    ] {
+        out.bulk(field);
+        out.integer(0);
+    }
+}
+
+/// FULL's `groups` value: an array of 8-field group maps. No consumer groups exist yet,
+/// so this is the empty array; the groups work fills it in.
+pub fn write_full_groups(out: &mut RespWriter, _stream: &Stream, _count: usize) {
+    out.array(0);
+}
+
+/// `XINFO GROUPS`' reply: an array of 6-field group maps; `*0` without groups.
+pub fn write_groups(out: &mut RespWriter, _stream: &Stream) {
+    out.array(0);
+}
+
+/// `XINFO CONSUMERS`' reply for `group`, or the NOGROUP error. No consumer groups exist
+/// yet, so every group is missing.
+pub fn write_consumers(
+    _out: &mut RespWriter,
+    _stream: &Stream,
+    key: &[u8],
+    group: &[u8],
+    _now_ms: u64,
+) -> Result<(), ReplyError> {
+    Err(ReplyError::NoGroupForKey {
+        key: lossy(key),
+        group: lossy(group),
+    })
+}
+
+fn xinfo_stream(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    // Parsed first, reported after the key check (Redis looks the key up first).
+    let parsed = XInfoStream::parse(argv);
+    let idmp = (
+        ctx.core.config.get_i64("stream-idmp-duration"),
+        ctx.core.config.get_i64("stream-idmp-maxsize"),
+    );
+    let (stream, out) = lookup_for_reply(ctx, &argv[2]);
+    let stream = stream.ok_or(ReplyError::NoSuchKey)?;
+    match parsed? {
+        XInfoStream::Summary => {
+            out.map(16);
+            write_common_fields(out, stream, idmp);
+            out.bulk(b"groups");
+            out.integer(i64::try_from(stream.groups.len()).unwrap_or(i64::MAX));
+            out.bulk(b"first-entry");
+            match stream.first_entry() {
+                Some(e) => write_entry(out, &e),
+                None => out.null(),
+            }
+            out.bulk(b"last-entry");
+            match stream.last_entry() {
+                Some(e) => write_entry(out, &e),
+                None => out.null(),
+            }
+        }
+        XInfoStream::Full { count } => {
+            out.map(15);
+            write_common_fields(out, stream, idmp);
+            out.bulk(b"entries");
+            write_range(out, stream, StreamId::MIN, StreamId::MAX, false, count);
+            out.bulk(b"groups");
+            write_full_groups(out, stream, count);
+        }
+    }
+    Ok(())
+}
+
+fn xinfo_groups(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let (stream, out) = lookup_for_reply(ctx, &argv[2]);
+    write_groups(out, stream.ok_or(ReplyError::NoSuchKey)?);
+    Ok(())
+}
+
+fn xinfo_consumers(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let now_ms = ctx.now_ms;
+    let (stream, out) = lookup_for_reply(ctx, &argv[2]);
+    let stream = stream.ok_or(ReplyError::NoSuchKey)?;
+    write_consumers(out, stream, &argv[2], &argv[3], now_ms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+
+    fn argv(args: &[&str]) -> Argv {
+        args.iter()
+            .map(|a| Bytes::copy_from_slice(a.as_bytes()))
+            .collect()
+    }
+
+    #[test]
+    fn stream_options() {
+        let p = |a: &[&str]| XInfoStream::parse(&argv(a));
+        assert_eq!(p(&["xinfo", "stream", "k"]), Ok(XInfoStream::Summary));
+        assert_eq!(
+            p(&["xinfo", "stream", "k", "full"]),
+            Ok(XInfoStream::Full { count: 10 })
+        );
+        assert_eq!(
+            p(&["xinfo", "stream", "k", "FULL", "count", "0"]),
+            Ok(XInfoStream::Full { count: 0 })
+        );
+        assert_eq!(
+            p(&["xinfo", "stream", "k", "FULL", "COUNT", "-4"]),
+            Ok(XInfoStream::Full { count: 10 })
+        );
+        assert_eq!(
+            p(&["xinfo", "stream", "k", "FULL", "COUNT", "x"]),
+            Err(ReplyError::NotInteger)
+        );
+        for bad in [
+            &["xinfo", "Stream", "k", "FULLX"][..],
+            &["xinfo", "Stream", "k", "FULL", "COUNT"],
+            &["xinfo", "Stream", "k", "FULL", "LIMIT", "1"],
+            &["xinfo", "Stream", "k", "FULL", "COUNT", "1", "x"],
+        ] {
+            assert_eq!(
+                p(bad).unwrap_err().to_string(),
+                "ERR unknown subcommand or wrong number of arguments for 'Stream'. Try XINFO HELP.",
+                "{bad:?}"
+            );
+        }
+    }
+}
