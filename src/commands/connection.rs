@@ -190,6 +190,14 @@ const CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
         client_no_touch,
     ),
     conn(
+        "client|unblock",
+        -3,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        "Unblocks a client blocked by a blocking command from a different connection.",
+        "5.0.0",
+        client_unblock,
+    ),
+    conn(
         "client|help",
         2,
         LOADING | STALE,
@@ -559,6 +567,25 @@ fn kill_matching(
     n
 }
 
+fn client_unblock(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let id = parse_i64(&argv[2])?;
+    let with_error = match argv.len() {
+        3 => false,
+        4 if is(&argv[3], "TIMEOUT") => false,
+        4 if is(&argv[3], "ERROR") => true,
+        4 => {
+            return Err(ReplyError::msg(
+                "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
+            ));
+        }
+        _ => return Err(ReplyError::Syntax),
+    };
+    let done = id > 0 && ctx.core.unblock_client(id as u64, with_error);
+    ctx.out.integer(i64::from(done));
+    Ok(())
+}
+
 fn on_off(arg: &[u8]) -> Result<bool, ReplyError> {
     if is(arg, "on") {
         Ok(true)
@@ -606,6 +633,8 @@ fn client_help(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             "    Set client meta attr. Options are: LIB-NAME, LIB-VER.",
             "SETNAME <name>",
             "    Assign the name <name> to the current connection.",
+            "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+            "    Unblock the specified blocked client.",
         ],
     );
     Ok(())

@@ -17,6 +17,7 @@ pub mod transaction;
 pub mod xadd;
 pub mod xinfo;
 pub mod xrange;
+pub mod xread;
 
 use crate::core::Ctx;
 use crate::error::ReplyError;
@@ -195,6 +196,7 @@ pub static FAMILIES: &[&[CommandSpec]] = &[
     xadd::COMMANDS,
     xrange::COMMANDS,
     xinfo::COMMANDS,
+    xread::COMMANDS,
 ];
 
 static INDEX: LazyLock<HashMap<&'static str, &'static CommandSpec>> = LazyLock::new(|| {

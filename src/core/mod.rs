@@ -10,6 +10,7 @@
 //! Command flow ([`Core::execute`]): look the command up in the table → arity → auth →
 //! MULTI queueing → run the handler against a [`Ctx`] → statistics → MONITOR feed.
 
+pub mod blocked;
 pub mod keyspace;
 
 use crate::commands::{self, CommandSpec, flags};
@@ -19,10 +20,13 @@ use crate::resp::Argv;
 use crate::resp::writer::RespWriter;
 use crate::server::client::{Client, ClientMsg};
 use crate::stream::{NodeLimits, Stream};
+use blocked::BlockedClients;
 use bytes::Bytes;
 use keyspace::Db;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::rc::Rc;
 use std::time::Instant;
+use tokio::sync::Notify;
 
 /// Version of Redis whose stream surface streamd implements: HELLO `version`, INFO
 /// `redis_version`.
@@ -107,6 +111,12 @@ pub struct Core {
     pub monitors: Vec<u64>,
     /// Keys signalled ready for blocked clients since the last round: (db, key).
     pub ready_keys: Vec<(usize, Bytes)>,
+    /// Clients blocked in XREAD/XREADGROUP.
+    pub blocked: BlockedClients,
+    /// Wakes the timer task when an earlier block deadline appears.
+    pub block_timer: Rc<Notify>,
+    /// While a blocked command is re-executed: its original deadline.
+    pub reprocessing: Option<Option<u64>>,
 }
 
 /// Everything a command handler may touch.
@@ -180,7 +190,41 @@ impl Ctx<'_> {
     /// `signalKeyAsReady`).
     pub fn signal_ready(&mut self, key: &[u8]) {
         let db = self.client.db;
-        self.core.ready_keys.push((db, Bytes::copy_from_slice(key)));
+        self.core.signal_ready(db, key);
+    }
+
+    /// True when the command may block: not inside MULTI/EXEC (Redis replies at once
+    /// there).
+    pub fn can_block(&self) -> bool {
+        !self.client.in_exec && self.client.multi.is_none()
+    }
+
+    /// Blocks the calling client on `keys` (Redis: `blockForKeys`). `argv` is the command
+    /// to re-execute when a key is signalled (with `$` already resolved); `timeout_ms`
+    /// 0 waits forever. When the command is itself a re-execution, the client keeps its
+    /// place in the queues and its original deadline.
+    pub fn block(&mut self, keys: Vec<Bytes>, timeout_ms: u64, unblock_on_nokey: bool, argv: Argv) {
+        let db = self.client.db;
+        let deadline_ms = match self.core.reprocessing {
+            Some(original) => original,
+            None if timeout_ms == 0 => None,
+            None => Some(self.now_ms.saturating_add(timeout_ms)),
+        };
+        if self.core.reprocessing.is_none() {
+            self.core
+                .blocked
+                .add(self.client.id, db, &keys, deadline_ms);
+            if deadline_ms.is_some() {
+                self.core.block_timer.notify_one();
+            }
+        }
+        self.client.blocked = Some(crate::server::client::BlockState {
+            argv,
+            db,
+            keys,
+            deadline_ms,
+            unblock_on_nokey,
+        });
     }
 
     /// `argv[i]`, which the arity check guarantees exists.
@@ -216,6 +260,9 @@ impl Core {
             watched_keys: HashMap::new(),
             monitors: Vec::new(),
             ready_keys: Vec::new(),
+            blocked: BlockedClients::default(),
+            block_timer: Rc::new(Notify::new()),
+            reprocessing: None,
             config,
         };
         core.refresh_config_cache();
@@ -263,7 +310,115 @@ impl Core {
     /// waking readers that unblock on deletion.
     pub fn key_deleted(&mut self, db: usize, key: &[u8]) {
         self.touch_key(db, key);
-        self.ready_keys.push((db, Bytes::copy_from_slice(key)));
+        self.signal_ready(db, key);
+    }
+
+    /// Marks (db, key) ready for its blocked clients, if it has any.
+    pub fn signal_ready(&mut self, db: usize, key: &[u8]) {
+        if self.blocked.is_empty() {
+            return;
+        }
+        let key = Bytes::copy_from_slice(key);
+        if self.blocked.has_waiters(db, &key) {
+            self.ready_keys.push((db, key));
+        }
+    }
+
+    /// Serves blocked clients of every key signalled since the last call, by
+    /// re-executing their commands in blocking order (Redis: `handleClientsBlockedOnKeys`).
+    /// Keys signalled while serving are handled in further rounds.
+    pub fn handle_ready_keys(&mut self) {
+        while !self.ready_keys.is_empty() {
+            let keys = std::mem::take(&mut self.ready_keys);
+            let mut seen = HashSet::new();
+            for (db, key) in keys {
+                if !seen.insert((db, key.clone())) {
+                    continue;
+                }
+                for id in self.blocked.waiters(db, &key) {
+                    let Some(mut client) = self.clients.remove(&id) else {
+                        continue;
+                    };
+                    if let Some(state) = client.blocked.clone() {
+                        // XREAD is not woken by a deletion (reference §3.4).
+                        let exists = self.dbs.get(db).is_some_and(|d| d.keys.contains_key(&key));
+                        if state.unblock_on_nokey || exists {
+                            self.reprocess(&mut client, state);
+                        }
+                    }
+                    self.clients.insert(id, client);
+                }
+            }
+        }
+    }
+
+    /// Re-executes a blocked client's command; if it is served, unregisters it and sends
+    /// the reply to its connection.
+    fn reprocess(&mut self, client: &mut Client, state: crate::server::client::BlockState) {
+        let Some(spec) = commands::lookup(&state.argv[0])
+            .and_then(|s| commands::resolve_subcommand(s, &state.argv).ok())
+        else {
+            return;
+        };
+        client.blocked = None;
+        self.reprocessing = Some(state.deadline_ms);
+        let mut out = RespWriter::new(client.proto);
+        let saved_db = client.db;
+        client.db = state.db;
+        self.call(client, spec, &state.argv, &mut out, unix_ms());
+        client.db = saved_db;
+        self.reprocessing = None;
+        if client.blocked.is_none() {
+            self.blocked
+                .remove(client.id, state.db, &state.keys, state.deadline_ms);
+            let _ = client.tx.send(ClientMsg::Unblocked(out.take()));
+        }
+    }
+
+    /// Ends a client's block with `reply` (timeout or CLIENT UNBLOCK); false if it was
+    /// not blocked.
+    fn end_block(&mut self, client: &mut Client, reply: Vec<u8>) -> bool {
+        let Some(state) = client.blocked.take() else {
+            return false;
+        };
+        self.blocked
+            .remove(client.id, state.db, &state.keys, state.deadline_ms);
+        let _ = client.tx.send(ClientMsg::Unblocked(reply));
+        true
+    }
+
+    /// The timeout reply for a client's protocol: the null array.
+    fn timeout_reply(client: &Client) -> Vec<u8> {
+        let mut out = RespWriter::new(client.proto);
+        out.null_array();
+        out.take()
+    }
+
+    /// Replies to clients whose BLOCK timeout passed.
+    pub fn expire_blocked(&mut self, now_ms: u64) {
+        for id in self.blocked.expired(now_ms) {
+            if let Some(mut client) = self.clients.remove(&id) {
+                let reply = Self::timeout_reply(&client);
+                self.end_block(&mut client, reply);
+                self.clients.insert(id, client);
+            }
+        }
+    }
+
+    /// CLIENT UNBLOCK: ends another client's block with the timeout reply or the
+    /// UNBLOCKED error; false if it is not blocked.
+    pub fn unblock_client(&mut self, id: u64, with_error: bool) -> bool {
+        let Some(mut client) = self.clients.remove(&id) else {
+            return false;
+        };
+        let reply = if with_error {
+            b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n".to_vec()
+        } else {
+            Self::timeout_reply(&client)
+        };
+        let done = self.end_block(&mut client, reply);
+        self.clients.insert(id, client);
+        done
     }
 
     /// Registers a new client and returns its id.
@@ -280,6 +435,10 @@ impl Core {
     pub fn remove_client(&mut self, id: u64) {
         if let Some(mut c) = self.clients.remove(&id) {
             self.unwatch_all(&mut c);
+            if let Some(state) = c.blocked.take() {
+                self.blocked
+                    .remove(id, state.db, &state.keys, state.deadline_ms);
+            }
         }
         self.monitors.retain(|&m| m != id);
     }
@@ -463,6 +622,7 @@ impl Core {
                 self.key_deleted(db, &k);
             }
         }
+        self.handle_ready_keys();
     }
 }
 

@@ -73,6 +73,9 @@ pub struct Client {
     pub no_evict: bool,
     /// CLIENT NO-TOUCH flag.
     pub no_touch: bool,
+    /// True while EXEC runs this client's queued commands (blocking reads answer at
+    /// once instead of blocking).
+    pub in_exec: bool,
     /// Set while blocked in a stream read.
     pub blocked: Option<BlockState>,
     /// Channel to the connection task.
@@ -109,6 +112,7 @@ impl Client {
             close_after_reply: false,
             no_evict: false,
             no_touch: false,
+            in_exec: false,
             blocked: None,
             tx,
         }

@@ -126,6 +126,9 @@ fn process_batch(
         match parser.parse(inbuf) {
             Ok(Some(argv)) => {
                 let outcome = core.execute(&mut client, argv, out);
+                if !core.ready_keys.is_empty() {
+                    core.handle_ready_keys();
+                }
                 if client.close_after_reply {
                     next = Next::Close;
                     break;

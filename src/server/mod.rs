@@ -32,6 +32,7 @@ pub enum StopReason {
 pub async fn run(listener: TcpListener, core: SharedCore) -> std::io::Result<StopReason> {
     let stop = Rc::new(Notify::new());
     spawn_cron(core.clone());
+    spawn_block_timer(core.clone());
     let mut sigterm = signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut sigint = signal(tokio::signal::unix::SignalKind::interrupt())?;
     loop {
@@ -72,6 +73,26 @@ fn signal(kind: tokio::signal::unix::SignalKind) -> std::io::Result<tokio::signa
     tokio::signal::unix::signal(kind)
 }
 
+/// Sleeps until the earliest BLOCK deadline (or until an earlier one appears) and
+/// answers the clients whose timeout passed.
+fn spawn_block_timer(core: SharedCore) {
+    let notify = core.borrow().block_timer.clone();
+    tokio::task::spawn_local(async move {
+        loop {
+            let next = core.borrow().blocked.next_deadline();
+            let sleep = match next {
+                Some(deadline) => Duration::from_millis(deadline.saturating_sub(unix_ms())),
+                None => Duration::from_secs(3600),
+            };
+            tokio::select! {
+                _ = tokio::time::sleep(sleep) => {}
+                _ = notify.notified() => {}
+            }
+            core.borrow_mut().expire_blocked(unix_ms());
+        }
+    });
+}
+
 /// Periodic background work, `hz` times a second (Redis's serverCron): active expiry.
 fn spawn_cron(core: SharedCore) {
     tokio::task::spawn_local(async move {
@@ -80,7 +101,6 @@ fn spawn_cron(core: SharedCore) {
             tokio::time::sleep(Duration::from_millis(1000 / hz)).await;
             let mut c = core.borrow_mut();
             c.cron();
-            let _ = unix_ms();
         }
     });
 }

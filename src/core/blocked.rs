@@ -1,0 +1,144 @@
+//! The blocked-client registry: who waits on which key, in what order, until when.
+//!
+//! ```text
+//!  by_key: (db, key) ──▶ FIFO of client ids      deadlines: ordered (deadline_ms, client id)
+//!          (0,"s")   ──▶ [7, 12, 3]                           (1700000000100, 7)
+//!          (0,"t")   ──▶ [12]                                 (1700000000250, 12)
+//! ```
+//!
+//! A client blocked on several keys sits in the FIFO of each. When a key is signalled
+//! ready (XADD, a key created/replaced/deleted, XGROUP DESTROY), the core walks that
+//! key's FIFO — only the clients that were there when the round started — and
+//! re-executes each one's command (Redis 7's model, reference §3.4). A client that
+//! still has nothing keeps its place in every FIFO and its original deadline; a served
+//! client leaves all of them. The cost of a wake is proportional to the waiters of the
+//! signalled key, not to all blocked clients. Deadlines live in an ordered set that a
+//! timer task sleeps on ([`BlockedClients::next_deadline`]).
+
+use bytes::Bytes;
+use std::collections::{BTreeSet, HashMap, VecDeque};
+
+/// Registry of blocked clients (the per-client part lives in `Client::blocked`).
+#[derive(Debug, Default)]
+pub struct BlockedClients {
+    /// (db, key) → waiting client ids in blocking order.
+    by_key: HashMap<(usize, Bytes), VecDeque<u64>>,
+    /// (deadline unix ms, client id) for clients with a timeout.
+    deadlines: BTreeSet<(u64, u64)>,
+    /// Number of blocked clients.
+    count: usize,
+}
+
+impl BlockedClients {
+    /// Registers `client` on `keys` of `db` with an optional deadline.
+    pub fn add(&mut self, client: u64, db: usize, keys: &[Bytes], deadline_ms: Option<u64>) {
+        for k in keys {
+            let q = self.by_key.entry((db, k.clone())).or_default();
+            if !q.contains(&client) {
+                q.push_back(client);
+            }
+        }
+        if let Some(d) = deadline_ms {
+            self.deadlines.insert((d, client));
+        }
+        self.count += 1;
+    }
+
+    /// Unregisters `client` from `keys` and its deadline.
+    pub fn remove(&mut self, client: u64, db: usize, keys: &[Bytes], deadline_ms: Option<u64>) {
+        for k in keys {
+            let key = (db, k.clone());
+            if let Some(q) = self.by_key.get_mut(&key) {
+                q.retain(|&c| c != client);
+                if q.is_empty() {
+                    self.by_key.remove(&key);
+                }
+            }
+        }
+        if let Some(d) = deadline_ms {
+            self.deadlines.remove(&(d, client));
+        }
+        self.count = self.count.saturating_sub(1);
+    }
+
+    /// The clients waiting on (db, key) right now, in blocking order.
+    pub fn waiters(&self, db: usize, key: &Bytes) -> Vec<u64> {
+        self.by_key
+            .get(&(db, key.clone()))
+            .map(|q| q.iter().copied().collect())
+            .unwrap_or_default()
+    }
+
+    /// True if anyone waits on (db, key).
+    pub fn has_waiters(&self, db: usize, key: &Bytes) -> bool {
+        self.by_key.contains_key(&(db, key.clone()))
+    }
+
+    /// True when nobody is blocked.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Number of blocked clients.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Number of distinct keys waited on.
+    pub fn keys_len(&self) -> usize {
+        self.by_key.len()
+    }
+
+    /// The earliest deadline, if any.
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.deadlines.first().map(|(d, _)| *d)
+    }
+
+    /// Clients whose deadline is at or before `now_ms`, earliest first.
+    pub fn expired(&self, now_ms: u64) -> Vec<u64> {
+        self.deadlines
+            .range(..=(now_ms, u64::MAX))
+            .map(|(_, c)| *c)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn k(s: &str) -> Bytes {
+        Bytes::copy_from_slice(s.as_bytes())
+    }
+
+    #[test]
+    fn fifo_order_per_key_and_removal_from_all_keys() {
+        let mut b = BlockedClients::default();
+        b.add(7, 0, &[k("s"), k("t")], Some(100));
+        b.add(3, 0, &[k("s")], None);
+        assert_eq!(b.waiters(0, &k("s")), vec![7, 3]);
+        assert_eq!(b.waiters(0, &k("t")), vec![7]);
+        assert_eq!(b.next_deadline(), Some(100));
+        b.remove(7, 0, &[k("s"), k("t")], Some(100));
+        assert_eq!(b.waiters(0, &k("s")), vec![3]);
+        assert!(!b.has_waiters(0, &k("t")));
+        assert_eq!(b.next_deadline(), None);
+        assert_eq!(b.len(), 1);
+    }
+
+    #[test]
+    fn expired_lists_due_clients_only() {
+        let mut b = BlockedClients::default();
+        b.add(1, 0, &[k("a")], Some(50));
+        b.add(2, 0, &[k("a")], Some(150));
+        assert_eq!(b.expired(100), vec![1]);
+        assert_eq!(b.expired(150), vec![1, 2]);
+    }
+
+    #[test]
+    fn databases_are_separate() {
+        let mut b = BlockedClients::default();
+        b.add(1, 0, &[k("a")], None);
+        assert!(!b.has_waiters(1, &k("a")));
+    }
+}

@@ -1,0 +1,360 @@
+//! XREAD and blocking: readers parked on keys, woken by XADD (and by key changes),
+//! timeouts, CLIENT UNBLOCK, disconnects while blocked (reference §2.4, §3.4).
+
+mod common;
+
+use common::{Raw, start_server};
+use std::time::{Duration, Instant};
+
+fn s(text: &str) -> Vec<u8> {
+    text.as_bytes().to_vec()
+}
+
+/// Sends a command without waiting for its reply.
+fn send(raw: &mut Raw, args: &[&str]) {
+    let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+    raw.send(&common::encode_cmd(&bytes));
+}
+
+fn info_field(raw: &mut Raw, section: &str, field: &str) -> String {
+    let reply = raw.cmd_str(&["INFO", section]);
+    let text = String::from_utf8_lossy(&reply).into_owned();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .map(|v| v.trim().to_string())
+        .unwrap_or_else(|| panic!("no {field} in {text}"))
+}
+
+/// Waits (bounded) until `blocked_clients` reaches `n`.
+fn wait_blocked(raw: &mut Raw, n: usize) {
+    let start = Instant::now();
+    while info_field(raw, "clients", "blocked_clients") != n.to_string() {
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "never reached {n} blocked clients"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn xread_without_block_returns_entries_after_the_id_or_null() {
+    let server = start_server();
+    let mut c = server.raw();
+    c.cmd_str(&["XADD", "s", "1-1", "a", "1"]);
+    c.cmd_str(&["XADD", "s", "2-1", "b", "2"]);
+    assert_eq!(
+        c.cmd_str(&["XREAD", "STREAMS", "s", "1-1"]),
+        s("*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n2-1\r\n*2\r\n$1\r\nb\r\n$1\r\n2\r\n")
+    );
+    assert_eq!(c.cmd_str(&["XREAD", "STREAMS", "s", "2-1"]), s("*-1\r\n"));
+    assert_eq!(c.cmd_str(&["XREAD", "STREAMS", "nokey", "0"]), s("*-1\r\n"));
+    // `+` returns only the last entry, COUNT or not.
+    assert_eq!(
+        c.cmd_str(&["XREAD", "COUNT", "5", "STREAMS", "s", "+"]),
+        s("*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n2-1\r\n*2\r\n$1\r\nb\r\n$1\r\n2\r\n")
+    );
+    // COUNT per stream.
+    assert_eq!(
+        c.cmd_str(&["XREAD", "COUNT", "1", "STREAMS", "s", "0"]),
+        s("*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n1-1\r\n*2\r\n$1\r\na\r\n$1\r\n1\r\n")
+    );
+    // RESP3: a map keyed by stream name; null is `_`.
+    c.hello3();
+    assert_eq!(
+        c.cmd_str(&["XREAD", "STREAMS", "s", "1-1"]),
+        s("%1\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n2-1\r\n*2\r\n$1\r\nb\r\n$1\r\n2\r\n")
+    );
+    assert_eq!(c.cmd_str(&["XREAD", "STREAMS", "s", "$"]), s("_\r\n"));
+}
+
+#[test]
+fn xread_argument_errors() {
+    let server = start_server();
+    let mut c = server.raw();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["XREAD", "STREAMS", "a", "b", "c"],
+            "-ERR Unbalanced 'xread' list of streams: for each stream key an ID, '+', or '$' must be specified.\r\n",
+        ),
+        (
+            &["XREAD", "BLOCK", "-1", "STREAMS", "a", "0"],
+            "-ERR timeout is negative\r\n",
+        ),
+        (
+            &["XREAD", "BLOCK", "1.5", "STREAMS", "a", "0"],
+            "-ERR timeout is not an integer or out of range\r\n",
+        ),
+        (
+            &["XREAD", "STREAMS", "a", ">"],
+            "-ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option.\r\n",
+        ),
+        (
+            &["XREAD", "STREAMS", "a", "zz"],
+            "-ERR Invalid stream ID specified as stream command argument\r\n",
+        ),
+        (
+            &["XREAD", "NOACK", "STREAMS", "a", "0"],
+            "-ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead.\r\n",
+        ),
+        (&["XREAD", "COUNT", "1", "a", "0"], "-ERR syntax error\r\n"),
+        (&["XREAD", "a", "b", "c"], "-ERR syntax error\r\n"),
+    ];
+    for (args, expected) in cases {
+        assert_eq!(
+            String::from_utf8_lossy(&c.cmd_str(args)),
+            *expected,
+            "{args:?}"
+        );
+    }
+}
+
+#[test]
+fn blocked_xread_is_woken_by_xadd_from_another_connection() {
+    let server = start_server();
+    let mut reader = server.raw();
+    let mut writer = server.raw();
+    writer.cmd_str(&["XADD", "s", "1-1", "old", "1"]);
+    send(
+        &mut reader,
+        &["XREAD", "BLOCK", "5000", "STREAMS", "s", "$"],
+    );
+    wait_blocked(&mut writer, 1);
+    let list = String::from_utf8_lossy(&writer.cmd_str(&["CLIENT", "LIST"])).into_owned();
+    assert!(list.contains("cmd=xread"), "{list}");
+    assert_eq!(
+        info_field(&mut writer, "clients", "total_blocking_keys"),
+        "1"
+    );
+    let start = Instant::now();
+    writer.cmd_str(&["XADD", "s", "2-1", "new", "2"]);
+    let reply = reader.read_reply();
+    eprintln!("wake latency after XADD reply: {:?}", start.elapsed());
+    assert_eq!(
+        reply,
+        s("*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n2-1\r\n*2\r\n$3\r\nnew\r\n$1\r\n2\r\n")
+    );
+    assert_eq!(info_field(&mut writer, "clients", "blocked_clients"), "0");
+}
+
+#[test]
+fn block_timeout_returns_the_null_array_after_the_timeout() {
+    let server = start_server();
+    let mut c = server.raw();
+    let start = Instant::now();
+    assert_eq!(
+        c.cmd_str(&["XREAD", "BLOCK", "300", "STREAMS", "s", "$"]),
+        s("*-1\r\n")
+    );
+    let took = start.elapsed();
+    assert!(took >= Duration::from_millis(290), "{took:?}");
+    assert!(took < Duration::from_millis(1500), "{took:?}");
+    c.hello3();
+    assert_eq!(
+        c.cmd_str(&["XREAD", "BLOCK", "50", "STREAMS", "s", "$"]),
+        s("_\r\n")
+    );
+}
+
+#[test]
+fn only_the_key_that_received_data_is_in_the_reply_and_count_is_honoured() {
+    let server = start_server();
+    let mut reader = server.raw();
+    let mut writer = server.raw();
+    send(
+        &mut reader,
+        &[
+            "XREAD", "COUNT", "2", "BLOCK", "0", "STREAMS", "a", "b", "c", "$", "$", "$",
+        ],
+    );
+    wait_blocked(&mut writer, 1);
+    writer.send(&common::encode_cmd(&[b"MULTI"]));
+    for id in ["1-1", "1-2", "1-3"] {
+        writer.send(&common::encode_cmd(&[
+            b"XADD",
+            b"b",
+            id.as_bytes(),
+            b"f",
+            b"v",
+        ]));
+    }
+    writer.send(&common::encode_cmd(&[b"EXEC"]));
+    let replies = writer.read_replies(5);
+    assert_eq!(
+        replies[4][0],
+        b'*',
+        "{:?}",
+        String::from_utf8_lossy(&replies[4])
+    );
+    assert_eq!(
+        reader.read_reply(),
+        s(
+            "*1\r\n*2\r\n$1\r\nb\r\n*2\r\n*2\r\n$3\r\n1-1\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n*2\r\n$3\r\n1-2\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n"
+        )
+    );
+}
+
+#[test]
+fn a_transaction_with_three_xadds_wakes_the_reader_once_with_all_three() {
+    let server = start_server();
+    let mut reader = server.raw();
+    let mut writer = server.raw();
+    send(&mut reader, &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]);
+    wait_blocked(&mut writer, 1);
+    writer.send(&common::encode_cmd(&[b"MULTI"]));
+    for id in ["1-1", "1-2", "1-3"] {
+        writer.send(&common::encode_cmd(&[
+            b"XADD",
+            b"s",
+            id.as_bytes(),
+            b"f",
+            b"v",
+        ]));
+    }
+    writer.send(&common::encode_cmd(&[b"EXEC"]));
+    writer.read_replies(5);
+    let reply = String::from_utf8_lossy(&reader.read_reply()).into_owned();
+    assert!(
+        reply.starts_with("*1\r\n*2\r\n$1\r\ns\r\n*3\r\n"),
+        "{reply}"
+    );
+}
+
+#[test]
+fn pipelined_xadd_then_del_still_serves_the_waiter() {
+    let server = start_server();
+    let mut reader = server.raw();
+    let mut writer = server.raw();
+    send(&mut reader, &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]);
+    wait_blocked(&mut writer, 1);
+    writer.send(&common::encode_cmd(&[b"XADD", b"s", b"7-1", b"f", b"v"]));
+    writer.send(&common::encode_cmd(&[b"DEL", b"s"]));
+    assert_eq!(
+        writer.read_replies(2),
+        vec![s("$3\r\n7-1\r\n"), s(":1\r\n")]
+    );
+    assert_eq!(
+        reader.read_reply(),
+        s("*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n7-1\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n")
+    );
+}
+
+#[test]
+fn deleting_the_key_does_not_wake_xread_but_new_data_does() {
+    let server = start_server();
+    let mut reader = server.raw();
+    let mut writer = server.raw();
+    writer.cmd_str(&["XADD", "s", "5-1", "f", "v"]);
+    send(&mut reader, &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]);
+    wait_blocked(&mut writer, 1);
+    assert_eq!(writer.cmd_str(&["DEL", "s"]), s(":1\r\n"));
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(info_field(&mut writer, "clients", "blocked_clients"), "1");
+    // A new stream at the key: its entries after 5-1 are served.
+    writer.cmd_str(&["XADD", "s", "3-1", "old", "1"]);
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(info_field(&mut writer, "clients", "blocked_clients"), "1");
+    writer.cmd_str(&["XADD", "s", "6-1", "new", "1"]);
+    assert_eq!(
+        reader.read_reply(),
+        s("*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n6-1\r\n*2\r\n$3\r\nnew\r\n$1\r\n1\r\n")
+    );
+}
+
+#[test]
+fn client_unblock_with_timeout_and_error() {
+    let server = start_server();
+    let mut reader = server.raw();
+    let mut admin = server.raw();
+    let id = String::from_utf8_lossy(&reader.cmd_str(&["CLIENT", "ID"]))
+        .trim_start_matches(':')
+        .trim()
+        .to_string();
+    send(&mut reader, &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]);
+    wait_blocked(&mut admin, 1);
+    assert_eq!(admin.cmd_str(&["CLIENT", "UNBLOCK", &id]), s(":1\r\n"));
+    assert_eq!(reader.read_reply(), s("*-1\r\n"));
+    send(&mut reader, &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]);
+    wait_blocked(&mut admin, 1);
+    assert_eq!(
+        admin.cmd_str(&["CLIENT", "UNBLOCK", &id, "ERROR"]),
+        s(":1\r\n")
+    );
+    assert_eq!(
+        reader.read_reply(),
+        s("-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n")
+    );
+    assert_eq!(admin.cmd_str(&["CLIENT", "UNBLOCK", &id]), s(":0\r\n"));
+    assert_eq!(
+        admin.cmd_str(&["CLIENT", "UNBLOCK", &id, "MAYBE"]),
+        s("-ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR\r\n")
+    );
+    // The reader is usable again after being unblocked.
+    assert_eq!(reader.cmd_str(&["PING"]), s("+PONG\r\n"));
+}
+
+#[test]
+fn a_client_that_disconnects_while_blocked_is_forgotten() {
+    let server = start_server();
+    let mut admin = server.raw();
+    {
+        let mut reader = server.raw();
+        send(&mut reader, &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]);
+        wait_blocked(&mut admin, 1);
+    }
+    wait_blocked(&mut admin, 0);
+    assert_eq!(
+        info_field(&mut admin, "clients", "total_blocking_keys"),
+        "0"
+    );
+    admin.cmd_str(&["XADD", "s", "1-1", "f", "v"]);
+    assert_eq!(admin.cmd_str(&["PING"]), s("+PONG\r\n"));
+}
+
+#[test]
+fn blocking_inside_multi_answers_null_at_once() {
+    let server = start_server();
+    let mut c = server.raw();
+    c.cmd_str(&["MULTI"]);
+    assert_eq!(
+        c.cmd_str(&["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]),
+        s("+QUEUED\r\n")
+    );
+    assert_eq!(c.cmd_str(&["EXEC"]), s("*1\r\n*-1\r\n"));
+}
+
+#[test]
+fn many_readers_on_many_keys_are_all_woken() {
+    let server = start_server();
+    let mut writer = server.raw();
+    let mut readers: Vec<Raw> = (0..50).map(|_| server.raw()).collect();
+    for (i, r) in readers.iter_mut().enumerate() {
+        send(
+            r,
+            &["XREAD", "BLOCK", "10000", "STREAMS", &format!("k{i}"), "$"],
+        );
+    }
+    wait_blocked(&mut writer, 50);
+    for i in 0..50 {
+        writer.cmd_str(&["XADD", &format!("k{i}"), "*", "n", &i.to_string()]);
+    }
+    for (i, r) in readers.iter_mut().enumerate() {
+        let reply = String::from_utf8_lossy(&r.read_reply()).into_owned();
+        assert!(reply.contains(&format!("k{i}\r\n")), "{reply}");
+    }
+}
+
+#[test]
+fn every_reader_of_a_hot_key_gets_the_entry_in_blocking_order() {
+    let server = start_server();
+    let mut writer = server.raw();
+    let mut readers: Vec<Raw> = (0..20).map(|_| server.raw()).collect();
+    for r in readers.iter_mut() {
+        send(r, &["XREAD", "BLOCK", "0", "STREAMS", "hot", "$"]);
+    }
+    wait_blocked(&mut writer, 20);
+    writer.cmd_str(&["XADD", "hot", "1-1", "f", "v"]);
+    for r in readers.iter_mut() {
+        assert!(String::from_utf8_lossy(&r.read_reply()).contains("1-1"));
+    }
+}
