@@ -83,6 +83,10 @@ pub enum ReplyError {
     NoAuth,
     /// `EXECABORT Transaction discarded because of previous errors.`
     ExecAbort,
+    /// `ERR invalid expire time in '<name>' command` (EXPIRE family overflow)
+    InvalidExpireTime(&'static str),
+    /// `ERR Unsupported option <opt>` (EXPIRE family flags)
+    UnsupportedOption(String),
     /// Any other error: the full text after `-`, code included (`ERR ...`,
     /// `BUSYGROUP ...`). Constants for these live next to the command that raises them
     /// only when they are used once; shared ones get their own variant above.
@@ -173,6 +177,8 @@ impl fmt::Display for ReplyError {
             }
             NoAuth => f.write_str("NOAUTH Authentication required."),
             ExecAbort => f.write_str("EXECABORT Transaction discarded because of previous errors."),
+            InvalidExpireTime(name) => write!(f, "ERR invalid expire time in '{name}' command"),
+            UnsupportedOption(opt) => write!(f, "ERR Unsupported option {opt}"),
             Other(text) => f.write_str(text),
         }
     }

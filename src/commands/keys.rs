@@ -1,6 +1,1128 @@
-//! (being written)
+//! Generic keyspace commands (Redis `db.c`, `expire.c`, `object.c`): DEL, UNLINK,
+//! EXISTS, TYPE, KEYS, SCAN, RANDOMKEY, RENAME, RENAMENX, COPY, MOVE, the EXPIRE/TTL
+//! family, PERSIST, TOUCH, OBJECT and MEMORY USAGE.
+//!
+//! streamd stores only streams, so a key either holds a stream (`TYPE` → `stream`,
+//! `OBJECT ENCODING` → `stream`) or does not exist.
+//!
+//! Side effects every write here keeps, as Redis does:
+//!
+//! ```text
+//! key removed (DEL, RENAME src, MOVE src, EXPIRE in the past)  core.key_deleted(db, key)
+//!                                                              (WATCH + wake XREADGROUP)
+//! key created/overwritten (RENAME dst, COPY dst, MOVE dst)     touch_key + ready_keys
+//! key changed in place (EXPIRE, PERSIST)                       ctx.modified(key)
+//! every successful write                                       core.dirty += 1
+//! ```
+//!
+//! Lookups expire keys lazily first (`ctx.expire_if_needed`), so an expired key is
+//! never seen, counted or copied.
 
-use super::CommandSpec;
+use super::{CommandSpec, flags::*, is, parse_i64};
+use crate::core::{Core, Ctx};
+use crate::error::{ReplyError, lossy};
+use crate::stream::Stream;
+use crate::util::glob_match;
+use bytes::Bytes;
+use std::hash::{BuildHasher, Hasher, RandomState};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+const KEYSPACE: &[&str] = &["@keyspace"];
+const KEYSPACE_DANGEROUS: &[&str] = &["@keyspace", "@dangerous"];
+
+/// A generic-group command row with the first/last/step key spec.
+#[allow(clippy::too_many_arguments)]
+const fn generic(
+    name: &'static str,
+    arity: i32,
+    flags: u32,
+    (first_key, last_key, key_step): (i32, i32, i32),
+    summary: &'static str,
+    since: &'static str,
+    handler: super::Handler,
+) -> CommandSpec {
+    CommandSpec {
+        name,
+        arity,
+        flags,
+        first_key,
+        last_key,
+        key_step,
+        acl: KEYSPACE,
+        summary,
+        since,
+        group: "generic",
+        handler,
+        subcommands: &[],
+    }
+}
+
+/// A container row (OBJECT, MEMORY): dispatch goes to its subcommands.
+const fn container(
+    name: &'static str,
+    group: &'static str,
+    summary: &'static str,
+    since: &'static str,
+    subcommands: &'static [CommandSpec],
+) -> CommandSpec {
+    CommandSpec {
+        name,
+        arity: -2,
+        flags: 0,
+        first_key: 0,
+        last_key: 0,
+        key_step: 0,
+        acl: KEYSPACE,
+        summary,
+        since,
+        group,
+        handler: |_| Err(ReplyError::Syntax),
+        subcommands,
+    }
+}
+
+/// Key spec: no keys.
+const NO_KEYS: (i32, i32, i32) = (0, 0, 0);
+/// Key spec: argument 1 only.
+const KEY1: (i32, i32, i32) = (1, 1, 1);
+/// Key spec: arguments 1 and 2.
+const KEY1_2: (i32, i32, i32) = (1, 2, 1);
+/// Key spec: every argument from 1.
+const ALL_KEYS: (i32, i32, i32) = (1, -1, 1);
+/// Key spec: argument 2 only (container subcommands).
+const KEY2: (i32, i32, i32) = (2, 2, 1);
 
 /// This family's rows of the command table.
-pub const COMMANDS: &[CommandSpec] = &[];
+pub const COMMANDS: &[CommandSpec] = &[
+    generic(
+        "del",
+        -2,
+        WRITE,
+        ALL_KEYS,
+        "Deletes one or more keys.",
+        "1.0.0",
+        del,
+    ),
+    generic(
+        "unlink",
+        -2,
+        WRITE | FAST,
+        ALL_KEYS,
+        "Asynchronously deletes one or more keys.",
+        "4.0.0",
+        del,
+    ),
+    generic(
+        "exists",
+        -2,
+        READONLY | FAST,
+        ALL_KEYS,
+        "Determines whether one or more keys exist.",
+        "1.0.0",
+        exists,
+    ),
+    generic(
+        "type",
+        2,
+        READONLY | FAST,
+        KEY1,
+        "Determines the type of value stored at a key.",
+        "1.0.0",
+        type_,
+    ),
+    CommandSpec {
+        acl: KEYSPACE_DANGEROUS,
+        ..generic(
+            "keys",
+            2,
+            READONLY,
+            NO_KEYS,
+            "Returns all key names that match a pattern.",
+            "1.0.0",
+            keys,
+        )
+    },
+    generic(
+        "scan",
+        -2,
+        READONLY,
+        NO_KEYS,
+        "Iterates over the key names in the database.",
+        "2.8.0",
+        scan,
+    ),
+    generic(
+        "randomkey",
+        1,
+        READONLY,
+        NO_KEYS,
+        "Returns a random key name from the database.",
+        "1.0.0",
+        randomkey,
+    ),
+    generic(
+        "rename",
+        3,
+        WRITE,
+        KEY1_2,
+        "Renames a key and overwrites the destination.",
+        "1.0.0",
+        rename,
+    ),
+    generic(
+        "renamenx",
+        3,
+        WRITE | FAST,
+        KEY1_2,
+        "Renames a key only when the target key name doesn't exist.",
+        "1.0.0",
+        renamenx,
+    ),
+    generic(
+        "copy",
+        -3,
+        WRITE | DENYOOM,
+        KEY1_2,
+        "Copies the value of a key to a new key.",
+        "6.2.0",
+        copy,
+    ),
+    generic(
+        "move",
+        3,
+        WRITE | FAST,
+        KEY1,
+        "Moves a key to another database.",
+        "1.0.0",
+        move_,
+    ),
+    generic(
+        "expire",
+        -3,
+        WRITE | FAST,
+        KEY1,
+        "Sets the expiration time of a key in seconds.",
+        "1.0.0",
+        expire,
+    ),
+    generic(
+        "pexpire",
+        -3,
+        WRITE | FAST,
+        KEY1,
+        "Sets the expiration time of a key in milliseconds.",
+        "2.6.0",
+        pexpire,
+    ),
+    generic(
+        "expireat",
+        -3,
+        WRITE | FAST,
+        KEY1,
+        "Sets the expiration time of a key to a Unix timestamp.",
+        "1.2.0",
+        expireat,
+    ),
+    generic(
+        "pexpireat",
+        -3,
+        WRITE | FAST,
+        KEY1,
+        "Sets the expiration time of a key to a Unix milliseconds timestamp.",
+        "2.6.0",
+        pexpireat,
+    ),
+    generic(
+        "ttl",
+        2,
+        READONLY | FAST,
+        KEY1,
+        "Returns the expiration time in seconds of a key.",
+        "1.0.0",
+        ttl,
+    ),
+    generic(
+        "pttl",
+        2,
+        READONLY | FAST,
+        KEY1,
+        "Returns the expiration time in milliseconds of a key.",
+        "2.6.0",
+        pttl,
+    ),
+    generic(
+        "expiretime",
+        2,
+        READONLY | FAST,
+        KEY1,
+        "Returns the expiration time of a key as a Unix timestamp.",
+        "7.0.0",
+        expiretime,
+    ),
+    generic(
+        "pexpiretime",
+        2,
+        READONLY | FAST,
+        KEY1,
+        "Returns the expiration time of a key as a Unix milliseconds timestamp.",
+        "7.0.0",
+        pexpiretime,
+    ),
+    generic(
+        "persist",
+        2,
+        WRITE | FAST,
+        KEY1,
+        "Removes the expiration time of a key.",
+        "2.2.0",
+        persist,
+    ),
+    generic(
+        "touch",
+        -2,
+        READONLY | FAST,
+        ALL_KEYS,
+        "Returns the number of existing keys out of those specified after updating the time they were last accessed.",
+        "3.2.1",
+        touch,
+    ),
+    container(
+        "object",
+        "generic",
+        "A container for object introspection commands.",
+        "2.2.3",
+        OBJECT_SUBCOMMANDS,
+    ),
+    container(
+        "memory",
+        "server",
+        "A container for memory diagnostics commands.",
+        "4.0.0",
+        MEMORY_SUBCOMMANDS,
+    ),
+];
+
+const OBJECT_SUBCOMMANDS: &[CommandSpec] = &[
+    generic(
+        "object|encoding",
+        3,
+        READONLY,
+        KEY2,
+        "Returns the internal encoding of a Redis object.",
+        "2.2.3",
+        object_encoding,
+    ),
+    generic(
+        "object|freq",
+        3,
+        READONLY,
+        KEY2,
+        "Returns the logarithmic access frequency counter of a Redis object.",
+        "4.0.0",
+        object_freq,
+    ),
+    generic(
+        "object|idletime",
+        3,
+        READONLY,
+        KEY2,
+        "Returns the time since the last access to a Redis object.",
+        "2.2.3",
+        object_idletime,
+    ),
+    generic(
+        "object|refcount",
+        3,
+        READONLY,
+        KEY2,
+        "Returns the reference count of a value of a key.",
+        "2.2.3",
+        object_refcount,
+    ),
+    generic(
+        "object|help",
+        2,
+        LOADING | STALE,
+        NO_KEYS,
+        "Returns helpful text about the different subcommands.",
+        "6.2.0",
+        object_help,
+    ),
+];
+
+const MEMORY_SUBCOMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        group: "server",
+        ..generic(
+            "memory|usage",
+            -3,
+            READONLY,
+            KEY2,
+            "Estimates the memory usage of a key.",
+            "4.0.0",
+            memory_usage,
+        )
+    },
+    CommandSpec {
+        group: "server",
+        ..generic(
+            "memory|help",
+            2,
+            LOADING | STALE,
+            NO_KEYS,
+            "Returns helpful text about the different subcommands.",
+            "4.0.0",
+            memory_help,
+        )
+    },
+];
+
+const DB_OUT_OF_RANGE: ReplyError = ReplyError::msg("ERR DB index is out of range");
+const SAME_OBJECT: ReplyError = ReplyError::msg("ERR source and destination objects are the same");
+/// `getIntFromObjectOrReply`'s error for an integer outside i32.
+const INT_OUT_OF_RANGE: ReplyError =
+    ReplyError::msg("ERR value is out of range, value must between -2147483648 and 2147483647");
+const INVALID_CURSOR: ReplyError = ReplyError::msg("ERR invalid cursor");
+const NX_AND_OTHERS: ReplyError =
+    ReplyError::msg("ERR NX and XX, GT or LT options at the same time are not compatible");
+const GT_AND_LT: ReplyError =
+    ReplyError::msg("ERR GT and LT options at the same time are not compatible");
+const LFU_NOT_SELECTED: ReplyError = ReplyError::msg(
+    "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
+);
+
+// --- helpers ---------------------------------------------------------------------------
+
+/// Deletes `key` from database `db` if its TTL passed, with a deletion's side effects
+/// (the any-database form of `Ctx::expire_if_needed`).
+fn expire_in(core: &mut Core, db: usize, key: &[u8], now_ms: u64) {
+    if core.dbs[db].expire_if_needed(key, now_ms) {
+        core.stats.expired_keys += 1;
+        core.key_deleted(db, key);
+    }
+}
+
+/// Side effects of a key being created or overwritten in `db`: WATCH invalidation and
+/// waking blocked readers (Redis: `signalModifiedKey` + `signalKeyAsReady` in `dbAdd`).
+fn key_created(core: &mut Core, db: usize, key: &Bytes) {
+    core.touch_key(db, key);
+    core.ready_keys.push((db, key.clone()));
+}
+
+/// A database number argument (`getIntFromObjectOrReply` + `selectDb`'s range check).
+fn parse_db(core: &Core, arg: &[u8]) -> Result<usize, ReplyError> {
+    let n = parse_i64(arg)?;
+    if i32::try_from(n).is_err() {
+        return Err(INT_OUT_OF_RANGE);
+    }
+    if n < 0 || n as usize >= core.dbs.len() {
+        return Err(DB_OUT_OF_RANGE);
+    }
+    Ok(n as usize)
+}
+
+/// A pseudo-random u64 (RANDOMKEY): std's randomly keyed SipHash of a counter.
+fn random_u64() -> u64 {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut h = RandomState::new().build_hasher();
+    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    h.finish()
+}
+
+// --- DEL, EXISTS, TYPE, TOUCH ----------------------------------------------------------
+
+/// DEL and UNLINK (streamd frees synchronously either way).
+fn del(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let db = ctx.client.db;
+    let mut deleted = 0;
+    for key in &argv[1..] {
+        ctx.expire_if_needed(key);
+        if ctx.core.dbs[db].remove(key).is_some() {
+            ctx.core.key_deleted(db, key);
+            ctx.core.dirty += 1;
+            deleted += 1;
+        }
+    }
+    ctx.out.integer(deleted);
+    Ok(())
+}
+
+/// EXISTS: how many of the keys exist, duplicates counted.
+fn exists(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let n = argv[1..].iter().filter(|k| ctx.lookup(k).is_some()).count();
+    ctx.out.integer(n as i64);
+    Ok(())
+}
+
+/// TOUCH: like EXISTS (streamd keeps no access times).
+fn touch(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    exists(ctx)
+}
+
+fn type_(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let name: &[u8] = if ctx.lookup(&argv[1]).is_some() {
+        b"stream"
+    } else {
+        b"none"
+    };
+    ctx.out.simple(name);
+    Ok(())
+}
+
+// --- KEYS, SCAN, RANDOMKEY -------------------------------------------------------------
+
+/// KEYS pattern: every live key matching the glob, in scan order.
+fn keys(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let pattern = &ctx.argv[1];
+    let all = pattern.as_ref() == b"*";
+    let now = ctx.now_ms;
+    let db = &ctx.core.dbs[ctx.client.db];
+    let (_, candidates) = db.scan(0, usize::MAX);
+    let found: Vec<Bytes> = candidates
+        .into_iter()
+        .filter(|k| (all || glob_match(pattern, k, false)) && !db.is_expired(k, now))
+        .collect();
+    ctx.out.array(found.len());
+    for k in &found {
+        ctx.out.bulk(k);
+    }
+    Ok(())
+}
+
+/// Parses a SCAN cursor as Redis's `parseScanCursorOrReply` does with `strtoul`: an
+/// optional sign (a negative value wraps), decimal digits, nothing else; an empty
+/// string is 0; leading white space and overflow are refused.
+fn parse_scan_cursor(arg: &[u8]) -> Result<u64, ReplyError> {
+    let (negative, digits) = match arg.first() {
+        None => return Ok(0),
+        Some(b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r') => return Err(INVALID_CURSOR),
+        Some(b'-') => (true, &arg[1..]),
+        Some(b'+') => (false, &arg[1..]),
+        Some(_) => (false, arg),
+    };
+    if digits.is_empty() {
+        return Err(INVALID_CURSOR);
+    }
+    let mut value: u64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return Err(INVALID_CURSOR);
+        }
+        value = value
+            .checked_mul(10)
+            .and_then(|v| v.checked_add(u64::from(d - b'0')))
+            .ok_or(INVALID_CURSOR)?;
+    }
+    Ok(if negative {
+        value.wrapping_neg()
+    } else {
+        value
+    })
+}
+
+/// SCAN's parsed arguments.
+struct Scan {
+    cursor: u64,
+    pattern: Option<Bytes>,
+    count: usize,
+    /// TYPE filter: true when it names a type other than `stream` (no key matches).
+    other_type: bool,
+}
+
+impl Scan {
+    /// Redis's default COUNT.
+    const DEFAULT_COUNT: usize = 10;
+
+    fn parse(argv: &[Bytes]) -> Result<Scan, ReplyError> {
+        let cursor = parse_scan_cursor(&argv[1])?;
+        let mut scan = Scan {
+            cursor,
+            pattern: None,
+            count: Self::DEFAULT_COUNT,
+            other_type: false,
+        };
+        let mut i = 2;
+        while i < argv.len() {
+            let has_value = i + 1 < argv.len();
+            if is(&argv[i], "COUNT") && has_value {
+                let n = parse_i64(&argv[i + 1])?;
+                if n < 1 {
+                    return Err(ReplyError::Syntax);
+                }
+                scan.count = usize::try_from(n).unwrap_or(usize::MAX);
+            } else if is(&argv[i], "MATCH") && has_value {
+                let p = &argv[i + 1];
+                scan.pattern = (p.as_ref() != b"*").then(|| p.clone());
+            } else if is(&argv[i], "TYPE") && has_value {
+                scan.other_type = !is(&argv[i + 1], "stream");
+            } else {
+                return Err(ReplyError::Syntax);
+            }
+            i += 2;
+        }
+        Ok(scan)
+    }
+}
+
+/// SCAN cursor [MATCH p] [COUNT n] [TYPE t]: `[next-cursor, [keys]]`. The cursor is a
+/// position in the database's hash-ordered scan index, so every key present for the
+/// whole iteration is returned at least once (`Db::scan`).
+fn scan(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let args = Scan::parse(ctx.argv)?;
+    let db = ctx.client.db;
+    let (next, batch) = ctx.core.dbs[db].scan(args.cursor, args.count);
+    let mut found = Vec::with_capacity(batch.len());
+    for key in batch {
+        if let Some(p) = &args.pattern
+            && !glob_match(p, &key, false)
+        {
+            continue;
+        }
+        if args.other_type {
+            continue;
+        }
+        ctx.expire_if_needed(&key);
+        if ctx.core.dbs[db].keys.contains_key(&key) {
+            found.push(key);
+        }
+    }
+    ctx.out.array(2);
+    ctx.out.bulk(itoa::Buffer::new().format(next).as_bytes());
+    ctx.out.array(found.len());
+    for k in &found {
+        ctx.out.bulk(k);
+    }
+    Ok(())
+}
+
+/// RANDOMKEY: a random live key, or null; expired keys met on the way are deleted.
+fn randomkey(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let db = ctx.client.db;
+    loop {
+        let Some(key) = ctx.core.dbs[db].random_key(random_u64()) else {
+            ctx.out.null();
+            return Ok(());
+        };
+        if ctx.core.dbs[db].is_expired(&key, ctx.now_ms) {
+            ctx.expire_if_needed(&key);
+            continue;
+        }
+        ctx.out.bulk(&key);
+        return Ok(());
+    }
+}
+
+// --- RENAME, RENAMENX, COPY, MOVE ------------------------------------------------------
+
+fn rename(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    rename_generic(ctx, false)
+}
+
+fn renamenx(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    rename_generic(ctx, true)
+}
+
+/// RENAME / RENAMENX (Redis `renameGenericCommand`): the value and its TTL move to the
+/// new name; an existing destination is replaced (RENAME) or kept (RENAMENX → 0).
+fn rename_generic(ctx: &mut Ctx<'_>, nx: bool) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let (src, dst) = (&argv[1], &argv[2]);
+    let db = ctx.client.db;
+    ctx.expire_if_needed(src);
+    if !ctx.core.dbs[db].keys.contains_key(src) {
+        return Err(ReplyError::NoSuchKey);
+    }
+    let reply_done = |ctx: &mut Ctx<'_>, changed: bool| {
+        if !nx {
+            ctx.out.ok();
+        } else {
+            ctx.out.integer(i64::from(changed));
+        }
+    };
+    if src == dst {
+        reply_done(ctx, false);
+        return Ok(());
+    }
+    ctx.expire_if_needed(dst);
+    let dst_exists = ctx.core.dbs[db].keys.contains_key(dst);
+    if dst_exists && nx {
+        reply_done(ctx, false);
+        return Ok(());
+    }
+    let d = &mut ctx.core.dbs[db];
+    let expire = d.expires.get(src).copied();
+    let stream = d.remove(src).expect("the source exists: checked above");
+    if dst_exists {
+        d.remove(dst);
+        ctx.core.key_deleted(db, dst);
+    }
+    let d = &mut ctx.core.dbs[db];
+    d.insert(dst.clone(), stream);
+    if let Some(at) = expire {
+        d.expires.insert(dst.clone(), at);
+    }
+    ctx.core.key_deleted(db, src);
+    key_created(ctx.core, db, dst);
+    ctx.core.dirty += 1;
+    reply_done(ctx, true);
+    Ok(())
+}
+
+/// COPY's parsed arguments.
+struct Copy {
+    dst_db: usize,
+    replace: bool,
+}
+
+impl Copy {
+    fn parse(core: &Core, src_db: usize, argv: &[Bytes]) -> Result<Copy, ReplyError> {
+        let mut copy = Copy {
+            dst_db: src_db,
+            replace: false,
+        };
+        let mut i = 3;
+        while i < argv.len() {
+            if is(&argv[i], "REPLACE") {
+                copy.replace = true;
+            } else if is(&argv[i], "DB") && i + 1 < argv.len() {
+                copy.dst_db = parse_db(core, &argv[i + 1])?;
+                i += 1;
+            } else {
+                return Err(ReplyError::Syntax);
+            }
+            i += 1;
+        }
+        Ok(copy)
+    }
+}
+
+/// COPY source destination [DB n] [REPLACE]: a deep copy (entries, groups, PELs) with
+/// the source's TTL; 1 if copied, 0 if the source is missing or the destination exists
+/// without REPLACE.
+fn copy(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let src_db = ctx.client.db;
+    let args = Copy::parse(ctx.core, src_db, argv)?;
+    let (src, dst) = (&argv[1], &argv[2]);
+    if args.dst_db == src_db && src == dst {
+        return Err(SAME_OBJECT);
+    }
+    let Some(stream) = ctx.lookup(src).map(|s| Stream::clone(s)) else {
+        ctx.out.integer(0);
+        return Ok(());
+    };
+    let expire = ctx.core.dbs[src_db].expires.get(src).copied();
+    expire_in(ctx.core, args.dst_db, dst, ctx.now_ms);
+    if ctx.core.dbs[args.dst_db].keys.contains_key(dst) {
+        if !args.replace {
+            ctx.out.integer(0);
+            return Ok(());
+        }
+        ctx.core.dbs[args.dst_db].remove(dst);
+        ctx.core.key_deleted(args.dst_db, dst);
+    }
+    let d = &mut ctx.core.dbs[args.dst_db];
+    d.insert(dst.clone(), stream);
+    if let Some(at) = expire {
+        d.expires.insert(dst.clone(), at);
+    }
+    key_created(ctx.core, args.dst_db, dst);
+    ctx.core.dirty += 1;
+    ctx.out.integer(1);
+    Ok(())
+}
+
+/// MOVE key db: 1 if moved (with its TTL), 0 if the key is missing or exists in the
+/// target database.
+fn move_(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let key = &argv[1];
+    let src_db = ctx.client.db;
+    let dst_db = parse_db(ctx.core, &argv[2])?;
+    if dst_db == src_db {
+        return Err(SAME_OBJECT);
+    }
+    ctx.expire_if_needed(key);
+    if !ctx.core.dbs[src_db].keys.contains_key(key) {
+        ctx.out.integer(0);
+        return Ok(());
+    }
+    expire_in(ctx.core, dst_db, key, ctx.now_ms);
+    if ctx.core.dbs[dst_db].keys.contains_key(key) {
+        ctx.out.integer(0);
+        return Ok(());
+    }
+    let s = &mut ctx.core.dbs[src_db];
+    let expire = s.expires.get(key).copied();
+    let stream = s.remove(key).expect("the key exists: checked above");
+    let d = &mut ctx.core.dbs[dst_db];
+    d.insert(key.clone(), stream);
+    if let Some(at) = expire {
+        d.expires.insert(key.clone(), at);
+    }
+    ctx.core.key_deleted(src_db, key);
+    key_created(ctx.core, dst_db, key);
+    ctx.core.dirty += 1;
+    ctx.out.integer(1);
+    Ok(())
+}
+
+// --- EXPIRE family, TTL family, PERSIST ------------------------------------------------
+
+/// The time unit of an EXPIRE-family argument.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Unit {
+    Seconds,
+    Millis,
+}
+
+/// EXPIRE's NX|XX|GT|LT flags.
+#[derive(Default)]
+struct ExpireFlags {
+    nx: bool,
+    xx: bool,
+    gt: bool,
+    lt: bool,
+}
+
+impl ExpireFlags {
+    /// Redis `parseExtendedExpireArgumentsOrReply`.
+    fn parse(args: &[Bytes]) -> Result<ExpireFlags, ReplyError> {
+        let mut f = ExpireFlags::default();
+        for opt in args {
+            if is(opt, "NX") {
+                f.nx = true;
+            } else if is(opt, "XX") {
+                f.xx = true;
+            } else if is(opt, "GT") {
+                f.gt = true;
+            } else if is(opt, "LT") {
+                f.lt = true;
+            } else {
+                return Err(ReplyError::UnsupportedOption(lossy(opt)));
+            }
+        }
+        if f.nx && (f.xx || f.gt || f.lt) {
+            return Err(NX_AND_OTHERS);
+        }
+        if f.gt && f.lt {
+            return Err(GT_AND_LT);
+        }
+        Ok(f)
+    }
+
+    /// Whether the new deadline `when` may replace `current` (None = no TTL, which GT
+    /// treats as infinite).
+    fn allows(&self, current: Option<i64>, when: i64) -> bool {
+        if self.nx && current.is_some() {
+            return false;
+        }
+        if self.xx && current.is_none() {
+            return false;
+        }
+        if self.gt && current.is_none_or(|c| when <= c) {
+            return false;
+        }
+        if self.lt && current.is_some_and(|c| when >= c) {
+            return false;
+        }
+        true
+    }
+}
+
+fn expire(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    expire_generic(ctx, "expire", true, Unit::Seconds)
+}
+
+fn pexpire(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    expire_generic(ctx, "pexpire", true, Unit::Millis)
+}
+
+fn expireat(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    expire_generic(ctx, "expireat", false, Unit::Seconds)
+}
+
+fn pexpireat(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    expire_generic(ctx, "pexpireat", false, Unit::Millis)
+}
+
+/// EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT key time [NX|XX|GT|LT] (Redis
+/// `expireGenericCommand`): 1 if the TTL was set, 0 if the key is missing or a flag
+/// refused it. A deadline not in the future deletes the key at once.
+fn expire_generic(
+    ctx: &mut Ctx<'_>,
+    name: &'static str,
+    relative: bool,
+    unit: Unit,
+) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let key = &argv[1];
+    let flags = ExpireFlags::parse(&argv[3..])?;
+    let mut when = parse_i64(&argv[2])?;
+    if unit == Unit::Seconds {
+        when = when
+            .checked_mul(1000)
+            .ok_or(ReplyError::InvalidExpireTime(name))?;
+    }
+    let base = if relative {
+        i64::try_from(ctx.now_ms).unwrap_or(i64::MAX)
+    } else {
+        0
+    };
+    when = when
+        .checked_add(base)
+        .ok_or(ReplyError::InvalidExpireTime(name))?;
+
+    let db = ctx.client.db;
+    ctx.expire_if_needed(key);
+    if !ctx.core.dbs[db].keys.contains_key(key) {
+        ctx.out.integer(0);
+        return Ok(());
+    }
+    let current = ctx.core.dbs[db]
+        .expires
+        .get(key)
+        .map(|&at| i64::try_from(at).unwrap_or(i64::MAX));
+    if !flags.allows(current, when) {
+        ctx.out.integer(0);
+        return Ok(());
+    }
+    match u64::try_from(when) {
+        Ok(at) if at > ctx.now_ms => {
+            ctx.core.dbs[db].expires.insert(key.clone(), at);
+            ctx.modified(key);
+        }
+        _ => {
+            ctx.core.dbs[db].remove(key);
+            ctx.core.key_deleted(db, key);
+            ctx.core.dirty += 1;
+        }
+    }
+    ctx.out.integer(1);
+    Ok(())
+}
+
+fn ttl(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    ttl_generic(ctx, false, false)
+}
+
+fn pttl(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    ttl_generic(ctx, true, false)
+}
+
+fn expiretime(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    ttl_generic(ctx, false, true)
+}
+
+fn pexpiretime(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    ttl_generic(ctx, true, true)
+}
+
+/// TTL / PTTL / EXPIRETIME / PEXPIRETIME (Redis `ttlGenericCommand`): -2 for a missing
+/// key, -1 without a TTL, else the remaining time (or the deadline when `absolute`),
+/// rounded to the nearest second unless `millis`.
+fn ttl_generic(ctx: &mut Ctx<'_>, millis: bool, absolute: bool) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let key = &argv[1];
+    if ctx.lookup(key).is_none() {
+        ctx.out.integer(-2);
+        return Ok(());
+    }
+    let db = ctx.client.db;
+    let Some(&at) = ctx.core.dbs[db].expires.get(key) else {
+        ctx.out.integer(-1);
+        return Ok(());
+    };
+    let at = i64::try_from(at).unwrap_or(i64::MAX);
+    let now = i64::try_from(ctx.now_ms).unwrap_or(i64::MAX);
+    let t = if absolute { at } else { (at - now).max(0) };
+    ctx.out.integer(if millis {
+        t
+    } else {
+        t.saturating_add(500) / 1000
+    });
+    Ok(())
+}
+
+/// PERSIST key: 1 if a TTL was removed.
+fn persist(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let key = &argv[1];
+    let db = ctx.client.db;
+    ctx.expire_if_needed(key);
+    if ctx.core.dbs[db].expires.remove(key).is_some() {
+        ctx.modified(key);
+        ctx.out.integer(1);
+    } else {
+        ctx.out.integer(0);
+    }
+    Ok(())
+}
+
+// --- OBJECT, MEMORY --------------------------------------------------------------------
+
+/// OBJECT subcommands' lookup: true if the key exists, else replies null.
+fn object_lookup(ctx: &mut Ctx<'_>) -> bool {
+    let argv = ctx.argv;
+    if ctx.lookup(&argv[2]).is_some() {
+        true
+    } else {
+        ctx.out.null();
+        false
+    }
+}
+
+fn object_encoding(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    if object_lookup(ctx) {
+        ctx.out.bulk(b"stream");
+    }
+    Ok(())
+}
+
+/// OBJECT FREQ: streamd's only `maxmemory-policy` is `noeviction`, so, as Redis with an
+/// LRU policy, access frequency is not tracked.
+fn object_freq(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    if object_lookup(ctx) {
+        return Err(LFU_NOT_SELECTED);
+    }
+    Ok(())
+}
+
+/// OBJECT IDLETIME: streamd keeps no access times; it answers 0.
+fn object_idletime(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    if object_lookup(ctx) {
+        ctx.out.integer(0);
+    }
+    Ok(())
+}
+
+/// OBJECT REFCOUNT: values are never shared, so 1.
+fn object_refcount(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    if object_lookup(ctx) {
+        ctx.out.integer(1);
+    }
+    Ok(())
+}
+
+fn object_help(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    super::reply_help(
+        ctx,
+        "OBJECT",
+        &[
+            "ENCODING <key>",
+            "    Return the kind of internal representation used in order to store the value",
+            "    associated with a <key>.",
+            "FREQ <key>",
+            "    Return the access frequency index of the <key>. The returned integer is",
+            "    proportional to the logarithm of the recent access frequency of the key.",
+            "IDLETIME <key>",
+            "    Return the idle time of the <key>, that is the approximated number of",
+            "    seconds elapsed since the last access to the key.",
+            "REFCOUNT <key>",
+            "    Return the number of references of the value associated with the specified",
+            "    <key>.",
+        ],
+    );
+    Ok(())
+}
+
+/// Bytes the key name and its table entry take, as Redis counts them for MEMORY USAGE
+/// (`sdsZmallocSize` of the key plus `dictEntryMemUsage`): a 3-byte sds header, the
+/// name and its terminator rounded to 8 bytes, and a 24-byte dict entry.
+fn key_overhead(key: &[u8]) -> usize {
+    const DICT_ENTRY: usize = 24;
+    (key.len() + 4).next_multiple_of(8) + DICT_ENTRY
+}
+
+/// MEMORY USAGE key [SAMPLES n]: estimated bytes of the key and its stream, or null.
+/// Like Redis, it looks the key up without expiring it. SAMPLES is validated and
+/// ignored (the estimate always covers every node).
+fn memory_usage(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let mut i = 3;
+    while i < argv.len() {
+        if is(&argv[i], "SAMPLES") && i + 1 < argv.len() {
+            if parse_i64(&argv[i + 1])? < 0 {
+                return Err(ReplyError::Syntax);
+            }
+            i += 2;
+        } else {
+            return Err(ReplyError::Syntax);
+        }
+    }
+    let key = &argv[2];
+    match ctx.core.dbs[ctx.client.db].get(key) {
+        Some(stream) => {
+            let usage = stream.memory_usage() + key_overhead(key);
+            ctx.out.integer(i64::try_from(usage).unwrap_or(i64::MAX));
+        }
+        None => ctx.out.null(),
+    }
+    Ok(())
+}
+
+fn memory_help(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    super::reply_help(
+        ctx,
+        "MEMORY",
+        &[
+            "USAGE <key> [SAMPLES <count>]",
+            "    Return memory in bytes used by <key> and its value. Nested values are",
+            "    sampled up to <count> times (default: 5, 0 means sample all).",
+        ],
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scan_cursor_parses_like_strtoul() {
+        assert_eq!(parse_scan_cursor(b"0"), Ok(0));
+        assert_eq!(parse_scan_cursor(b""), Ok(0));
+        assert_eq!(parse_scan_cursor(b"+17"), Ok(17));
+        assert_eq!(parse_scan_cursor(b"-1"), Ok(u64::MAX));
+        assert_eq!(parse_scan_cursor(b"18446744073709551615"), Ok(u64::MAX));
+        for bad in [
+            &b"x"[..],
+            b" 1",
+            b"1 ",
+            b"-",
+            b"+",
+            b"0x10",
+            b"18446744073709551616",
+        ] {
+            assert_eq!(parse_scan_cursor(bad), Err(INVALID_CURSOR), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn expire_flags_follow_redis_rules() {
+        let f = |words: &[&str]| {
+            let args: Vec<Bytes> = words.iter().map(|w| Bytes::from(w.to_string())).collect();
+            ExpireFlags::parse(&args)
+        };
+        assert_eq!(f(&["nx", "xx"]).err(), Some(NX_AND_OTHERS));
+        assert_eq!(f(&["gt", "LT"]).err(), Some(GT_AND_LT));
+        assert_eq!(
+            f(&["foo"]).err(),
+            Some(ReplyError::UnsupportedOption("foo".into()))
+        );
+        let gt = f(&["GT"]).expect("valid");
+        assert!(!gt.allows(None, 5), "GT treats no TTL as infinite");
+        assert!(gt.allows(Some(4), 5));
+        assert!(!gt.allows(Some(5), 5));
+        let lt = f(&["LT"]).expect("valid");
+        assert!(lt.allows(None, 5));
+        assert!(!lt.allows(Some(5), 5));
+        let nx = f(&["NX"]).expect("valid");
+        assert!(nx.allows(None, 1) && !nx.allows(Some(1), 1));
+        let xx = f(&["XX"]).expect("valid");
+        assert!(!xx.allows(None, 1) && xx.allows(Some(1), 1));
+    }
+}
