@@ -299,7 +299,7 @@ mod json {
     /// A decoded JSON value.
     pub enum Value {
         Null,
-        Bool(bool),
+        Bool,
         Number(f64),
         Str(String),
         Array(Vec<Value>),
@@ -428,11 +428,11 @@ mod json {
                 Some(b'"') => Ok(Value::Str(self.string()?)),
                 Some(b't') if self.s[self.i..].starts_with(b"true") => {
                     self.i += 4;
-                    Ok(Value::Bool(true))
+                    Ok(Value::Bool)
                 }
                 Some(b'f') if self.s[self.i..].starts_with(b"false") => {
                     self.i += 5;
-                    Ok(Value::Bool(false))
+                    Ok(Value::Bool)
                 }
                 Some(b'n') if self.s[self.i..].starts_with(b"null") => {
                     self.i += 4;

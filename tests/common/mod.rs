@@ -88,7 +88,7 @@ impl Process {
         panic!("{what} did not start: {last_log}");
     }
 
-    /// Waits (bounded) until a TCP connect + PING is answered with `+PONG`.
+    /// Waits (bounded) until a TCP connect + PING is answered with `+PONG` (or `-NOAUTH`).
     fn wait_ready(&mut self) -> Result<(), String> {
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
@@ -99,10 +99,10 @@ impl Process {
                 raw.set_timeout(Duration::from_secs(2));
                 raw.send(b"*1\r\n$4\r\nPING\r\n");
                 if let Ok(reply) = raw.try_read_reply() {
-                    if reply == b"+PONG\r\n" {
+                    // `-NOAUTH` (requirepass set) also means it is serving; `-LOADING` not yet.
+                    if reply == b"+PONG\r\n" || reply.starts_with(b"-NOAUTH") {
                         return Ok(());
                     }
-                    // e.g. "-LOADING": keep waiting.
                 }
             }
             if Instant::now() > deadline {
