@@ -127,7 +127,7 @@ fn xinfo_help_lists_the_subcommands_with_redis_text() {
         status("STREAM <key> [FULL [COUNT <count>]"),
         status("    Show information about the stream."),
         status("HELP"),
-        status("    Prints this help."),
+        status("    Print this help."),
     ]);
     check(
         &mut r,

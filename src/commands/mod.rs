@@ -271,7 +271,7 @@ pub fn reply_help(ctx: &mut Ctx<'_>, container: &str, lines: &[&str]) {
         ctx.out.simple(l.as_bytes());
     }
     ctx.out.simple(b"HELP");
-    ctx.out.simple(b"    Prints this help.");
+    ctx.out.simple(b"    Print this help.");
 }
 
 #[cfg(test)]
