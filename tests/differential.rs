@@ -53,7 +53,7 @@ enum Step {
     Other(Vec<Vec<u8>>),
     /// A command whose reply differs between Redis 7.0 and the newest Redis, which streamd
     /// follows: sent to streamd only and compared with `newest`, the newest Redis's reply.
-    /// Only for replies that are errors there (the newest Redis changes nothing), so that both
+    /// Only for commands that change nothing on either server (errors, reads), so that both
     /// servers' states stay comparable. `why` names the difference.
     Newer {
         cmd: Vec<Vec<u8>>,
@@ -376,6 +376,55 @@ fn xinfo_stream_summary_and_full() {
         c("XINFO STREAM gen"),
     ]);
     compare("xinfo_stream_summary_and_full", s);
+}
+
+#[test]
+fn xread_without_blocking_or_with_a_short_timeout() {
+    let mut s = reset();
+    s.extend([
+        c("XREAD STREAMS x 0"),
+        c("XADD x 1-1 f v"),
+        c("XADD x 2-2 g w"),
+        c("XADD y 5-1 h u"),
+        c("XREAD STREAMS x 0"),
+        c("XREAD COUNT 1 STREAMS x 0"),
+        c("XREAD COUNT 1 STREAMS x y 1-1 0"),
+        c("XREAD STREAMS x y nosuch 0 0 0"),
+        c("XREAD STREAMS x 2-2"),
+        c("XREAD STREAMS x $"),
+        c("XREAD STREAMS x 1"),
+        // The last entry deleted: nothing after 1-1 is left to serve.
+        c("XDEL x 2-2"),
+        c("XREAD STREAMS x 1-1"),
+        c("XREAD STREAMS x y 1-1 5-1"),
+        c("XREAD COUNT 0 STREAMS x 0"),
+        c("XREAD COUNT -1 STREAMS x 0"),
+        c("XREAD COUNT abc STREAMS x 0"),
+        c("XREAD FOO STREAMS x 0"),
+        c("XREAD STREAMS x"),
+        c("XREAD STREAMS x bad"),
+        c("XREAD STREAMS x >"),
+        c("XREAD BLOCK -1 STREAMS x 0"),
+        c("XREAD BLOCK abc STREAMS x 0"),
+        c("XREAD BLOCK 50 STREAMS x $"),
+        c("XREAD BLOCK 50 STREAMS x 0"),
+        newer(
+            "XREAD STREAMS x +",
+            b"*1\r\n*2\r\n$1\r\nx\r\n*1\r\n*2\r\n$3\r\n1-1\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n",
+            "7.4 added the XREAD ID '+' (the last entry); 7.0 says invalid ID",
+        ),
+        newer(
+            "XREAD STREAMS x y 0",
+            b"-ERR Unbalanced 'xread' list of streams: for each stream key an ID, '+', or '$' \
+              must be specified.\r\n",
+            "7.4 names '+' in XREAD's unbalanced-streams error (reference §2.4)",
+        ),
+        c("HELLO 3"),
+        c("XREAD STREAMS x y 0 0"),
+        c("XREAD STREAMS x 1-1"),
+        c("XREAD BLOCK 50 STREAMS x $"),
+    ]);
+    compare("xread_without_blocking_or_with_a_short_timeout", s);
 }
 
 #[test]
