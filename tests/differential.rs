@@ -464,6 +464,11 @@ fn keyspace_commands_on_streams() {
     compare("keyspace_commands_on_streams", s);
 }
 
+/// 100 × "é": 200 bytes of two-byte UTF-8 sequences.
+const E_ACUTE_100: &[u8] = "éééééééééééééééééééééééééééééééééééééééééééééééééé\
+                            éééééééééééééééééééééééééééééééééééééééééééééééééé"
+    .as_bytes();
+
 #[test]
 fn errors_arity_unknown_commands_and_subcommands() {
     let mut s = reset();
@@ -488,6 +493,12 @@ fn errors_arity_unknown_commands_and_subcommands() {
         a(&[b"\xff\xfe", b"garbage"]),
         a(&[b"FOOBAR", b"\xff\xfe"]),
         a(&[b"FOOBAR", b"a\r\nb"]),
+        // Names and arguments are cut at 128 *bytes* (C `%.128s`), even inside a UTF-8
+        // sequence, and sent as raw bytes.
+        a(&[E_ACUTE_100]),
+        a(&[b"FOOBAR", E_ACUTE_100]),
+        a(&[b"XINFO", E_ACUTE_100]),
+        a(&[b"CLIENT", b"\xff\xfe"]),
         c("CONFIG NOSUCH"),
         c("CLIENT NOSUCH"),
         c("CONFIG SET stream-node-max-entries abc"),
@@ -812,16 +823,13 @@ fn compare(name: &str, steps: Vec<Step>) {
     drop(redis);
 }
 
-/// The name a reply is counted under: the command, plus the subcommand of containers.
+/// The name a reply is counted under: the command, plus the subcommand of containers
+/// (escaped and cut, for odd names).
 fn command_label(argv: &[Vec<u8>]) -> String {
-    let name = String::from_utf8_lossy(&argv[0]).to_ascii_uppercase();
+    let word = |b: &[u8]| -> String { escape(&b.to_ascii_uppercase()).chars().take(24).collect() };
+    let name = word(&argv[0]);
     match name.as_str() {
-        "XINFO" | "CONFIG" | "CLIENT" if argv.len() > 1 => {
-            format!(
-                "{name} {}",
-                String::from_utf8_lossy(&argv[1]).to_ascii_uppercase()
-            )
-        }
+        "XINFO" | "CONFIG" | "CLIENT" if argv.len() > 1 => format!("{name} {}", word(&argv[1])),
         _ => name,
     }
 }
