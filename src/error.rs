@@ -29,17 +29,19 @@ pub enum ReplyError {
     /// `ERR wrong number of arguments for '<name>' command` (name lower-cased,
     /// `container|sub` for subcommands)
     WrongArity(String),
-    /// `ERR unknown command '<name>', with args beginning with: '<a>' '<b>' `
+    /// `ERR unknown command '<name>', with args beginning with: '<a>' '<b>' `. The
+    /// name and arguments are the client's bytes, already cut as Redis cuts them
+    /// ([`unknown_command`]).
     UnknownCommand {
         /// The command name as the client sent it.
-        name: String,
+        name: Vec<u8>,
         /// The arguments after the name, as sent.
-        args: Vec<String>,
+        args: Vec<Vec<u8>>,
     },
     /// `ERR unknown subcommand '<sub>'. Try <CONTAINER> HELP.`
     UnknownSubcommand {
-        /// The subcommand as typed.
-        sub: String,
+        /// The subcommand as typed (raw bytes, cut like `%.128s`).
+        sub: Vec<u8>,
         /// The container command, upper case (`XGROUP`).
         container: String,
     },
@@ -109,6 +111,31 @@ impl ReplyError {
         ReplyError::WrongArity(String::from_utf8_lossy(name).to_ascii_lowercase())
     }
 
+    /// The exact bytes after `-` on the wire. Errors quoting client input quote its
+    /// raw bytes (Redis formats them with `%s`), everything else is the `Display` text.
+    pub fn wire_text(&self) -> Vec<u8> {
+        match self {
+            ReplyError::UnknownCommand { name, args } => {
+                let mut out = b"ERR unknown command '".to_vec();
+                out.extend_from_slice(name);
+                out.extend_from_slice(b"', with args beginning with: ");
+                for a in args {
+                    out.push(b'\'');
+                    out.extend_from_slice(a);
+                    out.extend_from_slice(b"' ");
+                }
+                out
+            }
+            ReplyError::UnknownSubcommand { sub, container } => {
+                let mut out = b"ERR unknown subcommand '".to_vec();
+                out.extend_from_slice(sub);
+                out.extend_from_slice(format!("'. Try {container} HELP.").as_bytes());
+                out
+            }
+            other => other.to_string().into_bytes(),
+        }
+    }
+
     /// The error code (first word), used for INFO errorstats.
     pub fn code(&self) -> String {
         let text = self.to_string();
@@ -137,18 +164,8 @@ impl fmt::Display for ReplyError {
             }
             NoSuchKey => f.write_str("ERR no such key"),
             WrongArity(name) => write!(f, "ERR wrong number of arguments for '{name}' command"),
-            UnknownCommand { name, args } => {
-                write!(
-                    f,
-                    "ERR unknown command '{name}', with args beginning with: "
-                )?;
-                for a in args {
-                    write!(f, "'{a}' ")?;
-                }
-                Ok(())
-            }
-            UnknownSubcommand { sub, container } => {
-                write!(f, "ERR unknown subcommand '{sub}'. Try {container} HELP.")
+            UnknownCommand { .. } | UnknownSubcommand { .. } => {
+                f.write_str(&String::from_utf8_lossy(&self.wire_text()))
             }
             SubcommandSyntax { sub, container } => write!(
                 f,
@@ -185,6 +202,33 @@ impl fmt::Display for ReplyError {
 }
 
 impl std::error::Error for ReplyError {}
+
+/// C's `%.*s`: the bytes up to the first NUL, at most `max` of them.
+pub fn c_str_prefix(bytes: &[u8], max: usize) -> &[u8] {
+    let end = memchr::memchr(0, bytes).unwrap_or(bytes.len()).min(max);
+    &bytes[..end]
+}
+
+/// The unknown-command error for `argv`, cut exactly as Redis's `processCommand` does:
+/// the name as `%.128s`, then arguments while the list is shorter than 128 bytes, each
+/// cut to the room left.
+pub fn unknown_command(argv: &[bytes::Bytes]) -> ReplyError {
+    let name = argv
+        .first()
+        .map(|n| c_str_prefix(n, 128).to_vec())
+        .unwrap_or_default();
+    let mut args = Vec::new();
+    let mut len = 0usize;
+    for a in argv.iter().skip(1) {
+        if len >= 128 {
+            break;
+        }
+        let cut = c_str_prefix(a, 128 - len).to_vec();
+        len += cut.len() + 3;
+        args.push(cut);
+    }
+    ReplyError::UnknownCommand { name, args }
+}
 
 #[cfg(test)]
 mod tests {

@@ -14,8 +14,12 @@ pub mod connection;
 pub mod keys;
 pub mod server;
 pub mod transaction;
+pub mod xack;
 pub mod xadd;
+pub mod xclaim;
+pub mod xgroup;
 pub mod xinfo;
+pub mod xpending;
 pub mod xrange;
 pub mod xread;
 
@@ -197,6 +201,10 @@ pub static FAMILIES: &[&[CommandSpec]] = &[
     xrange::COMMANDS,
     xinfo::COMMANDS,
     xread::COMMANDS,
+    xgroup::COMMANDS,
+    xack::COMMANDS,
+    xpending::COMMANDS,
+    xclaim::COMMANDS,
 ];
 
 static INDEX: LazyLock<HashMap<&'static str, &'static CommandSpec>> = LazyLock::new(|| {
@@ -244,7 +252,7 @@ pub fn resolve_subcommand(
         .iter()
         .find(|s| s.short_name().as_bytes().eq_ignore_ascii_case(sub))
         .ok_or_else(|| ReplyError::UnknownSubcommand {
-            sub: String::from_utf8_lossy(sub).chars().take(128).collect(),
+            sub: crate::error::c_str_prefix(sub, 128).to_vec(),
             container: String::from_utf8_lossy(&argv[0]).to_ascii_uppercase(),
         })
 }

@@ -1,30 +1,81 @@
-//! XREAD (and the option parser XREADGROUP shares): read new entries from one or many
-//! streams, optionally blocking until some arrive (reference §2.4, §3.4).
+//! XREAD and XREADGROUP: read entries from one or many streams, optionally blocking
+//! until some arrive (reference §2.4, §2.5, §3.4). Both share one option parser,
+//! [`parse_read_options`].
+//!
+//! XREADGROUP reads on behalf of a consumer of a group:
+//!
+//! ```text
+//! XREADGROUP GROUP g c [COUNT n] [BLOCK ms] [NOACK] [CLAIM min-idle] STREAMS key... id...
+//!
+//!  id = >    new entries (ID > group last_id): each becomes pending for c (unless NOACK),
+//!            last_id and entries_read advance at delivery; with CLAIM, idle pending
+//!            entries (NACKed first, then oldest delivery) are claimed first and every
+//!            item is [id, fields, idle-ms, deliveries-before] (new ones: 0, 0)
+//!  id = X    history: c's own pending entries with ID > X, deliveries +1, a deleted
+//!            payload as [id, nil]; always answered, never blocks
+//! ```
+//!
+//! Checks run key by key in Redis's order: the key and group must exist (NOGROUP), then the
+//! ID token (`$` and `+` are refused). The consumer is created on first sight even when
+//! nothing is read; `seen_time` is always updated, `active_time` when something is
+//! delivered or claimed. With nothing to serve and BLOCK, the client blocks registered as
+//! "unblock on no key", so a deleted key, FLUSH, RENAME or XGROUP DESTROY re-executes it
+//! and it answers NOGROUP; each new entry goes to the first re-executed consumer (fan-in).
+//!
+//! Not done here: the CLAIM timer (Redis wakes a blocked `XREADGROUP ... CLAIM` when its
+//! oldest pending entry becomes idle enough, from `beforeSleep`); a blocked CLAIM reader
+//! is woken only by the usual signals (XADD, key changes, XGROUP DESTROY) or its timeout.
 
-use super::xrange::write_range;
+use super::xgroup::counters;
+use super::xrange::{lookup_for_reply, write_entry, write_range};
 use super::{CommandSpec, flags::*, is, parse_i64};
 use crate::core::Ctx;
-use crate::error::ReplyError;
+use crate::error::{ReplyError, lossy};
 use crate::resp::Argv;
-use crate::stream::StreamId;
+use crate::resp::writer::{DeferredLen, RespWriter};
+use crate::stream::group::{ClaimSpec, DeliveryCount};
 use crate::stream::id::parse_strict_id;
+use crate::stream::{Entry, Stream, StreamId};
 use bytes::Bytes;
 
 /// This family's rows of the command table.
-pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
-    name: "xread",
-    arity: -4,
-    flags: READONLY | BLOCKING | MOVABLEKEYS,
-    first_key: 0,
-    last_key: 0,
-    key_step: 0,
-    acl: &["@stream"],
-    summary: "Returns messages from multiple streams with IDs greater than the ones requested. Blocks until a message is available otherwise.",
-    since: "5.0.0",
-    group: "stream",
-    handler: xread,
-    subcommands: &[],
-}];
+pub const COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "xread",
+        arity: -4,
+        flags: READONLY | BLOCKING | MOVABLEKEYS,
+        first_key: 0,
+        last_key: 0,
+        key_step: 0,
+        acl: &["@stream"],
+        summary: "Returns messages from multiple streams with IDs greater than the ones requested. Blocks until a message is available otherwise.",
+        since: "5.0.0",
+        group: "stream",
+        handler: xread,
+        subcommands: &[],
+    },
+    CommandSpec {
+        name: "xreadgroup",
+        arity: -7,
+        flags: WRITE | BLOCKING | MOVABLEKEYS,
+        first_key: 0,
+        last_key: 0,
+        key_step: 0,
+        acl: &["@stream"],
+        summary: "Returns new or historical messages from a stream for a consumer in a group. Blocks until a message is available otherwise.",
+        since: "5.0.0",
+        group: "stream",
+        handler: xreadgroup,
+        subcommands: &[],
+    },
+];
+
+const DOLLAR_IN_XREADGROUP: ReplyError = ReplyError::msg(
+    "ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set.",
+);
+const PLUS_IN_XREADGROUP: ReplyError = ReplyError::msg(
+    "ERR The + ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The + ID would just return an empty result set.",
+);
 
 /// Options of XREAD / XREADGROUP, parsed before any key is looked at.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -197,7 +248,10 @@ fn xread(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
                 None => continue,
             },
             ReadFrom::After(after) => {
-                if stream.last_id() <= after {
+                // Compared with the last entry still present, as Redis's
+                // `streamLastValidID`: a stream whose newer entries were deleted has
+                // nothing to serve.
+                if stream.last_entry().is_none_or(|e| e.id <= after) {
                     continue;
                 }
                 match after.incr() {
@@ -242,6 +296,276 @@ fn xread(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         _ => ctx.out.null_array(),
     }
     Ok(())
+}
+
+/// Where an XREADGROUP reads one stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GroupFrom {
+    /// `>`: entries never delivered to the group.
+    New,
+    /// An explicit ID: the consumer's own pending entries after it.
+    History(StreamId),
+}
+
+/// An XREADGROUP ID argument. The maximum ID reads as `>`, because Redis stores `>` as
+/// that ID and cannot tell them apart.
+fn parse_group_from(arg: &[u8]) -> Result<GroupFrom, ReplyError> {
+    match arg {
+        b"$" => Err(DOLLAR_IN_XREADGROUP),
+        b"+" => Err(PLUS_IN_XREADGROUP),
+        b">" => Ok(GroupFrom::New),
+        _ => match parse_strict_id(arg)? {
+            StreamId::MAX => Ok(GroupFrom::New),
+            id => Ok(GroupFrom::History(id)),
+        },
+    }
+}
+
+fn xreadgroup(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let opts = parse_read_options(argv, true)?;
+    let (group, consumer) = opts
+        .group
+        .as_ref()
+        .expect("parse_read_options requires GROUP for XREADGROUP");
+    let keys = opts.keys(argv);
+    // Key by key: the key and group must exist, then the ID must be acceptable.
+    let mut from = Vec::with_capacity(keys.len());
+    for (key, id) in keys.iter().zip(opts.ids(argv)) {
+        if !ctx
+            .lookup(key)
+            .is_some_and(|s| s.groups.get(group).is_some())
+        {
+            return Err(ReplyError::NoGroupReadGroup {
+                key: lossy(key),
+                group: lossy(group),
+            });
+        }
+        from.push(parse_group_from(id)?);
+    }
+    let now = ctx.now_ms;
+    let mut header = None;
+    let mut served = 0;
+    for (key, &f) in keys.iter().zip(&from) {
+        let (stream, out) = lookup_for_reply(ctx, key);
+        let stream = stream.expect("validated above, in the same command");
+        let read = GroupRead {
+            group,
+            consumer,
+            opts: &opts,
+            now,
+        };
+        let (replied, dirty) = read.serve(out, stream, key, f, &mut header);
+        served += usize::from(replied);
+        if dirty > 0 {
+            ctx.modified(key);
+            ctx.core.dirty += dirty - 1;
+        }
+    }
+    if let Some(h) = header {
+        if ctx.out.is_resp3() {
+            ctx.out.finish_map(h, served);
+        } else {
+            ctx.out.finish_array(h, served);
+        }
+        return Ok(());
+    }
+    match opts.block_ms {
+        Some(timeout) if ctx.can_block() => {
+            ctx.block(keys.to_vec(), timeout, true, argv.clone());
+        }
+        _ => ctx.out.null_array(),
+    }
+    Ok(())
+}
+
+/// One XREADGROUP's reader: the group, the consumer and the options.
+struct GroupRead<'a> {
+    group: &'a [u8],
+    consumer: &'a [u8],
+    opts: &'a ReadOptions,
+    now: u64,
+}
+
+impl GroupRead<'_> {
+    /// Most entries to return from one stream (COUNT 0 = no limit).
+    fn limit(&self) -> usize {
+        match self.opts.count {
+            0 => usize::MAX,
+            n => n,
+        }
+    }
+
+    /// Serves one stream: creates the consumer if needed and marks it seen, then reads
+    /// `from`. Writes `[key, entries]` (opening the top-level reply on first use) when
+    /// there is something to say; returns whether it did and how many dirty changes it
+    /// made (Redis: one for a created consumer, one per stream for deliveries, one per
+    /// claim; none for history reads, which are not propagated).
+    fn serve(
+        &self,
+        out: &mut RespWriter,
+        stream: &mut Stream,
+        key: &[u8],
+        from: GroupFrom,
+        header: &mut Option<DeferredLen>,
+    ) -> (bool, u64) {
+        let (cid, created) = {
+            let mut g = stream.groups.get_mut(self.group).expect("validated");
+            let (cid, created) = g.get_or_create_consumer(self.consumer, self.now);
+            g.touch(cid, self.now);
+            (cid, created)
+        };
+        let dirty = u64::from(created);
+        match from {
+            GroupFrom::History(after) => {
+                self.serve_history(out, stream, key, cid, after, header);
+                (true, dirty)
+            }
+            GroupFrom::New => {
+                let (replied, changes) = self.serve_new(out, stream, key, cid, header);
+                (replied, dirty + changes)
+            }
+        }
+    }
+
+    /// History: the consumer's pending entries after `after`, each delivered once more.
+    fn serve_history(
+        &self,
+        out: &mut RespWriter,
+        stream: &mut Stream,
+        key: &[u8],
+        cid: crate::stream::group::ConsumerId,
+        after: StreamId,
+        header: &mut Option<DeferredLen>,
+    ) {
+        let start = after.incr().expect("the maximum ID reads as >");
+        let ids: Vec<StreamId> = stream
+            .groups
+            .get(self.group)
+            .expect("validated")
+            .consumer_pel(cid, start, StreamId::MAX)
+            .take(self.limit())
+            .map(|e| e.id)
+            .collect();
+        open_stream(out, header, key);
+        out.array(ids.len());
+        for id in ids {
+            match stream.get(id) {
+                Some(e) => {
+                    write_entry(out, &e);
+                    let mut g = stream.groups.get_mut(self.group).expect("validated");
+                    g.redeliver(cid, id, self.now);
+                }
+                None => {
+                    // The payload was deleted (XDEL, trimming) but the entry is pending.
+                    out.array(2);
+                    out.bulk_id(id);
+                    out.null_array();
+                }
+            }
+        }
+    }
+
+    /// `>`: claimable entries first (with CLAIM), then entries after the group's last_id.
+    fn serve_new(
+        &self,
+        out: &mut RespWriter,
+        stream: &mut Stream,
+        key: &[u8],
+        cid: crate::stream::group::ConsumerId,
+        header: &mut Option<DeferredLen>,
+    ) -> (bool, u64) {
+        let limit = self.limit();
+        let group = stream.groups.get(self.group).expect("validated");
+        let last_id = group.last_id();
+        // (id, delivery time, delivery count) of each entry to claim, before the claim.
+        let mut claims: Vec<(StreamId, u64, u64)> = Vec::new();
+        if let Some(min_idle) = self.opts.claim {
+            for e in group.claimable(self.now, min_idle) {
+                if claims.len() == limit {
+                    break;
+                }
+                // Entries whose payload is gone are neither claimed nor dropped.
+                if stream.get(e.id).is_some() {
+                    claims.push((e.id, e.delivery_time, e.delivery_count));
+                }
+            }
+        }
+        let room = limit - claims.len();
+        let new_from = match stream.last_entry() {
+            Some(e) if room > 0 && e.id > last_id => last_id.incr(),
+            _ => None,
+        };
+        if claims.is_empty() && new_from.is_none() {
+            return (false, 0);
+        }
+        open_stream(out, header, key);
+        let list = out.defer_len();
+        let mut n = 0;
+        let mut dirty = 0;
+        let spec = ClaimSpec {
+            min_idle: 0,
+            delivery_time: self.now,
+            count: DeliveryCount::Increment,
+            force: false,
+        };
+        for (id, time, count) in claims {
+            let e = stream.get(id).expect("checked above");
+            let idle = i64::try_from(self.now.saturating_sub(time)).unwrap_or(i64::MAX);
+            let count = i64::try_from(count).unwrap_or(i64::MAX);
+            write_claimed_entry(out, &e, idle, count);
+            let mut g = stream.groups.get_mut(self.group).expect("validated");
+            g.claim(cid, id, &spec, self.now);
+            n += 1;
+            dirty += 1;
+        }
+        if let Some(start) = new_from {
+            let counters = counters(stream);
+            let mut delivered = Vec::new();
+            for e in stream.range(start, StreamId::MAX, false).take(room) {
+                match self.opts.claim {
+                    Some(_) => write_claimed_entry(out, &e, 0, 0),
+                    None => write_entry(out, &e),
+                }
+                delivered.push(e.id);
+            }
+            n += delivered.len();
+            dirty += 1;
+            let mut g = stream.groups.get_mut(self.group).expect("validated");
+            for id in delivered {
+                if !self.opts.noack {
+                    g.deliver(cid, id, self.now);
+                }
+                g.advance_last_id(id, &counters);
+            }
+        }
+        out.finish_array(list, n);
+        (true, dirty)
+    }
+}
+
+/// Starts one stream's part of an XREAD/XREADGROUP reply (`*2 $key` in RESP2, `$key` as
+/// a map key in RESP3), opening the top-level aggregate first if needed.
+fn open_stream(out: &mut RespWriter, header: &mut Option<DeferredLen>, key: &[u8]) {
+    if header.is_none() {
+        *header = Some(out.defer_len());
+    }
+    if !out.is_resp3() {
+        out.array(2);
+    }
+    out.bulk(key);
+}
+
+/// An XREADGROUP CLAIM item: `[id, [fields], idle-ms, deliveries-before-this-one]`.
+fn write_claimed_entry(out: &mut RespWriter, e: &Entry<'_>, idle: i64, count: i64) {
+    out.array(4);
+    out.bulk_id(e.id);
+    out.array(e.pairs_len() * 2);
+    for v in e.elements() {
+        out.bulk_value(&v);
+    }
+    out.integer(idle);
+    out.integer(count);
 }
 
 #[cfg(test)]

@@ -477,7 +477,7 @@ impl Core {
             return Outcome::Done;
         };
         let Some(spec) = commands::lookup(name) else {
-            let err = unknown_command_error(&argv);
+            let err = crate::error::unknown_command(&argv);
             self.reject(client, out, None, &err);
             return Outcome::Done;
         };
@@ -624,24 +624,4 @@ impl Core {
         }
         self.handle_ready_keys();
     }
-}
-
-/// `ERR unknown command '<name>', with args beginning with: '<a>' ...`: arguments are
-/// listed while the list is shorter than 128 bytes, as Redis does.
-fn unknown_command_error(argv: &Argv) -> ReplyError {
-    let name: String = String::from_utf8_lossy(&argv[0])
-        .chars()
-        .take(128)
-        .collect();
-    let mut args = Vec::new();
-    let mut len = 0usize;
-    for a in &argv[1..] {
-        if len >= 128 {
-            break;
-        }
-        let text: String = String::from_utf8_lossy(a).chars().take(128 - len).collect();
-        len += text.len() + 3;
-        args.push(text);
-    }
-    ReplyError::UnknownCommand { name, args }
 }

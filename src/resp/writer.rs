@@ -83,8 +83,8 @@ impl RespWriter {
 
     /// `-<error text>\r\n`, with CR/LF in the text replaced by spaces as Redis does.
     pub fn error(&mut self, err: &ReplyError) {
-        let text = err.to_string();
-        self.error_text(text.as_bytes());
+        let text = err.wire_text();
+        self.error_text(&text);
     }
 
     /// `-<text>\r\n` for a text that already includes its code.
