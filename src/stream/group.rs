@@ -1,26 +1,3103 @@
-//! PLACEHOLDER: consumer groups are being written. Only the interface the stream uses
-//! for reference-aware trimming is here.
+//! Consumer groups of one stream: last-delivered IDs, read counters, the pending entries
+//! lists (PELs) shared between a group and its consumers, the delivery-time list with its
+//! NACK zone, and the stream-level reverse index "ID → groups that still hold it".
+//!
+//! One pending entry (Redis: `streamNACK`) is stored exactly once, as a 44-byte slot in the
+//! group's slab. Everything else refers to it by its `u32` slot number: the group PEL, the
+//! owner's PEL (both `PelIndex`es: slot numbers in ID order, keyless) and the
+//! delivery-time list, which is threaded through the slots themselves.
+//!
+//! ```text
+//!  Groups (one per stream)
+//!  ├─ by_name : Rax  "billing" → 1, "emails" → 0        name order = XINFO order
+//!  ├─ list    : [ConsumerGroup "emails", ConsumerGroup "billing"]
+//!  ├─ refs    : Rax  ID → number of groups whose PEL holds ID   (only while ≥ 2 groups;
+//!  │                                                             with one, its PEL answers)
+//!  └─ min_last_id : smallest last_id over the groups
+//!
+//!  ConsumerGroup "emails"   last_id 5-0, entries_read 5
+//!
+//!   pel: slot numbers       slab: pages of Slot, 44 bytes a slot
+//!   in ID order             slot │ id   owner  delivery_time  count │ prev  next
+//!   ┌───┬───┬───┬───┐       ─────┼──────────────────────────────────┼───────────
+//!   │ 2 │ 4 │ 0 │ 3 │         0  │ 3-0  alice  1005           1     │  3    NIL  ← tail
+//!   └───┴───┴───┴───┘         1  │ (free)                           │  ·    NIL  ← free_head
+//!   (1-0 2-0 3-0 5-0)         2  │ 1-0  none   0              2     │ NIL   4    ← head
+//!                             3  │ 5-0  bob    1003           1     │  4    0
+//!                             4  │ 2-0  none   0              1     │  2    3    ← nack_tail
+//!
+//!   consumers: Rax name → index in the consumer table
+//!    alice { seen_time, active_time, pel: [0] }
+//!    bob   { seen_time, active_time, pel: [3] }
+//!
+//!   the delivery-time list, through prev/next:
+//!    head → [2] 1-0 ⇄ [4] 2-0 ⇄ [3] 5-0 @1003 ⇄ [0] 3-0 @1005 ← tail
+//!           └──── NACK zone ───┘   └── oldest delivery first ──┘
+//! ```
+//!
+//! Invariants (checked after every step by the property test at the bottom):
+//! - the group PEL holds exactly the live slots, in strictly increasing ID order; a live
+//!   slot's ID never changes;
+//! - an owned slot is in its owner's PEL and in no other consumer's; an unowned slot (after
+//!   XNACK) is in no consumer PEL;
+//! - the time list holds exactly the live slots; its head segment up to `nack_tail` (the
+//!   NACK zone) holds exactly the unowned ones, in the order they were NACKed (FIFO), each
+//!   with `delivery_time == 0`; after the zone, delivery times never decrease, so the
+//!   oldest idle entry is the first after the zone;
+//! - with two or more groups, `refs` maps each ID to the number of group PELs holding it
+//!   (IDs held by none are absent); with fewer it is not kept;
+//! - `min_last_id` is the smallest `last_id` over the groups (0-0 when there are none).
+//!
+//! Every PEL change goes through [`GroupMut`] (or [`Groups`]), which holds the whole
+//! [`Groups`] borrowed, so the reverse index and `min_last_id` cannot fall out of step.
+//! Nothing here reads a clock: each operation that needs "now" takes `now_ms`.
+//!
+//! Costs: a PEL lookup, insert or removal is O(log n) (binary searches over the index's
+//! chunks, then within one chunk of ≤ 128, reading IDs from the slab); deliver, ack, claim,
+//! NACK and re-delivery do one or two of those plus O(1) in the slab and the time list.
+//! Placing an entry in the time list is O(1) when its delivery time is at least the newest
+//! one (the normal case); an XCLAIM with an older TIME or IDLE walks back from the tail to
+//! its place, so a snapshot reloaded in [`ConsumerGroup::by_time`] order loads each entry
+//! in O(1).
+//!
+//! Memory: a pending entry costs its 44-byte slot plus about 4.5 bytes in each of the two
+//! PEL indexes, ~53 bytes in all (`benches/group.rs` prints the figure; Redis 7 uses ~85).
+//! That is why the PELs are not radix trees keyed by the 16-byte ID: two such keys would
+//! cost more than the whole budget. The slab grows by whole pages (no copying, at most one
+//! page spare) and, when fewer than half of its slots are live, is compacted (live slots
+//! moved down, their references repointed) and shrunk, so acknowledging a large PEL gives
+//! the memory back.
 
 use super::id::StreamId;
+use super::rax::Rax;
+use std::cmp::Ordering;
+use std::collections::VecDeque;
+use std::ops::Deref;
+
+/// Largest delivery count (Redis: `LLONG_MAX`). Counts saturate here; XNACK FATAL sets it.
+pub const DELIVERY_COUNT_MAX: u64 = i64::MAX as u64;
+
+/// `entries_read` when the read counter is unknown (Redis: `SCG_INVALID_ENTRIES_READ`).
+const SCG_INVALID_ENTRIES_READ: i64 = -1;
+
+/// End of a slot list (time list links, free list).
+const NIL: u32 = u32::MAX;
+/// `Slot::owner` of an unowned (NACKed) entry.
+const NO_OWNER: u32 = u32::MAX;
+/// `Slot::owner` of a slot on the free list.
+const FREE_SLOT: u32 = u32::MAX - 1;
+/// Slabs smaller than this are never compacted (a few hundred bytes at most). Tiny in
+/// tests, so the model test compacts often.
+const COMPACT_MIN_SLOTS: usize = if cfg!(test) { 4 } else { 16 };
+/// Slots in a slab page: 1489 × 44 = 65 516 bytes, just under the allocator's 64 KiB
+/// size class (a power-of-two slot count would round up by 1/12). 3 in tests, so the
+/// model test crosses pages.
+const PAGE_SLOTS: usize = if cfg!(test) { 3 } else { 1489 };
+/// Smallest first allocation of the first page, in slots.
+const PAGE_MIN_GROWTH: usize = if PAGE_SLOTS < 4 { PAGE_SLOTS } else { 4 };
+/// Most slot numbers in one chunk of a PEL index (512 bytes). Small in tests, so the
+/// model test splits and merges chunks.
+const CHUNK_MAX: usize = if cfg!(test) { 8 } else { 128 };
+
+// ---------------------------------------------------------------------------------------
+// entries-read and lag (reference §3.3)
+// ---------------------------------------------------------------------------------------
+
+/// The stream metadata the entries-read and lag rules read (reference §1.6, §3.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StreamCounters {
+    /// Number of live entries.
+    pub length: u64,
+    /// `last-generated-id`.
+    pub last_id: StreamId,
+    /// `recorded-first-entry-id` (first live entry, 0-0 when empty).
+    pub first_id: StreamId,
+    /// Largest ID removed by XDEL/XDELEX/XACKDEL (not by trimming).
+    pub max_deleted_entry_id: StreamId,
+    /// Lifetime count of added entries.
+    pub entries_added: u64,
+}
+
+impl StreamCounters {
+    /// True if a tombstone may lie at or after `start`: the stream is not empty, some entry
+    /// was deleted at or after its first entry, and `start <= max_deleted_entry_id`
+    /// (Redis: `streamRangeHasTombstones(s, start, NULL)`).
+    pub fn has_tombstone_from(&self, start: StreamId) -> bool {
+        let max_deleted = self.max_deleted_entry_id;
+        if self.length == 0 || max_deleted.is_zero() || max_deleted < self.first_id {
+            return false;
+        }
+        start <= max_deleted
+    }
+}
+
+/// The logical read counter of `id`, i.e. how many entries were ever added up to and
+/// including it, when that can be known from the stream's counters; `None` when it cannot
+/// (Redis: `streamEstimateDistanceFromFirstEverEntry`, reference §3.3 `estimate`).
+pub fn estimate_entries_read(c: &StreamCounters, id: StreamId) -> Option<u64> {
+    if c.entries_added == 0 {
+        return Some(0);
+    }
+    if c.length == 0 && id <= c.last_id {
+        return Some(c.entries_added);
+    }
+    if !id.is_zero() && id < c.max_deleted_entry_id {
+        // A deletion lies between `id` and the end: the distance is unknowable.
+        return None;
+    }
+    match id.cmp(&c.last_id) {
+        Ordering::Equal => return Some(c.entries_added),
+        Ordering::Greater => return None,
+        Ordering::Less => {}
+    }
+    let max_deleted = c.max_deleted_entry_id;
+    if max_deleted.is_zero() || max_deleted < c.first_id {
+        let before_first = c.entries_added.saturating_sub(c.length);
+        match id.cmp(&c.first_id) {
+            Ordering::Less => return Some(before_first),
+            Ordering::Equal => return Some(before_first.saturating_add(1)),
+            Ordering::Greater => {}
+        }
+    }
+    None
+}
+
+// ---------------------------------------------------------------------------------------
+// Public value types
+// ---------------------------------------------------------------------------------------
+
+/// A pending entry as the commands see it (Redis: `streamNACK`): delivered to the group,
+/// not yet acknowledged. Stored once per group (see the module diagram); this is a copy of
+/// it with the owner's name resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PendingEntry<'a> {
+    /// The entry ID.
+    pub id: StreamId,
+    /// Last delivery time, Unix ms; 0 for a NACKed entry.
+    pub delivery_time: u64,
+    /// Number of deliveries, at most [`DELIVERY_COUNT_MAX`].
+    pub delivery_count: u64,
+    /// The owning consumer's name, or `None` for an unowned (NACKed) entry.
+    pub owner: Option<&'a [u8]>,
+}
+
+impl PendingEntry<'_> {
+    /// True for an unowned entry, i.e. one in the NACK zone.
+    pub fn is_nacked(&self) -> bool {
+        self.owner.is_none()
+    }
+
+    /// Milliseconds since the last delivery, 0 if the clock is behind it. XPENDING shows
+    /// -1 for NACKed entries instead; that choice is the caller's.
+    pub fn idle(&self, now_ms: u64) -> u64 {
+        now_ms.saturating_sub(self.delivery_time)
+    }
+}
+
+/// A handle to a consumer of one group, valid until that consumer is deleted. Using a
+/// handle after its consumer was deleted panics (it is a programming error).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ConsumerId {
+    /// Index in the group's consumer table.
+    idx: u32,
+    /// Generation of that table slot when the handle was made.
+    generation: u32,
+}
+
+/// A consumer of a group (Redis: `streamConsumer`).
+#[derive(Debug, Clone)]
+pub struct Consumer {
+    /// Name, as given by the client (binary safe, case sensitive).
+    name: Box<[u8]>,
+    /// Last attempted interaction (read or claim), Unix ms.
+    seen_time: u64,
+    /// Last successful read or claim, Unix ms; -1 when never.
+    active_time: i64,
+    /// This consumer's PEL: its slots in the group's slab, in ID order.
+    pel: PelIndex,
+}
+
+impl Consumer {
+    /// The consumer's name.
+    pub fn name(&self) -> &[u8] {
+        &self.name
+    }
+    /// Last attempted interaction (XINFO CONSUMERS `idle` = now − this), Unix ms.
+    pub fn seen_time(&self) -> u64 {
+        self.seen_time
+    }
+    /// Last successful read or claim, Unix ms; `None` when never (XINFO `inactive` -1).
+    pub fn active_time(&self) -> Option<u64> {
+        u64::try_from(self.active_time).ok()
+    }
+    /// Number of entries this consumer owns.
+    pub fn pel_count(&self) -> usize {
+        self.pel.len()
+    }
+}
+
+/// How a claim sets `delivery_count`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeliveryCount {
+    /// +1, saturating (XCLAIM without JUSTID, XAUTOCLAIM, XREADGROUP CLAIM).
+    Increment,
+    /// Unchanged (XCLAIM/XAUTOCLAIM JUSTID without RETRYCOUNT).
+    Keep,
+    /// This value, capped at [`DELIVERY_COUNT_MAX`] (XCLAIM RETRYCOUNT).
+    Set(u64),
+}
+
+/// One claim request (XCLAIM, XAUTOCLAIM, XREADGROUP CLAIM, log replay).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClaimSpec {
+    /// Owned entries idle less than this are left alone; 0 takes any. Unowned (NACKed or
+    /// FORCE-created) entries ignore it.
+    pub min_idle: u64,
+    /// The new delivery time, Unix ms (now, now − IDLE, or TIME). A time after `now_ms`
+    /// becomes `now_ms`, as XCLAIM does.
+    pub delivery_time: u64,
+    /// How the delivery count changes.
+    pub count: DeliveryCount,
+    /// FORCE: create the pending entry (unowned, count 0) when it is not pending. The
+    /// caller must have checked that the stream entry exists.
+    pub force: bool,
+}
+
+/// What [`GroupMut::claim`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimOutcome {
+    /// Now owned by the claiming consumer. The values are those before this claim (0, 0
+    /// for an entry FORCE created): XREADGROUP CLAIM replies with them.
+    Claimed {
+        /// Delivery time before the claim.
+        previous_delivery_time: u64,
+        /// Delivery count before the claim.
+        previous_delivery_count: u64,
+    },
+    /// Owned by someone and idle less than `min_idle`: untouched.
+    NotIdle,
+    /// Not pending, and no FORCE: untouched.
+    NotPending,
+}
+
+/// XNACK's mode (reference §2.15).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NackMode {
+    /// Delivery count −1, floor 0 (the failure was not the message's fault).
+    Silent,
+    /// Delivery count unchanged.
+    Fail,
+    /// Delivery count set to [`DELIVERY_COUNT_MAX`] (poison message).
+    Fatal,
+}
+
+// ---------------------------------------------------------------------------------------
+// The slab and the delivery-time list
+// ---------------------------------------------------------------------------------------
+
+/// One pending entry as stored: the only copy of it (Redis: `streamNACK`).
+///
+/// Packed to 4-byte alignment: 44 bytes instead of 48. Fields are only ever copied out
+/// (the accessors), never borrowed, which is what a packed struct requires; the compiler
+/// rejects any reference to a field.
+#[derive(Debug, Clone, Copy)]
+#[repr(C, packed(4))]
+struct Slot {
+    /// The entry ID; the order key of the group PEL and the owner's PEL. Never changes
+    /// while the slot is live.
+    id: StreamId,
+    /// Last delivery, Unix ms; 0 while NACKed.
+    delivery_time: u64,
+    /// Deliveries so far, ≤ `DELIVERY_COUNT_MAX`.
+    delivery_count: u64,
+    /// Owner's index in the consumer table, `NO_OWNER` (NACKed), or `FREE_SLOT`.
+    owner: u32,
+    /// Previous slot in the time list (`NIL` at the head).
+    prev: u32,
+    /// Next slot in the time list (`NIL` at the tail); for a free slot, the next free one.
+    next: u32,
+}
+
+impl Slot {
+    fn id(&self) -> StreamId {
+        self.id
+    }
+    fn delivery_time(&self) -> u64 {
+        self.delivery_time
+    }
+    fn delivery_count(&self) -> u64 {
+        self.delivery_count
+    }
+    fn owner(&self) -> u32 {
+        self.owner
+    }
+    fn prev(&self) -> u32 {
+        self.prev
+    }
+    fn next(&self) -> u32 {
+        self.next
+    }
+}
+
+/// The slab of a group's pending entries plus the delivery-time list through it.
+///
+/// Slot `i` lives in page `i / PAGE_SLOTS`. Pages after the first are allocated whole, so
+/// growing never copies slots and wastes at most one page; the first page grows
+/// geometrically, so a small PEL costs little.
+#[derive(Debug, Clone)]
+struct Slab {
+    /// The slots, `PAGE_SLOTS` to a page (the last page may be partial).
+    pages: Vec<Vec<Slot>>,
+    /// Number of slots, live or free.
+    len: u32,
+    /// First free slot (`NIL` if none); free slots chain through `next`.
+    free_head: u32,
+    /// Number of free slots.
+    free_len: u32,
+    /// Time list head: the NACK zone's first entry, else the oldest delivery.
+    head: u32,
+    /// Time list tail: the newest delivery.
+    tail: u32,
+    /// Last entry of the NACK zone (`NIL` when the zone is empty).
+    nack_tail: u32,
+    /// Number of entries in the NACK zone.
+    nacked: u32,
+}
+
+impl Default for Slab {
+    fn default() -> Self {
+        Slab {
+            pages: Vec::new(),
+            len: 0,
+            free_head: NIL,
+            free_len: 0,
+            head: NIL,
+            tail: NIL,
+            nack_tail: NIL,
+            nacked: 0,
+        }
+    }
+}
+
+impl Slab {
+    fn slot(&self, i: u32) -> Slot {
+        let i = i as usize;
+        self.pages[i / PAGE_SLOTS][i % PAGE_SLOTS]
+    }
+
+    fn slot_mut(&mut self, i: u32) -> &mut Slot {
+        let i = i as usize;
+        &mut self.pages[i / PAGE_SLOTS][i % PAGE_SLOTS]
+    }
+
+    fn id(&self, i: u32) -> StreamId {
+        self.slot(i).id()
+    }
+
+    fn live(&self) -> usize {
+        (self.len - self.free_len) as usize
+    }
+
+    /// A new, unlinked slot.
+    fn alloc(&mut self, id: StreamId, delivery_time: u64, delivery_count: u64, owner: u32) -> u32 {
+        let slot = Slot {
+            id,
+            delivery_time,
+            delivery_count,
+            owner,
+            prev: NIL,
+            next: NIL,
+        };
+        if self.free_head != NIL {
+            let i = self.free_head;
+            self.free_head = self.slot(i).next();
+            self.free_len -= 1;
+            *self.slot_mut(i) = slot;
+            return i;
+        }
+        let i = self.len;
+        assert!(
+            i < FREE_SLOT,
+            "a group PEL holds fewer than 2^32 - 2 entries"
+        );
+        if self.pages.last().is_none_or(|p| p.len() == PAGE_SLOTS) {
+            let first = self.pages.is_empty();
+            self.pages.push(if first {
+                Vec::new()
+            } else {
+                Vec::with_capacity(PAGE_SLOTS)
+            });
+        }
+        let page = self
+            .pages
+            .last_mut()
+            .expect("a page with room was just ensured");
+        if page.len() == page.capacity() {
+            let want = (page.capacity() * 2).clamp(PAGE_MIN_GROWTH, PAGE_SLOTS);
+            page.reserve_exact(want - page.len());
+        }
+        page.push(slot);
+        self.len += 1;
+        i
+    }
+
+    /// Returns an unlinked slot to the free list.
+    fn release(&mut self, i: u32) {
+        let head = self.free_head;
+        let s = self.slot_mut(i);
+        s.owner = FREE_SLOT;
+        s.prev = NIL;
+        s.next = head;
+        self.free_head = i;
+        self.free_len += 1;
+    }
+
+    /// Keeps the first `n` slots (all live, none on the free list) and frees the rest.
+    fn truncate(&mut self, n: u32) {
+        let n = n as usize;
+        let pages = n.div_ceil(PAGE_SLOTS);
+        self.pages.truncate(pages);
+        self.pages.shrink_to_fit();
+        if let Some(last) = self.pages.last_mut() {
+            last.truncate(n - (pages - 1) * PAGE_SLOTS);
+            last.shrink_to_fit();
+        }
+        self.len = n as u32;
+        self.free_head = NIL;
+        self.free_len = 0;
+    }
+
+    /// Takes slot `i` out of the time list. Call before changing its owner: whether it
+    /// leaves the NACK zone is read from it.
+    fn unlink(&mut self, i: u32) {
+        let s = self.slot(i);
+        let (p, n) = (s.prev(), s.next());
+        if p == NIL {
+            self.head = n;
+        } else {
+            self.slot_mut(p).next = n;
+        }
+        if n == NIL {
+            self.tail = p;
+        } else {
+            self.slot_mut(n).prev = p;
+        }
+        if s.owner() == NO_OWNER {
+            self.nacked -= 1;
+            if self.nack_tail == i {
+                self.nack_tail = p;
+            }
+        }
+        let s = self.slot_mut(i);
+        s.prev = NIL;
+        s.next = NIL;
+    }
+
+    /// Links unlinked slot `i` right after `after` (`NIL`: at the head).
+    fn link_after(&mut self, after: u32, i: u32) {
+        let next = if after == NIL {
+            self.head
+        } else {
+            self.slot(after).next()
+        };
+        {
+            let s = self.slot_mut(i);
+            s.prev = after;
+            s.next = next;
+        }
+        if after == NIL {
+            self.head = i;
+        } else {
+            self.slot_mut(after).next = i;
+        }
+        if next == NIL {
+            self.tail = i;
+        } else {
+            self.slot_mut(next).prev = i;
+        }
+    }
+
+    /// Links owned, unlinked slot `i` after the NACK zone, in delivery-time order: after
+    /// every entry delivered at or before its time. O(1) when it is the newest.
+    fn link_by_time(&mut self, i: u32) {
+        let t = self.slot(i).delivery_time();
+        let mut after = self.tail;
+        while after != NIL && after != self.nack_tail && self.slot(after).delivery_time() > t {
+            after = self.slot(after).prev();
+        }
+        self.link_after(after, i);
+    }
+
+    /// Links unowned, unlinked slot `i` at the tail of the NACK zone.
+    fn link_nacked(&mut self, i: u32) {
+        self.link_after(self.nack_tail, i);
+        self.nack_tail = i;
+        self.nacked += 1;
+    }
+
+    /// The first slot after the NACK zone (the oldest delivery), or `NIL`.
+    fn first_delivered(&self) -> u32 {
+        if self.nack_tail == NIL {
+            self.head
+        } else {
+            self.slot(self.nack_tail).next()
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// PEL index: slot numbers in ID order, without keys
+// ---------------------------------------------------------------------------------------
+
+/// A PEL: the slot numbers of its entries, ordered by the IDs stored in those slots.
+///
+/// It keeps no keys of its own: comparisons read the ID from the slab, which every method
+/// takes. That is what makes a pending entry cost 44 bytes of slot plus about 4–5 bytes in
+/// each of the two PELs holding it, where a radix tree keyed by 16-byte IDs costs tens of
+/// bytes per key.
+///
+/// ```text
+///   chunks (VecDeque, ID order)
+///   ┌──────────────────┬──────────────────┬─────
+///   │ first 5-0        │ first 9-3        │ ...      first = ID of items[0], cached
+///   │ items [7, 2, 11] │ items [4, 0, ..] │          items = slot numbers, ≤ 128, sorted
+///   └──────────────────┴──────────────────┴─────              by slab[item].id
+/// ```
+///
+/// Lookup: binary search over the chunks' cached first IDs, then over the chunk's items
+/// (reading their IDs from the slab). Appending past the last full chunk (the usual `>`
+/// delivery) starts a new chunk, so ID-ordered fills leave chunks full; an insert into a
+/// full chunk elsewhere splits it in half; a chunk falling under a quarter full merges with
+/// a neighbour when they fit in one, or shrinks its allocation.
+#[derive(Debug, Clone, Default)]
+struct PelIndex {
+    /// Non-empty chunks; every ID in a chunk is below every ID in the next one.
+    chunks: VecDeque<Chunk>,
+    /// Number of slot numbers held.
+    len: u32,
+}
+
+/// A run of at most `CHUNK_MAX` slot numbers of a [`PelIndex`].
+#[derive(Debug, Clone)]
+struct Chunk {
+    /// The ID of `items[0]`.
+    first: StreamId,
+    /// Slot numbers in ID order, never empty.
+    items: Vec<u32>,
+}
+
+/// A position in a [`PelIndex`]: chunk, then item within it.
+#[derive(Debug, Clone, Copy)]
+struct PelPos {
+    chunk: usize,
+    item: usize,
+}
+
+impl PelIndex {
+    fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// The chunk that holds `id` or would receive it.
+    fn chunk_for(&self, id: StreamId) -> usize {
+        self.chunks
+            .partition_point(|c| c.first <= id)
+            .saturating_sub(1)
+    }
+
+    /// Where `id` is (`Ok`) or would go (`Err`); `None` when the index is empty.
+    fn locate(&self, slab: &Slab, id: StreamId) -> Option<(usize, Result<usize, usize>)> {
+        if self.chunks.is_empty() {
+            return None;
+        }
+        let c = self.chunk_for(id);
+        Some((
+            c,
+            self.chunks[c]
+                .items
+                .binary_search_by(|&i| slab.id(i).cmp(&id)),
+        ))
+    }
+
+    fn get(&self, slab: &Slab, id: StreamId) -> Option<u32> {
+        match self.locate(slab, id)? {
+            (c, Ok(p)) => Some(self.chunks[c].items[p]),
+            _ => None,
+        }
+    }
+
+    /// Adds slot `i` (its ID must not be in the index yet).
+    fn insert(&mut self, slab: &Slab, i: u32) {
+        let id = slab.id(i);
+        let Some((c, found)) = self.locate(slab, id) else {
+            self.chunks.push_back(Chunk {
+                first: id,
+                items: vec![i],
+            });
+            self.len = 1;
+            return;
+        };
+        let p = match found {
+            Ok(p) => {
+                debug_assert!(false, "PelIndex::insert of an ID already present");
+                self.chunks[c].items[p] = i;
+                return;
+            }
+            Err(p) => p,
+        };
+        self.len += 1;
+        let last = self.chunks.len() - 1;
+        let chunk = &mut self.chunks[c];
+        if chunk.items.len() < CHUNK_MAX {
+            chunk.items.insert(p, i);
+            if p == 0 {
+                chunk.first = id;
+            }
+            return;
+        }
+        // Full. Past either end of the index, start a new chunk so in-order fills stay dense.
+        if c == last && p == CHUNK_MAX {
+            self.chunks.push_back(Chunk {
+                first: id,
+                items: vec![i],
+            });
+            return;
+        }
+        if c == 0 && p == 0 {
+            self.chunks.push_front(Chunk {
+                first: id,
+                items: vec![i],
+            });
+            return;
+        }
+        let upper = chunk.items.split_off(CHUNK_MAX / 2);
+        let upper_first = slab.id(upper[0]);
+        self.chunks.insert(
+            c + 1,
+            Chunk {
+                first: upper_first,
+                items: upper,
+            },
+        );
+        let (c, p) = if p > CHUNK_MAX / 2 {
+            (c + 1, p - CHUNK_MAX / 2)
+        } else {
+            (c, p)
+        };
+        let chunk = &mut self.chunks[c];
+        chunk.items.insert(p, i);
+        if p == 0 {
+            chunk.first = id;
+        }
+    }
+
+    /// Removes `id`; returns its slot number. The slot must still hold `id`.
+    fn remove(&mut self, slab: &Slab, id: StreamId) -> Option<u32> {
+        let (c, Ok(p)) = self.locate(slab, id)? else {
+            return None;
+        };
+        self.len -= 1;
+        let chunk = &mut self.chunks[c];
+        let i = chunk.items.remove(p);
+        if chunk.items.is_empty() {
+            self.chunks.remove(c);
+            return Some(i);
+        }
+        if p == 0 {
+            chunk.first = slab.id(chunk.items[0]);
+        }
+        if chunk.items.len() < CHUNK_MAX / 4 {
+            self.merge_or_shrink(c);
+        }
+        Some(i)
+    }
+
+    /// Chunk `c` got small: merge it with a neighbour if both fit in one chunk, else give
+    /// back most of its spare capacity.
+    fn merge_or_shrink(&mut self, c: usize) {
+        let n = self.chunks[c].items.len();
+        if let Some(next) = self.chunks.get(c + 1)
+            && n + next.items.len() <= CHUNK_MAX
+        {
+            let next = self.chunks.remove(c + 1).expect("checked above");
+            self.chunks[c].items.extend_from_slice(&next.items);
+        } else if c > 0 && n + self.chunks[c - 1].items.len() <= CHUNK_MAX {
+            let this = self.chunks.remove(c).expect("c is a valid index");
+            self.chunks[c - 1].items.extend_from_slice(&this.items);
+        } else {
+            let items = &mut self.chunks[c].items;
+            if items.capacity() > 4 && items.capacity() >= 4 * n {
+                items.shrink_to(2 * n);
+            }
+        }
+    }
+
+    /// Points the entry `id` at slot `i` instead (the slab moved it). Both the old and the
+    /// new slot must hold `id`.
+    fn repoint(&mut self, slab: &Slab, id: StreamId, i: u32) {
+        if let Some((c, Ok(p))) = self.locate(slab, id) {
+            self.chunks[c].items[p] = i;
+        } else {
+            debug_assert!(false, "PelIndex::repoint of a missing ID");
+        }
+    }
+
+    /// The first position holding an ID ≥ `id`.
+    fn seek_ge(&self, slab: &Slab, id: StreamId) -> PelPos {
+        let Some((chunk, found)) = self.locate(slab, id) else {
+            return PelPos { chunk: 0, item: 0 };
+        };
+        let item = found.unwrap_or_else(|p| p);
+        if item == self.chunks[chunk].items.len() {
+            PelPos {
+                chunk: chunk + 1,
+                item: 0,
+            }
+        } else {
+            PelPos { chunk, item }
+        }
+    }
+
+    /// The slot number at `pos` and the position after it.
+    fn at(&self, pos: PelPos) -> Option<(u32, PelPos)> {
+        let items = &self.chunks.get(pos.chunk)?.items;
+        let i = *items.get(pos.item)?;
+        let next = if pos.item + 1 == items.len() {
+            PelPos {
+                chunk: pos.chunk + 1,
+                item: 0,
+            }
+        } else {
+            PelPos {
+                chunk: pos.chunk,
+                item: pos.item + 1,
+            }
+        };
+        Some((i, next))
+    }
+
+    fn first(&self) -> Option<u32> {
+        self.chunks.front().map(|c| c.items[0])
+    }
+
+    fn last(&self) -> Option<u32> {
+        self.chunks.back().and_then(|c| c.items.last().copied())
+    }
+
+    /// All slot numbers in ID order.
+    fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.chunks.iter().flat_map(|c| c.items.iter().copied())
+    }
+
+    /// Heap bytes allocated (capacities, requested sizes).
+    fn heap_bytes(&self) -> usize {
+        let items: usize = self.chunks.iter().map(|c| c.items.capacity()).sum();
+        self.chunks.capacity() * size_of::<Chunk>() + items * size_of::<u32>()
+    }
+}
+
+/// A consumer table slot: a consumer, or a hole awaiting reuse.
+#[derive(Debug, Clone)]
+struct ConsumerSlot {
+    /// Bumped each time the slot is vacated, so stale [`ConsumerId`]s are caught.
+    generation: u32,
+    /// The consumer living here, if any.
+    consumer: Option<Consumer>,
+}
+
+/// The consumer at table index `idx`, which slot owners and checked handles guarantee
+/// live. A free function so callers can borrow the slab alongside.
+fn consumer_in(slots: &mut [ConsumerSlot], idx: u32) -> &mut Consumer {
+    slots[idx as usize]
+        .consumer
+        .as_mut()
+        .expect("slot owners and handles name live consumers")
+}
+
+// ---------------------------------------------------------------------------------------
+// ConsumerGroup (reads)
+// ---------------------------------------------------------------------------------------
+
+/// One consumer group (Redis: `streamCG`). Read it through `&ConsumerGroup` (from
+/// [`Groups::get`] or a [`GroupMut`]); change it through [`GroupMut`].
+#[derive(Debug, Clone)]
+pub struct ConsumerGroup {
+    /// The group's name.
+    name: Box<[u8]>,
+    /// Last delivered (not acknowledged) ID; `>` reads serve IDs above it.
+    last_id: StreamId,
+    /// Logical read counter, `SCG_INVALID_ENTRIES_READ` (-1) when unknown (§3.3).
+    entries_read: i64,
+    /// The group PEL: every live slot, in ID order.
+    pel: PelIndex,
+    /// The pending entries and the delivery-time list.
+    slab: Slab,
+    /// Consumer name → index in `consumer_slots`.
+    consumers: Rax<u32>,
+    /// The consumers; `Slot::owner` indexes this.
+    consumer_slots: Vec<ConsumerSlot>,
+    /// Vacant indices of `consumer_slots`.
+    consumer_free: Vec<u32>,
+}
+
+impl ConsumerGroup {
+    fn new(name: &[u8], last_id: StreamId, entries_read: Option<u64>) -> Self {
+        ConsumerGroup {
+            name: name.into(),
+            last_id,
+            entries_read: signed_or_unset(entries_read),
+            pel: PelIndex::default(),
+            slab: Slab::default(),
+            consumers: Rax::new(),
+            consumer_slots: Vec::new(),
+            consumer_free: Vec::new(),
+        }
+    }
+
+    /// The group's name.
+    pub fn name(&self) -> &[u8] {
+        &self.name
+    }
+
+    /// The last delivered ID (XINFO `last-delivered-id`).
+    pub fn last_id(&self) -> StreamId {
+        self.last_id
+    }
+
+    /// The logical read counter, `None` when unknown (XINFO `entries-read` null).
+    pub fn entries_read(&self) -> Option<u64> {
+        u64::try_from(self.entries_read).ok()
+    }
+
+    /// Entries not yet delivered to this group, or `None` when it cannot be known
+    /// (XINFO `lag`; Redis: `streamReplyWithCGLag`, reference §3.3).
+    pub fn lag(&self, c: &StreamCounters) -> Option<u64> {
+        if c.entries_added == 0 || c.length == 0 {
+            return Some(0);
+        }
+        if self.last_id < c.first_id && c.max_deleted_entry_id < c.first_id {
+            return Some(c.length);
+        }
+        if let Some(read) = self.entries_read()
+            && !c.has_tombstone_from(self.last_id)
+        {
+            return Some(c.entries_added.saturating_sub(read));
+        }
+        estimate_entries_read(c, self.last_id).map(|read| c.entries_added.saturating_sub(read))
+    }
+
+    /// Number of pending entries, NACKed ones included (XINFO `pel-count`, `pending`).
+    pub fn pel_count(&self) -> usize {
+        self.pel.len()
+    }
+
+    /// Number of NACKed (unowned) pending entries (XINFO FULL `nacked-count`).
+    pub fn nacked_count(&self) -> usize {
+        self.slab.nacked as usize
+    }
+
+    /// Number of consumers.
+    pub fn consumer_count(&self) -> usize {
+        self.consumers.len()
+    }
+
+    /// True if `id` is pending in this group.
+    pub fn is_pending(&self, id: StreamId) -> bool {
+        self.pel.get(&self.slab, id).is_some()
+    }
+
+    /// The pending entry `id`.
+    pub fn pending(&self, id: StreamId) -> Option<PendingEntry<'_>> {
+        self.pel.get(&self.slab, id).map(|i| self.view(i))
+    }
+
+    /// The smallest pending ID (XPENDING summary).
+    pub fn first_pending_id(&self) -> Option<StreamId> {
+        self.pel.first().map(|i| self.slab.id(i))
+    }
+
+    /// The largest pending ID (XPENDING summary).
+    pub fn last_pending_id(&self) -> Option<StreamId> {
+        self.pel.last().map(|i| self.slab.id(i))
+    }
+
+    /// The first pending entry with ID ≥ `from` (an XAUTOCLAIM cursor step).
+    pub fn next_pending(&self, from: StreamId) -> Option<PendingEntry<'_>> {
+        self.pel_range(from, StreamId::MAX).next()
+    }
+
+    /// Pending entries with `start <= id <= end`, in ID order (XPENDING, XAUTOCLAIM).
+    pub fn pel_range(&self, start: StreamId, end: StreamId) -> PelRange<'_> {
+        PelRange::new(self, &self.pel, start, end)
+    }
+
+    /// A consumer's pending entries with `start <= id <= end`, in ID order (XREADGROUP
+    /// history, XPENDING with a consumer, XINFO STREAM FULL).
+    pub fn consumer_pel(&self, c: ConsumerId, start: StreamId, end: StreamId) -> PelRange<'_> {
+        PelRange::new(self, &self.consumer_at(c).pel, start, end)
+    }
+
+    /// All pending entries in delivery-time list order: the NACK zone first (in NACK
+    /// order), then by delivery time, oldest first. A snapshot written in this order
+    /// reloads in O(1) per entry.
+    pub fn by_time(&self) -> ByTime<'_> {
+        ByTime {
+            group: self,
+            next: self.slab.head,
+            nacked_left: self.slab.nacked,
+            min: None,
+        }
+    }
+
+    /// The entries XREADGROUP CLAIM may take, best first: every NACKed entry, then owned
+    /// entries idle at least `min_idle`, oldest first. Lazy; stops at the first entry that
+    /// is too young. Collect the IDs, then [`GroupMut::claim`] them.
+    pub fn claimable(&self, now_ms: u64, min_idle: u64) -> ByTime<'_> {
+        ByTime {
+            group: self,
+            next: self.slab.head,
+            nacked_left: self.slab.nacked,
+            min: Some((now_ms, min_idle)),
+        }
+    }
+
+    /// The head of the delivery-time list: the first NACKed entry, else the oldest
+    /// delivery.
+    pub fn oldest(&self) -> Option<PendingEntry<'_>> {
+        (self.slab.head != NIL).then(|| self.view(self.slab.head))
+    }
+
+    /// The oldest owned entry's delivery time (NACKed entries aside).
+    pub fn oldest_delivery_time(&self) -> Option<u64> {
+        let i = self.slab.first_delivered();
+        (i != NIL).then(|| self.slab.slot(i).delivery_time())
+    }
+
+    /// When the first entry becomes claimable with `min_idle` (Unix ms), for waking a
+    /// blocked XREADGROUP CLAIM: 0 if a NACKed entry is waiting, `None` if the PEL is
+    /// empty.
+    pub fn next_claimable_at(&self, min_idle: u64) -> Option<u64> {
+        if self.slab.nacked > 0 {
+            return Some(0);
+        }
+        self.oldest_delivery_time()
+            .map(|t| t.saturating_add(min_idle))
+    }
+
+    /// The consumer called `name`.
+    pub fn consumer_id(&self, name: &[u8]) -> Option<ConsumerId> {
+        self.consumers.get(name).map(|&idx| self.handle(idx))
+    }
+
+    /// The consumer behind a handle. Panics if it was deleted.
+    pub fn consumer(&self, c: ConsumerId) -> &Consumer {
+        self.consumer_at(c)
+    }
+
+    /// The consumer called `name`.
+    pub fn consumer_by_name(&self, name: &[u8]) -> Option<&Consumer> {
+        self.consumers
+            .get(name)
+            .and_then(|&idx| self.consumer_slots[idx as usize].consumer.as_ref())
+    }
+
+    /// All consumers in name order (XINFO CONSUMERS, XPENDING summary).
+    pub fn consumers(&self) -> impl Iterator<Item = (ConsumerId, &Consumer)> + '_ {
+        self.consumers.iter().filter_map(move |(_, &idx)| {
+            let slot = &self.consumer_slots[idx as usize];
+            slot.consumer.as_ref().map(|c| {
+                (
+                    ConsumerId {
+                        idx,
+                        generation: slot.generation,
+                    },
+                    c,
+                )
+            })
+        })
+    }
+
+    /// Heap bytes held by the pending entries: the slab pages and the group's and the
+    /// consumers' PEL indexes (allocated capacities, requested sizes). The name trees are
+    /// not included. Divided by [`ConsumerGroup::pel_count`] this is the memory cost of a
+    /// pending entry.
+    pub fn pel_heap_bytes(&self) -> usize {
+        let pages = &self.slab.pages;
+        let slab = pages.capacity() * size_of::<Vec<Slot>>()
+            + pages
+                .iter()
+                .map(|p| p.capacity() * size_of::<Slot>())
+                .sum::<usize>();
+        let consumers: usize = self
+            .consumer_slots
+            .iter()
+            .filter_map(|s| s.consumer.as_ref())
+            .map(|c| c.pel.heap_bytes())
+            .sum();
+        slab + self.pel.heap_bytes() + consumers
+    }
+
+    // --- private helpers -------------------------------------------------------------
+
+    fn handle(&self, idx: u32) -> ConsumerId {
+        ConsumerId {
+            idx,
+            generation: self.consumer_slots[idx as usize].generation,
+        }
+    }
+
+    /// The consumer-table index of a live handle. Panics on a stale one.
+    fn index_of(&self, c: ConsumerId) -> u32 {
+        let live = self
+            .consumer_slots
+            .get(c.idx as usize)
+            .is_some_and(|s| s.generation == c.generation && s.consumer.is_some());
+        assert!(live, "ConsumerId used after its consumer was deleted");
+        c.idx
+    }
+
+    fn consumer_at(&self, c: ConsumerId) -> &Consumer {
+        let idx = self.index_of(c);
+        self.consumer_slots[idx as usize]
+            .consumer
+            .as_ref()
+            .expect("index_of checked it is live")
+    }
+
+    fn owner_name(&self, owner: u32) -> Option<&[u8]> {
+        if owner == NO_OWNER {
+            return None;
+        }
+        self.consumer_slots[owner as usize]
+            .consumer
+            .as_ref()
+            .map(|c| &*c.name)
+    }
+
+    fn view(&self, i: u32) -> PendingEntry<'_> {
+        let s = self.slab.slot(i);
+        PendingEntry {
+            id: s.id(),
+            delivery_time: s.delivery_time(),
+            delivery_count: s.delivery_count(),
+            owner: self.owner_name(s.owner()),
+        }
+    }
+
+    // --- PEL mutation; every path updates the reverse index ------------------------------
+
+    /// Creates a pending entry, linked and indexed. `id` must not be pending.
+    fn insert_pending(
+        &mut self,
+        id: StreamId,
+        owner: u32,
+        delivery_time: u64,
+        delivery_count: u64,
+        refs: &mut RefIndex,
+    ) -> u32 {
+        let i = self.slab.alloc(id, delivery_time, delivery_count, owner);
+        self.pel.insert(&self.slab, i);
+        if owner == NO_OWNER {
+            self.slab.link_nacked(i);
+        } else {
+            consumer_in(&mut self.consumer_slots, owner)
+                .pel
+                .insert(&self.slab, i);
+            self.slab.link_by_time(i);
+        }
+        refs.incr(&id.to_key());
+        i
+    }
+
+    /// Removes pending entry `id` from the group PEL, its owner's PEL, the time list and
+    /// the reverse index. False if it was not pending.
+    fn remove_pending(&mut self, id: StreamId, refs: &mut RefIndex) -> bool {
+        let Some(i) = self.pel.remove(&self.slab, id) else {
+            return false;
+        };
+        let owner = self.slab.slot(i).owner();
+        if owner != NO_OWNER {
+            consumer_in(&mut self.consumer_slots, owner)
+                .pel
+                .remove(&self.slab, id);
+        }
+        self.slab.unlink(i);
+        self.slab.release(i);
+        refs.decr(&id.to_key());
+        self.maybe_compact();
+        true
+    }
+
+    /// Moves unlinked slot `i` to `new_owner`'s PEL (or to none).
+    fn set_owner(&mut self, i: u32, new_owner: u32) {
+        let old = self.slab.slot(i).owner();
+        if old == new_owner {
+            return;
+        }
+        if old != NO_OWNER {
+            let id = self.slab.id(i);
+            consumer_in(&mut self.consumer_slots, old)
+                .pel
+                .remove(&self.slab, id);
+        }
+        if new_owner != NO_OWNER {
+            consumer_in(&mut self.consumer_slots, new_owner)
+                .pel
+                .insert(&self.slab, i);
+        }
+        self.slab.slot_mut(i).owner = new_owner;
+    }
+
+    /// Re-links slot `i` as owned by `owner`, delivered at `time` with `count`.
+    fn redeliver_slot(&mut self, i: u32, owner: u32, time: u64, count: u64) {
+        self.slab.unlink(i);
+        self.set_owner(i, owner);
+        let s = self.slab.slot_mut(i);
+        s.delivery_time = time;
+        s.delivery_count = count;
+        self.slab.link_by_time(i);
+    }
+
+    /// Compacts the slab when fewer than half its slots are live, so memory follows the
+    /// PEL down. Amortised O(log n) per release: after a compaction, at least half the
+    /// slab must be released again before the next one.
+    fn maybe_compact(&mut self) {
+        let len = self.slab.len;
+        let live = self.slab.live() as u32;
+        if (len as usize) < COMPACT_MIN_SLOTS || live * 2 >= len {
+            return;
+        }
+        let mut hole = 0u32;
+        for src in live..len {
+            if self.slab.slot(src).owner() == FREE_SLOT {
+                continue;
+            }
+            while self.slab.slot(hole).owner() != FREE_SLOT {
+                hole += 1;
+            }
+            self.move_slot(src, hole);
+            hole += 1;
+        }
+        self.slab.truncate(live);
+    }
+
+    /// Moves live slot `src` into free slot `dst`, fixing every reference to it.
+    fn move_slot(&mut self, src: u32, dst: u32) {
+        let s = self.slab.slot(src);
+        *self.slab.slot_mut(dst) = s;
+        let (p, n) = (s.prev(), s.next());
+        if p == NIL {
+            self.slab.head = dst;
+        } else {
+            self.slab.slot_mut(p).next = dst;
+        }
+        if n == NIL {
+            self.slab.tail = dst;
+        } else {
+            self.slab.slot_mut(n).prev = dst;
+        }
+        if self.slab.nack_tail == src {
+            self.slab.nack_tail = dst;
+        }
+        // Both slots hold the ID now, so the indexes still find it while being repointed.
+        self.pel.repoint(&self.slab, s.id(), dst);
+        if s.owner() != NO_OWNER {
+            consumer_in(&mut self.consumer_slots, s.owner())
+                .pel
+                .repoint(&self.slab, s.id(), dst);
+        }
+        self.slab.slot_mut(src).owner = FREE_SLOT;
+    }
+}
+
+/// `Some(n)` as an `i64` (saturating), `None` as -1: the encoding of `entries_read` and
+/// `active_time`.
+fn signed_or_unset(value: Option<u64>) -> i64 {
+    match value {
+        Some(n) => i64::try_from(n).unwrap_or(i64::MAX),
+        None => SCG_INVALID_ENTRIES_READ,
+    }
+}
+
+fn cap_count(n: u64) -> u64 {
+    n.min(DELIVERY_COUNT_MAX)
+}
+
+/// Pending entries of a group or consumer PEL in ID order, from [`ConsumerGroup::pel_range`]
+/// or [`ConsumerGroup::consumer_pel`].
+pub struct PelRange<'a> {
+    group: &'a ConsumerGroup,
+    pel: &'a PelIndex,
+    pos: PelPos,
+    end: StreamId,
+}
+
+impl<'a> PelRange<'a> {
+    fn new(group: &'a ConsumerGroup, pel: &'a PelIndex, start: StreamId, end: StreamId) -> Self {
+        let pos = if start > end {
+            PelPos {
+                chunk: pel.chunks.len(),
+                item: 0,
+            }
+        } else {
+            pel.seek_ge(&group.slab, start)
+        };
+        PelRange {
+            group,
+            pel,
+            pos,
+            end,
+        }
+    }
+}
+
+impl<'a> Iterator for PelRange<'a> {
+    type Item = PendingEntry<'a>;
+
+    fn next(&mut self) -> Option<PendingEntry<'a>> {
+        let (i, next) = self.pel.at(self.pos)?;
+        let entry = self.group.view(i);
+        if entry.id > self.end {
+            self.pos = PelPos {
+                chunk: self.pel.chunks.len(),
+                item: 0,
+            };
+            return None;
+        }
+        self.pos = next;
+        Some(entry)
+    }
+}
+
+/// Pending entries in delivery-time list order, from [`ConsumerGroup::by_time`] or
+/// [`ConsumerGroup::claimable`].
+pub struct ByTime<'a> {
+    group: &'a ConsumerGroup,
+    next: u32,
+    /// NACK-zone entries still ahead.
+    nacked_left: u32,
+    /// `(now_ms, min_idle)` for `claimable`: stop at the first owned entry too young.
+    min: Option<(u64, u64)>,
+}
+
+impl<'a> Iterator for ByTime<'a> {
+    type Item = PendingEntry<'a>;
+
+    fn next(&mut self) -> Option<PendingEntry<'a>> {
+        if self.next == NIL {
+            return None;
+        }
+        let s = self.group.slab.slot(self.next);
+        if self.nacked_left > 0 {
+            self.nacked_left -= 1;
+        } else if let Some((now, min_idle)) = self.min
+            && now.saturating_sub(s.delivery_time()) < min_idle
+        {
+            self.next = NIL;
+            return None;
+        }
+        let entry = self.group.view(self.next);
+        self.next = s.next();
+        Some(entry)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The reverse index
+// ---------------------------------------------------------------------------------------
+
+/// ID → number of group PELs holding it (Redis: `cgroups_ref`). Kept only while the stream
+/// has two or more groups; with one, that group's PEL answers the same question.
+#[derive(Debug, Clone, Default)]
+struct RefIndex {
+    counts: Option<Rax<u32>>,
+}
+
+impl RefIndex {
+    fn incr(&mut self, key: &[u8; 16]) {
+        let Some(counts) = &mut self.counts else {
+            return;
+        };
+        match counts.get_mut(key) {
+            Some(n) => *n += 1,
+            None => {
+                counts.insert(key, 1);
+            }
+        }
+    }
+
+    fn decr(&mut self, key: &[u8; 16]) {
+        let Some(counts) = &mut self.counts else {
+            return;
+        };
+        match counts.get_mut(key) {
+            Some(n) if *n > 1 => *n -= 1,
+            Some(_) => {
+                counts.remove(key);
+            }
+            None => debug_assert!(false, "reverse index lost a pending ID"),
+        }
+    }
+
+    fn contains(&self, key: &[u8; 16]) -> Option<bool> {
+        self.counts.as_ref().map(|c| c.get(key).is_some())
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Groups
+// ---------------------------------------------------------------------------------------
 
 /// All consumer groups of one stream, plus the reverse index ID → referencing groups.
 #[derive(Debug, Clone, Default)]
-pub struct Groups {}
+pub struct Groups {
+    /// Group name → index in `list`; iteration gives XINFO's byte order.
+    by_name: Rax<u32>,
+    /// The groups, densely packed (destroy moves the last one into the hole).
+    list: Vec<ConsumerGroup>,
+    /// ID → number of groups whose PEL holds it (while `list.len() >= 2`).
+    refs: RefIndex,
+    /// Smallest `last_id` over `list` (0-0 when empty).
+    min_last_id: StreamId,
+}
 
 impl Groups {
     /// Number of groups.
     pub fn len(&self) -> usize {
-        0
+        self.list.len()
     }
+
     /// True when the stream has no groups.
     pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// True if some group still references `id` (reference §3.2): it is beyond some
+    /// group's `last_id`, or pending in some group's PEL (NACKed entries included).
+    /// False when there are no groups.
+    pub fn is_referenced(&self, id: StreamId) -> bool {
+        if self.list.is_empty() {
+            return false;
+        }
+        if id > self.min_last_id {
+            return true;
+        }
+        match self.refs.contains(&id.to_key()) {
+            Some(held) => held,
+            None => self.list.iter().any(|g| g.is_pending(id)),
+        }
+    }
+
+    /// Removes `id` from every group's PEL (DELREF).
+    pub fn remove_refs(&mut self, id: StreamId) {
+        if self.refs.contains(&id.to_key()) == Some(false) {
+            return;
+        }
+        let Groups { list, refs, .. } = self;
+        for g in list.iter_mut() {
+            g.remove_pending(id, refs);
+        }
+    }
+
+    /// The smallest `last_id` over the groups, `None` without groups.
+    pub fn min_last_id(&self) -> Option<StreamId> {
+        (!self.list.is_empty()).then_some(self.min_last_id)
+    }
+
+    /// The group called `name`.
+    pub fn get(&self, name: &[u8]) -> Option<&ConsumerGroup> {
+        self.by_name.get(name).map(|&i| &self.list[i as usize])
+    }
+
+    /// The group called `name`, for changing it.
+    pub fn get_mut(&mut self, name: &[u8]) -> Option<GroupMut<'_>> {
+        let idx = *self.by_name.get(name)? as usize;
+        Some(GroupMut { groups: self, idx })
+    }
+
+    /// All groups in name (byte) order.
+    pub fn iter(&self) -> impl Iterator<Item = &ConsumerGroup> + '_ {
+        self.by_name
+            .iter()
+            .map(move |(_, &i)| &self.list[i as usize])
+    }
+
+    /// XGROUP CREATE: a new group reading after `last_id`, with `entries_read` (`None` =
+    /// unknown; capping it at `entries_added` is the caller's). False if the name exists
+    /// (BUSYGROUP).
+    pub fn create(&mut self, name: &[u8], last_id: StreamId, entries_read: Option<u64>) -> bool {
+        let idx = u32::try_from(self.list.len()).expect("fewer than 2^32 groups");
+        if self.by_name.try_insert(name, idx).is_err() {
+            return false;
+        }
+        self.list
+            .push(ConsumerGroup::new(name, last_id, entries_read));
+        if self.list.len() == 2 {
+            // The index becomes necessary: seed it from the one group that has a PEL.
+            let g = &self.list[0];
+            let mut counts = Rax::new();
+            for i in g.pel.iter() {
+                counts.insert(&g.slab.id(i).to_key(), 1);
+            }
+            self.refs.counts = Some(counts);
+        }
+        self.refresh_min_last_id();
         true
     }
-    /// True if some group still references `id` (reference §3.2): it is beyond some
-    /// group's `last_id`, or pending in some group's PEL.
-    pub fn is_referenced(&self, _id: StreamId) -> bool {
-        false
+
+    /// XGROUP DESTROY: drops the group, its consumers and its PEL (NACKed entries too),
+    /// and its references. False if there is no such group.
+    pub fn destroy(&mut self, name: &[u8]) -> bool {
+        let Some(idx) = self.by_name.remove(name) else {
+            return false;
+        };
+        let group = self.list.swap_remove(idx as usize);
+        if let Some(moved) = self.list.get(idx as usize) {
+            self.by_name.insert(&moved.name, idx);
+        }
+        if self.list.len() < 2 {
+            self.refs.counts = None;
+        } else {
+            for i in group.pel.iter() {
+                self.refs.decr(&group.slab.id(i).to_key());
+            }
+        }
+        self.refresh_min_last_id();
+        true
     }
-    /// Removes `id` from every group's PEL (DELREF).
-    pub fn remove_refs(&mut self, _id: StreamId) {}
+
+    fn refresh_min_last_id(&mut self) {
+        self.min_last_id = self
+            .list
+            .iter()
+            .map(|g| g.last_id)
+            .min()
+            .unwrap_or(StreamId::MIN);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// GroupMut
+// ---------------------------------------------------------------------------------------
+
+/// A group borrowed for changes, from [`Groups::get_mut`]. Dereferences to
+/// [`ConsumerGroup`] for reads. Holds the whole [`Groups`] so every PEL change also updates
+/// the stream's reverse index.
+pub struct GroupMut<'a> {
+    groups: &'a mut Groups,
+    idx: usize,
+}
+
+impl Deref for GroupMut<'_> {
+    type Target = ConsumerGroup;
+
+    fn deref(&self) -> &ConsumerGroup {
+        &self.groups.list[self.idx]
+    }
+}
+
+impl GroupMut<'_> {
+    fn parts(&mut self) -> (&mut ConsumerGroup, &mut RefIndex) {
+        let Groups { list, refs, .. } = &mut *self.groups;
+        (&mut list[self.idx], refs)
+    }
+
+    fn group(&mut self) -> &mut ConsumerGroup {
+        &mut self.groups.list[self.idx]
+    }
+
+    // --- last_id and entries_read ----------------------------------------------------
+
+    /// XGROUP SETID (and log replay): sets `last_id` and `entries_read` (`None` = unknown,
+    /// which is what SETID without ENTRIESREAD means). May move backwards; already pending
+    /// IDs are then re-delivered by [`GroupMut::deliver`].
+    pub fn set_last_id(&mut self, id: StreamId, entries_read: Option<u64>) {
+        let g = self.group();
+        g.last_id = id;
+        g.entries_read = signed_or_unset(entries_read);
+        self.groups.refresh_min_last_id();
+    }
+
+    /// A `>` read delivered entry `new_last`: if it is beyond `last_id`, moves `last_id` to
+    /// it and keeps `entries_read` (reference §3.3): +1 when the counter is valid,
+    /// `last_id >= first_id` and no tombstone lies at or after `last_id`; otherwise
+    /// re-estimated for `new_last`. Call once per delivered entry, in ID order, with the
+    /// stream's current counters.
+    pub fn advance_last_id(&mut self, new_last: StreamId, c: &StreamCounters) {
+        let g = self.group();
+        if new_last <= g.last_id {
+            return;
+        }
+        if g.entries_read != SCG_INVALID_ENTRIES_READ
+            && g.last_id >= c.first_id
+            && !c.has_tombstone_from(g.last_id)
+        {
+            g.entries_read = g.entries_read.saturating_add(1);
+        } else if c.entries_added != 0 {
+            g.entries_read = signed_or_unset(estimate_entries_read(c, new_last));
+        }
+        g.last_id = new_last;
+        self.groups.refresh_min_last_id();
+    }
+
+    /// XCLAIM LASTID: raises `last_id` to `id` if greater; `entries_read` is unchanged.
+    /// True if it changed.
+    pub fn raise_last_id(&mut self, id: StreamId) -> bool {
+        let g = self.group();
+        if id <= g.last_id {
+            return false;
+        }
+        g.last_id = id;
+        self.groups.refresh_min_last_id();
+        true
+    }
+
+    // --- consumers ---------------------------------------------------------------------
+
+    /// The consumer called `name`, created if missing (seen now, never active). The bool
+    /// is true when it was created (XREADGROUP/XCLAIM then notify `xgroup-createconsumer`).
+    pub fn get_or_create_consumer(&mut self, name: &[u8], now_ms: u64) -> (ConsumerId, bool) {
+        let g = self.group();
+        if let Some(&idx) = g.consumers.get(name) {
+            return (g.handle(idx), false);
+        }
+        let consumer = Consumer {
+            name: name.into(),
+            seen_time: now_ms,
+            active_time: -1,
+            pel: PelIndex::default(),
+        };
+        let idx = match g.consumer_free.pop() {
+            Some(idx) => {
+                g.consumer_slots[idx as usize].consumer = Some(consumer);
+                idx
+            }
+            None => {
+                let idx = u32::try_from(g.consumer_slots.len())
+                    .ok()
+                    .filter(|&i| i < FREE_SLOT)
+                    .expect("a group has fewer than 2^32 - 2 consumers");
+                g.consumer_slots.push(ConsumerSlot {
+                    generation: 0,
+                    consumer: Some(consumer),
+                });
+                idx
+            }
+        };
+        g.consumers.insert(name, idx);
+        (g.handle(idx), true)
+    }
+
+    /// XGROUP CREATECONSUMER: true if created, false if it existed.
+    pub fn create_consumer(&mut self, name: &[u8], now_ms: u64) -> bool {
+        self.get_or_create_consumer(name, now_ms).1
+    }
+
+    /// XGROUP DELCONSUMER: deletes the consumer and drops its pending entries from the
+    /// group PEL (unowned entries stay). Returns its pending count, `None` if there was no
+    /// such consumer.
+    pub fn delete_consumer(&mut self, name: &[u8]) -> Option<usize> {
+        let (g, refs) = self.parts();
+        let idx = g.consumers.remove(name)?;
+        let slot = &mut g.consumer_slots[idx as usize];
+        let consumer = slot
+            .consumer
+            .take()
+            .expect("the consumer map names live consumers");
+        slot.generation = slot.generation.wrapping_add(1);
+        g.consumer_free.push(idx);
+        for i in consumer.pel.iter() {
+            let id = g.slab.id(i);
+            g.pel.remove(&g.slab, id);
+            g.slab.unlink(i);
+            g.slab.release(i);
+            refs.decr(&id.to_key());
+        }
+        g.maybe_compact();
+        Some(consumer.pel.len())
+    }
+
+    /// Records an attempted interaction: `seen_time = now` (XREADGROUP, XCLAIM,
+    /// XAUTOCLAIM do this even when they deliver nothing).
+    pub fn touch(&mut self, c: ConsumerId, now_ms: u64) {
+        let g = self.group();
+        let idx = g.index_of(c);
+        consumer_in(&mut g.consumer_slots, idx).seen_time = now_ms;
+    }
+
+    /// Sets both consumer times (log replay, snapshot load); `active_time` `None` = never.
+    pub fn set_consumer_times(&mut self, c: ConsumerId, seen_time: u64, active_time: Option<u64>) {
+        let g = self.group();
+        let idx = g.index_of(c);
+        let consumer = consumer_in(&mut g.consumer_slots, idx);
+        consumer.seen_time = seen_time;
+        consumer.active_time = signed_or_unset(active_time);
+    }
+
+    // --- the PEL -------------------------------------------------------------------------
+
+    /// XREADGROUP `>` delivered `id` to `c` (not with NOACK): creates the pending entry
+    /// (count 1, time now) and returns true; or, if `id` is already pending (after SETID
+    /// moved backwards), moves it to `c`, resets its count to 1 and its time to now, and
+    /// returns false. Either way `c` becomes active now.
+    pub fn deliver(&mut self, c: ConsumerId, id: StreamId, now_ms: u64) -> bool {
+        let (g, refs) = self.parts();
+        let owner = g.index_of(c);
+        let created = match g.pel.get(&g.slab, id) {
+            Some(i) => {
+                g.redeliver_slot(i, owner, now_ms, 1);
+                false
+            }
+            None => {
+                g.insert_pending(id, owner, now_ms, 1, refs);
+                true
+            }
+        };
+        consumer_in(&mut g.consumer_slots, owner).active_time = signed_or_unset(Some(now_ms));
+        created
+    }
+
+    /// XREADGROUP history read served `id` from `c`'s own PEL: count +1 (saturating),
+    /// time now, moved to the time-list tail. False (nothing changed) if `id` is not
+    /// pending with `c` as owner.
+    pub fn redeliver(&mut self, c: ConsumerId, id: StreamId, now_ms: u64) -> bool {
+        let g = self.group();
+        let owner = g.index_of(c);
+        let Some(i) = g.pel.get(&g.slab, id) else {
+            return false;
+        };
+        let s = g.slab.slot(i);
+        if s.owner() != owner {
+            return false;
+        }
+        let count = cap_count(s.delivery_count().saturating_add(1));
+        g.redeliver_slot(i, owner, now_ms, count);
+        true
+    }
+
+    /// XACK (and dropping a pending entry whose payload is gone): removes `id` from the
+    /// group PEL, its owner's PEL, the time list and the reverse index. True if it was
+    /// pending (NACKed entries too).
+    pub fn ack(&mut self, id: StreamId) -> bool {
+        let (g, refs) = self.parts();
+        g.remove_pending(id, refs)
+    }
+
+    /// XCLAIM semantics for one ID (XAUTOCLAIM and XREADGROUP CLAIM use it too): if `id`
+    /// is pending (or FORCE creates it), and it is unowned or idle at least
+    /// `spec.min_idle`, it moves to `c` with the new delivery time and count, and `c`
+    /// becomes active now. Checking that the stream entry still exists is the caller's.
+    pub fn claim(
+        &mut self,
+        c: ConsumerId,
+        id: StreamId,
+        spec: &ClaimSpec,
+        now_ms: u64,
+    ) -> ClaimOutcome {
+        let (g, refs) = self.parts();
+        let owner = g.index_of(c);
+        let i = match g.pel.get(&g.slab, id) {
+            Some(i) => i,
+            None if spec.force => g.insert_pending(id, NO_OWNER, 0, 0, refs),
+            None => return ClaimOutcome::NotPending,
+        };
+        let s = g.slab.slot(i);
+        if s.owner() != NO_OWNER
+            && spec.min_idle > 0
+            && now_ms.saturating_sub(s.delivery_time()) < spec.min_idle
+        {
+            return ClaimOutcome::NotIdle;
+        }
+        let count = match spec.count {
+            DeliveryCount::Increment => cap_count(s.delivery_count().saturating_add(1)),
+            DeliveryCount::Keep => s.delivery_count(),
+            DeliveryCount::Set(n) => cap_count(n),
+        };
+        let time = spec.delivery_time.min(now_ms);
+        g.redeliver_slot(i, owner, time, count);
+        consumer_in(&mut g.consumer_slots, owner).active_time = signed_or_unset(Some(now_ms));
+        ClaimOutcome::Claimed {
+            previous_delivery_time: s.delivery_time(),
+            previous_delivery_count: s.delivery_count(),
+        }
+    }
+
+    /// XNACK one ID: adjusts the delivery count (`retry_count` overrides `mode`), detaches
+    /// the owner, sets the delivery time to 0 and appends the entry at the NACK zone's tail
+    /// (a re-NACK moves it there too). If `id` is not pending, FORCE creates it (count 0
+    /// before the adjustment; the caller checks the stream entry exists). True if NACKed.
+    pub fn nack(
+        &mut self,
+        id: StreamId,
+        mode: NackMode,
+        retry_count: Option<u64>,
+        force: bool,
+    ) -> bool {
+        let (g, refs) = self.parts();
+        let i = match g.pel.get(&g.slab, id) {
+            Some(i) => i,
+            None if force => g.insert_pending(id, NO_OWNER, 0, 0, refs),
+            None => return false,
+        };
+        let old = g.slab.slot(i).delivery_count();
+        let count = match (retry_count, mode) {
+            (Some(n), _) => cap_count(n),
+            (None, NackMode::Silent) => old.saturating_sub(1),
+            (None, NackMode::Fail) => old,
+            (None, NackMode::Fatal) => DELIVERY_COUNT_MAX,
+        };
+        g.slab.unlink(i);
+        g.set_owner(i, NO_OWNER);
+        let s = g.slab.slot_mut(i);
+        s.delivery_time = 0;
+        s.delivery_count = count;
+        g.slab.link_nacked(i);
+        true
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Tests
+// ---------------------------------------------------------------------------------------
+
+/// Checks a PEL index's shape and returns its slot numbers in order.
+#[cfg(test)]
+fn check_pel_index(pel: &PelIndex, slab: &Slab) -> Vec<u32> {
+    let mut all = Vec::new();
+    for chunk in &pel.chunks {
+        assert!(!chunk.items.is_empty() && chunk.items.len() <= CHUNK_MAX);
+        assert_eq!(chunk.first, slab.id(chunk.items[0]));
+        all.extend_from_slice(&chunk.items);
+    }
+    assert_eq!(all.len(), pel.len());
+    assert!(
+        all.windows(2).all(|w| slab.id(w[0]) < slab.id(w[1])),
+        "PEL index out of order"
+    );
+    all
+}
+
+#[cfg(test)]
+fn check_invariants(groups: &Groups) {
+    use std::collections::BTreeMap;
+
+    // Group table and name index agree.
+    assert_eq!(groups.by_name.len(), groups.list.len());
+    for (name, &i) in groups.by_name.iter() {
+        assert_eq!(&*groups.list[i as usize].name, name);
+    }
+    let min = groups
+        .list
+        .iter()
+        .map(|g| g.last_id)
+        .min()
+        .unwrap_or(StreamId::MIN);
+    assert_eq!(groups.min_last_id, min);
+
+    let mut union: BTreeMap<Vec<u8>, u32> = BTreeMap::new();
+    for g in &groups.list {
+        let slab = &g.slab;
+        // Pages: all full but the last; the total is `len`.
+        let total: usize = slab.pages.iter().map(Vec::len).sum();
+        assert_eq!(total, slab.len as usize);
+        if let Some((_, full)) = slab.pages.split_last() {
+            assert!(full.iter().all(|p| p.len() == PAGE_SLOTS));
+        }
+        // Free list.
+        let mut free = 0;
+        let mut f = slab.free_head;
+        while f != NIL {
+            assert_eq!(slab.slot(f).owner(), FREE_SLOT);
+            free += 1;
+            f = slab.slot(f).next();
+        }
+        assert_eq!(free, slab.free_len);
+        let live = (0..slab.len)
+            .filter(|&i| slab.slot(i).owner() != FREE_SLOT)
+            .count();
+        assert_eq!(live + free as usize, slab.len as usize);
+        // The group PEL holds every live slot; owners hold theirs.
+        let pel = check_pel_index(&g.pel, slab);
+        assert_eq!(pel.len(), live);
+        for &i in &pel {
+            let s = slab.slot(i);
+            assert_ne!(s.owner(), FREE_SLOT);
+            assert_eq!(g.pel.get(slab, s.id()), Some(i));
+            if s.owner() != NO_OWNER {
+                let c = g.consumer_slots[s.owner() as usize]
+                    .consumer
+                    .as_ref()
+                    .expect("live");
+                assert_eq!(c.pel.get(slab, s.id()), Some(i));
+            }
+            *union.entry(s.id().to_key().to_vec()).or_default() += 1;
+        }
+        // Consumer PELs hold only their own entries.
+        let mut owned = 0;
+        for (name, &ci) in g.consumers.iter() {
+            let c = g.consumer_slots[ci as usize]
+                .consumer
+                .as_ref()
+                .expect("live consumer");
+            assert_eq!(&*c.name, name);
+            for i in check_pel_index(&c.pel, slab) {
+                assert_eq!(slab.slot(i).owner(), ci);
+                assert_eq!(g.pel.get(slab, slab.id(i)), Some(i));
+            }
+            owned += c.pel.len();
+        }
+        let live_consumers = g
+            .consumer_slots
+            .iter()
+            .filter(|s| s.consumer.is_some())
+            .count();
+        assert_eq!(live_consumers, g.consumers.len());
+        assert_eq!(
+            live_consumers + g.consumer_free.len(),
+            g.consumer_slots.len()
+        );
+        // Time list: symmetric links, NACK zone first, then non-decreasing times.
+        let mut prev = NIL;
+        let mut i = slab.head;
+        let mut n = 0usize;
+        let mut zone = 0u32;
+        let mut in_zone = true;
+        let mut last_time = 0u64;
+        let mut unowned = 0usize;
+        while i != NIL {
+            let s = slab.slot(i);
+            assert_eq!(s.prev(), prev);
+            assert_ne!(s.owner(), FREE_SLOT);
+            if s.owner() == NO_OWNER {
+                assert!(in_zone, "NACKed entry after the NACK zone");
+                assert_eq!(s.delivery_time(), 0);
+                zone += 1;
+                unowned += 1;
+                if zone == slab.nacked {
+                    assert_eq!(slab.nack_tail, i);
+                }
+            } else {
+                in_zone = false;
+                assert!(s.delivery_time() >= last_time, "time list out of order");
+                last_time = s.delivery_time();
+            }
+            prev = i;
+            i = s.next();
+            n += 1;
+        }
+        assert_eq!(slab.tail, prev);
+        assert_eq!(n, live);
+        assert_eq!(zone, slab.nacked);
+        if slab.nacked == 0 {
+            assert_eq!(slab.nack_tail, NIL);
+        }
+        assert_eq!(owned + unowned, live);
+    }
+    // Reverse index.
+    match &groups.refs.counts {
+        Some(counts) => {
+            assert!(groups.list.len() >= 2);
+            let got: BTreeMap<Vec<u8>, u32> =
+                counts.iter().map(|(k, &v)| (k.to_vec(), v)).collect();
+            assert_eq!(got, union);
+        }
+        None => assert!(groups.list.len() < 2),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(ms: u64) -> StreamId {
+        StreamId::new(ms, 0)
+    }
+
+    fn ids<'a>(it: impl Iterator<Item = PendingEntry<'a>>) -> Vec<StreamId> {
+        it.map(|e| e.id).collect()
+    }
+
+    fn one_group() -> Groups {
+        let mut groups = Groups::default();
+        assert!(groups.create(b"g", StreamId::MIN, None));
+        groups
+    }
+
+    fn counters(
+        length: u64,
+        first: u64,
+        last: u64,
+        max_deleted: u64,
+        added: u64,
+    ) -> StreamCounters {
+        StreamCounters {
+            length,
+            last_id: id(last),
+            first_id: id(first),
+            max_deleted_entry_id: id(max_deleted),
+            entries_added: added,
+        }
+    }
+
+    #[test]
+    fn create_rejects_existing_name_and_lists_groups_in_byte_order() {
+        let mut groups = Groups::default();
+        assert!(groups.create(b"zeta", id(0), None));
+        assert!(groups.create(b"alpha", id(0), Some(3)));
+        assert!(groups.create(b"Mid", id(0), None));
+        assert!(!groups.create(b"alpha", id(9), None));
+        let names: Vec<&[u8]> = groups.iter().map(|g| g.name()).collect();
+        assert_eq!(names, vec![&b"Mid"[..], b"alpha", b"zeta"]);
+        assert_eq!(groups.get(b"alpha").and_then(|g| g.entries_read()), Some(3));
+        assert_eq!(groups.get(b"zeta").and_then(|g| g.entries_read()), None);
+        check_invariants(&groups);
+    }
+
+    #[test]
+    fn destroy_frees_the_group_and_its_references() {
+        let mut groups = Groups::default();
+        groups.create(b"a", id(10), None);
+        groups.create(b"b", id(10), None);
+        groups.create(b"c", id(10), None);
+        for name in [&b"a"[..], b"b"] {
+            let mut g = groups.get_mut(name).expect("group");
+            let (c, _) = g.get_or_create_consumer(b"x", 1);
+            g.deliver(c, id(5), 1);
+            g.nack(id(5), NackMode::Fail, None, false);
+            g.deliver(c, id(6), 1);
+        }
+        check_invariants(&groups);
+        assert!(groups.is_referenced(id(5)));
+        assert!(groups.destroy(b"a"));
+        assert!(!groups.destroy(b"a"));
+        check_invariants(&groups);
+        assert!(groups.is_referenced(id(5)), "b still holds 5");
+        assert!(groups.destroy(b"b"));
+        check_invariants(&groups);
+        assert!(!groups.is_referenced(id(5)));
+        assert!(!groups.is_referenced(id(6)));
+        assert!(groups.is_referenced(id(11)), "c has not read past 10");
+        assert_eq!(
+            groups.iter().map(|g| g.name().to_vec()).collect::<Vec<_>>(),
+            vec![b"c".to_vec()]
+        );
+        assert!(groups.destroy(b"c"));
+        assert!(!groups.is_referenced(id(11)));
+        assert!(groups.is_empty());
+    }
+
+    #[test]
+    fn consumers_are_created_on_demand_and_deleted_with_their_pending_entries() {
+        let mut groups = one_group();
+        let mut g = groups.get_mut(b"g").expect("group");
+        let (alice, created) = g.get_or_create_consumer(b"alice", 100);
+        assert!(created);
+        assert_eq!(g.get_or_create_consumer(b"alice", 200), (alice, false));
+        assert!(g.create_consumer(b"bob", 150));
+        assert!(!g.create_consumer(b"bob", 160));
+        let bob = g.consumer_id(b"bob").expect("bob");
+        assert_eq!(g.consumer(alice).seen_time(), 100);
+        assert_eq!(g.consumer(alice).active_time(), None);
+        for ms in 1..=4 {
+            g.deliver(alice, id(ms), 300);
+        }
+        g.deliver(bob, id(5), 300);
+        g.nack(id(2), NackMode::Fail, None, false);
+        assert_eq!(g.consumer(alice).pel_count(), 3);
+        assert_eq!(g.consumer(alice).active_time(), Some(300));
+        assert_eq!(g.delete_consumer(b"alice"), Some(3));
+        assert_eq!(g.delete_consumer(b"alice"), None);
+        assert_eq!(
+            ids(g.pel_range(StreamId::MIN, StreamId::MAX)),
+            vec![id(2), id(5)]
+        );
+        assert_eq!(
+            g.pending(id(2)).map(|e| e.owner),
+            Some(None),
+            "NACKed entry survives"
+        );
+        let names: Vec<Vec<u8>> = g.consumers().map(|(_, c)| c.name().to_vec()).collect();
+        assert_eq!(names, vec![b"bob".to_vec()]);
+        // The freed table slot is reused under a new generation.
+        let (carol, _) = g.get_or_create_consumer(b"carol", 400);
+        assert_ne!(carol, alice);
+        check_invariants(&groups);
+    }
+
+    #[test]
+    #[should_panic(expected = "after its consumer was deleted")]
+    fn a_stale_consumer_handle_panics() {
+        let mut groups = one_group();
+        let mut g = groups.get_mut(b"g").expect("group");
+        let (alice, _) = g.get_or_create_consumer(b"alice", 1);
+        g.delete_consumer(b"alice");
+        g.get_or_create_consumer(b"bob", 1);
+        g.deliver(alice, id(1), 1);
+    }
+
+    #[test]
+    fn touch_and_set_consumer_times() {
+        let mut groups = one_group();
+        let mut g = groups.get_mut(b"g").expect("group");
+        let (c, _) = g.get_or_create_consumer(b"c", 5);
+        g.touch(c, 50);
+        assert_eq!(g.consumer(c).seen_time(), 50);
+        assert_eq!(g.consumer(c).active_time(), None);
+        g.set_consumer_times(c, 7, Some(6));
+        assert_eq!(
+            (g.consumer(c).seen_time(), g.consumer(c).active_time()),
+            (7, Some(6))
+        );
+        g.set_consumer_times(c, 8, None);
+        assert_eq!(g.consumer(c).active_time(), None);
+    }
+
+    #[test]
+    fn deliver_creates_an_entry_and_redelivery_after_setid_moves_it_with_count_one() {
+        let mut groups = one_group();
+        let mut g = groups.get_mut(b"g").expect("group");
+        let (a, _) = g.get_or_create_consumer(b"a", 0);
+        let (b, _) = g.get_or_create_consumer(b"b", 0);
+        assert!(g.deliver(a, id(1), 10));
+        assert!(g.redeliver(a, id(1), 20));
+        assert_eq!(g.pending(id(1)).map(|e| e.delivery_count), Some(2));
+        // SETID backwards; the entry is read again through `>` by b.
+        g.set_last_id(StreamId::MIN, None);
+        assert!(!g.deliver(b, id(1), 30));
+        let e = g.pending(id(1)).expect("pending");
+        assert_eq!(
+            (e.owner, e.delivery_time, e.delivery_count),
+            (Some(&b"b"[..]), 30, 1)
+        );
+        assert_eq!(g.consumer(a).pel_count(), 0);
+        assert_eq!(g.consumer(b).pel_count(), 1);
+        assert_eq!(g.pel_count(), 1);
+        check_invariants(&groups);
+    }
+
+    #[test]
+    fn history_redelivery_bumps_count_and_moves_the_entry_to_the_tail() {
+        let mut groups = one_group();
+        let mut g = groups.get_mut(b"g").expect("group");
+        let (a, _) = g.get_or_create_consumer(b"a", 0);
+        let (b, _) = g.get_or_create_consumer(b"b", 0);
+        g.deliver(a, id(1), 10);
+        g.deliver(a, id(2), 11);
+        g.deliver(b, id(3), 12);
+        assert_eq!(ids(g.by_time()), vec![id(1), id(2), id(3)]);
+        assert!(g.redeliver(a, id(1), 13));
+        assert_eq!(ids(g.by_time()), vec![id(2), id(3), id(1)]);
+        let e = g.pending(id(1)).expect("pending");
+        assert_eq!((e.delivery_time, e.delivery_count), (13, 2));
+        assert!(!g.redeliver(a, id(3), 14), "not a's entry");
+        assert!(!g.redeliver(a, id(9), 14), "not pending");
+        g.nack(id(2), NackMode::Fail, None, false);
+        assert!(
+            !g.redeliver(a, id(2), 14),
+            "NACKed entries are in no consumer's history"
+        );
+        // Saturation.
+        g.claim(a, id(1), &claim_at(15, DeliveryCount::Set(u64::MAX)), 15);
+        assert!(g.redeliver(a, id(1), 16));
+        assert_eq!(
+            g.pending(id(1)).map(|e| e.delivery_count),
+            Some(DELIVERY_COUNT_MAX)
+        );
+        check_invariants(&groups);
+    }
+
+    #[test]
+    fn ack_removes_the_entry_everywhere() {
+        let mut groups = one_group();
+        let mut g = groups.get_mut(b"g").expect("group");
+        let (a, _) = g.get_or_create_consumer(b"a", 0);
+        g.deliver(a, id(1), 1);
+        g.deliver(a, id(2), 2);
+        g.advance_last_id(id(2), &StreamCounters::default());
+        g.nack(id(2), NackMode::Silent, None, false);
+        assert!(g.ack(id(1)));
+        assert!(!g.ack(id(1)));
+        assert!(g.ack(id(2)), "NACKed entries can be acked");
+        assert_eq!(g.pel_count(), 0);
+        assert_eq!(g.nacked_count(), 0);
+        assert_eq!(g.consumer(a).pel_count(), 0);
+        assert!(g.by_time().next().is_none());
+        assert_eq!(g.first_pending_id(), None);
+        check_invariants(&groups);
+        assert!(!groups.is_referenced(id(1)));
+    }
+
+    fn claim_at(time: u64, count: DeliveryCount) -> ClaimSpec {
+        ClaimSpec {
+            min_idle: 0,
+            delivery_time: time,
+            count,
+            force: false,
+        }
+    }
+
+    #[test]
+    fn claim_moves_owner_and_sets_time_and_count() {
+        let mut groups = one_group();
+        let mut g = groups.get_mut(b"g").expect("group");
+        let (a, _) = g.get_or_create_consumer(b"a", 0);
+        let (b, _) = g.get_or_create_consumer(b"b", 0);
+        g.deliver(a, id(1), 100);
+        let idle = ClaimSpec {
+            min_idle: 50,
+            ..claim_at(140, DeliveryCount::Increment)
+        };
+        assert_eq!(g.claim(b, id(1), &idle, 140), ClaimOutcome::NotIdle);
+        assert_eq!(
+            g.claim(b, id(1), &idle, 150),
+            ClaimOutcome::Claimed {
+                previous_delivery_time: 100,
+                previous_delivery_count: 1
+            }
+        );
+        let e = g.pending(id(1)).expect("pending");
+        assert_eq!(
+            (e.owner, e.delivery_time, e.delivery_count),
+            (Some(&b"b"[..]), 140, 2)
+        );
+        assert_eq!(g.consumer(b).active_time(), Some(150));
+        assert_eq!(
+            (g.consumer(a).pel_count(), g.consumer(b).pel_count()),
+            (0, 1)
+        );
+        // JUSTID keeps the count; RETRYCOUNT sets it; a future TIME becomes now.
+        g.claim(a, id(1), &claim_at(999, DeliveryCount::Keep), 160);
+        assert_eq!(
+            g.pending(id(1))
+                .map(|e| (e.delivery_time, e.delivery_count)),
+            Some((160, 2))
+        );
+        g.claim(a, id(1), &claim_at(161, DeliveryCount::Set(7)), 161);
+        assert_eq!(g.pending(id(1)).map(|e| e.delivery_count), Some(7));
+        g.claim(a, id(1), &claim_at(161, DeliveryCount::Set(u64::MAX)), 161);
+        assert_eq!(
+            g.pending(id(1)).map(|e| e.delivery_count),
+            Some(DELIVERY_COUNT_MAX)
+        );
+        g.claim(a, id(1), &claim_at(162, DeliveryCount::Increment), 162);
+        assert_eq!(
+            g.pending(id(1)).map(|e| e.delivery_count),
+            Some(DELIVERY_COUNT_MAX)
+        );
+        assert_eq!(
+            g.claim(a, id(2), &claim_at(1, DeliveryCount::Increment), 1),
+            ClaimOutcome::NotPending
+        );
+        check_invariants(&groups);
+    }
+
+    #[test]
+    fn claim_with_force_creates_an_unowned_entry_then_claims_it() {
+        let mut groups = one_group();
+        let mut g = groups.get_mut(b"g").expect("group");
+        let (a, _) = g.get_or_create_consumer(b"a", 0);
+        let force = |count| ClaimSpec {
+            min_idle: 1000,
+            delivery_time: 40,
+            count,
+            force: true,
+        };
+        assert_eq!(
+            g.claim(a, id(3), &force(DeliveryCount::Keep), 50),
+            ClaimOutcome::Claimed {
+                previous_delivery_time: 0,
+                previous_delivery_count: 0
+            }
+        );
+        assert_eq!(
+            g.pending(id(3))
+                .map(|e| (e.delivery_time, e.delivery_count)),
+            Some((40, 0))
+        );
+        g.claim(a, id(4), &force(DeliveryCount::Increment), 50);
+        assert_eq!(g.pending(id(4)).map(|e| e.delivery_count), Some(1));
+        g.claim(a, id(5), &force(DeliveryCount::Set(9)), 50);
+        assert_eq!(g.pending(id(5)).map(|e| e.delivery_count), Some(9));
+        assert_eq!(g.nacked_count(), 0);
+        assert_eq!(g.consumer(a).pel_count(), 3);
+        check_invariants(&groups);
+    }
+
+    #[test]
+    fn claim_with_an_old_time_keeps_the_time_list_sorted() {
+        let mut groups = one_group();
+        let mut g = groups.get_mut(b"g").expect("group");
+        let (a, _) = g.get_or_create_consumer(b"a", 0);
+        for ms in 1..=5 {
+            g.deliver(a, id(ms), ms * 10);
+        }
+        g.claim(a, id(5), &claim_at(25, DeliveryCount::Increment), 100);
+        assert_eq!(ids(g.by_time()), vec![id(1), id(2), id(5), id(3), id(4)]);
+        g.claim(a, id(4), &claim_at(0, DeliveryCount::Increment), 100);
+        assert_eq!(ids(g.by_time()), vec![id(4), id(1), id(2), id(5), id(3)]);
+        g.nack(id(3), NackMode::Fail, None, false);
+        g.claim(a, id(1), &claim_at(0, DeliveryCount::Increment), 100);
+        assert_eq!(
+            ids(g.by_time()),
+            vec![id(3), id(4), id(1), id(2), id(5)],
+            "after the zone"
+        );
+        check_invariants(&groups);
+    }
+
+    #[test]
+    fn unowned_entries_ignore_min_idle() {
+        let mut groups = one_group();
+        let mut g = groups.get_mut(b"g").expect("group");
+        let (a, _) = g.get_or_create_consumer(b"a", 0);
+        g.deliver(a, id(1), 100);
+        g.nack(id(1), NackMode::Fail, None, false);
+        let spec = ClaimSpec {
+            min_idle: u64::MAX,
+            ..claim_at(101, DeliveryCount::Increment)
+        };
+        assert_eq!(
+            g.claim(a, id(1), &spec, 101),
+            ClaimOutcome::Claimed {
+                previous_delivery_time: 0,
+                previous_delivery_count: 1
+            }
+        );
+        assert_eq!(g.nacked_count(), 0);
+        check_invariants(&groups);
+    }
+
+    #[test]
+    fn nack_modes_adjust_the_count_and_detach_the_owner() {
+        let mut groups = one_group();
+        let mut g = groups.get_mut(b"g").expect("group");
+        let (a, _) = g.get_or_create_consumer(b"a", 0);
+        for ms in 1..=4 {
+            g.deliver(a, id(ms), 10);
+            g.claim(a, id(ms), &claim_at(10, DeliveryCount::Set(3)), 10);
+        }
+        assert!(g.nack(id(1), NackMode::Silent, None, false));
+        assert!(g.nack(id(2), NackMode::Fail, None, false));
+        assert!(g.nack(id(3), NackMode::Fatal, None, false));
+        assert!(g.nack(id(4), NackMode::Fatal, Some(8), false));
+        let got: Vec<(StreamId, u64, u64, bool)> = g
+            .by_time()
+            .map(|e| (e.id, e.delivery_time, e.delivery_count, e.is_nacked()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (id(1), 0, 2, true),
+                (id(2), 0, 3, true),
+                (id(3), 0, DELIVERY_COUNT_MAX, true),
+                (id(4), 0, 8, true),
+            ]
+        );
+        assert_eq!(g.consumer(a).pel_count(), 0);
+        assert_eq!(g.nacked_count(), 4);
+        // SILENT floors at 0.
+        for _ in 0..3 {
+            g.nack(id(1), NackMode::Silent, None, false);
+        }
+        assert_eq!(g.pending(id(1)).map(|e| e.delivery_count), Some(0));
+        assert!(
+            !g.nack(id(9), NackMode::Fail, None, false),
+            "not pending, no FORCE"
+        );
+        check_invariants(&groups);
+    }
+
+    #[test]
+    fn nack_zone_is_fifo_and_renack_moves_to_its_tail() {
+        let mut groups = one_group();
+        let mut g = groups.get_mut(b"g").expect("group");
+        let (a, _) = g.get_or_create_consumer(b"a", 0);
+        for ms in 1..=5 {
+            g.deliver(a, id(ms), ms);
+        }
+        g.nack(id(4), NackMode::Fail, None, false);
+        g.nack(id(2), NackMode::Fail, None, false);
+        g.nack(id(4), NackMode::Fail, None, false);
+        assert_eq!(ids(g.by_time()), vec![id(2), id(4), id(1), id(3), id(5)]);
+        assert_eq!(g.oldest().map(|e| e.id), Some(id(2)));
+        assert_eq!(g.oldest_delivery_time(), Some(1));
+        assert_eq!(g.next_claimable_at(100), Some(0));
+        // XPENDING-style view: NACKed entries have no owner.
+        let owners: Vec<Option<&[u8]>> = g.pel_range(id(1), id(5)).map(|e| e.owner).collect();
+        let a_name = Some(&b"a"[..]);
+        assert_eq!(owners, vec![a_name, None, a_name, None, a_name]);
+        check_invariants(&groups);
+    }
+
+    #[test]
+    fn nack_with_force_creates_unowned_entries() {
+        let mut groups = one_group();
+        let mut g = groups.get_mut(b"g").expect("group");
+        assert!(g.nack(id(1), NackMode::Fail, None, true));
+        assert!(g.nack(id(2), NackMode::Silent, None, true));
+        assert!(g.nack(id(3), NackMode::Fatal, None, true));
+        assert!(g.nack(id(4), NackMode::Fail, Some(5), true));
+        let counts: Vec<u64> = g.by_time().map(|e| e.delivery_count).collect();
+        assert_eq!(counts, vec![0, 0, DELIVERY_COUNT_MAX, 5]);
+        assert_eq!(g.nacked_count(), 4);
+        assert_eq!(g.next_claimable_at(10), Some(0));
+        check_invariants(&groups);
+        assert!(groups.is_referenced(id(3)));
+    }
+
+    #[test]
+    fn claimable_serves_the_nack_zone_first_then_oldest_idle_entries() {
+        let mut groups = one_group();
+        let mut g = groups.get_mut(b"g").expect("group");
+        let (a, _) = g.get_or_create_consumer(b"a", 0);
+        g.deliver(a, id(1), 100);
+        g.deliver(a, id(2), 200);
+        g.deliver(a, id(3), 300);
+        g.deliver(a, id(4), 400);
+        g.nack(id(3), NackMode::Fail, None, false);
+        assert_eq!(ids(g.claimable(350, 100)), vec![id(3), id(1), id(2)]);
+        assert_eq!(ids(g.claimable(350, 200)), vec![id(3), id(1)]);
+        assert_eq!(ids(g.claimable(350, 0)), vec![id(3), id(1), id(2), id(4)]);
+        g.ack(id(3));
+        assert_eq!(ids(g.claimable(150, 100)), Vec::<StreamId>::new());
+        assert_eq!(g.next_claimable_at(100), Some(200));
+        g.ack(id(1));
+        g.ack(id(2));
+        g.ack(id(4));
+        assert_eq!(g.next_claimable_at(100), None);
+    }
+
+    #[test]
+    fn pel_ranges_are_inclusive_and_filter_by_consumer() {
+        let mut groups = one_group();
+        let mut g = groups.get_mut(b"g").expect("group");
+        let (a, _) = g.get_or_create_consumer(b"a", 0);
+        let (b, _) = g.get_or_create_consumer(b"b", 0);
+        for ms in 1..=6 {
+            g.deliver(if ms % 2 == 0 { a } else { b }, id(ms), ms);
+        }
+        assert_eq!(ids(g.pel_range(id(2), id(4))), vec![id(2), id(3), id(4)]);
+        assert_eq!(ids(g.pel_range(id(4), id(2))), Vec::<StreamId>::new());
+        assert_eq!(
+            ids(g.pel_range(id(7), StreamId::MAX)),
+            Vec::<StreamId>::new()
+        );
+        assert_eq!(
+            ids(g.consumer_pel(a, StreamId::MIN, StreamId::MAX)),
+            vec![id(2), id(4), id(6)]
+        );
+        assert_eq!(ids(g.consumer_pel(b, id(2), id(5))), vec![id(3), id(5)]);
+        assert_eq!(
+            g.next_pending(StreamId::new(3, 1)).map(|e| e.id),
+            Some(id(4))
+        );
+        assert_eq!(g.next_pending(StreamId::new(6, 1)), None);
+        assert_eq!(
+            (g.first_pending_id(), g.last_pending_id()),
+            (Some(id(1)), Some(id(6)))
+        );
+        let summary: Vec<(Vec<u8>, usize)> = g
+            .consumers()
+            .map(|(_, c)| (c.name().to_vec(), c.pel_count()))
+            .collect();
+        assert_eq!(summary, vec![(b"a".to_vec(), 3), (b"b".to_vec(), 3)]);
+        let e = g.pending(id(4)).expect("pending");
+        assert_eq!((e.idle(10), e.idle(1)), (6, 0));
+    }
+
+    #[test]
+    fn is_referenced_follows_last_ids_and_pels() {
+        let mut groups = Groups::default();
+        assert!(
+            !groups.is_referenced(id(1)),
+            "no groups, nothing referenced"
+        );
+        groups.create(b"a", id(5), None);
+        assert!(!groups.is_referenced(id(5)));
+        assert!(groups.is_referenced(id(6)));
+        let mut g = groups.get_mut(b"a").expect("group");
+        let (c, _) = g.get_or_create_consumer(b"c", 0);
+        g.deliver(c, id(3), 1);
+        g.nack(id(3), NackMode::Fail, None, false);
+        assert!(groups.is_referenced(id(3)), "NACKed entries count");
+        groups.create(b"b", id(2), None);
+        assert_eq!(groups.min_last_id(), Some(id(2)));
+        assert!(groups.is_referenced(id(4)), "b has not read 4");
+        assert!(!groups.is_referenced(id(2)));
+        groups.get_mut(b"b").expect("b").set_last_id(id(9), Some(9));
+        assert!(!groups.is_referenced(id(4)));
+        assert!(groups.is_referenced(id(3)));
+        assert!(groups.is_referenced(id(6)), "a has not read 6");
+        check_invariants(&groups);
+    }
+
+    #[test]
+    fn remove_refs_drops_an_id_from_every_group() {
+        let mut groups = Groups::default();
+        for name in [&b"a"[..], b"b", b"c"] {
+            groups.create(name, id(10), None);
+            let mut g = groups.get_mut(name).expect("group");
+            let (c, _) = g.get_or_create_consumer(b"c", 0);
+            g.deliver(c, id(1), 1);
+            g.deliver(c, id(2), 1);
+        }
+        groups
+            .get_mut(b"b")
+            .expect("b")
+            .nack(id(1), NackMode::Fail, None, false);
+        groups.remove_refs(id(1));
+        groups.remove_refs(id(7));
+        check_invariants(&groups);
+        for g in groups.iter() {
+            assert_eq!(ids(g.pel_range(StreamId::MIN, StreamId::MAX)), vec![id(2)]);
+        }
+        assert!(!groups.is_referenced(id(1)));
+        // Single group: no index, the PEL answers.
+        let mut one = one_group();
+        let mut g = one.get_mut(b"g").expect("group");
+        let (c, _) = g.get_or_create_consumer(b"c", 0);
+        g.deliver(c, id(1), 1);
+        one.remove_refs(id(1));
+        assert_eq!(one.get(b"g").map(|g| g.pel_count()), Some(0));
+        check_invariants(&one);
+    }
+
+    #[test]
+    fn the_reverse_index_exists_only_with_two_or_more_groups() {
+        let mut groups = one_group();
+        let mut g = groups.get_mut(b"g").expect("group");
+        let (c, _) = g.get_or_create_consumer(b"c", 0);
+        g.deliver(c, id(1), 1);
+        assert!(groups.refs.counts.is_none());
+        groups.create(b"h", id(0), None);
+        assert_eq!(groups.refs.counts.as_ref().map(|r| r.len()), Some(1));
+        check_invariants(&groups);
+        groups.destroy(b"g");
+        assert!(groups.refs.counts.is_none());
+        check_invariants(&groups);
+    }
+
+    #[test]
+    fn deep_clone_is_independent() {
+        let mut groups = one_group();
+        let mut g = groups.get_mut(b"g").expect("group");
+        let (c, _) = g.get_or_create_consumer(b"c", 0);
+        g.deliver(c, id(1), 1);
+        g.deliver(c, id(2), 2);
+        let copy = groups.clone();
+        let mut g = groups.get_mut(b"g").expect("group");
+        g.ack(id(1));
+        g.nack(id(2), NackMode::Fatal, None, false);
+        g.delete_consumer(b"c");
+        let cg = copy.get(b"g").expect("copied group");
+        assert_eq!(
+            ids(cg.pel_range(StreamId::MIN, StreamId::MAX)),
+            vec![id(1), id(2)]
+        );
+        assert_eq!(cg.consumer_by_name(b"c").map(|c| c.pel_count()), Some(2));
+        assert_eq!(cg.nacked_count(), 0);
+        check_invariants(&copy);
+        check_invariants(&groups);
+    }
+
+    #[test]
+    fn the_slab_shrinks_when_most_entries_are_acked() {
+        let mut groups = one_group();
+        let mut g = groups.get_mut(b"g").expect("group");
+        let (a, _) = g.get_or_create_consumer(b"a", 0);
+        let (b, _) = g.get_or_create_consumer(b"b", 0);
+        for ms in 1..=1000 {
+            g.deliver(if ms % 3 == 0 { a } else { b }, id(ms), ms);
+        }
+        for ms in 1..=1000 {
+            if ms % 10 == 7 {
+                g.nack(id(ms), NackMode::Fail, None, false);
+            }
+        }
+        for ms in 1..=1000 {
+            if ms % 10 != 0 && ms % 10 != 7 {
+                g.ack(id(ms));
+            }
+        }
+        assert_eq!(g.pel_count(), 200);
+        check_invariants(&groups);
+        let slab = &groups.get(b"g").expect("g").slab;
+        assert!(
+            slab.len <= 400,
+            "slab kept {} slots for 200 entries",
+            slab.len
+        );
+        let mut g = groups.get_mut(b"g").expect("group");
+        assert_eq!(
+            g.delete_consumer(b"b"),
+            Some(67),
+            "b owned the multiples of 10 not of 30"
+        );
+        for ms in (10..=1000).step_by(10) {
+            g.ack(id(ms));
+        }
+        for ms in (7..=1000).step_by(10) {
+            g.ack(id(ms));
+        }
+        check_invariants(&groups);
+        let slab = &groups.get(b"g").expect("g").slab;
+        assert_eq!(slab.live(), 0);
+        assert!(
+            slab.pages.iter().map(Vec::capacity).sum::<usize>() < 2 * COMPACT_MIN_SLOTS,
+            "memory returned"
+        );
+    }
+
+    #[test]
+    fn a_pending_entry_slot_is_44_bytes() {
+        // The memory figure: one slot per pending entry in the slab, plus one key in the
+        // group PEL rax and one in the owner's PEL rax (16-byte key → u32 slot index).
+        assert_eq!(std::mem::size_of::<Slot>(), 44);
+        assert_eq!(std::mem::align_of::<Slot>(), 4);
+    }
+
+    // --- entries-read and lag (reference §3.3) ---------------------------------------
+
+    #[test]
+    fn group_at_zero_on_five_entries_has_unknown_entries_read_and_lag_five() {
+        let c = counters(5, 1, 5, 0, 5);
+        let mut groups = Groups::default();
+        groups.create(b"g", StreamId::MIN, None);
+        let g = groups.get(b"g").expect("group");
+        assert_eq!(g.entries_read(), None);
+        assert_eq!(g.lag(&c), Some(5));
+        let mut g = groups.get_mut(b"g").expect("group");
+        g.advance_last_id(id(1), &c);
+        assert_eq!((g.entries_read(), g.lag(&c)), (Some(1), Some(4)));
+        for ms in 2..=5 {
+            g.advance_last_id(id(ms), &c);
+        }
+        assert_eq!((g.entries_read(), g.lag(&c)), (Some(5), Some(0)));
+        // Reading backwards or the same ID does nothing.
+        g.advance_last_id(id(3), &c);
+        assert_eq!((g.last_id(), g.entries_read()), (id(5), Some(5)));
+    }
+
+    #[test]
+    fn xdel_in_the_middle_makes_lag_unknown_until_read_past_the_tombstone() {
+        // 1..5 added, 3 deleted.
+        let c = counters(4, 1, 5, 3, 5);
+        let mut groups = Groups::default();
+        groups.create(b"g", StreamId::MIN, None);
+        let mut g = groups.get_mut(b"g").expect("group");
+        assert_eq!(g.lag(&c), None);
+        let mut seen = Vec::new();
+        for ms in [1, 2, 4, 5] {
+            g.advance_last_id(id(ms), &c);
+            seen.push((g.entries_read(), g.lag(&c)));
+        }
+        assert_eq!(
+            seen,
+            vec![(None, None), (None, None), (None, None), (Some(5), Some(0))]
+        );
+        // Another XADD: the counter keeps counting.
+        let c = counters(5, 1, 6, 3, 6);
+        assert_eq!(g.lag(&c), Some(1));
+        g.advance_last_id(id(6), &c);
+        assert_eq!((g.entries_read(), g.lag(&c)), (Some(6), Some(0)));
+    }
+
+    #[test]
+    fn lag_is_kept_when_the_group_counter_is_valid_and_no_tombstone_lies_ahead() {
+        // Group read 1 and 2 with a valid counter; then 4 is deleted (tombstone ahead).
+        let before = counters(5, 1, 5, 0, 5);
+        let mut groups = Groups::default();
+        groups.create(b"g", StreamId::MIN, None);
+        let mut g = groups.get_mut(b"g").expect("group");
+        g.advance_last_id(id(1), &before);
+        g.advance_last_id(id(2), &before);
+        assert_eq!(g.lag(&before), Some(3));
+        let after = counters(4, 1, 5, 4, 5);
+        assert_eq!(
+            g.lag(&after),
+            None,
+            "tombstone after last_id, counter not trusted"
+        );
+        // Reading 3 re-estimates (3 < max_deleted: unknown).
+        g.advance_last_id(id(3), &after);
+        assert_eq!(g.entries_read(), None);
+        g.advance_last_id(id(5), &after);
+        assert_eq!((g.entries_read(), g.lag(&after)), (Some(5), Some(0)));
+    }
+
+    #[test]
+    fn xtrim_does_not_invalidate_lag() {
+        // 10 added, group read 4 (counter valid), then trimmed to 6..10.
+        let full = counters(10, 1, 10, 0, 10);
+        let mut groups = Groups::default();
+        groups.create(b"g", StreamId::MIN, None);
+        let mut g = groups.get_mut(b"g").expect("group");
+        for ms in 1..=4 {
+            g.advance_last_id(id(ms), &full);
+        }
+        let trimmed = counters(5, 6, 10, 0, 10);
+        assert_eq!(
+            g.lag(&trimmed),
+            Some(5),
+            "last_id before first entry: lag = length"
+        );
+        g.advance_last_id(id(6), &trimmed);
+        assert_eq!((g.entries_read(), g.lag(&trimmed)), (Some(6), Some(4)));
+        // A group created at 0 with an unknown counter on the trimmed stream.
+        groups.create(b"h", StreamId::MIN, None);
+        let mut h = groups.get_mut(b"h").expect("group");
+        assert_eq!(h.lag(&trimmed), Some(5));
+        h.advance_last_id(id(6), &trimmed);
+        assert_eq!((h.entries_read(), h.lag(&trimmed)), (Some(6), Some(4)));
+    }
+
+    #[test]
+    fn lag_edge_cases() {
+        let mut groups = Groups::default();
+        groups.create(b"g", id(3), Some(2));
+        let g = groups.get(b"g").expect("group");
+        assert_eq!(
+            g.lag(&counters(0, 0, 0, 0, 0)),
+            Some(0),
+            "never-used stream"
+        );
+        assert_eq!(
+            g.lag(&counters(0, 0, 9, 9, 9)),
+            Some(0),
+            "everything deleted"
+        );
+        assert_eq!(g.lag(&counters(5, 1, 5, 0, 5)), Some(3), "valid counter");
+        let mut groups = Groups::default();
+        groups.create(b"g", id(3), None);
+        let g = groups.get(b"g").expect("group");
+        assert_eq!(
+            g.lag(&counters(5, 1, 5, 0, 5)),
+            None,
+            "unknown counter mid-stream"
+        );
+        assert_eq!(
+            g.lag(&counters(3, 1, 3, 0, 3)),
+            Some(0),
+            "at last_id: estimate exact"
+        );
+    }
+
+    #[test]
+    fn estimate_entries_read_rules() {
+        let c = counters(5, 3, 7, 0, 7); // entries 3..7, two trimmed earlier
+        assert_eq!(
+            estimate_entries_read(&counters(0, 0, 0, 0, 0), id(9)),
+            Some(0)
+        );
+        assert_eq!(
+            estimate_entries_read(&counters(0, 0, 7, 0, 7), id(5)),
+            Some(7)
+        );
+        assert_eq!(estimate_entries_read(&c, id(7)), Some(7));
+        assert_eq!(estimate_entries_read(&c, id(8)), None);
+        assert_eq!(estimate_entries_read(&c, id(1)), Some(2));
+        assert_eq!(estimate_entries_read(&c, id(0)), Some(2));
+        assert_eq!(estimate_entries_read(&c, id(3)), Some(3));
+        assert_eq!(
+            estimate_entries_read(&c, id(4)),
+            None,
+            "between first and last"
+        );
+        let frag = counters(4, 3, 7, 5, 7);
+        assert_eq!(
+            estimate_entries_read(&frag, id(4)),
+            None,
+            "before a tombstone"
+        );
+        assert_eq!(
+            estimate_entries_read(&frag, id(0)),
+            None,
+            "fragmented: unknown even for 0-0"
+        );
+        assert_eq!(estimate_entries_read(&frag, id(7)), Some(7));
+        let old_tombstone = counters(4, 3, 7, 2, 7);
+        assert_eq!(estimate_entries_read(&old_tombstone, id(3)), Some(4));
+        assert!(!old_tombstone.has_tombstone_from(StreamId::MIN));
+        assert!(frag.has_tombstone_from(id(5)));
+        assert!(!frag.has_tombstone_from(StreamId::new(5, 1)));
+    }
+
+    #[test]
+    fn raise_last_id_only_moves_forward() {
+        let mut groups = one_group();
+        let mut g = groups.get_mut(b"g").expect("group");
+        g.set_last_id(id(5), Some(5));
+        assert!(!g.raise_last_id(id(4)));
+        assert!(g.raise_last_id(id(8)));
+        assert_eq!((g.last_id(), g.entries_read()), (id(8), Some(5)));
+        assert_eq!(groups.min_last_id(), Some(id(8)));
+    }
+}
+
+#[cfg(test)]
+mod prop {
+    use super::*;
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+    use std::collections::{BTreeMap, BTreeSet};
+
+    const GROUPS: [&[u8]; 3] = [b"g0", b"g1", b"g2"];
+    const CONSUMERS: [&[u8]; 4] = [b"c0", b"c1", b"c2", b"c3"];
+
+    fn sid(n: u8) -> StreamId {
+        StreamId::new(u64::from(n / 3), u64::from(n % 3))
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        CreateGroup(usize, u8),
+        DestroyGroup(usize),
+        CreateConsumer(usize, usize),
+        DeleteConsumer(usize, usize),
+        Deliver(usize, usize, u8),
+        DeliverMany(usize, usize, u8, u8),
+        AckMany(usize, u8, u8),
+        Redeliver(usize, usize, u8),
+        Ack(usize, u8),
+        Claim {
+            g: usize,
+            c: usize,
+            id: u8,
+            min_idle: u64,
+            offset: i64,
+            count: DeliveryCount,
+            force: bool,
+        },
+        Nack {
+            g: usize,
+            id: u8,
+            mode: NackMode,
+            retry: Option<u64>,
+            force: bool,
+        },
+        SetLastId(usize, u8),
+        RemoveRefs(u8),
+        Tick(i64),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let g = 0..GROUPS.len();
+        let c = 0..CONSUMERS.len();
+        let i = 0u8..24;
+        let count = prop_oneof![
+            Just(DeliveryCount::Increment),
+            Just(DeliveryCount::Keep),
+            (0u64..5).prop_map(DeliveryCount::Set),
+            Just(DeliveryCount::Set(u64::MAX)),
+        ];
+        let mode = prop_oneof![
+            Just(NackMode::Silent),
+            Just(NackMode::Fail),
+            Just(NackMode::Fatal)
+        ];
+        let retry = prop_oneof![Just(None), (0u64..4).prop_map(Some), Just(Some(u64::MAX))];
+        prop_oneof![
+            2 => (g.clone(), i.clone()).prop_map(|(g, i)| Op::CreateGroup(g, i)),
+            1 => g.clone().prop_map(Op::DestroyGroup),
+            2 => (g.clone(), c.clone()).prop_map(|(g, c)| Op::CreateConsumer(g, c)),
+            1 => (g.clone(), c.clone()).prop_map(|(g, c)| Op::DeleteConsumer(g, c)),
+            8 => (g.clone(), c.clone(), i.clone()).prop_map(|(g, c, i)| Op::Deliver(g, c, i)),
+            1 => (g.clone(), c.clone(), i.clone(), 1u8..24).prop_map(|(g, c, i, n)| Op::DeliverMany(g, c, i, n)),
+            1 => (g.clone(), i.clone(), 1u8..24).prop_map(|(g, i, n)| Op::AckMany(g, i, n)),
+            3 => (g.clone(), c.clone(), i.clone()).prop_map(|(g, c, i)| Op::Redeliver(g, c, i)),
+            4 => (g.clone(), i.clone()).prop_map(|(g, i)| Op::Ack(g, i)),
+            4 => (g.clone(), c.clone(), i.clone(), prop_oneof![Just(0u64), 1u64..40], -40i64..10, count, any::<bool>())
+                .prop_map(|(g, c, id, min_idle, offset, count, force)| Op::Claim {
+                    g, c, id, min_idle, offset, count, force
+                }),
+            4 => (g.clone(), i.clone(), mode, retry, any::<bool>())
+                .prop_map(|(g, id, mode, retry, force)| Op::Nack { g, id, mode, retry, force }),
+            1 => (g.clone(), i.clone()).prop_map(|(g, i)| Op::SetLastId(g, i)),
+            1 => i.prop_map(Op::RemoveRefs),
+            3 => (-3i64..20).prop_map(Op::Tick),
+        ]
+    }
+
+    /// The model: per group, last_id, consumers, and the PEL as a plain map; plus the
+    /// NACK zone order.
+    #[derive(Debug, Default, Clone)]
+    struct MGroup {
+        last_id: StreamId,
+        consumers: BTreeSet<usize>,
+        pel: BTreeMap<StreamId, (Option<usize>, u64, u64)>,
+        nack_order: Vec<StreamId>,
+    }
+
+    impl MGroup {
+        fn leave_zone(&mut self, id: StreamId) {
+            self.nack_order.retain(|&x| x != id);
+        }
+    }
+
+    fn step(groups: &mut Groups, model: &mut BTreeMap<usize, MGroup>, now: &mut u64, op: &Op) {
+        match *op {
+            Op::CreateGroup(g, i) => {
+                let created = groups.create(GROUPS[g], sid(i), None);
+                assert_eq!(created, !model.contains_key(&g));
+                model.entry(g).or_insert_with(|| MGroup {
+                    last_id: sid(i),
+                    ..MGroup::default()
+                });
+            }
+            Op::DestroyGroup(g) => {
+                assert_eq!(groups.destroy(GROUPS[g]), model.remove(&g).is_some());
+            }
+            Op::CreateConsumer(g, c) => {
+                let Some(m) = model.get_mut(&g) else { return };
+                let mut gm = groups.get_mut(GROUPS[g]).expect("group");
+                assert_eq!(
+                    gm.create_consumer(CONSUMERS[c], *now),
+                    m.consumers.insert(c)
+                );
+            }
+            Op::DeleteConsumer(g, c) => {
+                let Some(m) = model.get_mut(&g) else { return };
+                let mut gm = groups.get_mut(GROUPS[g]).expect("group");
+                let got = gm.delete_consumer(CONSUMERS[c]);
+                if m.consumers.remove(&c) {
+                    let before = m.pel.len();
+                    m.pel.retain(|_, e| e.0 != Some(c));
+                    assert_eq!(got, Some(before - m.pel.len()));
+                } else {
+                    assert_eq!(got, None);
+                }
+            }
+            Op::Deliver(g, c, i) => {
+                let Some(m) = model.get_mut(&g) else { return };
+                let mut gm = groups.get_mut(GROUPS[g]).expect("group");
+                let (cid, created) = gm.get_or_create_consumer(CONSUMERS[c], *now);
+                assert_eq!(created, m.consumers.insert(c));
+                let fresh = gm.deliver(cid, sid(i), *now);
+                let id = sid(i);
+                assert_eq!(fresh, !m.pel.contains_key(&id));
+                m.leave_zone(id);
+                m.pel.insert(id, (Some(c), *now, 1));
+            }
+            Op::DeliverMany(g, c, i, n) => {
+                for k in i..i.saturating_add(n).min(24) {
+                    step(groups, model, now, &Op::Deliver(g, c, k));
+                }
+            }
+            Op::AckMany(g, i, n) => {
+                for k in i..i.saturating_add(n).min(24) {
+                    step(groups, model, now, &Op::Ack(g, k));
+                }
+            }
+            Op::Redeliver(g, c, i) => {
+                let Some(m) = model.get_mut(&g) else { return };
+                let mut gm = groups.get_mut(GROUPS[g]).expect("group");
+                let Some(cid) = gm.consumer_id(CONSUMERS[c]) else {
+                    return;
+                };
+                let id = sid(i);
+                let expect = m.pel.get_mut(&id).filter(|e| e.0 == Some(c));
+                let ok = gm.redeliver(cid, id, *now);
+                assert_eq!(ok, expect.is_some());
+                if let Some(e) = expect {
+                    e.1 = *now;
+                    e.2 = e.2.saturating_add(1).min(DELIVERY_COUNT_MAX);
+                }
+            }
+            Op::Ack(g, i) => {
+                let Some(m) = model.get_mut(&g) else { return };
+                let mut gm = groups.get_mut(GROUPS[g]).expect("group");
+                assert_eq!(gm.ack(sid(i)), m.pel.remove(&sid(i)).is_some());
+                m.leave_zone(sid(i));
+            }
+            Op::Claim {
+                g,
+                c,
+                id,
+                min_idle,
+                offset,
+                count,
+                force,
+            } => {
+                let Some(m) = model.get_mut(&g) else { return };
+                let mut gm = groups.get_mut(GROUPS[g]).expect("group");
+                let (cid, created) = gm.get_or_create_consumer(CONSUMERS[c], *now);
+                assert_eq!(created, m.consumers.insert(c));
+                let id = sid(id);
+                let time = now.saturating_add_signed(offset);
+                let spec = ClaimSpec {
+                    min_idle,
+                    delivery_time: time,
+                    count,
+                    force,
+                };
+                let got = gm.claim(cid, id, &spec, *now);
+                let entry = match m.pel.get(&id) {
+                    Some(&e) => e,
+                    None if force => (None, 0, 0),
+                    None => {
+                        assert_eq!(got, ClaimOutcome::NotPending);
+                        return;
+                    }
+                };
+                if entry.0.is_some() && min_idle > 0 && now.saturating_sub(entry.1) < min_idle {
+                    assert_eq!(got, ClaimOutcome::NotIdle);
+                    return;
+                }
+                assert_eq!(
+                    got,
+                    ClaimOutcome::Claimed {
+                        previous_delivery_time: entry.1,
+                        previous_delivery_count: entry.2
+                    }
+                );
+                let new_count = match count {
+                    DeliveryCount::Increment => entry.2.saturating_add(1).min(DELIVERY_COUNT_MAX),
+                    DeliveryCount::Keep => entry.2,
+                    DeliveryCount::Set(n) => n.min(DELIVERY_COUNT_MAX),
+                };
+                m.leave_zone(id);
+                m.pel.insert(id, (Some(c), time.min(*now), new_count));
+            }
+            Op::Nack {
+                g,
+                id,
+                mode,
+                retry,
+                force,
+            } => {
+                let Some(m) = model.get_mut(&g) else { return };
+                let mut gm = groups.get_mut(GROUPS[g]).expect("group");
+                let id = sid(id);
+                let got = gm.nack(id, mode, retry, force);
+                let old = match m.pel.get(&id) {
+                    Some(e) => e.2,
+                    None if force => 0,
+                    None => {
+                        assert!(!got);
+                        return;
+                    }
+                };
+                assert!(got);
+                let count = match (retry, mode) {
+                    (Some(n), _) => n.min(DELIVERY_COUNT_MAX),
+                    (None, NackMode::Silent) => old.saturating_sub(1),
+                    (None, NackMode::Fail) => old,
+                    (None, NackMode::Fatal) => DELIVERY_COUNT_MAX,
+                };
+                m.leave_zone(id);
+                m.nack_order.push(id);
+                m.pel.insert(id, (None, 0, count));
+            }
+            Op::SetLastId(g, i) => {
+                let Some(m) = model.get_mut(&g) else { return };
+                groups
+                    .get_mut(GROUPS[g])
+                    .expect("group")
+                    .set_last_id(sid(i), None);
+                m.last_id = sid(i);
+            }
+            Op::RemoveRefs(i) => {
+                groups.remove_refs(sid(i));
+                for m in model.values_mut() {
+                    m.pel.remove(&sid(i));
+                    m.leave_zone(sid(i));
+                }
+            }
+            Op::Tick(dt) => *now = now.saturating_add_signed(dt),
+        }
+    }
+
+    fn compare(groups: &Groups, model: &BTreeMap<usize, MGroup>) {
+        check_invariants(groups);
+        let names: Vec<&[u8]> = groups.iter().map(|g| g.name()).collect();
+        let want: Vec<&[u8]> = model.keys().map(|&g| GROUPS[g]).collect();
+        assert_eq!(names, want);
+        for (&gi, m) in model {
+            let g = groups.get(GROUPS[gi]).expect("group");
+            assert_eq!(g.last_id(), m.last_id);
+            // Group PEL.
+            let got: Vec<(StreamId, Option<Vec<u8>>, u64, u64)> = g
+                .pel_range(StreamId::MIN, StreamId::MAX)
+                .map(|e| {
+                    (
+                        e.id,
+                        e.owner.map(<[u8]>::to_vec),
+                        e.delivery_time,
+                        e.delivery_count,
+                    )
+                })
+                .collect();
+            let want: Vec<(StreamId, Option<Vec<u8>>, u64, u64)> = m
+                .pel
+                .iter()
+                .map(|(&id, &(o, t, n))| (id, o.map(|c| CONSUMERS[c].to_vec()), t, n))
+                .collect();
+            assert_eq!(got, want);
+            assert_eq!(g.pel_count(), m.pel.len());
+            assert_eq!(g.first_pending_id(), m.pel.keys().next().copied());
+            assert_eq!(g.last_pending_id(), m.pel.keys().next_back().copied());
+            // Consumers and their PELs.
+            let got: Vec<&[u8]> = g.consumers().map(|(_, c)| c.name()).collect();
+            let want: Vec<&[u8]> = m.consumers.iter().map(|&c| CONSUMERS[c]).collect();
+            assert_eq!(got, want);
+            assert_eq!(g.consumer_count(), m.consumers.len());
+            for &c in &m.consumers {
+                let cid = g.consumer_id(CONSUMERS[c]).expect("consumer");
+                let got: Vec<StreamId> = g
+                    .consumer_pel(cid, StreamId::MIN, StreamId::MAX)
+                    .map(|e| e.id)
+                    .collect();
+                let want: Vec<StreamId> = m
+                    .pel
+                    .iter()
+                    .filter(|(_, e)| e.0 == Some(c))
+                    .map(|(&id, _)| id)
+                    .collect();
+                assert_eq!(got, want);
+                assert_eq!(g.consumer(cid).pel_count(), want.len());
+            }
+            // Time list: NACK zone in NACK order, then owned entries by time.
+            let by_time: Vec<PendingEntry<'_>> = g.by_time().collect();
+            assert_eq!(by_time.len(), m.pel.len());
+            assert_eq!(g.nacked_count(), m.nack_order.len());
+            let zone: Vec<StreamId> = by_time[..m.nack_order.len()].iter().map(|e| e.id).collect();
+            assert_eq!(zone, m.nack_order);
+            assert!(
+                by_time[m.nack_order.len()..]
+                    .iter()
+                    .all(|e| e.owner.is_some())
+            );
+            assert!(
+                by_time[m.nack_order.len()..]
+                    .windows(2)
+                    .all(|w| w[0].delivery_time <= w[1].delivery_time)
+            );
+        }
+        // References.
+        for n in 0u8..26 {
+            let id = sid(n);
+            let want = !model.is_empty()
+                && (model.values().any(|m| id > m.last_id)
+                    || model.values().any(|m| m.pel.contains_key(&id)));
+            assert_eq!(groups.is_referenced(id), want, "is_referenced({id})");
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn groups_match_the_model(ops in vec(op(), 1..200)) {
+            let mut groups = Groups::default();
+            let mut model = BTreeMap::new();
+            let mut now = 1000u64;
+            for op in &ops {
+                step(&mut groups, &mut model, &mut now, op);
+                compare(&groups, &model);
+            }
+            // A deep copy behaves the same from here on.
+            let copy = groups.clone();
+            compare(&copy, &model);
+        }
+    }
 }
