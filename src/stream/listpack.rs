@@ -1,4 +1,71 @@
-//! PLACEHOLDER: the listpack node encoding is being written. Only `Value` is final.
+//! One stream node: a single contiguous byte buffer holding a *master entry* and up to
+//! `stream-node-max-entries` stream entries (Redis: a listpack inside a rax leaf).
+//!
+//! The node does not know its own ID: the stream's radix tree stores it under the 16-byte
+//! key of its *master ID*, the ID of the first entry ever appended to it, and every entry
+//! ID inside is a delta against that master ID. All entries of a node are `>=` the master
+//! ID, and entries are kept in ID order, so the node holding an ID is the one with the
+//! greatest key `<=` that ID.
+//!
+//! # Byte layout
+//!
+//! ```text
+//! +-------+---------+-------------+---------+-----+---------+---------+-----+---------+
+//! | live  | deleted | redis-bytes | nfields | fld1| ... fldN| entry 0 | ... | entry K |
+//! | u32LE | u32 LE  | u32 LE      | varint  |elem |    elem |         |     |         |
+//! +-------+---------+-------------+---------+-----+---------+---------+-----+---------+
+//!  0       4         8             12 ----- master entry ----  entries, oldest first
+//! ```
+//!
+//! * `live`, `deleted`: entries not flagged / flagged deleted. `live + deleted` is the
+//!   number of entries physically present; it is what `stream-node-max-entries` limits.
+//! * `redis-bytes`: the size this node *would* have in Redis's own listpack encoding,
+//!   minus the two elements holding the live and deleted counters (their size depends on
+//!   the counters, so [`Listpack::redis_bytes`] adds them when asked). The stream uses it
+//!   to roll over to a new node exactly where Redis does (`stream-node-max-bytes`).
+//! * master entry: the number of field names, then the field names of the node's first
+//!   entry. Later entries whose field names are exactly these store only their values.
+//!
+//! Every entry:
+//!
+//! ```text
+//! +---------------------+------------+--------------------------+--------+----------+
+//! | head: ms-delta|flags | seq-delta  | [nfields, f1 .. fN]      | values | back-len |
+//! | tagged varint       | zz varint  | only without SAMEFIELDS  | elems  | rev var  |
+//! +---------------------+------------+--------------------------+--------+----------+
+//! ```
+//!
+//! * head: a varint whose first byte is `c mmmmm ff`: `ff` are the flags (bit 0 DELETED,
+//!   bit 1 SAMEFIELDS), `mmmmm` the low 5 bits of `ms - master.ms`, and `c` says that the
+//!   rest of the ms delta follows as a LEB128 varint (7 bits a byte, low bits first, high
+//!   bit = more). Keeping the flags in the first byte lets a delete flip one bit in place.
+//! * seq-delta: `seq - master.seq` (wrapping), as a signed number, zig-zag encoded
+//!   (0, -1, 1, -2 ... become 0, 1, 2, 3 ...) in a LEB128 varint. It is negative when the
+//!   entry's ms is larger than the master's and its seq smaller.
+//! * nfields: LEB128 count of field/value pairs, then `f1 v1 f2 v2 ...` interleaved.
+//!   With SAMEFIELDS only `v1 v2 ...` are stored and the names come from the master.
+//! * element (a field name or a value): a varint whose first byte is `c pppppp t`.
+//!   `t = 0`: a byte string; the payload is its length, and that many raw bytes follow.
+//!   `t = 1`: an integer; the payload is the zig-zag form of an `i64`, nothing follows.
+//!   A string is stored as an integer exactly when it is the canonical decimal text of an
+//!   `i64` (Redis `string2ll`: no `+`, no leading zeros, no `-0`), so the decimal text
+//!   reproduces it byte for byte. `c` and the LEB128 continuation work as for the head.
+//! * back-len: the entry's length in bytes from head to the end of its last value,
+//!   written so that it can be read *right to left*: the last byte holds the low 7 bits,
+//!   and a set high bit means "7 more bits in the byte before me". From the end of an
+//!   entry, reverse iteration reads this number and jumps to the entry's head.
+//!
+//! There is no terminator: the entries end where the buffer ends.
+//!
+//! Invariants: `live + deleted` equals the number of entries; entry IDs strictly increase
+//! and are `>=` the master ID; every back-len equals its entry's head-to-last-value
+//! length; `redis-bytes` equals what Redis's listpack would hold (see
+//! [`Listpack::redis_bytes`], which must agree with `streamAppendItem`'s encoding).
+//!
+//! Memory: the buffer is allocated to fit and grows geometrically, capped at a hint
+//! (the node byte limit); the stream shrinks it to fit when it seals the node.
+
+use super::id::{StreamId, string2ll};
 
 /// One element read out of a node: a byte string, or an integer stored compactly
 /// (Redis's listpack stores integer-looking strings as integers; on the wire both are
@@ -18,5 +85,806 @@ impl Value<'_> {
             Value::Str(s) => s.to_vec(),
             Value::Int(i) => itoa::Buffer::new().format(*i).as_bytes().to_vec(),
         }
+    }
+
+    /// True if this element is the byte string `b` (integers compare by their text).
+    pub fn eq_bytes(&self, b: &[u8]) -> bool {
+        match *self {
+            Value::Str(s) => s == b,
+            Value::Int(i) => itoa::Buffer::new().format(i).as_bytes() == b,
+        }
+    }
+
+    /// How a given byte string is stored: as an integer when it is canonical `i64` text.
+    pub fn classify(b: &[u8]) -> Value<'_> {
+        match string2ll(b) {
+            Some(i) => Value::Int(i),
+            None => Value::Str(b),
+        }
+    }
+}
+
+/// Entry flag: the entry is deleted (a tombstone), skipped by readers.
+const FLAG_DELETED: u8 = 1;
+/// Entry flag: the entry's field names are the master entry's; only values are stored.
+const FLAG_SAMEFIELDS: u8 = 2;
+
+/// Offset of the live-entry counter (u32 LE).
+const HDR_LIVE: usize = 0;
+/// Offset of the deleted-entry counter (u32 LE).
+const HDR_DELETED: usize = 4;
+/// Offset of the Redis-encoding size without its two counters (u32 LE).
+const HDR_REDIS: usize = 8;
+/// Size of the fixed header; the master entry starts here.
+const HDR_SIZE: usize = 12;
+
+/// Bits of the first head byte that hold the flags.
+const HEAD_TAG_BITS: u32 = 2;
+/// Bits of the first element byte that hold the string/integer tag.
+const ELEM_TAG_BITS: u32 = 1;
+/// Element tag: byte string.
+const ELEM_STR: u8 = 0;
+/// Element tag: integer.
+const ELEM_INT: u8 = 1;
+
+// ---------------------------------------------------------------------------------------
+// Variable-length integers.
+// ---------------------------------------------------------------------------------------
+
+/// Bytes a LEB128 varint of `v` takes (1..=10).
+fn uvarint_len(v: u64) -> usize {
+    let bits = 64 - (v | 1).leading_zeros() as usize;
+    bits.div_ceil(7)
+}
+
+/// Appends `v` as LEB128: 7 bits a byte, low bits first, high bit set on all but the last.
+fn put_uvarint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Reads a LEB128 varint at `*pos`, advancing it.
+fn get_uvarint(buf: &[u8], pos: &mut usize) -> u64 {
+    let mut v = 0u64;
+    let mut shift = 0u32;
+    loop {
+        let b = buf[*pos];
+        *pos += 1;
+        v |= u64::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return v;
+        }
+        shift += 7;
+        assert!(shift < 64, "corrupt node varint");
+    }
+}
+
+/// Bytes [`put_tagged`] takes for `payload` with `tag_bits` tag bits.
+#[cfg(test)]
+fn tagged_len(payload: u64, tag_bits: u32) -> usize {
+    let rest = payload >> (7 - tag_bits);
+    if rest == 0 { 1 } else { 1 + uvarint_len(rest) }
+}
+
+/// Appends a varint whose first byte is `c | low payload bits | tag`; the payload bits
+/// that do not fit follow as LEB128 when `c` (0x80) is set.
+fn put_tagged(out: &mut Vec<u8>, payload: u64, tag: u8, tag_bits: u32) {
+    let low_bits = 7 - tag_bits;
+    let first = (((payload & ((1 << low_bits) - 1)) as u8) << tag_bits) | tag;
+    let rest = payload >> low_bits;
+    if rest == 0 {
+        out.push(first);
+    } else {
+        out.push(first | 0x80);
+        put_uvarint(out, rest);
+    }
+}
+
+/// Reads a varint written by [`put_tagged`]: returns (payload, tag).
+fn get_tagged(buf: &[u8], pos: &mut usize, tag_bits: u32) -> (u64, u8) {
+    let b = buf[*pos];
+    *pos += 1;
+    let low_bits = 7 - tag_bits;
+    let tag = b & ((1 << tag_bits) - 1);
+    let mut payload = u64::from((b & 0x7f) >> tag_bits);
+    if b & 0x80 != 0 {
+        payload |= get_uvarint(buf, pos) << low_bits;
+    }
+    (payload, tag)
+}
+
+/// Appends `len` so that it can be read right to left (see the module docs).
+fn put_backlen(out: &mut Vec<u8>, len: u64) {
+    let n = uvarint_len(len);
+    for i in (0..n).rev() {
+        let group = ((len >> (7 * i)) & 0x7f) as u8;
+        out.push(if i + 1 < n { group | 0x80 } else { group });
+    }
+}
+
+/// Reads a back-len that ends just before `end`: returns (value, offset of its first byte).
+fn get_backlen(buf: &[u8], end: usize) -> (u64, usize) {
+    let mut pos = end;
+    let mut v = 0u64;
+    let mut shift = 0u32;
+    loop {
+        pos -= 1;
+        let b = buf[pos];
+        v |= u64::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return (v, pos);
+        }
+        shift += 7;
+        assert!(shift < 64, "corrupt node back-len");
+    }
+}
+
+/// Zig-zag: small magnitudes of either sign become small unsigned numbers.
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+/// Inverse of [`zigzag`].
+fn unzigzag(z: u64) -> i64 {
+    ((z >> 1) as i64) ^ -((z & 1) as i64)
+}
+
+/// Appends one element (a field name or value), classified by [`Value::classify`].
+fn put_elem(out: &mut Vec<u8>, v: Value<'_>) {
+    match v {
+        Value::Int(i) => put_tagged(out, zigzag(i), ELEM_INT, ELEM_TAG_BITS),
+        Value::Str(s) => {
+            put_tagged(out, s.len() as u64, ELEM_STR, ELEM_TAG_BITS);
+            out.extend_from_slice(s);
+        }
+    }
+}
+
+/// Reads the element at `*pos`, advancing past it.
+fn get_elem<'a>(buf: &'a [u8], pos: &mut usize) -> Value<'a> {
+    let (payload, tag) = get_tagged(buf, pos, ELEM_TAG_BITS);
+    if tag == ELEM_INT {
+        Value::Int(unzigzag(payload))
+    } else {
+        let len = usize::try_from(payload).expect("element length fits in memory");
+        let s = &buf[*pos..*pos + len];
+        *pos += len;
+        Value::Str(s)
+    }
+}
+
+/// Skips the element at `*pos`.
+fn skip_elem(buf: &[u8], pos: &mut usize) {
+    let (payload, tag) = get_tagged(buf, pos, ELEM_TAG_BITS);
+    if tag == ELEM_STR {
+        *pos += usize::try_from(payload).expect("element length fits in memory");
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Redis listpack sizes (listpack.c lpEncodeGetType / lpEncodeBacklen), used only to decide
+// node rollover the way Redis does. Every element is its encoding plus a back-len.
+// ---------------------------------------------------------------------------------------
+
+/// Redis listpack header (u32 total bytes + u16 element count) plus the EOF byte.
+const REDIS_LP_EMPTY: usize = 6 + 1;
+
+/// Bytes of a Redis listpack element holding integer `v` (all int encodings are at most
+/// 9 bytes, so the back-len is 1 byte).
+fn redis_int_size(v: i64) -> usize {
+    let enc = match v {
+        0..=127 => 1,
+        -4096..=4095 => 2,
+        -32768..=32767 => 3,
+        -8_388_608..=8_388_607 => 4,
+        -2_147_483_648..=2_147_483_647 => 5,
+        _ => 9,
+    };
+    enc + 1
+}
+
+/// Bytes of a Redis listpack back-len for an element of `l` bytes.
+fn redis_backlen_size(l: usize) -> usize {
+    match l {
+        0..=127 => 1,
+        128..16383 => 2,
+        16383..2_097_151 => 3,
+        2_097_151..268_435_455 => 4,
+        _ => 5,
+    }
+}
+
+/// Bytes of a Redis listpack element holding `v`.
+fn redis_value_size(v: Value<'_>) -> usize {
+    match v {
+        Value::Int(i) => redis_int_size(i),
+        Value::Str(s) => {
+            let len = s.len();
+            let enc = if len < 64 {
+                1 + len
+            } else if len < 4096 {
+                2 + len
+            } else {
+                5 + len
+            };
+            enc + redis_backlen_size(enc)
+        }
+    }
+}
+
+/// Redis listpack bytes of one stream entry as `streamAppendItem` writes it: flags,
+/// ms-delta, seq-delta, [num-fields, fields], values, lp-count. Must agree with
+/// [`Listpack::new`] and [`Listpack::append`], which write the same entry in our format.
+fn redis_entry_size<T: AsRef<[u8]>>(
+    ms_delta: u64,
+    seq_delta: u64,
+    elements: &[T],
+    same: bool,
+) -> usize {
+    let nfields = elements.len() / 2;
+    // The C code passes u64 differences to an int64 parameter: they wrap.
+    let mut size = redis_int_size(0) // flags (0..=3, always one byte)
+        + redis_int_size(ms_delta as i64)
+        + redis_int_size(seq_delta as i64);
+    let lp_count = if same { nfields + 3 } else { 2 * nfields + 4 };
+    if !same {
+        size += redis_int_size(nfields as i64);
+    }
+    for (i, e) in elements.iter().enumerate() {
+        if same && i % 2 == 0 {
+            continue;
+        }
+        size += redis_value_size(Value::classify(e.as_ref()));
+    }
+    size + redis_int_size(lp_count as i64)
+}
+
+/// Upper bound of the bytes one entry takes in our format (head, seq, count and back-len
+/// at most 10 bytes each; each element at most 5 header bytes for lengths below 16 GiB).
+fn entry_size_bound<T: AsRef<[u8]>>(elements: &[T]) -> usize {
+    40 + elements
+        .iter()
+        .map(|e| e.as_ref().len() + 10)
+        .sum::<usize>()
+}
+
+// ---------------------------------------------------------------------------------------
+// The node.
+// ---------------------------------------------------------------------------------------
+
+/// One stream node (see the module docs for the bytes).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Listpack {
+    /// Header, master entry and entries; `capacity()` is what it costs in memory.
+    buf: Vec<u8>,
+}
+
+impl std::fmt::Debug for Listpack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Listpack")
+            .field("live", &self.live())
+            .field("deleted", &self.deleted())
+            .field("bytes", &self.buf.len())
+            .field("redis_bytes", &self.redis_bytes())
+            .finish()
+    }
+}
+
+/// Where an entry sits in a node and what its head says (offsets into the node buffer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntryInfo {
+    /// The entry's ID.
+    pub id: StreamId,
+    /// Offset of the entry's head byte (what [`Listpack::mark_deleted`] takes).
+    pub start: usize,
+    /// Offset just past the entry's back-len: the next entry's head, or the buffer end.
+    pub end: usize,
+    flags: u8,
+    /// Number of field/value pairs.
+    pairs: usize,
+    /// Offset of the first stored element (a field name, or a value with SAMEFIELDS).
+    body: usize,
+}
+
+impl EntryInfo {
+    /// True if the entry is a tombstone.
+    pub fn is_deleted(&self) -> bool {
+        self.flags & FLAG_DELETED != 0
+    }
+    /// Number of field/value pairs.
+    pub fn pairs(&self) -> usize {
+        self.pairs
+    }
+}
+
+/// The master entry's shape: field count and where its names and the entries start.
+#[derive(Debug, Clone, Copy)]
+pub struct Master {
+    /// Number of field names in the master entry.
+    nfields: usize,
+    /// Offset of the first master field name.
+    fields: usize,
+    /// Offset of the first entry.
+    entries: usize,
+}
+
+impl Listpack {
+    /// A node holding one entry, the first: its field names become the master entry.
+    /// `elements` is `f1, v1, f2, v2, ...`. The buffer is allocated to fit exactly.
+    pub fn new<T: AsRef<[u8]>>(elements: &[T]) -> Listpack {
+        assert!(
+            elements.len().is_multiple_of(2),
+            "elements come in field/value pairs"
+        );
+        let nfields = elements.len() / 2;
+        let mut buf = Vec::with_capacity(HDR_SIZE + 10 + entry_size_bound(elements));
+        buf.extend_from_slice(&[0; HDR_SIZE]);
+        put_uvarint(&mut buf, nfields as u64);
+        // Redis: the master entry is count, deleted, num-fields, fields..., 0.
+        let mut redis = REDIS_LP_EMPTY + redis_int_size(nfields as i64) + redis_int_size(0);
+        for f in elements.iter().step_by(2) {
+            let v = Value::classify(f.as_ref());
+            put_elem(&mut buf, v);
+            redis += redis_value_size(v);
+        }
+        redis += redis_entry_size(0, 0, elements, true);
+        let mut lp = Listpack { buf };
+        lp.write_entry(0, 0, FLAG_SAMEFIELDS, elements);
+        lp.set_u32(HDR_LIVE, 1);
+        lp.set_u32(HDR_DELETED, 0);
+        lp.set_u32(HDR_REDIS, u32::try_from(redis).unwrap_or(u32::MAX));
+        lp.buf.shrink_to_fit();
+        lp
+    }
+
+    /// Appends an entry with ID `id` (greater than every ID in the node) to the node whose
+    /// master ID is `master`. Grows the buffer geometrically, but not beyond `max_hint`
+    /// bytes unless the entry itself needs more.
+    pub fn append<T: AsRef<[u8]>>(
+        &mut self,
+        master: StreamId,
+        id: StreamId,
+        elements: &[T],
+        max_hint: usize,
+    ) {
+        assert!(
+            elements.len().is_multiple_of(2),
+            "elements come in field/value pairs"
+        );
+        debug_assert!(id >= master);
+        let m = self.master();
+        let same = elements.len() / 2 == m.nfields && {
+            let mut pos = m.fields;
+            elements
+                .iter()
+                .step_by(2)
+                .all(|f| get_elem(&self.buf, &mut pos).eq_bytes(f.as_ref()))
+        };
+        let ms_delta = id.ms - master.ms;
+        let seq_delta = id.seq.wrapping_sub(master.seq);
+        let redis = redis_entry_size(ms_delta, seq_delta, elements, same);
+        self.reserve(entry_size_bound(elements), max_hint);
+        let flags = if same { FLAG_SAMEFIELDS } else { 0 };
+        self.write_entry(ms_delta, seq_delta, flags, elements);
+        self.set_u32(HDR_LIVE, self.get_u32(HDR_LIVE) + 1);
+        let total = self.get_u32(HDR_REDIS) as usize + redis;
+        self.set_u32(HDR_REDIS, u32::try_from(total).unwrap_or(u32::MAX));
+    }
+
+    /// Writes one entry at the end of the buffer (no counter updates).
+    fn write_entry<T: AsRef<[u8]>>(
+        &mut self,
+        ms_delta: u64,
+        seq_delta: u64,
+        flags: u8,
+        elements: &[T],
+    ) {
+        let start = self.buf.len();
+        let buf = &mut self.buf;
+        put_tagged(buf, ms_delta, flags, HEAD_TAG_BITS);
+        put_uvarint(buf, zigzag(seq_delta as i64));
+        if flags & FLAG_SAMEFIELDS != 0 {
+            for v in elements.iter().skip(1).step_by(2) {
+                put_elem(buf, Value::classify(v.as_ref()));
+            }
+        } else {
+            put_uvarint(buf, (elements.len() / 2) as u64);
+            for e in elements {
+                put_elem(buf, Value::classify(e.as_ref()));
+            }
+        }
+        let len = (buf.len() - start) as u64;
+        put_backlen(buf, len);
+    }
+
+    /// Makes room for `additional` bytes: double the capacity, but stop at `max_hint` on
+    /// the way (a node rarely outgrows its byte limit: by one entry at most); never less
+    /// than needed.
+    fn reserve(&mut self, additional: usize, max_hint: usize) {
+        let need = self.buf.len() + additional;
+        let cap = self.buf.capacity();
+        if need <= cap {
+            return;
+        }
+        let doubled = cap.saturating_mul(2);
+        let target = need.max(if cap < max_hint {
+            doubled.min(max_hint)
+        } else {
+            doubled
+        });
+        self.buf.reserve_exact(target - self.buf.len());
+    }
+
+    /// Releases spare capacity (when the node is sealed: no more appends).
+    pub fn shrink_to_fit(&mut self) {
+        self.buf.shrink_to_fit();
+    }
+
+    fn get_u32(&self, off: usize) -> u32 {
+        let b: [u8; 4] = self.buf[off..off + 4]
+            .try_into()
+            .expect("header field is 4 bytes");
+        u32::from_le_bytes(b)
+    }
+
+    fn set_u32(&mut self, off: usize, v: u32) {
+        self.buf[off..off + 4].copy_from_slice(&v.to_le_bytes());
+    }
+
+    /// Number of live (not deleted) entries.
+    pub fn live(&self) -> u64 {
+        u64::from(self.get_u32(HDR_LIVE))
+    }
+
+    /// Number of entries flagged deleted.
+    pub fn deleted(&self) -> u64 {
+        u64::from(self.get_u32(HDR_DELETED))
+    }
+
+    /// Live plus deleted: the entries physically in the node (what
+    /// `stream-node-max-entries` limits).
+    pub fn total_entries(&self) -> u64 {
+        self.live() + self.deleted()
+    }
+
+    /// The size in bytes the node would have as a Redis listpack (`lpBytes`). Must agree
+    /// with the sizes [`Listpack::new`] and [`Listpack::append`] add up.
+    pub fn redis_bytes(&self) -> usize {
+        self.get_u32(HDR_REDIS) as usize
+            + redis_int_size(i64::from(self.get_u32(HDR_LIVE)))
+            + redis_int_size(i64::from(self.get_u32(HDR_DELETED)))
+    }
+
+    /// Bytes used by header, master entry and entries.
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Never true: a node always has its header and master entry.
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
+    /// Bytes allocated for the buffer.
+    pub fn capacity(&self) -> usize {
+        self.buf.capacity()
+    }
+
+    /// The master entry's shape.
+    pub fn master(&self) -> Master {
+        let mut pos = HDR_SIZE;
+        let nfields = usize::try_from(get_uvarint(&self.buf, &mut pos)).expect("field count fits");
+        let fields = pos;
+        for _ in 0..nfields {
+            skip_elem(&self.buf, &mut pos);
+        }
+        Master {
+            nfields,
+            fields,
+            entries: pos,
+        }
+    }
+
+    /// Offset of the first entry (equal to [`Listpack::len`] never happens: a node that
+    /// exists holds at least one entry).
+    pub fn first_entry(&self, m: &Master) -> usize {
+        m.entries
+    }
+
+    /// Decodes the entry whose head is at `start`, in a node with master ID `master`.
+    pub fn entry_at(&self, master: StreamId, m: &Master, start: usize) -> EntryInfo {
+        let buf = &self.buf[..];
+        let mut pos = start;
+        let (ms_delta, flags) = get_tagged(buf, &mut pos, HEAD_TAG_BITS);
+        let seq_delta = unzigzag(get_uvarint(buf, &mut pos)) as u64;
+        let id = StreamId::new(master.ms + ms_delta, master.seq.wrapping_add(seq_delta));
+        let (pairs, stored) = if flags & FLAG_SAMEFIELDS != 0 {
+            (m.nfields, m.nfields)
+        } else {
+            let n = usize::try_from(get_uvarint(buf, &mut pos)).expect("field count fits");
+            (n, 2 * n)
+        };
+        let body = pos;
+        for _ in 0..stored {
+            skip_elem(buf, &mut pos);
+        }
+        let end = pos + uvarint_len((pos - start) as u64);
+        EntryInfo {
+            id,
+            start,
+            end,
+            flags,
+            pairs,
+            body,
+        }
+    }
+
+    /// Decodes the entry that ends (back-len included) just before `end`.
+    pub fn entry_before(&self, master: StreamId, m: &Master, end: usize) -> EntryInfo {
+        let (len, backlen_start) = get_backlen(&self.buf, end);
+        let len = usize::try_from(len).expect("entry length fits");
+        let e = self.entry_at(master, m, backlen_start - len);
+        debug_assert_eq!(e.end, end);
+        e
+    }
+
+    /// The ID of the last entry, deleted or not.
+    pub fn last_id(&self, master: StreamId) -> StreamId {
+        let m = self.master();
+        self.entry_before(master, &m, self.buf.len()).id
+    }
+
+    /// Iterates over every entry of the node, tombstones included, oldest first.
+    pub fn entries(&self, master: StreamId) -> impl Iterator<Item = EntryInfo> + '_ {
+        let m = self.master();
+        let mut pos = m.entries;
+        std::iter::from_fn(move || {
+            if pos >= self.buf.len() {
+                return None;
+            }
+            let e = self.entry_at(master, &m, pos);
+            pos = e.end;
+            Some(e)
+        })
+    }
+
+    /// The elements `f1, v1, f2, v2, ...` of an entry read from this node.
+    pub fn elements(&self, m: &Master, e: &EntryInfo) -> Elements<'_> {
+        Elements {
+            buf: &self.buf,
+            master_pos: m.fields,
+            pos: e.body,
+            remaining: 2 * e.pairs,
+            same: e.flags & FLAG_SAMEFIELDS != 0,
+        }
+    }
+
+    /// Flags the live entry whose head is at `start` as deleted and updates the counters.
+    pub fn mark_deleted(&mut self, start: usize) {
+        assert!(self.buf[start] & FLAG_DELETED == 0, "entry already deleted");
+        self.buf[start] |= FLAG_DELETED;
+        self.set_u32(HDR_LIVE, self.get_u32(HDR_LIVE) - 1);
+        self.set_u32(HDR_DELETED, self.get_u32(HDR_DELETED) + 1);
+    }
+}
+
+/// The elements of one entry, `f1, v1, f2, v2, ...`: names come from the master entry
+/// when the entry has SAMEFIELDS.
+#[derive(Debug, Clone)]
+pub struct Elements<'a> {
+    buf: &'a [u8],
+    /// Next master field name (used with SAMEFIELDS).
+    master_pos: usize,
+    /// Next stored element of the entry.
+    pos: usize,
+    /// Elements left to return; even means a field name is next.
+    remaining: usize,
+    same: bool,
+}
+
+impl<'a> Elements<'a> {
+    /// Number of field/value pairs (of the whole entry, not of what is left).
+    pub fn pairs(&self) -> usize {
+        self.remaining / 2
+    }
+}
+
+impl<'a> Iterator for Elements<'a> {
+    type Item = Value<'a>;
+
+    fn next(&mut self) -> Option<Value<'a>> {
+        if self.remaining == 0 {
+            return None;
+        }
+        let field_turn = self.remaining.is_multiple_of(2);
+        self.remaining -= 1;
+        if self.same && field_turn {
+            Some(get_elem(self.buf, &mut self.master_pos))
+        } else {
+            Some(get_elem(self.buf, &mut self.pos))
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.remaining, Some(self.remaining))
+    }
+}
+
+impl ExactSizeIterator for Elements<'_> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(ms: u64, seq: u64) -> StreamId {
+        StreamId::new(ms, seq)
+    }
+
+    fn collect(lp: &Listpack, master: StreamId) -> Vec<(StreamId, bool, Vec<Vec<u8>>)> {
+        let m = lp.master();
+        lp.entries(master)
+            .map(|e| {
+                (
+                    e.id,
+                    e.is_deleted(),
+                    lp.elements(&m, &e).map(|v| v.to_vec()).collect(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn varints_round_trip_at_every_width() {
+        for &v in &[
+            0u64,
+            1,
+            31,
+            32,
+            63,
+            64,
+            127,
+            128,
+            16383,
+            16384,
+            1 << 35,
+            u64::MAX,
+        ] {
+            let mut b = Vec::new();
+            put_uvarint(&mut b, v);
+            assert_eq!(b.len(), uvarint_len(v));
+            let mut p = 0;
+            assert_eq!(get_uvarint(&b, &mut p), v);
+            for bits in [1, 2] {
+                for tag in 0..(1u8 << bits) {
+                    let mut b = Vec::new();
+                    put_tagged(&mut b, v, tag, bits);
+                    assert_eq!(b.len(), tagged_len(v, bits));
+                    let mut p = 0;
+                    assert_eq!(get_tagged(&b, &mut p, bits), (v, tag));
+                    assert_eq!(p, b.len());
+                }
+            }
+            let mut b = vec![0xAA];
+            put_backlen(&mut b, v);
+            assert_eq!(get_backlen(&b, b.len()), (v, 1));
+        }
+        for &i in &[0i64, -1, 1, i64::MIN, i64::MAX, -4096, 4095] {
+            assert_eq!(unzigzag(zigzag(i)), i);
+        }
+    }
+
+    #[test]
+    fn integer_looking_strings_are_stored_as_integers() {
+        assert_eq!(Value::classify(b"123"), Value::Int(123));
+        assert_eq!(
+            Value::classify(b"-9223372036854775808"),
+            Value::Int(i64::MIN)
+        );
+        for s in [
+            &b"0123"[..],
+            b"+1",
+            b"-0",
+            b" 1",
+            b"1.0",
+            b"9223372036854775808",
+            b"",
+        ] {
+            assert_eq!(Value::classify(s), Value::Str(s), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn entries_round_trip_with_and_without_master_fields() {
+        let master = id(100, 5);
+        let mut lp = Listpack::new(&[&b"bidder"[..], b"17", b"amount", b"-3"]);
+        lp.append(
+            master,
+            id(100, 6),
+            &[&b"bidder"[..], b"x", b"amount", b"0042"],
+            4096,
+        );
+        lp.append(master, id(101, 0), &[&b"other"[..], b"v"], 4096);
+        lp.append(master, id(u64::MAX, u64::MAX), &[&b"17"[..], b"18"], 4096);
+        let got = collect(&lp, master);
+        let strs = |v: &[&str]| v.iter().map(|s| s.as_bytes().to_vec()).collect::<Vec<_>>();
+        assert_eq!(
+            got[0],
+            (id(100, 5), false, strs(&["bidder", "17", "amount", "-3"]))
+        );
+        assert_eq!(
+            got[1],
+            (id(100, 6), false, strs(&["bidder", "x", "amount", "0042"]))
+        );
+        assert_eq!(got[2], (id(101, 0), false, strs(&["other", "v"])));
+        assert_eq!(got[3], (id(u64::MAX, u64::MAX), false, strs(&["17", "18"])));
+        assert_eq!(lp.live(), 4);
+        assert_eq!(lp.last_id(master), id(u64::MAX, u64::MAX));
+        // Reverse walk finds the same entries.
+        let m = lp.master();
+        let mut end = lp.len();
+        let mut rev = Vec::new();
+        while end > m.entries {
+            let e = lp.entry_before(master, &m, end);
+            rev.push(e.id);
+            end = e.start;
+        }
+        rev.reverse();
+        assert_eq!(rev, got.iter().map(|g| g.0).collect::<Vec<_>>());
+        // The integer value comes back as an integer.
+        let e = lp.entries(master).next().expect("one entry");
+        assert_eq!(lp.elements(&m, &e).nth(1), Some(Value::Int(17)));
+    }
+
+    #[test]
+    fn delete_flags_in_place_and_moves_counters() {
+        let master = id(1, 0);
+        let mut lp = Listpack::new(&[b"f", b"v"]);
+        lp.append(master, id(1, 1), &[b"f", b"w"], 4096);
+        let before = lp.redis_bytes();
+        let e = lp.entries(master).next().expect("entry");
+        lp.mark_deleted(e.start);
+        assert_eq!((lp.live(), lp.deleted()), (1, 1));
+        assert_eq!(lp.redis_bytes(), before);
+        let flags: Vec<bool> = lp.entries(master).map(|e| e.is_deleted()).collect();
+        assert_eq!(flags, vec![true, false]);
+    }
+
+    #[test]
+    fn redis_sizes_follow_listpack_encodings() {
+        // lpNew + count(1) + deleted(0) + num-fields(1) + "field" + 0 = 7+2+2+2+7+2 = 22;
+        // entry: flags 2, ms 2, seq 2, "value" 7, lp-count(4) 2 = 15.
+        let lp = Listpack::new(&[b"field", b"value"]);
+        assert_eq!(lp.redis_bytes(), 37);
+        assert_eq!(redis_value_size(Value::Str(&[b'x'; 63])), 65);
+        assert_eq!(redis_value_size(Value::Str(&[b'x'; 64])), 67);
+        assert_eq!(redis_value_size(Value::Str(&[b'x'; 125])), 128);
+        assert_eq!(redis_value_size(Value::Str(&[b'x'; 126])), 130);
+        assert_eq!(redis_value_size(Value::Str(&[b'x'; 4096])), 4103);
+        assert_eq!(redis_int_size(-1), 3);
+        assert_eq!(redis_int_size(40000), 5);
+        assert_eq!(redis_int_size(-(1 << 40)), 10);
+    }
+
+    #[test]
+    fn growth_is_geometric_and_capped() {
+        let master = id(1, 0);
+        let mut lp = Listpack::new(&[b"a", b"1"]);
+        assert!(
+            lp.capacity() < 64,
+            "one entry allocates to fit: {}",
+            lp.capacity()
+        );
+        let mut caps = vec![lp.capacity()];
+        for i in 1..200u64 {
+            lp.append(master, id(1, i), &[b"a", b"1"], 256);
+            if *caps.last().expect("nonempty") != lp.capacity() {
+                caps.push(lp.capacity());
+            }
+        }
+        assert!(caps.len() < 20, "{caps:?}");
+        assert!(caps.iter().any(|&c| c == 256), "{caps:?}");
     }
 }

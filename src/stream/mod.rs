@@ -1,9 +1,37 @@
-//! PLACEHOLDER (being replaced by the rax-of-listpacks implementation): the `Stream`
-//! type's final public API over a `BTreeMap`, so commands can be written against it.
+//! The stream data type: a radix tree of listpack nodes plus the metadata Redis keeps
+//! (reference §1.6), and its consumer groups.
+//!
+//! ```text
+//!  Stream
+//!  ├ index: Rax<Listpack>  key = master ID as 16 bytes big-endian (StreamId::to_key)
+//!  │   ├ 1700000000000-0 ──▶ [hdr | master: bidder amount | e0 | e1 | ... | e99]  sealed
+//!  │   ├ 1700000000042-3 ──▶ [hdr | master: bidder amount | e0 | ... | e99]        sealed
+//!  │   └ 1700000000097-0 ──▶ [hdr | master: user action | e0 | e1 | e2]   tail (appends)
+//!  ├ tail            master ID of the last node (appends go there)
+//!  ├ length, first_id, last_id, max_deleted_entry_id, entries_added
+//!  └ groups          consumer groups (group.rs)
+//! ```
+//!
+//! Entries are appended to the tail node until it is full, exactly where Redis would call
+//! it full (`streamAppendItem`): when the node's size *in Redis's listpack encoding* plus
+//! the raw length of the new fields and values reaches `stream-node-max-bytes` (0 means
+//! the 1 GiB cap), or when its live plus deleted entries reach `stream-node-max-entries`
+//! (0 = no limit). Clients see these boundaries through `~` trimming and XINFO's
+//! `radix-tree-keys`, so they must match even though our own node encoding is smaller.
+//!
+//! Deletion flags an entry in place; a node whose last live entry goes is freed. Trimming
+//! (MAXLEN/MINID, exact or `~`, LIMIT, KEEPREF/DELREF/ACKED) follows `streamTrim`; see
+//! [`Stream::trim`].
+//!
+//! Invariants: every node in the index has at least one live entry; the sum of the
+//! nodes' live counts is `length`; `first_id` is the first live entry's ID (`0-0` when
+//! empty); `tail` is the greatest key in the index when the index is not empty; every
+//! entry ID is `<= last_id`.
 
 pub mod group;
 pub mod id;
 pub mod listpack;
+pub mod memory;
 pub mod rax;
 
 pub use id::StreamId;
@@ -12,8 +40,12 @@ use crate::error::ReplyError;
 use bytes::Bytes;
 use group::Groups;
 use id::XAddId;
-use listpack::Value;
-use std::collections::BTreeMap;
+use listpack::{Elements, Listpack, Master};
+use rax::{Cursor, Rax, SeekOp};
+
+/// Redis `STREAM_LISTPACK_MAX_SIZE`: the node byte limit when `stream-node-max-bytes` is 0
+/// or larger than this.
+const STREAM_LISTPACK_MAX_SIZE: usize = 1 << 30;
 
 /// Node size limits (configs `stream-node-max-bytes`, `stream-node-max-entries`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,7 +58,28 @@ pub struct NodeLimits {
 
 impl Default for NodeLimits {
     fn default() -> Self {
-        NodeLimits { max_bytes: 4096, max_entries: 100 }
+        NodeLimits {
+            max_bytes: 4096,
+            max_entries: 100,
+        }
+    }
+}
+
+impl NodeLimits {
+    /// The byte limit in effect: `max_bytes`, or 1 GiB when it is 0 or larger.
+    fn effective_max_bytes(&self) -> usize {
+        if self.max_bytes == 0 || self.max_bytes > STREAM_LISTPACK_MAX_SIZE {
+            STREAM_LISTPACK_MAX_SIZE
+        } else {
+            self.max_bytes
+        }
+    }
+
+    /// The LIMIT of an approximate trim that gave none: 100 × `max_entries`, 10000 when
+    /// that is 0, at most 1000000 (t_stream.c `streamParseAddOrTrimArgsOrReply`).
+    pub fn default_trim_limit(&self) -> u64 {
+        let l = (self.max_entries as u64).saturating_mul(100);
+        if l == 0 { 10_000 } else { l.min(1_000_000) }
     }
 }
 
@@ -70,30 +123,205 @@ pub struct TrimSpec {
 pub struct Entry<'a> {
     /// The entry ID.
     pub id: StreamId,
-    fields: &'a [Bytes],
+    /// The entry's elements, unread.
+    elements: Elements<'a>,
 }
 
 impl<'a> Entry<'a> {
     /// Number of field/value pairs.
     pub fn pairs_len(&self) -> usize {
-        self.fields.len() / 2
+        self.elements.pairs()
     }
     /// The elements `f1, v1, f2, v2, ...` in insertion order.
-    pub fn elements(&self) -> impl Iterator<Item = Value<'a>> + 'a {
-        self.fields.iter().map(|b| Value::Str(b))
+    pub fn elements(&self) -> Elements<'a> {
+        self.elements.clone()
     }
+}
+
+/// What trimming needs to know about consumer groups (implemented by [`Groups`]; tests
+/// use a plain set).
+pub(crate) trait GroupRefs {
+    /// True when the stream has no consumer groups (then DELREF and ACKED act as KEEPREF).
+    fn no_groups(&self) -> bool;
+    /// True if some group still references `id` (reference §3.2).
+    fn is_referenced(&self, id: StreamId) -> bool;
+    /// Drops `id` from every group's PEL.
+    fn remove_refs(&mut self, id: StreamId);
+}
+
+impl GroupRefs for Groups {
+    fn no_groups(&self) -> bool {
+        self.is_empty()
+    }
+    fn is_referenced(&self, id: StreamId) -> bool {
+        Groups::is_referenced(self, id)
+    }
+    fn remove_refs(&mut self, id: StreamId) {
+        Groups::remove_refs(self, id)
+    }
+}
+
+/// The entries of a stream: the node index and the counters that follow from it.
+#[derive(Debug, Clone, Default)]
+struct Nodes {
+    /// Master-ID key → node. Every node has at least one live entry.
+    index: Rax<Listpack>,
+    /// Master ID of the last node; meaningless when `index` is empty.
+    tail: StreamId,
+    /// Number of live entries over all nodes.
+    length: u64,
+    /// ID of the first live entry, `0-0` when empty.
+    first_id: StreamId,
 }
 
 /// A stream: entries ordered by ID plus the metadata Redis keeps (reference §1.6).
 #[derive(Debug, Clone, Default)]
 pub struct Stream {
-    entries: BTreeMap<StreamId, Vec<Bytes>>,
+    /// The entries.
+    nodes: Nodes,
+    /// The last generated ID; every entry's ID is `<=` it.
     last_id: StreamId,
-    first_id: StreamId,
+    /// Largest ID removed by XDEL/XDELEX/XACKDEL (not raised by trimming).
     max_deleted_entry_id: StreamId,
+    /// Lifetime count of appended entries.
     entries_added: u64,
     /// The stream's consumer groups.
     pub groups: Groups,
+}
+
+/// Decodes a node key (16 bytes, by construction).
+fn master_of(key: &[u8]) -> StreamId {
+    StreamId::from_key(key).expect("stream index keys are 16-byte IDs")
+}
+
+impl Nodes {
+    /// The node holding `id`, if any: the one with the greatest master ID `<= id`.
+    fn node_for(&self, id: StreamId) -> Option<(StreamId, &Listpack)> {
+        let mut c = self.index.cursor();
+        if !c.seek(SeekOp::Le, &id.to_key()) {
+            return None;
+        }
+        c.next().map(|(k, lp)| (master_of(k), lp))
+    }
+
+    /// Removes the node keyed by `master`, keeping `tail` right.
+    fn remove_node(&mut self, master: StreamId) {
+        self.index
+            .remove(&master.to_key())
+            .expect("removing a node that exists");
+        if master == self.tail {
+            self.tail = self
+                .index
+                .last()
+                .map(|(k, _)| master_of(k))
+                .unwrap_or(StreamId::MIN);
+        }
+    }
+
+    /// Recomputes `first_id` from the nodes.
+    fn refresh_first_id(&mut self) {
+        self.first_id = if self.length == 0 {
+            StreamId::MIN
+        } else {
+            let mut it = Range::new(self, StreamId::MIN, StreamId::MAX, false);
+            it.next()
+                .map(|e| e.id)
+                .expect("a non-empty stream has a first entry")
+        };
+    }
+
+    /// The next node to visit in a trim: the first one, or the first after `after`.
+    fn next_node(&self, after: Option<StreamId>) -> Option<(StreamId, &Listpack)> {
+        let mut c = self.index.cursor();
+        let found = match after {
+            None => c.seek(SeekOp::First, &[]),
+            Some(a) => c.seek(SeekOp::Gt, &a.to_key()),
+        };
+        if !found {
+            return None;
+        }
+        c.next().map(|(k, lp)| (master_of(k), lp))
+    }
+
+    /// `streamTrim`. See [`Stream::trim`].
+    fn trim<R: GroupRefs>(&mut self, spec: &TrimSpec, limits: &NodeLimits, refs: &mut R) -> u64 {
+        let policy = if refs.no_groups() {
+            RefPolicy::KeepRef
+        } else {
+            spec.policy
+        };
+        // Exact trims are never limited; LIMIT 0 means unlimited.
+        let limit = match (spec.approx, spec.limit) {
+            (false, _) => 0,
+            (true, Some(l)) => l,
+            (true, None) => limits.default_trim_limit(),
+        };
+        let mut deleted = 0u64;
+        let mut after = None;
+        while let Some((master, lp)) = self.next_node(after) {
+            if let TrimStrategy::MaxLen(max) = spec.strategy
+                && self.length <= max
+            {
+                break;
+            }
+            let entries = lp.live();
+            if limit != 0 && deleted + entries > limit {
+                break;
+            }
+            // Can the whole node go and still satisfy the strategy?
+            let eligible = match spec.strategy {
+                TrimStrategy::MaxLen(max) => self.length - entries >= max,
+                TrimStrategy::MinId(min) => lp.last_id(master) < min,
+            };
+            if eligible && policy == RefPolicy::KeepRef {
+                self.remove_node(master);
+                self.length -= entries;
+                deleted += entries;
+                after = Some(master);
+                continue;
+            }
+            if spec.approx && !eligible {
+                break;
+            }
+            // Entry by entry: the node is partly in range, or references must be checked.
+            let key = master.to_key();
+            let lp = self.index.get_mut(&key).expect("node found a moment ago");
+            let m = lp.master();
+            let mut pos = lp.first_entry(&m);
+            while pos < lp.len() {
+                let e = lp.entry_at(master, &m, pos);
+                pos = e.end;
+                let stop = match spec.strategy {
+                    TrimStrategy::MaxLen(max) => self.length <= max,
+                    TrimStrategy::MinId(min) => e.id >= min,
+                };
+                if stop {
+                    break;
+                }
+                if policy == RefPolicy::DelRef {
+                    // Tombstones too: an XDEL with KEEPREF may have left references.
+                    refs.remove_refs(e.id);
+                }
+                if e.is_deleted() || (policy == RefPolicy::Acked && refs.is_referenced(e.id)) {
+                    continue;
+                }
+                lp.mark_deleted(e.start);
+                self.length -= 1;
+                deleted += 1;
+            }
+            if lp.live() == 0 {
+                self.remove_node(master);
+            }
+            if !eligible {
+                break;
+            }
+            after = Some(master);
+        }
+        if deleted > 0 {
+            self.refresh_first_id();
+        }
+        deleted
+    }
 }
 
 impl Stream {
@@ -103,11 +331,11 @@ impl Stream {
     }
     /// Number of live entries.
     pub fn len(&self) -> u64 {
-        self.entries.len() as u64
+        self.nodes.length
     }
     /// True when there are no live entries.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.nodes.length == 0
     }
     /// The last generated ID (`last-generated-id`).
     pub fn last_id(&self) -> StreamId {
@@ -115,7 +343,7 @@ impl Stream {
     }
     /// The first live entry's ID, `0-0` when empty (`recorded-first-entry-id`).
     pub fn first_id(&self) -> StreamId {
-        self.first_id
+        self.nodes.first_id
     }
     /// Largest ID ever removed by XDEL/XDELEX/XACKDEL.
     pub fn max_deleted_entry_id(&self) -> StreamId {
@@ -175,90 +403,915 @@ impl Stream {
 
     /// Appends an entry; `id` must be greater than `last_id` (from [`Stream::next_id`]).
     /// `elements` is `f1, v1, f2, v2, ...`.
-    pub fn append(&mut self, id: StreamId, elements: &[Bytes], _limits: &NodeLimits) {
+    ///
+    /// The entry goes to the tail node unless that node is full by Redis's rule (see the
+    /// module docs); then the tail is shrunk to fit and a new node starts, its master
+    /// entry made of this entry's field names.
+    pub fn append(&mut self, id: StreamId, elements: &[Bytes], limits: &NodeLimits) {
         assert!(id > self.last_id || (self.last_id.is_zero() && !id.is_zero()));
-        if self.entries.is_empty() {
-            self.first_id = id;
+        assert!(
+            elements.len().is_multiple_of(2),
+            "elements come in field/value pairs"
+        );
+        let max_bytes = limits.effective_max_bytes();
+        let nodes = &mut self.nodes;
+        let tail = if nodes.index.is_empty() {
+            None
+        } else {
+            let lp = nodes
+                .index
+                .get_mut(&nodes.tail.to_key())
+                .expect("tail node exists");
+            let raw_len: usize = elements.iter().map(|e| e.len()).sum();
+            let full = lp.redis_bytes().saturating_add(raw_len) >= max_bytes
+                || (limits.max_entries != 0 && lp.total_entries() >= limits.max_entries as u64);
+            if full {
+                lp.shrink_to_fit();
+                None
+            } else {
+                Some(lp)
+            }
+        };
+        match tail {
+            Some(lp) => lp.append(nodes.tail, id, elements, max_bytes),
+            None => {
+                nodes.index.insert(&id.to_key(), Listpack::new(elements));
+                nodes.tail = id;
+            }
         }
-        self.entries.insert(id, elements.to_vec());
+        if nodes.length == 0 {
+            nodes.first_id = id;
+        }
+        nodes.length += 1;
         self.last_id = id;
         self.entries_added += 1;
     }
 
     /// Entries with `start <= id <= end`, ascending (`rev` false) or descending.
-    pub fn range(
-        &self,
-        start: StreamId,
-        end: StreamId,
-        rev: bool,
-    ) -> Box<dyn Iterator<Item = Entry<'_>> + '_> {
-        if start > end {
-            return Box::new(std::iter::empty());
-        }
-        let it = self.entries.range(start..=end).map(|(id, f)| Entry { id: *id, fields: f });
-        if rev { Box::new(it.rev()) } else { Box::new(it) }
+    pub fn range(&self, start: StreamId, end: StreamId, rev: bool) -> Range<'_> {
+        Range::new(&self.nodes, start, end, rev)
     }
 
     /// The entry with this ID, if live.
     pub fn get(&self, id: StreamId) -> Option<Entry<'_>> {
-        self.entries.get(&id).map(|f| Entry { id, fields: f })
+        let (master, lp) = self.nodes.node_for(id)?;
+        let m = lp.master();
+        let e = lp.entries(master).find(|e| e.id >= id)?;
+        if e.id != id || e.is_deleted() {
+            return None;
+        }
+        Some(Entry {
+            id,
+            elements: lp.elements(&m, &e),
+        })
     }
 
     /// The first live entry.
     pub fn first_entry(&self) -> Option<Entry<'_>> {
-        self.entries.iter().next().map(|(id, f)| Entry { id: *id, fields: f })
+        self.range(StreamId::MIN, StreamId::MAX, false).next()
     }
 
     /// The last live entry.
     pub fn last_entry(&self) -> Option<Entry<'_>> {
-        self.entries.iter().next_back().map(|(id, f)| Entry { id: *id, fields: f })
+        self.range(StreamId::MIN, StreamId::MAX, true).next()
     }
 
     /// Deletes one entry (XDEL): true if it was live. Raises `max_deleted_entry_id`
-    /// and keeps `first_id` correct.
+    /// and keeps `first_id` correct. A node whose last live entry goes is freed.
     pub fn delete(&mut self, id: StreamId) -> bool {
-        if self.entries.remove(&id).is_none() {
+        let nodes = &mut self.nodes;
+        let Some((master, _)) = nodes.node_for(id) else {
+            return false;
+        };
+        let lp = nodes
+            .index
+            .get_mut(&master.to_key())
+            .expect("node found a moment ago");
+        let Some(e) = lp.entries(master).find(|e| e.id >= id) else {
+            return false;
+        };
+        if e.id != id || e.is_deleted() {
             return false;
         }
+        lp.mark_deleted(e.start);
+        if lp.live() == 0 {
+            nodes.remove_node(master);
+        }
+        nodes.length -= 1;
         if id > self.max_deleted_entry_id {
             self.max_deleted_entry_id = id;
         }
-        self.first_id = self.entries.keys().next().copied().unwrap_or(StreamId::MIN);
+        if nodes.length == 0 || id == nodes.first_id {
+            nodes.refresh_first_id();
+        }
         true
     }
 
     /// Trims; returns the number of entries removed. Does not touch
-    /// `max_deleted_entry_id`.
-    pub fn trim(&mut self, spec: &TrimSpec, _limits: &NodeLimits) -> u64 {
-        let mut removed = 0;
-        loop {
-            let Some((&id, _)) = self.entries.iter().next() else { break };
-            let go = match spec.strategy {
-                TrimStrategy::MaxLen(n) => self.len() > n,
-                TrimStrategy::MinId(min) => id < min,
-            };
-            if !go {
-                break;
-            }
-            self.entries.remove(&id);
-            removed += 1;
-        }
-        self.first_id = self.entries.keys().next().copied().unwrap_or(StreamId::MIN);
-        removed
+    /// `max_deleted_entry_id`; updates `first_id`.
+    ///
+    /// Nodes are visited oldest first (t_stream.c `streamTrim`). The walk stops when the
+    /// strategy is satisfied, or before a node whose live entries would take the removed
+    /// count over LIMIT (approximate trims only; LIMIT 0 = none). A node that can go as a
+    /// whole (MAXLEN: the stream keeps at least the threshold without it; MINID: its last
+    /// ID is below the threshold) is dropped at once under KEEPREF. Otherwise, `~` stops
+    /// there; an exact trim, or a DELREF/ACKED trim of a node that is entirely in range,
+    /// goes entry by entry: ACKED skips entries some group still references, DELREF also
+    /// drops each removed ID from every group's PEL. Only entry-by-entry work on a node
+    /// that is entirely in range continues to the next node.
+    pub fn trim(&mut self, spec: &TrimSpec, limits: &NodeLimits) -> u64 {
+        self.nodes.trim(spec, limits, &mut self.groups)
     }
 
     /// Number of nodes (XINFO `radix-tree-keys`).
     pub fn radix_tree_keys(&self) -> usize {
-        self.entries.len().div_ceil(100)
+        self.nodes.index.len()
     }
 
     /// Number of radix tree nodes (XINFO `radix-tree-nodes`).
     pub fn radix_tree_nodes(&self) -> usize {
-        self.radix_tree_keys() + 1
+        self.nodes.index.node_count()
     }
 
-    /// Estimated memory use in bytes (MEMORY USAGE).
+    /// Estimated memory use in bytes (MEMORY USAGE): the stream itself, its node buffers
+    /// at the allocator's size classes, and the index's tree nodes. Consumer groups are
+    /// not counted here.
     pub fn memory_usage(&self) -> usize {
-        self.entries.values().map(|f| 16 + f.iter().map(|b| b.len() + 8).sum::<usize>()).sum()
+        let nodes: usize = self
+            .nodes
+            .index
+            .iter()
+            .map(|(_, lp)| memory::usable_size(lp.capacity()))
+            .sum();
+        std::mem::size_of::<Stream>()
+            + nodes
+            + self.nodes.index.node_count() * memory::RAX_NODE_ESTIMATE
+            + self.nodes.index.len() * std::mem::size_of::<Listpack>()
+    }
+}
+
+/// Iterator over the live entries of an ID range, forwards or backwards
+/// ([`Stream::range`]). Seeks the node holding the start (or end) once, then walks.
+pub struct Range<'a> {
+    /// Walks the index.
+    cursor: Cursor<'a, Listpack>,
+    /// The node being read, its master ID and shape, and the position in it: the next
+    /// entry's head going forwards, the end of the next entry going backwards.
+    node: Option<(&'a Listpack, StreamId, Master, usize)>,
+    start: StreamId,
+    end: StreamId,
+    rev: bool,
+    done: bool,
+}
+
+impl<'a> Range<'a> {
+    fn new(nodes: &'a Nodes, start: StreamId, end: StreamId, rev: bool) -> Range<'a> {
+        let mut cursor = nodes.index.cursor();
+        let done = start > end || nodes.index.is_empty() || {
+            if rev {
+                // No node starts at or before `end`: nothing is <= end.
+                !cursor.seek(SeekOp::Le, &end.to_key())
+            } else {
+                // The node holding `start`, or the first one if all start after it.
+                !(cursor.seek(SeekOp::Le, &start.to_key()) || cursor.seek(SeekOp::First, &[]))
+            }
+        };
+        Range {
+            cursor,
+            node: None,
+            start,
+            end,
+            rev,
+            done,
+        }
+    }
+}
+
+impl<'a> Iterator for Range<'a> {
+    type Item = Entry<'a>;
+
+    fn next(&mut self) -> Option<Entry<'a>> {
+        while !self.done {
+            let (lp, master, m, pos) = match &mut self.node {
+                Some((lp, master, m, pos)) => (*lp, *master, *m, pos),
+                None => {
+                    let next = if self.rev {
+                        self.cursor.prev()
+                    } else {
+                        self.cursor.next()
+                    };
+                    match next {
+                        Some((k, lp)) => {
+                            let m = lp.master();
+                            let pos = if self.rev {
+                                lp.len()
+                            } else {
+                                lp.first_entry(&m)
+                            };
+                            self.node = Some((lp, master_of(k), m, pos));
+                        }
+                        None => self.done = true,
+                    }
+                    continue;
+                }
+            };
+            if self.rev {
+                if *pos <= lp.first_entry(&m) {
+                    self.node = None;
+                    continue;
+                }
+                let e = lp.entry_before(master, &m, *pos);
+                *pos = e.start;
+                if e.is_deleted() || e.id > self.end {
+                    continue;
+                }
+                if e.id < self.start {
+                    self.done = true;
+                    return None;
+                }
+                return Some(Entry {
+                    id: e.id,
+                    elements: lp.elements(&m, &e),
+                });
+            }
+            if *pos >= lp.len() {
+                self.node = None;
+                continue;
+            }
+            let e = lp.entry_at(master, &m, *pos);
+            *pos = e.end;
+            if e.is_deleted() || e.id < self.start {
+                continue;
+            }
+            if e.id > self.end {
+                self.done = true;
+                return None;
+            }
+            return Some(Entry {
+                id: e.id,
+                elements: lp.elements(&m, &e),
+            });
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use listpack::Value;
+    use std::collections::{BTreeMap, BTreeSet};
+
+    fn id(ms: u64, seq: u64) -> StreamId {
+        StreamId::new(ms, seq)
+    }
+
+    fn els(pairs: &[(&str, &str)]) -> Vec<Bytes> {
+        pairs
+            .iter()
+            .flat_map(|(f, v)| {
+                [
+                    Bytes::copy_from_slice(f.as_bytes()),
+                    Bytes::copy_from_slice(v.as_bytes()),
+                ]
+            })
+            .collect()
+    }
+
+    fn limits(max_bytes: usize, max_entries: usize) -> NodeLimits {
+        NodeLimits {
+            max_bytes,
+            max_entries,
+        }
+    }
+
+    fn maxlen(n: u64, approx: bool, limit: Option<u64>) -> TrimSpec {
+        TrimSpec {
+            strategy: TrimStrategy::MaxLen(n),
+            approx,
+            limit,
+            policy: RefPolicy::KeepRef,
+        }
+    }
+
+    fn minid(m: StreamId, approx: bool, policy: RefPolicy) -> TrimSpec {
+        TrimSpec {
+            strategy: TrimStrategy::MinId(m),
+            approx,
+            limit: None,
+            policy,
+        }
+    }
+
+    /// Appends `n` entries `f v` with IDs `base+1-0, base+2-0, ...`.
+    fn fill(s: &mut Stream, n: u64, lim: &NodeLimits) {
+        let base = s.last_id().ms;
+        for i in 1..=n {
+            s.append(id(base + i, 0), &els(&[("f", "v")]), lim);
+        }
+    }
+
+    fn ids(s: &Stream, rev: bool) -> Vec<StreamId> {
+        s.range(StreamId::MIN, StreamId::MAX, rev)
+            .map(|e| e.id)
+            .collect()
+    }
+
+    /// Checks the structural invariants listed in the module docs.
+    fn check_invariants(s: &Stream) {
+        let mut live = 0;
+        let mut prev: Option<StreamId> = None;
+        for (k, lp) in s.nodes.index.iter() {
+            let master = master_of(k);
+            assert!(lp.live() >= 1, "node {master} has no live entry");
+            live += lp.live();
+            let entries: Vec<_> = lp.entries(master).collect();
+            assert_eq!(entries.len() as u64, lp.total_entries());
+            assert_eq!(
+                entries.iter().filter(|e| !e.is_deleted()).count() as u64,
+                lp.live()
+            );
+            for e in &entries {
+                assert!(e.id >= master);
+                assert!(
+                    prev.is_none_or(|p| e.id > p),
+                    "IDs out of order at {}",
+                    e.id
+                );
+                assert!(e.id <= s.last_id());
+                prev = Some(e.id);
+            }
+        }
+        assert_eq!(live, s.len());
+        if let Some((k, _)) = s.nodes.index.last() {
+            assert_eq!(master_of(k), s.nodes.tail);
+        }
+        assert_eq!(
+            s.first_id(),
+            s.first_entry().map(|e| e.id).unwrap_or(StreamId::MIN)
+        );
+    }
+
+    #[test]
+    fn thousand_adds_with_maxlen_approx_555_leave_600() {
+        let lim = NodeLimits::default();
+        let mut s = Stream::new();
+        for j in 0..1000u64 {
+            let field = if j % 10 == 3 { "yitem" } else { "xitem" };
+            s.append(id(j + 1, 0), &els(&[(field, &j.to_string())]), &lim);
+            s.trim(&maxlen(555, true, None), &lim);
+        }
+        assert_eq!(s.len(), 600);
+        check_invariants(&s);
+    }
+
+    #[test]
+    fn xtrim_maxlen_approx_444_on_555_entries_leaves_500() {
+        // Redis's "XTRIM with MAXLEN option basic test": 1000 entries, exact trims to 666
+        // and 555, then `~ 444` can only drop the partly trimmed node.
+        let lim = NodeLimits::default();
+        let mut s = Stream::new();
+        fill(&mut s, 1000, &lim);
+        assert_eq!(s.trim(&maxlen(666, false, None), &lim), 334);
+        assert_eq!(s.trim(&maxlen(555, false, None), &lim), 111);
+        assert_eq!(s.len(), 555);
+        assert_eq!(s.trim(&maxlen(444, true, None), &lim), 55);
+        assert_eq!(s.len(), 500);
+        assert_eq!(s.first_id(), id(501, 0));
+        check_invariants(&s);
+    }
+
+    #[test]
+    fn xadd_maxlen_approx_55_limit_30_leaves_71_then_62() {
+        let lim = limits(4096, 10);
+        let mut s = Stream::new();
+        fill(&mut s, 100, &lim);
+        let spec = maxlen(55, true, Some(30));
+        fill(&mut s, 1, &lim);
+        s.trim(&spec, &lim);
+        assert_eq!(s.len(), 71);
+        fill(&mut s, 1, &lim);
+        s.trim(&spec, &lim);
+        assert_eq!(s.len(), 62);
+        check_invariants(&s);
+    }
+
+    #[test]
+    fn maxlen_approx_0_limit_1_on_a_two_entry_node_removes_nothing() {
+        let lim = NodeLimits::default();
+        let mut s = Stream::new();
+        fill(&mut s, 2, &lim);
+        assert_eq!(s.trim(&maxlen(0, true, Some(1)), &lim), 0);
+        assert_eq!(s.len(), 2);
+        // LIMIT 0 is unlimited; exact trims ignore LIMIT.
+        assert_eq!(s.trim(&maxlen(0, true, Some(0)), &lim), 2);
+        fill(&mut s, 2, &lim);
+        assert_eq!(s.trim(&maxlen(0, false, Some(1)), &lim), 2);
+        assert!(s.is_empty());
+        assert_eq!(s.first_id(), StreamId::MIN);
+        assert_eq!(s.radix_tree_keys(), 0);
+    }
+
+    #[test]
+    fn default_trim_limit_is_clamped() {
+        assert_eq!(limits(0, 100).default_trim_limit(), 10_000);
+        assert_eq!(limits(0, 0).default_trim_limit(), 10_000);
+        assert_eq!(limits(0, 1).default_trim_limit(), 100);
+        assert_eq!(limits(0, 20_000).default_trim_limit(), 1_000_000);
+        assert_eq!(limits(0, usize::MAX).default_trim_limit(), 1_000_000);
+    }
+
+    #[test]
+    fn default_limit_stops_approx_trims_of_many_small_nodes() {
+        // Redis "XTRIM with ~ is limited": one entry per node, default LIMIT = 100.
+        let lim = limits(4096, 1);
+        let mut s = Stream::new();
+        fill(&mut s, 102, &lim);
+        assert_eq!(s.trim(&maxlen(1, true, None), &lim), 100);
+        assert_eq!(s.len(), 2);
+    }
+
+    // Node boundaries observed on redis-server 7.0.15 (XINFO STREAM radix-tree-keys).
+
+    #[test]
+    fn growing_values_split_nodes_where_redis_does() {
+        // `XADD k <i>-1 field <i x 'x'>` for i in 1..=200, default limits: Redis 7.0.15
+        // reports 2 keys after 100 entries and 6 after 200.
+        let lim = NodeLimits::default();
+        let mut s = Stream::new();
+        let mut keys_at = Vec::new();
+        for i in 1..=200u64 {
+            let v = "x".repeat(i as usize);
+            s.append(id(i, 1), &els(&[("field", &v)]), &lim);
+            if i == 100 || i == 200 {
+                keys_at.push(s.radix_tree_keys());
+            }
+        }
+        assert_eq!(keys_at, vec![2, 6]);
+        check_invariants(&s);
+    }
+
+    #[test]
+    fn delete_frees_empty_nodes_and_keeps_first_id() {
+        let lim = limits(4096, 2);
+        let mut s = Stream::new();
+        fill(&mut s, 5, &lim); // nodes {1,2} {3,4} {5}
+        assert_eq!(s.radix_tree_keys(), 3);
+        assert!(s.delete(id(1, 0)));
+        assert!(!s.delete(id(1, 0)));
+        assert!(!s.delete(id(9, 0)));
+        assert_eq!(s.first_id(), id(2, 0));
+        assert!(s.delete(id(2, 0)));
+        assert_eq!(s.radix_tree_keys(), 2);
+        assert_eq!(s.first_id(), id(3, 0));
+        assert!(s.delete(id(5, 0)));
+        assert_eq!(s.radix_tree_keys(), 1);
+        assert_eq!(s.max_deleted_entry_id(), id(5, 0));
+        // The tail node went: the next append goes to {3,4}? It is full (2 entries).
+        fill(&mut s, 1, &lim);
+        assert_eq!(s.radix_tree_keys(), 2);
+        assert!(s.get(id(4, 0)).is_some());
+        assert!(s.get(id(5, 0)).is_none());
+        assert_eq!(ids(&s, false), vec![id(3, 0), id(4, 0), id(6, 0)]);
+        assert!(s.delete(id(3, 0)) && s.delete(id(4, 0)) && s.delete(id(6, 0)));
+        assert!(s.is_empty());
+        assert_eq!(s.first_id(), StreamId::MIN);
+        assert_eq!(s.last_id(), id(6, 0));
+        check_invariants(&s);
+    }
+
+    #[test]
+    fn entries_read_back_with_master_fields_and_integers() {
+        let lim = NodeLimits::default();
+        let mut s = Stream::new();
+        s.append(id(5, 0), &els(&[("bidder", "12"), ("amount", "0.5")]), &lim);
+        s.append(id(5, 1), &els(&[("bidder", "-7"), ("amount", "007")]), &lim);
+        s.append(id(6, 0), &els(&[("other", "x")]), &lim);
+        let e = s.get(id(5, 1)).expect("entry 5-1");
+        assert_eq!(e.pairs_len(), 2);
+        let got: Vec<Value<'_>> = e.elements().collect();
+        assert_eq!(
+            got,
+            vec![
+                Value::Str(b"bidder"),
+                Value::Int(-7),
+                Value::Str(b"amount"),
+                Value::Str(b"007")
+            ]
+        );
+        let last = s.last_entry().expect("last");
+        assert_eq!(last.id, id(6, 0));
+        assert_eq!(
+            last.elements().map(|v| v.to_vec()).collect::<Vec<_>>(),
+            vec![b"other".to_vec(), b"x".to_vec()]
+        );
+        assert_eq!(
+            s.range(id(5, 1), id(6, 0), true)
+                .map(|e| e.id)
+                .collect::<Vec<_>>(),
+            vec![id(6, 0), id(5, 1)]
+        );
+        assert_eq!(s.range(id(6, 0), id(5, 1), false).count(), 0);
+        assert_eq!(s.range(id(0, 1), id(5, 0), false).count(), 1);
+        assert_eq!(s.range(id(7, 0), StreamId::MAX, false).count(), 0);
+        assert_eq!(s.range(StreamId::MIN, id(4, 9), true).count(), 0);
+    }
+
+    /// A stand-in for consumer groups: the set of referenced IDs.
+    struct Refs {
+        referenced: BTreeSet<StreamId>,
+        removed: Vec<StreamId>,
+    }
+
+    impl GroupRefs for Refs {
+        fn no_groups(&self) -> bool {
+            false
+        }
+        fn is_referenced(&self, id: StreamId) -> bool {
+            self.referenced.contains(&id)
+        }
+        fn remove_refs(&mut self, id: StreamId) {
+            self.removed.push(id);
+        }
+    }
+
+    #[test]
+    fn minid_approx_acked_removes_exactly_the_acked_entries_of_eligible_nodes() {
+        // Reference §3.1: 2-entry nodes, acks on 1, 2 and 4: `XTRIM MINID ~ 6-0 ACKED`
+        // removes exactly those three.
+        let lim = limits(4096, 2);
+        let mut s = Stream::new();
+        for i in 1..=6 {
+            s.append(id(i, 0), &els(&[("f", "v")]), &lim);
+        }
+        let mut refs = Refs {
+            referenced: [3, 5, 6].map(|i| id(i, 0)).into(),
+            removed: vec![],
+        };
+        let n = s
+            .nodes
+            .trim(&minid(id(6, 0), true, RefPolicy::Acked), &lim, &mut refs);
+        assert_eq!(n, 3);
+        assert_eq!(ids(&s, false), vec![id(3, 0), id(5, 0), id(6, 0)]);
+        assert_eq!(s.first_id(), id(3, 0));
+        assert!(refs.removed.is_empty());
+        check_invariants(&s);
+    }
+
+    #[test]
+    fn minid_approx_acked_keeps_nodes_with_unacked_entries() {
+        // Redis #14623's test: nodes (1,2) acked, (3,4) not: `MINID ~ 5-0 ACKED` removes 2.
+        let lim = limits(4096, 2);
+        let mut s = Stream::new();
+        fill(&mut s, 4, &lim);
+        let mut refs = Refs {
+            referenced: [3, 4].map(|i| id(i, 0)).into(),
+            removed: vec![],
+        };
+        assert_eq!(
+            s.nodes
+                .trim(&minid(id(5, 0), true, RefPolicy::Acked), &lim, &mut refs),
+            2
+        );
+        assert_eq!(ids(&s, false), vec![id(3, 0), id(4, 0)]);
+    }
+
+    #[test]
+    fn delref_trims_entry_by_entry_and_drops_references() {
+        let lim = limits(4096, 2);
+        let mut s = Stream::new();
+        fill(&mut s, 5, &lim);
+        assert!(s.delete(id(2, 0)));
+        let mut refs = Refs {
+            referenced: BTreeSet::new(),
+            removed: vec![],
+        };
+        let n = s
+            .nodes
+            .trim(&minid(id(4, 0), false, RefPolicy::DelRef), &lim, &mut refs);
+        assert_eq!(n, 2);
+        // The tombstone 2-0 is cleaned up too.
+        assert_eq!(refs.removed, vec![id(1, 0), id(2, 0), id(3, 0)]);
+        assert_eq!(ids(&s, false), vec![id(4, 0), id(5, 0)]);
+        assert_eq!(
+            s.max_deleted_entry_id(),
+            id(2, 0),
+            "trimming does not raise it"
+        );
+    }
+
+    #[test]
+    fn exact_minid_empties_a_node_with_a_trailing_tombstone() {
+        // Redis #15815: 1-0 live, 2-0 deleted in one node; MINID = 2-0 must free the node.
+        let lim = NodeLimits::default();
+        let mut s = Stream::new();
+        fill(&mut s, 2, &lim);
+        assert!(s.delete(id(2, 0)));
+        assert_eq!(s.trim(&minid(id(2, 0), false, RefPolicy::KeepRef), &lim), 1);
+        assert!(s.is_empty());
+        assert_eq!(s.radix_tree_keys(), 0);
+    }
+
+    #[test]
+    fn one_entry_stream_is_small() {
+        let mut s = Stream::new();
+        s.append(
+            id(1, 0),
+            &els(&[("bidder", "1234"), ("amount", "56")]),
+            &NodeLimits::default(),
+        );
+        let lp = s.nodes.index.first().expect("one node").1;
+        assert!(
+            memory::usable_size(lp.capacity()) <= 48,
+            "node buffer {} bytes",
+            lp.capacity()
+        );
+        let heap = s.memory_usage() - std::mem::size_of::<Stream>();
+        assert!(heap < 200, "{heap}");
+    }
+
+    /// Replays scenarios recorded on a real redis-server by a generator script: every
+    /// `expect` line holds Redis's length, radix-tree-keys, first ID and max deleted ID
+    /// after the step before it. Run with `STREAMD_REDIS_SCENARIOS=file cargo test
+    /// --release --lib replay -- --ignored`.
+    #[test]
+    #[ignore = "needs a scenario file recorded from redis-server"]
+    fn replay_scenarios_recorded_on_redis() {
+        let path = std::env::var("STREAMD_REDIS_SCENARIOS").expect("set STREAMD_REDIS_SCENARIOS");
+        let text = std::fs::read_to_string(path).expect("scenario file");
+        let parse_id = |t: &str| {
+            let (a, b) = t.split_once('-').expect("ms-seq");
+            id(a.parse().expect("ms"), b.parse().expect("seq"))
+        };
+        let mut s = Stream::new();
+        let mut lim = NodeLimits::default();
+        for (n, line) in text.lines().enumerate() {
+            let w: Vec<&str> = line.split(' ').collect();
+            match w[0] {
+                "cfg" => {
+                    lim = limits(w[1].parse().expect("bytes"), w[2].parse().expect("entries"));
+                    s = Stream::new();
+                }
+                "add" => {
+                    let e: Vec<Bytes> = w[3..]
+                        .iter()
+                        .map(|h| {
+                            let h = if *h == "-" { "" } else { h };
+                            Bytes::from(
+                                (0..h.len())
+                                    .step_by(2)
+                                    .map(|i| u8::from_str_radix(&h[i..i + 2], 16).expect("hex"))
+                                    .collect::<Vec<u8>>(),
+                            )
+                        })
+                        .collect();
+                    s.append(
+                        id(w[1].parse().expect("ms"), w[2].parse().expect("seq")),
+                        &e,
+                        &lim,
+                    );
+                }
+                "del" => {
+                    let got = s.delete(id(w[1].parse().expect("ms"), w[2].parse().expect("seq")));
+                    assert_eq!(
+                        u64::from(got),
+                        w[4].parse::<u64>().expect("n"),
+                        "line {}",
+                        n + 1
+                    );
+                }
+                "trim" => {
+                    let approx = w[2] == "~";
+                    let limit = if w[4] == "none" {
+                        None
+                    } else {
+                        Some(w[4].parse().expect("limit"))
+                    };
+                    let strategy = if w[1] == "maxlen" {
+                        TrimStrategy::MaxLen(w[3].parse().expect("n"))
+                    } else {
+                        TrimStrategy::MinId(parse_id(w[3]))
+                    };
+                    let spec = TrimSpec {
+                        strategy,
+                        approx,
+                        limit,
+                        policy: RefPolicy::KeepRef,
+                    };
+                    let got = s.trim(&spec, &lim);
+                    assert_eq!(
+                        got,
+                        w[6].parse::<u64>().expect("n"),
+                        "line {}: {line}",
+                        n + 1
+                    );
+                }
+                "expect" => {
+                    let want = (
+                        w[1].parse::<u64>().expect("len"),
+                        w[2].parse::<usize>().expect("keys"),
+                        parse_id(w[3]),
+                        parse_id(w[4]),
+                    );
+                    let got = (
+                        s.len(),
+                        s.radix_tree_keys(),
+                        s.first_id(),
+                        s.max_deleted_entry_id(),
+                    );
+                    assert_eq!(got, want, "line {}", n + 1);
+                    check_invariants(&s);
+                }
+                other => panic!("unknown line {other}"),
+            }
+        }
+    }
+
+    mod prop {
+        use super::*;
+        use proptest::prelude::*;
+
+        type Model = BTreeMap<StreamId, Vec<(Vec<u8>, Vec<u8>)>>;
+
+        #[derive(Debug, Clone)]
+        enum Op {
+            /// ID step, whether to reuse the previous field names, the pairs.
+            Append {
+                step: (u8, u64),
+                reuse: bool,
+                pairs: Vec<(Vec<u8>, Vec<u8>)>,
+            },
+            /// Delete the n-th ID ever appended (modulo), live or not.
+            Delete(usize),
+            /// Range between the a-th and b-th appended IDs, with a COUNT.
+            Range {
+                a: usize,
+                b: usize,
+                rev: bool,
+                count: usize,
+            },
+            /// Exact or approximate MAXLEN.
+            MaxLen {
+                n: u64,
+                approx: bool,
+                limit: Option<u64>,
+            },
+            /// Exact or approximate MINID at the n-th appended ID.
+            MinId { at: usize, approx: bool },
+        }
+
+        fn bytes_strategy() -> impl Strategy<Value = Vec<u8>> {
+            prop_oneof![
+                4 => proptest::collection::vec(proptest::sample::select(b"ab0".to_vec()), 0..6),
+                2 => any::<i64>().prop_map(|i| i.to_string().into_bytes()),
+                2 => (0i64..200).prop_map(|i| i.to_string().into_bytes()),
+                1 => proptest::sample::select(vec![&b"007"[..], b"-0", b"+1", b"", b"9223372036854775808"]).prop_map(|b| b.to_vec()),
+                1 => proptest::collection::vec(any::<u8>(), 60..300),
+            ]
+        }
+
+        fn op_strategy() -> impl Strategy<Value = Op> {
+            prop_oneof![
+                10 => (
+                    (0u8..4, any::<u64>()),
+                    any::<bool>(),
+                    proptest::collection::vec((bytes_strategy(), bytes_strategy()), 1..4)
+                )
+                    .prop_map(|(step, reuse, pairs)| Op::Append { step, reuse, pairs }),
+                2 => any::<usize>().prop_map(Op::Delete),
+                2 => (any::<usize>(), any::<usize>(), any::<bool>(), 0usize..8)
+                    .prop_map(|(a, b, rev, count)| Op::Range { a, b, rev, count }),
+                1 => (0u64..30, any::<bool>(), proptest::option::of(0u64..12))
+                    .prop_map(|(n, approx, limit)| Op::MaxLen { n, approx, limit }),
+                1 => (any::<usize>(), any::<bool>()).prop_map(|(at, approx)| Op::MinId { at, approx }),
+            ]
+        }
+
+        fn next_id(last: StreamId, step: (u8, u64)) -> Option<StreamId> {
+            match step.0 {
+                0 | 1 => last.incr(),
+                2 => Some(StreamId::new(
+                    last.ms.checked_add(1 + step.1 % 50)?,
+                    step.1 % 3,
+                )),
+                _ => Some(StreamId::new(last.ms.checked_add(1 + step.1 % 3)?, step.1)),
+            }
+        }
+
+        fn model_entries(m: &Model) -> Vec<(StreamId, Vec<Vec<u8>>)> {
+            m.iter()
+                .map(|(id, p)| {
+                    (
+                        *id,
+                        p.iter().flat_map(|(f, v)| [f.clone(), v.clone()]).collect(),
+                    )
+                })
+                .collect()
+        }
+
+        fn stream_entries<'a>(
+            it: impl Iterator<Item = Entry<'a>>,
+        ) -> Vec<(StreamId, Vec<Vec<u8>>)> {
+            it.map(|e| {
+                assert_eq!(e.elements().len(), 2 * e.pairs_len());
+                (e.id, e.elements().map(|v| v.to_vec()).collect())
+            })
+            .collect()
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+            #[test]
+            fn stream_matches_btreemap_model(
+                max_entries in 0usize..6,
+                max_bytes in 0usize..200,
+                ops in proptest::collection::vec(op_strategy(), 1..150),
+            ) {
+                let lim = limits(max_bytes, max_entries);
+                let mut s = Stream::new();
+                let mut model = Model::new();
+                let mut appended: Vec<StreamId> = Vec::new();
+                let mut max_deleted = StreamId::MIN;
+                let mut prev_names: Vec<Vec<u8>> = Vec::new();
+                for op in ops {
+                    match op {
+                        Op::Append { step, reuse, mut pairs } => {
+                            let Some(nid) = next_id(s.last_id(), step) else { continue };
+                            if reuse && !prev_names.is_empty() {
+                                pairs.resize(prev_names.len(), (b"x".to_vec(), b"1".to_vec()));
+                                for (p, n) in pairs.iter_mut().zip(&prev_names) {
+                                    p.0 = n.clone();
+                                }
+                            }
+                            prev_names = pairs.iter().map(|p| p.0.clone()).collect();
+                            let e: Vec<Bytes> = pairs
+                                .iter()
+                                .flat_map(|(f, v)| [Bytes::from(f.clone()), Bytes::from(v.clone())])
+                                .collect();
+                            s.append(nid, &e, &lim);
+                            model.insert(nid, pairs);
+                            appended.push(nid);
+                        }
+                        Op::Delete(i) => {
+                            if appended.is_empty() { continue }
+                            let d = appended[i % appended.len()];
+                            let was = model.remove(&d).is_some();
+                            prop_assert_eq!(s.delete(d), was);
+                            if was && d > max_deleted { max_deleted = d; }
+                        }
+                        Op::Range { a, b, rev, count } => {
+                            if appended.is_empty() { continue }
+                            let (x, y) = (appended[a % appended.len()], appended[b % appended.len()]);
+                            let got = stream_entries(s.range(x, y, rev).take(count));
+                            let want: Vec<_> = if x > y {
+                                vec![]
+                            } else if rev {
+                                model_entries(&model).into_iter().rev().filter(|e| e.0 >= x && e.0 <= y).take(count).collect()
+                            } else {
+                                model_entries(&model).into_iter().filter(|e| e.0 >= x && e.0 <= y).take(count).collect()
+                            };
+                            prop_assert_eq!(got, want);
+                        }
+                        Op::MaxLen { n, approx, limit } => {
+                            let before: Vec<StreamId> = model.keys().copied().collect();
+                            let removed = s.trim(&maxlen(n, approx, limit), &lim);
+                            let exact = (before.len() as u64).saturating_sub(n);
+                            if approx {
+                                prop_assert!(removed <= exact);
+                            } else {
+                                prop_assert_eq!(removed, exact);
+                            }
+                            for k in before.iter().take(removed as usize) { model.remove(k); }
+                        }
+                        Op::MinId { at, approx } => {
+                            if appended.is_empty() { continue }
+                            let m = appended[at % appended.len()];
+                            let before: Vec<StreamId> = model.keys().copied().collect();
+                            let removed = s.trim(&minid(m, approx, RefPolicy::KeepRef), &lim);
+                            let exact = before.iter().filter(|k| **k < m).count() as u64;
+                            if approx {
+                                prop_assert!(removed <= exact);
+                            } else {
+                                prop_assert_eq!(removed, exact);
+                            }
+                            for k in before.iter().take(removed as usize) { model.remove(k); }
+                        }
+                    }
+                    prop_assert_eq!(s.len(), model.len() as u64);
+                    prop_assert_eq!(s.first_id(), model.keys().next().copied().unwrap_or(StreamId::MIN));
+                    prop_assert_eq!(s.last_id(), appended.last().copied().unwrap_or(StreamId::MIN));
+                    prop_assert_eq!(s.max_deleted_entry_id(), max_deleted);
+                    check_invariants(&s);
+                }
+                prop_assert_eq!(stream_entries(s.range(StreamId::MIN, StreamId::MAX, false)), model_entries(&model));
+                let mut rev = model_entries(&model);
+                rev.reverse();
+                prop_assert_eq!(stream_entries(s.range(StreamId::MIN, StreamId::MAX, true)), rev);
+                for k in model.keys() {
+                    prop_assert!(s.get(*k).is_some());
+                }
+            }
+        }
     }
 }
