@@ -429,7 +429,7 @@ fn canonical(d: &Directive, value: &str) -> Result<String, String> {
         Kind::Str => Ok(value.to_string()),
         Kind::SavePoints => {
             let parts: Vec<&str> = value.split_whitespace().collect();
-            if parts.len() % 2 != 0 || parts.iter().any(|p| p.parse::<u64>().is_err()) {
+            if !parts.len().is_multiple_of(2) || parts.iter().any(|p| p.parse::<u64>().is_err()) {
                 return Err("Invalid save parameters".into());
             }
             Ok(parts.join(" "))

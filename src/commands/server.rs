@@ -531,11 +531,11 @@ pub fn info_text(ctx: &Ctx<'_>, sections: &[String]) -> String {
 fn blocking_keys(core: &crate::core::Core, nokey: bool) -> usize {
     let mut keys = std::collections::HashSet::new();
     for c in core.clients.values() {
-        if let Some(b) = &c.blocked {
-            if !nokey || b.unblock_on_nokey {
-                for k in &b.keys {
-                    keys.insert((b.db, k.clone()));
-                }
+        if let Some(b) = &c.blocked
+            && (!nokey || b.unblock_on_nokey)
+        {
+            for k in &b.keys {
+                keys.insert((b.db, k.clone()));
             }
         }
     }
@@ -705,7 +705,7 @@ fn config_get(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 
 fn config_set(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let args = &ctx.argv[2..];
-    if args.len() % 2 != 0 {
+    if !args.len().is_multiple_of(2) {
         return Err(ReplyError::WrongArity("config|set".into()));
     }
     let pairs: Vec<(String, String)> = args

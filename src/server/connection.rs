@@ -32,20 +32,21 @@ pub async fn serve(mut socket: TcpStream, peer: SocketAddr, core: SharedCore, st
         .local_addr()
         .map(|a| a.to_string())
         .unwrap_or_default();
-    let (id, limits) = {
+    let admitted = {
         let mut c = core.borrow_mut();
         let maxclients = c.config.get_i64("maxclients").max(1) as usize;
         if c.clients.len() >= maxclients {
             c.stats.rejected_connections += 1;
-            drop(c);
-            let _ = socket
-                .write_all(b"-ERR max number of clients reached\r\n")
-                .await;
-            return;
+            None
+        } else {
+            let authenticated = !c.requires_auth();
+            let client = Client::new(0, peer.to_string(), laddr, authenticated, unix_ms(), tx);
+            Some((c.add_client(client), parser_limits(&c)))
         }
-        let authenticated = !c.requires_auth();
-        let client = Client::new(0, peer.to_string(), laddr, authenticated, unix_ms(), tx);
-        (c.add_client(client), parser_limits(&c))
+    };
+    let Some((id, limits)) = admitted else {
+        let _ = socket.write_all(b"-ERR max number of clients reached\r\n").await;
+        return;
     };
     let mut parser = RequestParser::new(limits);
     let mut inbuf = BytesMut::with_capacity(PROTO_IOBUF_LEN);
