@@ -1,8 +1,104 @@
-//! PLACEHOLDER (being replaced by the real radix tree): the public API of `Rax<V>` over a
-//! `BTreeMap`, so that the rest of the engine compiles against the final interface.
+//! `Rax<V>`: an ordered map from byte strings to values, stored as a radix tree whose
+//! single-child paths are compressed (the structure Redis calls *rax*).
+//!
+//! # Nodes
+//!
+//! A key is not stored in one node: it is spelled by the bytes on the path from the root
+//! to the node where it ends, and that node carries its value. Every node has one of
+//! three shapes:
+//!
+//! * **leaf**: no children. Every leaf except an empty tree's root holds a value.
+//! * **compressed**: a run of one or more bytes and exactly one child, reached after all
+//!   of them. The run is what saves nodes: a long stretch of bytes that no other key
+//!   leaves midway costs one node, not one node per byte.
+//! * **branch**: two or more children, each reached by one byte; the bytes are kept
+//!   sorted, so walking the children in order walks the keys in order.
+//!
+//! Any node may also hold a value: that of the key spelled by the path down to it.
+//! Take the keys `"bin"`, `"bus"`, `"bust"` and `"busy"` (a value is drawn as the key
+//! in parentheses, a run in quotes, a branch in square brackets):
+//!
+//! ```text
+//!                  "b"                 root: compressed, run of one byte
+//!                   |
+//!                [i   u]               branch on the second byte
+//!                /     \
+//!             "n"       "s"            compressed, each a run of one byte
+//!              |         |
+//!           ("bin")   ("bus") [t y]    "bus" ends here and the path goes on:
+//!                             /   \     a value on a branch node
+//!                       ("bust") ("busy")
+//!                                      leaves, each holding a value
+//! ```
+//!
+//! Eight nodes. Runs pay off on longer keys: `"stream:1"` and `"stream:2"` take four
+//! (the root with the run `"stream:"`, a branch `[1 2]`, two leaves) where a trie with a
+//! node per byte would take ten. Inserting `"bundle"` above splits nothing: the `"s"` node
+//! after `u` becomes a branch `[n s]`, and below its `n` hang a new compressed node
+//! `"dle"` and a new leaf `("bundle")`. Inserting `"bunny"` next leaves the run `"dle"`
+//! at its first byte, so that node becomes a branch `[d n]`: below `d` a new node takes
+//! the rest of the run, `"le"`; below `n` come a run `"y"` and a leaf `("bunny")`. A key
+//! that leaves a run after its first byte first splits the run in two at that point.
+//!
+//! # The minimal shape
+//!
+//! For a given set of keys there is exactly one tree, and every insert and remove leaves
+//! that tree, whatever the order of operations (the property tests check this by
+//! comparing [`Rax::node_count`] with a tree built afresh). The rules:
+//!
+//! 1. a node without a value and without children exists only as the root of an empty
+//!    tree (a removal deletes such nodes upwards);
+//! 2. a branch has at least two children (a branch left with one child is a compressed
+//!    node with a run of one byte);
+//! 3. the child of a compressed node is never itself a compressed node without a value
+//!    (the two runs are joined into one).
+//!
+//! The child of a *branch* may be a compressed node without a value: after `u` above,
+//! `"bundle"` needs one node for the run `"dle"` and one leaf for its value. This is the
+//! same shape as Redis's (there the value of a key also sits in the node reached after
+//! its last byte), so [`Rax::node_count`], reported by XINFO as `radix-tree-nodes`,
+//! counts what Redis counts for the same keys.
+//!
+//! # Memory
+//!
+//! A node has three fields and no tag (the number of children tells the shape; a
+//! compressed node is laid out as a branch whose one child is reached by several
+//! bytes):
+//!
+//! ```text
+//! +---------------------------+---------------------------+---------------------+
+//! | entry: key + value, or    | bytes: the run, or the    | children: boxed     |
+//! | none where no key ends    | branch's sorted bytes     | slice of nodes      |
+//! +---------------------------+---------------------------+---------------------+
+//!   key: up to 22 bytes inline    up to 22 bytes inline       stored inline in
+//!   (else one exact allocation)   (else one exact allocation) one allocation
+//! ```
+//!
+//! A 16-byte stream ID therefore costs no allocation for its key or its runs; the only
+//! allocations are the children slices (an empty one costs none). With `V = u32` a node
+//! is 72 bytes (`size_of::<Node<u32>>()`, pinned by a test); a tree of 100k busy-stream
+//! IDs has 1.9 nodes per key and takes about 150 bytes per key from malloc.
+//!
+//! Slices are kept at their exact size, with one exception: a branch of more than 16
+//! children rounds its number of child slots up (to a multiple of a sixteenth of the
+//! next power of two, see `capacity_for`), so that the widest branches of a stream index
+//! (one child per millisecond) do not reallocate at every insertion. The spare slots are
+//! empty nodes; at most about one slot in eight is spare, and the number of slots
+//! depends only on the number of children, so memory use, like the shape, depends only
+//! on the set of keys.
+//!
+//! Each entry keeps its whole key, although the path spells it too: that is what lets
+//! [`Rax::iter`], [`Rax::first`] and [`Rax::last`] return the key as a plain `&[u8]`
+//! borrowed from the tree.
+//!
+//! # Depth
+//!
+//! Lookups, inserts, removals, cursors, iteration and dropping are loops, not
+//! recursion; the depth of the tree (at most one node more than the length of the
+//! longest key) never reaches the call stack. Only `Clone` recurses.
 
-use std::collections::BTreeMap;
-use std::ops::Bound;
+use std::fmt;
+use std::mem;
 
 /// Seek operators of [`Cursor::seek`] (Redis: `raxSeek` with `^ $ >= > <= < ==`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,10 +119,313 @@ pub enum SeekOp {
     Eq,
 }
 
-/// A byte-keyed ordered map (radix tree).
-#[derive(Debug, Clone)]
+/// A byte-keyed ordered map stored as a radix tree with compressed paths (Redis: `rax`).
+///
+/// Keys are compared byte by byte, as `memcmp` does; a key that is a prefix of another
+/// sorts before it. The empty key is a valid key.
 pub struct Rax<V> {
-    map: BTreeMap<Vec<u8>, V>,
+    /// The root: the node reached by the empty key. Never removed; an empty tree is a
+    /// root without value and without children.
+    root: Node<V>,
+    /// Number of keys.
+    len: usize,
+    /// Number of nodes, the root included (so an empty tree has one).
+    nodes: usize,
+}
+
+/// One node of the tree. The shape is told by the length of `children`:
+///
+/// | `children.len()` | shape      | `bytes`                                          |
+/// |------------------|------------|--------------------------------------------------|
+/// | 0                | leaf       | empty                                            |
+/// | 1                | compressed | the run (one byte or more) leading to the child  |
+/// | ≥ 2              | branch     | n ≥ 2 bytes, sorted: `bytes[i]` leads to child `i` |
+///
+/// A branch with n children has `children.len() == capacity_for(n)`: the slots after the
+/// first n are spare, holding empty nodes (which own no memory), so that a wide branch
+/// does not reallocate its children for every child added.
+#[derive(Clone)]
+struct Node<V> {
+    /// The key that ends at this node, and its value.
+    entry: Option<Entry<V>>,
+    /// See the table above.
+    bytes: Bytes,
+    /// The children, stored inline, then a branch's spare slots; see [`Node::kids`].
+    children: Box<[Node<V>]>,
+}
+
+/// A key and its value, kept in the node where the key ends.
+#[derive(Clone)]
+struct Entry<V> {
+    /// The whole key (equal to the bytes on the path from the root).
+    key: Bytes,
+    value: V,
+}
+
+impl<V> Node<V> {
+    /// A node without value or children.
+    fn empty() -> Self {
+        Node {
+            entry: None,
+            bytes: Bytes::EMPTY,
+            children: Box::default(),
+        }
+    }
+
+    /// Number of children, spare slots excluded.
+    fn kid_count(&self) -> usize {
+        kid_count(self.children.len(), self.bytes.len())
+    }
+
+    /// The children, spare slots excluded.
+    fn kids(&self) -> &[Node<V>] {
+        &self.children[..self.kid_count()]
+    }
+
+    /// True for a node that should not exist (rule 1), unless it is the root.
+    fn is_vacant(&self) -> bool {
+        self.entry.is_none() && self.children.is_empty()
+    }
+
+    /// True for a compressed node without value: one that can be joined onto a
+    /// compressed parent (rule 3).
+    fn is_bare_compressed(&self) -> bool {
+        self.entry.is_none() && self.children.len() == 1
+    }
+
+    /// The index of the child that `key[i..]` continues into, and the number of key
+    /// bytes that the step consumes; `None` when no child matches.
+    fn step(&self, rest: &[u8]) -> Option<(usize, usize)> {
+        match self.children.len() {
+            0 => None,
+            1 => rest
+                .starts_with(&self.bytes[..])
+                .then_some((0, self.bytes.len())),
+            _ => {
+                let first = rest.first()?;
+                self.bytes.binary_search(first).ok().map(|k| (k, 1))
+            }
+        }
+    }
+
+    /// Splits a compressed node after `j` bytes of its run (0 < j < run length): this
+    /// node keeps `bytes[..j]` and gets a new child without value holding the rest of
+    /// the run and the old child.
+    fn split_run(&mut self, j: usize) {
+        let bytes = mem::take(&mut self.bytes);
+        let tail = Node {
+            entry: None,
+            bytes: Bytes::new(&bytes[j..]),
+            children: mem::take(&mut self.children),
+        };
+        self.bytes = Bytes::new(&bytes[..j]);
+        self.children = Box::new([tail]);
+    }
+
+    /// Turns a compressed node into a branch on the first byte of its run, with (for a
+    /// moment, until the caller adds one) a single child. Returns the number of nodes
+    /// created: 1 when the rest of the run needs its own node, else 0.
+    fn run_to_branch(&mut self) -> usize {
+        if self.bytes.len() == 1 {
+            // A run of one byte is already a branch with one child.
+            return 0;
+        }
+        let bytes = mem::take(&mut self.bytes);
+        let tail = Node {
+            entry: None,
+            bytes: Bytes::new(&bytes[1..]),
+            children: mem::take(&mut self.children),
+        };
+        self.bytes = Bytes::new(&bytes[..1]);
+        self.children = Box::new([tail]);
+        1
+    }
+
+    /// Adds an empty child reached by `byte` (absent so far) to a branch, or to a
+    /// compressed node whose run is one byte; returns its index.
+    fn add_child(&mut self, byte: u8) -> usize {
+        let n = self.bytes.len();
+        let k = self.bytes.binary_search(&byte).unwrap_err();
+        self.bytes.insert(k, byte);
+        if self.children.len() == n {
+            // No spare slot left: grow to the capacity for n + 1 children, the new
+            // slots empty.
+            let capacity = capacity_for(n + 1);
+            let mut v = mem::take(&mut self.children).into_vec();
+            v.reserve_exact(capacity - n);
+            v.resize_with(capacity, Node::empty);
+            self.children = v.into_boxed_slice();
+        }
+        // Slot n is empty: rotate it into place at k.
+        self.children[k..=n].rotate_right(1);
+        k
+    }
+
+    /// Removes child `k` (which must be empty) of a compressed node or a branch; a
+    /// branch left with one child is a compressed node with a run of one byte.
+    fn remove_child(&mut self, k: usize) {
+        let n = self.kid_count();
+        if n == 1 {
+            self.bytes = Bytes::EMPTY;
+            self.children = Box::default();
+            return;
+        }
+        self.bytes.remove(k);
+        // The removed (empty) node becomes the first spare slot.
+        self.children[k..n].rotate_left(1);
+        let capacity = capacity_for(n - 1);
+        if capacity < self.children.len() {
+            let mut v = mem::take(&mut self.children).into_vec();
+            v.truncate(capacity);
+            self.children = v.into_boxed_slice();
+        }
+    }
+
+    /// Joins a compressed node without value below this compressed node onto it
+    /// (rule 3); returns whether it did.
+    fn join_child(&mut self) -> bool {
+        if self.children.len() != 1 || !self.children[0].is_bare_compressed() {
+            return false;
+        }
+        let mut child = mem::take(&mut self.children)
+            .into_vec()
+            .pop()
+            .expect("one child");
+        self.bytes = Bytes::concat(&self.bytes, &child.bytes);
+        self.children = mem::take(&mut child.children);
+        true
+    }
+}
+
+/// Number of children of a node with `slots` child slots and `bytes` bytes: a branch
+/// has one byte per child, the other shapes as many children as slots.
+fn kid_count(slots: usize, bytes: usize) -> usize {
+    if slots <= 1 { slots } else { bytes }
+}
+
+/// Number of child slots of a node with `n` children: `n` up to 16, then `n` rounded up
+/// to a multiple of a sixteenth of the next power of two, so at most about one slot in
+/// eight is spare (a branch of 129 children has 144 slots; one of 256, 256). A wide
+/// branch thus reallocates its children once every 2 to 16 additions instead of at
+/// every one, and the size still depends only on `n`.
+fn capacity_for(n: usize) -> usize {
+    let step = (n.next_power_of_two() / 16).max(1);
+    n.div_ceil(step) * step
+}
+
+/// Bytes of a node (a run, or a branch's child bytes): up to [`Bytes::INLINE`] of them
+/// inside the node itself, more in an allocation of the exact size. Short is the common
+/// case (a 16-byte stream ID never needs a longer run), so a step down the tree usually
+/// reads the bytes from the node it already has in cache instead of following one more
+/// pointer. A given byte string always takes the same form, so memory use depends only
+/// on the contents.
+#[derive(Clone)]
+enum Bytes {
+    /// `data[..len]`, the rest zero.
+    Inline { len: u8, data: [u8; Bytes::INLINE] },
+    /// More than [`Bytes::INLINE`] bytes.
+    Heap(Box<[u8]>),
+}
+
+impl Bytes {
+    /// The most bytes kept inline: as many as fit beside the tag in the 24 bytes that
+    /// the `Heap` form takes anyway.
+    const INLINE: usize = 22;
+
+    const EMPTY: Bytes = Bytes::Inline {
+        len: 0,
+        data: [0; Bytes::INLINE],
+    };
+
+    fn new(b: &[u8]) -> Self {
+        if b.len() <= Self::INLINE {
+            let mut data = [0; Self::INLINE];
+            data[..b.len()].copy_from_slice(b);
+            Bytes::Inline {
+                len: b.len() as u8,
+                data,
+            }
+        } else {
+            Bytes::Heap(b.into())
+        }
+    }
+
+    fn concat(a: &[u8], b: &[u8]) -> Self {
+        if a.len() + b.len() <= Self::INLINE {
+            let mut data = [0; Self::INLINE];
+            data[..a.len()].copy_from_slice(a);
+            data[a.len()..a.len() + b.len()].copy_from_slice(b);
+            Bytes::Inline {
+                len: (a.len() + b.len()) as u8,
+                data,
+            }
+        } else {
+            Bytes::Heap([a, b].concat().into_boxed_slice())
+        }
+    }
+
+    /// Inserts `byte` at `k`.
+    fn insert(&mut self, k: usize, byte: u8) {
+        match self {
+            Bytes::Inline { len, data } if usize::from(*len) < Self::INLINE => {
+                data.copy_within(k..usize::from(*len), k + 1);
+                data[k] = byte;
+                *len += 1;
+            }
+            Bytes::Inline { .. } => {
+                *self = Bytes::Heap([&self[..k], &[byte], &self[k..]].concat().into())
+            }
+            Bytes::Heap(b) => {
+                // Growing by exactly one goes through `realloc`, which can often extend
+                // the block in place.
+                let mut v = mem::take(b).into_vec();
+                v.reserve_exact(1);
+                v.insert(k, byte);
+                *b = v.into_boxed_slice();
+            }
+        }
+    }
+
+    /// Removes the byte at `k`.
+    fn remove(&mut self, k: usize) {
+        match self {
+            Bytes::Inline { len, data } => {
+                data.copy_within(k + 1..usize::from(*len), k);
+                *len -= 1;
+                data[usize::from(*len)] = 0;
+            }
+            Bytes::Heap(b) if b.len() - 1 <= Self::INLINE => {
+                *self = Bytes::concat(&b[..k], &b[k + 1..]);
+            }
+            Bytes::Heap(b) => {
+                let mut v = mem::take(b).into_vec();
+                v.remove(k);
+                *b = v.into_boxed_slice();
+            }
+        }
+    }
+}
+
+impl Default for Bytes {
+    fn default() -> Self {
+        Bytes::EMPTY
+    }
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Inline { len, data } => &data[..usize::from(*len)],
+            Bytes::Heap(b) => b,
+        }
+    }
+}
+
+/// Length of the common prefix of `a` and `b`.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 impl<V> Default for Rax<V> {
@@ -36,119 +435,450 @@ impl<V> Default for Rax<V> {
 }
 
 impl<V> Rax<V> {
-    /// An empty tree.
+    /// An empty tree (one node: the root).
     pub fn new() -> Self {
-        Rax { map: BTreeMap::new() }
-    }
-    /// Number of keys.
-    pub fn len(&self) -> usize {
-        self.map.len()
-    }
-    /// True when there are no keys.
-    pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
-    }
-    /// Number of tree nodes (XINFO `radix-tree-nodes`).
-    pub fn node_count(&self) -> usize {
-        self.map.len() + 1
-    }
-    /// Inserts or replaces; returns the previous value.
-    pub fn insert(&mut self, key: &[u8], value: V) -> Option<V> {
-        self.map.insert(key.to_vec(), value)
-    }
-    /// Inserts only if absent; gives the value back if the key exists.
-    pub fn try_insert(&mut self, key: &[u8], value: V) -> Result<(), V> {
-        if self.map.contains_key(key) {
-            Err(value)
-        } else {
-            self.map.insert(key.to_vec(), value);
-            Ok(())
+        Rax {
+            root: Node::empty(),
+            len: 0,
+            nodes: 1,
         }
     }
+
+    /// Number of keys.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when there are no keys.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Number of tree nodes, the root included (XINFO `radix-tree-nodes`). An empty tree
+    /// has one node; the count depends only on the set of keys, not on the order in
+    /// which they were inserted or removed.
+    pub fn node_count(&self) -> usize {
+        self.nodes
+    }
+
+    /// Removes every key, keeping nothing but an empty root.
+    pub fn clear(&mut self) {
+        teardown(mem::replace(&mut self.root, Node::empty()));
+        self.len = 0;
+        self.nodes = 1;
+    }
+
+    /// Inserts or replaces; returns the previous value. On replace the tree does not
+    /// change shape.
+    pub fn insert(&mut self, key: &[u8], value: V) -> Option<V> {
+        let node = Self::make_node(&mut self.root, &mut self.nodes, key);
+        match &mut node.entry {
+            Some(entry) => Some(mem::replace(&mut entry.value, value)),
+            None => {
+                node.entry = Some(Entry {
+                    key: Bytes::new(key),
+                    value,
+                });
+                self.len += 1;
+                None
+            }
+        }
+    }
+
+    /// Inserts only if absent; gives the value back if the key exists (and then leaves
+    /// the tree as it was).
+    pub fn try_insert(&mut self, key: &[u8], value: V) -> Result<(), V> {
+        let node = Self::make_node(&mut self.root, &mut self.nodes, key);
+        if node.entry.is_some() {
+            return Err(value);
+        }
+        node.entry = Some(Entry {
+            key: Bytes::new(key),
+            value,
+        });
+        self.len += 1;
+        Ok(())
+    }
+
+    /// The node where `key` ends, created (with the splits it takes) if missing. Nodes
+    /// are only created when the key is absent, so when it is present the tree is left
+    /// as it was.
+    fn make_node<'n>(root: &'n mut Node<V>, nodes: &mut usize, key: &[u8]) -> &'n mut Node<V> {
+        let mut node = root;
+        let mut i = 0;
+        while i < key.len() {
+            let rest = &key[i..];
+            let (k, consumed) = match node.children.len() {
+                0 => {
+                    // A leaf (or the empty root): the rest of the key becomes its run.
+                    node.bytes = Bytes::new(rest);
+                    node.children = Box::new([Node::empty()]);
+                    *nodes += 1;
+                    (0, rest.len())
+                }
+                1 => {
+                    let j = common_prefix(&node.bytes, rest);
+                    if j == node.bytes.len() {
+                        (0, j)
+                    } else if j > 0 {
+                        // The key leaves the run (or ends) after `j` bytes: split there
+                        // and go on from the new node.
+                        node.split_run(j);
+                        *nodes += 1;
+                        (0, j)
+                    } else {
+                        // The key leaves the run at its first byte.
+                        *nodes += node.run_to_branch() + 1;
+                        (node.add_child(rest[0]), 1)
+                    }
+                }
+                _ => match node.bytes.binary_search(&rest[0]) {
+                    Ok(k) => (k, 1),
+                    Err(_) => {
+                        *nodes += 1;
+                        (node.add_child(rest[0]), 1)
+                    }
+                },
+            };
+            node = &mut node.children[k];
+            i += consumed;
+        }
+        node
+    }
+
+    /// The node where `key` ends, if the path exists.
+    fn find(&self, key: &[u8]) -> Option<&Node<V>> {
+        let mut node = &self.root;
+        let mut i = 0;
+        while i < key.len() {
+            let (k, consumed) = node.step(&key[i..])?;
+            node = &node.children[k];
+            i += consumed;
+        }
+        Some(node)
+    }
+
     /// The value at `key`.
     pub fn get(&self, key: &[u8]) -> Option<&V> {
-        self.map.get(key)
+        self.find(key)?.entry.as_ref().map(|e| &e.value)
     }
+
     /// The value at `key`, mutable.
     pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut V> {
-        self.map.get_mut(key)
+        let mut node = &mut self.root;
+        let mut i = 0;
+        while i < key.len() {
+            let (k, consumed) = node.step(&key[i..])?;
+            node = &mut node.children[k];
+            i += consumed;
+        }
+        node.entry.as_mut().map(|e| &mut e.value)
     }
-    /// Removes `key`; returns its value.
+
+    /// True when `key` is present.
+    pub fn contains_key(&self, key: &[u8]) -> bool {
+        self.get(key).is_some()
+    }
+
+    /// Removes `key`; returns its value. The nodes the key alone needed are freed and
+    /// runs are joined again, so the tree is the one built from the remaining keys.
     pub fn remove(&mut self, key: &[u8]) -> Option<V> {
-        self.map.remove(key)
+        // Walk down once, noting the child taken at each level (a child index is below
+        // 256, one per byte value).
+        let mut path: Vec<u8> = Vec::with_capacity(24);
+        let mut node = &self.root;
+        let mut i = 0;
+        while i < key.len() {
+            let (k, consumed) = node.step(&key[i..])?;
+            node = &node.children[k];
+            path.push(k as u8);
+            i += consumed;
+        }
+        node.entry.as_ref()?;
+        let entry = Self::node_on(&mut self.root, &path)
+            .entry
+            .take()
+            .expect("checked above");
+        self.len -= 1;
+        // Repair upwards, one parent at a time, for as long as something changed. That
+        // is at most four levels: the target may lose its node, which may leave its
+        // parent a leaf to delete in turn, or a branch with one child to join with that
+        // child and with a compressed grandparent; nothing above can change. Each parent
+        // is reached again from the root by index, a few walks of a path already in
+        // cache instead of a recursion as deep as the tree.
+        for level in (0..path.len()).rev() {
+            let parent = Self::node_on(&mut self.root, &path[..level]);
+            let k = usize::from(path[level]);
+            let mut changed = false;
+            if parent.children[k].is_vacant() {
+                parent.remove_child(k);
+                self.nodes -= 1;
+                changed = true;
+            }
+            if parent.join_child() {
+                self.nodes -= 1;
+                changed = true;
+            }
+            if !changed {
+                break;
+            }
+        }
+        Some(entry.value)
     }
+
+    /// The node reached from `root` by taking child `path[0]`, then `path[1]`, and so on.
+    fn node_on<'n>(root: &'n mut Node<V>, path: &[u8]) -> &'n mut Node<V> {
+        path.iter()
+            .fold(root, |node, &k| &mut node.children[usize::from(k)])
+    }
+
     /// A cursor, unpositioned until [`Cursor::seek`].
     pub fn cursor(&self) -> Cursor<'_, V> {
-        Cursor { rax: self, pending: None, key: Vec::new(), done: true }
+        Cursor {
+            root: &self.root,
+            stack: Vec::new(),
+            pending: false,
+            done: true,
+        }
     }
+
     /// The smallest key and its value.
     pub fn first(&self) -> Option<(&[u8], &V)> {
-        self.map.iter().next().map(|(k, v)| (k.as_slice(), v))
+        // The smallest key of a subtree is its root's, or else the smallest of its
+        // first child's subtree: a key sorts before every key it is a prefix of.
+        let mut node = &self.root;
+        loop {
+            if let Some(e) = &node.entry {
+                return Some((&e.key, &e.value));
+            }
+            node = node.children.first()?;
+        }
     }
+
     /// The largest key and its value.
     pub fn last(&self) -> Option<(&[u8], &V)> {
-        self.map.iter().next_back().map(|(k, v)| (k.as_slice(), v))
+        let mut node = &self.root;
+        while let Some(last) = node.kids().last() {
+            node = last;
+        }
+        node.entry.as_ref().map(|e| (&e.key[..], &e.value))
     }
-    /// All entries in key order.
+
+    /// All entries in key order; iterates from both ends.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&[u8], &V)> {
-        self.map.iter().map(|(k, v)| (k.as_slice(), v))
+        Iter {
+            front: vec![std::slice::from_ref(&self.root).iter()],
+            back: vec![(std::slice::from_ref(&self.root).iter(), None)],
+            remaining: self.len,
+        }
     }
+
+    /// All entries in key order, values mutable.
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&[u8], &mut V)> {
+        IterMut {
+            stack: vec![&mut self.root],
+        }
+    }
+
     /// All values in key order, mutable.
     pub fn values_mut(&mut self) -> impl Iterator<Item = &mut V> {
-        self.map.values_mut()
+        self.iter_mut().map(|(_, v)| v)
+    }
+}
+
+/// Drops a subtree with a loop, so that a deep tree cannot exhaust the stack: each
+/// children array is emptied of its grandchildren arrays before it is dropped.
+fn teardown<V>(mut root: Node<V>) {
+    let mut stack = vec![mem::take(&mut root.children)];
+    while let Some(mut children) = stack.pop() {
+        for child in children.iter_mut().filter(|c| !c.children.is_empty()) {
+            stack.push(mem::take(&mut child.children));
+        }
+    }
+}
+
+impl<V> Drop for Rax<V> {
+    fn drop(&mut self) {
+        teardown(mem::replace(&mut self.root, Node::empty()));
+    }
+}
+
+impl<V: Clone> Clone for Rax<V> {
+    fn clone(&self) -> Self {
+        Rax {
+            root: self.root.clone(),
+            len: self.len,
+            nodes: self.nodes,
+        }
+    }
+}
+
+impl<V: fmt::Debug> fmt::Debug for Rax<V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+/// One level of [`Iter`]'s back walk: the siblings still to visit from the right, and
+/// the parent whose own key comes once they are all done (none for the root's level).
+type BackFrame<'a, V> = (std::slice::Iter<'a, Node<V>>, Option<&'a Node<V>>);
+
+/// Iterator of [`Rax::iter`]: a walk from each end, stopping when they meet.
+struct Iter<'a, V> {
+    /// Front walk, in pre-order (a node before its children): one slice iterator per
+    /// level, over the siblings still to visit.
+    front: Vec<std::slice::Iter<'a, Node<V>>>,
+    /// Back walk, in reverse: one frame per level.
+    back: Vec<BackFrame<'a, V>>,
+    /// Entries not yet returned by either end.
+    remaining: usize,
+}
+
+impl<'a, V> Iterator for Iter<'a, V> {
+    type Item = (&'a [u8], &'a V);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.remaining == 0 {
+            return None;
+        }
+        loop {
+            let top = self.front.last_mut()?;
+            match top.next() {
+                Some(node) => {
+                    if !node.children.is_empty() {
+                        self.front.push(node.kids().iter());
+                    }
+                    if let Some(e) = &node.entry {
+                        self.remaining -= 1;
+                        return Some((&e.key, &e.value));
+                    }
+                }
+                None => {
+                    self.front.pop();
+                }
+            }
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.remaining, Some(self.remaining))
+    }
+}
+
+impl<V> DoubleEndedIterator for Iter<'_, V> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        if self.remaining == 0 {
+            return None;
+        }
+        loop {
+            let (top, _) = self.back.last_mut()?;
+            match top.next_back() {
+                Some(node) => self.back.push((node.kids().iter(), Some(node))),
+                None => {
+                    let (_, parent) = self.back.pop()?;
+                    if let Some(e) = parent.and_then(|p| p.entry.as_ref()) {
+                        self.remaining -= 1;
+                        return Some((&e.key, &e.value));
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl<V> ExactSizeIterator for Iter<'_, V> {}
+
+/// Iterator of [`Rax::iter_mut`], in pre-order.
+struct IterMut<'a, V> {
+    /// Nodes still to visit, the next one on top.
+    stack: Vec<&'a mut Node<V>>,
+}
+
+impl<'a, V> Iterator for IterMut<'a, V> {
+    type Item = (&'a [u8], &'a mut V);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let Node {
+                entry,
+                bytes,
+                children,
+            } = self.stack.pop()?;
+            // The fields are borrowed apart (not through `kids_mut`) so that the entry
+            // stays available next to the children.
+            let n = kid_count(children.len(), bytes.len());
+            self.stack.extend(children[..n].iter_mut().rev());
+            if let Some(Entry { key, value }) = entry {
+                return Some((key, value));
+            }
+        }
     }
 }
 
 /// A position in a [`Rax`]: after `seek`, the first `next()` or `prev()` returns the
-/// element the seek found, and further calls walk forwards or backwards.
+/// element the seek found, and further calls walk forwards or backwards. Once a walk
+/// runs off either end, both directions return `None` until the next seek.
 pub struct Cursor<'a, V> {
-    rax: &'a Rax<V>,
-    /// The element found by the last seek, not yet returned.
-    pending: Option<Vec<u8>>,
-    /// The key most recently returned.
-    key: Vec<u8>,
+    /// The root of the tree walked.
+    root: &'a Node<V>,
+    /// The path from the root to the current node; each frame also holds the index of
+    /// the child that the next frame is (meaningless on the top frame).
+    stack: Vec<Frame<'a, V>>,
+    /// The current node was found by the last seek and not yet returned.
+    pending: bool,
+    /// Not positioned: never sought, the seek failed, or a walk ran off an end.
     done: bool,
+}
+
+/// One level of a [`Cursor`]'s path.
+struct Frame<'a, V> {
+    node: &'a Node<V>,
+    child: usize,
+}
+
+/// Where a searched key falls relative to a node on its path, once the key leaves the
+/// tree there.
+enum Gap {
+    /// After the node's own key, before every key below it.
+    BeforeChildren,
+    /// After every key of the subtree of the node's child `k`, and before the next
+    /// child's (if any).
+    AfterChild(usize),
+    /// After every key of the node's subtree.
+    AfterSubtree,
 }
 
 impl<'a, V> Cursor<'a, V> {
     /// Positions the cursor; returns false when no element satisfies the operator.
     pub fn seek(&mut self, op: SeekOp, key: &[u8]) -> bool {
-        let m = &self.rax.map;
+        self.stack.clear();
+        self.stack.push(Frame {
+            node: self.root,
+            child: 0,
+        });
         let found = match op {
-            SeekOp::First => m.keys().next(),
-            SeekOp::Last => m.keys().next_back(),
-            SeekOp::Ge => m.range::<[u8], _>((Bound::Included(key), Bound::Unbounded)).next().map(|(k, _)| k),
-            SeekOp::Gt => m.range::<[u8], _>((Bound::Excluded(key), Bound::Unbounded)).next().map(|(k, _)| k),
-            SeekOp::Le => m.range::<[u8], _>((Bound::Unbounded, Bound::Included(key))).next_back().map(|(k, _)| k),
-            SeekOp::Lt => m.range::<[u8], _>((Bound::Unbounded, Bound::Excluded(key))).next_back().map(|(k, _)| k),
-            SeekOp::Eq => m.get_key_value(key).map(|(k, _)| k),
+            SeekOp::First => self.descend_first(),
+            SeekOp::Last => self.descend_last(),
+            _ => self.seek_key(op, key),
         };
-        self.pending = found.cloned();
-        self.done = self.pending.is_none();
-        !self.done
+        self.pending = found;
+        self.done = !found;
+        found
     }
 
     /// The next element in key order.
+    // Not `Iterator::next`: a cursor also walks back and seeks again, and the one name
+    // pairs with `prev`, as `raxNext`/`raxPrev` do.
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Option<(&[u8], &'a V)> {
         if self.done {
             return None;
         }
-        let m = &self.rax.map;
-        let found = match self.pending.take() {
-            Some(k) => m.get_key_value(&k),
-            None => m.range::<[u8], _>((Bound::Excluded(self.key.as_slice()), Bound::Unbounded)).next(),
-        };
-        match found {
-            Some((k, v)) => {
-                self.key.clear();
-                self.key.extend_from_slice(k);
-                Some((self.key.as_slice(), v))
-            }
-            None => {
-                self.done = true;
-                None
-            }
+        if !mem::take(&mut self.pending) && !self.step_next() {
+            self.done = true;
+            return None;
         }
+        self.current()
     }
 
     /// The previous element in key order.
@@ -156,21 +886,875 @@ impl<'a, V> Cursor<'a, V> {
         if self.done {
             return None;
         }
-        let m = &self.rax.map;
-        let found = match self.pending.take() {
-            Some(k) => m.get_key_value(&k),
-            None => m.range::<[u8], _>((Bound::Unbounded, Bound::Excluded(self.key.as_slice()))).next_back(),
+        if !mem::take(&mut self.pending) && !self.step_prev() {
+            self.done = true;
+            return None;
+        }
+        self.current()
+    }
+
+    /// The entry of the current node (which holds one whenever a walk or seek stops).
+    fn current(&self) -> Option<(&'a [u8], &'a V)> {
+        let e = self.top().entry.as_ref()?;
+        Some((&e.key, &e.value))
+    }
+
+    fn top(&self) -> &'a Node<V> {
+        self.stack
+            .last()
+            .expect("cursor path starts at the root")
+            .node
+    }
+
+    /// Moves down to child `k` of the current node.
+    fn push_child(&mut self, k: usize) {
+        let frame = self
+            .stack
+            .last_mut()
+            .expect("cursor path starts at the root");
+        frame.child = k;
+        let node = &frame.node.children[k];
+        self.stack.push(Frame { node, child: 0 });
+    }
+
+    /// Follows `key` down the tree, then settles on the answer for `op`.
+    fn seek_key(&mut self, op: SeekOp, key: &[u8]) -> bool {
+        let mut i = 0;
+        let gap = loop {
+            let node = self.top();
+            if i == key.len() {
+                // The key ends at this node.
+                return match op {
+                    SeekOp::Eq | SeekOp::Ge | SeekOp::Le if node.entry.is_some() => true,
+                    SeekOp::Ge | SeekOp::Gt => self.step_next(),
+                    SeekOp::Le | SeekOp::Lt => self.step_prev(),
+                    _ => false,
+                };
+            }
+            let rest = &key[i..];
+            match node.children.len() {
+                // The node's key is a proper prefix of the searched one.
+                0 => break Gap::AfterSubtree,
+                1 => {
+                    let j = common_prefix(&node.bytes, rest);
+                    if j == node.bytes.len() {
+                        self.push_child(0);
+                        i += j;
+                    } else if j == rest.len() || rest[j] < node.bytes[j] {
+                        break Gap::BeforeChildren;
+                    } else {
+                        break Gap::AfterSubtree;
+                    }
+                }
+                _ => match node.bytes.binary_search(&rest[0]) {
+                    Ok(k) => {
+                        self.push_child(k);
+                        i += 1;
+                    }
+                    Err(0) => break Gap::BeforeChildren,
+                    Err(k) => break Gap::AfterChild(k - 1),
+                },
+            }
         };
-        match found {
-            Some((k, v)) => {
-                self.key.clear();
-                self.key.extend_from_slice(k);
-                Some((self.key.as_slice(), v))
+        if op == SeekOp::Eq {
+            return false;
+        }
+        let forward = matches!(op, SeekOp::Ge | SeekOp::Gt);
+        match gap {
+            Gap::BeforeChildren if forward => self.step_next(),
+            Gap::BeforeChildren => self.top().entry.is_some() || self.step_prev(),
+            Gap::AfterChild(k) => {
+                self.push_child(k);
+                if forward {
+                    self.skip_subtree()
+                } else {
+                    self.descend_last()
+                }
             }
-            None => {
-                self.done = true;
-                None
+            Gap::AfterSubtree if forward => self.skip_subtree(),
+            Gap::AfterSubtree => self.descend_last(),
+        }
+    }
+
+    /// Stops at the smallest key of the current node's subtree, the node included.
+    fn descend_first(&mut self) -> bool {
+        loop {
+            let node = self.top();
+            if node.entry.is_some() {
+                return true;
             }
+            if node.children.is_empty() {
+                return false; // the root of an empty tree
+            }
+            self.push_child(0);
+        }
+    }
+
+    /// Stops at the largest key of the current node's subtree, the node included.
+    fn descend_last(&mut self) -> bool {
+        loop {
+            let node = self.top();
+            if node.children.is_empty() {
+                return node.entry.is_some();
+            }
+            self.push_child(node.kid_count() - 1);
+        }
+    }
+
+    /// Stops at the smallest key after the whole subtree of the current node.
+    fn skip_subtree(&mut self) -> bool {
+        loop {
+            self.stack.pop();
+            let Some(parent) = self.stack.last() else {
+                return false;
+            };
+            if parent.child + 1 < parent.node.kid_count() {
+                let k = parent.child + 1;
+                self.push_child(k);
+                return self.descend_first();
+            }
+        }
+    }
+
+    /// Stops at the smallest key after the current node's own.
+    fn step_next(&mut self) -> bool {
+        if self.top().children.is_empty() {
+            self.skip_subtree()
+        } else {
+            self.push_child(0);
+            self.descend_first()
+        }
+    }
+
+    /// Stops at the largest key before the current node's own: in the subtree of a
+    /// sibling on the left, or at an ancestor (whose key is a prefix of this one).
+    fn step_prev(&mut self) -> bool {
+        loop {
+            self.stack.pop();
+            let Some(parent) = self.stack.last() else {
+                return false;
+            };
+            if parent.child > 0 {
+                let k = parent.child - 1;
+                self.push_child(k);
+                return self.descend_last();
+            }
+            if parent.node.entry.is_some() {
+                return true;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+impl<V> Rax<V> {
+    /// Checks every invariant of the module doc and the counters; panics on the first
+    /// one broken.
+    fn check(&self) {
+        let mut nodes = 0;
+        let mut keys = 0;
+        let mut stack: Vec<(&Node<V>, Vec<u8>, bool)> = vec![(&self.root, Vec::new(), true)];
+        while let Some((node, path, root)) = stack.pop() {
+            nodes += 1;
+            if let Some(e) = &node.entry {
+                keys += 1;
+                assert_eq!(&e.key[..], &path[..], "entry key differs from its path");
+            }
+            assert!(
+                root || !node.is_vacant(),
+                "a node without value or children"
+            );
+            let n = node.kid_count();
+            if let Bytes::Heap(b) = &node.bytes {
+                assert!(b.len() > Bytes::INLINE, "short bytes on the heap");
+            }
+            assert_eq!(node.children.len(), capacity_for(n), "child slots");
+            assert!(
+                node.children[n..]
+                    .iter()
+                    .all(|c| c.is_vacant() && c.bytes.is_empty())
+            );
+            match n {
+                0 => assert!(node.bytes.is_empty()),
+                1 => {
+                    assert!(!node.bytes.is_empty(), "empty run");
+                    assert!(
+                        !node.children[0].is_bare_compressed(),
+                        "two runs not joined"
+                    );
+                }
+                _ => {
+                    assert!(n >= 2 && node.children.len() >= 2, "branch of one child");
+                    assert!(
+                        node.bytes.windows(2).all(|w| w[0] < w[1]),
+                        "branch bytes unsorted"
+                    );
+                }
+            }
+            for (k, child) in node.kids().iter().enumerate() {
+                let mut p = path.clone();
+                if n == 1 {
+                    p.extend_from_slice(&node.bytes);
+                } else {
+                    p.push(node.bytes[k]);
+                }
+                stack.push((child, p, false));
+            }
+        }
+        assert_eq!(nodes, self.nodes, "node counter");
+        assert_eq!(keys, self.len, "key counter");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+    use std::ops::Bound;
+
+    /// A tree holding `keys`, each with its index as value.
+    fn tree(keys: &[&[u8]]) -> Rax<usize> {
+        let mut rax = Rax::new();
+        for (i, k) in keys.iter().enumerate() {
+            rax.insert(k, i);
+        }
+        rax.check();
+        rax
+    }
+
+    fn keys_of<V>(rax: &Rax<V>) -> Vec<Vec<u8>> {
+        rax.iter().map(|(k, _)| k.to_vec()).collect()
+    }
+
+    /// Node count of a tree built afresh (in sorted order) from the keys of `rax`.
+    fn fresh_node_count<V>(rax: &Rax<V>) -> usize {
+        let mut fresh = Rax::new();
+        for (k, _) in rax.iter() {
+            fresh.insert(k, ());
+        }
+        fresh.node_count()
+    }
+
+    fn id_key(ms: u64, seq: u64) -> [u8; 16] {
+        let mut k = [0; 16];
+        k[..8].copy_from_slice(&ms.to_be_bytes());
+        k[8..].copy_from_slice(&seq.to_be_bytes());
+        k
+    }
+
+    #[test]
+    fn empty_tree_has_one_node_and_no_keys() {
+        let rax: Rax<u32> = Rax::new();
+        assert_eq!((rax.len(), rax.node_count()), (0, 1));
+        assert!(rax.is_empty());
+        assert_eq!(rax.first(), None);
+        assert_eq!(rax.last(), None);
+        assert_eq!(rax.iter().next(), None);
+        assert_eq!(rax.iter().next_back(), None);
+        assert_eq!(rax.get(b""), None);
+        let mut c = rax.cursor();
+        for op in [
+            SeekOp::First,
+            SeekOp::Last,
+            SeekOp::Ge,
+            SeekOp::Le,
+            SeekOp::Eq,
+        ] {
+            assert!(!c.seek(op, b"x"));
+            assert_eq!(c.next(), None);
+        }
+    }
+
+    #[test]
+    fn doc_example_has_the_node_count_drawn() {
+        let mut rax = tree(&[b"bin", b"bus", b"busy", b"bust"]);
+        assert_eq!(rax.node_count(), 8);
+        rax.insert(b"bundle", 4);
+        assert_eq!(rax.node_count(), 10);
+        rax.insert(b"bunny", 5);
+        rax.check();
+        // "dle" becomes a branch [d n]: "d" → "le" → ("bundle"), "n" → "y" → ("bunny").
+        assert_eq!(rax.node_count(), 13);
+        assert_eq!(tree(&[b"stream:1", b"stream:2"]).node_count(), 4);
+    }
+
+    #[test]
+    fn one_key_takes_a_run_and_a_leaf() {
+        let rax = tree(&[b"hello"]);
+        assert_eq!(rax.node_count(), 2);
+        assert_eq!(rax.get(b"hello"), Some(&0));
+        assert_eq!(rax.get(b"hell"), None);
+        assert_eq!(rax.get(b"hello!"), None);
+        assert_eq!(rax.get(b""), None);
+    }
+
+    #[test]
+    fn empty_key_lives_on_the_root() {
+        let mut rax = tree(&[b""]);
+        assert_eq!((rax.len(), rax.node_count()), (1, 1));
+        assert_eq!(rax.get(b""), Some(&0));
+        rax.insert(b"a", 1);
+        assert_eq!(rax.node_count(), 2);
+        assert_eq!(keys_of(&rax), [b"".to_vec(), b"a".to_vec()]);
+        assert_eq!(rax.remove(b""), Some(0));
+        rax.check();
+        assert_eq!(rax.node_count(), 2);
+        assert_eq!(rax.remove(b"a"), Some(1));
+        rax.check();
+        assert_eq!((rax.len(), rax.node_count()), (0, 1));
+    }
+
+    #[test]
+    fn keys_that_are_prefixes_of_others_each_get_a_node() {
+        let rax = tree(&[b"abcdef", b"abc", b"a", b"abcdefgh"]);
+        // root "a" -> ("a") "bc" -> ("abc") "def" -> ("abcdef") "gh" -> ("abcdefgh")
+        assert_eq!(rax.node_count(), 5);
+        assert_eq!(
+            keys_of(&rax),
+            [&b"a"[..], b"abc", b"abcdef", b"abcdefgh"].map(|k| k.to_vec())
+        );
+        assert_eq!(rax.get(b"ab"), None);
+        assert_eq!(rax.get(b"abc"), Some(&1));
+        assert_eq!(rax.get(b"abcde"), None);
+    }
+
+    #[test]
+    fn insert_replaces_and_try_insert_refuses() {
+        let mut rax = tree(&[b"k1", b"k2"]);
+        let nodes = rax.node_count();
+        assert_eq!(rax.insert(b"k1", 10), Some(0));
+        assert_eq!(rax.try_insert(b"k2", 20), Err(20));
+        assert_eq!(rax.node_count(), nodes);
+        assert_eq!(rax.get(b"k2"), Some(&1));
+        assert_eq!(rax.try_insert(b"k", 30), Ok(()));
+        assert_eq!(rax.try_insert(b"k3", 40), Ok(()));
+        rax.check();
+        assert_eq!(rax.len(), 4);
+        assert_eq!(rax.get(b"k1"), Some(&10));
+        *rax.get_mut(b"k3").unwrap() += 1;
+        assert_eq!(rax.get(b"k3"), Some(&41));
+        assert_eq!(rax.get_mut(b"k4"), None);
+    }
+
+    #[test]
+    fn remove_joins_runs_back_to_the_fresh_shape() {
+        let all: [&[u8]; 9] = [
+            b"romane",
+            b"romanus",
+            b"romulus",
+            b"rubens",
+            b"ruber",
+            b"rubicon",
+            b"rubicundus",
+            b"r",
+            b"rom",
+        ];
+        let mut rax = tree(&all);
+        for (n, k) in all.iter().enumerate() {
+            assert_eq!(rax.remove(k), Some(n));
+            assert_eq!(rax.remove(k), None);
+            rax.check();
+            assert_eq!(
+                rax.node_count(),
+                fresh_node_count(&rax),
+                "after removing {k:?}"
+            );
+        }
+        assert_eq!((rax.len(), rax.node_count()), (0, 1));
+    }
+
+    #[test]
+    fn removing_the_middle_key_of_a_chain_joins_two_runs() {
+        let mut rax = tree(&[b"abc", b"abcdef", b"abcdefghi"]);
+        assert_eq!(rax.node_count(), 4);
+        rax.remove(b"abcdef");
+        rax.check();
+        assert_eq!(rax.node_count(), 3);
+        rax.remove(b"abc");
+        rax.check();
+        assert_eq!(rax.node_count(), 2);
+    }
+
+    #[test]
+    fn removing_a_branch_sibling_joins_three_runs() {
+        // "ab" then a branch [c x]; "c" leads to run "def"; removing "abx…" leaves one run.
+        let mut rax = tree(&[b"abcdef", b"abxyz"]);
+        assert_eq!(rax.node_count(), 6);
+        rax.remove(b"abxyz");
+        rax.check();
+        assert_eq!(rax.node_count(), 2);
+    }
+
+    #[test]
+    fn missing_keys_are_not_removed_and_change_nothing() {
+        let mut rax = tree(&[b"abc", b"abd"]);
+        let nodes = rax.node_count();
+        for k in [&b""[..], b"a", b"ab", b"abe", b"abcd", b"x"] {
+            assert_eq!(rax.remove(k), None);
+        }
+        rax.check();
+        assert_eq!((rax.len(), rax.node_count()), (2, nodes));
+    }
+
+    #[test]
+    fn insert_order_does_not_change_the_shape() {
+        let keys: Vec<Vec<u8>> = (0..200u64)
+            .map(|i| id_key(1000 + i * 7 % 300, i % 3).to_vec())
+            .collect();
+        let mut a = Rax::new();
+        let mut b = Rax::new();
+        for k in &keys {
+            a.insert(k, ());
+        }
+        for k in keys.iter().rev() {
+            b.insert(k, ());
+        }
+        a.check();
+        b.check();
+        assert_eq!(a.node_count(), b.node_count());
+        assert_eq!(keys_of(&a), keys_of(&b));
+    }
+
+    /// Keys "a", "b", "ba", "bb", "bba", "c": exercises every seek operator at keys,
+    /// between keys, inside runs and beyond both ends.
+    fn seek_fixture() -> Rax<usize> {
+        tree(&[b"b", b"bba", b"a", b"c", b"bb", b"ba", b"dxyz"])
+    }
+
+    fn seek(rax: &Rax<usize>, op: SeekOp, key: &[u8]) -> Option<Vec<u8>> {
+        let mut c = rax.cursor();
+        let found = c.seek(op, key);
+        let got = c.next().map(|(k, _)| k.to_vec());
+        assert_eq!(found, got.is_some());
+        got
+    }
+
+    #[test]
+    fn seek_first_and_last_ignore_the_key() {
+        let rax = seek_fixture();
+        assert_eq!(seek(&rax, SeekOp::First, b"zzz"), Some(b"a".to_vec()));
+        assert_eq!(seek(&rax, SeekOp::Last, b""), Some(b"dxyz".to_vec()));
+    }
+
+    #[test]
+    fn seek_eq_finds_only_present_keys() {
+        let rax = seek_fixture();
+        assert_eq!(seek(&rax, SeekOp::Eq, b"bb"), Some(b"bb".to_vec()));
+        for k in [&b""[..], b"bbb", b"d", b"dx", b"dxyzz", b"e"] {
+            assert_eq!(seek(&rax, SeekOp::Eq, k), None, "{k:?}");
+        }
+    }
+
+    #[test]
+    fn seek_ge_and_gt() {
+        let rax = seek_fixture();
+        let s = |op, k: &[u8]| seek(&rax, op, k);
+        assert_eq!(s(SeekOp::Ge, b""), Some(b"a".to_vec()));
+        assert_eq!(s(SeekOp::Gt, b""), Some(b"a".to_vec()));
+        assert_eq!(s(SeekOp::Ge, b"b"), Some(b"b".to_vec()));
+        assert_eq!(s(SeekOp::Gt, b"b"), Some(b"ba".to_vec()));
+        assert_eq!(s(SeekOp::Gt, b"bba"), Some(b"c".to_vec()));
+        assert_eq!(s(SeekOp::Ge, b"bbaa"), Some(b"c".to_vec()));
+        assert_eq!(s(SeekOp::Ge, b"bc"), Some(b"c".to_vec()));
+        assert_eq!(s(SeekOp::Ge, b"d"), Some(b"dxyz".to_vec()));
+        assert_eq!(s(SeekOp::Ge, b"dxa"), Some(b"dxyz".to_vec()));
+        assert_eq!(s(SeekOp::Ge, b"dxz"), None);
+        assert_eq!(s(SeekOp::Gt, b"dxyz"), None);
+        assert_eq!(s(SeekOp::Ge, b"e"), None);
+    }
+
+    #[test]
+    fn seek_le_and_lt() {
+        let rax = seek_fixture();
+        let s = |op, k: &[u8]| seek(&rax, op, k);
+        assert_eq!(s(SeekOp::Le, b""), None);
+        assert_eq!(s(SeekOp::Lt, b"a"), None);
+        assert_eq!(s(SeekOp::Le, b"a"), Some(b"a".to_vec()));
+        assert_eq!(s(SeekOp::Lt, b"b"), Some(b"a".to_vec()));
+        assert_eq!(s(SeekOp::Lt, b"ba"), Some(b"b".to_vec()));
+        assert_eq!(s(SeekOp::Le, b"b0"), Some(b"b".to_vec()));
+        assert_eq!(s(SeekOp::Lt, b"c"), Some(b"bba".to_vec()));
+        assert_eq!(s(SeekOp::Le, b"bbz"), Some(b"bba".to_vec()));
+        assert_eq!(s(SeekOp::Le, b"dx"), Some(b"c".to_vec()));
+        assert_eq!(s(SeekOp::Lt, b"dxyz"), Some(b"c".to_vec()));
+        assert_eq!(s(SeekOp::Le, b"dxz"), Some(b"dxyz".to_vec()));
+        assert_eq!(s(SeekOp::Le, b"\xff"), Some(b"dxyz".to_vec()));
+    }
+
+    #[test]
+    fn cursor_walks_both_ways_from_the_seek() {
+        let rax = seek_fixture();
+        let all = keys_of(&rax);
+        let mut c = rax.cursor();
+        assert_eq!(c.next(), None, "unpositioned");
+        assert!(c.seek(SeekOp::Ge, b"bb"));
+        assert_eq!(c.prev().map(|(k, _)| k.to_vec()), Some(b"bb".to_vec()));
+        assert_eq!(c.prev().map(|(k, _)| k.to_vec()), Some(b"ba".to_vec()));
+        assert_eq!(c.next().map(|(k, _)| k.to_vec()), Some(b"bb".to_vec()));
+        assert_eq!(c.next().map(|(k, _)| k.to_vec()), Some(b"bba".to_vec()));
+
+        assert!(c.seek(SeekOp::First, b""));
+        let mut fwd = Vec::new();
+        while let Some((k, v)) = c.next() {
+            assert_eq!(rax.get(k), Some(v));
+            fwd.push(k.to_vec());
+        }
+        assert_eq!(fwd, all);
+        assert_eq!(c.prev(), None, "stays exhausted");
+
+        assert!(c.seek(SeekOp::Last, b""));
+        let mut back = Vec::new();
+        while let Some((k, _)) = c.prev() {
+            back.push(k.to_vec());
+        }
+        back.reverse();
+        assert_eq!(back, all);
+        assert_eq!(c.next(), None, "stays exhausted");
+    }
+
+    #[test]
+    fn iter_meets_in_the_middle() {
+        let rax = seek_fixture();
+        let mut it = rax.iter();
+        let mut got = Vec::new();
+        loop {
+            match (it.next(), it.next_back()) {
+                (Some(a), Some(b)) => got.extend([a.0.to_vec(), b.0.to_vec()]),
+                (Some(a), None) => got.push(a.0.to_vec()),
+                (None, _) => break,
+            }
+        }
+        got.sort();
+        assert_eq!(got, keys_of(&rax));
+        assert_eq!(rax.iter().size_hint(), (rax.len(), Some(rax.len())));
+    }
+
+    #[test]
+    fn values_mut_and_iter_mut_visit_in_key_order() {
+        let mut rax = seek_fixture();
+        for v in rax.values_mut() {
+            *v *= 10;
+        }
+        for (i, (k, v)) in rax.iter_mut().enumerate() {
+            assert_eq!(rax_key_rank(k), i);
+            *v += 1;
+        }
+        assert_eq!(rax.get(b"a"), Some(&21));
+        assert_eq!(
+            rax.first().map(|(k, v)| (k.to_vec(), *v)),
+            Some((b"a".to_vec(), 21))
+        );
+        assert_eq!(
+            rax.last().map(|(k, v)| (k.to_vec(), *v)),
+            Some((b"dxyz".to_vec(), 61))
+        );
+    }
+
+    fn rax_key_rank(k: &[u8]) -> usize {
+        [&b"a"[..], b"b", b"ba", b"bb", b"bba", b"c", b"dxyz"]
+            .iter()
+            .position(|x| *x == k)
+            .unwrap()
+    }
+
+    #[test]
+    fn clear_and_clone() {
+        let mut rax = seek_fixture();
+        let copy = rax.clone();
+        rax.clear();
+        rax.check();
+        copy.check();
+        assert_eq!((rax.len(), rax.node_count()), (0, 1));
+        assert_eq!(copy.len(), 7);
+        assert_eq!(format!("{:?}", tree(&[b"a"])), "{[97]: 0}");
+    }
+
+    #[test]
+    fn a_deep_chain_needs_no_deep_stack() {
+        // Keys "", "A", "AA", … make one node per key on a single path. Every
+        // operation below runs on a 64 KiB stack, which a recursion per level would
+        // overflow.
+        let run = || {
+            let mut rax = Rax::new();
+            let long = vec![b'A'; 4000];
+            for n in 0..=long.len() {
+                rax.insert(&long[..n], ());
+            }
+            assert_eq!(rax.node_count(), long.len() + 1);
+            assert_eq!(rax.remove(&long[..2000]), Some(()));
+            assert_eq!(rax.node_count(), long.len());
+            let mut c = rax.cursor();
+            assert!(c.seek(SeekOp::Ge, &long[..2000]));
+            assert_eq!(c.next().map(|(k, _)| k.len()), Some(2001));
+            assert!(c.seek(SeekOp::Last, b""));
+            assert_eq!(c.prev().map(|(k, _)| k.len()), Some(4000));
+            assert_eq!(rax.iter().rev().count(), long.len());
+            assert_eq!(rax.values_mut().count(), long.len());
+            drop(rax);
+        };
+        std::thread::Builder::new()
+            .stack_size(64 * 1024)
+            .spawn(run)
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+
+    #[test]
+    fn a_wide_branch_grows_and_shrinks_through_its_spare_slots() {
+        let mut rax = Rax::new();
+        let bytes: Vec<u8> = (0..=255u8).map(|b| b.wrapping_mul(167)).collect();
+        for (i, &b) in bytes.iter().enumerate() {
+            rax.insert(&[b'x', b, b'y'], i);
+            rax.check();
+        }
+        assert_eq!(rax.node_count(), 2 + 2 * 256);
+        assert_eq!(capacity_for(129), 144);
+        assert_eq!(capacity_for(256), 256);
+        for (i, &b) in bytes.iter().enumerate().rev() {
+            assert_eq!(rax.remove(&[b'x', b, b'y']), Some(i));
+            rax.check();
+        }
+        assert_eq!(rax.node_count(), 1);
+    }
+
+    #[test]
+    fn node_sizes_are_as_documented() {
+        assert_eq!(mem::size_of::<Bytes>(), 24);
+        assert_eq!(mem::size_of::<Node<u32>>(), 72);
+        assert_eq!(mem::size_of::<Node<u64>>(), 72);
+        assert_eq!(mem::size_of::<Node<Box<[u8]>>>(), 80);
+    }
+
+    #[test]
+    fn sequential_stream_ids_keep_two_nodes_per_key_or_less() {
+        let mut rax = Rax::new();
+        for ms in 0..10_000u64 {
+            rax.insert(&id_key(1_700_000_000_000 + ms, 0), ());
+        }
+        rax.check();
+        assert!(
+            rax.node_count() <= 2 * rax.len() + 64,
+            "{}",
+            rax.node_count()
+        );
+        let mut c = rax.cursor();
+        assert!(c.seek(SeekOp::Le, &id_key(1_700_000_000_500, 7)));
+        assert_eq!(
+            c.next().map(|(k, _)| k.to_vec()),
+            Some(id_key(1_700_000_000_500, 0).to_vec())
+        );
+    }
+
+    // ---- model tests --------------------------------------------------------------
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Insert(Vec<u8>, u32),
+        TryInsert(Vec<u8>, u32),
+        Remove(Vec<u8>),
+        Get(Vec<u8>),
+        /// Seek, then walk: `true` is `next()`, `false` is `prev()`.
+        Seek(SeekOp, Vec<u8>, Vec<bool>),
+    }
+
+    /// Alphabet "abcd", lengths 0..8: many shared prefixes and prefix keys.
+    fn small_keys() -> BoxedStrategy<Vec<u8>> {
+        prop::collection::vec(prop::sample::select(b"abcd".to_vec()), 0..8).boxed()
+    }
+
+    /// "A" repeated 0..40 times: a single path, every key a prefix of the next.
+    fn chain_keys() -> BoxedStrategy<Vec<u8>> {
+        (0..40usize).prop_map(|n| vec![b'A'; n]).boxed()
+    }
+
+    /// Random bytes, including 0x00 and 0xff, lengths 0..12.
+    fn random_keys() -> BoxedStrategy<Vec<u8>> {
+        prop::collection::vec(any::<u8>(), 0..12).boxed()
+    }
+
+    /// 16-byte big-endian (ms, seq) pairs, as the stream index and PELs use.
+    fn id_keys() -> BoxedStrategy<Vec<u8>> {
+        let ms = prop_oneof![
+            0u64..64,
+            1_700_000_000_000u64..1_700_000_000_300,
+            any::<u64>()
+        ];
+        (ms, prop_oneof![0u64..4, any::<u64>()])
+            .prop_map(|(m, s)| id_key(m, s).to_vec())
+            .boxed()
+    }
+
+    fn seek_ops() -> impl Strategy<Value = SeekOp> {
+        prop::sample::select(vec![
+            SeekOp::First,
+            SeekOp::Last,
+            SeekOp::Ge,
+            SeekOp::Gt,
+            SeekOp::Le,
+            SeekOp::Lt,
+            SeekOp::Eq,
+        ])
+    }
+
+    fn ops(keys: BoxedStrategy<Vec<u8>>) -> impl Strategy<Value = Vec<Op>> {
+        let op = prop_oneof![
+            4 => (keys.clone(), any::<u32>()).prop_map(|(k, v)| Op::Insert(k, v)),
+            1 => (keys.clone(), any::<u32>()).prop_map(|(k, v)| Op::TryInsert(k, v)),
+            3 => keys.clone().prop_map(Op::Remove),
+            1 => keys.clone().prop_map(Op::Get),
+            2 => (seek_ops(), keys, prop::collection::vec(any::<bool>(), 0..6))
+                .prop_map(|(o, k, w)| Op::Seek(o, k, w)),
+        ];
+        prop::collection::vec(op, 0..120)
+    }
+
+    fn any_ops() -> impl Strategy<Value = Vec<Op>> {
+        prop_oneof![
+            ops(small_keys()),
+            ops(chain_keys()),
+            ops(random_keys()),
+            ops(id_keys())
+        ]
+    }
+
+    /// What `seek` finds in the model.
+    fn model_seek(m: &BTreeMap<Vec<u8>, u32>, op: SeekOp, key: &[u8]) -> Option<Vec<u8>> {
+        let r = |lo: Bound<&[u8]>, hi: Bound<&[u8]>| m.range::<[u8], _>((lo, hi));
+        let found = match op {
+            SeekOp::First => m.keys().next(),
+            SeekOp::Last => m.keys().next_back(),
+            SeekOp::Ge => r(Bound::Included(key), Bound::Unbounded)
+                .next()
+                .map(|e| e.0),
+            SeekOp::Gt => r(Bound::Excluded(key), Bound::Unbounded)
+                .next()
+                .map(|e| e.0),
+            SeekOp::Le => r(Bound::Unbounded, Bound::Included(key))
+                .next_back()
+                .map(|e| e.0),
+            SeekOp::Lt => r(Bound::Unbounded, Bound::Excluded(key))
+                .next_back()
+                .map(|e| e.0),
+            SeekOp::Eq => m.get_key_value(key).map(|e| e.0),
+        };
+        found.cloned()
+    }
+
+    /// Runs `ops` on a Rax and on a BTreeMap and compares every answer, then the whole
+    /// contents both ways and the node count against a tree built afresh.
+    fn run_model(ops: &[Op]) -> Result<(), TestCaseError> {
+        let mut rax = Rax::new();
+        let mut model: BTreeMap<Vec<u8>, u32> = BTreeMap::new();
+        for op in ops {
+            match op {
+                Op::Insert(k, v) => prop_assert_eq!(rax.insert(k, *v), model.insert(k.clone(), *v)),
+                Op::TryInsert(k, v) => {
+                    let expect = if model.contains_key(k) {
+                        Err(*v)
+                    } else {
+                        model.insert(k.clone(), *v);
+                        Ok(())
+                    };
+                    prop_assert_eq!(rax.try_insert(k, *v), expect);
+                }
+                Op::Remove(k) => prop_assert_eq!(rax.remove(k), model.remove(k)),
+                Op::Get(k) => {
+                    prop_assert_eq!(rax.get(k), model.get(k));
+                    prop_assert_eq!(rax.get_mut(k).copied(), model.get(k).copied());
+                }
+                Op::Seek(sop, k, walk) => {
+                    let mut c = rax.cursor();
+                    let mut expect = model_seek(&model, *sop, k);
+                    prop_assert_eq!(c.seek(*sop, k), expect.is_some());
+                    let mut first = true;
+                    for &forward in walk {
+                        if !first {
+                            expect = expect.and_then(|at| {
+                                let b = Bound::Excluded(at.as_slice());
+                                let mut r = if forward {
+                                    model.range::<[u8], _>((b, Bound::Unbounded))
+                                } else {
+                                    model.range::<[u8], _>((Bound::Unbounded, b))
+                                };
+                                let e = if forward { r.next() } else { r.next_back() };
+                                e.map(|e| e.0.clone())
+                            });
+                        }
+                        first = false;
+                        let got = if forward { c.next() } else { c.prev() };
+                        let got = got.map(|(k, v)| (k.to_vec(), *v));
+                        let want = expect.as_ref().map(|k| (k.clone(), model[k]));
+                        prop_assert_eq!(got, want, "{:?} {:?} walk {:?}", sop, k, walk);
+                    }
+                }
+            }
+            rax.check();
+            prop_assert_eq!(rax.len(), model.len());
+        }
+        let fwd: Vec<(Vec<u8>, u32)> = rax.iter().map(|(k, v)| (k.to_vec(), *v)).collect();
+        let want: Vec<(Vec<u8>, u32)> = model.iter().map(|(k, v)| (k.clone(), *v)).collect();
+        prop_assert_eq!(&fwd, &want);
+        let mut back: Vec<(Vec<u8>, u32)> =
+            rax.iter().rev().map(|(k, v)| (k.to_vec(), *v)).collect();
+        back.reverse();
+        prop_assert_eq!(&back, &want);
+        let mut cur = rax.cursor();
+        let mut walked = Vec::new();
+        if cur.seek(SeekOp::Last, b"") {
+            while let Some((k, v)) = cur.prev() {
+                walked.push((k.to_vec(), *v));
+            }
+        }
+        walked.reverse();
+        prop_assert_eq!(&walked, &want);
+        prop_assert_eq!(
+            rax.first().map(|(k, v)| (k.to_vec(), *v)),
+            want.first().cloned()
+        );
+        prop_assert_eq!(
+            rax.last().map(|(k, v)| (k.to_vec(), *v)),
+            want.last().cloned()
+        );
+        let fresh = tree(&want.iter().map(|(k, _)| k.as_slice()).collect::<Vec<_>>());
+        prop_assert_eq!(rax.node_count(), fresh.node_count(), "tree not minimal");
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 1024, ..ProptestConfig::default() })]
+
+        #[test]
+        fn rax_agrees_with_btreemap(ops in any_ops()) {
+            run_model(&ops)?;
+        }
+
+        #[test]
+        fn node_count_depends_only_on_the_key_set(
+            keys in prop::collection::vec(prop_oneof![small_keys(), id_keys(), random_keys()], 0..80),
+            removed in prop::collection::vec(any::<prop::sample::Index>(), 0..40),
+        ) {
+            let mut rax = Rax::new();
+            for k in &keys {
+                rax.insert(k, ());
+            }
+            for i in &removed {
+                if !keys.is_empty() {
+                    rax.remove(&keys[i.index(keys.len())]);
+                }
+            }
+            rax.check();
+            let mut sorted = Rax::new();
+            for (k, _) in rax.iter() {
+                sorted.insert(k, ());
+            }
+            let mut reversed = Rax::new();
+            for (k, _) in rax.iter().rev() {
+                reversed.insert(k, ());
+            }
+            prop_assert_eq!(rax.node_count(), sorted.node_count());
+            prop_assert_eq!(rax.node_count(), reversed.node_count());
         }
     }
 }
