@@ -15,16 +15,19 @@
 //!                              15 fields: the first 13 above, entries, groups
 //! ```
 //!
-//! The consumer-group parts are kept in small functions ([`write_full_groups`],
-//! [`write_groups`], [`write_consumers`]) to be filled in when consumer groups land; the
-//! IDMP fields show the configured defaults and zero counters until IDMP lands.
+//! The consumer-group parts are small functions ([`write_full_groups`], [`write_groups`],
+//! [`write_consumers`]); `entries-read` and `lag` follow reference §3.3 (null when
+//! unknown). The IDMP fields show the configured defaults and zero counters until IDMP
+//! lands.
 
+use super::xgroup::counters;
 use super::xrange::{lookup_for_reply, write_entry, write_range};
 use super::{CommandSpec, flags::*, is, parse_i64};
 use crate::core::Ctx;
 use crate::error::{ReplyError, lossy};
 use crate::resp::Argv;
 use crate::resp::writer::RespWriter;
+use crate::stream::group::{ConsumerGroup, StreamCounters};
 use crate::stream::{Stream, StreamId};
 
 const STREAM: &[&str] = &["@stream"];
@@ -204,30 +207,145 @@ fn write_idmp_fields(out: &mut RespWriter, _stream: &Stream, (duration, maxsize)
     }
 }
 
-/// FULL's `groups` value: an array of 8-field group maps. No consumer groups exist yet,
-/// so this is the empty array; the groups work fills it in.
-pub fn write_full_groups(out: &mut RespWriter, _stream: &Stream, _count: usize) {
-    out.array(0);
+/// `entries-read`: the counter, or null when unknown.
+fn write_entries_read(out: &mut RespWriter, g: &ConsumerGroup) {
+    match g.entries_read() {
+        Some(n) => out.integer(i64::try_from(n).unwrap_or(i64::MAX)),
+        None => out.null(),
+    }
 }
 
-/// `XINFO GROUPS`' reply: an array of 6-field group maps; `*0` without groups.
-pub fn write_groups(out: &mut RespWriter, _stream: &Stream) {
-    out.array(0);
+/// `lag`: entries not yet delivered to the group, or null when unknowable (§3.3).
+fn write_lag(out: &mut RespWriter, g: &ConsumerGroup, c: &StreamCounters) {
+    match g.lag(c) {
+        Some(n) => out.integer(i64::try_from(n).unwrap_or(i64::MAX)),
+        None => out.null(),
+    }
 }
 
-/// `XINFO CONSUMERS`' reply for `group`, or the NOGROUP error. No consumer groups exist
-/// yet, so every group is missing.
+fn int(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+fn uint(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// FULL's `groups` value: an array of 8-field group maps (name, last-delivered-id,
+/// entries-read, lag, pel-count, nacked-count, pending, consumers), groups in name order.
+/// `pending` lists `[id, consumer-or-"", delivery-time, deliveries]` and each consumer's
+/// `pending` lists `[id, delivery-time, deliveries]`, each at most `count` long (0 = all).
+pub fn write_full_groups(out: &mut RespWriter, stream: &Stream, count: usize) {
+    let limit = if count == 0 { usize::MAX } else { count };
+    let c = counters(stream);
+    out.array(stream.groups.len());
+    for g in stream.groups.iter() {
+        out.map(8);
+        out.bulk(b"name");
+        out.bulk(g.name());
+        out.bulk(b"last-delivered-id");
+        out.bulk_id(g.last_id());
+        out.bulk(b"entries-read");
+        write_entries_read(out, g);
+        out.bulk(b"lag");
+        write_lag(out, g, &c);
+        out.bulk(b"pel-count");
+        out.integer(int(g.pel_count()));
+        out.bulk(b"nacked-count");
+        out.integer(int(g.nacked_count()));
+        out.bulk(b"pending");
+        out.array(g.pel_count().min(limit));
+        for e in g.pel_range(StreamId::MIN, StreamId::MAX).take(limit) {
+            out.array(4);
+            out.bulk_id(e.id);
+            out.bulk(e.owner.unwrap_or_default());
+            out.integer(uint(e.delivery_time));
+            out.integer(uint(e.delivery_count));
+        }
+        out.bulk(b"consumers");
+        out.array(g.consumer_count());
+        for (cid, consumer) in g.consumers() {
+            out.map(5);
+            out.bulk(b"name");
+            out.bulk(consumer.name());
+            out.bulk(b"seen-time");
+            out.integer(uint(consumer.seen_time()));
+            out.bulk(b"active-time");
+            out.integer(consumer.active_time().map_or(-1, uint));
+            out.bulk(b"pel-count");
+            out.integer(int(consumer.pel_count()));
+            out.bulk(b"pending");
+            out.array(consumer.pel_count().min(limit));
+            for e in g
+                .consumer_pel(cid, StreamId::MIN, StreamId::MAX)
+                .take(limit)
+            {
+                out.array(3);
+                out.bulk_id(e.id);
+                out.integer(uint(e.delivery_time));
+                out.integer(uint(e.delivery_count));
+            }
+        }
+    }
+}
+
+/// `XINFO GROUPS`' reply: an array of 6-field group maps (name, consumers, pending,
+/// last-delivered-id, entries-read, lag) in name order; `*0` without groups.
+pub fn write_groups(out: &mut RespWriter, stream: &Stream) {
+    let c = counters(stream);
+    out.array(stream.groups.len());
+    for g in stream.groups.iter() {
+        out.map(6);
+        out.bulk(b"name");
+        out.bulk(g.name());
+        out.bulk(b"consumers");
+        out.integer(int(g.consumer_count()));
+        out.bulk(b"pending");
+        out.integer(int(g.pel_count()));
+        out.bulk(b"last-delivered-id");
+        out.bulk_id(g.last_id());
+        out.bulk(b"entries-read");
+        write_entries_read(out, g);
+        out.bulk(b"lag");
+        write_lag(out, g, &c);
+    }
+}
+
+/// `XINFO CONSUMERS`' reply for `group`: an array of 4-field consumer maps (name,
+/// pending, idle = ms since last seen floored at 0, inactive = ms since last active or
+/// -1 if never), in name order; or the NOGROUP error.
 pub fn write_consumers(
-    _out: &mut RespWriter,
-    _stream: &Stream,
+    out: &mut RespWriter,
+    stream: &Stream,
     key: &[u8],
     group: &[u8],
-    _now_ms: u64,
+    now_ms: u64,
 ) -> Result<(), ReplyError> {
-    Err(ReplyError::NoGroupForKey {
-        key: lossy(key),
-        group: lossy(group),
-    })
+    let g = stream
+        .groups
+        .get(group)
+        .ok_or_else(|| ReplyError::NoGroupForKey {
+            key: lossy(key),
+            group: lossy(group),
+        })?;
+    let now = uint(now_ms);
+    out.array(g.consumer_count());
+    for (_, consumer) in g.consumers() {
+        out.map(4);
+        out.bulk(b"name");
+        out.bulk(consumer.name());
+        out.bulk(b"pending");
+        out.integer(int(consumer.pel_count()));
+        out.bulk(b"idle");
+        out.integer(now.saturating_sub(uint(consumer.seen_time())).max(0));
+        out.bulk(b"inactive");
+        out.integer(
+            consumer
+                .active_time()
+                .map_or(-1, |t| now.saturating_sub(uint(t))),
+        );
+    }
+    Ok(())
 }
 
 fn xinfo_stream(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
