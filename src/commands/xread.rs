@@ -134,7 +134,7 @@ pub fn parse_read_options(argv: &Argv, group_cmd: bool) -> Result<ReadOptions, R
         } else if is(a, "STREAMS") && more >= 1 {
             opts.streams_at = i + 1;
             let n = argv.len() - opts.streams_at;
-            if n % 2 != 0 {
+            if !n.is_multiple_of(2) {
                 let what = if group_cmd {
                     "an ID or '>'"
                 } else {
@@ -285,10 +285,10 @@ fn xread(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             let mut again = argv.clone();
             let ids_at = opts.streams_at + opts.nkeys;
             for (i, f) in from.iter().enumerate() {
-                if let ReadFrom::After(id) = f {
-                    if argv[ids_at + i].as_ref() == b"$" {
-                        again[ids_at + i] = Bytes::from(id.to_string());
-                    }
+                if let ReadFrom::After(id) = f
+                    && argv[ids_at + i].as_ref() == b"$"
+                {
+                    again[ids_at + i] = Bytes::from(id.to_string());
                 }
             }
             ctx.block(keys.to_vec(), timeout, false, again);
@@ -332,9 +332,9 @@ fn xreadgroup(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     // Key by key: the key and group must exist, then the ID must be acceptable.
     let mut from = Vec::with_capacity(keys.len());
     for (key, id) in keys.iter().zip(opts.ids(argv)) {
-        if !ctx
+        if ctx
             .lookup(key)
-            .is_some_and(|s| s.groups.get(group).is_some())
+            .is_none_or(|s| s.groups.get(group).is_none())
         {
             return Err(ReplyError::NoGroupReadGroup {
                 key: lossy(key),
@@ -585,7 +585,7 @@ mod tests {
         assert_eq!(o.block_ms, Some(10));
         assert_eq!(o.count, 0);
         assert_eq!(o.nkeys, 2);
-        assert_eq!(o.streams_at, 5);
+        assert_eq!(o.streams_at, 6, "the first key, just after STREAMS");
     }
 
     #[test]
@@ -635,5 +635,22 @@ mod tests {
             err("XREADGROUP GROUP g c CLAIM STREAMS s >"),
             "ERR min-idle-time is not an integer or out of range"
         );
+    }
+
+    #[test]
+    fn xreadgroup_ids() {
+        assert_eq!(parse_group_from(b">"), Ok(GroupFrom::New));
+        assert_eq!(
+            parse_group_from(b"18446744073709551615-18446744073709551615"),
+            Ok(GroupFrom::New),
+            "Redis encodes > as the largest ID"
+        );
+        assert_eq!(
+            parse_group_from(b"5"),
+            Ok(GroupFrom::History(StreamId::new(5, 0)))
+        );
+        assert_eq!(parse_group_from(b"$"), Err(DOLLAR_IN_XREADGROUP));
+        assert_eq!(parse_group_from(b"+"), Err(PLUS_IN_XREADGROUP));
+        assert_eq!(parse_group_from(b"-"), Err(ReplyError::InvalidStreamId));
     }
 }
