@@ -258,6 +258,33 @@ pub const DIRECTIVES: &[Directive] = &[
         help: "Snapshot after <seconds> if at least <changes> writes; empty disables.",
     },
     Directive {
+        name: "auto-aof-rewrite-percentage",
+        default: "100",
+        kind: Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        mutable: true,
+        help: "Rewrite the log when it grew by this percentage since the last rewrite (0 = never).",
+    },
+    Directive {
+        name: "auto-aof-rewrite-min-size",
+        default: "67108864",
+        kind: Kind::Memory {
+            min: 0,
+            max: I64_MAX,
+        },
+        mutable: true,
+        help: "No automatic rewrite while the log is smaller than this.",
+    },
+    Directive {
+        name: "aof-load-truncated",
+        default: "yes",
+        kind: Kind::Bool,
+        mutable: true,
+        help: "At start-up, cut a torn last record of the log (yes) or refuse to start (no).",
+    },
+    Directive {
         name: "maxmemory",
         default: "0",
         kind: Kind::Memory {

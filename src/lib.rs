@@ -15,11 +15,13 @@
 //! Everything runs on one thread (a current-thread tokio runtime), like Redis's main
 //! thread: commands are atomic without locks. See `docs/architecture.md`.
 
+pub mod alloc;
 pub mod commands;
 pub mod config;
 pub mod core;
 pub mod error;
 pub mod logging;
+pub mod persist;
 pub mod resp;
 pub mod server;
 pub mod stream;
@@ -31,12 +33,16 @@ use std::rc::Rc;
 /// streamd's own version (`--version`, INFO `streamd_version`).
 pub const STREAMD_VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// Binds the configured address and serves until SHUTDOWN or a signal.
+/// Takes the data directory, binds the configured address, loads the dataset (clients
+/// get `-LOADING` meanwhile) and serves until SHUTDOWN or a signal.
 pub fn serve(config: config::Config) -> std::io::Result<()> {
     let dir = config.get("dir").unwrap_or("./data").to_string();
     std::fs::create_dir_all(&dir)?;
     let port = config.get_i64("port") as u16;
     let bind = config.get("bind").unwrap_or("127.0.0.1").to_string();
+    let mut core = core::Core::new(config, port);
+    // Before binding: a second server on the same directory stops here.
+    let loader = persist::prepare(&mut core).map_err(std::io::Error::other)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -49,11 +55,20 @@ pub fn serve(config: config::Config) -> std::io::Result<()> {
             version = STREAMD_VERSION,
             port,
             pid = std::process::id(),
-            config_file = %config.file.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "none".into()),
+            config_file = %core.config.file.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "none".into()),
             "streamd started; ready to accept connections on {addr}:{port}"
         );
-        let core = Rc::new(RefCell::new(core::Core::new(config, port)));
-        let reason = server::run(listener, core.clone()).await?;
+        core.port = port;
+        let core = Rc::new(RefCell::new(core));
+        let loading = persist::run_loader(core.clone(), loader);
+        let reason = server::run(listener, core.clone(), loading).await?;
+        if reason == server::StopReason::Signal {
+            // SHUTDOWN did this in its handler (so it could report errors).
+            let mut c = core.borrow_mut();
+            if let Err(e) = persist::shutdown(&mut c, core::ShutdownKind::Default) {
+                tracing::error!(error = %e, "error saving the dataset on shutdown");
+            }
+        }
         tracing::info!(?reason, "streamd is now ready to exit, bye bye...");
         Ok(())
     })

@@ -1,4 +1,6 @@
 //! `streamd [CONFIG-FILE] [--directive value ...]`: start the server.
+//! `streamd --check-aof FILE [--fix]`: check (and repair) a log file, a snapshot, or
+//! every file a manifest names, without starting a server.
 
 use clap::Parser;
 use std::path::PathBuf;
@@ -15,7 +17,9 @@ use streamd::config::Config;
     about = "A Redis-protocol stream server",
     after_help = "Every configuration directive can be given on the command line as \
 --<directive> <value>, e.g. --port 7000 --appendonly no --dir /var/lib/streamd. \
-See conf/streamd.conf for the full list."
+See conf/streamd.conf for the full list. \
+`streamd --check-aof FILE [--fix]` checks (and with --fix truncates to the last good record) \
+a log file, a snapshot or a manifest's files without starting a server."
 )]
 struct Args {
     /// A configuration file in redis.conf syntax.
@@ -26,15 +30,58 @@ struct Args {
     directives: Vec<String>,
 }
 
+/// `--check-aof FILE [--fix]`: exit 0 when the file is good or was fixed, 1 when it is
+/// damaged, 2 on usage or I/O errors.
+fn check_aof(args: &[String]) -> ExitCode {
+    let mut file = None;
+    let mut fix = false;
+    for a in args {
+        match a.as_str() {
+            "--fix" => fix = true,
+            _ if file.is_none() && !a.starts_with("--") => file = Some(PathBuf::from(a)),
+            _ => {
+                eprintln!(
+                    "Usage: streamd --check-aof <file.incr.log|file.manifest|file.snap> [--fix]"
+                );
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let Some(file) = file else {
+        eprintln!("Usage: streamd --check-aof <file.incr.log|file.manifest|file.snap> [--fix]");
+        return ExitCode::from(2);
+    };
+    match streamd::persist::check::check(&file, fix) {
+        Ok(report) => {
+            for line in &report.lines {
+                println!("{line}");
+            }
+            if report.damaged {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        Err(e) => {
+            eprintln!("streamd --check-aof: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
 fn main() -> ExitCode {
+    let raw: Vec<String> = std::env::args().collect();
+    if raw.get(1).is_some_and(|a| a == "--check-aof") {
+        return check_aof(&raw[2..]);
+    }
     let mut args = Args::parse();
     // A first argument starting with "--" is a directive, not a config file.
-    if let Some(first) = &args.config_file {
-        if first.to_string_lossy().starts_with("--") {
-            let first = first.to_string_lossy().into_owned();
-            args.directives.insert(0, first);
-            args.config_file = None;
-        }
+    if let Some(first) = &args.config_file
+        && first.to_string_lossy().starts_with("--")
+    {
+        let first = first.to_string_lossy().into_owned();
+        args.directives.insert(0, first);
+        args.config_file = None;
     }
     let config = match Config::load(args.config_file.as_deref(), &args.directives) {
         Ok(c) => c,

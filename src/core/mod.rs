@@ -117,6 +117,11 @@ pub struct Core {
     pub block_timer: Rc<Notify>,
     /// While a blocked command is re-executed: its original deadline.
     pub reprocessing: Option<Option<u64>>,
+    /// The effect log, snapshots and background saves (persist/).
+    pub persist: crate::persist::Persist,
+    /// True while the dataset is being loaded: clients get `-LOADING`, keys do not
+    /// expire, and nothing is logged.
+    pub loading: bool,
 }
 
 /// Everything a command handler may touch.
@@ -169,13 +174,25 @@ impl Ctx<'_> {
         self.core.dbs[idx].keys.contains_key(key)
     }
 
-    /// Deletes `key` if its TTL passed, with the side effects of a deletion.
+    /// Deletes `key` if its TTL passed, with the side effects of a deletion (logged as
+    /// `DEL`). Nothing expires while loading: the log says when keys went.
     pub fn expire_if_needed(&mut self, key: &[u8]) {
         let idx = self.client.db;
+        if self.core.loading {
+            return;
+        }
         if self.core.dbs[idx].expire_if_needed(key, self.now_ms) {
             self.core.stats.expired_keys += 1;
             self.core.key_deleted(idx, key);
+            self.core.propagate(idx, &[b"DEL".as_slice(), key]);
         }
+    }
+
+    /// Logs the deterministic effect of the running write command in the client's
+    /// database (see [`Core::propagate`]).
+    pub fn propagate<A: AsRef<[u8]>>(&mut self, argv: &[A]) {
+        let db = self.client.db;
+        self.core.propagate(db, argv);
     }
 
     /// Records a write to `key`: WATCH invalidation and the dirty counter (Redis:
@@ -263,6 +280,8 @@ impl Core {
             blocked: BlockedClients::default(),
             block_timer: Rc::new(Notify::new()),
             reprocessing: None,
+            persist: crate::persist::Persist::default(),
+            loading: false,
             config,
         };
         core.refresh_config_cache();
@@ -277,6 +296,18 @@ impl Core {
             max_bytes: bytes,
             max_entries: entries,
         };
+    }
+
+    /// Appends the effect `argv` (a command in replayable, deterministic form) on
+    /// database `db` to the log, when the log is on and nothing is being loaded. Write
+    /// commands call it (through [`Ctx::propagate`]) right where the write succeeded;
+    /// the records are written and made durable before the replies go out
+    /// (`persist::commit`).
+    pub fn propagate<A: AsRef<[u8]>>(&mut self, db: usize, argv: &[A]) {
+        if self.loading {
+            return;
+        }
+        self.persist.append(db, argv);
     }
 
     /// True when a password is configured.
@@ -498,6 +529,16 @@ impl Core {
             self.reject(client, out, Some(spec), &ReplyError::NoAuth);
             return Outcome::Done;
         }
+        if self.loading && spec.flags & flags::LOADING == 0 {
+            self.reject(client, out, Some(spec), &LOADING);
+            return Outcome::Done;
+        }
+        if spec.flags & flags::WRITE != 0
+            && let Some(why) = self.persist.write_refusal()
+        {
+            self.reject(client, out, Some(spec), &ReplyError::owned(why));
+            return Outcome::Done;
+        }
         if client.multi.is_some() && spec.flags & flags::NO_MULTI_QUEUE == 0 {
             if let Some(queue) = client.multi.as_mut() {
                 queue.push(argv);
@@ -521,6 +562,11 @@ impl Core {
         let started = Instant::now();
         client.last_cmd = spec.full_name();
         out.proto = client.proto;
+        // A transaction's effects are logged between MULTI and EXEC records.
+        let is_exec = spec.name == "exec";
+        if is_exec {
+            self.persist.exec_begin();
+        }
         let result = {
             let mut ctx = Ctx {
                 core: self,
@@ -531,6 +577,9 @@ impl Core {
             };
             (spec.handler)(&mut ctx)
         };
+        if is_exec {
+            self.persist.exec_end();
+        }
         let usec = started.elapsed().as_micros() as u64;
         let stat = self.stats.commands.entry(spec.full_name()).or_default();
         stat.calls += 1;
@@ -609,8 +658,13 @@ impl Core {
         }
     }
 
-    /// Periodic work (Redis `serverCron`): active expiry.
+    /// Periodic work (Redis `serverCron`): active expiry (logged as `DEL`), then the
+    /// persistence chores (`persist::cron`: write pending records, reap background
+    /// saves, save rules, automatic rewrite). Nothing runs while loading.
     pub fn cron(&mut self) {
+        if self.loading {
+            return;
+        }
         let now = unix_ms();
         for db in 0..self.dbs.len() {
             if self.dbs[db].expires.is_empty() {
@@ -620,8 +674,13 @@ impl Core {
             self.stats.expired_keys += gone.len() as u64;
             for k in gone {
                 self.key_deleted(db, &k);
+                self.propagate(db, &[b"DEL".as_slice(), &k]);
             }
         }
         self.handle_ready_keys();
+        crate::persist::cron(self);
     }
 }
+
+/// The reply to commands that cannot run while the dataset loads.
+const LOADING: ReplyError = ReplyError::msg("LOADING Redis is loading the dataset in memory");

@@ -56,6 +56,11 @@ pub async fn serve(mut socket: TcpStream, peer: SocketAddr, core: SharedCore, st
         if !blocked {
             let next = process_batch(&core, id, &mut parser, &mut inbuf, &mut out);
             if !out.buf.is_empty() {
+                // The replies go out only once the effects they report are as durable
+                // as appendfsync promises (group commit with the other connections).
+                if crate::persist::commit(&core).await.is_err() {
+                    break;
+                }
                 core.borrow_mut().stats.net_output_bytes += out.buf.len() as u64;
                 if socket.write_all(&out.buf).await.is_err() {
                     break;
@@ -90,6 +95,10 @@ pub async fn serve(mut socket: TcpStream, peer: SocketAddr, core: SharedCore, st
                 }
                 Some(ClientMsg::Unblocked(bytes)) => {
                     blocked = false;
+                    // Served by another client's write: wait for its effects too.
+                    if crate::persist::commit(&core).await.is_err() {
+                        break;
+                    }
                     if socket.write_all(&bytes).await.is_err() {
                         break;
                     }

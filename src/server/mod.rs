@@ -28,15 +28,30 @@ pub enum StopReason {
     Signal,
 }
 
-/// Serves `listener` until SHUTDOWN or a signal. Must run inside a `LocalSet`.
-pub async fn run(listener: TcpListener, core: SharedCore) -> std::io::Result<StopReason> {
+/// Serves `listener` until SHUTDOWN or a signal, while `loading` (the dataset load,
+/// `persist::run_loader`) runs to completion; a load error stops the server. Must run
+/// inside a `LocalSet`.
+pub async fn run(
+    listener: TcpListener,
+    core: SharedCore,
+    loading: impl std::future::Future<Output = Result<(), crate::persist::PersistError>>,
+) -> std::io::Result<StopReason> {
     let stop = Rc::new(Notify::new());
+    tokio::pin!(loading);
+    let mut loaded = false;
     spawn_cron(core.clone());
     spawn_block_timer(core.clone());
     let mut sigterm = signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut sigint = signal(tokio::signal::unix::SignalKind::interrupt())?;
     loop {
         tokio::select! {
+            result = &mut loading, if !loaded => {
+                loaded = true;
+                if let Err(e) = result {
+                    tracing::error!("{e}");
+                    return Err(std::io::Error::other(e.to_string()));
+                }
+            }
             accepted = listener.accept() => {
                 let (socket, peer) = match accepted {
                     Ok(x) => x,

@@ -1,0 +1,1425 @@
+//! Persistence: the effect log, snapshots, background saves and rewrites, and loading at
+//! start-up (DESIGN.md §5, issue 7). `docs/format.md` draws the files byte by byte.
+//!
+//! ```text
+//! <dir>/
+//!   streamd.lock                       held (File::try_lock) while a server uses <dir>
+//!   <dbfilename>                       dump.snap: SAVE, BGSAVE, save rules, SHUTDOWN SAVE
+//!   <appenddirname>/                   appendonlydir
+//!     <appendfilename>.manifest        which base + logs make up the dataset (manifest.rs)
+//!     <appendfilename>.N.base.snap     base snapshot (snapshot.rs)
+//!     <appendfilename>.M.incr.log      effect records since the base (record.rs, log.rs)
+//! ```
+//!
+//! **Effects, not commands.** Write commands call [`crate::core::Ctx::propagate`] with the
+//! deterministic form of what they did (an `XADD *` with the ID it generated, an
+//! approximate trim as the exact result, a relative expiry as `PEXPIREAT`); the core
+//! frames each as a record into [`log::LogWriter`]'s pending buffer, with `SELECT` when
+//! the database changes and `MULTI`/`EXEC` around a transaction's effects.
+//!
+//! **Group commit.** After a batch of pipelined commands, the connection task calls
+//! [`commit`]: under `appendfsync always` it yields once so other ready connections run
+//! their batches, then whoever resumes first writes everything pending, the fsync thread
+//! syncs it once, and every waiting connection releases its replies together (blocked
+//! clients' replies wait the same way). `everysec` and `no` write before replying and
+//! fsync in the background (once a second) or never.
+//!
+//! **Snapshots and rewrites.** `SAVE` writes from the live keyspace; `BGSAVE` and
+//! `BGREWRITEAOF` clone the keyspace (the only pause of the core; its length is in INFO
+//! as `*_core_pause_usec`) and serialize the clone on a thread. A rewrite first starts a
+//! new log segment and records it in the manifest, so a crash at any moment leaves a
+//! loadable set; when the new base is written the manifest is switched to it and the old
+//! files are deleted.
+//!
+//! **Loading** replays the base and the logs through the normal command path in slices
+//! of a few milliseconds while clients are answered `-LOADING`. A torn last record of
+//! the newest log is cut (with a warning naming the offset); any other damage stops
+//! start-up with [`PersistError::Corrupt`], which names the file, the offset and the
+//! `streamd --check-aof FILE --fix` repair.
+
+pub mod check;
+pub mod groups;
+pub mod load;
+pub mod log;
+pub mod manifest;
+pub mod record;
+pub mod sink;
+pub mod snapshot;
+
+use crate::core::{Core, ShutdownKind, unix_ms};
+use crate::server::SharedCore;
+use load::{FrameReader, Next, Replayer};
+use log::{FsyncPolicy, LogWriter};
+use manifest::{Manifest, ManifestFile, Names};
+use sink::FileSink;
+use snapshot::SaveStats;
+use std::collections::VecDeque;
+use std::fmt;
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Name of the lock file in the data directory.
+pub const LOCK_FILE: &str = "streamd.lock";
+
+/// Persistence failures: I/O with the file involved, and damaged files with the offset.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum PersistError {
+    /// An I/O error while `what` on `path`.
+    Io {
+        /// What was being done (`reading`, `creating`, ...).
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: io::Error,
+    },
+    /// A damaged record (bad CRC, bad length, unparseable payload) not at the tail.
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// Byte offset of the damaged record.
+        offset: u64,
+        /// What was wrong.
+        why: String,
+    },
+    /// A record that cannot be applied (unknown command, impossible database).
+    Replay {
+        /// The file.
+        path: PathBuf,
+        /// Byte offset of the record.
+        offset: u64,
+        /// What was wrong.
+        why: String,
+    },
+    /// A malformed manifest line.
+    Manifest {
+        /// The manifest.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// What was wrong.
+        why: String,
+    },
+    /// A snapshot whose header or CRC is wrong.
+    Snapshot {
+        /// The file.
+        path: PathBuf,
+        /// What was wrong.
+        why: String,
+    },
+    /// Another server holds the data directory's lock.
+    Locked {
+        /// The lock file.
+        path: PathBuf,
+    },
+    /// The manifest names a file that does not exist.
+    Missing {
+        /// The missing file.
+        path: PathBuf,
+    },
+}
+
+impl PersistError {
+    /// An I/O error.
+    pub fn io(what: &'static str, path: &Path, source: io::Error) -> PersistError {
+        PersistError::Io {
+            what,
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    /// A damaged record.
+    pub fn corrupt(path: &Path, offset: u64, why: &str) -> PersistError {
+        PersistError::Corrupt {
+            path: path.to_path_buf(),
+            offset,
+            why: why.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for PersistError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PersistError::Io { what, path, source } => {
+                write!(f, "error {what} {}: {source}", path.display())
+            }
+            PersistError::Corrupt { path, offset, why } => write!(
+                f,
+                "Bad record in {} at offset {offset}: {why}. Refusing to start, so that no \
+                 acknowledged write is dropped silently. Inspect the file with \
+                 `streamd --check-aof {}`; `streamd --check-aof {} --fix` truncates it to the \
+                 last good record before offset {offset} (the records after it are lost)",
+                path.display(),
+                path.display(),
+                path.display()
+            ),
+            PersistError::Replay { path, offset, why } => write!(
+                f,
+                "Cannot replay the record in {} at offset {offset}: {why}",
+                path.display()
+            ),
+            PersistError::Manifest { path, line, why } => {
+                write!(f, "Bad manifest {} at line {line}: {why}", path.display())
+            }
+            PersistError::Snapshot { path, why } => {
+                write!(f, "Bad snapshot {}: {why}", path.display())
+            }
+            PersistError::Locked { path } => write!(
+                f,
+                "The data directory is in use by another streamd (lock file {} is held)",
+                path.display()
+            ),
+            PersistError::Missing { path } => write!(
+                f,
+                "The manifest names {}, which does not exist",
+                path.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for PersistError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            PersistError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// The open log: writer, file names, manifest.
+#[derive(Debug)]
+pub struct Aof {
+    /// The writer and its fsync thread.
+    pub writer: LogWriter,
+    /// File names.
+    names: Names,
+    /// The manifest as stored.
+    manifest: Manifest,
+    /// Database of the last record written (`None`: the next record starts with SELECT).
+    last_db: Option<usize>,
+    /// Bytes in the base and the incremental logs other than the current one.
+    other_size: u64,
+    /// Total log size after the last rewrite or load (auto-aof-rewrite's base).
+    base_size: u64,
+}
+
+impl Aof {
+    /// Total size of the base and all incremental logs.
+    pub fn current_size(&self) -> u64 {
+        self.other_size + self.writer.size() + self.writer.pending_len() as u64
+    }
+}
+
+/// What a background job produces.
+type JobResult = Result<SaveStats, PersistError>;
+
+/// A background save or rewrite.
+#[derive(Debug)]
+struct BgJob {
+    /// When it started.
+    started: Instant,
+    /// The serializing thread.
+    handle: JoinHandle<JobResult>,
+    /// `dirty` when it started (BGSAVE).
+    dirty_at_start: u64,
+    /// Rewrite: sequence number of the new base and of the segment started with it.
+    seq: u64,
+    /// Rewrite started by turning `appendonly` on: the manifest is created at the end.
+    enabling: bool,
+}
+
+/// Counters and statuses for INFO persistence.
+#[derive(Debug, Default, Clone)]
+pub struct PersistStats {
+    /// The last BGSAVE failed.
+    pub rdb_last_bgsave_failed: bool,
+    /// Duration of the last BGSAVE, seconds (-1: none yet).
+    pub rdb_last_bgsave_time_sec: Option<u64>,
+    /// Saves completed.
+    pub rdb_saves: u64,
+    /// The last rewrite failed.
+    pub aof_last_bgrewrite_failed: bool,
+    /// Duration of the last rewrite, seconds.
+    pub aof_last_rewrite_time_sec: Option<u64>,
+    /// Rewrites completed.
+    pub aof_rewrites: u64,
+    /// Core pause of the last BGSAVE (keyspace clone), microseconds.
+    pub rdb_last_bgsave_core_pause_usec: u64,
+    /// Core pause of the last BGREWRITEAOF (rotation and keyspace clone), microseconds.
+    pub aof_last_rewrite_core_pause_usec: u64,
+    /// Longest pause of either kind, microseconds.
+    pub max_core_pause_usec: u64,
+    /// When the last BGSAVE was attempted (save rules wait 5 s after a failure).
+    pub last_bgsave_try: Option<Instant>,
+    /// Keys loaded at start-up and how long it took.
+    pub loaded_keys: u64,
+    /// Load duration, milliseconds.
+    pub load_ms: u64,
+    /// Bytes read while loading.
+    pub loaded_bytes: u64,
+}
+
+/// Progress of a load in progress (INFO `loading_*`).
+#[derive(Debug, Clone, Default)]
+pub struct LoadProgress {
+    /// Unix seconds when loading started.
+    pub start_time: u64,
+    /// Bytes to read.
+    pub total_bytes: u64,
+    /// Bytes read.
+    pub loaded_bytes: u64,
+}
+
+/// The persistence state the core owns.
+#[derive(Debug, Default)]
+pub struct Persist {
+    /// The log, when `appendonly yes` and it is open.
+    pub aof: Option<Aof>,
+    /// Nesting depth of EXEC (its effects are wrapped in MULTI/EXEC records).
+    multi_depth: u32,
+    /// A MULTI record was written for the running EXEC.
+    multi_emitted: bool,
+    /// BGSAVE in progress.
+    bgsave: Option<BgJob>,
+    /// BGREWRITEAOF in progress.
+    rewrite: Option<BgJob>,
+    /// A BGREWRITEAOF was asked for while one ran: start it when that one ends.
+    rewrite_scheduled: bool,
+    /// A BGSAVE SCHEDULE came while one ran: start it when that one ends.
+    bgsave_scheduled: bool,
+    /// Statistics for INFO.
+    pub stats: PersistStats,
+    /// Set while loading.
+    pub loading: Option<LoadProgress>,
+    /// The data directory at start-up.
+    data_dir: PathBuf,
+    /// The held lock on the data directory.
+    lock: Option<File>,
+}
+
+impl Persist {
+    /// Frames one effect record (with SELECT / MULTI as needed). Called through
+    /// [`Core::propagate`].
+    pub fn append<A: AsRef<[u8]>>(&mut self, db: usize, argv: &[A]) {
+        let Some(aof) = self.aof.as_mut() else {
+            return;
+        };
+        if self.multi_depth > 0 && !self.multi_emitted {
+            aof.writer.append(&["MULTI"]);
+            self.multi_emitted = true;
+        }
+        if aof.last_db != Some(db) {
+            aof.writer.append(&[
+                b"SELECT".as_slice(),
+                itoa::Buffer::new().format(db).as_bytes(),
+            ]);
+            aof.last_db = Some(db);
+        }
+        aof.writer.append(argv);
+    }
+
+    /// BGSAVE SCHEDULE while a save runs: start another when it ends.
+    pub fn schedule_bgsave(&mut self) {
+        self.bgsave_scheduled = true;
+    }
+
+    /// EXEC starts: its effects will be wrapped.
+    pub fn exec_begin(&mut self) {
+        self.multi_depth += 1;
+    }
+
+    /// EXEC ended: closes the MULTI record if one was written.
+    pub fn exec_end(&mut self) {
+        self.multi_depth = self.multi_depth.saturating_sub(1);
+        if self.multi_depth == 0 && self.multi_emitted {
+            self.multi_emitted = false;
+            if let Some(aof) = self.aof.as_mut() {
+                aof.writer.append(&["EXEC"]);
+            }
+        }
+    }
+
+    /// Writes pending records to the log file (not waiting for the fsync). Under
+    /// `appendfsync always` a failed write stops the server, as Redis does.
+    pub fn flush(&mut self) {
+        let Some(aof) = self.aof.as_mut() else {
+            return;
+        };
+        if let Err(e) = aof.writer.flush() {
+            if aof.writer.durability().policy() == FsyncPolicy::Always {
+                tracing::error!(error = %e, "Can't recover from a write error on the append only file when appendfsync is 'always'. Exiting...");
+                std::process::exit(1);
+            }
+            tracing::warn!(error = %e, "error writing to the append only file; write commands are refused until a write succeeds");
+        }
+    }
+
+    /// Why write commands are refused (the log cannot be written), if they are.
+    pub fn write_refusal(&self) -> Option<String> {
+        let aof = self.aof.as_ref()?;
+        let e = aof.writer.write_error()?;
+        Some(format!("MISCONF Errors writing to the AOF file: {e}"))
+    }
+}
+
+/// Called by connection tasks after a batch and before writing its replies: makes the
+/// records the replies depend on as safe as `appendfsync` promises. `Err` means the
+/// fsync failed (the caller drops the replies and the server stops).
+pub async fn commit(core: &SharedCore) -> Result<(), String> {
+    let (need, shared, pending) = {
+        let c = core.borrow();
+        let Some(aof) = c.persist.aof.as_ref() else {
+            return Ok(());
+        };
+        let d = aof.writer.durability();
+        if d.policy() != FsyncPolicy::Always {
+            let pending = aof.writer.pending_len() > 0;
+            drop(c);
+            if pending {
+                core.borrow_mut().persist.flush();
+            }
+            return Ok(());
+        }
+        let need = aof.writer.appended();
+        if d.durable() >= need {
+            return Ok(());
+        }
+        (need, d.clone(), aof.writer.pending_len() > 0)
+    };
+    if pending {
+        // Let every other ready connection run its batch into the same group.
+        tokio::task::yield_now().await;
+        core.borrow_mut().persist.flush();
+    }
+    let r = shared.wait_durable(need).await;
+    if let Err(e) = &r {
+        tracing::error!(error = %e, "Can't recover from an fsync error on the append only file when appendfsync is 'always'. Exiting...");
+        std::process::exit(1);
+    }
+    r
+}
+
+// ---------------------------------------------------------------------------------------
+// Start-up
+// ---------------------------------------------------------------------------------------
+
+/// One file to load.
+#[derive(Debug, Clone)]
+enum Source {
+    /// A snapshot (base or dump).
+    Snapshot(PathBuf),
+    /// An incremental log; `last` = the newest (its torn tail may be cut).
+    Log {
+        /// The file.
+        path: PathBuf,
+        /// Newest log.
+        last: bool,
+    },
+}
+
+impl Source {
+    fn path(&self) -> &Path {
+        match self {
+            Source::Snapshot(p) | Source::Log { path: p, .. } => p,
+        }
+    }
+}
+
+/// What to do with the log after loading.
+#[derive(Debug, Clone)]
+enum AofPlan {
+    /// appendonly no.
+    Off,
+    /// Continue the set the manifest describes.
+    Existing(Manifest),
+    /// No manifest yet: create one (with a base from the loaded dataset, if any).
+    Create,
+}
+
+/// A load in progress: the files left and the replay state.
+pub struct Loader {
+    sources: VecDeque<Source>,
+    current: Option<(FrameReader, Source)>,
+    replayer: Replayer,
+    plan: AofPlan,
+    names: Names,
+    /// Bytes in all sources.
+    total_bytes: u64,
+    /// Bytes of the sources finished.
+    done_bytes: u64,
+    started: Instant,
+    last_report: Instant,
+    /// Torn tails to cut once loading succeeded: (file, good length).
+    truncations: Vec<(PathBuf, u64)>,
+    /// Cut torn tails (aof-load-truncated).
+    allow_truncated: bool,
+}
+
+/// The data directory from the config.
+fn config_dir(core: &Core) -> PathBuf {
+    PathBuf::from(core.config.get("dir").unwrap_or("./data"))
+}
+
+/// `<dir>/<dbfilename>`.
+pub fn dump_path(core: &Core) -> PathBuf {
+    config_dir(core).join(core.config.get("dbfilename").unwrap_or("dump.snap"))
+}
+
+fn log_names(core: &Core, data_dir: &Path) -> Result<Names, PersistError> {
+    let stem = core
+        .config
+        .get("appendfilename")
+        .unwrap_or("appendonly")
+        .to_string();
+    let sub = core
+        .config
+        .get("appenddirname")
+        .unwrap_or("appendonlydir")
+        .to_string();
+    for (name, v) in [("appendfilename", &stem), ("appenddirname", &sub)] {
+        if v.is_empty() || v.contains('/') || v.contains(char::is_whitespace) {
+            return Err(PersistError::io(
+                "checking",
+                Path::new(name),
+                io::Error::other(format!("{name} must be a plain file name, got {v:?}")),
+            ));
+        }
+    }
+    Ok(Names {
+        dir: data_dir.join(sub),
+        stem,
+    })
+}
+
+/// Takes the data directory's lock and decides what to load. Runs before the server
+/// listens; [`run_loader`] then does the loading.
+pub fn prepare(core: &mut Core) -> Result<Loader, PersistError> {
+    let dir = config_dir(core);
+    fs::create_dir_all(&dir).map_err(|e| PersistError::io("creating", &dir, e))?;
+    let lock_path = dir.join(LOCK_FILE);
+    let lock = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| PersistError::io("opening", &lock_path, e))?;
+    match lock.try_lock() {
+        Ok(()) => {}
+        Err(fs::TryLockError::WouldBlock) => return Err(PersistError::Locked { path: lock_path }),
+        Err(fs::TryLockError::Error(e)) => return Err(PersistError::io("locking", &lock_path, e)),
+    }
+    let _ = lock.set_len(0);
+    let _ = io::Write::write_all(&mut &lock, format!("{}\n", std::process::id()).as_bytes());
+    core.persist.lock = Some(lock);
+    core.persist.data_dir = dir.clone();
+
+    let names = log_names(core, &dir)?;
+    let dump = dump_path(core);
+    let mut sources = VecDeque::new();
+    let plan = if core.config.get_bool("appendonly") {
+        fs::create_dir_all(&names.dir).map_err(|e| PersistError::io("creating", &names.dir, e))?;
+        match Manifest::load(&names.manifest())? {
+            Some(m) => {
+                if let Some(b) = &m.base {
+                    sources.push_back(Source::Snapshot(names.path(&b.name)));
+                }
+                for (i, f) in m.incrs.iter().enumerate() {
+                    sources.push_back(Source::Log {
+                        path: names.path(&f.name),
+                        last: i + 1 == m.incrs.len(),
+                    });
+                }
+                AofPlan::Existing(m)
+            }
+            None => {
+                if dump.exists() {
+                    tracing::info!(file = %dump.display(), "no append only manifest yet: loading the snapshot, which becomes the log's base");
+                    sources.push_back(Source::Snapshot(dump));
+                }
+                AofPlan::Create
+            }
+        }
+    } else {
+        if dump.exists() {
+            sources.push_back(Source::Snapshot(dump));
+        }
+        AofPlan::Off
+    };
+    let mut total = 0;
+    for s in &sources {
+        let meta = fs::metadata(s.path()).map_err(|e| {
+            if e.kind() == io::ErrorKind::NotFound {
+                PersistError::Missing {
+                    path: s.path().to_path_buf(),
+                }
+            } else {
+                PersistError::io("reading", s.path(), e)
+            }
+        })?;
+        total += meta.len();
+    }
+    Ok(Loader {
+        sources,
+        current: None,
+        replayer: Replayer::new(),
+        plan,
+        names,
+        total_bytes: total,
+        done_bytes: 0,
+        started: Instant::now(),
+        last_report: Instant::now(),
+        truncations: Vec::new(),
+        allow_truncated: core.config.get("aof-load-truncated") != Some("no"),
+    })
+}
+
+impl Loader {
+    /// Bytes read so far.
+    fn loaded_bytes(&self) -> u64 {
+        self.done_bytes + self.current.as_ref().map(|(r, _)| r.offset()).unwrap_or(0)
+    }
+
+    /// Loads for about `budget`; true when everything is loaded.
+    pub fn step(&mut self, core: &mut Core, budget: Duration) -> Result<bool, PersistError> {
+        let deadline = Instant::now() + budget;
+        loop {
+            if self.current.is_none() {
+                let Some(src) = self.sources.pop_front() else {
+                    return Ok(true);
+                };
+                let reader = match &src {
+                    Source::Snapshot(p) => {
+                        let (start, end) = snapshot::verify(p)?;
+                        tracing::info!(file = %p.display(), "loading snapshot");
+                        FrameReader::open(p, start, Some(end))?
+                    }
+                    Source::Log { path, .. } => {
+                        tracing::info!(file = %path.display(), "loading append only file");
+                        FrameReader::open(path, 0, None)?
+                    }
+                };
+                self.replayer.start_file();
+                self.current = Some((reader, src));
+            }
+            let (reader, src) = self.current.as_mut().expect("set above");
+            let mut n = 0u32;
+            loop {
+                match reader.next_frame()? {
+                    Next::Record { argv, offset, .. } => {
+                        self.replayer.apply(core, argv, src.path(), offset)?;
+                        n += 1;
+                        if n.is_multiple_of(512) && Instant::now() >= deadline {
+                            let loaded = self.loaded_bytes();
+                            self.report(core, loaded);
+                            return Ok(false);
+                        }
+                    }
+                    Next::End => {
+                        if let Some(multi) = self.replayer.open_transaction() {
+                            cut_or_refuse(
+                                &mut self.truncations,
+                                self.allow_truncated,
+                                src.clone(),
+                                multi,
+                                "a transaction without its EXEC at the end of the file".into(),
+                            )?;
+                        }
+                        break;
+                    }
+                    Next::Torn { offset, why } => {
+                        let at = self
+                            .replayer
+                            .open_transaction()
+                            .unwrap_or(offset)
+                            .min(offset);
+                        cut_or_refuse(
+                            &mut self.truncations,
+                            self.allow_truncated,
+                            src.clone(),
+                            at,
+                            why,
+                        )?;
+                        break;
+                    }
+                    Next::Corrupt { offset, why } => {
+                        return Err(PersistError::Corrupt {
+                            path: src.path().to_path_buf(),
+                            offset,
+                            why,
+                        });
+                    }
+                }
+            }
+            let (reader, _) = self.current.take().expect("set above");
+            self.done_bytes += reader.end();
+        }
+    }
+
+    fn report(&mut self, core: &mut Core, loaded: u64) {
+        if let Some(p) = core.persist.loading.as_mut() {
+            p.loaded_bytes = loaded;
+        }
+        if self.last_report.elapsed() >= Duration::from_secs(1) {
+            self.last_report = Instant::now();
+            let secs = self.started.elapsed().as_secs_f64().max(1e-6);
+            let keys: usize = core.dbs.iter().map(|d| d.len()).sum();
+            tracing::info!(
+                keys,
+                loaded_mb = loaded as f64 / 1e6,
+                total_mb = self.total_bytes as f64 / 1e6,
+                mb_per_sec = loaded as f64 / 1e6 / secs,
+                "loading: {:.0}% done",
+                loaded as f64 * 100.0 / self.total_bytes.max(1) as f64
+            );
+        }
+    }
+
+    /// Runs the whole load at once (DEBUG RELOAD / LOADAOF, tests).
+    pub fn run_to_end(mut self, core: &mut Core) -> Result<(), PersistError> {
+        while !self.step(core, Duration::from_secs(3600))? {}
+        self.finish(core)
+    }
+
+    /// After the last record: cuts torn tails, resets the counters the replay touched,
+    /// and opens the log for appending.
+    pub fn finish(self, core: &mut Core) -> Result<(), PersistError> {
+        for (path, len) in &self.truncations {
+            let f = OpenOptions::new()
+                .write(true)
+                .open(path)
+                .map_err(|e| PersistError::io("opening", path, e))?;
+            f.set_len(*len)
+                .and_then(|()| f.sync_all())
+                .map_err(|e| PersistError::io("truncating", path, e))?;
+        }
+        let secs = self.started.elapsed().as_secs_f64();
+        let keys: u64 = core.dbs.iter().map(|d| d.len() as u64).sum();
+        let bytes = self.total_bytes;
+        core.persist.stats.loaded_keys = keys;
+        core.persist.stats.load_ms = (secs * 1000.0) as u64;
+        core.persist.stats.loaded_bytes = bytes;
+        if bytes > 0 {
+            tracing::info!(
+                keys,
+                records = self.replayer.records,
+                failed_records = self.replayer.failed,
+                mb = bytes as f64 / 1e6,
+                mb_per_sec = bytes as f64 / 1e6 / secs.max(1e-6),
+                "DB loaded from disk: {secs:.3} seconds"
+            );
+        }
+        open_log(core, self.plan, self.names)
+    }
+}
+
+/// A torn tail at `offset` of `src`: cut it (after the load) if it is the newest log's and
+/// that is allowed, else refuse.
+fn cut_or_refuse(
+    truncations: &mut Vec<(PathBuf, u64)>,
+    allow_truncated: bool,
+    src: Source,
+    offset: u64,
+    why: String,
+) -> Result<(), PersistError> {
+    match src {
+        Source::Log { path, last: true } if allow_truncated => {
+            let len = fs::metadata(&path).map(|m| m.len()).unwrap_or(offset);
+            tracing::warn!(
+                file = %path.display(),
+                offset,
+                cut_bytes = len.saturating_sub(offset),
+                reason = %why,
+                "!!! Warning: the append only file ends with a torn record (a crash mid-write): \
+                 loading up to offset {offset} and truncating the {} bytes after it",
+                len.saturating_sub(offset)
+            );
+            truncations.push((path, offset));
+            Ok(())
+        }
+        src => Err(PersistError::Corrupt {
+            path: src.path().to_path_buf(),
+            offset,
+            why: if matches!(src, Source::Log { last: true, .. }) {
+                format!("{why} (aof-load-truncated is no)")
+            } else {
+                why
+            },
+        }),
+    }
+}
+
+/// Loads in slices of ~5 ms, yielding between them so clients get `-LOADING` answers;
+/// then opens the log. The server stops with the error if loading fails.
+pub async fn run_loader(core: SharedCore, mut loader: Loader) -> Result<(), PersistError> {
+    {
+        let mut c = core.borrow_mut();
+        c.loading = true;
+        c.persist.loading = Some(LoadProgress {
+            start_time: unix_ms() / 1000,
+            total_bytes: loader.total_bytes,
+            loaded_bytes: 0,
+        });
+    }
+    let saved_stats = core.borrow().stats.clone();
+    loop {
+        let done = {
+            let mut c = core.borrow_mut();
+            loader.step(&mut c, Duration::from_millis(5))?
+        };
+        if done {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    let mut c = core.borrow_mut();
+    loader.finish(&mut c)?;
+    // The replay is not client traffic: keep the statistics as they were.
+    c.stats = saved_stats;
+    c.dirty = 0;
+    c.loading = false;
+    c.persist.loading = None;
+    Ok(())
+}
+
+/// Opens (or creates) the log after loading.
+fn open_log(core: &mut Core, plan: AofPlan, names: Names) -> Result<(), PersistError> {
+    let policy = FsyncPolicy::from_config(core.config.get("appendfsync").unwrap_or("everysec"));
+    let mut manifest = match plan {
+        AofPlan::Off => return Ok(()),
+        AofPlan::Existing(m) => m,
+        AofPlan::Create => {
+            let mut m = Manifest::default();
+            if core.dbs.iter().any(|d| !d.is_empty()) {
+                let name = names.base(1);
+                snapshot::save(&names.path(&name), &core.dbs, unix_ms())?;
+                m.base = Some(ManifestFile { name, seq: 1 });
+            }
+            m
+        }
+    };
+    if manifest.incrs.is_empty() {
+        let seq = manifest.max_seq().max(1);
+        let name = names.incr(seq);
+        create_empty(&names.path(&name))?;
+        manifest.incrs.push(ManifestFile { name, seq });
+        manifest.store(&names.manifest())?;
+    }
+    let last = manifest.incrs.last().expect("ensured above");
+    let path = names.path(&last.name);
+    let file = OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .map_err(|e| PersistError::io("opening", &path, e))?;
+    let size = file
+        .metadata()
+        .map_err(|e| PersistError::io("reading", &path, e))?
+        .len();
+    let mut other_size = 0;
+    for f in manifest.base.iter().chain(manifest.incrs.iter()) {
+        if f.name != last.name {
+            other_size += fs::metadata(names.path(&f.name))
+                .map(|m| m.len())
+                .unwrap_or(0);
+        }
+    }
+    remove_orphans(&names, &manifest);
+    let writer = LogWriter::new(Box::new(FileSink::new(file)), size, policy)
+        .map_err(|e| PersistError::io("starting the fsync thread for", &path, e))?;
+    core.persist.aof = Some(Aof {
+        writer,
+        names,
+        manifest,
+        last_db: None,
+        other_size,
+        base_size: other_size + size,
+    });
+    Ok(())
+}
+
+/// Creates an empty file and makes its directory entry durable.
+fn create_empty(path: &Path) -> Result<(), PersistError> {
+    File::create(path)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| PersistError::io("creating", path, e))?;
+    manifest::sync_dir(path)
+}
+
+/// Deletes `<stem>.<n>.base.snap` / `<stem>.<n>.incr.log` files the manifest does not name
+/// (left by a crash between a manifest switch and the deletions after it).
+fn remove_orphans(names: &Names, m: &Manifest) {
+    let Ok(entries) = fs::read_dir(&names.dir) else {
+        return;
+    };
+    let keep: Vec<&str> = m
+        .base
+        .iter()
+        .chain(m.incrs.iter())
+        .map(|f| f.name.as_str())
+        .collect();
+    let prefix = format!("{}.", names.stem);
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix(&prefix) else {
+            continue;
+        };
+        let ours = rest
+            .strip_suffix(".base.snap")
+            .or_else(|| rest.strip_suffix(".incr.log"))
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|c| c.is_ascii_digit()));
+        if ours && !keep.contains(&name.as_str()) {
+            tracing::info!(file = %name, "removing a log file no manifest names");
+            let _ = fs::remove_file(e.path());
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// SAVE, BGSAVE, BGREWRITEAOF, DEBUG RELOAD / LOADAOF, SHUTDOWN
+// ---------------------------------------------------------------------------------------
+
+/// SAVE: writes the snapshot now, from the live keyspace.
+pub fn save(core: &mut Core) -> Result<(), String> {
+    if core.persist.bgsave.is_some() {
+        return Err("ERR Background save already in progress".into());
+    }
+    let path = dump_path(core);
+    let started = Instant::now();
+    match snapshot::save(&path, &core.dbs, unix_ms()) {
+        Ok(s) => {
+            tracing::info!(file = %path.display(), bytes = s.bytes, ms = started.elapsed().as_millis() as u64, "DB saved on disk");
+            core.dirty = 0;
+            core.lastsave = unix_ms() / 1000;
+            core.persist.stats.rdb_saves += 1;
+            core.persist.stats.rdb_last_bgsave_failed = false;
+            Ok(())
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "SAVE failed");
+            core.persist.stats.rdb_last_bgsave_failed = true;
+            Err(format!("ERR {e}"))
+        }
+    }
+}
+
+/// BGSAVE: clones the keyspace and writes it on a thread.
+pub fn bgsave(core: &mut Core) -> Result<(), String> {
+    if core.persist.bgsave.is_some() {
+        return Err("ERR Background save already in progress".into());
+    }
+    let path = dump_path(core);
+    let t0 = Instant::now();
+    let dbs = core.dbs.clone();
+    let pause = t0.elapsed().as_micros() as u64;
+    let stats = &mut core.persist.stats;
+    stats.rdb_last_bgsave_core_pause_usec = pause;
+    stats.max_core_pause_usec = stats.max_core_pause_usec.max(pause);
+    stats.last_bgsave_try = Some(Instant::now());
+    let handle = std::thread::Builder::new()
+        .name("streamd-bgsave".into())
+        .spawn(move || snapshot::save(&path, &dbs, unix_ms()))
+        .map_err(|e| format!("ERR can't start the background save thread: {e}"))?;
+    tracing::info!(core_pause_usec = pause, "Background saving started");
+    core.persist.bgsave = Some(BgJob {
+        started: Instant::now(),
+        handle,
+        dirty_at_start: core.dirty,
+        seq: 0,
+        enabling: false,
+    });
+    Ok(())
+}
+
+/// BGREWRITEAOF: starts a new log segment (recorded in the manifest at once), clones the
+/// keyspace, and writes the new base on a thread. A second request while one runs is
+/// scheduled for when it ends.
+pub fn bgrewriteaof(core: &mut Core) -> Result<bool, String> {
+    if core.persist.rewrite.is_some() {
+        core.persist.rewrite_scheduled = true;
+        return Ok(false);
+    }
+    if core.persist.aof.is_none() {
+        return Err("ERR Background append only file rewriting needs appendonly yes".into());
+    }
+    start_rewrite(core).map_err(|e| format!("ERR {e}"))?;
+    Ok(true)
+}
+
+/// Rotates to a new segment, records it in the manifest, and starts writing a base for
+/// it.
+fn start_rewrite(core: &mut Core) -> Result<(), PersistError> {
+    let t0 = Instant::now();
+    let aof = core.persist.aof.as_mut().expect("checked by the callers");
+    let seq = aof.manifest.max_seq() + 1;
+    let name = aof.names.incr(seq);
+    let path = aof.names.path(&name);
+    let file = new_segment(&path)?;
+    let mut m = aof.manifest.clone();
+    m.incrs.push(ManifestFile {
+        name: name.clone(),
+        seq,
+    });
+    m.store(&aof.names.manifest())?;
+    aof.manifest = m;
+    aof.other_size += aof.writer.size() + aof.writer.pending_len() as u64;
+    aof.writer
+        .rotate(Box::new(FileSink::new(file)), 0)
+        .map_err(|e| PersistError::io("writing", &path, e))?;
+    aof.last_db = None;
+    spawn_base(core, seq, false, t0)
+}
+
+/// Creates and opens for appending a new, empty log segment.
+fn new_segment(path: &Path) -> Result<File, PersistError> {
+    create_empty(path)?;
+    OpenOptions::new()
+        .append(true)
+        .open(path)
+        .map_err(|e| PersistError::io("opening", path, e))
+}
+
+/// Clones the keyspace (the core's pause, measured from `t0`) and writes it as base
+/// number `seq` on a thread.
+fn spawn_base(core: &mut Core, seq: u64, enabling: bool, t0: Instant) -> Result<(), PersistError> {
+    let aof = core.persist.aof.as_ref().expect("checked by the callers");
+    let base = aof.names.path(&aof.names.base(seq));
+    let dbs = core.dbs.clone();
+    let pause = t0.elapsed().as_micros() as u64;
+    let stats = &mut core.persist.stats;
+    stats.aof_last_rewrite_core_pause_usec = pause;
+    stats.max_core_pause_usec = stats.max_core_pause_usec.max(pause);
+    let handle = std::thread::Builder::new()
+        .name("streamd-rewrite".into())
+        .spawn(move || snapshot::save(&base, &dbs, unix_ms()))
+        .map_err(|e| PersistError::io("starting the rewrite thread for", Path::new("base"), e))?;
+    tracing::info!(
+        core_pause_usec = pause,
+        "Background append only file rewriting started"
+    );
+    core.persist.rewrite = Some(BgJob {
+        started: Instant::now(),
+        handle,
+        dirty_at_start: 0,
+        seq,
+        enabling,
+    });
+    Ok(())
+}
+
+/// Finishes background jobs that are done (called from the cron).
+fn reap_jobs(core: &mut Core) {
+    if core
+        .persist
+        .bgsave
+        .as_ref()
+        .is_some_and(|j| j.handle.is_finished())
+    {
+        let job = core.persist.bgsave.take().expect("checked above");
+        let secs = job.started.elapsed().as_secs();
+        let result = job.handle.join().unwrap_or_else(|_| {
+            Err(PersistError::io(
+                "saving",
+                Path::new("snapshot"),
+                io::Error::other("the save thread panicked"),
+            ))
+        });
+        let stats = &mut core.persist.stats;
+        stats.rdb_last_bgsave_time_sec = Some(secs);
+        match result {
+            Ok(s) => {
+                tracing::info!(
+                    bytes = s.bytes,
+                    seconds = secs,
+                    "Background saving terminated with success"
+                );
+                core.dirty = core.dirty.saturating_sub(job.dirty_at_start);
+                core.lastsave = unix_ms() / 1000;
+                stats.rdb_last_bgsave_failed = false;
+                stats.rdb_saves += 1;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "Background saving error");
+                stats.rdb_last_bgsave_failed = true;
+            }
+        }
+    }
+    if core
+        .persist
+        .rewrite
+        .as_ref()
+        .is_some_and(|j| j.handle.is_finished())
+    {
+        let job = core.persist.rewrite.take().expect("checked above");
+        let secs = job.started.elapsed().as_secs();
+        let result = job.handle.join().unwrap_or_else(|_| {
+            Err(PersistError::io(
+                "rewriting",
+                Path::new("base"),
+                io::Error::other("the rewrite thread panicked"),
+            ))
+        });
+        let outcome = result.and_then(|s| finish_rewrite(core, job.seq, job.enabling, s));
+        let stats = &mut core.persist.stats;
+        stats.aof_last_rewrite_time_sec = Some(secs);
+        match outcome {
+            Ok(()) => {
+                tracing::info!(
+                    seconds = secs,
+                    "Background AOF rewrite finished successfully"
+                );
+                stats.aof_last_bgrewrite_failed = false;
+                stats.aof_rewrites += 1;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "Background AOF rewrite failed");
+                stats.aof_last_bgrewrite_failed = true;
+            }
+        }
+        if core.persist.rewrite_scheduled && core.persist.aof.is_some() {
+            core.persist.rewrite_scheduled = false;
+            if let Err(e) = start_rewrite(core) {
+                tracing::error!(error = %e, "scheduled AOF rewrite could not start");
+            }
+        }
+    }
+}
+
+/// Switches the manifest to the new base and deletes the files it replaces.
+fn finish_rewrite(
+    core: &mut Core,
+    seq: u64,
+    enabling: bool,
+    s: SaveStats,
+) -> Result<(), PersistError> {
+    let Some(aof) = core.persist.aof.as_mut() else {
+        // appendonly was turned off meanwhile: the base is not needed.
+        return Ok(());
+    };
+    let old = aof.manifest.clone();
+    let m = Manifest {
+        base: Some(ManifestFile {
+            name: aof.names.base(seq),
+            seq,
+        }),
+        incrs: if enabling {
+            vec![ManifestFile {
+                name: aof.names.incr(seq),
+                seq,
+            }]
+        } else {
+            old.incrs.iter().filter(|f| f.seq >= seq).cloned().collect()
+        },
+    };
+    m.store(&aof.names.manifest())?;
+    for f in old.base.iter().chain(old.incrs.iter()) {
+        if !m.incrs.iter().any(|n| n.name == f.name)
+            && m.base.as_ref().is_none_or(|b| b.name != f.name)
+        {
+            let _ = fs::remove_file(aof.names.path(&f.name));
+        }
+    }
+    let mut other = s.bytes;
+    for f in &m.incrs[..m.incrs.len().saturating_sub(1)] {
+        other += fs::metadata(aof.names.path(&f.name))
+            .map(|m| m.len())
+            .unwrap_or(0);
+    }
+    aof.manifest = m;
+    aof.other_size = other;
+    aof.base_size = aof.current_size();
+    Ok(())
+}
+
+/// SHUTDOWN (and SIGTERM/SIGINT): flushes and fsyncs the log, and writes the snapshot
+/// when asked to (SAVE) or when save points are configured (the default).
+pub fn shutdown(core: &mut Core, kind: ShutdownKind) -> Result<(), PersistError> {
+    if core.loading {
+        return Ok(());
+    }
+    if let Some(aof) = core.persist.aof.as_mut() {
+        aof.writer
+            .sync_all()
+            .map_err(|e| PersistError::io("syncing", &aof.names.manifest(), e))?;
+    }
+    let save = match kind {
+        ShutdownKind::Save => true,
+        ShutdownKind::NoSave => false,
+        ShutdownKind::Default => !core.config.get("save").unwrap_or("").trim().is_empty(),
+    };
+    if save {
+        let path = dump_path(core);
+        tracing::info!(file = %path.display(), "Saving the final snapshot before exiting.");
+        snapshot::save(&path, &core.dbs, unix_ms())?;
+        core.dirty = 0;
+    }
+    Ok(())
+}
+
+/// Empties every database (before a reload).
+fn empty_data(core: &mut Core) {
+    for db in core.dbs.iter_mut() {
+        db.clear();
+    }
+    core.touch_all(None);
+}
+
+/// DEBUG RELOAD: saves the snapshot and loads it back in place of the dataset.
+pub fn debug_reload(core: &mut Core) -> Result<(), String> {
+    save(core)?;
+    let path = dump_path(core);
+    empty_data(core);
+    load_files(core, vec![Source::Snapshot(path)]).map_err(|e| format!("ERR {e}"))
+}
+
+/// DEBUG LOADAOF: makes the log durable and loads it back in place of the dataset.
+pub fn debug_loadaof(core: &mut Core) -> Result<(), String> {
+    let Some(aof) = core.persist.aof.as_mut() else {
+        return Err("ERR appendonly is off".into());
+    };
+    aof.writer.sync_all().map_err(|e| format!("ERR {e}"))?;
+    let mut sources = Vec::new();
+    if let Some(b) = &aof.manifest.base {
+        sources.push(Source::Snapshot(aof.names.path(&b.name)));
+    }
+    for f in &aof.manifest.incrs {
+        sources.push(Source::Log {
+            path: aof.names.path(&f.name),
+            last: false,
+        });
+    }
+    empty_data(core);
+    load_files(core, sources).map_err(|e| format!("ERR {e}"))
+}
+
+/// Synchronous load of `sources` into the (empty) dataset, with logging off.
+fn load_files(core: &mut Core, sources: Vec<Source>) -> Result<(), PersistError> {
+    let mut loader = Loader {
+        sources: sources.into(),
+        current: None,
+        replayer: Replayer::new(),
+        plan: AofPlan::Off,
+        names: Names {
+            dir: PathBuf::new(),
+            stem: String::new(),
+        },
+        total_bytes: 0,
+        done_bytes: 0,
+        started: Instant::now(),
+        last_report: Instant::now(),
+        truncations: Vec::new(),
+        allow_truncated: false,
+    };
+    let was = core.loading;
+    core.loading = true;
+    let saved_stats = core.stats.clone();
+    let r = (|| {
+        while !loader.step(core, Duration::from_secs(3600))? {}
+        Ok(())
+    })();
+    core.stats = saved_stats;
+    core.loading = was;
+    core.dirty = 0;
+    r
+}
+
+/// Applies CONFIG SET changes to `appendonly` and `appendfsync`.
+pub fn config_changed(core: &mut Core) -> Result<(), String> {
+    if core.loading {
+        return Ok(());
+    }
+    let want = core.config.get_bool("appendonly");
+    let policy = FsyncPolicy::from_config(core.config.get("appendfsync").unwrap_or("everysec"));
+    match (want, core.persist.aof.is_some()) {
+        (true, false) => enable_aof(core).map_err(|e| format!("ERR {e}"))?,
+        (false, true) => {
+            let mut aof = core.persist.aof.take().expect("checked");
+            if let Err(e) = aof.writer.sync_all() {
+                tracing::warn!(error = %e, "syncing the append only file while turning it off");
+            }
+            tracing::info!("append only file turned off");
+        }
+        _ => {}
+    }
+    if let Some(aof) = core.persist.aof.as_mut() {
+        aof.writer.set_policy(policy);
+    }
+    Ok(())
+}
+
+/// `CONFIG SET appendonly yes`: effects go to a new segment at once and its base is
+/// written in the background; the manifest naming both is stored when the base is
+/// complete (until then a restart does not see the new log).
+fn enable_aof(core: &mut Core) -> Result<(), PersistError> {
+    let t0 = Instant::now();
+    if core.persist.data_dir.as_os_str().is_empty() {
+        core.persist.data_dir = config_dir(core);
+    }
+    let names = log_names(core, &core.persist.data_dir)?;
+    fs::create_dir_all(&names.dir).map_err(|e| PersistError::io("creating", &names.dir, e))?;
+    let manifest = Manifest::load(&names.manifest())?.unwrap_or_default();
+    let seq = manifest.max_seq() + 1;
+    let path = names.path(&names.incr(seq));
+    let file = new_segment(&path)?;
+    let policy = FsyncPolicy::from_config(core.config.get("appendfsync").unwrap_or("everysec"));
+    let writer = LogWriter::new(Box::new(FileSink::new(file)), 0, policy)
+        .map_err(|e| PersistError::io("starting the fsync thread for", &path, e))?;
+    core.persist.aof = Some(Aof {
+        writer,
+        names,
+        manifest,
+        last_db: None,
+        other_size: 0,
+        base_size: 0,
+    });
+    let r = spawn_base(core, seq, true, t0);
+    if r.is_err() {
+        core.persist.aof = None;
+    }
+    r
+}
+
+/// Periodic work: writes pending records, reaps background jobs, runs the save rules
+/// and the automatic rewrite.
+pub fn cron(core: &mut Core) {
+    if core.loading {
+        return;
+    }
+    core.persist.flush();
+    reap_jobs(core);
+    if core.persist.bgsave_scheduled && core.persist.bgsave.is_none() {
+        core.persist.bgsave_scheduled = false;
+        if let Err(e) = bgsave(core) {
+            tracing::warn!(error = %e, "scheduled BGSAVE failed to start");
+        }
+    }
+    let now = unix_ms() / 1000;
+    if core.persist.bgsave.is_none() && core.persist.rewrite.is_none() && core.dirty > 0 {
+        let points = core.config.get("save").unwrap_or("").to_string();
+        let nums: Vec<u64> = points
+            .split_whitespace()
+            .filter_map(|s| s.parse().ok())
+            .collect();
+        let retry_ok = !core.persist.stats.rdb_last_bgsave_failed
+            || core
+                .persist
+                .stats
+                .last_bgsave_try
+                .is_none_or(|t| t.elapsed() > Duration::from_secs(5));
+        for p in nums.chunks(2) {
+            let [secs, changes] = p else { continue };
+            if core.dirty >= *changes && now.saturating_sub(core.lastsave) > *secs && retry_ok {
+                tracing::info!("{changes} changes in {secs} seconds. Saving...");
+                if let Err(e) = bgsave(core) {
+                    tracing::warn!(error = %e, "save rule: BGSAVE failed to start");
+                }
+                break;
+            }
+        }
+    }
+    if core.persist.rewrite.is_none()
+        && core.persist.bgsave.is_none()
+        && let Some(aof) = core.persist.aof.as_ref()
+    {
+        let perc = core.config.get_i64("auto-aof-rewrite-percentage").max(0) as u64;
+        let min = core.config.get_i64("auto-aof-rewrite-min-size").max(0) as u64;
+        let size = aof.current_size();
+        let base = aof.base_size.max(1);
+        if perc > 0 && size > min && size > base && (size - base) * 100 / base >= perc {
+            tracing::info!(
+                size,
+                base,
+                "Starting automatic rewriting of AOF on {}% growth",
+                (size - base) * 100 / base
+            );
+            if let Err(e) = start_rewrite(core) {
+                tracing::error!(error = %e, "automatic AOF rewrite could not start");
+            }
+        }
+    }
+}
+
+/// The `# Persistence` section of INFO (its body).
+pub fn info(core: &Core) -> String {
+    let p = &core.persist;
+    let s = &p.stats;
+    let yes = |b: bool| if b { "err" } else { "ok" };
+    let mut out = String::new();
+    let loading = core.loading;
+    out.push_str(&format!(
+        "loading:{}\r\nasync_loading:0\r\n",
+        u8::from(loading)
+    ));
+    out.push_str("current_cow_peak:0\r\ncurrent_cow_size:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:0\r\ncurrent_save_keys_total:0\r\n");
+    out.push_str(&format!(
+        "rdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nrdb_last_bgsave_time_sec:{}\r\nrdb_current_bgsave_time_sec:{}\r\nrdb_saves:{}\r\nrdb_last_bgsave_core_pause_usec:{}\r\n",
+        core.dirty,
+        u8::from(p.bgsave.is_some()),
+        core.lastsave,
+        yes(s.rdb_last_bgsave_failed),
+        s.rdb_last_bgsave_time_sec.map(|v| v as i64).unwrap_or(-1),
+        p.bgsave.as_ref().map(|j| j.started.elapsed().as_secs() as i64).unwrap_or(-1),
+        s.rdb_saves,
+        s.rdb_last_bgsave_core_pause_usec,
+    ));
+    let write_err = p.aof.as_ref().is_some_and(|a| {
+        a.writer.write_error().is_some() || a.writer.durability().error().is_some()
+    });
+    out.push_str(&format!(
+        "aof_enabled:{}\r\naof_rewrite_in_progress:{}\r\naof_rewrite_scheduled:{}\r\naof_last_rewrite_time_sec:{}\r\naof_current_rewrite_time_sec:{}\r\naof_last_bgrewrite_status:{}\r\naof_rewrites:{}\r\naof_last_write_status:{}\r\naof_last_rewrite_core_pause_usec:{}\r\nmax_core_pause_usec:{}\r\n",
+        u8::from(p.aof.is_some()),
+        u8::from(p.rewrite.is_some()),
+        u8::from(p.rewrite_scheduled),
+        s.aof_last_rewrite_time_sec.map(|v| v as i64).unwrap_or(-1),
+        p.rewrite.as_ref().map(|j| j.started.elapsed().as_secs() as i64).unwrap_or(-1),
+        yes(s.aof_last_bgrewrite_failed),
+        s.aof_rewrites,
+        yes(write_err),
+        s.aof_last_rewrite_core_pause_usec,
+        s.max_core_pause_usec,
+    ));
+    if let Some(aof) = p.aof.as_ref() {
+        let d = aof.writer.durability();
+        out.push_str(&format!(
+            "aof_current_size:{}\r\naof_base_size:{}\r\naof_pending_rewrite:{}\r\naof_buffer_length:{}\r\naof_pending_bio_fsync:{}\r\naof_delayed_fsync:0\r\naof_fsync_policy:{}\r\naof_fsyncs:{}\r\naof_max_fsync_usec:{}\r\naof_records_unsynced:{}\r\n",
+            aof.current_size(),
+            aof.base_size,
+            u8::from(p.rewrite_scheduled),
+            aof.writer.pending_len(),
+            u8::from(d.syncing()),
+            match d.policy() {
+                FsyncPolicy::Always => "always",
+                FsyncPolicy::EverySec => "everysec",
+                FsyncPolicy::No => "no",
+            },
+            d.fsyncs.load(std::sync::atomic::Ordering::Relaxed),
+            d.max_fsync_usec.load(std::sync::atomic::Ordering::Relaxed),
+            aof.writer.appended().saturating_sub(d.durable()),
+        ));
+    }
+    if let Some(l) = p.loading.as_ref() {
+        let elapsed = (unix_ms() / 1000).saturating_sub(l.start_time);
+        let perc = l.loaded_bytes as f64 * 100.0 / l.total_bytes.max(1) as f64;
+        let eta = if l.loaded_bytes > 0 {
+            (elapsed as f64 * (l.total_bytes - l.loaded_bytes.min(l.total_bytes)) as f64
+                / l.loaded_bytes as f64) as u64
+        } else {
+            1
+        };
+        out.push_str(&format!(
+            "loading_start_time:{}\r\nloading_total_bytes:{}\r\nloading_rdb_used_mem:0\r\nloading_loaded_bytes:{}\r\nloading_loaded_perc:{perc:.2}\r\nloading_eta_seconds:{eta}\r\n",
+            l.start_time, l.total_bytes, l.loaded_bytes
+        ));
+    } else {
+        out.push_str(&format!(
+            "rdb_last_load_keys_loaded:{}\r\nrdb_last_load_keys_expired:0\r\nload_last_duration_ms:{}\r\nload_last_bytes:{}\r\n",
+            s.loaded_keys, s.load_ms, s.loaded_bytes
+        ));
+    }
+    out
+}
