@@ -13,7 +13,12 @@
 //! key created/overwritten (RENAME dst, COPY dst, MOVE dst)     touch_key + ready_keys
 //! key changed in place (EXPIRE, PERSIST)                       ctx.modified(key)
 //! every successful write                                       core.dirty += 1
+//!                                                              ctx.propagate(effect)
 //! ```
+//!
+//! Logged effects (persist/): DEL, UNLINK, RENAME, RENAMENX, COPY, MOVE and PERSIST
+//! verbatim when they changed something; the EXPIRE family as `PEXPIREAT key <unix ms>`
+//! (or `DEL key` when the deadline has passed); keys expired on lookup as `DEL key`.
 //!
 //! Lookups expire keys lazily first (`ctx.expire_if_needed`), so an expired key is
 //! never seen, counted or copied.
@@ -396,9 +401,13 @@ const LFU_NOT_SELECTED: ReplyError = ReplyError::msg(
 /// Deletes `key` from database `db` if its TTL passed, with a deletion's side effects
 /// (the any-database form of `Ctx::expire_if_needed`).
 fn expire_in(core: &mut Core, db: usize, key: &[u8], now_ms: u64) {
+    if core.loading {
+        return;
+    }
     if core.dbs[db].expire_if_needed(key, now_ms) {
         core.stats.expired_keys += 1;
         core.key_deleted(db, key);
+        core.propagate(db, &[b"DEL".as_slice(), key]);
     }
 }
 
@@ -443,6 +452,9 @@ fn del(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             ctx.core.dirty += 1;
             deleted += 1;
         }
+    }
+    if deleted > 0 {
+        ctx.propagate(argv);
     }
     ctx.out.integer(deleted);
     Ok(())
@@ -667,6 +679,7 @@ fn rename_generic(ctx: &mut Ctx<'_>, nx: bool) -> Result<(), ReplyError> {
     ctx.core.key_deleted(db, src);
     key_created(ctx.core, db, dst);
     ctx.core.dirty += 1;
+    ctx.propagate(argv);
     reply_done(ctx, true);
     Ok(())
 }
@@ -731,6 +744,7 @@ fn copy(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     }
     key_created(ctx.core, args.dst_db, dst);
     ctx.core.dirty += 1;
+    ctx.propagate(argv);
     ctx.out.integer(1);
     Ok(())
 }
@@ -766,6 +780,7 @@ fn move_(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     ctx.core.key_deleted(src_db, key);
     key_created(ctx.core, dst_db, key);
     ctx.core.dirty += 1;
+    ctx.propagate(argv);
     ctx.out.integer(1);
     Ok(())
 }
@@ -891,14 +906,22 @@ fn expire_generic(
         return Ok(());
     }
     match u64::try_from(when) {
-        Ok(at) if at > ctx.now_ms => {
+        // While loading, a deadline in the past is kept as it is: the log records when
+        // the key went (Redis: `checkAlreadyExpired`).
+        Ok(at) if at > ctx.now_ms || ctx.core.loading => {
             ctx.core.dbs[db].expires.insert(key.clone(), at);
             ctx.modified(key);
+            ctx.propagate(&[
+                b"PEXPIREAT".as_slice(),
+                key,
+                itoa::Buffer::new().format(at).as_bytes(),
+            ]);
         }
         _ => {
             ctx.core.dbs[db].remove(key);
             ctx.core.key_deleted(db, key);
             ctx.core.dirty += 1;
+            ctx.propagate(&[b"DEL".as_slice(), key]);
         }
     }
     ctx.out.integer(1);
@@ -955,6 +978,7 @@ fn persist(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     ctx.expire_if_needed(key);
     if ctx.core.dbs[db].expires.remove(key).is_some() {
         ctx.modified(key);
+        ctx.propagate(argv);
         ctx.out.integer(1);
     } else {
         ctx.out.integer(0);

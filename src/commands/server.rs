@@ -1,5 +1,8 @@
 //! Server commands: INFO, CONFIG, COMMAND, TIME, DBSIZE, FLUSHDB, FLUSHALL, SWAPDB,
-//! LASTSAVE, FUNCTION FLUSH, DEBUG, MONITOR, SHUTDOWN.
+//! LASTSAVE, SAVE, BGSAVE, BGREWRITEAOF, FUNCTION FLUSH, DEBUG, MONITOR, SHUTDOWN.
+//!
+//! The persistence commands hand over to `persist/`; FLUSHDB, FLUSHALL and SWAPDB log
+//! themselves verbatim.
 
 use super::{CommandSpec, flags::*, is, parse_i64};
 use crate::core::{Ctx, REDIS_VERSION, ShutdownKind};
@@ -119,6 +122,33 @@ pub const COMMANDS: &[CommandSpec] = &[
         "Returns the Unix timestamp of the last successful save to disk.",
         "1.0.0",
         lastsave,
+    ),
+    srv(
+        "save",
+        1,
+        ADMIN | NOSCRIPT,
+        NONE,
+        "Synchronously saves the database(s) to disk.",
+        "1.0.0",
+        save,
+    ),
+    srv(
+        "bgsave",
+        -1,
+        ADMIN | NOSCRIPT,
+        NONE,
+        "Asynchronously saves the database(s) to disk.",
+        "1.0.0",
+        bgsave,
+    ),
+    srv(
+        "bgrewriteaof",
+        1,
+        ADMIN | NOSCRIPT,
+        NONE,
+        "Asynchronously rewrites the append-only file to disk.",
+        "1.0.0",
+        bgrewriteaof,
     ),
     srv(
         "monitor",
@@ -298,6 +328,24 @@ const FUNCTION_SUBCOMMANDS: &[CommandSpec] = &[
 
 const DEBUG_SUBCOMMANDS: &[CommandSpec] = &[
     srv(
+        "debug|reload",
+        -2,
+        ADMIN | NOSCRIPT,
+        NONE,
+        "Saves the snapshot and loads it back in place of the dataset.",
+        "1.0.0",
+        debug_reload,
+    ),
+    srv(
+        "debug|loadaof",
+        2,
+        ADMIN | NOSCRIPT,
+        NONE,
+        "Flushes the append only file and loads it back in place of the dataset.",
+        "1.0.0",
+        debug_loadaof,
+    ),
+    srv(
         "debug|log",
         3,
         ADMIN | NOSCRIPT | LOADING | STALE,
@@ -434,15 +482,7 @@ pub fn info_text(ctx: &Ctx<'_>, sections: &[String]) -> String {
         );
     }
     if wanted("persistence") {
-        push_section(
-            "Persistence",
-            format!(
-                "loading:0\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\naof_enabled:{}\r\naof_rewrite_in_progress:0\r\naof_last_write_status:ok\r\n",
-                core.dirty,
-                core.lastsave,
-                i32::from(core.config.get_bool("appendonly")),
-            ),
-        );
+        push_section("Persistence", crate::persist::info(core));
     }
     if wanted("stats") {
         let s = &core.stats;
@@ -606,6 +646,7 @@ fn flushdb(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     flush_mode(ctx)?;
     flush_db(ctx, ctx.client.db);
     ctx.core.dirty += 1;
+    ctx.propagate(&["FLUSHDB"]);
     ctx.out.ok();
     Ok(())
 }
@@ -616,6 +657,7 @@ fn flushall(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         flush_db(ctx, db);
     }
     ctx.core.dirty += 1;
+    ctx.propagate(&["FLUSHALL"]);
     ctx.out.ok();
     Ok(())
 }
@@ -639,6 +681,8 @@ fn swapdb(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         ctx.core.touch_all(Some(a));
         ctx.core.touch_all(Some(b));
         ctx.core.dirty += 1;
+        let argv = ctx.argv;
+        ctx.propagate(&[b"SWAPDB".as_slice(), &argv[1], &argv[2]]);
     }
     ctx.out.ok();
     Ok(())
@@ -646,6 +690,53 @@ fn swapdb(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 
 fn lastsave(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     ctx.out.integer(ctx.core.lastsave as i64);
+    Ok(())
+}
+
+fn save(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    crate::persist::save(ctx.core).map_err(ReplyError::owned)?;
+    ctx.out.ok();
+    Ok(())
+}
+
+/// BGSAVE [SCHEDULE].
+fn bgsave(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let schedule = match ctx.argv.len() {
+        1 => false,
+        2 if is(&ctx.argv[1], "SCHEDULE") => true,
+        _ => return Err(ReplyError::Syntax),
+    };
+    match crate::persist::bgsave(ctx.core) {
+        Ok(()) => ctx.out.simple(b"Background saving started"),
+        Err(_) if schedule => {
+            ctx.core.persist.schedule_bgsave();
+            ctx.out.simple(b"Background saving scheduled");
+        }
+        Err(e) => return Err(ReplyError::owned(e)),
+    }
+    Ok(())
+}
+
+fn bgrewriteaof(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    if crate::persist::bgrewriteaof(ctx.core).map_err(ReplyError::owned)? {
+        ctx.out
+            .simple(b"Background append only file rewriting started");
+    } else {
+        ctx.out
+            .simple(b"Background append only file rewriting scheduled");
+    }
+    Ok(())
+}
+
+fn debug_reload(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    crate::persist::debug_reload(ctx.core).map_err(ReplyError::owned)?;
+    ctx.out.ok();
+    Ok(())
+}
+
+fn debug_loadaof(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    crate::persist::debug_loadaof(ctx.core).map_err(ReplyError::owned)?;
+    ctx.out.ok();
     Ok(())
 }
 
@@ -679,6 +770,12 @@ fn shutdown(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     }
     if ctx.client.multi.is_some() {
         return Err(ReplyError::msg("ERR SHUTDOWN isn't allowed inside MULTI"));
+    }
+    if let Err(e) = crate::persist::shutdown(ctx.core, kind) {
+        tracing::error!(error = %e, "SHUTDOWN: error saving the dataset; not shutting down");
+        return Err(ReplyError::msg(
+            "ERR Errors trying to SHUTDOWN. Check logs.",
+        ));
     }
     ctx.core.shutdown = Some(kind);
     // The connection closes without a reply, as with Redis.
@@ -722,6 +819,7 @@ fn config_set(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         .set_many(&pairs)
         .map_err(ReplyError::owned)?;
     ctx.core.refresh_config_cache();
+    crate::persist::config_changed(ctx.core).map_err(ReplyError::owned)?;
     ctx.out.ok();
     Ok(())
 }

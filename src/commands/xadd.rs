@@ -17,6 +17,11 @@
 //!
 //! Every argument error, and every check against the stream, happens before anything is
 //! changed: a failed XADD never creates the key.
+//!
+//! Logged effects (persist/, reference §5): XADD with the ID it generated and, when its
+//! trim removed entries, the trim as `MAXLEN = <length after>` (exact, so replay removes
+//! the same entries whatever the node layout or LIMIT); XTRIM likewise; XDEL and XSETID
+//! verbatim when they changed something.
 
 use super::{CommandSpec, flags::*, is, parse_i64};
 use crate::core::Ctx;
@@ -307,11 +312,29 @@ impl<'a> XAdd<'a> {
         };
         let stream = ctx.db().get_or_create(&self.key);
         stream.append(id, self.elements, &limits);
-        if let Some(trim) = &self.trim {
-            stream.trim(trim, &limits);
-        }
+        let removed = match &self.trim {
+            Some(trim) => stream.trim(trim, &limits),
+            None => 0,
+        };
+        let len_after = stream.len();
         ctx.out.bulk_id(id);
         ctx.modified(&self.key);
+        let (id_text, id_len) = id.format();
+        let mut len_text = itoa::Buffer::new();
+        let mut effect: Vec<&[u8]> = Vec::with_capacity(7 + self.elements.len());
+        effect.extend([b"XADD".as_slice(), &self.key]);
+        if removed > 0 {
+            let trim = self.trim.as_ref().expect("something was trimmed");
+            effect.extend(policy_word(trim.policy));
+            effect.extend([
+                b"MAXLEN".as_slice(),
+                b"=",
+                len_text.format(len_after).as_bytes(),
+            ]);
+        }
+        effect.push(&id_text[..id_len]);
+        effect.extend(self.elements.iter().map(|e| &e[..]));
+        ctx.propagate(&effect);
         ctx.signal_ready(&self.key);
         Ok(())
     }
@@ -324,6 +347,29 @@ fn xadd(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 
 /// Records a write that removed `n >= 1` entries: WATCH invalidation, and the dirty
 /// counter raised by `n` as Redis does for XDEL and XTRIM.
+/// The word for a non-default reference policy in a logged trim.
+fn policy_word(policy: RefPolicy) -> Option<&'static [u8]> {
+    match policy {
+        RefPolicy::KeepRef => None,
+        RefPolicy::DelRef => Some(b"DELREF"),
+        RefPolicy::Acked => Some(b"ACKED"),
+    }
+}
+
+/// Logs a trim of `key` that left `len_after` entries as `XTRIM key MAXLEN = n`.
+fn propagate_trim(ctx: &mut Ctx<'_>, key: &[u8], len_after: u64, policy: RefPolicy) {
+    let mut n = itoa::Buffer::new();
+    let mut effect: Vec<&[u8]> = vec![
+        b"XTRIM",
+        key,
+        b"MAXLEN",
+        b"=",
+        n.format(len_after).as_bytes(),
+    ];
+    effect.extend(policy_word(policy));
+    ctx.propagate(&effect);
+}
+
 fn modified_by(ctx: &mut Ctx<'_>, key: &[u8], n: u64) {
     ctx.modified(key);
     ctx.core.dirty += n.saturating_sub(1);
@@ -354,12 +400,13 @@ impl XTrim {
     /// Trims; replies with the number of entries removed (0 for a missing key).
     pub fn exec(self, ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         let limits = ctx.core.node_limits;
-        let deleted = match ctx.lookup(&self.key) {
-            Some(stream) => stream.trim(&self.trim, &limits),
-            None => 0,
+        let (deleted, len_after) = match ctx.lookup(&self.key) {
+            Some(stream) => (stream.trim(&self.trim, &limits), stream.len()),
+            None => (0, 0),
         };
         if deleted > 0 {
             modified_by(ctx, &self.key, deleted);
+            propagate_trim(ctx, &self.key, len_after, self.trim.policy);
         }
         ctx.out.integer(i64::try_from(deleted).unwrap_or(i64::MAX));
         Ok(())
@@ -399,6 +446,8 @@ impl XDel {
         let deleted = ids.iter().filter(|&&id| stream.delete(id)).count() as u64;
         if deleted > 0 {
             modified_by(ctx, &self.key, deleted);
+            let argv = ctx.argv;
+            ctx.propagate(argv);
         }
         ctx.out.integer(i64::try_from(deleted).unwrap_or(i64::MAX));
         Ok(())
@@ -476,6 +525,8 @@ impl XSetId {
             stream.set_max_deleted_entry_id(self.max_deleted_id);
         }
         ctx.modified(&self.key);
+        let argv = ctx.argv;
+        ctx.propagate(argv);
         ctx.out.ok();
         Ok(())
     }
