@@ -315,33 +315,6 @@ fn redis_value_size(v: Value<'_>) -> usize {
     }
 }
 
-/// Redis listpack bytes of one stream entry as `streamAppendItem` writes it: flags,
-/// ms-delta, seq-delta, [num-fields, fields], values, lp-count. Must agree with
-/// [`Listpack::new`] and [`Listpack::append`], which write the same entry in our format.
-fn redis_entry_size<T: AsRef<[u8]>>(
-    ms_delta: u64,
-    seq_delta: u64,
-    elements: &[T],
-    same: bool,
-) -> usize {
-    let nfields = elements.len() / 2;
-    // The C code passes u64 differences to an int64 parameter: they wrap.
-    let mut size = redis_int_size(0) // flags (0..=3, always one byte)
-        + redis_int_size(ms_delta as i64)
-        + redis_int_size(seq_delta as i64);
-    let lp_count = if same { nfields + 3 } else { 2 * nfields + 4 };
-    if !same {
-        size += redis_int_size(nfields as i64);
-    }
-    for (i, e) in elements.iter().enumerate() {
-        if same && i % 2 == 0 {
-            continue;
-        }
-        size += redis_value_size(Value::classify(e.as_ref()));
-    }
-    size + redis_int_size(lp_count as i64)
-}
-
 /// Upper bound of the bytes one entry takes in our format (head, seq, count and back-len
 /// at most 10 bytes each; each element at most 5 header bytes for lengths below 16 GiB).
 fn entry_size_bound<T: AsRef<[u8]>>(elements: &[T]) -> usize {
@@ -430,9 +403,8 @@ impl Listpack {
             put_elem(&mut buf, v);
             redis += redis_value_size(v);
         }
-        redis += redis_entry_size(0, 0, elements, true);
         let mut lp = Listpack { buf };
-        lp.write_entry(0, 0, FLAG_SAMEFIELDS, elements);
+        redis += lp.write_entry(0, 0, FLAG_SAMEFIELDS, elements);
         lp.set_u32(HDR_LIVE, 1);
         lp.set_u32(HDR_DELETED, 0);
         lp.set_u32(HDR_REDIS, u32::try_from(redis).unwrap_or(u32::MAX));
@@ -465,39 +437,52 @@ impl Listpack {
         };
         let ms_delta = id.ms - master.ms;
         let seq_delta = id.seq.wrapping_sub(master.seq);
-        let redis = redis_entry_size(ms_delta, seq_delta, elements, same);
         self.reserve(entry_size_bound(elements), max_hint);
         let flags = if same { FLAG_SAMEFIELDS } else { 0 };
-        self.write_entry(ms_delta, seq_delta, flags, elements);
+        let redis = self.write_entry(ms_delta, seq_delta, flags, elements);
         self.set_u32(HDR_LIVE, self.get_u32(HDR_LIVE) + 1);
         let total = self.get_u32(HDR_REDIS) as usize + redis;
         self.set_u32(HDR_REDIS, u32::try_from(total).unwrap_or(u32::MAX));
     }
 
-    /// Writes one entry at the end of the buffer (no counter updates).
+    /// Writes one entry at the end of the buffer (no counter updates) and returns the
+    /// bytes the same entry takes in Redis's listpack as `streamAppendItem` writes it:
+    /// flags, ms-delta, seq-delta, [num-fields, fields], values, lp-count.
     fn write_entry<T: AsRef<[u8]>>(
         &mut self,
         ms_delta: u64,
         seq_delta: u64,
         flags: u8,
         elements: &[T],
-    ) {
+    ) -> usize {
+        let nfields = elements.len() / 2;
+        let same = flags & FLAG_SAMEFIELDS != 0;
+        // Redis passes the u64 differences to an int64 parameter: they wrap.
+        let mut redis = redis_int_size(i64::from(flags))
+            + redis_int_size(ms_delta as i64)
+            + redis_int_size(seq_delta as i64);
         let start = self.buf.len();
         let buf = &mut self.buf;
         put_tagged(buf, ms_delta, flags, HEAD_TAG_BITS);
         put_uvarint(buf, zigzag(seq_delta as i64));
-        if flags & FLAG_SAMEFIELDS != 0 {
-            for v in elements.iter().skip(1).step_by(2) {
-                put_elem(buf, Value::classify(v.as_ref()));
-            }
-        } else {
-            put_uvarint(buf, (elements.len() / 2) as u64);
-            for e in elements {
-                put_elem(buf, Value::classify(e.as_ref()));
-            }
+        if !same {
+            put_uvarint(buf, nfields as u64);
+            redis += redis_int_size(nfields as i64);
+        }
+        // With SAMEFIELDS only the values (odd positions) are stored.
+        let stored = elements
+            .iter()
+            .skip(usize::from(same))
+            .step_by(if same { 2 } else { 1 });
+        for e in stored {
+            let v = Value::classify(e.as_ref());
+            put_elem(buf, v);
+            redis += redis_value_size(v);
         }
         let len = (buf.len() - start) as u64;
         put_backlen(buf, len);
+        let lp_count = if same { nfields + 3 } else { 2 * nfields + 4 };
+        redis + redis_int_size(lp_count as i64)
     }
 
     /// Makes room for `additional` bytes: double the capacity, but stop at `max_hint` on
@@ -885,6 +870,6 @@ mod tests {
             }
         }
         assert!(caps.len() < 20, "{caps:?}");
-        assert!(caps.iter().any(|&c| c == 256), "{caps:?}");
+        assert!(caps.contains(&256), "{caps:?}");
     }
 }

@@ -1,0 +1,101 @@
+//! Stream engine throughput: appending `bidder <int> amount <int>` entries, and reading
+//! ranges of 10 and 100 entries (forwards and backwards, every element decoded) from a
+//! stream of 1M such entries. Run with `cargo bench --bench stream`.
+
+use bytes::Bytes;
+use divan::counter::ItemsCount;
+use divan::{Bencher, black_box};
+use std::sync::OnceLock;
+use streamd::stream::listpack::Value;
+use streamd::stream::{NodeLimits, Stream, StreamId};
+
+fn main() {
+    divan::main();
+}
+
+/// Entries in the stream the range benchmarks read.
+const BIG: u64 = 1_000_000;
+/// Entries appended per append sample.
+const APPEND_BATCH: u64 = 10_000;
+
+/// The i-th ID: three entries per millisecond, as a busy producer with `XADD *` makes.
+fn entry_id(i: u64) -> StreamId {
+    StreamId::new(1_700_000_000_000 + i / 3, i % 3)
+}
+
+/// The i-th entry: `bidder <0..999> amount <0..99999>`.
+fn entry(i: u64) -> [Bytes; 4] {
+    [
+        Bytes::from_static(b"bidder"),
+        Bytes::from((i * 7919 % 1000).to_string()),
+        Bytes::from_static(b"amount"),
+        Bytes::from((i * 104_729 % 100_000).to_string()),
+    ]
+}
+
+fn big_stream() -> &'static Stream {
+    static S: OnceLock<Stream> = OnceLock::new();
+    S.get_or_init(|| {
+        let lim = NodeLimits::default();
+        let mut s = Stream::new();
+        for i in 0..BIG {
+            s.append(entry_id(i), &entry(i), &lim);
+        }
+        s
+    })
+}
+
+/// Appends 10k entries to a fresh stream (node rollover and sealing included).
+#[divan::bench]
+fn append(bencher: Bencher) {
+    let entries: Vec<_> = (0..APPEND_BATCH).map(entry).collect();
+    let lim = NodeLimits::default();
+    bencher
+        .counter(ItemsCount::new(APPEND_BATCH))
+        .with_inputs(Stream::new)
+        .bench_local_values(|mut s| {
+            for (i, e) in entries.iter().enumerate() {
+                s.append(entry_id(i as u64), e, &lim);
+            }
+            s
+        });
+}
+
+/// Decodes every element, as a reply writer would.
+fn consume<'a>(it: impl Iterator<Item = streamd::stream::Entry<'a>>) -> usize {
+    let mut acc = 0usize;
+    for e in it {
+        acc = acc.wrapping_add(e.id.seq as usize);
+        for v in e.elements() {
+            acc = acc.wrapping_add(match v {
+                Value::Str(s) => s.len(),
+                Value::Int(i) => i as usize,
+            });
+        }
+    }
+    acc
+}
+
+/// XRANGE <start> + COUNT n from pseudo-random starts.
+#[divan::bench(args = [10, 100])]
+fn range(bencher: Bencher, n: usize) {
+    let s = big_stream();
+    let mut k = 0u64;
+    bencher.counter(ItemsCount::new(n)).bench_local(|| {
+        k = (k + 7_919_993) % (BIG - n as u64);
+        black_box(consume(s.range(entry_id(k), StreamId::MAX, false).take(n)))
+    });
+}
+
+/// XREVRANGE <end> - COUNT n from pseudo-random ends.
+#[divan::bench(args = [10, 100])]
+fn range_rev(bencher: Bencher, n: usize) {
+    let s = big_stream();
+    let mut k = 0u64;
+    bencher.counter(ItemsCount::new(n)).bench_local(|| {
+        k = (k + 7_919_993) % (BIG - n as u64);
+        black_box(consume(
+            s.range(StreamId::MIN, entry_id(k + n as u64), true).take(n),
+        ))
+    });
+}

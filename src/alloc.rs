@@ -1,0 +1,77 @@
+//! A counting global allocator: forwards to the system allocator and keeps the number of
+//! heap bytes in use, each allocation counted at its *usable size* (the jemalloc size
+//! class of the request, [`crate::stream::memory::usable_size`]), which is what Redis's
+//! `zmalloc` reports as `used_memory`. Memory figures measured with it compare honestly
+//! with Redis's.
+//!
+//! Install it in a binary or benchmark with
+//!
+//! ```ignore
+//! #[global_allocator]
+//! static ALLOC: streamd::alloc::CountingAlloc = streamd::alloc::CountingAlloc;
+//! ```
+//!
+//! and read [`allocated`]. Without it installed, [`allocated`] stays 0.
+//!
+//! This module is the only place in the crate allowed `unsafe`: `GlobalAlloc` is an
+//! unsafe trait, and each block below only forwards the caller's own arguments to the
+//! system allocator under the same contract.
+
+#![allow(unsafe_code)]
+
+use crate::stream::memory::usable_size;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Heap bytes in use, at size-class granularity. Only [`CountingAlloc`] changes it.
+static ALLOCATED: AtomicUsize = AtomicUsize::new(0);
+
+/// Heap bytes in use (usable sizes) through [`CountingAlloc`].
+pub fn allocated() -> usize {
+    ALLOCATED.load(Ordering::Relaxed)
+}
+
+/// The system allocator, counting usable bytes into [`allocated`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CountingAlloc;
+
+// SAFETY: every method forwards to `System`, which upholds `GlobalAlloc`'s contract, with
+// the arguments it was given; the counter is only bookkeeping.
+unsafe impl GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: `layout` comes from our caller, who guarantees a non-zero size as
+        // `GlobalAlloc::alloc` requires; we pass it on unchanged.
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            ALLOCATED.fetch_add(usable_size(layout.size()), Ordering::Relaxed);
+        }
+        p
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: as for `alloc`: the caller's layout, passed on unchanged.
+        let p = unsafe { System.alloc_zeroed(layout) };
+        if !p.is_null() {
+            ALLOCATED.fetch_add(usable_size(layout.size()), Ordering::Relaxed);
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller guarantees `ptr` was allocated by this allocator (hence by
+        // `System`) with `layout`.
+        unsafe { System.dealloc(ptr, layout) };
+        ALLOCATED.fetch_sub(usable_size(layout.size()), Ordering::Relaxed);
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: the caller guarantees `ptr` came from this allocator with `layout` and
+        // that `new_size` is valid for `layout`'s alignment; forwarded unchanged.
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            ALLOCATED.fetch_sub(usable_size(layout.size()), Ordering::Relaxed);
+            ALLOCATED.fetch_add(usable_size(new_size), Ordering::Relaxed);
+        }
+        p
+    }
+}
