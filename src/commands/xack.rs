@@ -55,6 +55,7 @@ fn xack(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         // One dirty change per acknowledged entry, as Redis counts them.
         ctx.modified(key);
         ctx.core.dirty += acked as u64 - 1;
+        ctx.propagate(argv);
     }
     ctx.out.integer(acked);
     Ok(())

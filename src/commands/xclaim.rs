@@ -29,6 +29,7 @@ use super::xrange::{lookup_for_reply, write_entry};
 use super::{CommandSpec, flags::*, is, parse_i64};
 use crate::core::Ctx;
 use crate::error::{ReplyError, lossy};
+use crate::persist::groups::{GroupEffects, log_effects};
 use crate::resp::Argv;
 use crate::stream::StreamId;
 use crate::stream::group::{ClaimOutcome, ClaimSpec, DeliveryCount};
@@ -210,13 +211,17 @@ fn xclaim(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let (stream, out) = lookup_for_reply(ctx, key);
     let stream = stream.expect("checked above");
     let mut changes = 0u64;
+    // What to log, as resulting state (persist/groups.rs).
+    let mut fx = GroupEffects::default();
     let cid = {
         let mut g = stream.groups.get_mut(group).expect("checked above");
         if g.raise_last_id(parsed.last_id) {
             changes += 1;
+            fx.position_changed = true;
         }
         let (cid, created) = g.get_or_create_consumer(consumer, now);
         changes += u64::from(created);
+        fx.consumer_created = created;
         g.touch(cid, now);
         cid
     };
@@ -230,6 +235,7 @@ fn xclaim(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             // The payload is gone (XDEL, trimming): drop the pending entry, if any.
             if g.ack(id) {
                 changes += 1;
+                fx.ids.push(id);
             }
             continue;
         }
@@ -245,6 +251,7 @@ fn xclaim(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         };
         if let ClaimOutcome::Claimed { .. } = g.claim(cid, id, &spec, now) {
             changes += 1;
+            fx.ids.push(id);
             n += 1;
             if parsed.justid {
                 out.bulk_id(id);
@@ -257,6 +264,7 @@ fn xclaim(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     if changes > 0 {
         ctx.modified(key);
         ctx.core.dirty += changes - 1;
+        log_effects(ctx, key, group, Some(consumer), &fx);
     }
     Ok(())
 }
@@ -316,10 +324,12 @@ fn xautoclaim(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         return Err(no_group(key, group));
     };
     let mut changes = 0u64;
+    let mut fx = GroupEffects::default();
     let cid = {
         let mut g = stream.groups.get_mut(group).expect("checked above");
         let (cid, created) = g.get_or_create_consumer(consumer, now);
         changes += u64::from(created);
+        fx.consumer_created = created;
         g.touch(cid, now);
         cid
     };
@@ -387,6 +397,9 @@ fn xautoclaim(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     if changes > 0 {
         ctx.modified(key);
         ctx.core.dirty += changes - 1;
+        fx.ids.extend_from_slice(&claimed);
+        fx.ids.extend_from_slice(&deleted);
+        log_effects(ctx, key, group, Some(consumer), &fx);
     }
     Ok(())
 }

@@ -262,6 +262,15 @@ fn xgroup_create(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         return Err(BUSYGROUP);
     }
     ctx.modified(key);
+    // Logged with `$` resolved and the read counter as set (persist/groups.rs).
+    let (id_text, id_len) = id.format();
+    let read = entries_read.map_or_else(|| "-1".to_string(), |n| n.to_string());
+    let mut effect: Vec<&[u8]> = vec![b"XGROUP", b"CREATE", key, group, &id_text[..id_len]];
+    if !exists {
+        effect.push(b"MKSTREAM");
+    }
+    effect.extend([b"ENTRIESREAD".as_slice(), read.as_bytes()]);
+    ctx.propagate(&effect);
     ctx.out.ok();
     Ok(())
 }
@@ -290,6 +299,17 @@ fn xgroup_setid(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         .expect("checked above")
         .set_last_id(id, entries_read);
     ctx.modified(key);
+    let (id_text, id_len) = id.format();
+    let read = entries_read.map_or_else(|| "-1".to_string(), |n| n.to_string());
+    ctx.propagate(&[
+        b"XGROUP".as_slice(),
+        b"SETID",
+        key,
+        group,
+        &id_text[..id_len],
+        b"ENTRIESREAD",
+        read.as_bytes(),
+    ]);
     ctx.out.ok();
     Ok(())
 }
@@ -306,6 +326,7 @@ fn xgroup_destroy(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     }
     ctx.modified(key);
     ctx.signal_ready(key);
+    ctx.propagate(argv);
     ctx.out.integer(1);
     Ok(())
 }
@@ -323,6 +344,8 @@ fn xgroup_createconsumer(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let created = g.create_consumer(consumer, now);
     if created {
         ctx.modified(key);
+        ctx.propagate(argv);
+        crate::persist::groups::log_consumer(ctx, key, group, consumer);
     }
     ctx.out.integer(i64::from(created));
     Ok(())
@@ -341,6 +364,7 @@ fn xgroup_delconsumer(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let pending = g.delete_consumer(consumer);
     if pending.is_some() {
         ctx.modified(key);
+        ctx.propagate(argv);
     }
     let pending = pending.unwrap_or(0);
     ctx.out.integer(i64::try_from(pending).unwrap_or(i64::MAX));

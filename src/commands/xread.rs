@@ -31,6 +31,7 @@ use super::xrange::{lookup_for_reply, write_entry, write_range};
 use super::{CommandSpec, flags::*, is, parse_i64};
 use crate::core::Ctx;
 use crate::error::{ReplyError, lossy};
+use crate::persist::groups::{GroupEffects, log_effects};
 use crate::resp::Argv;
 use crate::resp::writer::{DeferredLen, RespWriter};
 use crate::stream::group::{ClaimSpec, DeliveryCount};
@@ -355,12 +356,15 @@ fn xreadgroup(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             opts: &opts,
             now,
         };
-        let (replied, dirty) = read.serve(out, stream, key, f, &mut header);
+        let mut fx = GroupEffects::default();
+        let (replied, dirty) = read.serve(out, stream, key, f, &mut header, &mut fx);
         served += usize::from(replied);
         if dirty > 0 {
             ctx.modified(key);
             ctx.core.dirty += dirty - 1;
         }
+        // Deliveries and claims are logged as the PEL state they produced.
+        log_effects(ctx, key, group, Some(consumer), &fx);
     }
     if let Some(h) = header {
         if ctx.out.is_resp3() {
@@ -408,6 +412,7 @@ impl GroupRead<'_> {
         key: &[u8],
         from: GroupFrom,
         header: &mut Option<DeferredLen>,
+        fx: &mut GroupEffects,
     ) -> (bool, u64) {
         let (cid, created) = {
             let mut g = stream.groups.get_mut(self.group).expect("validated");
@@ -415,20 +420,22 @@ impl GroupRead<'_> {
             g.touch(cid, self.now);
             (cid, created)
         };
+        fx.consumer_created = created;
         let dirty = u64::from(created);
         match from {
             GroupFrom::History(after) => {
-                self.serve_history(out, stream, key, cid, after, header);
+                fx.ids = self.serve_history(out, stream, key, cid, after, header);
                 (true, dirty)
             }
             GroupFrom::New => {
-                let (replied, changes) = self.serve_new(out, stream, key, cid, header);
+                let (replied, changes) = self.serve_new(out, stream, key, cid, header, fx);
                 (replied, dirty + changes)
             }
         }
     }
 
     /// History: the consumer's pending entries after `after`, each delivered once more.
+    /// Returns the IDs whose delivery count and time changed (to be logged).
     fn serve_history(
         &self,
         out: &mut RespWriter,
@@ -437,7 +444,7 @@ impl GroupRead<'_> {
         cid: crate::stream::group::ConsumerId,
         after: StreamId,
         header: &mut Option<DeferredLen>,
-    ) {
+    ) -> Vec<StreamId> {
         let start = after.incr().expect("the maximum ID reads as >");
         let ids: Vec<StreamId> = stream
             .groups
@@ -449,12 +456,15 @@ impl GroupRead<'_> {
             .collect();
         open_stream(out, header, key);
         out.array(ids.len());
+        let mut redelivered = Vec::new();
         for id in ids {
             match stream.get(id) {
                 Some(e) => {
                     write_entry(out, &e);
                     let mut g = stream.groups.get_mut(self.group).expect("validated");
-                    g.redeliver(cid, id, self.now);
+                    if g.redeliver(cid, id, self.now) {
+                        redelivered.push(id);
+                    }
                 }
                 None => {
                     // The payload was deleted (XDEL, trimming) but the entry is pending.
@@ -464,6 +474,7 @@ impl GroupRead<'_> {
                 }
             }
         }
+        redelivered
     }
 
     /// `>`: claimable entries first (with CLAIM), then entries after the group's last_id.
@@ -474,6 +485,7 @@ impl GroupRead<'_> {
         key: &[u8],
         cid: crate::stream::group::ConsumerId,
         header: &mut Option<DeferredLen>,
+        fx: &mut GroupEffects,
     ) -> (bool, u64) {
         let limit = self.limit();
         let group = stream.groups.get(self.group).expect("validated");
@@ -516,6 +528,7 @@ impl GroupRead<'_> {
             write_claimed_entry(out, &e, idle, count);
             let mut g = stream.groups.get_mut(self.group).expect("validated");
             g.claim(cid, id, &spec, self.now);
+            fx.ids.push(id);
             n += 1;
             dirty += 1;
         }
@@ -535,9 +548,11 @@ impl GroupRead<'_> {
             for id in delivered {
                 if !self.opts.noack {
                     g.deliver(cid, id, self.now);
+                    fx.ids.push(id);
                 }
                 g.advance_last_id(id, &counters);
             }
+            fx.position_changed = true;
         }
         out.finish_array(list, n);
         (true, dirty)

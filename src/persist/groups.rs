@@ -1,25 +1,303 @@
-//! Consumer-group state in snapshots: the `STREAMD.*` records (written by
-//! [`write_groups`], applied by [`apply_internal`]). See snapshot.rs for the forms.
+//! Consumer-group state in the log and in snapshots.
+//!
+//! **In the log**, group commands record the *resulting* state of what they touched, in
+//! the forms of reference §5, so replay never depends on the clock or on who read what:
+//!
+//! ```text
+//! XGROUP CREATECONSUMER <key> <group> <consumer>         a consumer was created
+//! XCLAIM <key> <group> <consumer> 0 <id> TIME <delivery_time> RETRYCOUNT <count> FORCE JUSTID
+//!                                                        <id> is now owned, with this time/count
+//! XACK <key> <group> <id>                                <id> is no longer pending
+//! STREAMD.NACK <key> <group> <id> <count>                <id> is pending with no owner
+//! XGROUP SETID <key> <group> <last_id> ENTRIESREAD <n|-1> the group's read position moved
+//! STREAMD.CONSUMER <key> <group> <consumer> <seen_time> <active_time|-1>
+//!                                                        the consumer's times, exactly
+//! ```
+//!
+//! A command collects what it changed in a [`GroupEffects`] and calls [`log_effects`] once
+//! it is done; the records are read from the group as it is then. Unlike Redis, history
+//! reads (`XREADGROUP ... 0`) log their delivery-count bumps, so counts survive a restart.
+//!
+//! **In snapshots**, [`write_groups`] writes each group as `STREAMD.GROUP`, its pending
+//! entries in delivery-time order (`STREAMD.NACK` / `STREAMD.PENDING`, each reloading in
+//! O(1)) and its consumers' times (`STREAMD.CONSUMER`); see snapshot.rs.
+//!
+//! [`apply_internal`] applies the `STREAMD.*` records. Only the loader accepts them; they
+//! go straight to the group engine (pending entries whose stream entry was deleted are
+//! kept, which `XCLAIM ... FORCE` would drop).
 
-use super::snapshot::SnapshotWriter;
-use crate::core::Core;
+use super::snapshot::{SnapshotWriter, id_text};
+use crate::core::{Core, Ctx};
 use crate::resp::Argv;
-use crate::stream::Stream;
+use crate::stream::group::{ClaimSpec, DeliveryCount, NackMode};
+use crate::stream::{Stream, StreamId};
 use std::io::{self, Write};
 
-/// Writes the groups of stream `key`.
-pub fn write_groups<W: Write>(
-    _w: &mut SnapshotWriter<W>,
-    _key: &[u8],
-    _s: &Stream,
-) -> io::Result<()> {
+/// What a group command changed in one stream's group, for [`log_effects`].
+#[derive(Debug, Default, Clone)]
+pub struct GroupEffects {
+    /// Pending entries whose state changed (delivered, claimed, re-delivered, dropped).
+    pub ids: Vec<StreamId>,
+    /// The consumer was created by this command.
+    pub consumer_created: bool,
+    /// The group's `last_id` / `entries_read` changed.
+    pub position_changed: bool,
+}
+
+impl GroupEffects {
+    /// True when there is something to log.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty() && !self.consumer_created && !self.position_changed
+    }
+}
+
+fn int(n: u64) -> Vec<u8> {
+    itoa::Buffer::new().format(n).as_bytes().to_vec()
+}
+
+fn signed(n: Option<u64>) -> Vec<u8> {
+    match n {
+        Some(n) => int(n),
+        None => b"-1".to_vec(),
+    }
+}
+
+/// Logs the state of what `fx` says changed in `group` of `key` (client's database),
+/// acting for `consumer`.
+pub fn log_effects(
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    group: &[u8],
+    consumer: Option<&[u8]>,
+    fx: &GroupEffects,
+) {
+    let db = ctx.client.db;
+    let core = &mut *ctx.core;
+    if core.loading || core.persist.aof.is_none() || fx.is_empty() {
+        return;
+    }
+    let Some(g) = core.dbs[db].get(key).and_then(|s| s.groups.get(group)) else {
+        return;
+    };
+    let mut records: Vec<Vec<Vec<u8>>> = Vec::new();
+    if fx.consumer_created
+        && let Some(c) = consumer
+    {
+        records.push(vec![
+            b"XGROUP".to_vec(),
+            b"CREATECONSUMER".to_vec(),
+            key.to_vec(),
+            group.to_vec(),
+            c.to_vec(),
+        ]);
+    }
+    for &id in &fx.ids {
+        let rec = match g.pending(id) {
+            Some(p) => match p.owner {
+                Some(owner) => vec![
+                    b"XCLAIM".to_vec(),
+                    key.to_vec(),
+                    group.to_vec(),
+                    owner.to_vec(),
+                    b"0".to_vec(),
+                    id_text(id),
+                    b"TIME".to_vec(),
+                    int(p.delivery_time),
+                    b"RETRYCOUNT".to_vec(),
+                    int(p.delivery_count),
+                    b"FORCE".to_vec(),
+                    b"JUSTID".to_vec(),
+                ],
+                None => vec![
+                    b"STREAMD.NACK".to_vec(),
+                    key.to_vec(),
+                    group.to_vec(),
+                    id_text(id),
+                    int(p.delivery_count),
+                ],
+            },
+            None => vec![b"XACK".to_vec(), key.to_vec(), group.to_vec(), id_text(id)],
+        };
+        records.push(rec);
+    }
+    if fx.position_changed {
+        records.push(vec![
+            b"XGROUP".to_vec(),
+            b"SETID".to_vec(),
+            key.to_vec(),
+            group.to_vec(),
+            id_text(g.last_id()),
+            b"ENTRIESREAD".to_vec(),
+            signed(g.entries_read()),
+        ]);
+    }
+    if let Some(c) = consumer.and_then(|c| g.consumer_by_name(c)) {
+        records.push(consumer_record(
+            key,
+            group,
+            c.name(),
+            c.seen_time(),
+            c.active_time(),
+        ));
+    }
+    for r in records {
+        core.persist.append(db, &r);
+    }
+}
+
+/// Logs a consumer's times (after XGROUP CREATECONSUMER).
+pub fn log_consumer(ctx: &mut Ctx<'_>, key: &[u8], group: &[u8], consumer: &[u8]) {
+    let db = ctx.client.db;
+    let core = &mut *ctx.core;
+    if core.loading || core.persist.aof.is_none() {
+        return;
+    }
+    let Some(c) = core.dbs[db]
+        .get(key)
+        .and_then(|s| s.groups.get(group))
+        .and_then(|g| g.consumer_by_name(consumer))
+    else {
+        return;
+    };
+    let r = consumer_record(key, group, c.name(), c.seen_time(), c.active_time());
+    core.persist.append(db, &r);
+}
+
+fn consumer_record(
+    key: &[u8],
+    group: &[u8],
+    name: &[u8],
+    seen: u64,
+    active: Option<u64>,
+) -> Vec<Vec<u8>> {
+    vec![
+        b"STREAMD.CONSUMER".to_vec(),
+        key.to_vec(),
+        group.to_vec(),
+        name.to_vec(),
+        int(seen),
+        signed(active),
+    ]
+}
+
+/// Writes the groups of stream `key` into a snapshot.
+pub fn write_groups<W: Write>(w: &mut SnapshotWriter<W>, key: &[u8], s: &Stream) -> io::Result<()> {
+    for g in s.groups.iter() {
+        let name = g.name();
+        w.record(&[
+            b"STREAMD.GROUP".as_slice(),
+            key,
+            name,
+            &id_text(g.last_id()),
+            &signed(g.entries_read()),
+        ])?;
+        for p in g.by_time() {
+            match p.owner {
+                None => w.record(&[
+                    b"STREAMD.NACK".as_slice(),
+                    key,
+                    name,
+                    &id_text(p.id),
+                    &int(p.delivery_count),
+                ])?,
+                Some(owner) => w.record(&[
+                    b"STREAMD.PENDING".as_slice(),
+                    key,
+                    name,
+                    owner,
+                    &id_text(p.id),
+                    &int(p.delivery_time),
+                    &int(p.delivery_count),
+                ])?,
+            }
+        }
+        for (_, c) in g.consumers() {
+            w.record(&consumer_record(
+                key,
+                name,
+                c.name(),
+                c.seen_time(),
+                c.active_time(),
+            ))?;
+        }
+    }
     Ok(())
 }
 
+fn parse_u64(a: &[u8]) -> Result<u64, String> {
+    std::str::from_utf8(a)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| format!("bad number {:?}", String::from_utf8_lossy(a)))
+}
+
+fn parse_opt(a: &[u8]) -> Result<Option<u64>, String> {
+    if a == b"-1" {
+        Ok(None)
+    } else {
+        parse_u64(a).map(Some)
+    }
+}
+
+fn parse_id(a: &[u8]) -> Result<StreamId, String> {
+    crate::stream::id::parse_strict_id(a)
+        .map_err(|_| format!("bad ID {:?}", String::from_utf8_lossy(a)))
+}
+
 /// Applies one `STREAMD.*` record to database `db`.
-pub fn apply_internal(_core: &mut Core, _db: usize, argv: &Argv) -> Result<(), String> {
-    Err(format!(
-        "unknown snapshot record {}",
-        String::from_utf8_lossy(&argv[0])
-    ))
+pub fn apply_internal(core: &mut Core, db: usize, argv: &Argv) -> Result<(), String> {
+    let name = argv[0].to_ascii_uppercase();
+    let arity = match &name[..] {
+        b"STREAMD.GROUP" => 5,
+        b"STREAMD.NACK" => 5,
+        b"STREAMD.PENDING" => 7,
+        b"STREAMD.CONSUMER" => 6,
+        _ => return Err("unknown loader record".into()),
+    };
+    if argv.len() != arity {
+        return Err("wrong number of arguments".into());
+    }
+    let (key, group) = (&argv[1], &argv[2]);
+    let stream = core.dbs[db]
+        .get_mut(key)
+        .ok_or_else(|| "no such key".to_string())?;
+    if name == b"STREAMD.GROUP" {
+        let last = parse_id(&argv[3])?;
+        let read = parse_opt(&argv[4])?;
+        if !stream.groups.create(group, last, read) {
+            return Err("the group exists already".into());
+        }
+        return Ok(());
+    }
+    let mut g = stream
+        .groups
+        .get_mut(group)
+        .ok_or_else(|| "no such group".to_string())?;
+    match &name[..] {
+        b"STREAMD.NACK" => {
+            let id = parse_id(&argv[3])?;
+            let count = parse_u64(&argv[4])?;
+            g.nack(id, NackMode::Fail, Some(count), true);
+        }
+        b"STREAMD.PENDING" => {
+            let id = parse_id(&argv[4])?;
+            let time = parse_u64(&argv[5])?;
+            let count = parse_u64(&argv[6])?;
+            let (cid, _) = g.get_or_create_consumer(&argv[3], time);
+            let spec = ClaimSpec {
+                min_idle: 0,
+                delivery_time: time,
+                count: DeliveryCount::Set(count),
+                force: true,
+            };
+            g.claim(cid, id, &spec, time);
+        }
+        _ => {
+            let seen = parse_u64(&argv[4])?;
+            let active = parse_opt(&argv[5])?;
+            let (cid, _) = g.get_or_create_consumer(&argv[3], seen);
+            g.set_consumer_times(cid, seen, active);
+        }
+    }
+    Ok(())
 }
