@@ -658,7 +658,7 @@ impl Listpack {
 
 /// The elements of one entry, `f1, v1, f2, v2, ...`: names come from the master entry
 /// when the entry has SAMEFIELDS.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Elements<'a> {
     buf: &'a [u8],
     /// Next master field name (used with SAMEFIELDS).
@@ -699,6 +699,13 @@ impl<'a> Iterator for Elements<'a> {
 }
 
 impl ExactSizeIterator for Elements<'_> {}
+
+impl std::fmt::Debug for Elements<'_> {
+    /// The elements not yet read (not the node's bytes).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.clone()).finish()
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -1205,6 +1205,9 @@ mod tests {
             },
             /// Exact or approximate MINID at the n-th appended ID.
             MinId { at: usize, approx: bool },
+            /// Exact MINID with ACKED or DELREF; IDs with `(ms ^ seq ^ salt) % 3 == 0`
+            /// are referenced by some group.
+            MinIdRefs { at: usize, acked: bool, salt: u64 },
         }
 
         fn bytes_strategy() -> impl Strategy<Value = Vec<u8>> {
@@ -1231,6 +1234,8 @@ mod tests {
                 1 => (0u64..30, any::<bool>(), proptest::option::of(0u64..12))
                     .prop_map(|(n, approx, limit)| Op::MaxLen { n, approx, limit }),
                 1 => (any::<usize>(), any::<bool>()).prop_map(|(at, approx)| Op::MinId { at, approx }),
+                1 => (any::<usize>(), any::<bool>(), any::<u64>())
+                    .prop_map(|(at, acked, salt)| Op::MinIdRefs { at, acked, salt }),
             ]
         }
 
@@ -1267,7 +1272,7 @@ mod tests {
         }
 
         proptest! {
-            #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+            #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
             #[test]
             fn stream_matches_btreemap_model(
@@ -1343,6 +1348,31 @@ mod tests {
                                 prop_assert_eq!(removed, exact);
                             }
                             for k in before.iter().take(removed as usize) { model.remove(k); }
+                        }
+                        Op::MinIdRefs { at, acked, salt } => {
+                            if appended.is_empty() { continue }
+                            let m = appended[at % appended.len()];
+                            let referenced: BTreeSet<StreamId> = appended
+                                .iter()
+                                .copied()
+                                .filter(|k| (k.ms ^ k.seq ^ salt) % 3 == 0)
+                                .collect();
+                            let mut refs = Refs { referenced: referenced.clone(), removed: vec![] };
+                            let policy = if acked { RefPolicy::Acked } else { RefPolicy::DelRef };
+                            let removed = s.nodes.trim(&minid(m, false, policy), &lim, &mut refs);
+                            let gone: Vec<StreamId> = model
+                                .keys()
+                                .copied()
+                                .filter(|k| *k < m && !(acked && referenced.contains(k)))
+                                .collect();
+                            prop_assert_eq!(removed, gone.len() as u64);
+                            for k in &gone { model.remove(k); }
+                            if acked {
+                                prop_assert!(refs.removed.is_empty());
+                            } else {
+                                prop_assert!(gone.iter().all(|k| refs.removed.contains(k)));
+                                prop_assert!(refs.removed.iter().all(|k| *k < m));
+                            }
                         }
                     }
                     prop_assert_eq!(s.len(), model.len() as u64);
