@@ -109,7 +109,7 @@ pub enum RefPolicy {
 pub struct TrimSpec {
     /// MAXLEN or MINID and its threshold.
     pub strategy: TrimStrategy,
-    /// `~`: whole nodes only (KEEPREF) / per entry in eligible nodes (DELREF, ACKED).
+    /// `~`: whole nodes only (KEEPREF) / not limited to whole nodes (DELREF, ACKED).
     pub approx: bool,
     /// LIMIT: `None` = the default (100 × node-max-entries, clamped), `Some(0)` =
     /// unlimited. Only meaningful with `approx`.
@@ -141,7 +141,7 @@ impl<'a> Entry<'a> {
 /// What trimming needs to know about consumer groups (implemented by [`Groups`]; tests
 /// use a plain set).
 pub(crate) trait GroupRefs {
-    /// True when the stream has no consumer groups (then DELREF and ACKED act as KEEPREF).
+    /// True when the stream has no consumer groups (then nothing is referenced).
     fn no_groups(&self) -> bool;
     /// True if some group still references `id` (reference §3.2).
     fn is_referenced(&self, id: StreamId) -> bool;
@@ -245,11 +245,10 @@ impl Nodes {
 
     /// `streamTrim`. See [`Stream::trim`].
     fn trim<R: GroupRefs>(&mut self, spec: &TrimSpec, limits: &NodeLimits, refs: &mut R) -> u64 {
-        let policy = if refs.no_groups() {
-            RefPolicy::KeepRef
-        } else {
-            spec.policy
-        };
+        let policy = spec.policy;
+        // Whole eligible nodes go at once under KEEPREF, and under any policy when there
+        // are no groups (nothing is referenced then: the same outcome as entry by entry).
+        let whole_nodes = policy == RefPolicy::KeepRef || refs.no_groups();
         // Exact trims are never limited; LIMIT 0 means unlimited.
         let limit = match (spec.approx, spec.limit) {
             (false, _) => 0,
@@ -273,14 +272,16 @@ impl Nodes {
                 TrimStrategy::MaxLen(max) => self.length - entries >= max,
                 TrimStrategy::MinId(min) => lp.last_id(master) < min,
             };
-            if eligible && policy == RefPolicy::KeepRef {
+            if eligible && whole_nodes {
                 self.remove_node(master);
                 self.length -= entries;
                 deleted += entries;
                 after = Some(master);
                 continue;
             }
-            if spec.approx && !eligible {
+            // `~` stops at a node it cannot drop whole only under KEEPREF: DELREF and ACKED
+            // go on entry by entry, in that node too (t_stream.c `streamTrim`, 8.2.x).
+            if spec.approx && policy == RefPolicy::KeepRef {
                 break;
             }
             // Entry by entry: the node is partly in range, or references must be checked.
@@ -514,11 +515,11 @@ impl Stream {
     /// strategy is satisfied, or before a node whose live entries would take the removed
     /// count over LIMIT (approximate trims only; LIMIT 0 = none). A node that can go as a
     /// whole (MAXLEN: the stream keeps at least the threshold without it; MINID: its last
-    /// ID is below the threshold) is dropped at once under KEEPREF. Otherwise, `~` stops
-    /// there; an exact trim, or a DELREF/ACKED trim of a node that is entirely in range,
-    /// goes entry by entry: ACKED skips entries some group still references, DELREF also
-    /// drops each removed ID from every group's PEL. Only entry-by-entry work on a node
-    /// that is entirely in range continues to the next node.
+    /// ID is below the threshold) is dropped at once under KEEPREF (or with no groups).
+    /// Otherwise, a KEEPREF `~` trim stops there; an exact trim, and any DELREF/ACKED
+    /// trim (`~` or not), goes entry by entry: ACKED skips entries some group still
+    /// references, DELREF also drops each removed ID from every group's PEL. Only
+    /// entry-by-entry work on a node that is entirely in range continues to the next node.
     pub fn trim(&mut self, spec: &TrimSpec, limits: &NodeLimits) -> u64 {
         self.nodes.trim(spec, limits, &mut self.groups)
     }
@@ -1009,6 +1010,54 @@ mod tests {
             2
         );
         assert_eq!(ids(&s, false), vec![id(3, 0), id(4, 0)]);
+    }
+
+    #[test]
+    fn approx_acked_also_trims_inside_the_partly_covered_node() {
+        // t_stream.c `streamTrim`: only KEEPREF makes `~` stop at a node it cannot drop
+        // whole; with ACKED the node holding the threshold is trimmed entry by entry too.
+        let lim = limits(4096, 2);
+        let mut s = Stream::new();
+        fill(&mut s, 6, &lim);
+        let mut refs = Refs {
+            referenced: [3].map(|i| id(i, 0)).into(),
+            removed: vec![],
+        };
+        let n = s
+            .nodes
+            .trim(&minid(id(6, 0), true, RefPolicy::Acked), &lim, &mut refs);
+        assert_eq!(n, 4);
+        assert_eq!(ids(&s, false), vec![id(3, 0), id(6, 0)]);
+        check_invariants(&s);
+    }
+
+    #[test]
+    fn approx_acked_or_delref_without_groups_is_not_whole_nodes_only() {
+        // No groups: nothing is referenced, but the policy still decides how `~` works.
+        let lim = limits(4096, 2);
+        for (policy, want) in [
+            (RefPolicy::KeepRef, 0),
+            (RefPolicy::Acked, 1),
+            (RefPolicy::DelRef, 1),
+        ] {
+            let mut s = Stream::new();
+            fill(&mut s, 4, &lim);
+            assert_eq!(
+                s.trim(&minid(id(2, 0), true, policy), &lim),
+                want,
+                "{policy:?}"
+            );
+            check_invariants(&s);
+        }
+        let mut s = Stream::new();
+        fill(&mut s, 6, &lim);
+        let spec = TrimSpec {
+            policy: RefPolicy::Acked,
+            ..maxlen(3, true, None)
+        };
+        assert_eq!(s.trim(&spec, &lim), 3);
+        assert_eq!(ids(&s, false), vec![id(4, 0), id(5, 0), id(6, 0)]);
+        check_invariants(&s);
     }
 
     #[test]
