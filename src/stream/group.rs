@@ -1349,8 +1349,86 @@ impl RefIndex {
 // ---------------------------------------------------------------------------------------
 
 /// All consumer groups of one stream, plus the reverse index ID → referencing groups.
+///
+/// Most streams have no groups, so the contents live behind one optional box: a stream
+/// without groups pays one pointer, not the whole table (memory per stream is a headline
+/// figure).
 #[derive(Debug, Clone, Default)]
 pub struct Groups {
+    set: Option<Box<GroupSet>>,
+}
+
+impl Groups {
+    /// Number of groups.
+    pub fn len(&self) -> usize {
+        self.set.as_ref().map_or(0, |s| s.len())
+    }
+
+    /// True when the stream has no groups.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// See [`GroupSet::is_referenced`].
+    pub fn is_referenced(&self, id: StreamId) -> bool {
+        self.set.as_ref().is_some_and(|s| s.is_referenced(id))
+    }
+
+    /// See [`GroupSet::remove_refs`].
+    pub fn remove_refs(&mut self, id: StreamId) {
+        if let Some(s) = self.set.as_mut() {
+            s.remove_refs(id);
+        }
+    }
+
+    /// See [`GroupSet::min_last_id`].
+    pub fn min_last_id(&self) -> Option<StreamId> {
+        self.set.as_ref().and_then(|s| s.min_last_id())
+    }
+
+    /// The group called `name`.
+    pub fn get(&self, name: &[u8]) -> Option<&ConsumerGroup> {
+        self.set.as_ref()?.get(name)
+    }
+
+    /// The group called `name`, borrowed for changes.
+    pub fn get_mut(&mut self, name: &[u8]) -> Option<GroupMut<'_>> {
+        self.set.as_mut()?.get_mut(name)
+    }
+
+    /// The groups in name (byte) order.
+    pub fn iter(&self) -> impl Iterator<Item = &ConsumerGroup> + '_ {
+        self.set.iter().flat_map(|s| s.iter())
+    }
+
+    /// See [`GroupSet::create`].
+    pub fn create(&mut self, name: &[u8], last_id: StreamId, entries_read: Option<u64>) -> bool {
+        self.set
+            .get_or_insert_with(Default::default)
+            .create(name, last_id, entries_read)
+    }
+
+    /// See [`GroupSet::destroy`]; the table is freed with the last group.
+    pub fn destroy(&mut self, name: &[u8]) -> bool {
+        let Some(s) = self.set.as_mut() else {
+            return false;
+        };
+        let done = s.destroy(name);
+        if s.len() == 0 {
+            self.set = None;
+        }
+        done
+    }
+
+    /// The group table, when there is one (tests and invariant checks).
+    pub fn set(&self) -> Option<&GroupSet> {
+        self.set.as_deref()
+    }
+}
+
+/// The contents of [`Groups`]: the group table, its name index and the reverse index.
+#[derive(Debug, Clone, Default)]
+pub struct GroupSet {
     /// Group name → index in `list`; iteration gives XINFO's byte order.
     by_name: Rax<u32>,
     /// The groups, densely packed (destroy moves the last one into the hole).
@@ -1361,7 +1439,7 @@ pub struct Groups {
     min_last_id: StreamId,
 }
 
-impl Groups {
+impl GroupSet {
     /// Number of groups.
     pub fn len(&self) -> usize {
         self.list.len()
@@ -1393,7 +1471,7 @@ impl Groups {
         if self.refs.contains(&id.to_key()) == Some(false) {
             return;
         }
-        let Groups { list, refs, .. } = self;
+        let GroupSet { list, refs, .. } = self;
         for g in list.iter_mut() {
             g.remove_pending(id, refs);
         }
@@ -1484,7 +1562,7 @@ impl Groups {
 /// [`ConsumerGroup`] for reads. Holds the whole [`Groups`] so every PEL change also updates
 /// the stream's reverse index.
 pub struct GroupMut<'a> {
-    groups: &'a mut Groups,
+    groups: &'a mut GroupSet,
     idx: usize,
 }
 
@@ -1498,7 +1576,7 @@ impl Deref for GroupMut<'_> {
 
 impl GroupMut<'_> {
     fn parts(&mut self) -> (&mut ConsumerGroup, &mut RefIndex) {
-        let Groups { list, refs, .. } = &mut *self.groups;
+        let GroupSet { list, refs, .. } = &mut *self.groups;
         (&mut list[self.idx], refs)
     }
 
@@ -1779,6 +1857,15 @@ fn check_pel_index(pel: &PelIndex, slab: &Slab) -> Vec<u32> {
 
 #[cfg(test)]
 fn check_invariants(groups: &Groups) {
+    // An allocated table always holds at least one group.
+    assert!(groups.set().is_none_or(|s| s.len() > 0));
+    let empty = GroupSet::default();
+    let groups = groups.set().unwrap_or(&empty);
+    check_set_invariants(groups);
+}
+
+#[cfg(test)]
+fn check_set_invariants(groups: &GroupSet) {
     use std::collections::BTreeMap;
 
     // Group table and name index agree.
@@ -2468,12 +2555,16 @@ mod tests {
         let mut g = groups.get_mut(b"g").expect("group");
         let (c, _) = g.get_or_create_consumer(b"c", 0);
         g.deliver(c, id(1), 1);
-        assert!(groups.refs.counts.is_none());
+        let counts = |g: &Groups| {
+            g.set()
+                .and_then(|s| s.refs.counts.as_ref().map(|r| r.len()))
+        };
+        assert_eq!(counts(&groups), None);
         groups.create(b"h", id(0), None);
-        assert_eq!(groups.refs.counts.as_ref().map(|r| r.len()), Some(1));
+        assert_eq!(counts(&groups), Some(1));
         check_invariants(&groups);
         groups.destroy(b"g");
-        assert!(groups.refs.counts.is_none());
+        assert_eq!(counts(&groups), None);
         check_invariants(&groups);
     }
 
