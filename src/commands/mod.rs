@@ -15,10 +15,12 @@ pub mod keys;
 pub mod server;
 pub mod transaction;
 pub mod xack;
+pub mod xackdel;
 pub mod xadd;
 pub mod xclaim;
 pub mod xgroup;
 pub mod xinfo;
+pub mod xnack;
 pub mod xpending;
 pub mod xrange;
 pub mod xread;
@@ -205,6 +207,8 @@ pub static FAMILIES: &[&[CommandSpec]] = &[
     xack::COMMANDS,
     xpending::COMMANDS,
     xclaim::COMMANDS,
+    xackdel::COMMANDS,
+    xnack::COMMANDS,
 ];
 
 static INDEX: LazyLock<HashMap<&'static str, &'static CommandSpec>> = LazyLock::new(|| {
