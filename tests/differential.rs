@@ -995,6 +995,15 @@ fn normalise(
         ("XINFO", "STREAM" | "GROUPS" | "CONSUMERS") => xinfo_fields(&mut v),
         ("HELLO", _) => hello_fields(&mut v),
         ("CLIENT", "ID") => v = V::Line(b':', b"<client-id>".to_vec()),
+        ("CONFIG", "GET") => {
+            // Redis walks its config dict in hash order, which changes with every
+            // process's hash seed: compare the name/value pairs sorted by name.
+            if let V::Agg(_, Some(items)) = &mut v {
+                let mut pairs: Vec<Vec<V>> = items.chunks(2).map(|p| p.to_vec()).collect();
+                pairs.sort_by(|a, b| format!("{:?}", a[0]).cmp(&format!("{:?}", b[0])));
+                *items = pairs.concat();
+            }
+        }
         (_, "HELP") if reference => {
             // Redis 8 changed the last line of every HELP from "Prints" to "Print".
             if let V::Agg(_, Some(items)) = &mut v {
