@@ -358,3 +358,46 @@ fn every_reader_of_a_hot_key_gets_the_entry_in_blocking_order() {
         assert!(String::from_utf8_lossy(&r.read_reply()).contains("1-1"));
     }
 }
+
+#[test]
+fn blocked_xreadgroup_claim_wakes_when_a_pending_entry_becomes_idle_enough() {
+    let server = start_server();
+    let mut c = server.raw();
+    c.cmd_str(&["XADD", "s", "1-1", "f", "v"]);
+    c.cmd_str(&["XGROUP", "CREATE", "s", "g", "0"]);
+    // alice takes the entry and never acks it.
+    c.cmd_str(&["XREADGROUP", "GROUP", "g", "alice", "STREAMS", "s", ">"]);
+    let mut bob = server.raw();
+    let start = Instant::now();
+    send(
+        &mut bob,
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "bob",
+            "CLAIM",
+            "300",
+            "BLOCK",
+            "5000",
+            "STREAMS",
+            "s",
+            ">",
+        ],
+    );
+    let reply = String::from_utf8_lossy(&bob.read_reply()).into_owned();
+    let took = start.elapsed();
+    assert!(reply.contains("1-1"), "{reply}");
+    assert!(
+        took >= Duration::from_millis(250),
+        "woken before the entry was idle: {took:?}"
+    );
+    assert!(
+        took < Duration::from_millis(2500),
+        "not woken by the idle timer: {took:?}"
+    );
+    // bob owns it now.
+    let pending =
+        String::from_utf8_lossy(&c.cmd_str(&["XPENDING", "s", "g", "-", "+", "10"])).into_owned();
+    assert!(pending.contains("bob"), "{pending}");
+}

@@ -377,6 +377,23 @@ fn xreadgroup(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     match opts.block_ms {
         Some(timeout) if ctx.can_block() => {
             ctx.block(keys.to_vec(), timeout, true, argv.clone());
+            // With CLAIM, also wake when the oldest pending entry of a key becomes
+            // idle enough (a timer on the delivery-time list's head, no scanning).
+            if let Some(min_idle) = opts.claim {
+                let db = &ctx.core.dbs[ctx.client.db];
+                let wake = keys
+                    .iter()
+                    .zip(&from)
+                    .filter(|(_, f)| matches!(f, GroupFrom::New))
+                    .filter_map(|(k, _)| db.get(k)?.groups.get(group)?.next_claimable_at(min_idle))
+                    .min();
+                // A time already past means the head is claimable but was not served
+                // (its payload is gone): waking for it would spin, so wait for a key
+                // event instead.
+                if let Some(at) = wake.filter(|&at| at > now) {
+                    ctx.block_wakeup_at(at);
+                }
+            }
         }
         _ => ctx.out.null_array(),
     }

@@ -27,6 +27,11 @@ pub struct BlockedClients {
     deadlines: BTreeSet<(u64, u64)>,
     /// Number of blocked clients.
     count: usize,
+    /// (wake-up unix ms, client id): XREADGROUP … CLAIM readers to re-execute when
+    /// their oldest pending entry becomes idle enough (not a timeout).
+    wakeups: BTreeSet<(u64, u64)>,
+    /// Client id → its entry in `wakeups`.
+    wakeup_of: HashMap<u64, u64>,
 }
 
 impl BlockedClients {
@@ -58,7 +63,30 @@ impl BlockedClients {
         if let Some(d) = deadline_ms {
             self.deadlines.remove(&(d, client));
         }
+        self.clear_wakeup(client);
         self.count = self.count.saturating_sub(1);
+    }
+
+    /// Sets (or moves) the wake-up time of a blocked client.
+    pub fn set_wakeup(&mut self, client: u64, at_ms: u64) {
+        self.clear_wakeup(client);
+        self.wakeups.insert((at_ms, client));
+        self.wakeup_of.insert(client, at_ms);
+    }
+
+    /// Drops a client's wake-up time, if any.
+    pub fn clear_wakeup(&mut self, client: u64) {
+        if let Some(at) = self.wakeup_of.remove(&client) {
+            self.wakeups.remove(&(at, client));
+        }
+    }
+
+    /// Clients whose wake-up time is at or before `now_ms`.
+    pub fn due_wakeups(&self, now_ms: u64) -> Vec<u64> {
+        self.wakeups
+            .range(..=(now_ms, u64::MAX))
+            .map(|(_, c)| *c)
+            .collect()
     }
 
     /// The clients waiting on (db, key) right now, in blocking order.
@@ -89,9 +117,14 @@ impl BlockedClients {
         self.by_key.len()
     }
 
-    /// The earliest deadline, if any.
+    /// The earliest deadline or wake-up time, if any.
     pub fn next_deadline(&self) -> Option<u64> {
-        self.deadlines.first().map(|(d, _)| *d)
+        let d = self.deadlines.first().map(|(d, _)| *d);
+        let w = self.wakeups.first().map(|(w, _)| *w);
+        match (d, w) {
+            (Some(d), Some(w)) => Some(d.min(w)),
+            (x, None) | (None, x) => x,
+        }
     }
 
     /// Clients whose deadline is at or before `now_ms`, earliest first.
@@ -133,6 +166,19 @@ mod tests {
         b.add(2, 0, &[k("a")], Some(150));
         assert_eq!(b.expired(100), vec![1]);
         assert_eq!(b.expired(150), vec![1, 2]);
+    }
+
+    #[test]
+    fn wakeups_move_and_leave_with_the_client() {
+        let mut b = BlockedClients::default();
+        b.add(1, 0, &[k("a")], Some(500));
+        b.set_wakeup(1, 100);
+        assert_eq!(b.next_deadline(), Some(100));
+        b.set_wakeup(1, 200);
+        assert_eq!(b.due_wakeups(150), Vec::<u64>::new());
+        assert_eq!(b.due_wakeups(200), vec![1]);
+        b.remove(1, 0, &[k("a")], Some(500));
+        assert_eq!(b.next_deadline(), None);
     }
 
     #[test]

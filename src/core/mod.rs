@@ -235,6 +235,10 @@ impl Ctx<'_> {
                 self.core.block_timer.notify_one();
             }
         }
+        if self.core.reprocessing.is_some() {
+            // A re-execution recomputes its wake-up time, if it wants one.
+            self.core.blocked.clear_wakeup(self.client.id);
+        }
         self.client.blocked = Some(crate::server::client::BlockState {
             argv,
             db,
@@ -242,6 +246,16 @@ impl Ctx<'_> {
             deadline_ms,
             unblock_on_nokey,
         });
+    }
+
+    /// Re-executes the blocked client's command at `at_ms` even if no key is signalled
+    /// (XREADGROUP … CLAIM: when its oldest pending entry becomes idle enough). Call
+    /// right after [`Ctx::block`].
+    pub fn block_wakeup_at(&mut self, at_ms: u64) {
+        if self.client.blocked.is_some() {
+            self.core.blocked.set_wakeup(self.client.id, at_ms);
+            self.core.block_timer.notify_one();
+        }
     }
 
     /// `argv[i]`, which the arity check guarantees exists.
@@ -425,8 +439,19 @@ impl Core {
         out.take()
     }
 
-    /// Replies to clients whose BLOCK timeout passed.
+    /// Replies to clients whose BLOCK timeout passed, and re-executes those whose
+    /// wake-up time came.
     pub fn expire_blocked(&mut self, now_ms: u64) {
+        for id in self.blocked.due_wakeups(now_ms) {
+            self.blocked.clear_wakeup(id);
+            if let Some(mut client) = self.clients.remove(&id) {
+                if let Some(state) = client.blocked.clone() {
+                    self.reprocess(&mut client, state);
+                }
+                self.clients.insert(id, client);
+            }
+        }
+        self.handle_ready_keys();
         for id in self.blocked.expired(now_ms) {
             if let Some(mut client) = self.clients.remove(&id) {
                 let reply = Self::timeout_reply(&client);
