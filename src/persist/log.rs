@@ -96,7 +96,13 @@ struct SyncCtl {
     requested: u64,
     /// Stop after a last fsync.
     stop: bool,
+    /// Work that must be done before the next fsync counts (a rotation's manifest
+    /// update): run in order, off the core thread, before durability is published.
+    hooks: Vec<Hook>,
 }
+
+/// A rotation's pre-sync work ([`LogWriter::rotate`]).
+pub type Hook = Box<dyn FnOnce() -> io::Result<()> + Send>;
 
 impl std::fmt::Debug for SyncCtl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -124,6 +130,7 @@ impl Durability {
                 policy,
                 requested: start,
                 stop: false,
+                hooks: Vec::new(),
             }),
             cond: Condvar::new(),
         }
@@ -237,7 +244,7 @@ fn sync_thread(d: Arc<Durability>) {
             let durable = d.durable();
             // An explicit request (every flush under `always`; shutdown and rotation
             // under any policy) and a rotated-away file are synced at once.
-            if ctl.requested > durable || ctl.sinks.len() > 1 {
+            if ctl.requested > durable || ctl.sinks.len() > 1 || !ctl.hooks.is_empty() {
                 break false;
             }
             let timeout = match ctl.policy {
@@ -260,11 +267,17 @@ fn sync_thread(d: Arc<Durability>) {
         // one back (a rotation may have pushed a newer one meanwhile).
         let target = d.written();
         let mut sinks = std::mem::take(&mut ctl.sinks);
+        let hooks = std::mem::take(&mut ctl.hooks);
         drop(ctl);
         let started = Instant::now();
         d.syncing.store(true, Ordering::Relaxed);
         let mut result = Ok(());
-        for s in sinks.iter_mut() {
+        for h in hooks {
+            if result.is_ok() {
+                result = h();
+            }
+        }
+        for s in sinks.iter_mut().filter(|_| result.is_ok()) {
             if let Err(e) = s.sync() {
                 result = Err(e);
                 break;
@@ -429,14 +442,22 @@ impl LogWriter {
 
     /// Switches to a new log file holding `size` bytes: flushes the pending records to
     /// the old one first; the sync thread syncs the old file once more before dropping
-    /// it, so every record written keeps its durability path.
-    pub fn rotate(&mut self, sink: Box<dyn LogSink>, size: u64) -> io::Result<()> {
+    /// it, so every record written keeps its durability path. `hook` (the manifest
+    /// update naming the new file) runs on the sync thread before any record of the new
+    /// file is reported durable; if it fails, nothing is reported durable again.
+    pub fn rotate(
+        &mut self,
+        sink: Box<dyn LogSink>,
+        size: u64,
+        hook: Option<Hook>,
+    ) -> io::Result<()> {
         self.flush()?;
         let clone = sink.try_clone()?;
         self.sink = sink;
         self.size = size;
         let mut ctl = self.shared.ctl.lock().expect("durability lock");
         ctl.sinks.push(clone);
+        ctl.hooks.extend(hook);
         self.shared.cond.notify_all();
         Ok(())
     }
@@ -571,7 +592,13 @@ mod tests {
         let (mut w, old) = writer(FsyncPolicy::No);
         w.append(&["DEL", "a"]);
         let new = CrashSink::default();
-        w.rotate(Box::new(new.clone()), 0).unwrap();
+        let ran = Arc::new(AtomicBool::new(false));
+        let r = ran.clone();
+        let hook: Hook = Box::new(move || {
+            r.store(true, Ordering::SeqCst);
+            Ok(())
+        });
+        w.rotate(Box::new(new.clone()), 0, Some(hook)).unwrap();
         w.append(&["DEL", "b"]);
         w.sync_all().unwrap();
         let o = old.disk.lock().unwrap();
@@ -579,5 +606,21 @@ mod tests {
         assert_eq!(o.durable, o.written);
         assert_eq!(n.durable, n.written);
         assert!(!o.durable.is_empty() && !n.durable.is_empty());
+        assert!(ran.load(Ordering::SeqCst), "the rotation hook ran");
+    }
+
+    #[test]
+    fn a_failed_rotation_hook_keeps_the_new_records_from_counting_as_durable() {
+        let (mut w, _old) = writer(FsyncPolicy::Always);
+        let new = CrashSink::default();
+        let hook: Hook = Box::new(|| Err(io::Error::other("manifest write failed")));
+        w.rotate(Box::new(new.clone()), 0, Some(hook)).unwrap();
+        w.append(&["DEL", "b"]);
+        w.flush().unwrap();
+        let e = w
+            .durability()
+            .wait_durable_blocking(w.appended())
+            .unwrap_err();
+        assert!(e.contains("manifest write failed"), "{e}");
     }
 }

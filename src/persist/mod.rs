@@ -231,8 +231,6 @@ struct BgJob {
     dirty_at_start: u64,
     /// Rewrite: sequence number of the new base and of the segment started with it.
     seq: u64,
-    /// Rewrite started by turning `appendonly` on: the manifest is created at the end.
-    enabling: bool,
 }
 
 /// Counters and statuses for INFO persistence.
@@ -598,7 +596,9 @@ impl Loader {
                     Source::Snapshot(p) => {
                         let (start, end) = snapshot::verify(p)?;
                         tracing::info!(file = %p.display(), "loading snapshot");
-                        FrameReader::open(p, start, Some(end))?
+                        let mut r = FrameReader::open(p, start, Some(end))?;
+                        r.trust_file_crc();
+                        r
                     }
                     Source::Log { path, .. } => {
                         tracing::info!(file = %path.display(), "loading append only file");
@@ -931,7 +931,6 @@ pub fn bgsave(core: &mut Core) -> Result<(), String> {
         handle,
         dirty_at_start: core.dirty,
         seq: 0,
-        enabling: false,
     });
     Ok(())
 }
@@ -959,20 +958,45 @@ fn start_rewrite(core: &mut Core) -> Result<(), PersistError> {
     let seq = aof.manifest.max_seq() + 1;
     let name = aof.names.incr(seq);
     let path = aof.names.path(&name);
-    let file = new_segment(&path)?;
-    let mut m = aof.manifest.clone();
-    m.incrs.push(ManifestFile {
+    // No fsync here (the core would wait for the disk): the sync thread stores the
+    // manifest naming this file, which also makes its directory entry durable, before
+    // any record written to it is reported durable.
+    let file = OpenOptions::new()
+        .create_new(true)
+        .append(true)
+        .open(&path)
+        .map_err(|e| PersistError::io("creating", &path, e))?;
+    let old = aof.manifest.clone();
+    let mut with_new = old.clone();
+    with_new.incrs.push(ManifestFile {
         name: name.clone(),
         seq,
     });
-    m.store(&aof.names.manifest())?;
-    aof.manifest = m;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let manifest_path = aof.names.manifest();
+    let stored = with_new.clone();
+    let hook: log::Hook = Box::new(move || {
+        let r = stored.store(&manifest_path).map_err(io::Error::other);
+        let _ = tx.send(r.is_ok());
+        r
+    });
     aof.other_size += aof.writer.size() + aof.writer.pending_len() as u64;
     aof.writer
-        .rotate(Box::new(FileSink::new(file)), 0)
+        .rotate(Box::new(FileSink::new(file)), 0, Some(hook))
         .map_err(|e| PersistError::io("writing", &path, e))?;
+    aof.manifest = with_new;
     aof.last_db = None;
-    spawn_base(core, seq, false, t0)
+    let job = BaseJob {
+        seq,
+        wait_for_manifest: Some(rx),
+        stale: old
+            .base
+            .iter()
+            .chain(old.incrs.iter())
+            .map(|f| aof.names.path(&f.name))
+            .collect(),
+    };
+    spawn_base(core, job, t0)
 }
 
 /// Creates and opens for appending a new, empty log segment.
@@ -984,11 +1008,35 @@ fn new_segment(path: &Path) -> Result<File, PersistError> {
         .map_err(|e| PersistError::io("opening", path, e))
 }
 
-/// Clones the keyspace (the core's pause, measured from `t0`) and writes it as base
-/// number `seq` on a thread.
-fn spawn_base(core: &mut Core, seq: u64, enabling: bool, t0: Instant) -> Result<(), PersistError> {
+/// What the rewrite thread does besides writing the base.
+struct BaseJob {
+    /// Sequence number of the new base (and of the segment started with it).
+    seq: u64,
+    /// The manifest naming the new segment is being stored by the sync thread: wait for
+    /// it before storing the final one.
+    wait_for_manifest: Option<std::sync::mpsc::Receiver<bool>>,
+    /// Files the final manifest no longer names, deleted once it is stored.
+    stale: Vec<PathBuf>,
+}
+
+/// Clones the keyspace (the core's pause, measured from `t0`), then on a thread writes it
+/// as base number `seq`, stores the manifest `{base seq, incr seq}` and deletes the
+/// files it replaced.
+fn spawn_base(core: &mut Core, job: BaseJob, t0: Instant) -> Result<(), PersistError> {
     let aof = core.persist.aof.as_ref().expect("checked by the callers");
+    let seq = job.seq;
     let base = aof.names.path(&aof.names.base(seq));
+    let manifest_path = aof.names.manifest();
+    let last = Manifest {
+        base: Some(ManifestFile {
+            name: aof.names.base(seq),
+            seq,
+        }),
+        incrs: vec![ManifestFile {
+            name: aof.names.incr(seq),
+            seq,
+        }],
+    };
     let dbs = core.dbs.clone();
     let pause = t0.elapsed().as_micros() as u64;
     let stats = &mut core.persist.stats;
@@ -996,7 +1044,29 @@ fn spawn_base(core: &mut Core, seq: u64, enabling: bool, t0: Instant) -> Result<
     stats.max_core_pause_usec = stats.max_core_pause_usec.max(pause);
     let handle = std::thread::Builder::new()
         .name("streamd-rewrite".into())
-        .spawn(move || snapshot::save(&base, &dbs, unix_ms()))
+        .spawn(move || {
+            let stats = snapshot::save(&base, &dbs, unix_ms())?;
+            drop(dbs);
+            if let Some(rx) = job.wait_for_manifest
+                && rx.recv() != Ok(true)
+            {
+                let _ = fs::remove_file(&base);
+                return Err(PersistError::io(
+                    "storing",
+                    &manifest_path,
+                    io::Error::other("the manifest naming the new log segment was not written"),
+                ));
+            }
+            last.store(&manifest_path)?;
+            let keep = [
+                base.clone(),
+                manifest_path.with_file_name(&last.incrs[0].name),
+            ];
+            for f in job.stale.iter().filter(|f| !keep.contains(f)) {
+                let _ = fs::remove_file(f);
+            }
+            Ok(stats)
+        })
         .map_err(|e| PersistError::io("starting the rewrite thread for", Path::new("base"), e))?;
     tracing::info!(
         core_pause_usec = pause,
@@ -1007,7 +1077,6 @@ fn spawn_base(core: &mut Core, seq: u64, enabling: bool, t0: Instant) -> Result<
         handle,
         dirty_at_start: 0,
         seq,
-        enabling,
     });
     Ok(())
 }
@@ -1064,7 +1133,7 @@ fn reap_jobs(core: &mut Core) {
                 io::Error::other("the rewrite thread panicked"),
             ))
         });
-        let outcome = result.and_then(|s| finish_rewrite(core, job.seq, job.enabling, s));
+        let outcome = result.and_then(|s| finish_rewrite(core, job.seq, s));
         let stats = &mut core.persist.stats;
         stats.aof_last_rewrite_time_sec = Some(secs);
         match outcome {
@@ -1090,48 +1159,23 @@ fn reap_jobs(core: &mut Core) {
     }
 }
 
-/// Switches the manifest to the new base and deletes the files it replaces.
-fn finish_rewrite(
-    core: &mut Core,
-    seq: u64,
-    enabling: bool,
-    s: SaveStats,
-) -> Result<(), PersistError> {
+/// A rewrite's thread stored the manifest `{base seq, incr seq}`: the core's view follows.
+fn finish_rewrite(core: &mut Core, seq: u64, s: SaveStats) -> Result<(), PersistError> {
     let Some(aof) = core.persist.aof.as_mut() else {
-        // appendonly was turned off meanwhile: the base is not needed.
+        // appendonly was turned off meanwhile.
         return Ok(());
     };
-    let old = aof.manifest.clone();
-    let m = Manifest {
+    aof.manifest = Manifest {
         base: Some(ManifestFile {
             name: aof.names.base(seq),
             seq,
         }),
-        incrs: if enabling {
-            vec![ManifestFile {
-                name: aof.names.incr(seq),
-                seq,
-            }]
-        } else {
-            old.incrs.iter().filter(|f| f.seq >= seq).cloned().collect()
-        },
+        incrs: vec![ManifestFile {
+            name: aof.names.incr(seq),
+            seq,
+        }],
     };
-    m.store(&aof.names.manifest())?;
-    for f in old.base.iter().chain(old.incrs.iter()) {
-        if !m.incrs.iter().any(|n| n.name == f.name)
-            && m.base.as_ref().is_none_or(|b| b.name != f.name)
-        {
-            let _ = fs::remove_file(aof.names.path(&f.name));
-        }
-    }
-    let mut other = s.bytes;
-    for f in &m.incrs[..m.incrs.len().saturating_sub(1)] {
-        other += fs::metadata(aof.names.path(&f.name))
-            .map(|m| m.len())
-            .unwrap_or(0);
-    }
-    aof.manifest = m;
-    aof.other_size = other;
+    aof.other_size = s.bytes;
     aof.base_size = aof.current_size();
     Ok(())
 }
@@ -1263,6 +1307,13 @@ fn enable_aof(core: &mut Core) -> Result<(), PersistError> {
     let names = log_names(core, &core.persist.data_dir)?;
     fs::create_dir_all(&names.dir).map_err(|e| PersistError::io("creating", &names.dir, e))?;
     let manifest = Manifest::load(&names.manifest())?.unwrap_or_default();
+    // The files of an older log (appendonly was on once) go when the new manifest is in.
+    let stale = manifest
+        .base
+        .iter()
+        .chain(manifest.incrs.iter())
+        .map(|f| names.path(&f.name))
+        .collect();
     let seq = manifest.max_seq() + 1;
     let path = names.path(&names.incr(seq));
     let file = new_segment(&path)?;
@@ -1277,7 +1328,12 @@ fn enable_aof(core: &mut Core) -> Result<(), PersistError> {
         other_size: 0,
         base_size: 0,
     });
-    let r = spawn_base(core, seq, true, t0);
+    let job = BaseJob {
+        seq,
+        wait_for_manifest: None,
+        stale,
+    };
+    let r = spawn_base(core, job, t0);
     if r.is_err() {
         core.persist.aof = None;
     }

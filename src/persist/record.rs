@@ -84,6 +84,12 @@ pub enum Frame {
 
 /// Reads the frame at the start of `buf` (CRC checked, payload not parsed).
 pub fn decode(buf: &[u8]) -> Frame {
+    decode_with(buf, true)
+}
+
+/// [`decode`], optionally trusting the record CRC (a snapshot whose whole-file CRC was
+/// verified first).
+pub fn decode_with(buf: &[u8], check_crc: bool) -> Frame {
     if buf.len() < HEADER_LEN {
         return Frame::Incomplete { needed: None };
     }
@@ -96,7 +102,7 @@ pub fn decode(buf: &[u8]) -> Frame {
     if buf.len() < size {
         return Frame::Incomplete { needed: Some(size) };
     }
-    if crc64(&buf[HEADER_LEN..size]) != crc {
+    if check_crc && crc64(&buf[HEADER_LEN..size]) != crc {
         return Frame::Corrupt("CRC-64 mismatch");
     }
     Frame::Record {
