@@ -117,6 +117,12 @@ pub struct Core {
     pub block_timer: Rc<Notify>,
     /// While a blocked command is re-executed: its original deadline.
     pub reprocessing: Option<Option<u64>>,
+    /// Unix ms of the current batch: the command time of every command in it (one
+    /// clock read per batch, not per command).
+    pub batch_now_ms: u64,
+    /// When the previous command ended (or the batch began): the start of the next
+    /// command's time for INFO commandstats, so each command costs one clock read.
+    clock: Instant,
     /// The effect log, snapshots and background saves (persist/).
     pub persist: crate::persist::Persist,
     /// True while the dataset is being loaded: clients get `-LOADING`, keys do not
@@ -294,6 +300,8 @@ impl Core {
             blocked: BlockedClients::default(),
             block_timer: Rc::new(Notify::new()),
             reprocessing: None,
+            batch_now_ms: unix_ms(),
+            clock: Instant::now(),
             persist: crate::persist::Persist::default(),
             loading: false,
             config,
@@ -410,7 +418,8 @@ impl Core {
         let mut out = RespWriter::new(client.proto);
         let saved_db = client.db;
         client.db = state.db;
-        self.call(client, spec, &state.argv, &mut out, unix_ms());
+        self.begin_batch();
+        self.call(client, spec, &state.argv, &mut out, self.batch_now_ms);
         client.db = saved_db;
         self.reprocessing = None;
         if client.blocked.is_none() {
@@ -525,9 +534,17 @@ impl Core {
         self.clients.len() + 1
     }
 
-    /// Runs one command for `client`, writing its reply to `out`.
+    /// Starts a batch of commands from one read: samples the clock once for all of
+    /// them.
+    pub fn begin_batch(&mut self) {
+        self.batch_now_ms = unix_ms();
+        self.clock = Instant::now();
+    }
+
+    /// Runs one command for `client`, writing its reply to `out`. The command time is
+    /// that of the batch ([`Core::begin_batch`]).
     pub fn execute(&mut self, client: &mut Client, argv: Argv, out: &mut RespWriter) -> Outcome {
-        let now_ms = unix_ms();
+        let now_ms = self.batch_now_ms;
         client.last_interaction_ms = now_ms;
         let Some(name) = argv.first() else {
             return Outcome::Done;
@@ -584,7 +601,7 @@ impl Core {
         now_ms: u64,
     ) -> Outcome {
         self.feed_monitors(client, argv, now_ms);
-        let started = Instant::now();
+        let started = self.clock;
         client.last_cmd = spec.full_name();
         out.proto = client.proto;
         // A transaction's effects are logged between MULTI and EXEC records.
@@ -605,7 +622,9 @@ impl Core {
         if is_exec {
             self.persist.exec_end();
         }
-        let usec = started.elapsed().as_micros() as u64;
+        let ended = Instant::now();
+        let usec = ended.saturating_duration_since(started).as_micros() as u64;
+        self.clock = ended;
         let stat = self.stats.commands.entry(spec.full_name()).or_default();
         stat.calls += 1;
         stat.usec += usec;

@@ -45,7 +45,9 @@ pub async fn serve(mut socket: TcpStream, peer: SocketAddr, core: SharedCore, st
         }
     };
     let Some((id, limits)) = admitted else {
-        let _ = socket.write_all(b"-ERR max number of clients reached\r\n").await;
+        let _ = socket
+            .write_all(b"-ERR max number of clients reached\r\n")
+            .await;
         return;
     };
     let mut parser = RequestParser::new(limits);
@@ -130,6 +132,7 @@ fn process_batch(
         return Next::Close;
     };
     parser.set_limits(parser_limits(&core));
+    core.begin_batch();
     let mut next = Next::Read;
     loop {
         parser.set_authenticated(client.authenticated);
