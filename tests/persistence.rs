@@ -523,6 +523,31 @@ fn build_dataset(node: &Node) {
             run(&mut r, &["PEXPIRE", &k, "3600000"]);
         }
     }
+    // Redis 8 deletions and NACKs, and trims that look at group references.
+    run(
+        &mut r,
+        &["XNACK", "s0", "g1", "FAIL", "IDS", "2", "1001-0", "1003-0"],
+    );
+    run(
+        &mut r,
+        &["XNACK", "s2", "g1", "FATAL", "IDS", "1", "1001-2"],
+    );
+    run(
+        &mut r,
+        &[
+            "XACKDEL", "s4", "g1", "ACKED", "IDS", "2", "1001-4", "1003-4",
+        ],
+    );
+    run(
+        &mut r,
+        &["XDELEX", "s6", "DELREF", "IDS", "2", "1001-6", "1009-6"],
+    );
+    run(&mut r, &["XTRIM", "s8", "MAXLEN", "~", "120", "ACKED"]);
+    run(&mut r, &["XTRIM", "s10", "MINID", "~", "1060-10", "DELREF"]);
+    run(
+        &mut r,
+        &["XADD", "s3", "MAXLEN", "~", "110", "DELREF", "*", "x", "1"],
+    );
     run(&mut r, &["XADD", "empty", "1-1", "a", "b"]);
     run(&mut r, &["XTRIM", "empty", "MAXLEN", "0"]);
     run(

@@ -421,7 +421,8 @@ impl GroupRead<'_> {
     /// `from`. Writes `[key, entries]` (opening the top-level reply on first use) when
     /// there is something to say; returns whether it did and how many dirty changes it
     /// made (Redis: one for a created consumer, one per stream for deliveries, one per
-    /// claim; none for history reads, which are not propagated).
+    /// claim; none for history reads, which Redis does not propagate; streamd logs their
+    /// delivery-count bumps, see persist/groups.rs).
     fn serve(
         &self,
         out: &mut RespWriter,
