@@ -214,6 +214,24 @@ mod tests {
         assert!(matches!(decode(&buf[first..]), Frame::Record { .. }));
     }
 
+    /// The example in docs/format.md, byte for byte.
+    #[test]
+    fn the_documented_example_log_is_what_we_write() {
+        let mut buf = Vec::new();
+        encode(&mut buf, &["SELECT", "0"]);
+        encode(&mut buf, &["XADD", "s", "1-1", "f", "v"]);
+        let hex: String = buf.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(
+            hex,
+            "170000004f6a8400e38e26e22a320d0a24360d0a53454c4543540d0a24310d0a300d0a\
+             2c00000004438a98343401 7e2a350d0a24340d0a584144440d0a24310d0a730d0a\
+             24330d0a312d310d0a24310d0a660d0a24310d0a760d0a"
+                .replace(' ', "")
+        );
+        assert_eq!(crc64(&buf[12..35]), 0xe226_8ee3_0084_6a4f);
+        assert_eq!(crc64(&buf[47..]), 0x7e01_3434_988a_4304);
+    }
+
     #[test]
     fn header_is_length_then_crc_little_endian() {
         let mut buf = Vec::new();
