@@ -636,7 +636,11 @@ pub fn sample_conf() -> String {
          # with CONFIG SET while the server runs.\n\n",
     );
     for d in DIRECTIVES {
-        out.push_str(&format!("# {}{}\n", d.help, if d.mutable { " (runtime)" } else { "" }));
+        out.push_str(&format!(
+            "# {}{}\n",
+            d.help,
+            if d.mutable { " (runtime)" } else { "" }
+        ));
         out.push_str(&format!("{} {}\n\n", d.name, quote_arg(d.default)));
     }
     out
@@ -736,18 +740,27 @@ mod tests {
     #[test]
     fn sample_conf_and_docs_list_every_directive() {
         let root = env!("CARGO_MANIFEST_DIR");
-        let files = [("conf/streamd.conf", sample_conf()), ("docs/configuration.md", docs_page())];
+        let files = [
+            ("conf/streamd.conf", sample_conf()),
+            ("docs/configuration.md", docs_page()),
+        ];
         for (path, expected) in files {
             let full = format!("{root}/{path}");
             if std::env::var_os("STREAMD_REGEN").is_some() {
                 std::fs::write(&full, &expected).unwrap();
             }
             let actual = std::fs::read_to_string(&full).unwrap_or_default();
-            assert_eq!(actual, expected, "{path} is stale: run STREAMD_REGEN=1 cargo test --lib config");
+            assert_eq!(
+                actual, expected,
+                "{path} is stale: run STREAMD_REGEN=1 cargo test --lib config"
+            );
         }
         // The sample itself must load and give the defaults.
-        let c = Config::load(Some(std::path::Path::new(&format!("{root}/conf/streamd.conf"))), &[])
-            .unwrap();
+        let c = Config::load(
+            Some(std::path::Path::new(&format!("{root}/conf/streamd.conf"))),
+            &[],
+        )
+        .unwrap();
         for d in DIRECTIVES {
             assert_eq!(c.get(d.name), Some(d.default), "{}", d.name);
         }

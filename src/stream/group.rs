@@ -1414,7 +1414,7 @@ impl Groups {
             return false;
         };
         let done = s.destroy(name);
-        if s.len() == 0 {
+        if s.is_empty() {
             self.set = None;
         }
         done
@@ -1858,7 +1858,7 @@ fn check_pel_index(pel: &PelIndex, slab: &Slab) -> Vec<u32> {
 #[cfg(test)]
 fn check_invariants(groups: &Groups) {
     // An allocated table always holds at least one group.
-    assert!(groups.set().is_none_or(|s| s.len() > 0));
+    assert!(groups.set().is_none_or(|s| !s.is_empty()));
     let empty = GroupSet::default();
     let groups = groups.set().unwrap_or(&empty);
     check_set_invariants(groups);
