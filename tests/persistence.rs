@@ -954,6 +954,84 @@ fn a_torn_last_record_is_cut_at_every_offset_with_a_warning() {
 }
 
 #[test]
+fn a_transaction_cut_anywhere_is_dropped_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = data_dir(&tmp, "src");
+    let node = Node::start(&dir, &["--save", ""]);
+    node.cmd(&["XADD", "s", "1-1", "f", "v"]);
+    let mut r = node.raw();
+    for c in [
+        &["MULTI"][..],
+        &["XADD", "s", "2-1", "f", "v"],
+        &["XADD", "t", "3-1", "f", "v"],
+        &["EXEC"],
+    ] {
+        r.cmd_str(c);
+    }
+    node.shutdown(&["NOSAVE"]);
+    let log = dir.join("appendonlydir/appendonly.1.incr.log");
+    let bytes = fs::read(&log).unwrap();
+    // SELECT, XADD, MULTI, XADD, XADD, EXEC.
+    let starts = record_starts(&bytes);
+    assert_eq!(starts.len(), 6);
+    let multi = starts[2];
+    for cut in (multi + 1..bytes.len()).step_by(7) {
+        let d = tmp.path().join(format!("tx{cut}"));
+        copy_dir(&dir, &d);
+        let l = d.join("appendonlydir/appendonly.1.incr.log");
+        fs::OpenOptions::new()
+            .write(true)
+            .open(&l)
+            .unwrap()
+            .set_len(cut as u64)
+            .unwrap();
+        let node = Node::start(&d, &["--save", ""]);
+        assert_eq!(node.cmd(&["XLEN", "s"]), b":1\r\n", "cut at {cut}");
+        assert_eq!(node.cmd(&["EXISTS", "t"]), b":0\r\n", "cut at {cut}");
+        assert_eq!(
+            fs::metadata(&l).unwrap().len(),
+            multi as u64,
+            "cut back to MULTI"
+        );
+        node.kill9();
+    }
+    let node = Node::start(&dir, &["--save", ""]);
+    assert_eq!(node.cmd(&["XLEN", "s"]), b":2\r\n");
+    assert_eq!(node.cmd(&["XLEN", "t"]), b":1\r\n");
+}
+
+#[test]
+fn sigterm_flushes_the_log_and_saves_the_snapshot() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = data_dir(&tmp, "term");
+    let node = Node::start(&dir, &["--appendfsync", "no"]);
+    node.cmd(&["XADD", "s", "1-1", "f", "v"]);
+    let pid = node.child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let mut node = node;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while node.child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "no exit after SIGTERM");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        node.log().contains("Saving the final snapshot"),
+        "{}",
+        node.log()
+    );
+    assert!(dir.join("dump.snap").exists());
+    drop(node);
+    let node = Node::start(&dir, &["--appendonly", "no"]);
+    assert_eq!(node.cmd(&["XLEN", "s"]), b":1\r\n");
+}
+
+#[test]
 fn a_flipped_bit_in_the_middle_refuses_to_start_and_check_aof_fix_repairs_it() {
     let tmp = tempfile::tempdir().unwrap();
     let (dir, log) = log_with_entries(&tmp, 5);
