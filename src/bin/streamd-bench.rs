@@ -8,6 +8,15 @@
 //!   XADD throughput (one connection, unpipelined) while they wait on other keys, then
 //!   the wake-up latency from sending the XADD for a reader's key to that reader
 //!   receiving its entry (p50/p99).
+//! - `xreadgroup-drain`: a 1M-entry stream (`--entries`) loaded with pipelined XADDs, a group
+//!   created at 0, then `XREADGROUP GROUP g c COUNT 10 STREAMS s >` until empty (entries/s).
+//! - `xack`: a 100k-entry PEL (`--pel`) from one XREADGROUP drain, then XACK of the pending
+//!   IDs in random order, one ID per command, pipelined 32 (ops/s).
+//! - `xautoclaim`: a 100k-entry PEL, then `XAUTOCLAIM s g c2 0 <cursor> COUNT 100` until the
+//!   cursor returns to 0-0 (ops/s and entries/s).
+//! - `pel-memory`: `used_memory` (INFO memory) before and after creating a 100k-entry PEL
+//!   (bytes per pending entry). streamd's `used_memory` is whatever its INFO reports (see its
+//!   `commands::server::used_memory`), not necessarily an allocator count.
 //!
 //! Uses its own minimal RESP client (tokio), so the measurement does not depend on a
 //! client library's buffering.
@@ -26,7 +35,10 @@ impl Conn {
     async fn connect(addr: &str) -> std::io::Result<Conn> {
         let stream = TcpStream::connect(addr).await?;
         stream.set_nodelay(true)?;
-        Ok(Conn { stream, buf: Vec::with_capacity(4096) })
+        Ok(Conn {
+            stream,
+            buf: Vec::with_capacity(4096),
+        })
     }
 
     async fn send(&mut self, args: &[&[u8]]) -> std::io::Result<()> {
@@ -48,7 +60,10 @@ impl Conn {
             let mut chunk = [0u8; 16384];
             let n = self.stream.read(&mut chunk).await?;
             if n == 0 {
-                return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "closed"));
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "closed",
+                ));
             }
             self.buf.extend_from_slice(&chunk[..n]);
         }
@@ -57,6 +72,40 @@ impl Conn {
     async fn cmd(&mut self, args: &[&[u8]]) -> std::io::Result<Vec<u8>> {
         self.send(args).await?;
         self.reply().await
+    }
+
+    /// Sends `cmds` in one write and reads their replies; fails on an error reply.
+    async fn pipeline(&mut self, cmds: &[Vec<Vec<u8>>]) -> std::io::Result<()> {
+        let mut out = Vec::new();
+        for args in cmds {
+            out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+            for a in args {
+                out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+                out.extend_from_slice(a);
+                out.extend_from_slice(b"\r\n");
+            }
+        }
+        self.stream.write_all(&out).await?;
+        for _ in cmds {
+            let r = self.reply().await?;
+            if r.first() == Some(&b'-') {
+                return Err(std::io::Error::other(
+                    String::from_utf8_lossy(&r).into_owned(),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// One command whose reply must not be an error.
+    async fn ok(&mut self, args: &[&[u8]]) -> std::io::Result<Vec<u8>> {
+        let r = self.cmd(args).await?;
+        if r.first() == Some(&b'-') {
+            return Err(std::io::Error::other(
+                String::from_utf8_lossy(&r).into_owned(),
+            ));
+        }
+        Ok(r)
     }
 }
 
@@ -116,7 +165,9 @@ async fn wait_blocked(conn: &mut Conn, n: usize) -> std::io::Result<()> {
             return Ok(());
         }
         if Instant::now() > deadline {
-            return Err(std::io::Error::other(format!("only {blocked}/{n} clients blocked")));
+            return Err(std::io::Error::other(format!(
+                "only {blocked}/{n} clients blocked"
+            )));
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -130,14 +181,19 @@ struct BlockedFigures {
     wake_p99: Duration,
 }
 
-async fn blocked_readers_round(addr: &str, n: usize, xadds: usize) -> std::io::Result<BlockedFigures> {
+async fn blocked_readers_round(
+    addr: &str,
+    n: usize,
+    xadds: usize,
+) -> std::io::Result<BlockedFigures> {
     let mut ctl = Conn::connect(addr).await?;
     ctl.cmd(&[b"FLUSHALL"]).await?;
     let mut readers = Vec::with_capacity(n);
     for i in 0..n {
         let mut c = Conn::connect(addr).await?;
         let key = format!("r{i}");
-        c.send(&[b"XREAD", b"BLOCK", b"0", b"STREAMS", key.as_bytes(), b"$"]).await?;
+        c.send(&[b"XREAD", b"BLOCK", b"0", b"STREAMS", key.as_bytes(), b"$"])
+            .await?;
         readers.push(c);
     }
     wait_blocked(&mut ctl, n).await?;
@@ -161,7 +217,9 @@ async fn blocked_readers_round(addr: &str, n: usize, xadds: usize) -> std::io::R
     for i in 0..n {
         let key = format!("r{i}");
         sent.push(Instant::now());
-        writer.cmd(&[b"XADD", key.as_bytes(), b"*", b"f", b"v"]).await?;
+        writer
+            .cmd(&[b"XADD", key.as_bytes(), b"*", b"f", b"v"])
+            .await?;
     }
     let mut lat = Vec::with_capacity(n);
     for (i, t) in tasks.into_iter().enumerate() {
@@ -179,6 +237,170 @@ async fn blocked_readers_round(addr: &str, n: usize, xadds: usize) -> std::io::R
     })
 }
 
+/// Loads `n` entries `1-0 ..= n-0` (`f v`) into `s` with pipelined XADDs (batches of 1000).
+async fn load(conn: &mut Conn, key: &[u8], n: usize) -> std::io::Result<()> {
+    let mut i = 1;
+    while i <= n {
+        let end = (i + 1000).min(n + 1);
+        let cmds: Vec<Vec<Vec<u8>>> = (i..end)
+            .map(|j| {
+                vec![
+                    b"XADD".to_vec(),
+                    key.to_vec(),
+                    format!("{j}-0").into_bytes(),
+                    b"f".to_vec(),
+                    b"v".to_vec(),
+                ]
+            })
+            .collect();
+        conn.pipeline(&cmds).await?;
+        i = end;
+    }
+    Ok(())
+}
+
+/// True for an empty (null) XREADGROUP reply.
+fn is_null(reply: &[u8]) -> bool {
+    reply == b"*-1\r\n" || reply == b"_\r\n" || reply == b"*0\r\n"
+}
+
+/// Delivers every new entry of `s` to consumer `consumer` of group `g` with `COUNT count`
+/// (one command at a time); returns the number of commands sent.
+async fn drain(conn: &mut Conn, consumer: &[u8], count: usize) -> std::io::Result<usize> {
+    let count = count.to_string();
+    let mut commands = 0;
+    loop {
+        commands += 1;
+        let r = conn
+            .ok(&[
+                b"XREADGROUP",
+                b"GROUP",
+                b"g",
+                consumer,
+                b"COUNT",
+                count.as_bytes(),
+                b"STREAMS",
+                b"s",
+                b">",
+            ])
+            .await?;
+        if is_null(&r) {
+            return Ok(commands);
+        }
+    }
+}
+
+/// FLUSHALL, `n` entries in `s`, group `g` at 0.
+async fn setup_group(conn: &mut Conn, n: usize) -> std::io::Result<()> {
+    conn.ok(&[b"FLUSHALL"]).await?;
+    load(conn, b"s", n).await?;
+    conn.ok(&[b"XGROUP", b"CREATE", b"s", b"g", b"0"]).await?;
+    Ok(())
+}
+
+/// One named figure of a round.
+type Figures = Vec<(&'static str, f64)>;
+
+async fn xreadgroup_drain_round(addr: &str, n: usize) -> std::io::Result<Figures> {
+    let mut conn = Conn::connect(addr).await?;
+    setup_group(&mut conn, n).await?;
+    let start = Instant::now();
+    drain(&mut conn, b"c", 10).await?;
+    let secs = start.elapsed().as_secs_f64();
+    Ok(vec![("entries/s", n as f64 / secs)])
+}
+
+/// xorshift64*: a fixed-seed shuffle, the same order on both servers.
+fn shuffle<T>(v: &mut [T], mut seed: u64) {
+    for i in (1..v.len()).rev() {
+        seed ^= seed >> 12;
+        seed ^= seed << 25;
+        seed ^= seed >> 27;
+        let r = seed.wrapping_mul(0x2545_F491_4F6C_DD1D);
+        v.swap(i, (r % (i as u64 + 1)) as usize);
+    }
+}
+
+async fn xack_round(addr: &str, n: usize) -> std::io::Result<Figures> {
+    let mut conn = Conn::connect(addr).await?;
+    setup_group(&mut conn, n).await?;
+    drain(&mut conn, b"c", 1000).await?;
+    let mut ids: Vec<Vec<u8>> = (1..=n).map(|j| format!("{j}-0").into_bytes()).collect();
+    shuffle(&mut ids, 0x9E37_79B9_7F4A_7C15);
+    let start = Instant::now();
+    for chunk in ids.chunks(32) {
+        let cmds: Vec<Vec<Vec<u8>>> = chunk
+            .iter()
+            .map(|id| vec![b"XACK".to_vec(), b"s".to_vec(), b"g".to_vec(), id.clone()])
+            .collect();
+        conn.pipeline(&cmds).await?;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    Ok(vec![("ops/s", n as f64 / secs)])
+}
+
+/// The first bulk string of an array reply (XAUTOCLAIM's cursor).
+fn first_bulk(reply: &[u8]) -> Option<&[u8]> {
+    let mut lines = reply.split(|&b| b == b'\n');
+    lines.next()?; // array header
+    lines.next()?; // bulk header
+    let cursor = lines.next()?;
+    Some(cursor.strip_suffix(b"\r").unwrap_or(cursor))
+}
+
+async fn xautoclaim_round(addr: &str, n: usize) -> std::io::Result<Figures> {
+    let mut conn = Conn::connect(addr).await?;
+    setup_group(&mut conn, n).await?;
+    drain(&mut conn, b"c", 1000).await?;
+    let mut cursor = b"0-0".to_vec();
+    let mut ops = 0usize;
+    let start = Instant::now();
+    loop {
+        let r = conn
+            .ok(&[
+                b"XAUTOCLAIM",
+                b"s",
+                b"g",
+                b"c2",
+                b"0",
+                &cursor,
+                b"COUNT",
+                b"100",
+            ])
+            .await?;
+        ops += 1;
+        cursor = first_bulk(&r)
+            .ok_or_else(|| std::io::Error::other("bad XAUTOCLAIM reply"))?
+            .to_vec();
+        if cursor == b"0-0" {
+            break;
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    Ok(vec![
+        ("ops/s", ops as f64 / secs),
+        ("entries/s", n as f64 / secs),
+    ])
+}
+
+async fn used_memory(conn: &mut Conn) -> std::io::Result<f64> {
+    let info = conn.ok(&[b"INFO", b"memory"]).await?;
+    String::from_utf8_lossy(&info)
+        .lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .ok_or_else(|| std::io::Error::other("no used_memory in INFO memory"))
+}
+
+async fn pel_memory_round(addr: &str, n: usize) -> std::io::Result<Figures> {
+    let mut conn = Conn::connect(addr).await?;
+    setup_group(&mut conn, n).await?;
+    let before = used_memory(&mut conn).await?;
+    drain(&mut conn, b"c", 1000).await?;
+    let after = used_memory(&mut conn).await?;
+    Ok(vec![("bytes/pending", (after - before) / n as f64)])
+}
+
 struct Args {
     workload: String,
     a: String,
@@ -186,6 +408,8 @@ struct Args {
     readers: Vec<usize>,
     rounds: usize,
     xadds: usize,
+    entries: usize,
+    pel: usize,
     json: bool,
 }
 
@@ -197,6 +421,8 @@ fn parse_args() -> Result<Args, String> {
         readers: vec![100, 1000, 10000],
         rounds: 3,
         xadds: 20000,
+        entries: 1_000_000,
+        pel: 100_000,
         json: false,
     };
     let mut it = std::env::args().skip(1);
@@ -213,21 +439,37 @@ fn parse_args() -> Result<Args, String> {
             }
             "--rounds" => args.rounds = value()?.parse().map_err(|_| "bad --rounds")?,
             "--xadds" => args.xadds = value()?.parse().map_err(|_| "bad --xadds")?,
+            "--entries" => args.entries = value()?.parse().map_err(|_| "bad --entries")?,
+            "--pel" => args.pel = value()?.parse().map_err(|_| "bad --pel")?,
             "--json" => args.json = true,
             "-h" | "--help" => {
-                return Err("usage: streamd-bench blocked-readers --a HOST:PORT [--b HOST:PORT] \
-                            [--readers 100,1000,10000] [--rounds 3] [--xadds 20000] [--json]"
-                    .into());
+                return Err(format!(
+                    "usage: streamd-bench WORKLOAD --a HOST:PORT [--b HOST:PORT] [--rounds 3] \
+                     [--readers 100,1000,10000] [--xadds 20000] [--entries 1000000] \
+                     [--pel 100000] [--json]\nworkloads: {}",
+                    WORKLOADS.join(", ")
+                ));
             }
             w if args.workload.is_empty() && !w.starts_with('-') => args.workload = w.to_string(),
             other => return Err(format!("unknown argument {other}")),
         }
     }
     if args.workload.is_empty() || args.a.is_empty() {
-        return Err("usage: streamd-bench blocked-readers --a HOST:PORT [--b HOST:PORT]".into());
+        return Err(format!(
+            "usage: streamd-bench WORKLOAD --a HOST:PORT [--b HOST:PORT] (--help); workloads: {}",
+            WORKLOADS.join(", ")
+        ));
     }
     Ok(args)
 }
+
+const WORKLOADS: &[&str] = &[
+    "blocked-readers",
+    "xreadgroup-drain",
+    "xack",
+    "xautoclaim",
+    "pel-memory",
+];
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
@@ -242,11 +484,18 @@ fn main() {
             std::process::exit(2);
         }
     };
-    if args.workload != "blocked-readers" {
-        eprintln!("unknown workload {}; available: blocked-readers", args.workload);
+    if !WORKLOADS.contains(&args.workload.as_str()) {
+        eprintln!(
+            "unknown workload {}; available: {}",
+            args.workload,
+            WORKLOADS.join(", ")
+        );
         std::process::exit(2);
     }
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(r) => r,
         Err(e) => {
             eprintln!("runtime: {e}");
@@ -258,6 +507,9 @@ fn main() {
         let servers: Vec<(&str, &str)> = std::iter::once(("A", args.a.as_str()))
             .chain(args.b.as_deref().map(|b| ("B", b)))
             .collect();
+        if args.workload != "blocked-readers" {
+            return run_figures(&args, &servers).await;
+        }
         let mut json_rows = Vec::new();
         for &n in &args.readers {
             let mut per: Vec<Vec<BlockedFigures>> = vec![Vec::new(); servers.len()];
@@ -311,6 +563,61 @@ fn main() {
     }
 }
 
+/// Runs one of the figure workloads: alternating A/B rounds, then per figure the median of
+/// the rounds for each server and the A/B ratio.
+async fn run_figures(args: &Args, servers: &[(&str, &str)]) -> std::io::Result<()> {
+    let w = args.workload.as_str();
+    let mut per: Vec<Vec<Figures>> = vec![Vec::new(); servers.len()];
+    for round in 0..args.rounds {
+        for (s, (name, addr)) in servers.iter().enumerate() {
+            eprint!("\r{w} round {}/{} server {name}   ", round + 1, args.rounds);
+            let figures = match w {
+                "xreadgroup-drain" => xreadgroup_drain_round(addr, args.entries).await?,
+                "xack" => xack_round(addr, args.pel).await?,
+                "xautoclaim" => xautoclaim_round(addr, args.pel).await?,
+                "pel-memory" => pel_memory_round(addr, args.pel).await?,
+                other => return Err(std::io::Error::other(format!("unknown workload {other}"))),
+            };
+            per[s].push(figures);
+        }
+    }
+    eprintln!();
+    let Some(first) = per.first().and_then(|r| r.first()) else {
+        return Ok(());
+    };
+    let names: Vec<&str> = first.iter().map(|(n, _)| *n).collect();
+    let mut json_rows = Vec::new();
+    for (i, metric) in names.iter().enumerate() {
+        let medians: Vec<f64> = per
+            .iter()
+            .map(|rounds| median(rounds.iter().map(|f| f[i].1).collect()))
+            .collect();
+        for (s, (name, addr)) in servers.iter().enumerate() {
+            if args.json {
+                json_rows.push(format!(
+                    "{{\"workload\":\"{w}\",\"metric\":\"{metric}\",\"server\":\"{name}\",\"addr\":\"{addr}\",\"median\":{:.2},\"rounds\":{}}}",
+                    medians[s], args.rounds
+                ));
+            } else {
+                println!(
+                    "{w:<17} {metric:<14} {name} {addr:<21} {:>14.1}   (median of {} rounds)",
+                    medians[s], args.rounds
+                );
+            }
+        }
+        if medians.len() == 2 && !args.json {
+            println!(
+                "{w:<17} {metric:<14} A/B {:>36.2}x",
+                medians[0] / medians[1]
+            );
+        }
+    }
+    if args.json {
+        println!("[{}]", json_rows.join(","));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -322,6 +629,22 @@ mod tests {
         assert_eq!(reply_len(b"*2\r\n$1\r\na\r\n"), None);
         assert_eq!(reply_len(b"*-1\r\n"), Some(5));
         assert_eq!(reply_len(b"%1\r\n+a\r\n*0\r\n"), Some(12));
+    }
+
+    #[test]
+    fn cursor_and_null_replies() {
+        assert_eq!(
+            first_bulk(b"*3\r\n$3\r\n5-0\r\n*0\r\n*0\r\n"),
+            Some(&b"5-0"[..])
+        );
+        assert!(is_null(b"*-1\r\n"));
+        assert!(!is_null(b"*1\r\n"));
+        let mut v: Vec<u32> = (0..100).collect();
+        shuffle(&mut v, 7);
+        let mut sorted = v.clone();
+        sorted.sort();
+        assert_eq!(sorted, (0..100).collect::<Vec<_>>());
+        assert_ne!(v, sorted);
     }
 
     #[test]
