@@ -7,6 +7,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use streamd::config::Config;
 
+/// Every allocation is counted (by its allocator size class, as Redis's zmalloc does)
+/// for INFO `used_memory` and `maxmemory`.
+#[global_allocator]
+static GLOBAL: streamd::alloc::CountingAlloc = streamd::alloc::CountingAlloc;
+
 /// A Redis-protocol stream server.
 #[derive(Parser, Debug)]
 #[command(

@@ -585,6 +585,12 @@ fn blocking_keys(core: &crate::core::Core, nokey: bool) -> usize {
 /// Memory in use: the counted allocator's figure when installed, else the sum of the
 /// streams' own estimates.
 pub fn used_memory(core: &crate::core::Core) -> usize {
+    // The binary installs `alloc::CountingAlloc`, which counts usable sizes as Redis's
+    // zmalloc does; library users (tests) get the estimate.
+    let counted = crate::alloc::allocated();
+    if counted > 0 {
+        return counted;
+    }
     let streams: usize = core
         .dbs
         .iter()
