@@ -328,6 +328,8 @@ pub struct LogWriter {
     thread: Option<JoinHandle<()>>,
     /// The last write error, until a write succeeds again.
     write_error: Option<String>,
+    /// The fsync policy (the core's copy; the sync thread has its own under its lock).
+    policy: FsyncPolicy,
 }
 
 impl std::fmt::Debug for LogWriter {
@@ -357,6 +359,7 @@ impl LogWriter {
             shared,
             thread: Some(thread),
             write_error: None,
+            policy,
         })
     }
 
@@ -397,8 +400,14 @@ impl LogWriter {
         self.write_error.as_deref()
     }
 
+    /// The fsync policy.
+    pub fn policy(&self) -> FsyncPolicy {
+        self.policy
+    }
+
     /// Changes the fsync policy.
     pub fn set_policy(&mut self, policy: FsyncPolicy) {
+        self.policy = policy;
         let mut ctl = self.shared.ctl.lock().expect("durability lock");
         ctl.policy = policy;
         ctl.requested = ctl.requested.max(self.shared.written());
@@ -424,7 +433,7 @@ impl LogWriter {
             self.pending.shrink_to(64 * 1024);
         }
         self.shared.written.store(self.appended, Ordering::Release);
-        if self.shared.policy() == FsyncPolicy::Always {
+        if self.policy == FsyncPolicy::Always {
             self.shared.request(self.appended);
         }
         Ok(())

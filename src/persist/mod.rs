@@ -351,7 +351,7 @@ impl Persist {
             return;
         };
         if let Err(e) = aof.writer.flush() {
-            if aof.writer.durability().policy() == FsyncPolicy::Always {
+            if aof.writer.policy() == FsyncPolicy::Always {
                 tracing::error!(error = %e, "Can't recover from a write error on the append only file when appendfsync is 'always'. Exiting...");
                 std::process::exit(1);
             }
@@ -377,10 +377,13 @@ pub async fn commit(core: &SharedCore) -> Result<(), String> {
             return Ok(());
         };
         let d = aof.writer.durability();
-        if d.policy() != FsyncPolicy::Always {
+        if aof.writer.policy() != FsyncPolicy::Always {
             let pending = aof.writer.pending_len() > 0;
             drop(c);
             if pending {
+                // One write for every connection ready now, as Redis writes once per
+                // event-loop round.
+                tokio::task::yield_now().await;
                 core.borrow_mut().persist.flush();
             }
             return Ok(());
