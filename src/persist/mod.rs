@@ -371,40 +371,72 @@ impl Persist {
 /// records the replies depend on as safe as `appendfsync` promises. `Err` means the
 /// fsync failed (the caller drops the replies and the server stops).
 pub async fn commit(core: &SharedCore) -> Result<(), String> {
-    let (need, shared, pending) = {
-        let c = core.borrow();
-        let Some(aof) = c.persist.aof.as_ref() else {
-            return Ok(());
-        };
-        let d = aof.writer.durability();
-        if aof.writer.policy() != FsyncPolicy::Always {
-            let pending = aof.writer.pending_len() > 0;
-            drop(c);
-            if pending {
-                // One write for every connection ready now, as Redis writes once per
-                // event-loop round.
-                tokio::task::yield_now().await;
-                core.borrow_mut().persist.flush();
-            }
-            return Ok(());
-        }
-        let need = aof.writer.appended();
-        if d.durable() >= need {
-            return Ok(());
-        }
-        (need, d.clone(), aof.writer.pending_len() > 0)
+    let (pending, wait) = match commit_needs(&core.borrow()) {
+        CommitNeeds::Nothing => return Ok(()),
+        CommitNeeds::Write => (true, None),
+        CommitNeeds::Durable {
+            pending,
+            need,
+            shared,
+        } => (pending, Some((need, shared))),
     };
     if pending {
-        // Let every other ready connection run its batch into the same group.
+        // Let every other ready connection run its batch first: whoever resumes first
+        // writes everything pending, once (and under `always` the records of all of them
+        // share the next fsync), as Redis writes once per event-loop round.
         tokio::task::yield_now().await;
         core.borrow_mut().persist.flush();
     }
+    let Some((need, shared)) = wait else {
+        return Ok(());
+    };
     let r = shared.wait_durable(need).await;
     if let Err(e) = &r {
         tracing::error!(error = %e, "Can't recover from an fsync error on the append only file when appendfsync is 'always'. Exiting...");
         std::process::exit(1);
     }
     r
+}
+
+/// What [`commit`] has to do.
+enum CommitNeeds {
+    /// No log, or everything is already as safe as the policy asks.
+    Nothing,
+    /// `everysec` / `no`: write the pending records.
+    Write,
+    /// `always`: wait until record `need` is durable (writing the pending ones first).
+    Durable {
+        /// Records are pending.
+        pending: bool,
+        /// The newest record the replies may depend on.
+        need: u64,
+        /// Where durability is published.
+        shared: std::sync::Arc<log::Durability>,
+    },
+}
+
+fn commit_needs(c: &Core) -> CommitNeeds {
+    let Some(aof) = c.persist.aof.as_ref() else {
+        return CommitNeeds::Nothing;
+    };
+    let pending = aof.writer.pending_len() > 0;
+    if aof.writer.policy() != FsyncPolicy::Always {
+        return if pending {
+            CommitNeeds::Write
+        } else {
+            CommitNeeds::Nothing
+        };
+    }
+    let need = aof.writer.appended();
+    let d = aof.writer.durability();
+    if d.durable() >= need {
+        return CommitNeeds::Nothing;
+    }
+    CommitNeeds::Durable {
+        pending,
+        need,
+        shared: d.clone(),
+    }
 }
 
 // ---------------------------------------------------------------------------------------
