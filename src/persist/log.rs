@@ -71,8 +71,12 @@ pub struct Durability {
     durable: AtomicU64,
     /// The first fsync error; sticky.
     failed: Mutex<Option<String>>,
+    /// `failed` is set (read without the lock on every write command).
+    has_failed: AtomicBool,
     /// Set while an fsync runs (INFO `aof_pending_bio_fsync`).
     syncing: AtomicBool,
+    /// Rotation hooks completed (each rotation's manifest is stored).
+    rotated: AtomicU64,
     /// fsyncs completed.
     pub fsyncs: AtomicU64,
     /// Longest fsync seen, microseconds.
@@ -121,7 +125,9 @@ impl Durability {
             written: AtomicU64::new(start),
             durable: AtomicU64::new(start),
             failed: Mutex::new(None),
+            has_failed: AtomicBool::new(false),
             syncing: AtomicBool::new(false),
+            rotated: AtomicU64::new(0),
             fsyncs: AtomicU64::new(0),
             max_fsync_usec: AtomicU64::new(0),
             notify: Notify::new(),
@@ -148,6 +154,9 @@ impl Durability {
 
     /// The sticky fsync error, if one happened.
     pub fn error(&self) -> Option<String> {
+        if !self.has_failed.load(Ordering::Acquire) {
+            return None;
+        }
         self.failed.lock().expect("durability lock").clone()
     }
 
@@ -168,6 +177,22 @@ impl Durability {
             tokio::pin!(notified);
             notified.as_mut().enable();
             if self.durable() >= seq {
+                return Ok(());
+            }
+            if let Some(e) = self.error() {
+                return Err(e);
+            }
+            notified.await;
+        }
+    }
+
+    /// Waits until `n` rotation hooks have completed (`Ok`) or one failed (`Err`).
+    pub async fn wait_rotated(&self, n: u64) -> Result<(), String> {
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.rotated.load(Ordering::Acquire) >= n {
                 return Ok(());
             }
             if let Some(e) = self.error() {
@@ -213,6 +238,7 @@ impl Durability {
         if f.is_none() {
             *f = Some(msg);
         }
+        self.has_failed.store(true, Ordering::Release);
         drop(f);
         self.notify.notify_waiters();
         self.cond.notify_all();
@@ -272,10 +298,16 @@ fn sync_thread(d: Arc<Durability>) {
         let started = Instant::now();
         d.syncing.store(true, Ordering::Relaxed);
         let mut result = Ok(());
+        let mut hooks_done = 0;
         for h in hooks {
             if result.is_ok() {
                 result = h();
+                hooks_done += u64::from(result.is_ok());
             }
+        }
+        if hooks_done > 0 {
+            d.rotated.fetch_add(hooks_done, Ordering::AcqRel);
+            d.notify.notify_waiters();
         }
         for s in sinks.iter_mut().filter(|_| result.is_ok()) {
             if let Err(e) = s.sync() {
@@ -330,6 +362,8 @@ pub struct LogWriter {
     write_error: Option<String>,
     /// The fsync policy (the core's copy; the sync thread has its own under its lock).
     policy: FsyncPolicy,
+    /// Rotation hooks handed to the sync thread so far.
+    rotations: u64,
 }
 
 impl std::fmt::Debug for LogWriter {
@@ -360,6 +394,7 @@ impl LogWriter {
             thread: Some(thread),
             write_error: None,
             policy,
+            rotations: 0,
         })
     }
 
@@ -398,6 +433,13 @@ impl LogWriter {
     /// The last write error, if the latest write failed.
     pub fn write_error(&self) -> Option<&str> {
         self.write_error.as_deref()
+    }
+
+    /// The number of rotation hooks that must complete before records written now may
+    /// be acknowledged at all, if some have not yet: records of a new file only count
+    /// once the manifest names it, whatever the policy.
+    pub fn rotation_pending(&self) -> Option<u64> {
+        (self.shared.rotated.load(Ordering::Acquire) < self.rotations).then_some(self.rotations)
     }
 
     /// The fsync policy.
@@ -466,7 +508,10 @@ impl LogWriter {
         self.size = size;
         let mut ctl = self.shared.ctl.lock().expect("durability lock");
         ctl.sinks.push(clone);
-        ctl.hooks.extend(hook);
+        if let Some(h) = hook {
+            ctl.hooks.push(h);
+            self.rotations += 1;
+        }
         self.shared.cond.notify_all();
         Ok(())
     }
@@ -616,6 +661,31 @@ mod tests {
         assert_eq!(n.durable, n.written);
         assert!(!o.durable.is_empty() && !n.durable.is_empty());
         assert!(ran.load(Ordering::SeqCst), "the rotation hook ran");
+    }
+
+    #[test]
+    fn records_of_a_new_file_wait_for_its_manifest_under_every_policy() {
+        let (mut w, _old) = writer(FsyncPolicy::No);
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let hook: Hook = Box::new(move || {
+            rx.recv().map_err(io::Error::other)?;
+            Ok(())
+        });
+        w.rotate(Box::new(CrashSink::default()), 0, Some(hook))
+            .unwrap();
+        w.append(&["DEL", "a"]);
+        w.flush().unwrap();
+        assert_eq!(
+            w.rotation_pending(),
+            Some(1),
+            "the manifest is not stored yet"
+        );
+        tx.send(()).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while w.rotation_pending().is_some() {
+            assert!(Instant::now() < deadline);
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     #[test]

@@ -362,7 +362,11 @@ impl Persist {
     /// Why write commands are refused (the log cannot be written), if they are.
     pub fn write_refusal(&self) -> Option<String> {
         let aof = self.aof.as_ref()?;
-        let e = aof.writer.write_error()?;
+        let e = aof
+            .writer
+            .write_error()
+            .map(str::to_string)
+            .or_else(|| aof.writer.durability().error())?;
         Some(format!("MISCONF Errors writing to the AOF file: {e}"))
     }
 }
@@ -373,12 +377,12 @@ impl Persist {
 pub async fn commit(core: &SharedCore) -> Result<(), String> {
     let (pending, wait) = match commit_needs(&core.borrow()) {
         CommitNeeds::Nothing => return Ok(()),
-        CommitNeeds::Write => (true, None),
+        CommitNeeds::Write { pending, rotation } => (pending, rotation.map(Wait::Rotated)),
         CommitNeeds::Durable {
             pending,
             need,
             shared,
-        } => (pending, Some((need, shared))),
+        } => (pending, Some(Wait::Durable(need, shared))),
     };
     if pending {
         // Let every other ready connection run its batch first: whoever resumes first
@@ -387,23 +391,39 @@ pub async fn commit(core: &SharedCore) -> Result<(), String> {
         tokio::task::yield_now().await;
         core.borrow_mut().persist.flush();
     }
-    let Some((need, shared)) = wait else {
-        return Ok(());
+    let r = match wait {
+        None => return Ok(()),
+        Some(Wait::Durable(need, shared)) => shared.wait_durable(need).await,
+        Some(Wait::Rotated((n, shared))) => shared.wait_rotated(n).await,
     };
-    let r = shared.wait_durable(need).await;
     if let Err(e) = &r {
-        tracing::error!(error = %e, "Can't recover from an fsync error on the append only file when appendfsync is 'always'. Exiting...");
+        tracing::error!(error = %e, "Can't recover from an error making the append only file durable: acknowledged writes could be lost. Exiting...");
         std::process::exit(1);
     }
     r
+}
+
+/// What [`commit`] waits for after writing.
+enum Wait {
+    /// Record `.0` durable (`always`).
+    Durable(u64, std::sync::Arc<log::Durability>),
+    /// A rotation's manifest stored (any policy).
+    Rotated((u64, std::sync::Arc<log::Durability>)),
 }
 
 /// What [`commit`] has to do.
 enum CommitNeeds {
     /// No log, or everything is already as safe as the policy asks.
     Nothing,
-    /// `everysec` / `no`: write the pending records.
-    Write,
+    /// `everysec` / `no`: write the pending records, and wait for a rotation's
+    /// manifest if one is being stored (records in a file no manifest names yet must
+    /// not be acknowledged).
+    Write {
+        /// Records are pending.
+        pending: bool,
+        /// Rotation hooks to wait for.
+        rotation: Option<(u64, std::sync::Arc<log::Durability>)>,
+    },
     /// `always`: wait until record `need` is durable (writing the pending ones first).
     Durable {
         /// Records are pending.
@@ -421,8 +441,12 @@ fn commit_needs(c: &Core) -> CommitNeeds {
     };
     let pending = aof.writer.pending_len() > 0;
     if aof.writer.policy() != FsyncPolicy::Always {
-        return if pending {
-            CommitNeeds::Write
+        let rotation = aof
+            .writer
+            .rotation_pending()
+            .map(|n| (n, aof.writer.durability().clone()));
+        return if pending || rotation.is_some() {
+            CommitNeeds::Write { pending, rotation }
         } else {
             CommitNeeds::Nothing
         };
@@ -887,7 +911,8 @@ fn create_empty(path: &Path) -> Result<(), PersistError> {
 }
 
 /// Deletes `<stem>.<n>.base.snap` / `<stem>.<n>.incr.log` files the manifest does not name
-/// (left by a crash between a manifest switch and the deletions after it).
+/// (left by a crash between a manifest switch and the deletions after it), and temp files
+/// of interrupted writes.
 fn remove_orphans(names: &Names, m: &Manifest) {
     let Ok(entries) = fs::read_dir(&names.dir) else {
         return;
@@ -904,10 +929,12 @@ fn remove_orphans(names: &Names, m: &Manifest) {
         let Some(rest) = name.strip_prefix(&prefix) else {
             continue;
         };
-        let ours = rest
-            .strip_suffix(".base.snap")
-            .or_else(|| rest.strip_suffix(".incr.log"))
-            .is_some_and(|n| !n.is_empty() && n.bytes().all(|c| c.is_ascii_digit()));
+        let rest = rest.strip_suffix(".tmp").unwrap_or(rest);
+        let ours = rest == "manifest" && name.ends_with(".tmp")
+            || rest
+                .strip_suffix(".base.snap")
+                .or_else(|| rest.strip_suffix(".incr.log"))
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|c| c.is_ascii_digit()));
         if ours && !keep.contains(&name.as_str()) {
             tracing::info!(file = %name, "removing a log file no manifest names");
             let _ = fs::remove_file(e.path());
@@ -1513,4 +1540,52 @@ pub fn info(core: &Core) -> String {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_files_no_manifest_names_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let names = Names {
+            dir: dir.path().to_path_buf(),
+            stem: "appendonly".into(),
+        };
+        let m = Manifest {
+            base: Some(ManifestFile {
+                name: names.base(3),
+                seq: 3,
+            }),
+            incrs: vec![ManifestFile {
+                name: names.incr(3),
+                seq: 3,
+            }],
+        };
+        let keep = [
+            "appendonly.3.base.snap",
+            "appendonly.3.incr.log",
+            "appendonly.manifest",
+            "notes.txt",
+            "appendonly.x.incr.log",
+        ];
+        let gone = [
+            "appendonly.2.base.snap",
+            "appendonly.2.incr.log",
+            "appendonly.4.incr.log",
+            "appendonly.4.base.snap.tmp",
+            "appendonly.manifest.tmp",
+        ];
+        for f in keep.iter().chain(gone.iter()) {
+            fs::write(dir.path().join(f), b"x").unwrap();
+        }
+        remove_orphans(&names, &m);
+        for f in keep {
+            assert!(dir.path().join(f).exists(), "{f} was removed");
+        }
+        for f in gone {
+            assert!(!dir.path().join(f).exists(), "{f} was kept");
+        }
+    }
 }
