@@ -12,6 +12,8 @@
 
 mod common;
 
+use common::reply::{arr, bulk, entry, err, int};
+
 use common::{Raw, escape, start_server};
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -23,18 +25,6 @@ use std::time::{Duration, Instant};
 // Expected-bytes builders
 // ---------------------------------------------------------------------------------------
 
-fn err(text: &str) -> Vec<u8> {
-    format!("-{text}\r\n").into_bytes()
-}
-
-fn int(n: i64) -> Vec<u8> {
-    format!(":{n}\r\n").into_bytes()
-}
-
-fn bulk(s: &str) -> Vec<u8> {
-    format!("${}\r\n{s}\r\n", s.len()).into_bytes()
-}
-
 fn status(s: &str) -> Vec<u8> {
     format!("+{s}\r\n").into_bytes()
 }
@@ -43,21 +33,8 @@ fn ok() -> Vec<u8> {
     status("OK")
 }
 
-fn arr(items: &[Vec<u8>]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", items.len()).into_bytes();
-    for i in items {
-        out.extend_from_slice(i);
-    }
-    out
-}
-
 fn ids(ids: &[&str]) -> Vec<u8> {
     arr(&ids.iter().map(|i| bulk(i)).collect::<Vec<_>>())
-}
-
-fn entry(id: &str, fields: &[&str]) -> Vec<u8> {
-    let fields: Vec<Vec<u8>> = fields.iter().map(|f| bulk(f)).collect();
-    arr(&[bulk(id), arr(&fields)])
 }
 
 /// `$-1` in RESP2, `_` in RESP3.

@@ -14,6 +14,8 @@
 
 mod common;
 
+use common::reply::{arr, bulk, err, int};
+
 use common::{Raw, encode_cmd, escape, start_server, start_server_with};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -21,26 +23,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 // ---- expected-reply builders (exact RESP2 bytes) -------------------------------------
-
-fn err(text: &str) -> Vec<u8> {
-    format!("-{text}\r\n").into_bytes()
-}
-
-fn int(n: i64) -> Vec<u8> {
-    format!(":{n}\r\n").into_bytes()
-}
-
-fn bulk(s: &str) -> Vec<u8> {
-    format!("${}\r\n{s}\r\n", s.len()).into_bytes()
-}
-
-fn arr(items: &[Vec<u8>]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", items.len()).into_bytes();
-    for i in items {
-        out.extend_from_slice(i);
-    }
-    out
-}
 
 /// An array of integers (XACKDEL / XDELEX per-ID results).
 fn ints(ns: &[i64]) -> Vec<u8> {

@@ -4,36 +4,12 @@
 
 mod common;
 
+use common::reply::{arr, bulk, entry, err, int};
+
 use common::{Raw, escape, start_server, start_server_with};
 use redis::AsyncCommands;
 
 // ---- expected-reply builders (exact RESP bytes) ------------------------------------
-
-fn err(text: &str) -> Vec<u8> {
-    format!("-{text}\r\n").into_bytes()
-}
-
-fn int(n: i64) -> Vec<u8> {
-    format!(":{n}\r\n").into_bytes()
-}
-
-fn bulk(s: &str) -> Vec<u8> {
-    format!("${}\r\n{s}\r\n", s.len()).into_bytes()
-}
-
-fn arr(items: &[Vec<u8>]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", items.len()).into_bytes();
-    for i in items {
-        out.extend_from_slice(i);
-    }
-    out
-}
-
-/// `[id, [f1, v1, ...]]`.
-fn entry(id: &str, fields: &[&str]) -> Vec<u8> {
-    let fields: Vec<Vec<u8>> = fields.iter().map(|f| bulk(f)).collect();
-    arr(&[bulk(id), arr(&fields)])
-}
 
 const OK: &[u8] = b"+OK\r\n";
 const INVALID_ID: &str = "ERR Invalid stream ID specified as stream command argument";

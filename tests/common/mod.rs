@@ -591,3 +591,36 @@ mod tests {
         assert!(reply_len(b"?x\r\n").is_err());
     }
 }
+
+/// Exact RESP2 reply bytes, for tables of expected replies.
+pub mod reply {
+    /// `-<text>\r\n`
+    pub fn err(text: &str) -> Vec<u8> {
+        format!("-{text}\r\n").into_bytes()
+    }
+
+    /// `:<n>\r\n`
+    pub fn int(n: i64) -> Vec<u8> {
+        format!(":{n}\r\n").into_bytes()
+    }
+
+    /// `$<len>\r\n<s>\r\n`
+    pub fn bulk(s: &str) -> Vec<u8> {
+        format!("${}\r\n{s}\r\n", s.len()).into_bytes()
+    }
+
+    /// An array of already-encoded items.
+    pub fn arr(items: &[Vec<u8>]) -> Vec<u8> {
+        let mut out = format!("*{}\r\n", items.len()).into_bytes();
+        for i in items {
+            out.extend_from_slice(i);
+        }
+        out
+    }
+
+    /// A stream entry: `[id, [f1, v1, ...]]`.
+    pub fn entry(id: &str, fields: &[&str]) -> Vec<u8> {
+        let fields: Vec<Vec<u8>> = fields.iter().map(|f| bulk(f)).collect();
+        arr(&[bulk(id), arr(&fields)])
+    }
+}
