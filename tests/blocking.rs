@@ -3,17 +3,13 @@
 
 mod common;
 
+use common::send;
+
 use common::{Raw, start_server};
 use std::time::{Duration, Instant};
 
 fn s(text: &str) -> Vec<u8> {
     text.as_bytes().to_vec()
-}
-
-/// Sends a command without waiting for its reply.
-fn send(raw: &mut Raw, args: &[&str]) {
-    let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
-    raw.send(&common::encode_cmd(&bytes));
 }
 
 fn info_field(raw: &mut Raw, section: &str, field: &str) -> String {

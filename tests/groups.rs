@@ -12,7 +12,9 @@
 
 mod common;
 
-use common::reply::{arr, bulk, entry, err, int};
+use common::{check, send};
+
+use common::reply::{arr, bulk, entry, err, int, null};
 
 use common::{Raw, escape, start_server};
 use std::collections::HashSet;
@@ -35,15 +37,6 @@ fn ok() -> Vec<u8> {
 
 fn ids(ids: &[&str]) -> Vec<u8> {
     arr(&ids.iter().map(|i| bulk(i)).collect::<Vec<_>>())
-}
-
-/// `$-1` in RESP2, `_` in RESP3.
-fn null(resp3: bool) -> Vec<u8> {
-    if resp3 {
-        b"_\r\n".to_vec()
-    } else {
-        b"$-1\r\n".to_vec()
-    }
 }
 
 /// `*-1` in RESP2, `_` in RESP3.
@@ -109,18 +102,6 @@ fn nogroup_for_key(key: &str, group: &str) -> Vec<u8> {
 const INVALID_ID: &str = "ERR Invalid stream ID specified as stream command argument";
 const KEY_REQUIRED: &str = "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically.";
 
-/// Sends each command and compares the reply bytes.
-fn check(raw: &mut Raw, cases: &[(&[&str], Vec<u8>)]) {
-    for (args, want) in cases {
-        let got = raw.cmd_str(args);
-        assert_eq!(
-            escape(&got),
-            escape(want),
-            "reply to {args:?} differs (left: got, right: expected)"
-        );
-    }
-}
-
 /// A connection in RESP2, or switched to RESP3.
 fn conn(server: &common::Server, resp3: bool) -> Raw {
     let mut raw = server.raw();
@@ -128,11 +109,6 @@ fn conn(server: &common::Server, resp3: bool) -> Raw {
         raw.hello3();
     }
     raw
-}
-
-fn send(raw: &mut Raw, args: &[&str]) {
-    let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
-    raw.send(&common::encode_cmd(&bytes));
 }
 
 fn info_field(raw: &mut Raw, section: &str, field: &str) -> Option<String> {

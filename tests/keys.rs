@@ -4,15 +4,11 @@
 
 mod common;
 
+use common::c;
+
 use common::*;
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
-
-/// Sends a whitespace-separated command and returns the reply as text.
-fn c(r: &mut Raw, line: &str) -> String {
-    let args: Vec<&str> = line.split_whitespace().collect();
-    String::from_utf8_lossy(&r.cmd_str(&args)).into_owned()
-}
 
 /// A parsed reply, enough for SCAN/KEYS results.
 #[derive(Debug, PartialEq)]

@@ -4,14 +4,10 @@
 
 mod common;
 
+use common::c;
+
 use common::*;
 use std::time::Duration;
-
-/// Sends a whitespace-separated command and returns the reply as text.
-fn c(r: &mut Raw, line: &str) -> String {
-    let args: Vec<&str> = line.split_whitespace().collect();
-    String::from_utf8_lossy(&r.cmd_str(&args)).into_owned()
-}
 
 /// MULTI + `cmds` (each must be queued) + EXEC on `r`; returns EXEC's reply.
 fn watched_exec(r: &mut Raw, cmds: &[&str]) -> String {

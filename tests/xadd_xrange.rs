@@ -4,6 +4,8 @@
 
 mod common;
 
+use common::check;
+
 use common::reply::{arr, bulk, entry, err, int};
 
 use common::{Raw, escape, start_server, start_server_with};
@@ -18,18 +20,6 @@ const SYNTAX: &str = "ERR syntax error";
 const TOP_ITEM: &str =
     "ERR The ID specified in XADD is equal or smaller than the target stream top item";
 const XADD_ARITY: &str = "ERR wrong number of arguments for 'xadd' command";
-
-/// Sends each command and compares the reply with the expected bytes.
-fn check(raw: &mut Raw, cases: &[(&[&str], Vec<u8>)]) {
-    for (args, want) in cases {
-        let got = raw.cmd_str(args);
-        assert_eq!(
-            escape(&got),
-            escape(want),
-            "reply to {args:?} differs (left: got, right: expected)"
-        );
-    }
-}
 
 /// Sends all commands in one write and returns their replies.
 fn pipeline(raw: &mut Raw, cmds: &[Vec<String>]) -> Vec<Vec<u8>> {

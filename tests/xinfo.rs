@@ -4,9 +4,11 @@
 
 mod common;
 
-use common::reply::{arr, bulk, entry, err, int};
+use common::check;
 
-use common::{Raw, escape, start_server};
+use common::reply::{arr, bulk, entry, err, int, null};
+
+use common::{Raw, start_server};
 
 /// A map of `pairs`: `*2n` flat in RESP2, `%n` in RESP3.
 fn map(resp3: bool, pairs: &[(&str, Vec<u8>)]) -> Vec<u8> {
@@ -21,25 +23,6 @@ fn map(resp3: bool, pairs: &[(&str, Vec<u8>)]) -> Vec<u8> {
         out.extend_from_slice(v);
     }
     out
-}
-
-fn null(resp3: bool) -> Vec<u8> {
-    if resp3 {
-        b"_\r\n".to_vec()
-    } else {
-        b"$-1\r\n".to_vec()
-    }
-}
-
-fn check(raw: &mut Raw, cases: &[(&[&str], Vec<u8>)]) {
-    for (args, want) in cases {
-        let got = raw.cmd_str(args);
-        assert_eq!(
-            escape(&got),
-            escape(want),
-            "reply to {args:?} differs (left: got, right: expected)"
-        );
-    }
 }
 
 /// Stream-level numbers of the expected summary/FULL replies.

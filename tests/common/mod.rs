@@ -592,8 +592,41 @@ mod tests {
     }
 }
 
+/// Sends a command without waiting for its reply.
+pub fn send(raw: &mut Raw, args: &[&str]) {
+    let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+    raw.send(&encode_cmd(&bytes));
+}
+
+/// Sends a whitespace-separated command and returns the reply as text.
+pub fn c(r: &mut Raw, line: &str) -> String {
+    let args: Vec<&str> = line.split_whitespace().collect();
+    String::from_utf8_lossy(&r.cmd_str(&args)).into_owned()
+}
+
+/// Sends each command and asserts its reply is exactly the expected bytes.
+pub fn check(raw: &mut Raw, cases: &[(&[&str], Vec<u8>)]) {
+    for (args, want) in cases {
+        let got = raw.cmd_str(args);
+        assert_eq!(
+            escape(&got),
+            escape(want),
+            "reply to {args:?} differs (left: got, right: expected)"
+        );
+    }
+}
+
 /// Exact RESP2 reply bytes, for tables of expected replies.
 pub mod reply {
+    /// Null: `$-1` in RESP2, `_` in RESP3.
+    pub fn null(resp3: bool) -> Vec<u8> {
+        if resp3 {
+            b"_\r\n".to_vec()
+        } else {
+            b"$-1\r\n".to_vec()
+        }
+    }
+
     /// `-<text>\r\n`
     pub fn err(text: &str) -> Vec<u8> {
         format!("-{text}\r\n").into_bytes()
