@@ -665,16 +665,16 @@ fn rename_generic(ctx: &mut Ctx<'_>, nx: bool) -> Result<(), ReplyError> {
         return Ok(());
     }
     let d = &mut ctx.core.dbs[db];
-    let expire = d.expires.get(src).copied();
+    let expire = d.expires.get(&src[..]).copied();
     let stream = d.remove(src).expect("the source exists: checked above");
     if dst_exists {
         d.remove(dst);
         ctx.core.key_deleted(db, dst);
     }
     let d = &mut ctx.core.dbs[db];
-    d.insert(dst.clone(), stream);
+    d.insert(dst, stream);
     if let Some(at) = expire {
-        d.expires.insert(dst.clone(), at);
+        d.set_expire(dst, at);
     }
     ctx.core.key_deleted(db, src);
     key_created(ctx.core, db, dst);
@@ -727,7 +727,7 @@ fn copy(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         ctx.out.integer(0);
         return Ok(());
     };
-    let expire = ctx.core.dbs[src_db].expires.get(src).copied();
+    let expire = ctx.core.dbs[src_db].expires.get(&src[..]).copied();
     expire_in(ctx.core, args.dst_db, dst, ctx.now_ms);
     if ctx.core.dbs[args.dst_db].keys.contains_key(dst) {
         if !args.replace {
@@ -738,9 +738,9 @@ fn copy(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         ctx.core.key_deleted(args.dst_db, dst);
     }
     let d = &mut ctx.core.dbs[args.dst_db];
-    d.insert(dst.clone(), stream);
+    d.insert(dst, stream);
     if let Some(at) = expire {
-        d.expires.insert(dst.clone(), at);
+        d.set_expire(dst, at);
     }
     key_created(ctx.core, args.dst_db, dst);
     ctx.core.dirty += 1;
@@ -770,12 +770,12 @@ fn move_(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         return Ok(());
     }
     let s = &mut ctx.core.dbs[src_db];
-    let expire = s.expires.get(key).copied();
+    let expire = s.expires.get(&key[..]).copied();
     let stream = s.remove(key).expect("the key exists: checked above");
     let d = &mut ctx.core.dbs[dst_db];
-    d.insert(key.clone(), stream);
+    d.insert(key, stream);
     if let Some(at) = expire {
-        d.expires.insert(key.clone(), at);
+        d.set_expire(key, at);
     }
     ctx.core.key_deleted(src_db, key);
     key_created(ctx.core, dst_db, key);
@@ -899,7 +899,7 @@ fn expire_generic(
     }
     let current = ctx.core.dbs[db]
         .expires
-        .get(key)
+        .get(&key[..])
         .map(|&at| i64::try_from(at).unwrap_or(i64::MAX));
     if !flags.allows(current, when) {
         ctx.out.integer(0);
@@ -909,7 +909,7 @@ fn expire_generic(
         // While loading, a deadline in the past is kept as it is: the log records when
         // the key went (Redis: `checkAlreadyExpired`).
         Ok(at) if at > ctx.now_ms || ctx.core.loading => {
-            ctx.core.dbs[db].expires.insert(key.clone(), at);
+            ctx.core.dbs[db].set_expire(key, at);
             ctx.modified(key);
             ctx.propagate(&[
                 b"PEXPIREAT".as_slice(),
@@ -955,7 +955,7 @@ fn ttl_generic(ctx: &mut Ctx<'_>, millis: bool, absolute: bool) -> Result<(), Re
         return Ok(());
     }
     let db = ctx.client.db;
-    let Some(&at) = ctx.core.dbs[db].expires.get(key) else {
+    let Some(&at) = ctx.core.dbs[db].expires.get(&key[..]) else {
         ctx.out.integer(-1);
         return Ok(());
     };
@@ -976,7 +976,7 @@ fn persist(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let key = &argv[1];
     let db = ctx.client.db;
     ctx.expire_if_needed(key);
-    if ctx.core.dbs[db].expires.remove(key).is_some() {
+    if ctx.core.dbs[db].expires.remove(&key[..]).is_some() {
         ctx.modified(key);
         ctx.propagate(argv);
         ctx.out.integer(1);

@@ -639,7 +639,11 @@ fn flush_mode(ctx: &Ctx<'_>) -> Result<(), ReplyError> {
 }
 
 fn flush_db(ctx: &mut Ctx<'_>, db: usize) {
-    let keys: Vec<bytes::Bytes> = ctx.core.dbs[db].keys.keys().cloned().collect();
+    let keys: Vec<bytes::Bytes> = ctx.core.dbs[db]
+        .keys
+        .keys()
+        .map(bytes::Bytes::copy_from_slice)
+        .collect();
     ctx.core.dirty += keys.len() as u64;
     ctx.core.dbs[db].clear();
     for k in keys {
@@ -679,7 +683,11 @@ fn swapdb(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     if a != b {
         ctx.core.dbs.swap(a, b);
         for db in [a, b] {
-            let keys: Vec<bytes::Bytes> = ctx.core.dbs[db].keys.keys().cloned().collect();
+            let keys: Vec<bytes::Bytes> = ctx.core.dbs[db]
+                .keys
+                .keys()
+                .map(bytes::Bytes::copy_from_slice)
+                .collect();
             for k in keys {
                 ctx.core.ready_keys.push((db, k));
             }

@@ -251,7 +251,7 @@ fn xgroup_create(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     if !exists {
         // MKSTREAM, now that the command can no longer fail.
         // The final `modified` covers WATCH and the dirty count of both changes.
-        ctx.db().insert(key.clone(), Stream::new());
+        ctx.db().insert(key, Stream::new());
         ctx.signal_ready(key);
     }
     let stream = ctx

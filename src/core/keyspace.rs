@@ -1,38 +1,30 @@
-//! The keyspace: databases 0..n, each a map key → stream, with expiry times and a scan
-//! order.
+//! The keyspace: databases 0..n, each a map key → stream, with expiry times.
 //!
-//! streamd stores only streams, so a key's value is always a [`Stream`]. Lookups are a
-//! `HashMap`; `SCAN` walks a second, ordered index of `(hash(key), key)` so that a
-//! cursor (the hash to resume from) never misses a key that is present for the whole
-//! scan, whatever is inserted or deleted in between — the guarantee Redis's
-//! reverse-binary cursor gives.
+//! streamd stores only streams, so a key's value is always a [`Stream`]. The map is a
+//! [`Dict`] (Redis's chained hash table with incremental rehashing), whose reverse-binary
+//! cursor gives `SCAN` its guarantee: a key present for the whole scan is returned,
+//! whatever is inserted or deleted, and however the table is resized, in between.
 //!
 //! Expiry: `expires` holds the absolute unix-ms deadline of keys that have one.
 //! Expired keys are removed lazily when looked up (by the caller, through
 //! [`Db::expire_if_needed`]) and actively by a periodic sampler ([`Db::active_expire`]).
 
+use super::dict::Dict;
 use crate::stream::Stream;
 use bytes::Bytes;
-use std::collections::hash_map::DefaultHasher;
-use std::collections::{BTreeSet, HashMap};
-use std::hash::{Hash, Hasher};
+use std::collections::HashMap;
+
+/// Most buckets one `SCAN` call visits per key asked for (Redis: `count * 10`).
+const SCAN_BUCKETS_PER_KEY: usize = 10;
 
 /// One database.
 #[derive(Debug, Default, Clone)]
 pub struct Db {
     /// Key → stream.
-    pub keys: HashMap<Bytes, Stream>,
-    /// Key → absolute expiry time in unix ms (only keys with a TTL).
-    pub expires: HashMap<Bytes, u64>,
-    /// Scan order: (63-bit hash of key, key). Holds exactly the keys of `keys`.
-    scan_index: BTreeSet<(u64, Bytes)>,
-}
-
-/// The 63-bit scan hash of a key (stable for the life of the process).
-pub fn scan_hash(key: &[u8]) -> u64 {
-    let mut h = DefaultHasher::new();
-    key.hash(&mut h);
-    h.finish() >> 1
+    pub keys: Dict<Stream>,
+    /// Key → absolute expiry time in unix ms (only keys with a TTL). Keys are boxed
+    /// copies, never slices of a client's read buffer.
+    pub expires: HashMap<Box<[u8]>, u64>,
 }
 
 impl Db {
@@ -72,27 +64,25 @@ impl Db {
     }
 
     /// Inserts or replaces `key` (a replaced key loses its TTL, as SET/RENAME do).
-    pub fn insert(&mut self, key: Bytes, stream: Stream) {
-        self.expires.remove(&key);
-        if !self.keys.contains_key(&key) {
-            self.scan_index.insert((scan_hash(&key), key.clone()));
-        }
+    pub fn insert(&mut self, key: &[u8], stream: Stream) {
+        self.expires.remove(key);
         self.keys.insert(key, stream);
     }
 
     /// The stream at `key`, created empty if missing.
-    pub fn get_or_create(&mut self, key: &Bytes) -> &mut Stream {
-        if !self.keys.contains_key(key) {
-            self.scan_index.insert((scan_hash(key), key.clone()));
-        }
-        self.keys.entry(key.clone()).or_default()
+    pub fn get_or_create(&mut self, key: &[u8]) -> &mut Stream {
+        self.keys.get_or_insert_with(key, Stream::default)
+    }
+
+    /// Sets `key`'s absolute expiry time (unix ms).
+    pub fn set_expire(&mut self, key: &[u8], at_ms: u64) {
+        self.expires.insert(key.into(), at_ms);
     }
 
     /// Removes `key` with its TTL; returns the stream.
     pub fn remove(&mut self, key: &[u8]) -> Option<Stream> {
-        let (k, v) = self.keys.remove_entry(key)?;
+        let v = self.keys.remove(key)?;
         self.expires.remove(key);
-        self.scan_index.remove(&(scan_hash(&k), k));
         Some(v)
     }
 
@@ -100,33 +90,36 @@ impl Db {
     pub fn clear(&mut self) {
         self.keys.clear();
         self.expires.clear();
-        self.scan_index.clear();
     }
 
-    /// Up to about `count` keys starting at `cursor`, and the next cursor (0 = done).
-    /// Keys sharing a hash are returned together, so a cursor never splits them.
+    /// Keys from the buckets at `cursor` onwards until about `count` keys are found (or
+    /// `10 * count` buckets were visited), and the next cursor (0 = done). Redis's
+    /// `SCAN` over its dict, with the same guarantees ([`Dict::scan`]).
     pub fn scan(&self, cursor: u64, count: usize) -> (u64, Vec<Bytes>) {
-        let start = cursor.saturating_sub(1);
+        let count = count.max(1);
         let mut out = Vec::new();
-        let mut last_hash = None;
-        for (h, k) in self.scan_index.range((start, Bytes::new())..) {
-            if out.len() >= count.max(1) && last_hash != Some(*h) {
-                return (h + 1, out);
+        let mut cursor = cursor;
+        let mut budget = count.saturating_mul(SCAN_BUCKETS_PER_KEY);
+        loop {
+            cursor = self
+                .keys
+                .scan(cursor, |k, _| out.push(Bytes::copy_from_slice(k)));
+            budget -= 1;
+            if cursor == 0 || budget == 0 || out.len() >= count {
+                return (cursor, out);
             }
-            last_hash = Some(*h);
-            out.push(k.clone());
         }
-        (0, out)
     }
 
-    /// A pseudo-random key (RANDOMKEY), chosen by hash position.
+    /// A pseudo-random key (RANDOMKEY).
     pub fn random_key(&self, seed: u64) -> Option<Bytes> {
-        let probe = seed >> 1;
-        self.scan_index
-            .range((probe, Bytes::new())..)
-            .next()
-            .or_else(|| self.scan_index.iter().next())
-            .map(|(_, k)| k.clone())
+        self.keys.random_key(seed).map(Bytes::copy_from_slice)
+    }
+
+    /// Moves some buckets of an ongoing rehash (the periodic task's share, Redis's
+    /// `activerehashing`); true while a rehash is still going on.
+    pub fn rehash(&mut self, buckets: usize) -> bool {
+        self.keys.rehash(buckets)
     }
 
     /// Samples keys with a TTL and deletes expired ones; returns the keys deleted.
@@ -137,7 +130,7 @@ impl Db {
             .iter()
             .take(budget)
             .filter(|(_, at)| **at <= now_ms)
-            .map(|(k, _)| k.clone())
+            .map(|(k, _)| Bytes::copy_from_slice(k))
             .collect();
         for k in &expired {
             self.remove(k);
@@ -158,7 +151,7 @@ mod tests {
     fn scan_sees_every_key_present_throughout_despite_changes() {
         let mut db = Db::default();
         for i in 0..500 {
-            db.insert(key(i), Stream::new());
+            db.insert(&key(i), Stream::new());
         }
         let mut seen = std::collections::HashSet::new();
         let mut cursor = 0;
@@ -167,7 +160,7 @@ mod tests {
             let (next, keys) = db.scan(cursor, 10);
             seen.extend(keys);
             // Churn: delete some keys that are not in the "always present" set, add new ones.
-            db.insert(Bytes::from(format!("new:{round}")), Stream::new());
+            db.insert(format!("new:{round}").as_bytes(), Stream::new());
             db.remove(&key(400 + round % 100));
             round += 1;
             if next == 0 {
@@ -183,13 +176,13 @@ mod tests {
     #[test]
     fn expiry_is_lazy_and_active() {
         let mut db = Db::default();
-        db.insert(key(1), Stream::new());
-        db.insert(key(2), Stream::new());
-        db.expires.insert(key(1), 100);
+        db.insert(&key(1), Stream::new());
+        db.insert(&key(2), Stream::new());
+        db.set_expire(&key(1), 100);
         assert!(!db.expire_if_needed(&key(1), 99));
         assert!(db.expire_if_needed(&key(1), 100));
         assert!(db.get(&key(1)).is_none());
-        db.expires.insert(key(2), 5);
+        db.set_expire(&key(2), 5);
         assert_eq!(db.active_expire(10, 100), vec![key(2)]);
         assert!(db.is_empty());
     }

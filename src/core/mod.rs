@@ -11,6 +11,7 @@
 //! MULTI queueing → run the handler against a [`Ctx`] → statistics → MONITOR feed.
 
 pub mod blocked;
+pub mod dict;
 pub mod keyspace;
 
 use crate::commands::{self, CommandSpec, flags};
@@ -702,14 +703,17 @@ impl Core {
         }
     }
 
-    /// Periodic work (Redis `serverCron`): active expiry (logged as `DEL`), then the
-    /// persistence chores (`persist::cron`: write pending records, reap background
+    /// Periodic work (Redis `serverCron`): active expiry (logged as `DEL`), a share of
+    /// any ongoing keyspace rehash (Redis's `activerehashing`), then the persistence chores (`persist::cron`: write pending records, reap background
     /// saves, save rules, automatic rewrite). Nothing runs while loading.
     pub fn cron(&mut self) {
         if self.loading {
             return;
         }
         let now = unix_ms();
+        for db in &mut self.dbs {
+            db.rehash(ACTIVE_REHASH_BUCKETS);
+        }
         for db in 0..self.dbs.len() {
             if self.dbs[db].expires.is_empty() {
                 continue;
@@ -725,6 +729,10 @@ impl Core {
         crate::persist::cron(self);
     }
 }
+
+/// Buckets of an ongoing keyspace rehash moved by each `cron` tick (Redis moves 100 at a
+/// time for up to 1 ms).
+const ACTIVE_REHASH_BUCKETS: usize = 1000;
 
 /// The reply to commands that cannot run while the dataset loads.
 const LOADING: ReplyError = ReplyError::msg("LOADING Redis is loading the dataset in memory");

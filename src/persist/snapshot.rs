@@ -314,7 +314,7 @@ mod tests {
             ],
             &Default::default(),
         );
-        db.insert(bytes::Bytes::from_static(b"s"), s);
+        db.insert(b"s", s);
         save(&path, &[db], 7).unwrap();
         let good = std::fs::read(&path).unwrap();
         let (start, end) = verify(&path).unwrap();

@@ -1,0 +1,748 @@
+//! The keyspace's hash table: Redis's `dict`, chained buckets with incremental rehashing
+//! and the reverse-binary `SCAN` cursor.
+//!
+//! # Why not `std::collections::HashMap`
+//!
+//! A `HashMap<Bytes, Stream>` stores the value inline in an open-addressed slot array, so
+//! every empty slot costs a whole stream header (about 200 bytes) and the table doubles
+//! all at once; at 30,000 one-entry streams that came to ~870 bytes per stream. `SCAN`
+//! also needed a second, ordered index of every key. Here a key costs one bucket pointer
+//! (8 bytes, at a load between 1/8 and 1) plus one allocation holding the chain link,
+//! the key and the value — and `SCAN` walks the buckets themselves.
+//!
+//! # Layout
+//!
+//! ```text
+//!  tables[0]  (the table; during a rehash, the old one)
+//!  +--------+--------+--------+--------+
+//!  | bucket | bucket | bucket | bucket |   size = 2^k buckets, each an optional box
+//!  +---|----+--------+---|----+--------+
+//!      v                 v
+//!   +------+----------+-------+     +------+-----+-------+
+//!   | next | key      | value | --> | next | key | value | --> None
+//!   +------+----------+-------+     +------+-----+-------+
+//!   one allocation per key: the link, the key's bytes (a boxed copy: never a slice of a
+//!   client's read buffer, which it would keep alive) and the value
+//!
+//!  tables[1]  empty, except while rehashing: the new table (twice or a fraction the size)
+//! ```
+//!
+//! A key lives in bucket `hash(key) & (size - 1)`. The hash is SipHash with a key drawn
+//! at random per table set ([`RandomState`]), so clients cannot choose colliding keys.
+//!
+//! # Growth and incremental rehashing
+//!
+//! When an insert finds `used >= size` (load factor 1) the table starts to grow to the
+//! next power of two above `used`; when a removal leaves it less than 1/8 full (and
+//! larger than [`MIN_SIZE`]) it starts to shrink. Either way a second table is allocated
+//! and every later write moves a few buckets ([`REHASH_STEP`]) from the old table to the
+//! new one — Redis's `_dictRehashStep` — so no single command pays for moving the whole
+//! keyspace. While both tables exist, lookups try both and inserts go to the new one.
+//!
+//! # Scanning
+//!
+//! [`Dict::scan`] is Redis's `dictScan`: the cursor is a bucket index incremented in
+//! *reversed* bit order, so that when the table grows or shrinks between two calls the
+//! buckets already visited map onto buckets the cursor has already passed. Every key
+//! present for the whole scan is returned at least once; a key may be returned twice
+//! when the table shrank in between; a cursor of 0 starts and ends a scan.
+
+use std::collections::hash_map::RandomState;
+use std::hash::BuildHasher;
+
+/// Smallest non-empty table, in buckets (Redis's `DICT_HT_INITIAL_SIZE`).
+pub const MIN_SIZE: usize = 4;
+
+/// Buckets moved from the old table by each write during a rehash.
+pub const REHASH_STEP: usize = 1;
+
+/// A chain link: an optional boxed slot.
+type Link<V> = Option<Box<Slot<V>>>;
+
+/// One key, its value, and the rest of its bucket's chain.
+struct Slot<V> {
+    next: Link<V>,
+    key: Box<[u8]>,
+    value: V,
+}
+
+/// One bucket array.
+struct Table<V> {
+    buckets: Vec<Link<V>>,
+    used: usize,
+}
+
+impl<V> Table<V> {
+    fn empty() -> Self {
+        Table {
+            buckets: Vec::new(),
+            used: 0,
+        }
+    }
+
+    fn with_size(size: usize) -> Self {
+        let mut buckets = Vec::with_capacity(size);
+        buckets.resize_with(size, || None);
+        Table { buckets, used: 0 }
+    }
+
+    fn mask(&self) -> usize {
+        self.buckets.len().wrapping_sub(1)
+    }
+
+    fn find(&self, hash: u64, key: &[u8]) -> Option<&Slot<V>> {
+        if self.buckets.is_empty() {
+            return None;
+        }
+        let mut link = &self.buckets[hash as usize & self.mask()];
+        while let Some(slot) = link {
+            if &*slot.key == key {
+                return Some(slot);
+            }
+            link = &slot.next;
+        }
+        None
+    }
+
+    fn find_mut(&mut self, hash: u64, key: &[u8]) -> Option<&mut Slot<V>> {
+        if self.buckets.is_empty() {
+            return None;
+        }
+        let mask = self.mask();
+        let mut link = &mut self.buckets[hash as usize & mask];
+        while let Some(slot) = link {
+            if &*slot.key == key {
+                return Some(slot);
+            }
+            link = &mut slot.next;
+        }
+        None
+    }
+
+    /// Unlinks the slot holding `key`.
+    fn take(&mut self, hash: u64, key: &[u8]) -> Option<Box<Slot<V>>> {
+        if self.buckets.is_empty() {
+            return None;
+        }
+        let mask = self.mask();
+        let mut link = &mut self.buckets[hash as usize & mask];
+        loop {
+            match link {
+                None => return None,
+                Some(slot) if &*slot.key == key => {
+                    let mut slot = link.take()?;
+                    *link = slot.next.take();
+                    self.used -= 1;
+                    return Some(slot);
+                }
+                Some(slot) => link = &mut slot.next,
+            }
+        }
+    }
+
+    /// Pushes `slot` at the head of its bucket (the table must be non-empty).
+    fn push(&mut self, hash: u64, mut slot: Box<Slot<V>>) {
+        let idx = hash as usize & self.mask();
+        slot.next = self.buckets[idx].take();
+        self.buckets[idx] = Some(slot);
+        self.used += 1;
+    }
+
+    /// Drops every chain without recursion.
+    fn clear(&mut self) {
+        for bucket in &mut self.buckets {
+            let mut link = bucket.take();
+            while let Some(mut slot) = link {
+                link = slot.next.take();
+            }
+        }
+        self.buckets = Vec::new();
+        self.used = 0;
+    }
+}
+
+impl<V> Drop for Table<V> {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
+/// A hash table from byte-string keys to `V`, with Redis's rehashing and scan cursor.
+pub struct Dict<V> {
+    tables: [Table<V>; 2],
+    /// Next bucket of `tables[0]` to move while rehashing; `None` when not rehashing.
+    rehash_idx: Option<usize>,
+    hasher: RandomState,
+}
+
+impl<V> Default for Dict<V> {
+    fn default() -> Self {
+        Dict {
+            tables: [Table::empty(), Table::empty()],
+            rehash_idx: None,
+            hasher: RandomState::new(),
+        }
+    }
+}
+
+impl<V: Clone> Clone for Dict<V> {
+    /// A copy with the same keys and values (the bucket order may differ).
+    fn clone(&self) -> Self {
+        let mut copy = Dict {
+            tables: [
+                Table::with_size(self.len().max(1).next_power_of_two().max(MIN_SIZE)),
+                Table::empty(),
+            ],
+            rehash_idx: None,
+            hasher: self.hasher.clone(),
+        };
+        for (key, value) in self.iter() {
+            let hash = copy.hash(key);
+            copy.tables[0].push(
+                hash,
+                Box::new(Slot {
+                    next: None,
+                    key: key.into(),
+                    value: value.clone(),
+                }),
+            );
+        }
+        copy
+    }
+}
+
+impl<V: std::fmt::Debug> std::fmt::Debug for Dict<V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map()
+            .entries(self.iter().map(|(k, v)| (String::from_utf8_lossy(k), v)))
+            .finish()
+    }
+}
+
+/// Reverses the bits of a cursor (the SCAN cursor counts in reversed bit order).
+fn rev(v: u64) -> u64 {
+    v.reverse_bits()
+}
+
+impl<V> Dict<V> {
+    /// An empty dict (allocates nothing until the first insert).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn hash(&self, key: &[u8]) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    /// Number of keys.
+    pub fn len(&self) -> usize {
+        self.tables[0].used + self.tables[1].used
+    }
+
+    /// True when there are no keys.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Buckets allocated in both tables (for memory accounting and tests).
+    pub fn buckets(&self) -> usize {
+        self.tables[0].buckets.len() + self.tables[1].buckets.len()
+    }
+
+    /// True while a rehash is in progress.
+    pub fn is_rehashing(&self) -> bool {
+        self.rehash_idx.is_some()
+    }
+
+    /// The value of `key`.
+    pub fn get(&self, key: &[u8]) -> Option<&V> {
+        if self.is_empty() {
+            return None;
+        }
+        let hash = self.hash(key);
+        self.tables[0]
+            .find(hash, key)
+            .or_else(|| self.tables[1].find(hash, key))
+            .map(|s| &s.value)
+    }
+
+    /// True if `key` is present.
+    pub fn contains_key(&self, key: &[u8]) -> bool {
+        self.get(key).is_some()
+    }
+
+    /// The value of `key`, mutable.
+    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut V> {
+        if self.is_empty() {
+            return None;
+        }
+        self.rehash_step();
+        let hash = self.hash(key);
+        let [t0, t1] = &mut self.tables;
+        match t0.find_mut(hash, key) {
+            Some(s) => Some(&mut s.value),
+            None => t1.find_mut(hash, key).map(|s| &mut s.value),
+        }
+    }
+
+    /// Inserts or replaces `key`; returns the value it replaced.
+    pub fn insert(&mut self, key: &[u8], value: V) -> Option<V> {
+        if let Some(v) = self.get_mut(key) {
+            return Some(std::mem::replace(v, value));
+        }
+        self.push_new(key, value);
+        None
+    }
+
+    /// The value of `key`, inserted with `make()` first if missing.
+    pub fn get_or_insert_with(&mut self, key: &[u8], make: impl FnOnce() -> V) -> &mut V {
+        if !self.contains_key(key) {
+            self.push_new(key, make());
+        }
+        self.rehash_step();
+        let hash = self.hash(key);
+        let [t0, t1] = &mut self.tables;
+        match t0.find_mut(hash, key) {
+            Some(s) => &mut s.value,
+            None => match t1.find_mut(hash, key) {
+                Some(s) => &mut s.value,
+                None => unreachable!("the key was inserted just above"),
+            },
+        }
+    }
+
+    /// Adds a key known to be absent.
+    fn push_new(&mut self, key: &[u8], value: V) {
+        self.expand_if_needed();
+        self.rehash_step();
+        let hash = self.hash(key);
+        let slot = Box::new(Slot {
+            next: None,
+            key: key.into(),
+            value,
+        });
+        let target = if self.is_rehashing() { 1 } else { 0 };
+        self.tables[target].push(hash, slot);
+    }
+
+    /// Removes `key`; returns its value.
+    pub fn remove(&mut self, key: &[u8]) -> Option<V> {
+        if self.is_empty() {
+            return None;
+        }
+        self.rehash_step();
+        let hash = self.hash(key);
+        let slot = match self.tables[0].take(hash, key) {
+            Some(s) => s,
+            None => self.tables[1].take(hash, key)?,
+        };
+        self.shrink_if_needed();
+        Some(slot.value)
+    }
+
+    /// Removes every key and frees the tables.
+    pub fn clear(&mut self) {
+        self.tables[0].clear();
+        self.tables[1].clear();
+        self.rehash_idx = None;
+    }
+
+    /// Starts growing when the load factor reaches 1.
+    fn expand_if_needed(&mut self) {
+        if self.is_rehashing() {
+            return;
+        }
+        let size = self.tables[0].buckets.len();
+        if size == 0 {
+            self.tables[0] = Table::with_size(MIN_SIZE);
+        } else if self.tables[0].used >= size {
+            self.start_rehash((self.tables[0].used + 1).next_power_of_two());
+        }
+    }
+
+    /// Starts shrinking when the table is less than 1/8 full.
+    fn shrink_if_needed(&mut self) {
+        if self.is_rehashing() {
+            return;
+        }
+        let size = self.tables[0].buckets.len();
+        let used = self.tables[0].used;
+        if size > MIN_SIZE && used * 8 < size {
+            self.start_rehash(used.max(1).next_power_of_two().max(MIN_SIZE));
+        }
+    }
+
+    fn start_rehash(&mut self, size: usize) {
+        self.tables[1] = Table::with_size(size);
+        self.rehash_idx = Some(0);
+    }
+
+    /// Moves up to [`REHASH_STEP`] non-empty buckets (visiting at most ten times as many
+    /// empty ones) from the old table to the new; finishes the rehash when the old
+    /// table is empty.
+    pub fn rehash_step(&mut self) {
+        self.rehash(REHASH_STEP);
+    }
+
+    /// Moves up to `n` non-empty buckets; returns true while a rehash is still going on.
+    pub fn rehash(&mut self, n: usize) -> bool {
+        let Some(mut idx) = self.rehash_idx else {
+            return false;
+        };
+        let mut empty_visits = n.max(1) * 10;
+        let mut moved = 0;
+        while moved < n && self.tables[0].used > 0 && idx < self.tables[0].buckets.len() {
+            let Some(mut link) = self.tables[0].buckets[idx].take() else {
+                idx += 1;
+                empty_visits -= 1;
+                if empty_visits == 0 {
+                    break;
+                }
+                continue;
+            };
+            loop {
+                let next = link.next.take();
+                self.tables[0].used -= 1;
+                let hash = self.hash(&link.key);
+                self.tables[1].push(hash, link);
+                match next {
+                    Some(n) => link = n,
+                    None => break,
+                }
+            }
+            idx += 1;
+            moved += 1;
+        }
+        if self.tables[0].used == 0 {
+            let new = std::mem::replace(&mut self.tables[1], Table::empty());
+            self.tables[0] = new;
+            self.rehash_idx = None;
+            false
+        } else {
+            self.rehash_idx = Some(idx);
+            true
+        }
+    }
+
+    /// Every key and value, in no particular order.
+    pub fn iter(&self) -> Iter<'_, V> {
+        Iter {
+            dict: self,
+            table: 0,
+            bucket: 0,
+            slot: None,
+        }
+    }
+
+    /// Every key, in no particular order.
+    pub fn keys(&self) -> impl Iterator<Item = &[u8]> {
+        self.iter().map(|(k, _)| k)
+    }
+
+    /// Calls `emit` for the keys of the bucket(s) at `cursor` and returns the next cursor
+    /// (0 when the scan is complete). See the module comment for the guarantees.
+    pub fn scan(&self, cursor: u64, mut emit: impl FnMut(&[u8], &V)) -> u64 {
+        if self.is_empty() {
+            return 0;
+        }
+        let mut v = cursor;
+        let mut chain = |table: &Table<V>, idx: u64| {
+            let mut link = &table.buckets[idx as usize];
+            while let Some(slot) = link {
+                emit(&slot.key, &slot.value);
+                link = &slot.next;
+            }
+        };
+        if !self.is_rehashing() {
+            let t0 = &self.tables[0];
+            let m0 = t0.mask() as u64;
+            chain(t0, v & m0);
+            v |= !m0;
+            v = rev(rev(v).wrapping_add(1));
+        } else {
+            let (t0, t1) = if self.tables[0].buckets.len() <= self.tables[1].buckets.len() {
+                (&self.tables[0], &self.tables[1])
+            } else {
+                (&self.tables[1], &self.tables[0])
+            };
+            let m0 = t0.mask() as u64;
+            let m1 = t1.mask() as u64;
+            chain(t0, v & m0);
+            loop {
+                chain(t1, v & m1);
+                v |= !m1;
+                v = rev(rev(v).wrapping_add(1));
+                if v & (m0 ^ m1) == 0 {
+                    break;
+                }
+            }
+        }
+        v
+    }
+
+    /// A key chosen at random from `seed` (RANDOMKEY): a random non-empty bucket, then a
+    /// random key of its chain, as Redis's `dictGetRandomKey` does.
+    pub fn random_key(&self, seed: u64) -> Option<&[u8]> {
+        if self.is_empty() {
+            return None;
+        }
+        let mut state = seed | 1;
+        let mut next = move || {
+            // xorshift64*
+            state ^= state >> 12;
+            state ^= state << 25;
+            state ^= state >> 27;
+            state.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        };
+        let moved = self.rehash_idx.unwrap_or(0);
+        let candidates: Vec<(&Table<V>, usize)> = self
+            .tables
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| !t.buckets.is_empty())
+            .map(|(i, t)| (t, if i == 0 { moved } else { 0 }))
+            .collect();
+        let total: usize = candidates
+            .iter()
+            .map(|(t, from)| t.buckets.len() - from)
+            .sum();
+        // Bounded random probing, then a linear walk from a random point.
+        let pick = |r: u64| {
+            let mut i = (r % total as u64) as usize;
+            for (t, from) in &candidates {
+                let span = t.buckets.len() - from;
+                if i < span {
+                    return (*t, from + i);
+                }
+                i -= span;
+            }
+            (candidates[0].0, candidates[0].1)
+        };
+        let mut found = None;
+        for _ in 0..1000 {
+            let (t, idx) = pick(next());
+            if t.buckets[idx].is_some() {
+                found = Some((t, idx));
+                break;
+            }
+        }
+        let (table, idx) = match found {
+            Some(f) => f,
+            None => {
+                let (t, idx) = pick(next());
+                let at = (idx..t.buckets.len()).find(|&i| t.buckets[i].is_some());
+                match at {
+                    Some(i) => (t, i),
+                    None => {
+                        let (k, _) = self.iter().next()?;
+                        return Some(k);
+                    }
+                }
+            }
+        };
+        let mut len = 0;
+        let mut link = &table.buckets[idx];
+        while let Some(s) = link {
+            len += 1;
+            link = &s.next;
+        }
+        let mut n = (next() % len.max(1) as u64) as usize;
+        let mut link = &table.buckets[idx];
+        while let Some(s) = link {
+            if n == 0 {
+                return Some(&s.key);
+            }
+            n -= 1;
+            link = &s.next;
+        }
+        None
+    }
+}
+
+impl<'a, V> IntoIterator for &'a Dict<V> {
+    type Item = (&'a [u8], &'a V);
+    type IntoIter = Iter<'a, V>;
+
+    fn into_iter(self) -> Iter<'a, V> {
+        self.iter()
+    }
+}
+
+/// Iterator over a [`Dict`]'s keys and values.
+pub struct Iter<'a, V> {
+    dict: &'a Dict<V>,
+    table: usize,
+    bucket: usize,
+    slot: Option<&'a Slot<V>>,
+}
+
+impl<'a, V> Iterator for Iter<'a, V> {
+    type Item = (&'a [u8], &'a V);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(s) = self.slot {
+                self.slot = s.next.as_deref();
+                return Some((&s.key, &s.value));
+            }
+            let table = self.dict.tables.get(self.table)?;
+            match table.buckets.get(self.bucket) {
+                Some(link) => {
+                    self.slot = link.as_deref();
+                    self.bucket += 1;
+                }
+                None => {
+                    self.table += 1;
+                    self.bucket = 0;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::{HashMap, HashSet};
+
+    fn key(i: usize) -> Vec<u8> {
+        format!("key:{i}").into_bytes()
+    }
+
+    #[test]
+    fn insert_get_remove_through_growth_and_shrink() {
+        let mut d = Dict::new();
+        for i in 0..10_000 {
+            assert_eq!(d.insert(&key(i), i), None);
+        }
+        assert_eq!(d.len(), 10_000);
+        assert_eq!(d.insert(&key(7), 70), Some(7));
+        for i in 0..10_000 {
+            let want = if i == 7 { 70 } else { i };
+            assert_eq!(d.get(&key(i)), Some(&want), "key {i}");
+        }
+        for i in 0..9_990 {
+            assert!(d.remove(&key(i)).is_some());
+        }
+        assert_eq!(d.len(), 10);
+        // Finish any rehash: the table shrank to fit.
+        while d.rehash(100) {}
+        assert!(d.buckets() <= 64, "{} buckets for 10 keys", d.buckets());
+        for i in 9_990..10_000 {
+            assert_eq!(d.get(&key(i)), Some(&i));
+        }
+        assert!(d.get(b"missing").is_none());
+    }
+
+    #[test]
+    fn a_full_scan_returns_every_key() {
+        let mut d = Dict::new();
+        for i in 0..1000 {
+            d.insert(&key(i), ());
+        }
+        let mut seen = HashSet::new();
+        let mut cursor = 0;
+        loop {
+            cursor = d.scan(cursor, |k, _| {
+                seen.insert(k.to_vec());
+            });
+            if cursor == 0 {
+                break;
+            }
+        }
+        assert_eq!(seen.len(), 1000);
+    }
+
+    #[test]
+    fn clone_and_iter_agree() {
+        let mut d = Dict::new();
+        for i in 0..300 {
+            d.insert(&key(i), i);
+        }
+        let c = d.clone();
+        let a: HashMap<Vec<u8>, usize> = d.iter().map(|(k, v)| (k.to_vec(), *v)).collect();
+        let b: HashMap<Vec<u8>, usize> = c.iter().map(|(k, v)| (k.to_vec(), *v)).collect();
+        assert_eq!(a, b);
+        assert_eq!(a.len(), 300);
+    }
+
+    #[test]
+    fn random_key_finds_keys_and_none_when_empty() {
+        let mut d: Dict<()> = Dict::new();
+        assert!(d.random_key(1).is_none());
+        for i in 0..50 {
+            d.insert(&key(i), ());
+        }
+        let picked: HashSet<Vec<u8>> = (0..500u64)
+            .filter_map(|s| {
+                d.random_key(s.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+                    .map(<[u8]>::to_vec)
+            })
+            .collect();
+        assert!(picked.len() > 10, "only {} distinct keys", picked.len());
+        for k in &picked {
+            assert!(d.contains_key(k));
+        }
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Insert(u16),
+        Remove(u16),
+        Scan,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            3 => any::<u16>().prop_map(|k| Op::Insert(k % 2048)),
+            2 => any::<u16>().prop_map(|k| Op::Remove(k % 2048)),
+            1 => Just(Op::Scan),
+        ]
+    }
+
+    proptest! {
+        /// The dict agrees with a HashMap model under any mix of inserts and removals
+        /// (growth, shrinking and rehashing in between), and a scan that runs across
+        /// the changes returns every key present from its start to its end.
+        #[test]
+        fn matches_a_hashmap_and_scans_survive_changes(ops in proptest::collection::vec(op(), 1..3000)) {
+            let mut d = Dict::new();
+            let mut model: HashMap<u16, u32> = HashMap::new();
+            let mut scan: Option<(u64, HashSet<u16>, HashSet<u16>)> = None; // cursor, seen, present-throughout
+            for (n, op) in ops.iter().enumerate() {
+                match *op {
+                    Op::Insert(k) => {
+                        prop_assert_eq!(d.insert(&k.to_be_bytes(), n as u32), model.insert(k, n as u32));
+                    }
+                    Op::Remove(k) => {
+                        prop_assert_eq!(d.remove(&k.to_be_bytes()), model.remove(&k));
+                        if let Some((_, _, always)) = scan.as_mut() {
+                            always.remove(&k);
+                        }
+                    }
+                    Op::Scan => {
+                        let (cursor, mut seen, always) = scan.take().unwrap_or_else(|| {
+                            (0, HashSet::new(), model.keys().copied().collect())
+                        });
+                        let next = d.scan(cursor, |k, _| {
+                            seen.insert(u16::from_be_bytes([k[0], k[1]]));
+                        });
+                        if next == 0 {
+                            for k in &always {
+                                prop_assert!(seen.contains(k), "scan missed {}", k);
+                            }
+                        } else {
+                            scan = Some((next, seen, always));
+                        }
+                    }
+                }
+                prop_assert_eq!(d.len(), model.len());
+            }
+            for (k, v) in &model {
+                prop_assert_eq!(d.get(&k.to_be_bytes()), Some(v));
+            }
+            prop_assert_eq!(d.iter().count(), model.len());
+        }
+    }
+}
