@@ -579,9 +579,9 @@ impl Scan {
     }
 }
 
-/// SCAN cursor [MATCH p] [COUNT n] [TYPE t]: `[next-cursor, [keys]]`. The cursor is a
-/// position in the database's hash-ordered scan index, so every key present for the
-/// whole iteration is returned at least once (`Db::scan`).
+/// SCAN cursor [MATCH p] [COUNT n] [TYPE t]: `[next-cursor, [keys]]`. The cursor is
+/// Redis's reverse-binary bucket cursor over the database's dict, so every key present
+/// for the whole iteration is returned at least once (`Db::scan`).
 fn scan(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let args = Scan::parse(ctx.argv)?;
     let db = ctx.client.db;

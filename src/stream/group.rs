@@ -2,7 +2,7 @@
 //! lists (PELs) shared between a group and its consumers, the delivery-time list with its
 //! NACK zone, and the stream-level reverse index "ID → groups that still hold it".
 //!
-//! One pending entry (Redis: `streamNACK`) is stored exactly once, as a 44-byte slot in the
+//! One pending entry (Redis: `streamNACK`) is stored exactly once, as a 40-byte slot in the
 //! group's slab. Everything else refers to it by its `u32` slot number: the group PEL, the
 //! owner's PEL (both `PelIndex`es: slot numbers in ID order, keyless) and the
 //! delivery-time list, which is threaded through the slots themselves.
@@ -17,7 +17,7 @@
 //!
 //!  ConsumerGroup "emails"   last_id 5-0, entries_read 5
 //!
-//!   pel: slot numbers       slab: pages of Slot, 44 bytes a slot
+//!   pel: slot numbers       slab: pages of Slot, 40 bytes a slot
 //!   in ID order             slot │ id   owner  delivery_time  count │ prev  next
 //!   ┌───┬───┬───┬───┐       ─────┼──────────────────────────────────┼───────────
 //!   │ 2 │ 4 │ 0 │ 3 │         0  │ 3-0  alice  1005           1     │  3    NIL  ← tail
@@ -60,8 +60,8 @@
 //! its place, so a snapshot reloaded in [`ConsumerGroup::by_time`] order loads each entry
 //! in O(1).
 //!
-//! Memory: a pending entry costs its 44-byte slot plus about 4.5 bytes in each of the two
-//! PEL indexes, ~53 bytes in all (`benches/group.rs` prints the figure; Redis 7 uses ~85).
+//! Memory: a pending entry costs its 40-byte slot plus about 4.5 bytes in each of the two
+//! PEL indexes, ~49.5 bytes in all (`benches/group.rs` prints the figure; Redis 7 uses ~85).
 //! That is why the PELs are not radix trees keyed by the 16-byte ID: two such keys would
 //! cost more than the whole budget. The slab grows by whole pages (no copying, at most one
 //! page spare) and, when fewer than half of its slots are live, is compacted (live slots
@@ -71,7 +71,7 @@
 use super::id::StreamId;
 use super::rax::Rax;
 use std::cmp::Ordering;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::ops::Deref;
 
 /// Largest delivery count (Redis: `LLONG_MAX`). Counts saturate here; XNACK FATAL sets it.
@@ -89,10 +89,14 @@ const FREE_SLOT: u32 = u32::MAX - 1;
 /// Slabs smaller than this are never compacted (a few hundred bytes at most). Tiny in
 /// tests, so the model test compacts often.
 const COMPACT_MIN_SLOTS: usize = if cfg!(test) { 4 } else { 16 };
-/// Slots in a slab page: 1489 × 44 = 65 516 bytes, just under the allocator's 64 KiB
-/// size class (a power-of-two slot count would round up by 1/12). 3 in tests, so the
+/// Slots in a slab page: 1638 × 40 = 65 520 bytes, just under the allocator's 64 KiB
+/// size class (a power-of-two slot count would round up by 1/4). 3 in tests, so the
 /// model test crosses pages.
-const PAGE_SLOTS: usize = if cfg!(test) { 3 } else { 1489 };
+const PAGE_SLOTS: usize = if cfg!(test) { 3 } else { 1638 };
+/// `Slot::delivery_count` of a slot whose count does not fit in 32 bits; the count is in
+/// `Slab::big_counts` instead (only XCLAIM RETRYCOUNT and XNACK FATAL/RETRYCOUNT make
+/// such counts).
+const COUNT_SPILLED: u32 = u32::MAX;
 /// Smallest first allocation of the first page, in slots.
 const PAGE_MIN_GROWTH: usize = if PAGE_SLOTS < 4 { PAGE_SLOTS } else { 4 };
 /// Most slot numbers in one chunk of a PEL index (512 bytes). Small in tests, so the
@@ -297,7 +301,9 @@ pub enum NackMode {
 
 /// One pending entry as stored: the only copy of it (Redis: `streamNACK`).
 ///
-/// Packed to 4-byte alignment: 44 bytes instead of 48. Fields are only ever copied out
+/// Packed to 4-byte alignment: 40 bytes instead of 48. The delivery count is stored in
+/// 32 bits; the rare larger count (RETRYCOUNT, XNACK FATAL) spills to the slab's
+/// `big_counts` map, so every count up to `DELIVERY_COUNT_MAX` is still exact. Fields are only ever copied out
 /// (the accessors), never borrowed, which is what a packed struct requires; the compiler
 /// rejects any reference to a field.
 #[derive(Debug, Clone, Copy)]
@@ -308,8 +314,8 @@ struct Slot {
     id: StreamId,
     /// Last delivery, Unix ms; 0 while NACKed.
     delivery_time: u64,
-    /// Deliveries so far, ≤ `DELIVERY_COUNT_MAX`.
-    delivery_count: u64,
+    /// Deliveries so far, or `COUNT_SPILLED` (read it through [`Slab::count`]).
+    delivery_count: u32,
     /// Owner's index in the consumer table, `NO_OWNER` (NACKed), or `FREE_SLOT`.
     owner: u32,
     /// Previous slot in the time list (`NIL` at the head).
@@ -324,9 +330,6 @@ impl Slot {
     }
     fn delivery_time(&self) -> u64 {
         self.delivery_time
-    }
-    fn delivery_count(&self) -> u64 {
-        self.delivery_count
     }
     fn owner(&self) -> u32 {
         self.owner
@@ -362,6 +365,8 @@ struct Slab {
     nack_tail: u32,
     /// Number of entries in the NACK zone.
     nacked: u32,
+    /// Delivery counts of the slots whose count is `COUNT_SPILLED` (≥ 2^32 − 1).
+    big_counts: BTreeMap<u32, u64>,
 }
 
 impl Default for Slab {
@@ -375,6 +380,7 @@ impl Default for Slab {
             tail: NIL,
             nack_tail: NIL,
             nacked: 0,
+            big_counts: BTreeMap::new(),
         }
     }
 }
@@ -394,6 +400,35 @@ impl Slab {
         self.slot(i).id()
     }
 
+    /// Slot `i`'s delivery count.
+    fn count(&self, i: u32) -> u64 {
+        match self.slot(i).delivery_count {
+            COUNT_SPILLED => self
+                .big_counts
+                .get(&i)
+                .copied()
+                .unwrap_or(DELIVERY_COUNT_MAX),
+            small => u64::from(small),
+        }
+    }
+
+    /// Sets slot `i`'s delivery count, spilling it to `big_counts` when it needs more
+    /// than 32 bits.
+    fn set_count(&mut self, i: u32, count: u64) {
+        match u32::try_from(count) {
+            Ok(small) if small != COUNT_SPILLED => {
+                if self.slot(i).delivery_count == COUNT_SPILLED {
+                    self.big_counts.remove(&i);
+                }
+                self.slot_mut(i).delivery_count = small;
+            }
+            _ => {
+                self.slot_mut(i).delivery_count = COUNT_SPILLED;
+                self.big_counts.insert(i, count);
+            }
+        }
+    }
+
     fn live(&self) -> usize {
         (self.len - self.free_len) as usize
     }
@@ -403,7 +438,7 @@ impl Slab {
         let slot = Slot {
             id,
             delivery_time,
-            delivery_count,
+            delivery_count: 0,
             owner,
             prev: NIL,
             next: NIL,
@@ -413,6 +448,7 @@ impl Slab {
             self.free_head = self.slot(i).next();
             self.free_len -= 1;
             *self.slot_mut(i) = slot;
+            self.set_count(i, delivery_count);
             return i;
         }
         let i = self.len;
@@ -438,11 +474,15 @@ impl Slab {
         }
         page.push(slot);
         self.len += 1;
+        self.set_count(i, delivery_count);
         i
     }
 
     /// Returns an unlinked slot to the free list.
     fn release(&mut self, i: u32) {
+        if self.slot(i).delivery_count == COUNT_SPILLED {
+            self.big_counts.remove(&i);
+        }
         let head = self.free_head;
         let s = self.slot_mut(i);
         s.owner = FREE_SLOT;
@@ -552,7 +592,7 @@ impl Slab {
 /// A PEL: the slot numbers of its entries, ordered by the IDs stored in those slots.
 ///
 /// It keeps no keys of its own: comparisons read the ID from the slab, which every method
-/// takes. That is what makes a pending entry cost 44 bytes of slot plus about 4–5 bytes in
+/// takes. That is what makes a pending entry cost 40 bytes of slot plus about 4–5 bytes in
 /// each of the two PELs holding it, where a radix tree keyed by 16-byte IDs costs tens of
 /// bytes per key.
 ///
@@ -1079,7 +1119,7 @@ impl ConsumerGroup {
         PendingEntry {
             id: s.id(),
             delivery_time: s.delivery_time(),
-            delivery_count: s.delivery_count(),
+            delivery_count: self.slab.count(i),
             owner: self.owner_name(s.owner()),
         }
     }
@@ -1152,9 +1192,8 @@ impl ConsumerGroup {
     fn redeliver_slot(&mut self, i: u32, owner: u32, time: u64, count: u64) {
         self.slab.unlink(i);
         self.set_owner(i, owner);
-        let s = self.slab.slot_mut(i);
-        s.delivery_time = time;
-        s.delivery_count = count;
+        self.slab.slot_mut(i).delivery_time = time;
+        self.slab.set_count(i, count);
         self.slab.link_by_time(i);
     }
 
@@ -1185,6 +1224,11 @@ impl ConsumerGroup {
     fn move_slot(&mut self, src: u32, dst: u32) {
         let s = self.slab.slot(src);
         *self.slab.slot_mut(dst) = s;
+        if s.delivery_count == COUNT_SPILLED {
+            if let Some(c) = self.slab.big_counts.remove(&src) {
+                self.slab.big_counts.insert(dst, c);
+            }
+        }
         let (p, n) = (s.prev(), s.next());
         if p == NIL {
             self.slab.head = dst;
@@ -1748,7 +1792,7 @@ impl GroupMut<'_> {
         if s.owner() != owner {
             return false;
         }
-        let count = cap_count(s.delivery_count().saturating_add(1));
+        let count = cap_count(g.slab.count(i).saturating_add(1));
         g.redeliver_slot(i, owner, now_ms, count);
         true
     }
@@ -1786,9 +1830,10 @@ impl GroupMut<'_> {
         {
             return ClaimOutcome::NotIdle;
         }
+        let previous_count = g.slab.count(i);
         let count = match spec.count {
-            DeliveryCount::Increment => cap_count(s.delivery_count().saturating_add(1)),
-            DeliveryCount::Keep => s.delivery_count(),
+            DeliveryCount::Increment => cap_count(previous_count.saturating_add(1)),
+            DeliveryCount::Keep => previous_count,
             DeliveryCount::Set(n) => cap_count(n),
         };
         let time = spec.delivery_time.min(now_ms);
@@ -1796,7 +1841,7 @@ impl GroupMut<'_> {
         consumer_in(&mut g.consumer_slots, owner).active_time = signed_or_unset(Some(now_ms));
         ClaimOutcome::Claimed {
             previous_delivery_time: s.delivery_time(),
-            previous_delivery_count: s.delivery_count(),
+            previous_delivery_count: previous_count,
         }
     }
 
@@ -1817,7 +1862,7 @@ impl GroupMut<'_> {
             None if force => g.insert_pending(id, NO_OWNER, 0, 0, refs),
             None => return false,
         };
-        let old = g.slab.slot(i).delivery_count();
+        let old = g.slab.count(i);
         let count = match (retry_count, mode) {
             (Some(n), _) => cap_count(n),
             (None, NackMode::Silent) => old.saturating_sub(1),
@@ -1826,9 +1871,8 @@ impl GroupMut<'_> {
         };
         g.slab.unlink(i);
         g.set_owner(i, NO_OWNER);
-        let s = g.slab.slot_mut(i);
-        s.delivery_time = 0;
-        s.delivery_count = count;
+        g.slab.slot_mut(i).delivery_time = 0;
+        g.slab.set_count(i, count);
         g.slab.link_nacked(i);
         true
     }
@@ -2640,10 +2684,10 @@ mod tests {
     }
 
     #[test]
-    fn a_pending_entry_slot_is_44_bytes() {
+    fn a_pending_entry_slot_is_40_bytes() {
         // The memory figure: one slot per pending entry in the slab, plus one key in the
         // group PEL rax and one in the owner's PEL rax (16-byte key → u32 slot index).
-        assert_eq!(std::mem::size_of::<Slot>(), 44);
+        assert_eq!(std::mem::size_of::<Slot>(), 40);
         assert_eq!(std::mem::align_of::<Slot>(), 4);
     }
 
@@ -2879,6 +2923,8 @@ mod prop {
             Just(DeliveryCount::Increment),
             Just(DeliveryCount::Keep),
             (0u64..5).prop_map(DeliveryCount::Set),
+            // Around the 32-bit boundary where counts spill out of the slot.
+            ((u64::from(u32::MAX) - 2)..(u64::from(u32::MAX) + 2)).prop_map(DeliveryCount::Set),
             Just(DeliveryCount::Set(u64::MAX)),
         ];
         let mode = prop_oneof![
@@ -2886,7 +2932,12 @@ mod prop {
             Just(NackMode::Fail),
             Just(NackMode::Fatal)
         ];
-        let retry = prop_oneof![Just(None), (0u64..4).prop_map(Some), Just(Some(u64::MAX))];
+        let retry = prop_oneof![
+            Just(None),
+            (0u64..4).prop_map(Some),
+            Just(Some(u64::from(u32::MAX))),
+            Just(Some(u64::MAX))
+        ];
         prop_oneof![
             2 => (g.clone(), i.clone()).prop_map(|(g, i)| Op::CreateGroup(g, i)),
             1 => g.clone().prop_map(Op::DestroyGroup),
