@@ -1224,10 +1224,10 @@ impl ConsumerGroup {
     fn move_slot(&mut self, src: u32, dst: u32) {
         let s = self.slab.slot(src);
         *self.slab.slot_mut(dst) = s;
-        if s.delivery_count == COUNT_SPILLED {
-            if let Some(c) = self.slab.big_counts.remove(&src) {
-                self.slab.big_counts.insert(dst, c);
-            }
+        if s.delivery_count == COUNT_SPILLED
+            && let Some(c) = self.slab.big_counts.remove(&src)
+        {
+            self.slab.big_counts.insert(dst, c);
         }
         let (p, n) = (s.prev(), s.next());
         if p == NIL {
