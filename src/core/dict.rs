@@ -417,7 +417,14 @@ impl<V> Dict<V> {
             let new = std::mem::replace(&mut self.tables[1], Table::empty());
             self.tables[0] = new;
             self.rehash_idx = None;
-            false
+            // The keys added or removed during the rehash may call for another resize
+            // (Redis checks this from its cron).
+            if self.tables[0].used >= self.tables[0].buckets.len() {
+                self.expand_if_needed();
+            } else {
+                self.shrink_if_needed();
+            }
+            self.is_rehashing()
         } else {
             self.rehash_idx = Some(idx);
             true

@@ -87,6 +87,12 @@
 //! depends only on the number of children, so memory use, like the shape, depends only
 //! on the set of keys.
 //!
+//! A map of zero or one key has no tree at all: [`Rax`] keeps that key and its value
+//! inline and builds the tree at the second key (a stream with a single node, the
+//! common case in a keyspace of many small streams, saves the root node and its
+//! allocated child, ~100 bytes). [`Rax::node_count`] still counts the nodes the tree
+//! would have.
+//!
 //! Each entry keeps its whole key, although the path spells it too: that is what lets
 //! [`Rax::iter`], [`Rax::first`] and [`Rax::last`] return the key as a plain `&[u8]`
 //! borrowed from the tree.
@@ -119,11 +125,8 @@ pub enum SeekOp {
     Eq,
 }
 
-/// A byte-keyed ordered map stored as a radix tree with compressed paths (Redis: `rax`).
-///
-/// Keys are compared byte by byte, as `memcmp` does; a key that is a prefix of another
-/// sorts before it. The empty key is a valid key.
-pub struct Rax<V> {
+/// The radix tree behind a [`Rax`] of two or more keys.
+struct Tree<V> {
     /// The root: the node reached by the empty key. Never removed; an empty tree is a
     /// root without value and without children.
     root: Node<V>,
@@ -131,6 +134,339 @@ pub struct Rax<V> {
     len: usize,
     /// Number of nodes, the root included (so an empty tree has one).
     nodes: usize,
+}
+
+/// A byte-keyed ordered map stored as a radix tree with compressed paths (Redis: `rax`).
+///
+/// Keys are compared byte by byte, as `memcmp` does; a key that is a prefix of another
+/// sorts before it. The empty key is a valid key.
+///
+/// A map of zero or one key keeps that key and its value inline, without a tree: most
+/// streams in a keyspace of many small streams have a single node, and a tree would
+/// cost them a root node inline plus an allocated child (~100 bytes). The tree is built
+/// at the second key and given up when a removal leaves one key. Every method behaves
+/// the same either way; [`Rax::node_count`] reports the nodes the tree *would* have, so
+/// XINFO's `radix-tree-nodes` still matches Redis.
+pub struct Rax<V> {
+    repr: Repr<V>,
+}
+
+/// The two forms of a [`Rax`].
+enum Repr<V> {
+    /// No key, or one key and its value.
+    Small(Option<Entry<V>>),
+    /// Two keys or more.
+    Tree(Box<Tree<V>>),
+}
+
+impl<V: Clone> Clone for Rax<V> {
+    fn clone(&self) -> Self {
+        Rax {
+            repr: match &self.repr {
+                Repr::Small(e) => Repr::Small(e.clone()),
+                Repr::Tree(t) => Repr::Tree(t.clone()),
+            },
+        }
+    }
+}
+
+impl<V> Default for Rax<V> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<V> Rax<V> {
+    /// An empty map.
+    pub fn new() -> Self {
+        Rax {
+            repr: Repr::Small(None),
+        }
+    }
+
+    /// Number of keys.
+    pub fn len(&self) -> usize {
+        match &self.repr {
+            Repr::Small(e) => usize::from(e.is_some()),
+            Repr::Tree(t) => t.len(),
+        }
+    }
+
+    /// True when there are no keys.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Number of radix tree nodes for the keys held, the root included (XINFO
+    /// `radix-tree-nodes`). An empty tree has one node (the root); a single key has a
+    /// root whose run spells it and the leaf holding it (one node for the empty key).
+    /// The count depends only on the set of keys.
+    pub fn node_count(&self) -> usize {
+        match &self.repr {
+            Repr::Small(None) => 1,
+            Repr::Small(Some(e)) if e.key.is_empty() => 1,
+            Repr::Small(Some(_)) => 2,
+            Repr::Tree(t) => t.node_count(),
+        }
+    }
+
+    /// Removes every key.
+    pub fn clear(&mut self) {
+        self.repr = Repr::Small(None);
+    }
+
+    /// Inserts or replaces; returns the previous value.
+    pub fn insert(&mut self, key: &[u8], value: V) -> Option<V> {
+        match &mut self.repr {
+            Repr::Small(Some(e)) if &e.key[..] == key => Some(mem::replace(&mut e.value, value)),
+            Repr::Small(slot @ None) => {
+                *slot = Some(Entry {
+                    key: Bytes::new(key),
+                    value,
+                });
+                None
+            }
+            Repr::Small(Some(_)) => {
+                self.grow(key, value);
+                None
+            }
+            Repr::Tree(t) => t.insert(key, value),
+        }
+    }
+
+    /// Inserts only if absent; gives the value back if the key exists (and then leaves
+    /// the map as it was).
+    pub fn try_insert(&mut self, key: &[u8], value: V) -> Result<(), V> {
+        match &mut self.repr {
+            Repr::Small(Some(e)) if &e.key[..] == key => Err(value),
+            Repr::Small(slot @ None) => {
+                *slot = Some(Entry {
+                    key: Bytes::new(key),
+                    value,
+                });
+                Ok(())
+            }
+            Repr::Small(Some(_)) => {
+                self.grow(key, value);
+                Ok(())
+            }
+            Repr::Tree(t) => t.try_insert(key, value),
+        }
+    }
+
+    /// Moves the one inline key into a new tree and adds `key` (absent) to it.
+    fn grow(&mut self, key: &[u8], value: V) {
+        let mut tree = Box::new(Tree::new());
+        if let Repr::Small(Some(e)) = mem::replace(&mut self.repr, Repr::Small(None)) {
+            tree.insert(&e.key, e.value);
+        }
+        tree.insert(key, value);
+        self.repr = Repr::Tree(tree);
+    }
+
+    /// The value at `key`.
+    pub fn get(&self, key: &[u8]) -> Option<&V> {
+        match &self.repr {
+            Repr::Small(Some(e)) if &e.key[..] == key => Some(&e.value),
+            Repr::Small(_) => None,
+            Repr::Tree(t) => t.get(key),
+        }
+    }
+
+    /// The value at `key`, mutable.
+    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut V> {
+        match &mut self.repr {
+            Repr::Small(Some(e)) if &e.key[..] == key => Some(&mut e.value),
+            Repr::Small(_) => None,
+            Repr::Tree(t) => t.get_mut(key),
+        }
+    }
+
+    /// True when `key` is present.
+    pub fn contains_key(&self, key: &[u8]) -> bool {
+        self.get(key).is_some()
+    }
+
+    /// Removes `key`; returns its value. The tree left is the one built from the
+    /// remaining keys (a last remaining key moves back inline).
+    pub fn remove(&mut self, key: &[u8]) -> Option<V> {
+        match &mut self.repr {
+            Repr::Small(slot) => match slot {
+                Some(e) if &e.key[..] == key => slot.take().map(|e| e.value),
+                _ => None,
+            },
+            Repr::Tree(t) => {
+                let value = t.remove(key)?;
+                if t.len() == 1 {
+                    let last = t.first().map(|(k, _)| k.to_vec());
+                    if let Some(k) = last
+                        && let Some(v) = t.remove(&k)
+                    {
+                        self.repr = Repr::Small(Some(Entry {
+                            key: Bytes::new(&k),
+                            value: v,
+                        }));
+                    }
+                }
+                Some(value)
+            }
+        }
+    }
+
+    /// A cursor, unpositioned until [`Cursor::seek`].
+    pub fn cursor(&self) -> Cursor<'_, V> {
+        Cursor {
+            inner: match &self.repr {
+                Repr::Small(e) => CursorRepr::Small {
+                    entry: e.as_ref(),
+                    pending: false,
+                },
+                Repr::Tree(t) => CursorRepr::Tree(t.cursor()),
+            },
+        }
+    }
+
+    /// The smallest key and its value.
+    pub fn first(&self) -> Option<(&[u8], &V)> {
+        match &self.repr {
+            Repr::Small(e) => e.as_ref().map(|e| (&e.key[..], &e.value)),
+            Repr::Tree(t) => t.first(),
+        }
+    }
+
+    /// The largest key and its value.
+    pub fn last(&self) -> Option<(&[u8], &V)> {
+        match &self.repr {
+            Repr::Small(e) => e.as_ref().map(|e| (&e.key[..], &e.value)),
+            Repr::Tree(t) => t.last(),
+        }
+    }
+
+    /// All entries in key order; iterates from both ends.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&[u8], &V)> + ExactSizeIterator {
+        match &self.repr {
+            Repr::Small(e) => RaxIter::Small(e.as_ref().map(|e| (&e.key[..], &e.value))),
+            Repr::Tree(t) => RaxIter::Tree(t.iter()),
+        }
+    }
+
+    /// All entries in key order, values mutable.
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&[u8], &mut V)> {
+        let (small, tree) = match &mut self.repr {
+            Repr::Small(e) => (e.as_mut().map(|e| (&e.key[..], &mut e.value)), None),
+            Repr::Tree(t) => (None, Some(t.iter_mut())),
+        };
+        small.into_iter().chain(tree.into_iter().flatten())
+    }
+
+    /// All values in key order, mutable.
+    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut V> {
+        self.iter_mut().map(|(_, v)| v)
+    }
+}
+
+/// Iterator of [`Rax::iter`], one form per form of the map.
+enum RaxIter<'a, V> {
+    Small(Option<(&'a [u8], &'a V)>),
+    Tree(Iter<'a, V>),
+}
+
+impl<'a, V> Iterator for RaxIter<'a, V> {
+    type Item = (&'a [u8], &'a V);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            RaxIter::Small(e) => e.take(),
+            RaxIter::Tree(t) => t.next(),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match self {
+            RaxIter::Small(e) => (usize::from(e.is_some()), Some(usize::from(e.is_some()))),
+            RaxIter::Tree(t) => t.size_hint(),
+        }
+    }
+}
+
+impl<V> DoubleEndedIterator for RaxIter<'_, V> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        match self {
+            RaxIter::Small(e) => e.take(),
+            RaxIter::Tree(t) => t.next_back(),
+        }
+    }
+}
+
+impl<V> ExactSizeIterator for RaxIter<'_, V> {}
+
+/// A position in a [`Rax`]: after `seek`, the first `next()` or `prev()` returns the
+/// element the seek found, and further calls walk forwards or backwards. Once a walk
+/// runs off either end, both directions return `None` until the next seek.
+pub struct Cursor<'a, V> {
+    inner: CursorRepr<'a, V>,
+}
+
+/// The two forms of a [`Cursor`], one per form of [`Rax`].
+enum CursorRepr<'a, V> {
+    /// Over the inline key: `pending` while the seek found it and it was not returned.
+    Small {
+        entry: Option<&'a Entry<V>>,
+        pending: bool,
+    },
+    Tree(TreeCursor<'a, V>),
+}
+
+impl<'a, V> Cursor<'a, V> {
+    /// Positions the cursor; returns false when no element satisfies the operator.
+    pub fn seek(&mut self, op: SeekOp, key: &[u8]) -> bool {
+        match &mut self.inner {
+            CursorRepr::Small { entry, pending } => {
+                let found = entry.is_some_and(|e| {
+                    let k = &e.key[..];
+                    match op {
+                        SeekOp::First | SeekOp::Last => true,
+                        SeekOp::Ge => k >= key,
+                        SeekOp::Gt => k > key,
+                        SeekOp::Le => k <= key,
+                        SeekOp::Lt => k < key,
+                        SeekOp::Eq => k == key,
+                    }
+                });
+                *pending = found;
+                found
+            }
+            CursorRepr::Tree(c) => c.seek(op, key),
+        }
+    }
+
+    /// The next element in key order.
+    // Not `Iterator::next`: a cursor also walks back and seeks again, and the one name
+    // pairs with `prev`, as `raxNext`/`raxPrev` do.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Option<(&'a [u8], &'a V)> {
+        match &mut self.inner {
+            CursorRepr::Small { entry, pending } => Self::small_step(*entry, pending),
+            CursorRepr::Tree(c) => c.next(),
+        }
+    }
+
+    /// The previous element in key order.
+    pub fn prev(&mut self) -> Option<(&'a [u8], &'a V)> {
+        match &mut self.inner {
+            CursorRepr::Small { entry, pending } => Self::small_step(*entry, pending),
+            CursorRepr::Tree(c) => c.prev(),
+        }
+    }
+
+    /// With one key, the element found by the seek comes once; any step from it runs
+    /// off an end.
+    fn small_step(entry: Option<&'a Entry<V>>, pending: &mut bool) -> Option<(&'a [u8], &'a V)> {
+        if !mem::take(pending) {
+            return None;
+        }
+        entry.map(|e| (&e.key[..], &e.value))
+    }
 }
 
 /// One node of the tree. The shape is told by the length of `children`:
@@ -428,16 +764,10 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
-impl<V> Default for Rax<V> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl<V> Rax<V> {
+impl<V> Tree<V> {
     /// An empty tree (one node: the root).
-    pub fn new() -> Self {
-        Rax {
+    fn new() -> Self {
+        Tree {
             root: Node::empty(),
             len: 0,
             nodes: 1,
@@ -449,23 +779,11 @@ impl<V> Rax<V> {
         self.len
     }
 
-    /// True when there are no keys.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// Number of tree nodes, the root included (XINFO `radix-tree-nodes`). An empty tree
     /// has one node; the count depends only on the set of keys, not on the order in
     /// which they were inserted or removed.
     pub fn node_count(&self) -> usize {
         self.nodes
-    }
-
-    /// Removes every key, keeping nothing but an empty root.
-    pub fn clear(&mut self) {
-        teardown(mem::replace(&mut self.root, Node::empty()));
-        self.len = 0;
-        self.nodes = 1;
     }
 
     /// Inserts or replaces; returns the previous value. On replace the tree does not
@@ -575,11 +893,6 @@ impl<V> Rax<V> {
         node.entry.as_mut().map(|e| &mut e.value)
     }
 
-    /// True when `key` is present.
-    pub fn contains_key(&self, key: &[u8]) -> bool {
-        self.get(key).is_some()
-    }
-
     /// Removes `key`; returns its value. The nodes the key alone needed are freed and
     /// runs are joined again, so the tree is the one built from the remaining keys.
     pub fn remove(&mut self, key: &[u8]) -> Option<V> {
@@ -633,8 +946,8 @@ impl<V> Rax<V> {
     }
 
     /// A cursor, unpositioned until [`Cursor::seek`].
-    pub fn cursor(&self) -> Cursor<'_, V> {
-        Cursor {
+    fn cursor(&self) -> TreeCursor<'_, V> {
+        TreeCursor {
             root: &self.root,
             stack: Vec::new(),
             pending: false,
@@ -665,7 +978,7 @@ impl<V> Rax<V> {
     }
 
     /// All entries in key order; iterates from both ends.
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&[u8], &V)> {
+    fn iter(&self) -> Iter<'_, V> {
         Iter {
             front: vec![std::slice::from_ref(&self.root).iter()],
             back: vec![(std::slice::from_ref(&self.root).iter(), None)],
@@ -674,15 +987,10 @@ impl<V> Rax<V> {
     }
 
     /// All entries in key order, values mutable.
-    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&[u8], &mut V)> {
+    fn iter_mut(&mut self) -> IterMut<'_, V> {
         IterMut {
             stack: vec![&mut self.root],
         }
-    }
-
-    /// All values in key order, mutable.
-    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut V> {
-        self.iter_mut().map(|(_, v)| v)
     }
 }
 
@@ -697,15 +1005,15 @@ fn teardown<V>(mut root: Node<V>) {
     }
 }
 
-impl<V> Drop for Rax<V> {
+impl<V> Drop for Tree<V> {
     fn drop(&mut self) {
         teardown(mem::replace(&mut self.root, Node::empty()));
     }
 }
 
-impl<V: Clone> Clone for Rax<V> {
+impl<V: Clone> Clone for Tree<V> {
     fn clone(&self) -> Self {
-        Rax {
+        Tree {
             root: self.root.clone(),
             len: self.len,
             nodes: self.nodes,
@@ -815,10 +1123,8 @@ impl<'a, V> Iterator for IterMut<'a, V> {
     }
 }
 
-/// A position in a [`Rax`]: after `seek`, the first `next()` or `prev()` returns the
-/// element the seek found, and further calls walk forwards or backwards. Once a walk
-/// runs off either end, both directions return `None` until the next seek.
-pub struct Cursor<'a, V> {
+/// A [`Cursor`] over a [`Tree`].
+struct TreeCursor<'a, V> {
     /// The root of the tree walked.
     root: &'a Node<V>,
     /// The path from the root to the current node; each frame also holds the index of
@@ -848,9 +1154,9 @@ enum Gap {
     AfterSubtree,
 }
 
-impl<'a, V> Cursor<'a, V> {
+impl<'a, V> TreeCursor<'a, V> {
     /// Positions the cursor; returns false when no element satisfies the operator.
-    pub fn seek(&mut self, op: SeekOp, key: &[u8]) -> bool {
+    fn seek(&mut self, op: SeekOp, key: &[u8]) -> bool {
         self.stack.clear();
         self.stack.push(Frame {
             node: self.root,
@@ -870,7 +1176,7 @@ impl<'a, V> Cursor<'a, V> {
     // Not `Iterator::next`: a cursor also walks back and seeks again, and the one name
     // pairs with `prev`, as `raxNext`/`raxPrev` do.
     #[allow(clippy::should_implement_trait)]
-    pub fn next(&mut self) -> Option<(&[u8], &'a V)> {
+    fn next(&mut self) -> Option<(&'a [u8], &'a V)> {
         if self.done {
             return None;
         }
@@ -882,7 +1188,7 @@ impl<'a, V> Cursor<'a, V> {
     }
 
     /// The previous element in key order.
-    pub fn prev(&mut self) -> Option<(&[u8], &'a V)> {
+    fn prev(&mut self) -> Option<(&'a [u8], &'a V)> {
         if self.done {
             return None;
         }
@@ -1050,6 +1356,20 @@ impl<'a, V> Cursor<'a, V> {
 impl<V> Rax<V> {
     /// Checks every invariant of the module doc and the counters; panics on the first
     /// one broken.
+    fn check(&self) {
+        match &self.repr {
+            Repr::Small(None) => {}
+            Repr::Small(Some(_)) => assert_eq!(self.len(), 1),
+            Repr::Tree(t) => {
+                assert!(t.len >= 2, "a tree of fewer than two keys");
+                t.check();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+impl<V> Tree<V> {
     fn check(&self) {
         let mut nodes = 0;
         let mut keys = 0;
