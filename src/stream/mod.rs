@@ -1114,20 +1114,28 @@ mod tests {
         assert!(heap < 200, "{heap}");
     }
 
-    /// Replays scenarios recorded on a real redis-server by a generator script: every
-    /// `expect` line holds Redis's length, radix-tree-keys, first ID and max deleted ID
-    /// after the step before it. Run with `STREAMD_REDIS_SCENARIOS=file cargo test
-    /// --release --lib replay -- --ignored`.
+    /// Replays scenarios recorded on a real redis-server (7.0, by
+    /// `scripts/record-stream-scenarios.py`, checked in as
+    /// `tests/data/stream-scenarios.txt`; `STREAMD_REDIS_SCENARIOS=file` replays another
+    /// recording): every `expect` line holds Redis's length, radix-tree-keys, first ID
+    /// and max deleted ID after the step before it, and every XDEL/XTRIM step the number
+    /// Redis deleted.
     ///
     /// One known difference with Redis 7.0 is tolerated: an exact trim that deletes the
     /// last live entries of a node ending in tombstones leaves an empty node there (fixed
     /// by Redis #15815, which streamd follows), so after a trim Redis may count more
     /// keys; the surplus is carried and must then stay put until the next trim.
     #[test]
-    #[ignore = "needs a scenario file recorded from redis-server"]
     fn replay_scenarios_recorded_on_redis() {
-        let path = std::env::var("STREAMD_REDIS_SCENARIOS").expect("set STREAMD_REDIS_SCENARIOS");
-        let text = std::fs::read_to_string(path).expect("scenario file");
+        let path = std::env::var("STREAMD_REDIS_SCENARIOS").unwrap_or_else(|_| {
+            concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/data/stream-scenarios.txt"
+            )
+            .to_string()
+        });
+        let text = std::fs::read_to_string(&path).expect("scenario file");
+        assert!(text.lines().filter(|l| l.starts_with("expect")).count() > 1000);
         let parse_id = |t: &str| {
             let (a, b) = t.split_once('-').expect("ms-seq");
             id(a.parse().expect("ms"), b.parse().expect("seq"))
