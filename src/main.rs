@@ -92,7 +92,9 @@ fn main() -> ExitCode {
             match it.next() {
                 Some(p) => import = Some(PathBuf::from(p)),
                 None => {
-                    eprintln!("Usage: streamd --import-rdb <dump.rdb> [config file] [--directive value ...]");
+                    eprintln!(
+                        "Usage: streamd --import-rdb <dump.rdb> [config file] [--directive value ...]"
+                    );
                     return ExitCode::from(2);
                 }
             }

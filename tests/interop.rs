@@ -271,7 +271,10 @@ async fn a_stream_made_in_redis_restores_into_streamd_with_identical_replies() {
         Value::Array(mut cs) => cs.remove(0),
         other => panic!("{other:?}"),
     });
-    assert!(c.iter().any(|(k, v)| k == "inactive" && *v != Value::Int(-1)));
+    assert!(
+        c.iter()
+            .any(|(k, v)| k == "inactive" && *v != Value::Int(-1))
+    );
     // streamd's own DUMP of it (uncompressed, where Redis compresses long strings with
     // LZF) restores into Redis as the same stream.
     let again = dump(&mut s, "src").await;
@@ -352,7 +355,10 @@ async fn nacked_entries_cannot_be_dumped_yet() {
         common::c(&mut raw, line);
     }
     let reply = common::c(&mut raw, "DUMP k");
-    assert!(reply.starts_with("-ERR DUMP cannot serialize NACKed"), "{reply}");
+    assert!(
+        reply.starts_with("-ERR DUMP cannot serialize NACKed"),
+        "{reply}"
+    );
 }
 
 /// Exact error replies, compared with Redis's.
@@ -380,10 +386,27 @@ fn restore_errors_match_redis() {
         vec![b"RESTORE", b"n", b"0", &payload, b"IDLETIME", b"-1"],
         vec![b"RESTORE", b"n", b"0", &payload, b"IDLETIME", b"x"],
         vec![b"RESTORE", b"n", b"0", &payload, b"FREQ", b"256"],
-        vec![b"RESTORE", b"n", b"0", &payload, b"FREQ", b"1", b"IDLETIME", b"1"],
+        vec![
+            b"RESTORE",
+            b"n",
+            b"0",
+            &payload,
+            b"FREQ",
+            b"1",
+            b"IDLETIME",
+            b"1",
+        ],
         vec![b"RESTORE", b"n", b"0", &payload, b"IDLETIME"],
         vec![b"RESTORE", b"n", b"0"],
-        vec![b"RESTORE", b"n", b"0", &payload, b"IDLETIME", b"5", b"REPLACE"],
+        vec![
+            b"RESTORE",
+            b"n",
+            b"0",
+            &payload,
+            b"IDLETIME",
+            b"5",
+            b"REPLACE",
+        ],
         vec![b"RESTORE", b"k", b"0", &payload, b"REPLACE", b"FREQ", b"3"],
         vec![b"RESTORE", b"t", b"100000", &payload],
         vec![b"RESTORE", b"t2", b"1", &payload, b"ABSTTL"],
@@ -420,7 +443,8 @@ fn non_stream_payloads_are_refused_naming_the_type() {
         let dumped = r.cmd(&[b"DUMP", key.as_bytes()]);
         let start = dumped.iter().position(|&b| b == b'\n').expect("header") + 1;
         let payload = &dumped[start..dumped.len() - 2];
-        let reply = String::from_utf8_lossy(&s.cmd(&[b"RESTORE", b"x", b"0", payload])).into_owned();
+        let reply =
+            String::from_utf8_lossy(&s.cmd(&[b"RESTORE", b"x", b"0", payload])).into_owned();
         assert!(
             reply.starts_with("-ERR streamd stores only streams") && reply.contains(name),
             "{reply}"
@@ -545,7 +569,10 @@ async fn a_restored_stream_survives_a_restart_from_the_log() {
     assert_same_views(&before, &view(&mut s, "dst").await);
     assert_eq!(dump(&mut s, "dst").await, payload);
     let pttl = qs(&mut s, "PTTL dst").await;
-    assert!(matches!(pttl, Value::Int(t) if t > 0 && t <= 100_000), "{pttl:?}");
+    assert!(
+        matches!(pttl, Value::Int(t) if t > 0 && t <= 100_000),
+        "{pttl:?}"
+    );
 }
 
 /// Runs `streamd --import-rdb` to completion's first phase: returns the server (serving
@@ -620,7 +647,10 @@ async fn a_dump_rdb_saved_by_redis_is_imported() {
     let log = sd.log();
     assert!(log.contains("RDB import done"), "{log}");
     for skipped in ["string=4", "list=1", "set=1", "zset=1", "hash=1"] {
-        assert!(log.contains(skipped), "{skipped} missing from the log: {log}");
+        assert!(
+            log.contains(skipped),
+            "{skipped} missing from the log: {log}"
+        );
     }
     // The snapshot it wrote is a normal one: a second start on the directory loads it.
     drop(s);

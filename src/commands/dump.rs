@@ -60,8 +60,7 @@ pub const COMMANDS: &[CommandSpec] = &[
 const BUSYKEY: ReplyError = ReplyError::msg("BUSYKEY Target key name already exists.");
 const INVALID_TTL: ReplyError = ReplyError::msg("ERR Invalid TTL value, must be >= 0");
 const INVALID_IDLETIME: ReplyError = ReplyError::msg("ERR Invalid IDLETIME value, must be >= 0");
-const INVALID_FREQ: ReplyError =
-    ReplyError::msg("ERR Invalid FREQ value, must be >= 0 and <= 255");
+const INVALID_FREQ: ReplyError = ReplyError::msg("ERR Invalid FREQ value, must be >= 0 and <= 255");
 const VERSION_OR_CHECKSUM: ReplyError =
     ReplyError::msg("ERR DUMP payload version or checksum are wrong");
 const BAD_DATA_FORMAT: ReplyError = ReplyError::msg("ERR Bad data format");

@@ -106,7 +106,7 @@ pub fn read(
                 r.skip_string()?;
             }
             0xFE => {
-                let n = r.len()?;
+                let n = r.length()?;
                 db = usize::try_from(n)
                     .ok()
                     .filter(|&d| d < databases)
@@ -120,8 +120,8 @@ pub fn read(
                     })?;
             }
             0xFB => {
-                r.len()?;
-                r.len()?;
+                r.length()?;
+                r.length()?;
             }
             0xFC => {
                 let b = r.bytes(8)?;
@@ -134,25 +134,25 @@ pub fn read(
                 expire = Some(u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])) * 1000);
             }
             0xF8 => {
-                r.len()?;
+                r.length()?;
             }
             0xF9 => {
                 r.u8()?;
             }
             0xF7 => {
-                r.len()?; // module id
-                let when_op = r.len()?;
+                r.length()?; // module id
+                let when_op = r.length()?;
                 if when_op != 2 {
                     return Err(r.err("module aux data without its 'when' field"));
                 }
-                r.len()?;
+                r.length()?;
                 skip_module_value(&mut r)?;
             }
             0xF5 => r.skip_string()?,
             0xF4 => {
-                r.len()?;
-                r.len()?;
-                r.len()?;
+                r.length()?;
+                r.length()?;
+                r.length()?;
             }
             0xFF => break,
             t => {
@@ -217,10 +217,10 @@ pub fn read(
 fn skip_module_value(r: &mut Reader<'_>) -> Result<(), RdbError> {
     loop {
         let at = r.offset();
-        match r.len()? {
+        match r.length()? {
             0 => return Ok(()),
             1 | 2 => {
-                r.len()?;
+                r.length()?;
             }
             3 => {
                 r.bytes(4)?;
@@ -253,12 +253,12 @@ fn skip_value(r: &mut Reader<'_>, t: u8, type_at: u64) -> Result<(), RdbError> {
         types::STRING => r.skip_string(),
         // list (linked list), set: n strings
         1 | 2 => {
-            let n = r.len()?;
+            let n = r.length()?;
             skip_strings(r, n)
         }
         // zset: n × (member, double as text: len byte, 253/254/255 = nan/+inf/-inf)
         3 => {
-            let n = r.len()?;
+            let n = r.length()?;
             for _ in 0..n {
                 r.skip_string()?;
                 let l = r.u8()?;
@@ -270,7 +270,7 @@ fn skip_value(r: &mut Reader<'_>, t: u8, type_at: u64) -> Result<(), RdbError> {
         }
         // hash: n × (field, value)
         4 => {
-            let n = r.len()?;
+            let n = r.length()?;
             for _ in 0..n {
                 r.skip_string()?;
                 r.skip_string()?;
@@ -279,7 +279,7 @@ fn skip_value(r: &mut Reader<'_>, t: u8, type_at: u64) -> Result<(), RdbError> {
         }
         // zset 2: n × (member, binary double)
         5 => {
-            let n = r.len()?;
+            let n = r.length()?;
             for _ in 0..n {
                 r.skip_string()?;
                 r.bytes(8)?;
@@ -288,7 +288,7 @@ fn skip_value(r: &mut Reader<'_>, t: u8, type_at: u64) -> Result<(), RdbError> {
         }
         // module 2: module id, then its opcodes
         7 => {
-            r.len()?;
+            r.length()?;
             skip_module_value(r)
         }
         // one blob each: zipmap, ziplist, intset, zset ziplist, hash ziplist, hash
@@ -296,14 +296,14 @@ fn skip_value(r: &mut Reader<'_>, t: u8, type_at: u64) -> Result<(), RdbError> {
         9..=13 | 16 | 17 | 20 => r.skip_string(),
         // quicklist: n ziplists
         14 => {
-            let n = r.len()?;
+            let n = r.length()?;
             skip_strings(r, n)
         }
         // quicklist 2: n × (container kind, blob)
         18 => {
-            let n = r.len()?;
+            let n = r.length()?;
             for _ in 0..n {
-                r.len()?;
+                r.length()?;
                 r.skip_string()?;
             }
             Ok(())
@@ -311,9 +311,9 @@ fn skip_value(r: &mut Reader<'_>, t: u8, type_at: u64) -> Result<(), RdbError> {
         // hash with field TTLs (7.4): minimum expiry, n × (ttl, field, value)
         24 => {
             r.bytes(8)?;
-            let n = r.len()?;
+            let n = r.length()?;
             for _ in 0..n {
-                r.len()?;
+                r.length()?;
                 r.skip_string()?;
                 r.skip_string()?;
             }
@@ -343,7 +343,10 @@ fn skip_value(r: &mut Reader<'_>, t: u8, type_at: u64) -> Result<(), RdbError> {
 /// reads `path`, logs progress and what was skipped, and writes the databases as the
 /// configured snapshot (`<dir>/<dbfilename>`), which the server then loads as usual.
 /// The data directory's lock is held meanwhile, so no server can start on it.
-pub fn import(config: &crate::config::Config, path: &std::path::Path) -> Result<ImportStats, String> {
+pub fn import(
+    config: &crate::config::Config,
+    path: &std::path::Path,
+) -> Result<ImportStats, String> {
     use std::fs;
     let dir = std::path::PathBuf::from(config.get("dir").unwrap_or("./data"));
     fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
@@ -374,7 +377,9 @@ pub fn import(config: &crate::config::Config, path: &std::path::Path) -> Result<
     }
     let started = Instant::now();
     let data = fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let databases = usize::try_from(config.get_i64("databases")).unwrap_or(16).max(1);
+    let databases = usize::try_from(config.get_i64("databases"))
+        .unwrap_or(16)
+        .max(1);
     let total = data.len() as u64;
     tracing::info!(file = %path.display(), bytes = total, "importing a Redis RDB file");
     let mut report = |keys: u64, done: u64| {
@@ -386,15 +391,18 @@ pub fn import(config: &crate::config::Config, path: &std::path::Path) -> Result<
             "importing"
         );
     };
-    let (dbs, stats) = read(&data, databases, crate::core::unix_ms(), &mut report).map_err(|e| {
-        format!("{} is not a valid RDB file: {e}", path.display())
-    })?;
+    let (dbs, stats) = read(&data, databases, crate::core::unix_ms(), &mut report)
+        .map_err(|e| format!("{} is not a valid RDB file: {e}", path.display()))?;
     drop(data);
     let read_secs = started.elapsed().as_secs_f64();
     let saved = crate::persist::snapshot::save(&snap, &dbs, crate::core::unix_ms())
         .map_err(|e| format!("cannot write the snapshot: {e}"))?;
     let secs = started.elapsed().as_secs_f64();
-    let skipped: Vec<String> = stats.skipped.iter().map(|(t, n)| format!("{t}={n}")).collect();
+    let skipped: Vec<String> = stats
+        .skipped
+        .iter()
+        .map(|(t, n)| format!("{t}={n}"))
+        .collect();
     tracing::info!(
         streams = stats.streams,
         entries = stats.entries,
@@ -471,7 +479,10 @@ mod tests {
     fn corruption_is_refused_with_an_offset_never_a_panic() {
         let f = file();
         for cut in 0..f.len() {
-            assert!(read(&f[..cut], 16, 2000, &mut |_, _| {}).is_err(), "cut {cut}");
+            assert!(
+                read(&f[..cut], 16, 2000, &mut |_, _| {}).is_err(),
+                "cut {cut}"
+            );
         }
         let mut bad = f.clone();
         let n = bad.len();

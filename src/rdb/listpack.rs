@@ -265,10 +265,12 @@ impl<'a> Decoder<'a> {
     /// The next element, `Ok(None)` at the end (after checking the declared count).
     pub fn next_elem(&mut self) -> Result<Option<Elem<'a>>, LpError> {
         let start = self.pos;
-        let bad = |what| Err(LpError {
-            offset: start,
-            what,
-        });
+        let bad = |what| {
+            Err(LpError {
+                offset: start,
+                what,
+            })
+        };
         let end = self.buf.len() - 1; // the EOF byte
         if start >= end {
             if self.declared.is_some_and(|n| n != self.seen) {

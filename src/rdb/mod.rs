@@ -219,7 +219,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A length (`rdbLoadLen`).
-    pub fn len(&mut self) -> Result<u64, RdbError> {
+    pub fn length(&mut self) -> Result<u64, RdbError> {
         let at = self.pos;
         match self.len_or_enc()? {
             Len::Plain(n) => Ok(n),
@@ -228,9 +228,9 @@ impl<'a> Reader<'a> {
     }
 
     /// A length used as a count or size in memory: must fit `usize`.
-    pub fn len_usize(&mut self) -> Result<usize, RdbError> {
+    pub fn length_usize(&mut self) -> Result<usize, RdbError> {
         let at = self.pos;
-        let n = self.len()?;
+        let n = self.length()?;
         usize::try_from(n).map_err(|_| self.err_at(at, "length too large"))
     }
 
@@ -261,9 +261,9 @@ impl<'a> Reader<'a> {
                 self.array()?,
             ))))),
             Len::Encoded(3) => {
-                let clen = self.len_usize()?;
+                let clen = self.length_usize()?;
                 let ulen_at = self.pos;
-                let ulen = self.len_usize()?;
+                let ulen = self.length_usize()?;
                 if ulen > clen.saturating_mul(lzf::MAX_RATIO).saturating_add(64) {
                     return Err(self.err_at(ulen_at, "LZF length larger than the data allows"));
                 }
@@ -289,8 +289,8 @@ impl<'a> Reader<'a> {
             Len::Encoded(1) => self.bytes(2).map(drop),
             Len::Encoded(2) => self.bytes(4).map(drop),
             Len::Encoded(3) => {
-                let clen = self.len_usize()?;
-                self.len()?;
+                let clen = self.length_usize()?;
+                self.length()?;
                 self.bytes(clen).map(drop)
             }
             Len::Encoded(_) => Err(self.err_at(at, "unknown string encoding")),
@@ -339,11 +339,20 @@ mod tests {
 
     #[test]
     fn lengths_round_trip_in_every_form() {
-        for n in [0u64, 63, 64, 16383, 16384, u32::MAX as u64, u32::MAX as u64 + 1, u64::MAX] {
+        for n in [
+            0u64,
+            63,
+            64,
+            16383,
+            16384,
+            u32::MAX as u64,
+            u32::MAX as u64 + 1,
+            u64::MAX,
+        ] {
             let mut b = Vec::new();
             write::len(&mut b, n);
             let mut r = Reader::new(&b, 0);
-            assert_eq!(r.len(), Ok(n));
+            assert_eq!(r.length(), Ok(n));
             assert_eq!(r.remaining(), 0);
         }
     }

@@ -142,7 +142,10 @@ mod tests {
     #[test]
     fn footer_checks() {
         let p = dump(&stream()).expect("dumps");
-        assert_eq!(restore(&p[..9]).unwrap_err(), RestoreError::VersionOrChecksum);
+        assert_eq!(
+            restore(&p[..9]).unwrap_err(),
+            RestoreError::VersionOrChecksum
+        );
         let mut bad = p.clone();
         let n = bad.len();
         bad[n - 10] = 15; // version 15

@@ -22,7 +22,7 @@
 
 use super::listpack::{Builder, Decoder, Elem, LpError};
 use super::types::{STREAM_LISTPACKS, STREAM_LISTPACKS_2, STREAM_LISTPACKS_3};
-use super::{Reader, RdbError, write};
+use super::{RdbError, Reader, write};
 use crate::stream::group::{ClaimSpec, DeliveryCount, StreamCounters, estimate_entries_read};
 use crate::stream::listpack::{Listpack, Value};
 use crate::stream::{Stream, StreamId};
@@ -40,9 +40,12 @@ const NODE_GROW_HINT: usize = 4096;
 
 /// Reads a stream value of RDB type `t` (15, 19 or 21).
 pub fn read(r: &mut Reader<'_>, t: u8) -> Result<Stream, RdbError> {
-    debug_assert!(matches!(t, STREAM_LISTPACKS | STREAM_LISTPACKS_2 | STREAM_LISTPACKS_3));
+    debug_assert!(matches!(
+        t,
+        STREAM_LISTPACKS | STREAM_LISTPACKS_2 | STREAM_LISTPACKS_3
+    ));
     let mut s = Stream::new();
-    let nodes = r.len()?;
+    let nodes = r.length()?;
     for _ in 0..nodes {
         let key_at = r.offset();
         let key = r.string()?;
@@ -54,7 +57,11 @@ pub fn read(r: &mut Reader<'_>, t: u8) -> Result<Stream, RdbError> {
         let bytes = r.string()?;
         let node = decode_node(master, &bytes).map_err(|e| RdbError {
             offset: lp_at,
-            what: format!("bad stream node: {} (byte {} of the node)", e.what, e.offset).into(),
+            what: format!(
+                "bad stream node: {} (byte {} of the node)",
+                e.what, e.offset
+            )
+            .into(),
         })?;
         if let Some(lp) = node
             && !s.push_node(master, lp)
@@ -66,11 +73,15 @@ pub fn read(r: &mut Reader<'_>, t: u8) -> Result<Stream, RdbError> {
         }
     }
     let at = r.offset();
-    let length = r.len()?;
+    let length = r.length()?;
     if length != s.len() {
         return Err(RdbError {
             offset: at,
-            what: format!("stream length {length} but its nodes hold {} entries", s.len()).into(),
+            what: format!(
+                "stream length {length} but its nodes hold {} entries",
+                s.len()
+            )
+            .into(),
         });
     }
     let at = r.offset();
@@ -85,14 +96,14 @@ pub fn read(r: &mut Reader<'_>, t: u8) -> Result<Stream, RdbError> {
     if t >= STREAM_LISTPACKS_2 {
         let _first_id = id(r)?; // recomputed from the nodes
         let max_deleted = id(r)?;
-        let entries_added = r.len()?;
+        let entries_added = r.length()?;
         s.set_max_deleted_entry_id(max_deleted);
         s.set_entries_added(entries_added);
     } else {
         // Redis 7 loading a 5.0/6.x stream: no tombstone knowledge, added = length.
         s.set_entries_added(length);
     }
-    let groups = r.len()?;
+    let groups = r.length()?;
     for _ in 0..groups {
         read_group(r, t, &mut s)?;
     }
@@ -100,7 +111,7 @@ pub fn read(r: &mut Reader<'_>, t: u8) -> Result<Stream, RdbError> {
 }
 
 fn id(r: &mut Reader<'_>) -> Result<StreamId, RdbError> {
-    Ok(StreamId::new(r.len()?, r.len()?))
+    Ok(StreamId::new(r.length()?, r.length()?))
 }
 
 /// A pending entry as read, until its owner is known.
@@ -117,7 +128,7 @@ fn read_group(r: &mut Reader<'_>, t: u8, s: &mut Stream) -> Result<(), RdbError>
     let last_id = id(r)?;
     let entries_read = if t >= STREAM_LISTPACKS_2 {
         // u64::MAX is Redis's -1, "unknown"; anything beyond i64 is treated the same.
-        let n = r.len()?;
+        let n = r.length()?;
         (i64::try_from(n).is_ok()).then_some(n)
     } else {
         let c = StreamCounters {
@@ -135,13 +146,13 @@ fn read_group(r: &mut Reader<'_>, t: u8, s: &mut Stream) -> Result<(), RdbError>
             what: "duplicate consumer group name".into(),
         });
     }
-    let n = r.len()?;
+    let n = r.length()?;
     let mut pel: Vec<Pending> = Vec::new();
     for _ in 0..n {
         let at = r.offset();
         let id = r.raw_id()?;
         let time = r.ms_time()?;
-        let count = r.len()?;
+        let count = r.length()?;
         if pel.last().is_some_and(|p| p.id >= id) {
             return Err(RdbError {
                 offset: at,
@@ -155,7 +166,7 @@ fn read_group(r: &mut Reader<'_>, t: u8, s: &mut Stream) -> Result<(), RdbError>
             owner: None,
         });
     }
-    let n = r.len()?;
+    let n = r.length()?;
     let mut consumers: Vec<(Vec<u8>, u64, Option<u64>)> = Vec::new();
     let mut names = std::collections::HashSet::new();
     for ci in 0..n {
@@ -174,7 +185,7 @@ fn read_group(r: &mut Reader<'_>, t: u8, s: &mut Stream) -> Result<(), RdbError>
             // What Redis 7.2+ does without the field: the best estimate is seen time.
             Some(seen)
         };
-        let owned = r.len()?;
+        let owned = r.length()?;
         for _ in 0..owned {
             let at = r.offset();
             let id = r.raw_id()?;
@@ -231,10 +242,12 @@ fn read_group(r: &mut Reader<'_>, t: u8, s: &mut Stream) -> Result<(), RdbError>
 /// Rebuilds one Redis node as a streamd node; `None` when it has no live entry.
 fn decode_node(master: StreamId, bytes: &[u8]) -> Result<Option<Listpack>, LpError> {
     let mut d = Decoder::new(bytes)?;
-    let bad = |d: &Decoder<'_>, what| Err(LpError {
-        offset: d.offset(),
-        what,
-    });
+    let bad = |d: &Decoder<'_>, what| {
+        Err(LpError {
+            offset: d.offset(),
+            what,
+        })
+    };
     let count = d.expect_int()?;
     let deleted = d.expect_int()?;
     let nfields = d.expect_int()?;
@@ -363,8 +376,7 @@ pub fn encoding_for(s: &Stream) -> Result<u8, WriteError> {
         if g.nacked_count() > 0 {
             return Err(WriteError::Nacked);
         }
-        if g
-            .consumers()
+        if g.consumers()
             .any(|(_, c)| c.active_time() != Some(c.seen_time()))
         {
             t = STREAM_LISTPACKS_3;
@@ -442,12 +454,8 @@ fn encode_node(master: StreamId, lp: &Listpack) -> Vec<u8> {
     for e in lp.entries(master) {
         let els = lp.elements(&m, &e);
         let pairs = els.pairs();
-        let same = pairs == fields.len()
-            && els
-                .clone()
-                .step_by(2)
-                .zip(&fields)
-                .all(|(a, b)| a == *b);
+        let same =
+            pairs == fields.len() && els.clone().step_by(2).zip(&fields).all(|(a, b)| a == *b);
         let mut flags = 0;
         if e.is_deleted() {
             flags |= FLAG_DELETED;
@@ -494,7 +502,12 @@ mod tests {
             let fields = if i % 4 == 0 {
                 vec![b("other"), b(&i.to_string())]
             } else {
-                vec![b("name"), b(&format!("v{i}")), b("n"), b(&(i * 1000).to_string())]
+                vec![
+                    b("name"),
+                    b(&format!("v{i}")),
+                    b("n"),
+                    b(&(i * 1000).to_string()),
+                ]
             };
             s.append(StreamId::new(100 + i, i % 3), &fields, &limits);
         }
@@ -538,7 +551,14 @@ mod tests {
         assert_eq!(g1.entries_read(), g0.entries_read());
         let pel = |g: &crate::stream::group::ConsumerGroup| {
             g.pel_range(StreamId::MIN, StreamId::MAX)
-                .map(|p| (p.id, p.delivery_time, p.delivery_count, p.owner.map(<[u8]>::to_vec)))
+                .map(|p| {
+                    (
+                        p.id,
+                        p.delivery_time,
+                        p.delivery_count,
+                        p.owner.map(<[u8]>::to_vec),
+                    )
+                })
                 .collect::<Vec<_>>()
         };
         assert_eq!(pel(g1), pel(g0));
@@ -557,19 +577,21 @@ mod tests {
     #[test]
     fn type_19_when_active_equals_seen_and_refusal_with_nacks() {
         let mut s = sample();
-        let mut g = s.groups.get_mut(b"g").unwrap();
-        let bob = g.consumer_id(b"bob").unwrap();
-        g.set_consumer_times(bob, 60, Some(60));
-        drop(g);
+        {
+            let mut g = s.groups.get_mut(b"g").unwrap();
+            let bob = g.consumer_id(b"bob").unwrap();
+            g.set_consumer_times(bob, 60, Some(60));
+        }
         assert_eq!(encoding_for(&s), Ok(STREAM_LISTPACKS_2));
-        let mut g = s.groups.get_mut(b"g").unwrap();
-        g.nack(
-            StreamId::new(101, 1),
-            crate::stream::group::NackMode::Fail,
-            None,
-            false,
-        );
-        drop(g);
+        {
+            let mut g = s.groups.get_mut(b"g").unwrap();
+            g.nack(
+                StreamId::new(101, 1),
+                crate::stream::group::NackMode::Fail,
+                None,
+                false,
+            );
+        }
         assert_eq!(encoding_for(&s), Err(WriteError::Nacked));
     }
 

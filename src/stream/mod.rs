@@ -552,8 +552,7 @@ impl Stream {
                 return false;
             }
         }
-        let Some(first_live) = lp.entries(master).find(|e| !e.is_deleted()).map(|e| e.id)
-        else {
+        let Some(first_live) = lp.entries(master).find(|e| !e.is_deleted()).map(|e| e.id) else {
             return false;
         };
         let last = lp.last_id(master);
