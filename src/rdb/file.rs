@@ -187,7 +187,7 @@ pub fn read(
                     }
                 }
                 keys += 1;
-                if keys.is_multiple_of(1024) && last_report.elapsed() >= Duration::from_secs(1) {
+                if last_report.elapsed() >= Duration::from_secs(1) {
                     progress(keys, r.offset());
                     last_report = Instant::now();
                 }

@@ -59,9 +59,14 @@ pub fn decompress(input: &[u8], out_len: usize) -> Result<Vec<u8>, LzfError> {
                 return Err(LzfError::WrongLength);
             }
             let from = out.len() - back;
-            for i in 0..len {
-                let b = out[from + i];
-                out.push(b);
+            if back >= len {
+                out.extend_from_within(from..from + len);
+            } else {
+                // Overlapping: the copy reads bytes it has just written.
+                for i in 0..len {
+                    let b = out[from + i];
+                    out.push(b);
+                }
             }
         }
     }

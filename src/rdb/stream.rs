@@ -239,6 +239,38 @@ fn read_group(r: &mut Reader<'_>, t: u8, s: &mut Stream) -> Result<(), RdbError>
     Ok(())
 }
 
+/// An element's bytes without a heap allocation: borrowed from the node, or an
+/// integer's decimal text held inline (at most 20 bytes: `-9223372036854775808`).
+#[derive(Clone, Copy)]
+enum Text<'a> {
+    Borrowed(&'a [u8]),
+    Int([u8; 20], u8),
+}
+
+impl<'a> From<Elem<'a>> for Text<'a> {
+    fn from(e: Elem<'a>) -> Text<'a> {
+        match e {
+            Elem::Str(s) => Text::Borrowed(s),
+            Elem::Int(i) => {
+                let mut buf = itoa::Buffer::new();
+                let t = buf.format(i).as_bytes();
+                let mut a = [0u8; 20];
+                a[..t.len()].copy_from_slice(t);
+                Text::Int(a, t.len() as u8)
+            }
+        }
+    }
+}
+
+impl AsRef<[u8]> for Text<'_> {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            Text::Borrowed(s) => s,
+            Text::Int(a, n) => &a[..usize::from(*n)],
+        }
+    }
+}
+
 /// Rebuilds one Redis node as a streamd node; `None` when it has no live entry.
 fn decode_node(master: StreamId, bytes: &[u8]) -> Result<Option<Listpack>, LpError> {
     let mut d = Decoder::new(bytes)?;
@@ -254,9 +286,9 @@ fn decode_node(master: StreamId, bytes: &[u8]) -> Result<Option<Listpack>, LpErr
     if count < 0 || deleted < 0 || nfields < 0 {
         return bad(&d, "negative count in the master entry");
     }
-    let mut master_fields: Vec<Elem<'_>> = Vec::new();
+    let mut master_fields: Vec<Text<'_>> = Vec::new();
     for _ in 0..nfields {
-        master_fields.push(d.expect()?);
+        master_fields.push(d.expect()?.into());
     }
     if d.expect_int()? != 0 {
         return bad(&d, "master entry not closed by 0");
@@ -265,7 +297,7 @@ fn decode_node(master: StreamId, bytes: &[u8]) -> Result<Option<Listpack>, LpErr
     let (mut live, mut dead) = (0i64, 0i64);
     let mut prev: Option<StreamId> = None;
     let mut tombstones: Vec<usize> = Vec::new();
-    let mut elements: Vec<Vec<u8>> = Vec::new();
+    let mut elements: Vec<Text<'_>> = Vec::new();
     let mut ordinal = 0usize;
     while !d.at_end() {
         let flags = d.expect_int()?;
@@ -284,8 +316,8 @@ fn decode_node(master: StreamId, bytes: &[u8]) -> Result<Option<Listpack>, LpErr
         elements.clear();
         let pairs = if flags & FLAG_SAMEFIELDS != 0 {
             for f in &master_fields {
-                elements.push(f.to_bytes());
-                elements.push(d.expect()?.to_bytes());
+                elements.push(*f);
+                elements.push(d.expect()?.into());
             }
             master_fields.len()
         } else {
@@ -294,8 +326,8 @@ fn decode_node(master: StreamId, bytes: &[u8]) -> Result<Option<Listpack>, LpErr
                 return bad(&d, "bad entry field count");
             }
             for _ in 0..n {
-                elements.push(d.expect()?.to_bytes());
-                elements.push(d.expect()?.to_bytes());
+                elements.push(d.expect()?.into());
+                elements.push(d.expect()?.into());
             }
             n as usize
         };
@@ -316,7 +348,7 @@ fn decode_node(master: StreamId, bytes: &[u8]) -> Result<Option<Listpack>, LpErr
                     .iter()
                     .step_by(2)
                     .zip(&master_fields)
-                    .all(|(a, b)| a == &b.to_bytes());
+                    .all(|(a, b)| a.as_ref() == b.as_ref());
                 if !same || pairs != master_fields.len() {
                     return bad(&d, "first entry's fields are not the master fields");
                 }
