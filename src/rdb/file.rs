@@ -410,6 +410,7 @@ pub fn import(
         skipped = %if skipped.is_empty() { "none".to_string() } else { skipped.join(" ") },
         rdb_version = stats.version,
         read_secs = format!("{read_secs:.3}"),
+        read_mb_per_sec = format!("{:.1}", total as f64 / 1e6 / read_secs.max(1e-9)),
         total_secs = format!("{secs:.3}"),
         mb_per_sec = format!("{:.1}", total as f64 / 1e6 / secs.max(1e-9)),
         snapshot = %snap.display(),
