@@ -628,6 +628,55 @@ mod tests {
     }
 
     #[test]
+    fn type_15_from_redis_5_and_6_reads_with_redis_7_defaults() {
+        let mut src = Stream::new();
+        for i in 1..=3u64 {
+            src.append(
+                StreamId::new(i, 0),
+                &[b("f"), b("v")],
+                &NodeLimits::default(),
+            );
+        }
+        src.delete(StreamId::new(2, 0));
+        let mut out = Vec::new();
+        write::len(&mut out, 1);
+        let (master, lp) = src.nodes().next().expect("one node");
+        write::string(&mut out, &master.to_key());
+        write::string(&mut out, &encode_node(master, lp));
+        write::len(&mut out, 2);
+        write_id(&mut out, StreamId::new(3, 0));
+        write::len(&mut out, 1); // one group, no entries-read field in type 15
+        write::string(&mut out, b"g");
+        write_id(&mut out, StreamId::new(1, 0));
+        write::len(&mut out, 1);
+        out.extend_from_slice(&StreamId::new(1, 0).to_key());
+        write::ms_time(&mut out, 500);
+        write::len(&mut out, 2);
+        write::len(&mut out, 1);
+        write::string(&mut out, b"alice");
+        write::ms_time(&mut out, 600); // seen time, no active time in type 15
+        write::len(&mut out, 1);
+        out.extend_from_slice(&StreamId::new(1, 0).to_key());
+        let mut r = Reader::new(&out, 0);
+        let s = read(&mut r, STREAM_LISTPACKS).expect("type 15 reads");
+        assert_eq!(r.remaining(), 0);
+        assert_eq!(s.len(), 2);
+        // Redis 7 loading type 15: entries added = length, no known deletions.
+        assert_eq!(s.entries_added(), 2);
+        assert_eq!(s.max_deleted_entry_id(), StreamId::MIN);
+        let g = s.groups.get(b"g").expect("group");
+        // Estimated: 1-0 is the first entry, so one entry was read.
+        assert_eq!(g.entries_read(), Some(1));
+        let p = g.pending(StreamId::new(1, 0)).expect("pending");
+        assert_eq!(
+            (p.delivery_time, p.delivery_count, p.owner),
+            (500, 2, Some(&b"alice"[..]))
+        );
+        let c = g.consumer_by_name(b"alice").expect("consumer");
+        assert_eq!((c.seen_time(), c.active_time()), (600, Some(600)));
+    }
+
+    #[test]
     fn every_truncation_is_refused_without_panic() {
         let s = sample();
         let mut out = Vec::new();
