@@ -10,6 +10,7 @@
 //!                 core/    the keyspace (db → key → Stream) and command execution
 //!                 commands/ the command table, one file per family
 //!                 stream/  the data structures: IDs, rax, listpack nodes, groups
+//!                 rdb/     Redis's RDB format: DUMP/RESTORE payloads, dump.rdb import
 //! ```
 //!
 //! Everything runs on one thread (a current-thread tokio runtime), like Redis's main
@@ -22,6 +23,7 @@ pub mod core;
 pub mod error;
 pub mod logging;
 pub mod persist;
+pub mod rdb;
 pub mod resp;
 pub mod server;
 pub mod stream;

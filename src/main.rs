@@ -1,6 +1,8 @@
 //! `streamd [CONFIG-FILE] [--directive value ...]`: start the server.
 //! `streamd --check-aof FILE [--fix]`: check (and repair) a log file, a snapshot, or
 //! every file a manifest names, without starting a server.
+//! `streamd --import-rdb FILE [CONFIG-FILE] [--directive value ...]`: import the streams
+//! of a Redis `dump.rdb` into an empty data directory, then serve as usual.
 
 use clap::Parser;
 use std::path::PathBuf;
@@ -24,7 +26,9 @@ static GLOBAL: streamd::alloc::CountingAlloc = streamd::alloc::CountingAlloc;
 --<directive> <value>, e.g. --port 7000 --appendonly no --dir /var/lib/streamd. \
 See conf/streamd.conf for the full list. \
 `streamd --check-aof FILE [--fix]` checks (and with --fix truncates to the last good record) \
-a log file, a snapshot or a manifest's files without starting a server."
+a log file, a snapshot or a manifest's files without starting a server. \
+`streamd --import-rdb dump.rdb [options]` imports the streams of a Redis RDB file (versions 9-12) \
+into an empty data directory, writes a snapshot, then serves as usual."
 )]
 struct Args {
     /// A configuration file in redis.conf syntax.
@@ -79,7 +83,26 @@ fn main() -> ExitCode {
     if raw.get(1).is_some_and(|a| a == "--check-aof") {
         return check_aof(&raw[2..]);
     }
-    let mut args = Args::parse();
+    // `--import-rdb PATH` may stand anywhere; it is not a configuration directive.
+    let mut import = None;
+    let mut rest = Vec::with_capacity(raw.len());
+    let mut it = raw.into_iter();
+    while let Some(a) = it.next() {
+        if a == "--import-rdb" {
+            match it.next() {
+                Some(p) => import = Some(PathBuf::from(p)),
+                None => {
+                    eprintln!(
+                        "Usage: streamd --import-rdb <dump.rdb> [config file] [--directive value ...]"
+                    );
+                    return ExitCode::from(2);
+                }
+            }
+        } else {
+            rest.push(a);
+        }
+    }
+    let mut args = Args::parse_from(rest);
     // A first argument starting with "--" is a directive, not a config file.
     if let Some(first) = &args.config_file
         && first.to_string_lossy().starts_with("--")
@@ -96,6 +119,13 @@ fn main() -> ExitCode {
         }
     };
     streamd::logging::init(&config);
+    if let Some(path) = import
+        && let Err(e) = streamd::rdb::file::import(&config, &path)
+    {
+        tracing::error!(error = %e, "RDB import refused");
+        eprintln!("streamd --import-rdb: {e}");
+        return ExitCode::FAILURE;
+    }
     match streamd::serve(config) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -11,6 +11,7 @@
 //! ...) have `subcommands`, each a full spec named `container|sub`.
 
 pub mod connection;
+pub mod dump;
 pub mod keys;
 pub mod server;
 pub mod transaction;
@@ -198,6 +199,7 @@ pub static FAMILIES: &[&[CommandSpec]] = &[
     connection::COMMANDS,
     server::COMMANDS,
     keys::COMMANDS,
+    dump::COMMANDS,
     transaction::COMMANDS,
     xadd::COMMANDS,
     xrange::COMMANDS,

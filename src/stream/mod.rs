@@ -524,6 +524,52 @@ impl Stream {
         self.nodes.trim(spec, limits, &mut self.groups)
     }
 
+    /// The nodes in ID order with their master IDs, tombstones still inside (DUMP writes
+    /// them as Redis nodes one for one, so the receiver keeps the same node boundaries).
+    pub fn nodes(&self) -> impl Iterator<Item = (StreamId, &Listpack)> + '_ {
+        self.nodes.index.iter().map(|(k, lp)| (master_of(k), lp))
+    }
+
+    /// Adds a whole node after every existing entry, keeping its boundaries and
+    /// tombstones as they are (RESTORE and RDB import take Redis's node layout as it
+    /// was). Node limits are not consulted: the source chose the boundaries.
+    ///
+    /// `lp` is keyed at `master` (its first entry's ID) and must hold at least one live
+    /// entry, all its IDs greater than every entry already in the stream; otherwise
+    /// nothing changes and `false` is returned. `last_id` is raised to the node's last
+    /// ID; `entries_added` is the caller's to set.
+    pub fn push_node(&mut self, master: StreamId, mut lp: Listpack) -> bool {
+        let m = lp.master();
+        if lp.live() == 0 || lp.first_entry(&m) >= lp.len() {
+            return false;
+        }
+        if !self.nodes.index.is_empty() {
+            let tail = &self.nodes.tail;
+            let Some(prev) = self.nodes.index.get(&tail.to_key()) else {
+                return false;
+            };
+            if master <= prev.last_id(*tail) {
+                return false;
+            }
+        }
+        let Some(first_live) = lp.entries(master).find(|e| !e.is_deleted()).map(|e| e.id) else {
+            return false;
+        };
+        let last = lp.last_id(master);
+        lp.shrink_to_fit();
+        let nodes = &mut self.nodes;
+        if nodes.length == 0 {
+            nodes.first_id = first_live;
+        }
+        nodes.length += lp.live();
+        nodes.index.insert(&master.to_key(), lp);
+        nodes.tail = master;
+        if last > self.last_id {
+            self.last_id = last;
+        }
+        true
+    }
+
     /// Number of nodes (XINFO `radix-tree-keys`).
     pub fn radix_tree_keys(&self) -> usize {
         self.nodes.index.len()

@@ -1,0 +1,209 @@
+//! DUMP and RESTORE (Redis `cluster.c` `dumpCommand` / `restoreCommand`): a key's value
+//! in Redis's serialization format, so streams move between Redis and streamd with the
+//! tools built on these two commands. The format lives in `rdb/`; this file is the
+//! command surface.
+//!
+//! `RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f]` checks, in Redis's
+//! order: the options (IDLETIME and FREQ exclude each other), BUSYKEY, the TTL, the
+//! payload footer (`DUMP payload version or checksum are wrong`), then the value (`Bad
+//! data format`, or an error naming a non-stream or newer stream type). Nothing changes
+//! until all of that passed. IDLETIME and FREQ are validated and then ignored: streamd
+//! keeps no access times or frequencies (OBJECT IDLETIME answers 0).
+//!
+//! Side effects, as for COPY: the new key wakes blocked readers and invalidates WATCH;
+//! a replaced key counts as deleted first. The logged effect is `RESTORE key <ttl>
+//! payload ABSTTL REPLACE` with the TTL made absolute (as Redis propagates it), or `DEL
+//! key` when REPLACE removed a key and the TTL had already passed.
+
+use super::{CommandSpec, flags::*, is, parse_i64};
+use crate::core::Ctx;
+use crate::error::ReplyError;
+use crate::rdb::payload::{self, RestoreError};
+use crate::rdb::stream::WriteError;
+use crate::rdb::types;
+use bytes::Bytes;
+
+const KEYSPACE: &[&str] = &["@keyspace"];
+
+/// This family's rows of the command table.
+pub const COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "dump",
+        arity: 2,
+        flags: READONLY,
+        first_key: 1,
+        last_key: 1,
+        key_step: 1,
+        acl: KEYSPACE,
+        summary: "Returns a serialized representation of the value stored at a key.",
+        since: "2.6.0",
+        group: "generic",
+        handler: dump,
+        subcommands: &[],
+    },
+    CommandSpec {
+        name: "restore",
+        arity: -4,
+        flags: WRITE | DENYOOM,
+        first_key: 1,
+        last_key: 1,
+        key_step: 1,
+        acl: &["@keyspace", "@dangerous"],
+        summary: "Creates a key from the serialized representation of a value.",
+        since: "2.6.0",
+        group: "generic",
+        handler: restore,
+        subcommands: &[],
+    },
+];
+
+const BUSYKEY: ReplyError = ReplyError::msg("BUSYKEY Target key name already exists.");
+const INVALID_TTL: ReplyError = ReplyError::msg("ERR Invalid TTL value, must be >= 0");
+const INVALID_IDLETIME: ReplyError = ReplyError::msg("ERR Invalid IDLETIME value, must be >= 0");
+const INVALID_FREQ: ReplyError = ReplyError::msg("ERR Invalid FREQ value, must be >= 0 and <= 255");
+const VERSION_OR_CHECKSUM: ReplyError =
+    ReplyError::msg("ERR DUMP payload version or checksum are wrong");
+const BAD_DATA_FORMAT: ReplyError = ReplyError::msg("ERR Bad data format");
+const NACKED: ReplyError = ReplyError::msg(
+    "ERR DUMP cannot serialize NACKed pending entries: Redis 7.x formats have no place for \
+     them and streamd does not write Redis 8.8's RDB type 27 yet; XCLAIM or XACK them first",
+);
+
+/// DUMP key: the payload, or a null bulk when the key does not exist.
+fn dump(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let key = ctx.argv[1].clone();
+    let Some(stream) = ctx.lookup(&key) else {
+        ctx.out.null();
+        return Ok(());
+    };
+    match payload::dump(stream) {
+        Ok(p) => {
+            ctx.out.bulk(&p);
+            Ok(())
+        }
+        Err(WriteError::Nacked) => Err(NACKED),
+    }
+}
+
+/// RESTORE's parsed options.
+struct Restore {
+    replace: bool,
+    absttl: bool,
+}
+
+impl Restore {
+    /// Redis's option loop: IDLETIME and FREQ need a value and exclude each other (the
+    /// second one is a syntax error); values are checked as they are met.
+    fn parse(argv: &[Bytes]) -> Result<Restore, ReplyError> {
+        let mut r = Restore {
+            replace: false,
+            absttl: false,
+        };
+        let (mut idle, mut freq) = (false, false);
+        let mut j = 4;
+        while j < argv.len() {
+            let more = argv.len() - j - 1;
+            let a = &argv[j];
+            if is(a, "REPLACE") {
+                r.replace = true;
+            } else if is(a, "ABSTTL") {
+                r.absttl = true;
+            } else if is(a, "IDLETIME") && more >= 1 && !freq {
+                if parse_i64(&argv[j + 1])? < 0 {
+                    return Err(INVALID_IDLETIME);
+                }
+                idle = true;
+                j += 1;
+            } else if is(a, "FREQ") && more >= 1 && !idle {
+                let f = parse_i64(&argv[j + 1])?;
+                if !(0..=255).contains(&f) {
+                    return Err(INVALID_FREQ);
+                }
+                freq = true;
+                j += 1;
+            } else {
+                return Err(ReplyError::Syntax);
+            }
+            j += 1;
+        }
+        Ok(r)
+    }
+}
+
+/// The refusal for a payload that is not a stream type streamd reads.
+fn restore_error(e: RestoreError) -> ReplyError {
+    match e {
+        RestoreError::VersionOrChecksum => VERSION_OR_CHECKSUM,
+        RestoreError::BadFormat(_) => BAD_DATA_FORMAT,
+        RestoreError::NotStream(t) => ReplyError::owned(format!(
+            "ERR streamd stores only streams, and this DUMP payload holds a {} (RDB type {t})",
+            types::name(t)
+        )),
+        RestoreError::NewerStream(t) => ReplyError::owned(format!(
+            "ERR this DUMP payload holds a stream in RDB type {t}, written by {}; streamd \
+             reads stream types 15, 19 and 21 (Redis 5.0 to 7.4)",
+            types::stream_since(t)
+        )),
+    }
+}
+
+/// RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f].
+fn restore(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let opts = Restore::parse(argv)?;
+    let key = &argv[1];
+    if !opts.replace && ctx.exists(key) {
+        return Err(BUSYKEY);
+    }
+    let ttl = parse_i64(&argv[2])?;
+    if ttl < 0 {
+        return Err(INVALID_TTL);
+    }
+    let stream = payload::restore(&argv[3]).map_err(restore_error)?;
+    let db = ctx.client.db;
+    let deleted = opts.replace && {
+        ctx.expire_if_needed(key);
+        if ctx.core.dbs[db].remove(key).is_some() {
+            ctx.core.key_deleted(db, key);
+            true
+        } else {
+            false
+        }
+    };
+    let at = match (ttl, opts.absttl) {
+        (0, _) => None,
+        (t, true) => Some(t as u64),
+        (t, false) => Some(ctx.now_ms.saturating_add(t as u64)),
+    };
+    // While loading, the log says when keys went: a past deadline is kept as it is.
+    if let Some(at) = at
+        && at <= ctx.now_ms
+        && !ctx.core.loading
+    {
+        if deleted {
+            ctx.core.dirty += 1;
+            ctx.propagate(&[b"DEL".as_slice(), key]);
+        }
+        ctx.out.ok();
+        return Ok(());
+    }
+    let d = &mut ctx.core.dbs[db];
+    d.insert(key.clone(), stream);
+    if let Some(at) = at {
+        d.expires.insert(key.clone(), at);
+    }
+    ctx.core.touch_key(db, key);
+    ctx.core.ready_keys.push((db, key.clone()));
+    ctx.core.dirty += 1;
+    let ttl_text = itoa::Buffer::new().format(at.unwrap_or(0)).to_string();
+    ctx.propagate(&[
+        b"RESTORE".as_slice(),
+        key,
+        ttl_text.as_bytes(),
+        &argv[3],
+        b"ABSTTL",
+        b"REPLACE",
+    ]);
+    ctx.out.ok();
+    Ok(())
+}

@@ -1,0 +1,505 @@
+//! Reading a whole `dump.rdb` for `streamd --import-rdb FILE`: every stream key goes
+//! into its database, other types are skipped and counted, and the result is written as
+//! a normal streamd snapshot before the server starts.
+//!
+//! ```text
+//! "REDIS" <version: 4 ASCII digits, 0009..0012>
+//! then, until EOF, one of:
+//!   0xFA AUX          <name: string> <value: string>      redis-ver, ctime, ...
+//!   0xFE SELECTDB     <db: len>                           following keys go there
+//!   0xFB RESIZEDB     <db size: len> <expires size: len>
+//!   0xFC EXPIRETIME_MS <unix ms: u64 LE>                  applies to the next key
+//!   0xFD EXPIRETIME   <unix s: u32 LE>                    applies to the next key
+//!   0xF8 IDLE <len>   0xF9 FREQ <u8>                      eviction hints, ignored
+//!   0xF7 MODULE_AUX   <module id: len> <when-opcode> <when> <module opcodes... EOF>
+//!   0xF5 FUNCTION2    <library code: string>              ignored
+//!   0xF4 SLOT_INFO    <slot: len> <size: len> <expires size: len>
+//!   <type: u8> <key: string> <value>                      a key
+//!   0xFF EOF          then <CRC-64/Jones of every byte before it: u64 LE> (0 = none)
+//! ```
+//!
+//! Values of other types are skipped by walking their encodings (`rdb.h` types 0–5,
+//! 7, 9–14, 16–18, 20, 24, 25) without expanding them. The whole file is read into
+//! memory once; every length is checked against what is left, so a lying length is an
+//! error (with its offset), never a large allocation. A key whose expiry time has
+//! already passed is skipped, as Redis skips it when loading.
+
+use super::types::{self, STREAM_LISTPACKS, STREAM_LISTPACKS_2, STREAM_LISTPACKS_3};
+use super::{RdbError, Reader, crc64, stream};
+use crate::core::keyspace::Db;
+use bytes::Bytes;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// Oldest and newest RDB versions read (Redis 5.0 writes 9, 7.0 10, 7.2 11, 7.4 12).
+pub const VERSIONS: std::ops::RangeInclusive<u32> = 9..=12;
+
+/// What an import found.
+#[derive(Debug, Default, Clone)]
+pub struct ImportStats {
+    /// RDB version of the file.
+    pub version: u32,
+    /// Streams imported.
+    pub streams: u64,
+    /// Stream entries imported.
+    pub entries: u64,
+    /// Keys of other types skipped, by type name.
+    pub skipped: BTreeMap<&'static str, u64>,
+    /// Keys skipped because their TTL had passed.
+    pub expired: u64,
+    /// File size in bytes.
+    pub bytes: u64,
+}
+
+/// Called about once a second with (keys so far, bytes read so far).
+pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
+
+/// Parses an RDB file image into `databases` databases.
+pub fn read(
+    data: &[u8],
+    databases: usize,
+    now_ms: u64,
+    progress: Progress<'_>,
+) -> Result<(Vec<Db>, ImportStats), RdbError> {
+    let mut dbs: Vec<Db> = (0..databases).map(|_| Db::default()).collect();
+    let mut stats = ImportStats {
+        bytes: data.len() as u64,
+        ..Default::default()
+    };
+    let mut r = Reader::new(data, 0);
+    let magic = r.bytes(9)?;
+    if &magic[..5] != b"REDIS" {
+        return Err(RdbError {
+            offset: 0,
+            what: "not an RDB file (no REDIS signature)".into(),
+        });
+    }
+    let version = std::str::from_utf8(&magic[5..])
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .ok_or(RdbError {
+            offset: 5,
+            what: "bad RDB version digits".into(),
+        })?;
+    if !VERSIONS.contains(&version) {
+        return Err(RdbError {
+            offset: 5,
+            what: format!(
+                "RDB version {version} is not supported (streamd reads {}..={})",
+                VERSIONS.start(),
+                VERSIONS.end()
+            )
+            .into(),
+        });
+    }
+    stats.version = version;
+    let mut db = 0usize;
+    let mut expire: Option<u64> = None;
+    let mut keys = 0u64;
+    let mut last_report = Instant::now();
+    loop {
+        let at = r.offset();
+        let op = r.u8()?;
+        match op {
+            0xFA => {
+                r.skip_string()?;
+                r.skip_string()?;
+            }
+            0xFE => {
+                let n = r.length()?;
+                db = usize::try_from(n)
+                    .ok()
+                    .filter(|&d| d < databases)
+                    .ok_or_else(|| RdbError {
+                        offset: at,
+                        what: format!(
+                            "the file uses database {n}, but streamd is configured with \
+                             databases {databases}"
+                        )
+                        .into(),
+                    })?;
+            }
+            0xFB => {
+                r.length()?;
+                r.length()?;
+            }
+            0xFC => {
+                let b = r.bytes(8)?;
+                let mut a = [0u8; 8];
+                a.copy_from_slice(b);
+                expire = Some(u64::from_le_bytes(a));
+            }
+            0xFD => {
+                let b = r.bytes(4)?;
+                expire = Some(u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])) * 1000);
+            }
+            0xF8 => {
+                r.length()?;
+            }
+            0xF9 => {
+                r.u8()?;
+            }
+            0xF7 => {
+                r.length()?; // module id
+                let when_op = r.length()?;
+                if when_op != 2 {
+                    return Err(r.err("module aux data without its 'when' field"));
+                }
+                r.length()?;
+                skip_module_value(&mut r)?;
+            }
+            0xF5 => r.skip_string()?,
+            0xF4 => {
+                r.length()?;
+                r.length()?;
+                r.length()?;
+            }
+            0xFF => break,
+            t => {
+                let key_at = r.offset();
+                let key = r.string()?.into_owned();
+                let this_expire = expire.take();
+                match t {
+                    STREAM_LISTPACKS | STREAM_LISTPACKS_2 | STREAM_LISTPACKS_3 => {
+                        let s = stream::read(&mut r, t)?;
+                        if this_expire.is_some_and(|e| e <= now_ms) {
+                            stats.expired += 1;
+                        } else {
+                            let d = &mut dbs[db];
+                            if d.keys.contains_key(key.as_slice()) {
+                                return Err(RdbError {
+                                    offset: key_at,
+                                    what: "duplicate key".into(),
+                                });
+                            }
+                            let key = Bytes::from(key);
+                            stats.entries += s.len();
+                            d.insert(key.clone(), s);
+                            if let Some(e) = this_expire {
+                                d.expires.insert(key, e);
+                            }
+                            stats.streams += 1;
+                        }
+                    }
+                    _ => {
+                        skip_value(&mut r, t, at)?;
+                        *stats.skipped.entry(types::name(t)).or_insert(0) += 1;
+                    }
+                }
+                keys += 1;
+                if last_report.elapsed() >= Duration::from_secs(1) {
+                    progress(keys, r.offset());
+                    last_report = Instant::now();
+                }
+            }
+        }
+    }
+    // Everything up to and including the EOF opcode is checksummed.
+    let crc_at = r.offset();
+    let stored = r.bytes(8)?;
+    let mut a = [0u8; 8];
+    a.copy_from_slice(stored);
+    let stored = u64::from_le_bytes(a);
+    if stored != 0 && crc64::crc64(&data[..crc_at as usize]) != stored {
+        return Err(RdbError {
+            offset: crc_at,
+            what: "RDB checksum mismatch".into(),
+        });
+    }
+    if r.remaining() != 0 {
+        return Err(r.err("data after the end of the RDB file"));
+    }
+    progress(keys, r.offset());
+    Ok((dbs, stats))
+}
+
+/// Skips a module value's opcodes up to its EOF (Redis `rdbLoadCheckModuleValue`).
+fn skip_module_value(r: &mut Reader<'_>) -> Result<(), RdbError> {
+    loop {
+        let at = r.offset();
+        match r.length()? {
+            0 => return Ok(()),
+            1 | 2 => {
+                r.length()?;
+            }
+            3 => {
+                r.bytes(4)?;
+            }
+            4 => {
+                r.bytes(8)?;
+            }
+            5 => r.skip_string()?,
+            _ => {
+                return Err(RdbError {
+                    offset: at,
+                    what: "unknown module value opcode".into(),
+                });
+            }
+        }
+    }
+}
+
+/// Skips `n` strings.
+fn skip_strings(r: &mut Reader<'_>, n: u64) -> Result<(), RdbError> {
+    for _ in 0..n {
+        r.skip_string()?;
+    }
+    Ok(())
+}
+
+/// Skips one value of type `t` (not a stream), whose type byte was at `type_at`.
+fn skip_value(r: &mut Reader<'_>, t: u8, type_at: u64) -> Result<(), RdbError> {
+    match t {
+        types::STRING => r.skip_string(),
+        // list (linked list), set: n strings
+        1 | 2 => {
+            let n = r.length()?;
+            skip_strings(r, n)
+        }
+        // zset: n × (member, double as text: len byte, 253/254/255 = nan/+inf/-inf)
+        3 => {
+            let n = r.length()?;
+            for _ in 0..n {
+                r.skip_string()?;
+                let l = r.u8()?;
+                if l < 253 {
+                    r.bytes(usize::from(l))?;
+                }
+            }
+            Ok(())
+        }
+        // hash: n × (field, value)
+        4 => {
+            let n = r.length()?;
+            for _ in 0..n {
+                r.skip_string()?;
+                r.skip_string()?;
+            }
+            Ok(())
+        }
+        // zset 2: n × (member, binary double)
+        5 => {
+            let n = r.length()?;
+            for _ in 0..n {
+                r.skip_string()?;
+                r.bytes(8)?;
+            }
+            Ok(())
+        }
+        // module 2: module id, then its opcodes
+        7 => {
+            r.length()?;
+            skip_module_value(r)
+        }
+        // one blob each: zipmap, ziplist, intset, zset ziplist, hash ziplist, hash
+        // listpack, zset listpack, set listpack
+        9..=13 | 16 | 17 | 20 => r.skip_string(),
+        // quicklist: n ziplists
+        14 => {
+            let n = r.length()?;
+            skip_strings(r, n)
+        }
+        // quicklist 2: n × (container kind, blob)
+        18 => {
+            let n = r.length()?;
+            for _ in 0..n {
+                r.length()?;
+                r.skip_string()?;
+            }
+            Ok(())
+        }
+        // hash with field TTLs (7.4): minimum expiry, n × (ttl, field, value)
+        24 => {
+            r.bytes(8)?;
+            let n = r.length()?;
+            for _ in 0..n {
+                r.length()?;
+                r.skip_string()?;
+                r.skip_string()?;
+            }
+            Ok(())
+        }
+        // listpack hash with field TTLs (7.4): minimum expiry, listpack
+        25 => {
+            r.bytes(8)?;
+            r.skip_string()
+        }
+        t => Err(RdbError {
+            offset: type_at,
+            what: match types::name(t) {
+                "unknown" => format!("unknown value type {t}").into(),
+                "stream" => format!(
+                    "stream in RDB type {t} ({}), which streamd cannot read yet",
+                    types::stream_since(t)
+                )
+                .into(),
+                name => format!("cannot skip a {name} of RDB type {t}").into(),
+            },
+        }),
+    }
+}
+
+/// `streamd --import-rdb FILE`: refuses a data directory that already holds data,
+/// reads `path`, logs progress and what was skipped, and writes the databases as the
+/// configured snapshot (`<dir>/<dbfilename>`), which the server then loads as usual.
+/// The data directory's lock is held meanwhile, so no server can start on it.
+pub fn import(
+    config: &crate::config::Config,
+    path: &std::path::Path,
+) -> Result<ImportStats, String> {
+    use std::fs;
+    let dir = std::path::PathBuf::from(config.get("dir").unwrap_or("./data"));
+    fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let lock_path = dir.join(crate::persist::LOCK_FILE);
+    let lock = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| format!("cannot open {}: {e}", lock_path.display()))?;
+    lock.try_lock().map_err(|_| {
+        format!(
+            "{} is in use by another streamd; import into an unused, empty data directory",
+            dir.display()
+        )
+    })?;
+    let snap = dir.join(config.get("dbfilename").unwrap_or("dump.snap"));
+    let aof_dir = dir.join(config.get("appenddirname").unwrap_or("appendonlydir"));
+    let aof_has_files = fs::read_dir(&aof_dir).is_ok_and(|mut d| d.next().is_some());
+    if snap.exists() || aof_has_files {
+        let what = if snap.exists() { &snap } else { &aof_dir };
+        return Err(format!(
+            "the data directory {} already holds data ({}); --import-rdb only imports into \
+             an empty data directory, so nothing is overwritten",
+            dir.display(),
+            what.display()
+        ));
+    }
+    let started = Instant::now();
+    let data = fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let databases = usize::try_from(config.get_i64("databases"))
+        .unwrap_or(16)
+        .max(1);
+    let total = data.len() as u64;
+    tracing::info!(file = %path.display(), bytes = total, "importing a Redis RDB file");
+    let mut report = |keys: u64, done: u64| {
+        let secs = started.elapsed().as_secs_f64().max(1e-9);
+        tracing::info!(
+            keys,
+            percent = format!("{:.1}", 100.0 * done as f64 / total.max(1) as f64),
+            mb_per_sec = format!("{:.1}", done as f64 / 1e6 / secs),
+            "importing"
+        );
+    };
+    let (dbs, stats) = read(&data, databases, crate::core::unix_ms(), &mut report)
+        .map_err(|e| format!("{} is not a valid RDB file: {e}", path.display()))?;
+    drop(data);
+    let read_secs = started.elapsed().as_secs_f64();
+    let saved = crate::persist::snapshot::save(&snap, &dbs, crate::core::unix_ms())
+        .map_err(|e| format!("cannot write the snapshot: {e}"))?;
+    let secs = started.elapsed().as_secs_f64();
+    let skipped: Vec<String> = stats
+        .skipped
+        .iter()
+        .map(|(t, n)| format!("{t}={n}"))
+        .collect();
+    tracing::info!(
+        streams = stats.streams,
+        entries = stats.entries,
+        expired = stats.expired,
+        skipped = %if skipped.is_empty() { "none".to_string() } else { skipped.join(" ") },
+        rdb_version = stats.version,
+        read_secs = format!("{read_secs:.3}"),
+        read_mb_per_sec = format!("{:.1}", total as f64 / 1e6 / read_secs.max(1e-9)),
+        total_secs = format!("{secs:.3}"),
+        mb_per_sec = format!("{:.1}", total as f64 / 1e6 / secs.max(1e-9)),
+        snapshot = %snap.display(),
+        snapshot_bytes = saved.bytes,
+        "RDB import done"
+    );
+    drop(lock);
+    Ok(stats)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rdb::write;
+    use crate::stream::{NodeLimits, Stream, StreamId};
+
+    /// A small RDB file: a string, a stream, an expired stream, a list, in db 0 and 1.
+    fn file() -> Vec<u8> {
+        let mut f = b"REDIS0010".to_vec();
+        f.push(0xFA);
+        write::string(&mut f, b"redis-ver");
+        write::string(&mut f, b"7.0.15");
+        f.push(0xFE);
+        write::len(&mut f, 0);
+        f.push(0);
+        write::string(&mut f, b"plain");
+        write::string(&mut f, b"value");
+        let mut s = Stream::new();
+        s.append(
+            StreamId::new(5, 0),
+            &[Bytes::from_static(b"f"), Bytes::from_static(b"v")],
+            &NodeLimits::default(),
+        );
+        f.push(STREAM_LISTPACKS_2);
+        write::string(&mut f, b"st");
+        stream::write(&mut f, &s, STREAM_LISTPACKS_2);
+        f.push(0xFC);
+        f.extend_from_slice(&1000u64.to_le_bytes());
+        f.push(STREAM_LISTPACKS_2);
+        write::string(&mut f, b"gone");
+        stream::write(&mut f, &s, STREAM_LISTPACKS_2);
+        f.push(0xFE);
+        write::len(&mut f, 1);
+        f.push(14);
+        write::string(&mut f, b"list");
+        write::len(&mut f, 1);
+        write::string(&mut f, b"ziplist-bytes");
+        f.push(0xFF);
+        let crc = crc64::crc64(&f);
+        f.extend_from_slice(&crc.to_le_bytes());
+        f
+    }
+
+    #[test]
+    fn streams_are_imported_and_other_types_counted() {
+        let (dbs, stats) = read(&file(), 16, 2000, &mut |_, _| {}).expect("reads");
+        assert_eq!(stats.version, 10);
+        assert_eq!(stats.streams, 1);
+        assert_eq!(stats.expired, 1);
+        assert_eq!(stats.skipped.get("string"), Some(&1));
+        assert_eq!(stats.skipped.get("list"), Some(&1));
+        assert_eq!(dbs[0].get(b"st").map(|s| s.len()), Some(1));
+        assert!(dbs[0].get(b"gone").is_none());
+    }
+
+    #[test]
+    fn corruption_is_refused_with_an_offset_never_a_panic() {
+        let f = file();
+        for cut in 0..f.len() {
+            assert!(
+                read(&f[..cut], 16, 2000, &mut |_, _| {}).is_err(),
+                "cut {cut}"
+            );
+        }
+        let mut bad = f.clone();
+        let n = bad.len();
+        bad[n - 20] ^= 0x40;
+        let e = read(&bad, 16, 2000, &mut |_, _| {}).unwrap_err();
+        assert!(e.offset > 0, "{e}");
+        for i in 0..f.len() {
+            let mut bad = f.clone();
+            bad[i] ^= 0xA5;
+            assert!(read(&bad, 16, 2000, &mut |_, _| {}).is_err(), "byte {i}");
+        }
+    }
+
+    #[test]
+    fn too_few_databases_is_refused() {
+        let e = read(&file(), 1, 2000, &mut |_, _| {}).unwrap_err();
+        assert!(e.what.contains("database 1"), "{e}");
+    }
+}

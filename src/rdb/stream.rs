@@ -1,0 +1,695 @@
+//! A stream value in RDB form (types 15, 19 and 21; the layout is drawn in `rdb/mod.rs`):
+//! [`read`] builds a [`Stream`] from it, [`write`] serializes one.
+//!
+//! Nodes convert one for one: a Redis node becomes a streamd node with the same master
+//! ID, entries, tombstones and counts ([`Stream::push_node`]), and a streamd node is
+//! written as the Redis node Redis itself would have built. A Redis node whose entries
+//! are all tombstones (Redis removes such nodes, so only a foreign writer makes them) is
+//! dropped: it holds nothing readable.
+//!
+//! Consumer groups are rebuilt through the group engine's own operations: a pending
+//! entry is inserted as its owner's claim with the recorded delivery time and count
+//! (oldest delivery first, so each insert is O(1)), then each consumer gets its recorded
+//! seen and active times. A pending entry whose stream entry was deleted is kept, as
+//! Redis keeps it.
+//!
+//! Which type [`write`] uses: 19 (Redis 7.0+) when it carries the whole state, which is
+//! when every consumer's active time equals its seen time (a type-19 reader sets active
+//! = seen, as Redis 7.2+ does); otherwise 21 (Redis 7.4+), which records active times.
+//! Pending entries without an owner (after XNACK) fit neither; Redis 8.8 added type 27
+//! for them, which streamd does not write or read yet, so [`write`] refuses such a
+//! stream ([`WriteError::Nacked`]).
+
+use super::listpack::{Builder, Decoder, Elem, LpError};
+use super::types::{STREAM_LISTPACKS, STREAM_LISTPACKS_2, STREAM_LISTPACKS_3};
+use super::{RdbError, Reader, write};
+use crate::stream::group::{ClaimSpec, DeliveryCount, StreamCounters, estimate_entries_read};
+use crate::stream::listpack::{Listpack, Value};
+use crate::stream::{Stream, StreamId};
+
+/// Entry flag: a tombstone.
+const FLAG_DELETED: i64 = 1;
+/// Entry flag: the entry's field names are the master entry's.
+const FLAG_SAMEFIELDS: i64 = 2;
+/// Capacity hint when growing a node while it is rebuilt (its final size is fitted).
+const NODE_GROW_HINT: usize = 4096;
+
+// ---------------------------------------------------------------------------------------
+// Reading
+// ---------------------------------------------------------------------------------------
+
+/// Reads a stream value of RDB type `t` (15, 19 or 21).
+pub fn read(r: &mut Reader<'_>, t: u8) -> Result<Stream, RdbError> {
+    debug_assert!(matches!(
+        t,
+        STREAM_LISTPACKS | STREAM_LISTPACKS_2 | STREAM_LISTPACKS_3
+    ));
+    let mut s = Stream::new();
+    let nodes = r.length()?;
+    for _ in 0..nodes {
+        let key_at = r.offset();
+        let key = r.string()?;
+        let master = StreamId::from_key(&key).ok_or_else(|| RdbError {
+            offset: key_at,
+            what: "stream node key is not a 16-byte ID".into(),
+        })?;
+        let lp_at = r.offset();
+        let bytes = r.string()?;
+        let node = decode_node(master, &bytes).map_err(|e| RdbError {
+            offset: lp_at,
+            what: format!(
+                "bad stream node: {} (byte {} of the node)",
+                e.what, e.offset
+            )
+            .into(),
+        })?;
+        if let Some(lp) = node
+            && !s.push_node(master, lp)
+        {
+            return Err(RdbError {
+                offset: key_at,
+                what: "stream nodes overlap or are out of order".into(),
+            });
+        }
+    }
+    let at = r.offset();
+    let length = r.length()?;
+    if length != s.len() {
+        return Err(RdbError {
+            offset: at,
+            what: format!(
+                "stream length {length} but its nodes hold {} entries",
+                s.len()
+            )
+            .into(),
+        });
+    }
+    let at = r.offset();
+    let last_id = id(r)?;
+    if last_id < s.last_id() {
+        return Err(RdbError {
+            offset: at,
+            what: "stream last ID is smaller than its last entry".into(),
+        });
+    }
+    s.set_last_id(last_id);
+    if t >= STREAM_LISTPACKS_2 {
+        let _first_id = id(r)?; // recomputed from the nodes
+        let max_deleted = id(r)?;
+        let entries_added = r.length()?;
+        s.set_max_deleted_entry_id(max_deleted);
+        s.set_entries_added(entries_added);
+    } else {
+        // Redis 7 loading a 5.0/6.x stream: no tombstone knowledge, added = length.
+        s.set_entries_added(length);
+    }
+    let groups = r.length()?;
+    for _ in 0..groups {
+        read_group(r, t, &mut s)?;
+    }
+    Ok(s)
+}
+
+fn id(r: &mut Reader<'_>) -> Result<StreamId, RdbError> {
+    Ok(StreamId::new(r.length()?, r.length()?))
+}
+
+/// A pending entry as read, until its owner is known.
+struct Pending {
+    id: StreamId,
+    delivery_time: u64,
+    delivery_count: u64,
+    owner: Option<usize>,
+}
+
+fn read_group(r: &mut Reader<'_>, t: u8, s: &mut Stream) -> Result<(), RdbError> {
+    let name_at = r.offset();
+    let name = r.string()?.into_owned();
+    let last_id = id(r)?;
+    let entries_read = if t >= STREAM_LISTPACKS_2 {
+        // u64::MAX is Redis's -1, "unknown"; anything beyond i64 is treated the same.
+        let n = r.length()?;
+        (i64::try_from(n).is_ok()).then_some(n)
+    } else {
+        let c = StreamCounters {
+            length: s.len(),
+            last_id: s.last_id(),
+            first_id: s.first_id(),
+            max_deleted_entry_id: s.max_deleted_entry_id(),
+            entries_added: s.entries_added(),
+        };
+        estimate_entries_read(&c, last_id)
+    };
+    if !s.groups.create(&name, last_id, entries_read) {
+        return Err(RdbError {
+            offset: name_at,
+            what: "duplicate consumer group name".into(),
+        });
+    }
+    let n = r.length()?;
+    let mut pel: Vec<Pending> = Vec::new();
+    for _ in 0..n {
+        let at = r.offset();
+        let id = r.raw_id()?;
+        let time = r.ms_time()?;
+        let count = r.length()?;
+        if pel.last().is_some_and(|p| p.id >= id) {
+            return Err(RdbError {
+                offset: at,
+                what: "group PEL entries duplicated or out of order".into(),
+            });
+        }
+        pel.push(Pending {
+            id,
+            delivery_time: u64::try_from(time).unwrap_or(0),
+            delivery_count: count,
+            owner: None,
+        });
+    }
+    let n = r.length()?;
+    let mut consumers: Vec<(Vec<u8>, u64, Option<u64>)> = Vec::new();
+    let mut names = std::collections::HashSet::new();
+    for ci in 0..n {
+        let at = r.offset();
+        let cname = r.string()?.into_owned();
+        if !names.insert(cname.clone()) {
+            return Err(RdbError {
+                offset: at,
+                what: "duplicate consumer name in a group".into(),
+            });
+        }
+        let seen = u64::try_from(r.ms_time()?).unwrap_or(0);
+        let active = if t >= STREAM_LISTPACKS_3 {
+            u64::try_from(r.ms_time()?).ok()
+        } else {
+            // What Redis 7.2+ does without the field: the best estimate is seen time.
+            Some(seen)
+        };
+        let owned = r.length()?;
+        for _ in 0..owned {
+            let at = r.offset();
+            let id = r.raw_id()?;
+            let Ok(i) = pel.binary_search_by(|p| p.id.cmp(&id)) else {
+                return Err(RdbError {
+                    offset: at,
+                    what: "consumer PEL entry not found in the group PEL".into(),
+                });
+            };
+            if pel[i].owner.is_some() {
+                return Err(RdbError {
+                    offset: at,
+                    what: "pending entry owned twice".into(),
+                });
+            }
+            pel[i].owner = Some(ci as usize);
+        }
+        consumers.push((cname, seen, active));
+    }
+    if pel.iter().any(|p| p.owner.is_none()) {
+        return Err(RdbError {
+            offset: r.offset(),
+            what: "group PEL entry without a consumer".into(),
+        });
+    }
+    let mut g = s
+        .groups
+        .get_mut(&name)
+        .ok_or_else(|| r.err("group vanished while loading"))?;
+    let ids: Vec<_> = consumers
+        .iter()
+        .map(|(cname, seen, _)| g.get_or_create_consumer(cname, *seen).0)
+        .collect();
+    // Oldest delivery first: each insert lands at the time list's tail.
+    pel.sort_by_key(|p| (p.delivery_time, p.id));
+    for p in &pel {
+        let Some(owner) = p.owner.and_then(|o| ids.get(o)) else {
+            continue;
+        };
+        let spec = ClaimSpec {
+            min_idle: 0,
+            delivery_time: p.delivery_time,
+            count: DeliveryCount::Set(p.delivery_count),
+            force: true,
+        };
+        g.claim(*owner, p.id, &spec, p.delivery_time);
+    }
+    for ((_, seen, active), cid) in consumers.iter().zip(&ids) {
+        g.set_consumer_times(*cid, *seen, *active);
+    }
+    Ok(())
+}
+
+/// An element's bytes without a heap allocation: borrowed from the node, or an
+/// integer's decimal text held inline (at most 20 bytes: `-9223372036854775808`).
+#[derive(Clone, Copy)]
+enum Text<'a> {
+    Borrowed(&'a [u8]),
+    Int([u8; 20], u8),
+}
+
+impl<'a> From<Elem<'a>> for Text<'a> {
+    fn from(e: Elem<'a>) -> Text<'a> {
+        match e {
+            Elem::Str(s) => Text::Borrowed(s),
+            Elem::Int(i) => {
+                let mut buf = itoa::Buffer::new();
+                let t = buf.format(i).as_bytes();
+                let mut a = [0u8; 20];
+                a[..t.len()].copy_from_slice(t);
+                Text::Int(a, t.len() as u8)
+            }
+        }
+    }
+}
+
+impl AsRef<[u8]> for Text<'_> {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            Text::Borrowed(s) => s,
+            Text::Int(a, n) => &a[..usize::from(*n)],
+        }
+    }
+}
+
+/// Rebuilds one Redis node as a streamd node; `None` when it has no live entry.
+fn decode_node(master: StreamId, bytes: &[u8]) -> Result<Option<Listpack>, LpError> {
+    let mut d = Decoder::new(bytes)?;
+    let bad = |d: &Decoder<'_>, what| {
+        Err(LpError {
+            offset: d.offset(),
+            what,
+        })
+    };
+    let count = d.expect_int()?;
+    let deleted = d.expect_int()?;
+    let nfields = d.expect_int()?;
+    if count < 0 || deleted < 0 || nfields < 0 {
+        return bad(&d, "negative count in the master entry");
+    }
+    let mut master_fields: Vec<Text<'_>> = Vec::new();
+    for _ in 0..nfields {
+        master_fields.push(d.expect()?.into());
+    }
+    if d.expect_int()? != 0 {
+        return bad(&d, "master entry not closed by 0");
+    }
+    let mut lp: Option<Listpack> = None;
+    let (mut live, mut dead) = (0i64, 0i64);
+    let mut prev: Option<StreamId> = None;
+    let mut tombstones: Vec<usize> = Vec::new();
+    let mut elements: Vec<Text<'_>> = Vec::new();
+    let mut ordinal = 0usize;
+    while !d.at_end() {
+        let flags = d.expect_int()?;
+        if !(0..=3).contains(&flags) {
+            return bad(&d, "unknown entry flags");
+        }
+        let ms = master.ms.wrapping_add(d.expect_int()? as u64);
+        let seq = master.seq.wrapping_add(d.expect_int()? as u64);
+        let id = StreamId::new(ms, seq);
+        match prev {
+            None if id != master => return bad(&d, "first entry's ID is not the master ID"),
+            Some(p) if id <= p => return bad(&d, "entry IDs not increasing"),
+            _ => {}
+        }
+        prev = Some(id);
+        elements.clear();
+        let pairs = if flags & FLAG_SAMEFIELDS != 0 {
+            for f in &master_fields {
+                elements.push(*f);
+                elements.push(d.expect()?.into());
+            }
+            master_fields.len()
+        } else {
+            let n = d.expect_int()?;
+            if n <= 0 || n as u64 > bytes.len() as u64 {
+                return bad(&d, "bad entry field count");
+            }
+            for _ in 0..n {
+                elements.push(d.expect()?.into());
+                elements.push(d.expect()?.into());
+            }
+            n as usize
+        };
+        if pairs == 0 {
+            return bad(&d, "entry without fields");
+        }
+        let lp_count = if flags & FLAG_SAMEFIELDS != 0 {
+            pairs + 3
+        } else {
+            2 * pairs + 4
+        };
+        if d.expect_int()? != lp_count as i64 {
+            return bad(&d, "entry lp-count disagrees with its elements");
+        }
+        match &mut lp {
+            None => {
+                let same = elements
+                    .iter()
+                    .step_by(2)
+                    .zip(&master_fields)
+                    .all(|(a, b)| a.as_ref() == b.as_ref());
+                if !same || pairs != master_fields.len() {
+                    return bad(&d, "first entry's fields are not the master fields");
+                }
+                lp = Some(Listpack::new(&elements));
+            }
+            Some(lp) => lp.append(master, id, &elements, NODE_GROW_HINT),
+        }
+        if flags & FLAG_DELETED != 0 {
+            dead += 1;
+            tombstones.push(ordinal);
+        } else {
+            live += 1;
+        }
+        ordinal += 1;
+    }
+    if d.next_elem()?.is_some() {
+        return bad(&d, "data after the last entry");
+    }
+    let Some(mut lp) = lp else {
+        return bad(&d, "stream node without entries");
+    };
+    if live != count || dead != deleted {
+        return bad(&d, "master entry counts disagree with the entries");
+    }
+    if live == 0 {
+        return Ok(None);
+    }
+    if !tombstones.is_empty() {
+        let starts: Vec<usize> = lp
+            .entries(master)
+            .enumerate()
+            .filter(|(i, _)| tombstones.binary_search(i).is_ok())
+            .map(|(_, e)| e.start)
+            .collect();
+        for start in starts {
+            lp.mark_deleted(start);
+        }
+    }
+    Ok(Some(lp))
+}
+
+// ---------------------------------------------------------------------------------------
+// Writing
+// ---------------------------------------------------------------------------------------
+
+/// Why a stream cannot be written in a type Redis reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteError {
+    /// A group has pending entries without an owner (XNACK); see the module doc.
+    Nacked,
+}
+
+/// The type [`write`] will use for `s` (19 or 21), or why none fits.
+pub fn encoding_for(s: &Stream) -> Result<u8, WriteError> {
+    let mut t = STREAM_LISTPACKS_2;
+    for g in s.groups.iter() {
+        if g.nacked_count() > 0 {
+            return Err(WriteError::Nacked);
+        }
+        if g.consumers()
+            .any(|(_, c)| c.active_time() != Some(c.seen_time()))
+        {
+            t = STREAM_LISTPACKS_3;
+        }
+    }
+    Ok(t)
+}
+
+/// Appends `s` as a stream value of type `t` (from [`encoding_for`]; 19 or 21).
+pub fn write(out: &mut Vec<u8>, s: &Stream, t: u8) {
+    write::len(out, s.radix_tree_keys() as u64);
+    for (master, lp) in s.nodes() {
+        write::string(out, &master.to_key());
+        write::string(out, &encode_node(master, lp));
+    }
+    write::len(out, s.len());
+    write_id(out, s.last_id());
+    write_id(out, s.first_id());
+    write_id(out, s.max_deleted_entry_id());
+    write::len(out, s.entries_added());
+    write::len(out, s.groups.len() as u64);
+    for g in s.groups.iter() {
+        write::string(out, g.name());
+        write_id(out, g.last_id());
+        write::len(out, g.entries_read().unwrap_or(u64::MAX));
+        write::len(out, g.pel_count() as u64);
+        for p in g.pel_range(StreamId::MIN, StreamId::MAX) {
+            out.extend_from_slice(&p.id.to_key());
+            write::ms_time(out, p.delivery_time as i64);
+            write::len(out, p.delivery_count);
+        }
+        write::len(out, g.consumer_count() as u64);
+        for (cid, c) in g.consumers() {
+            write::string(out, c.name());
+            write::ms_time(out, c.seen_time() as i64);
+            if t >= STREAM_LISTPACKS_3 {
+                write::ms_time(out, c.active_time().map_or(-1, |a| a as i64));
+            }
+            write::len(out, c.pel_count() as u64);
+            for p in g.consumer_pel(cid, StreamId::MIN, StreamId::MAX) {
+                out.extend_from_slice(&p.id.to_key());
+            }
+        }
+    }
+}
+
+fn write_id(out: &mut Vec<u8>, id: StreamId) {
+    write::len(out, id.ms);
+    write::len(out, id.seq);
+}
+
+fn put_value(b: &mut Builder, v: Value<'_>) {
+    match v {
+        Value::Int(i) => b.int(i),
+        Value::Str(s) => b.string(s),
+    }
+}
+
+/// One streamd node as the Redis listpack `streamAppendItem` would have built.
+fn encode_node(master: StreamId, lp: &Listpack) -> Vec<u8> {
+    let m = lp.master();
+    let mut b = Builder::new();
+    b.int(lp.live() as i64);
+    b.int(lp.deleted() as i64);
+    // The first entry made the node: its field names are the master fields.
+    let fields: Vec<Value<'_>> = match lp.entries(master).next() {
+        Some(e) => lp.elements(&m, &e).step_by(2).collect(),
+        None => Vec::new(),
+    };
+    b.int(fields.len() as i64);
+    for f in &fields {
+        put_value(&mut b, *f);
+    }
+    b.int(0);
+    for e in lp.entries(master) {
+        let els = lp.elements(&m, &e);
+        let pairs = els.pairs();
+        let same =
+            pairs == fields.len() && els.clone().step_by(2).zip(&fields).all(|(a, b)| a == *b);
+        let mut flags = 0;
+        if e.is_deleted() {
+            flags |= FLAG_DELETED;
+        }
+        if same {
+            flags |= FLAG_SAMEFIELDS;
+        }
+        b.int(flags);
+        b.int(e.id.ms.wrapping_sub(master.ms) as i64);
+        b.int(e.id.seq.wrapping_sub(master.seq) as i64);
+        if same {
+            for v in els.skip(1).step_by(2) {
+                put_value(&mut b, v);
+            }
+            b.int(pairs as i64 + 3);
+        } else {
+            b.int(pairs as i64);
+            for v in els {
+                put_value(&mut b, v);
+            }
+            b.int(2 * pairs as i64 + 4);
+        }
+    }
+    b.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stream::NodeLimits;
+    use bytes::Bytes;
+
+    fn b(s: &str) -> Bytes {
+        Bytes::copy_from_slice(s.as_bytes())
+    }
+
+    fn sample() -> Stream {
+        let mut s = Stream::new();
+        let limits = NodeLimits {
+            max_bytes: 4096,
+            max_entries: 3,
+        };
+        for i in 1..=10u64 {
+            let fields = if i % 4 == 0 {
+                vec![b("other"), b(&i.to_string())]
+            } else {
+                vec![
+                    b("name"),
+                    b(&format!("v{i}")),
+                    b("n"),
+                    b(&(i * 1000).to_string()),
+                ]
+            };
+            s.append(StreamId::new(100 + i, i % 3), &fields, &limits);
+        }
+        s.delete(StreamId::new(102, 2));
+        s.delete(StreamId::new(105, 2));
+        s.groups.create(b"g", StreamId::new(106, 0), Some(6));
+        let mut g = s.groups.get_mut(b"g").expect("group");
+        let (alice, _) = g.get_or_create_consumer(b"alice", 50);
+        let (_bob, _) = g.get_or_create_consumer(b"bob", 60);
+        g.deliver(alice, StreamId::new(101, 1), 70);
+        g.deliver(alice, StreamId::new(103, 0), 80);
+        g.set_consumer_times(alice, 80, Some(80));
+        s
+    }
+
+    fn entries(s: &Stream) -> Vec<(StreamId, Vec<Vec<u8>>)> {
+        s.range(StreamId::MIN, StreamId::MAX, false)
+            .map(|e| (e.id, e.elements().map(|v| v.to_vec()).collect()))
+            .collect()
+    }
+
+    #[test]
+    fn write_then_read_keeps_entries_nodes_and_groups() {
+        let s = sample();
+        let t = encoding_for(&s).expect("no NACKs");
+        // bob was never active: his active time differs from his seen time.
+        assert_eq!(t, STREAM_LISTPACKS_3);
+        let mut out = Vec::new();
+        write(&mut out, &s, t);
+        let mut r = Reader::new(&out, 0);
+        let back = read(&mut r, t).expect("reads back");
+        assert_eq!(r.remaining(), 0);
+        assert_eq!(entries(&back), entries(&s));
+        assert_eq!(back.radix_tree_keys(), s.radix_tree_keys());
+        assert_eq!(back.last_id(), s.last_id());
+        assert_eq!(back.first_id(), s.first_id());
+        assert_eq!(back.max_deleted_entry_id(), s.max_deleted_entry_id());
+        assert_eq!(back.entries_added(), s.entries_added());
+        let (g0, g1) = (s.groups.get(b"g").unwrap(), back.groups.get(b"g").unwrap());
+        assert_eq!(g1.last_id(), g0.last_id());
+        assert_eq!(g1.entries_read(), g0.entries_read());
+        let pel = |g: &crate::stream::group::ConsumerGroup| {
+            g.pel_range(StreamId::MIN, StreamId::MAX)
+                .map(|p| {
+                    (
+                        p.id,
+                        p.delivery_time,
+                        p.delivery_count,
+                        p.owner.map(<[u8]>::to_vec),
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(pel(g1), pel(g0));
+        let times = |g: &crate::stream::group::ConsumerGroup| {
+            g.consumers()
+                .map(|(_, c)| (c.name().to_vec(), c.seen_time(), c.active_time()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(times(g1), times(g0));
+        // Node bytes survive a second round unchanged.
+        let mut again = Vec::new();
+        write(&mut again, &back, t);
+        assert_eq!(again, out);
+    }
+
+    #[test]
+    fn type_19_when_active_equals_seen_and_refusal_with_nacks() {
+        let mut s = sample();
+        {
+            let mut g = s.groups.get_mut(b"g").unwrap();
+            let bob = g.consumer_id(b"bob").unwrap();
+            g.set_consumer_times(bob, 60, Some(60));
+        }
+        assert_eq!(encoding_for(&s), Ok(STREAM_LISTPACKS_2));
+        {
+            let mut g = s.groups.get_mut(b"g").unwrap();
+            g.nack(
+                StreamId::new(101, 1),
+                crate::stream::group::NackMode::Fail,
+                None,
+                false,
+            );
+        }
+        assert_eq!(encoding_for(&s), Err(WriteError::Nacked));
+    }
+
+    #[test]
+    fn type_15_from_redis_5_and_6_reads_with_redis_7_defaults() {
+        let mut src = Stream::new();
+        for i in 1..=3u64 {
+            src.append(
+                StreamId::new(i, 0),
+                &[b("f"), b("v")],
+                &NodeLimits::default(),
+            );
+        }
+        src.delete(StreamId::new(2, 0));
+        let mut out = Vec::new();
+        write::len(&mut out, 1);
+        let (master, lp) = src.nodes().next().expect("one node");
+        write::string(&mut out, &master.to_key());
+        write::string(&mut out, &encode_node(master, lp));
+        write::len(&mut out, 2);
+        write_id(&mut out, StreamId::new(3, 0));
+        write::len(&mut out, 1); // one group, no entries-read field in type 15
+        write::string(&mut out, b"g");
+        write_id(&mut out, StreamId::new(1, 0));
+        write::len(&mut out, 1);
+        out.extend_from_slice(&StreamId::new(1, 0).to_key());
+        write::ms_time(&mut out, 500);
+        write::len(&mut out, 2);
+        write::len(&mut out, 1);
+        write::string(&mut out, b"alice");
+        write::ms_time(&mut out, 600); // seen time, no active time in type 15
+        write::len(&mut out, 1);
+        out.extend_from_slice(&StreamId::new(1, 0).to_key());
+        let mut r = Reader::new(&out, 0);
+        let s = read(&mut r, STREAM_LISTPACKS).expect("type 15 reads");
+        assert_eq!(r.remaining(), 0);
+        assert_eq!(s.len(), 2);
+        // Redis 7 loading type 15: entries added = length, no known deletions.
+        assert_eq!(s.entries_added(), 2);
+        assert_eq!(s.max_deleted_entry_id(), StreamId::MIN);
+        let g = s.groups.get(b"g").expect("group");
+        // Estimated: 1-0 is the first entry, so one entry was read.
+        assert_eq!(g.entries_read(), Some(1));
+        let p = g.pending(StreamId::new(1, 0)).expect("pending");
+        assert_eq!(
+            (p.delivery_time, p.delivery_count, p.owner),
+            (500, 2, Some(&b"alice"[..]))
+        );
+        let c = g.consumer_by_name(b"alice").expect("consumer");
+        assert_eq!((c.seen_time(), c.active_time()), (600, Some(600)));
+    }
+
+    #[test]
+    fn every_truncation_is_refused_without_panic() {
+        let s = sample();
+        let mut out = Vec::new();
+        write(&mut out, &s, STREAM_LISTPACKS_3);
+        for cut in 0..out.len() {
+            let mut r = Reader::new(&out[..cut], 0);
+            assert!(read(&mut r, STREAM_LISTPACKS_3).is_err(), "cut {cut}");
+        }
+        for i in 0..out.len() {
+            let mut bad = out.clone();
+            bad[i] ^= 0x55;
+            let mut r = Reader::new(&bad, 0);
+            let _ = read(&mut r, STREAM_LISTPACKS_3);
+        }
+    }
+}
