@@ -188,9 +188,9 @@ fn restore(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         return Ok(());
     }
     let d = &mut ctx.core.dbs[db];
-    d.insert(key.clone(), stream);
+    d.insert(key, stream);
     if let Some(at) = at {
-        d.expires.insert(key.clone(), at);
+        d.set_expire(key, at);
     }
     ctx.core.touch_key(db, key);
     ctx.core.ready_keys.push((db, key.clone()));

@@ -27,7 +27,6 @@
 use super::types::{self, STREAM_LISTPACKS, STREAM_LISTPACKS_2, STREAM_LISTPACKS_3};
 use super::{RdbError, Reader, crc64, stream};
 use crate::core::keyspace::Db;
-use bytes::Bytes;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -172,11 +171,10 @@ pub fn read(
                                     what: "duplicate key".into(),
                                 });
                             }
-                            let key = Bytes::from(key);
                             stats.entries += s.len();
-                            d.insert(key.clone(), s);
+                            d.insert(&key, s);
                             if let Some(e) = this_expire {
-                                d.expires.insert(key, e);
+                                d.set_expire(&key, e);
                             }
                             stats.streams += 1;
                         }
@@ -441,7 +439,10 @@ mod tests {
         let mut s = Stream::new();
         s.append(
             StreamId::new(5, 0),
-            &[Bytes::from_static(b"f"), Bytes::from_static(b"v")],
+            &[
+                bytes::Bytes::from_static(b"f"),
+                bytes::Bytes::from_static(b"v"),
+            ],
             &NodeLimits::default(),
         );
         f.push(STREAM_LISTPACKS_2);
