@@ -31,7 +31,7 @@ use workloads::{Ctx, Workload};
 
 /// The scale at which a full run of every workload takes about ten minutes on the 2-core
 /// development machine (5 rounds, both servers).
-const DEFAULT_SCALE: f64 = 0.3;
+const DEFAULT_SCALE: f64 = 0.5;
 
 const USAGE: &str = "\
 usage: streamd-bench --a HOST:PORT [--b HOST:PORT] [options] [WORKLOAD...]
@@ -39,7 +39,7 @@ usage: streamd-bench --a HOST:PORT [--b HOST:PORT] [options] [WORKLOAD...]
   --a, --b ADDR     servers to compare (B optional; ratios are A/B)
   --rounds N        rounds per server, alternating A B, B A, ... (default 5)
   --scale F         size factor: 1 = the issue's sizes (1M entries, 100k PEL, 100k
-                    streams) and 3 s timed phases (default 0.3, about 10 minutes in all)
+                    streams) and 3 s timed phases (default 0.5, about 10 minutes in all)
   --only W1,W2      workload families or full names (also accepted as positional args)
   --timeout SECS    bound on every connect/write/reply (default 30)
   --json            one JSON object per workload and server (and per ratio) per line

@@ -14,7 +14,7 @@ mod write;
 use std::io;
 use std::time::{Duration, Instant};
 
-use crate::client::Conn;
+use crate::client::{Conn, info_field};
 use crate::measure::{Phase, Rng, Sample};
 
 /// Length of a timed phase at scale 1.
@@ -55,10 +55,19 @@ impl Ctx {
         Conn::connect_many(&self.addr, n, self.timeout).await
     }
 
-    /// A control connection to an emptied server.
+    /// A control connection to an emptied server, once the connections of the previous
+    /// round are gone (waits at most two seconds for that: someone else may be connected).
     pub async fn fresh(&self) -> io::Result<Conn> {
         let mut ctl = self.conn().await?;
         ctl.ok(&["FLUSHALL"]).await?;
+        let until = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < until {
+            let info = ctl.ok(&["INFO", "clients"]).await?;
+            if info_field(&info, "connected_clients").is_none_or(|n| n == "1") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         Ok(ctl)
     }
 
