@@ -135,9 +135,8 @@ fn main() {
         .filter(|w| workloads::selected(&w.name, &args.only))
         .collect();
     if args.list {
-        for w in &chosen {
-            println!("{}", w.name);
-        }
+        let names: String = chosen.iter().map(|w| format!("{}\n", w.name)).collect();
+        emit(&names);
         return;
     }
     if chosen.is_empty() {
@@ -162,6 +161,19 @@ fn main() {
     }
 }
 
+/// Writes `text` to stdout and flushes it; a closed stdout (`| head`) ends the program
+/// quietly instead of panicking like `print!`.
+fn emit(text: &str) {
+    let mut out = std::io::stdout().lock();
+    if out
+        .write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .is_err()
+    {
+        std::process::exit(0);
+    }
+}
+
 /// Runs every chosen workload; returns how many server sides failed.
 async fn run_all(args: &Args, chosen: &[Workload]) -> usize {
     let servers: Vec<(&'static str, &str)> = std::iter::once(("A", args.a.as_str()))
@@ -170,7 +182,7 @@ async fn run_all(args: &Args, chosen: &[Workload]) -> usize {
     let epoch = Instant::now();
     let started = Instant::now();
     if !args.json {
-        println!("{}", report::header());
+        emit(&format!("{}\n", report::header()));
     }
     let mut failed = 0;
     for (k, w) in chosen.iter().enumerate() {
@@ -244,11 +256,10 @@ async fn run_all(args: &Args, chosen: &[Workload]) -> usize {
             .collect();
         failed += sides.iter().filter(|s| s.result.is_err()).count();
         if args.json {
-            print!("{}", report::json(w, &sides));
+            emit(&report::json(w, &sides));
         } else {
-            print!("{}", report::rows(w, &sides));
+            emit(&report::rows(w, &sides));
         }
-        let _ = std::io::stdout().flush();
     }
     eprintln!("done in {:.0}s", started.elapsed().as_secs_f64());
     failed
