@@ -306,19 +306,26 @@ pub enum Ids {
 /// Pushes `XADD key <id> bidder <int> amount <int>` (an auction bid, the entry shape used
 /// throughout).
 pub fn push_bid(conn: &mut Conn, key: &[u8], id: &[u8], rng: &mut Rng) {
+    push_bid_trimmed(conn, key, &[], id, rng);
+}
+
+/// [`push_bid`] with trimming options (`MAXLEN ~ 1000`) between the key and the ID.
+pub fn push_bid_trimmed(conn: &mut Conn, key: &[u8], trim: &[&[u8]], id: &[u8], rng: &mut Rng) {
     let mut b = itoa::Buffer::new();
     let mut a = itoa::Buffer::new();
     let bidder = b.format(rng.below(1_000_000));
     let amount = a.format(1 + rng.below(100_000));
-    conn.push(&[
-        &b"XADD"[..],
-        key,
+    let mut args: Vec<&[u8]> = Vec::with_capacity(7 + trim.len());
+    args.extend_from_slice(&[b"XADD", key]);
+    args.extend_from_slice(trim);
+    args.extend_from_slice(&[
         id,
         b"bidder",
         bidder.as_bytes(),
         b"amount",
         amount.as_bytes(),
     ]);
+    conn.push(&args);
 }
 
 /// Loads `n` bids into `key`, pipelined 1,000 deep.

@@ -2,7 +2,7 @@
 
 use std::io;
 
-use super::{Ctx, push_bid};
+use super::{Ctx, push_bid, push_bid_trimmed};
 use crate::driver::{Stop, closed_loop};
 use crate::measure::Sample;
 
@@ -19,7 +19,7 @@ pub async fn xadd(
     let mut ctl = ctx.fresh().await?;
     let conns = ctx.conns(clients).await?;
     let keys: Vec<Vec<u8>> = (0..keys).map(|k| format!("x:{k}").into_bytes()).collect();
-    let cap = maxlen.map(|m| m.to_string());
+    let cap = maxlen.map(|m| m.to_string().into_bytes());
     let phase = ctx.begin(&mut ctl).await?;
     let done = closed_loop(
         conns,
@@ -29,22 +29,7 @@ pub async fn xadd(
             let key = &keys[rng.below(keys.len() as u64) as usize];
             match &cap {
                 None => push_bid(conn, key, b"*", rng),
-                Some(cap) => {
-                    let bidder = rng.below(1_000_000).to_string();
-                    let amount = (1 + rng.below(100_000)).to_string();
-                    conn.push(&[
-                        &b"XADD"[..],
-                        key,
-                        b"MAXLEN",
-                        b"~",
-                        cap.as_bytes(),
-                        b"*",
-                        b"bidder",
-                        bidder.as_bytes(),
-                        b"amount",
-                        amount.as_bytes(),
-                    ]);
-                }
+                Some(cap) => push_bid_trimmed(conn, key, &[&b"MAXLEN"[..], b"~", cap], b"*", rng),
             }
         },
     )
