@@ -4,7 +4,7 @@ use std::io;
 use std::rc::Rc;
 use std::time::Instant;
 
-use super::{Ctx, PelOp, drain_group, setup_group};
+use super::{Ctx, Ids, PelOp, drain_group, setup_group};
 use crate::client::{Value, push_entries};
 use crate::driver::{Stop, closed_loop};
 use crate::measure::{Rng, Sample, ns_since};
@@ -15,7 +15,7 @@ use crate::measure::{Rng, Sample, ns_since};
 /// `XAUTOCLAIM s g c2 0 <cursor> COUNT 100` until the cursor comes back to 0-0.
 pub async fn pel(ctx: &Ctx, op: PelOp) -> io::Result<Sample> {
     let n = ctx.n(100_000, 1000);
-    let mut ctl = setup_group(ctx, n).await?;
+    let mut ctl = setup_group(ctx, n, Ids::Seq).await?;
     drain_group(&mut ctl, b"s", b"c", 1000, false).await?;
     match op {
         PelOp::Xack | PelOp::Xclaim => {
@@ -89,11 +89,11 @@ pub async fn pel(ctx: &Ctx, op: PelOp) -> io::Result<Sample> {
 
 /// The read / crash / reclaim cycle: consumer `c1` reads 100 new entries, consumer `c2`
 /// takes them over with `XAUTOCLAIM s g c2 0 0-0 COUNT 100` and acknowledges them with
-/// one XACK, until the 200k-entry stream is consumed. Three commands per cycle; the
-/// latency column is per command.
+/// one XACK, until the 200k-entry stream (server-generated IDs) is consumed. Three
+/// commands per cycle; the latency column is per command.
 pub async fn autoclaim_cycle(ctx: &Ctx) -> io::Result<Sample> {
     let n = ctx.n(200_000, 1000);
-    let mut ctl = setup_group(ctx, n).await?;
+    let mut ctl = setup_group(ctx, n, Ids::Auto).await?;
     let mut conn = ctx.conn().await?;
     let phase = ctx.begin(&mut ctl).await?;
     let (mut ops, mut entries, mut lat) = (0u64, 0u64, Vec::new());

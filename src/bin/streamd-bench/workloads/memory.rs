@@ -19,11 +19,11 @@ pub async fn entries(ctx: &Ctx) -> io::Result<Sample> {
     Ok(Sample::new(m, n, n, Vec::new()))
 }
 
-/// A 100k-entry stream and group, then one consumer reads it all (COUNT 1,000): bytes
-/// per pending entry.
+/// A 100k-entry stream (server-generated IDs) and group, then one consumer reads it all
+/// (COUNT 1,000): bytes per pending entry.
 pub async fn pending(ctx: &Ctx) -> io::Result<Sample> {
     let n = ctx.n(100_000, 1000);
-    let mut ctl = setup_group(ctx, n).await?;
+    let mut ctl = setup_group(ctx, n, Ids::Auto).await?;
     let mut conn = ctx.conn().await?;
     let phase = ctx.begin(&mut ctl).await?;
     let (ops, entries, lat) = drain_group(&mut conn, b"s", b"c", 1000, false).await?;

@@ -25,11 +25,12 @@ pub async fn xrange(ctx: &Ctx, count: u64) -> io::Result<Sample> {
     Ok(Sample::new(m, done.ops, done.ops * count, done.lat_ns))
 }
 
-/// One consumer drains a 1M-entry stream with `XREADGROUP ... COUNT 100 [NOACK]`; the
-/// memory column is then bytes per pending entry (none with NOACK).
+/// One consumer drains a 1M-entry stream (server-generated IDs) with
+/// `XREADGROUP ... COUNT 100 [NOACK]`; the memory column is then bytes per pending entry
+/// (none with NOACK).
 pub async fn drain(ctx: &Ctx, noack: bool) -> io::Result<Sample> {
     let n = ctx.n(1_000_000, 1000);
-    let mut ctl = setup_group(ctx, n).await?;
+    let mut ctl = setup_group(ctx, n, Ids::Auto).await?;
     let mut conn = ctx.conn().await?;
     let phase = ctx.begin(&mut ctl).await?;
     let (ops, entries, lat) = drain_group(&mut conn, b"s", b"c", 100, noack).await?;
