@@ -1,0 +1,292 @@
+//! `streamd-bench`: runs Redis's kinds of stream workloads against one or two servers side
+//! by side (`--a 127.0.0.1:P --b 127.0.0.1:Q`) and prints, per workload and server, the
+//! median and spread of ops/s and entries/s over alternating rounds, latency
+//! p50/p99/p99.9, server CPU time per command, the `used_memory` delta per entry, and the
+//! A/B ratios. Both servers run on this machine in the same run, so the ratios are what to
+//! read; absolute numbers on a noisy machine are not.
+//!
+//! Rounds alternate A B, B A, A B, ... so neither server always runs first (after the
+//! other's allocations, or while a neighbour's build starts). Every round of every
+//! workload starts with FLUSHALL.
+//!
+//! # Layout
+//! - `client`: the RESP client (pipelined sends, reply framing, a small reply parser).
+//! - `measure`: phases (time, `used_memory`, server CPU from `/proc`), samples, medians.
+//! - `driver`: the closed-loop request driver most workloads share.
+//! - `workloads`: the registry and one file per family (write, read, groups, live, memory).
+//! - `report`: the Markdown table and JSON lines.
+
+mod client;
+mod driver;
+mod measure;
+mod report;
+mod workloads;
+
+use std::io::Write as _;
+use std::time::{Duration, Instant};
+
+use measure::{Sample, Summary};
+use report::Side;
+use workloads::{Ctx, Workload};
+
+/// The scale at which a full run of every workload takes about ten minutes on the 2-core
+/// development machine (5 rounds, both servers).
+const DEFAULT_SCALE: f64 = 0.5;
+
+const USAGE: &str = "\
+usage: streamd-bench --a HOST:PORT [--b HOST:PORT] [options] [WORKLOAD...]
+
+  --a, --b ADDR     servers to compare (B optional; ratios are A/B)
+  --rounds N        rounds per server, alternating A B, B A, ... (default 5)
+  --scale F         size factor: 1 = the issue's sizes (1M entries, 100k PEL, 100k
+                    streams) and 3 s timed phases (default 0.5, about 10 minutes in all)
+  --only W1,W2      workload families or full names (also accepted as positional args)
+  --timeout SECS    bound on every connect/write/reply (default 30)
+  --json            one JSON object per workload and server (and per ratio) per line
+  --list            print the workload names and exit
+";
+
+/// Command-line options.
+#[derive(Debug, PartialEq)]
+struct Args {
+    a: String,
+    b: Option<String>,
+    rounds: usize,
+    scale: f64,
+    only: Vec<String>,
+    timeout: Duration,
+    json: bool,
+    list: bool,
+}
+
+fn parse_args(argv: impl IntoIterator<Item = String>) -> Result<Args, String> {
+    let mut args = Args {
+        a: String::new(),
+        b: None,
+        rounds: 5,
+        scale: DEFAULT_SCALE,
+        only: Vec::new(),
+        timeout: Duration::from_secs(30),
+        json: false,
+        list: false,
+    };
+    let mut it = argv.into_iter();
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().ok_or(format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--a" => args.a = value()?,
+            "--b" => args.b = Some(value()?),
+            "--rounds" => {
+                args.rounds = value()?
+                    .parse()
+                    .ok()
+                    .filter(|&r| r > 0)
+                    .ok_or("--rounds needs a positive integer")?
+            }
+            "--scale" => {
+                args.scale = value()?
+                    .parse()
+                    .ok()
+                    .filter(|s: &f64| s.is_finite() && *s > 0.0)
+                    .ok_or("--scale needs a positive number")?
+            }
+            "--timeout" => {
+                let secs: f64 = value()?
+                    .parse()
+                    .ok()
+                    .filter(|s: &f64| s.is_finite() && *s > 0.0)
+                    .ok_or("--timeout needs a positive number of seconds")?;
+                args.timeout = Duration::from_secs_f64(secs);
+            }
+            "--only" => args.only.extend(
+                value()?
+                    .split(',')
+                    .filter(|s| !s.is_empty())
+                    .map(String::from),
+            ),
+            "--json" => args.json = true,
+            "--list" => args.list = true,
+            "-h" | "--help" => return Err(USAGE.to_string()),
+            w if !w.starts_with('-') => args.only.push(w.to_string()),
+            other => return Err(format!("unknown argument {other}\n{USAGE}")),
+        }
+    }
+    if args.a.is_empty() && !args.list {
+        return Err(format!("--a is required\n{USAGE}"));
+    }
+    Ok(args)
+}
+
+/// Whether `addr` is on this machine (so the server's `/proc` entry is ours to read).
+fn is_local(addr: &str) -> bool {
+    addr.starts_with("127.") || addr.starts_with("localhost:") || addr.starts_with("[::1]:")
+}
+
+fn main() {
+    let args = match parse_args(std::env::args().skip(1)) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(2);
+        }
+    };
+    let chosen: Vec<Workload> = workloads::all()
+        .into_iter()
+        .filter(|w| workloads::selected(&w.name, &args.only))
+        .collect();
+    if args.list {
+        let names: String = chosen.iter().map(|w| format!("{}\n", w.name)).collect();
+        emit(&names);
+        return;
+    }
+    if chosen.is_empty() {
+        eprintln!("no workload matches {:?}; see --list", args.only);
+        std::process::exit(2);
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    let local = tokio::task::LocalSet::new();
+    let failed = local.block_on(&runtime, run_all(&args, &chosen));
+    if failed > 0 {
+        eprintln!("streamd-bench: {failed} workload side(s) failed");
+        std::process::exit(1);
+    }
+}
+
+/// Writes `text` to stdout and flushes it; a closed stdout (`| head`) ends the program
+/// quietly instead of panicking like `print!`.
+fn emit(text: &str) {
+    let mut out = std::io::stdout().lock();
+    if out
+        .write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .is_err()
+    {
+        std::process::exit(0);
+    }
+}
+
+/// Runs every chosen workload; returns how many server sides failed.
+async fn run_all(args: &Args, chosen: &[Workload]) -> usize {
+    let servers: Vec<(&'static str, &str)> = std::iter::once(("A", args.a.as_str()))
+        .chain(args.b.as_deref().map(|b| ("B", b)))
+        .collect();
+    let epoch = Instant::now();
+    let started = Instant::now();
+    if !args.json {
+        emit(&format!("{}\n", report::header()));
+    }
+    let mut failed = 0;
+    for (k, w) in chosen.iter().enumerate() {
+        let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); servers.len()];
+        let mut errors: Vec<Option<String>> = vec![None; servers.len()];
+        for round in 0..args.rounds {
+            // A B, then B A, ...
+            let mut order: Vec<usize> = (0..servers.len()).collect();
+            if round % 2 == 1 {
+                order.reverse();
+            }
+            for s in order {
+                if errors[s].is_some() {
+                    continue;
+                }
+                let (name, addr) = servers[s];
+                eprint!(
+                    "[{}/{} {:>4.0}s] {} round {}/{} {name} ... ",
+                    k + 1,
+                    chosen.len(),
+                    started.elapsed().as_secs_f64(),
+                    w.name,
+                    round + 1,
+                    args.rounds
+                );
+                let _ = std::io::stderr().flush();
+                let ctx = Ctx {
+                    addr: addr.to_string(),
+                    local: is_local(addr),
+                    scale: args.scale,
+                    timeout: args.timeout,
+                    epoch,
+                };
+                // Every wait inside is bounded; this bounds the round as a whole too.
+                let limit = args.timeout * 20;
+                match tokio::time::timeout(limit, workloads::run(w, &ctx)).await {
+                    Ok(Ok(sample)) => {
+                        eprintln!(
+                            "{} ops/s, {} entries/s, CPU {} µs/op",
+                            report::rate(sample.ops as f64 / sample.secs),
+                            report::rate(sample.entries as f64 / sample.secs),
+                            sample.cpu_us.map_or("?".into(), |c| format!(
+                                "{:.2}",
+                                c / sample.ops.max(1) as f64
+                            ))
+                        );
+                        samples[s].push(sample);
+                    }
+                    Ok(Err(e)) => {
+                        eprintln!("FAILED: {e}");
+                        errors[s] = Some(e.to_string());
+                    }
+                    Err(_) => {
+                        eprintln!("FAILED: round took over {limit:?}");
+                        errors[s] = Some(format!("round took over {limit:?}"));
+                    }
+                }
+            }
+        }
+        let sides: Vec<Side> = servers
+            .iter()
+            .enumerate()
+            .map(|(s, (name, addr))| Side {
+                name,
+                addr: addr.to_string(),
+                result: match errors[s].take() {
+                    Some(e) => Err(e),
+                    None => Ok(Summary::of(&samples[s])),
+                },
+            })
+            .collect();
+        failed += sides.iter().filter(|s| s.result.is_err()).count();
+        if args.json {
+            emit(&report::json(w, &sides));
+        } else {
+            emit(&report::rows(w, &sides));
+        }
+    }
+    eprintln!("done in {:.0}s", started.elapsed().as_secs_f64());
+    failed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<Args, String> {
+        parse_args(s.split_whitespace().map(String::from))
+    }
+
+    #[test]
+    fn arguments() {
+        let a = parse("--a 127.0.0.1:1 --b 127.0.0.1:2 --rounds 3 --scale 0.5 --only xadd,pel/xack mem --json")
+            .expect("valid");
+        assert_eq!(a.a, "127.0.0.1:1");
+        assert_eq!(a.b.as_deref(), Some("127.0.0.1:2"));
+        assert_eq!((a.rounds, a.scale, a.json), (3, 0.5, true));
+        assert_eq!(a.only, vec!["xadd", "pel/xack", "mem"]);
+        assert!(parse("--b 127.0.0.1:2").is_err());
+        assert!(parse("--a x --rounds 0").is_err());
+        assert!(parse("--a x --scale -1").is_err());
+        assert!(parse("--a x --rounds").is_err());
+        assert!(parse("--a x --bogus").is_err());
+        assert!(parse("--list").is_ok_and(|a| a.list));
+        assert!(is_local("127.0.0.1:6379") && !is_local("10.0.0.1:6379"));
+    }
+}
