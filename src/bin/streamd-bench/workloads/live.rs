@@ -239,10 +239,21 @@ async fn wait_blocked(ctl: &mut Conn, n: usize, timeout: Duration) -> io::Result
 pub async fn blocked_readers(ctx: &Ctx) -> io::Result<Sample> {
     const READERS: usize = 1000;
     let mut ctl = ctx.fresh().await?;
-    let mut readers = ctx.conns(READERS).await?;
-    for (i, r) in readers.iter_mut().enumerate() {
-        r.push(&["XREAD", "BLOCK", "0", "STREAMS", &format!("r{i}"), "$"]);
-        r.flush().await?;
+    // Each reader is a task from the start: it sends its XREAD and waits for the reply,
+    // so by the time the server reports every client blocked, every reader's socket is
+    // registered and its task parked. (Spawning the waiting tasks only just before the
+    // wake-up phase put their first polls — milliseconds for thousands of tasks — on the
+    // first wake-ups measured, and those made up the p99.)
+    let readers = ctx.conns(READERS).await?;
+    let mut set = JoinSet::new();
+    for (i, mut r) in readers.into_iter().enumerate() {
+        set.spawn_local(async move {
+            r.push(&["XREAD", "BLOCK", "0", "STREAMS", &format!("r{i}"), "$"]);
+            r.flush().await?;
+            let reply = r.reply().await?;
+            crate::client::check(&reply)?;
+            Ok::<_, io::Error>((i, Instant::now()))
+        });
     }
     wait_blocked(&mut ctl, READERS, ctx.timeout).await?;
     let writer = ctx.conns(1).await?;
@@ -252,14 +263,6 @@ pub async fn blocked_readers(ctx: &Ctx) -> io::Result<Sample> {
     })
     .await?;
     let m = phase.end(&mut ctl).await?;
-    let mut set = JoinSet::new();
-    for (i, mut r) in readers.into_iter().enumerate() {
-        set.spawn_local(async move {
-            let reply = r.reply().await?;
-            crate::client::check(&reply)?;
-            Ok::<_, io::Error>((i, Instant::now()))
-        });
-    }
     let mut writer = ctx.conn().await?;
     let mut sent = Vec::with_capacity(READERS);
     for i in 0..READERS {
