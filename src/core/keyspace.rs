@@ -16,6 +16,7 @@ use bytes::Bytes;
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeSet, HashMap};
 use std::hash::{Hash, Hasher};
+use std::ops::Bound;
 
 /// One database.
 #[derive(Debug, Default, Clone)]
@@ -26,6 +27,11 @@ pub struct Db {
     pub expires: HashMap<Bytes, u64>,
     /// Scan order: (63-bit hash of key, key). Holds exactly the keys of `keys`.
     scan_index: BTreeSet<(u64, Bytes)>,
+    /// Keys whose stream may track IDMP producers: the expiry pass visits only these.
+    /// A superset (a key leaves it when the pass finds nothing left to expire there).
+    idmp_keys: BTreeSet<Bytes>,
+    /// Where the IDMP expiry pass resumes: the last key it finished.
+    idmp_cursor: Option<Bytes>,
 }
 
 /// The 63-bit scan hash of a key (stable for the life of the process).
@@ -73,6 +79,9 @@ impl Db {
 
     /// Inserts or replaces `key` (a replaced key loses its TTL, as SET/RENAME do).
     pub fn insert(&mut self, key: Bytes, stream: Stream) {
+        if stream.idmp.as_ref().is_some_and(|i| i.has_producers()) {
+            self.idmp_keys.insert(key.clone());
+        }
         self.expires.remove(&key);
         if !self.keys.contains_key(&key) {
             self.scan_index.insert((scan_hash(&key), key.clone()));
@@ -92,6 +101,9 @@ impl Db {
     pub fn remove(&mut self, key: &[u8]) -> Option<Stream> {
         let (k, v) = self.keys.remove_entry(key)?;
         self.expires.remove(key);
+        if v.idmp.is_some() {
+            self.idmp_keys.remove(key);
+        }
         self.scan_index.remove(&(scan_hash(&k), k));
         Some(v)
     }
@@ -101,6 +113,59 @@ impl Db {
         self.keys.clear();
         self.expires.clear();
         self.scan_index.clear();
+        self.idmp_keys.clear();
+        self.idmp_cursor = None;
+    }
+
+    /// Notes that the stream at `key` now tracks IDMP producers, for the expiry pass.
+    pub fn note_idmp(&mut self, key: &[u8]) {
+        if !self.idmp_keys.contains(key) {
+            self.idmp_keys.insert(Bytes::copy_from_slice(key));
+        }
+    }
+
+    /// The IDMP expiry pass: drops iids whose entry time is older than their stream's
+    /// IDMP-DURATION, visiting the noted streams round-robin from where the last pass
+    /// stopped and spending at most `budget` (stream/idmp.rs counts one unit per
+    /// producer looked at and per iid dropped, and one per stream here). Streams left
+    /// without producers, or gone, leave the set.
+    pub fn expire_idmp(&mut self, now_ms: u64, budget: &mut usize) {
+        let mut visited = 0;
+        let total = self.idmp_keys.len();
+        while *budget > 0 && visited < total {
+            let next = match &self.idmp_cursor {
+                Some(c) => self
+                    .idmp_keys
+                    .range::<Bytes, _>((Bound::Excluded(c), Bound::Unbounded))
+                    .next()
+                    .cloned(),
+                None => None,
+            };
+            let Some(key) = next.or_else(|| self.idmp_keys.first().cloned()) else {
+                return;
+            };
+            visited += 1;
+            *budget -= 1;
+            let state = self.keys.get_mut(&key).and_then(|s| s.idmp.as_deref_mut());
+            let complete = match state {
+                Some(state) => {
+                    let complete = state.expire(now_ms, budget);
+                    if !state.has_producers() {
+                        self.idmp_keys.remove(&key);
+                    }
+                    complete
+                }
+                None => {
+                    self.idmp_keys.remove(&key);
+                    true
+                }
+            };
+            if !complete {
+                // Out of budget inside this stream: resume here next time.
+                return;
+            }
+            self.idmp_cursor = Some(key);
+        }
     }
 
     /// Up to about `count` keys starting at `cursor`, and the next cursor (0 = done).
