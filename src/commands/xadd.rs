@@ -782,11 +782,92 @@ mod tests {
         for args in [
             &["xadd", "k", "NOPE", "f", "v"][..],
             &["xadd", "k", "KEEPREF", "DELREF", "*", "f", "v"],
-            &["xadd", "k", "IDMP", "p", "i", "*", "f", "v"],
-            &["xadd", "k", "IDMPAUTO", "p", "*", "f", "v"],
+            // IDMP takes two values: `*` is the iid and `f` the ID.
+            &["xadd", "k", "IDMP", "p", "*", "f", "v"],
+            &["xadd", "k", "IDMPAUTO", "f", "v"],
         ] {
             assert_eq!(add(args), Err(ReplyError::InvalidStreamId), "{args:?}");
         }
+    }
+
+    #[test]
+    fn xadd_idmp_options_and_errors() {
+        let a = argv(&["xadd", "k", "IDMP", "p", "i", "MAXLEN", "5", "*", "f", "v"]);
+        let x = XAdd::parse(&a).unwrap();
+        assert_eq!(
+            x.idmp,
+            Some(IdmpArg::Explicit {
+                pid: Bytes::from("p"),
+                iid: Bytes::from("i")
+            })
+        );
+        let a = argv(&["xadd", "k", "KEEPREF", "IDMPAUTO", "p", "*", "f", "v"]);
+        assert_eq!(
+            XAdd::parse(&a).unwrap().idmp,
+            Some(IdmpArg::Auto {
+                pid: Bytes::from("p")
+            })
+        );
+        let cases: &[(&[&str], &str)] = &[
+            (
+                &[
+                    "xadd", "k", "IDMP", "p", "i", "IDMP", "q", "j", "*", "f", "v",
+                ],
+                "ERR syntax error, IDMP/IDMPAUTO specified multiple times",
+            ),
+            (
+                &[
+                    "xadd", "k", "IDMP", "p", "i", "IDMPAUTO", "q", "*", "f", "v",
+                ],
+                "ERR syntax error, IDMP/IDMPAUTO specified multiple times",
+            ),
+            (
+                &["xadd", "k", "IDMP", "", "i", "*", "f", "v"],
+                "ERR syntax error, IDMP requires a non-empty producer ID",
+            ),
+            (
+                &["xadd", "k", "IDMP", "p", "", "*", "f", "v"],
+                "ERR syntax error, IDMP requires a non-empty idempotent ID",
+            ),
+            (
+                &["xadd", "k", "IDMPAUTO", "", "*", "f", "v"],
+                "ERR syntax error, IDMPAUTO requires a non-empty producer ID",
+            ),
+            (
+                &["xadd", "k", "IDMP", "p", "i", "1-1", "f", "v"],
+                "ERR syntax error, IDMP/IDMPAUTO can be used only with auto-generated IDs",
+            ),
+            (
+                &["xadd", "k", "IDMPAUTO", "p", "5-*", "f", "v"],
+                "ERR syntax error, IDMP/IDMPAUTO can be used only with auto-generated IDs",
+            ),
+        ];
+        for (args, text) in cases {
+            assert_eq!(
+                XAdd::parse(&argv(args)).unwrap_err().to_string(),
+                *text,
+                "{args:?}"
+            );
+        }
+        // The log replays IDMP with the resolved ID.
+        let a = argv(&["xadd", "k", "IDMP", "p", "i", "1-1", "f", "v"]);
+        let mode = ParseMode {
+            xadd: true,
+            idmp: true,
+            from_log: true,
+        };
+        assert!(XAdd::parse_with(&a, mode).is_ok());
+        // Below compat-version 8.6 the words are IDs.
+        let mode = ParseMode {
+            xadd: true,
+            idmp: false,
+            from_log: false,
+        };
+        let a = argv(&["xadd", "k", "IDMP", "p", "i", "*", "f", "v"]);
+        assert_eq!(
+            XAdd::parse_with(&a, mode).unwrap_err(),
+            ReplyError::InvalidStreamId
+        );
     }
 
     #[test]

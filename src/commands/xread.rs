@@ -800,8 +800,12 @@ mod tests {
 
     #[test]
     fn options_in_any_order_and_streams_last() {
-        let o =
-            parse_read_options(&argv("XREAD BLOCK 10 COUNT -5 STREAMS a b 0 0"), false).unwrap();
+        let o = parse_read_options(
+            &argv("XREAD BLOCK 10 COUNT -5 STREAMS a b 0 0"),
+            false,
+            true,
+        )
+        .unwrap();
         assert_eq!(o.block_ms, Some(10));
         assert_eq!(o.count, 0);
         assert_eq!(o.nkeys, 2);
@@ -810,7 +814,11 @@ mod tests {
 
     #[test]
     fn xread_errors_match_redis() {
-        let err = |s: &str| parse_read_options(&argv(s), false).unwrap_err().to_string();
+        let err = |s: &str| {
+            parse_read_options(&argv(s), false, true)
+                .unwrap_err()
+                .to_string()
+        };
         assert_eq!(
             err("XREAD STREAMS a b c"),
             "ERR Unbalanced 'xread' list of streams: for each stream key an ID, '+', or '$' must be specified."
@@ -837,12 +845,17 @@ mod tests {
         let o = parse_read_options(
             &argv("XREADGROUP CLAIM 5 GROUP g c NOACK STREAMS s >"),
             true,
+            true,
         )
         .unwrap();
         assert_eq!(o.claim, Some(5));
         assert!(o.noack);
         assert_eq!(o.group, Some((Bytes::from("g"), Bytes::from("c"))));
-        let err = |s: &str| parse_read_options(&argv(s), true).unwrap_err().to_string();
+        let err = |s: &str| {
+            parse_read_options(&argv(s), true, true)
+                .unwrap_err()
+                .to_string()
+        };
         assert_eq!(
             err("XREADGROUP STREAMS s >"),
             "ERR Missing GROUP option for XREADGROUP"
@@ -855,6 +868,57 @@ mod tests {
             err("XREADGROUP GROUP g c CLAIM STREAMS s >"),
             "ERR min-idle-time is not an integer or out of range"
         );
+    }
+
+    #[test]
+    fn maxcount_and_maxsize_options() {
+        let o = parse_read_options(
+            &argv("XREAD COUNT 2 MAXCOUNT 5 MAXSIZE 100 STREAMS a 0"),
+            false,
+            true,
+        )
+        .unwrap();
+        assert_eq!((o.count, o.maxcount, o.maxsize), (2, Some(5), Some(100)));
+        let err = |s: &str, caps: bool| {
+            parse_read_options(&argv(s), false, caps)
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            err("XREAD MAXCOUNT 0 STREAMS a 0", true),
+            "ERR MAXCOUNT must be a positive integer"
+        );
+        assert_eq!(
+            err("XREAD MAXSIZE -1 STREAMS a 0", true),
+            "ERR MAXSIZE must be a positive integer"
+        );
+        assert_eq!(
+            err("XREAD MAXSIZE x STREAMS a 0", true),
+            "ERR value is not an integer or out of range"
+        );
+        assert_eq!(
+            err("XREAD MAXCOUNT 2 COUNT 3 STREAMS a 0", true),
+            "ERR MAXCOUNT must be greater than or equal to COUNT"
+        );
+        assert_eq!(
+            err("XREAD MAXCOUNT 2 STREAMS a 0", false),
+            "ERR syntax error"
+        );
+    }
+
+    #[test]
+    fn caps_admit_the_first_entry_and_stop_at_the_first_that_does_not_fit() {
+        let mut opts = parse_read_options(&argv("XREAD STREAMS a 0"), false, true).unwrap();
+        opts.maxsize = Some(10);
+        let mut caps = Caps::new(&opts);
+        assert!(caps.admit(50), "the first entry always goes");
+        assert!(!caps.admit(1));
+        assert!(caps.exhausted());
+        opts.maxsize = Some(10);
+        opts.maxcount = Some(2);
+        let mut caps = Caps::new(&opts);
+        assert!(caps.admit(4) && caps.admit(6));
+        assert!(!caps.admit(0), "MAXCOUNT reached");
     }
 
     #[test]

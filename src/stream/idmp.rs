@@ -359,7 +359,7 @@ mod tests {
         let mut s = Idmp::new(1, 100);
         s.record(b"p", b"a", id(1_000), true);
         s.record(b"p", b"b", id(2_000), true);
-        s.record(b"q", b"c", id(1_500), true);
+        s.record(b"q", b"c", id(900), true);
         let mut budget = 100;
         assert!(s.expire(2_000, &mut budget));
         assert_eq!(s.lookup(b"p", b"a", None), None);
