@@ -463,7 +463,10 @@ fn parse_group_from(arg: &[u8]) -> Result<GroupFrom, ReplyError> {
 fn xreadgroup(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let argv = ctx.argv;
     let opts = parse_read_options(argv, true, ctx.core.supports(8, 10))?;
-    let mut caps = Caps::new(&opts);
+    let mut state = ReadState {
+        header: None,
+        caps: Caps::new(&opts),
+    };
     let (group, consumer) = opts
         .group
         .as_ref()
@@ -484,7 +487,6 @@ fn xreadgroup(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         from.push(parse_group_from(id)?);
     }
     let now = ctx.now_ms;
-    let mut header = None;
     let mut served = 0;
     for (key, &f) in keys.iter().zip(&from) {
         let (stream, out) = lookup_for_reply(ctx, key);
@@ -496,7 +498,7 @@ fn xreadgroup(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             now,
         };
         let mut fx = GroupEffects::default();
-        let (replied, dirty) = read.serve(out, stream, key, f, &mut header, &mut fx, &mut caps);
+        let (replied, dirty) = read.serve(out, stream, key, f, &mut state, &mut fx);
         served += usize::from(replied);
         if dirty > 0 {
             ctx.modified(key);
@@ -505,7 +507,7 @@ fn xreadgroup(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         // Deliveries and claims are logged as the PEL state they produced.
         log_effects(ctx, key, group, Some(consumer), &fx);
     }
-    if let Some(h) = header {
+    if let Some(h) = state.header {
         if ctx.out.is_resp3() {
             ctx.out.finish_map(h, served);
         } else {
@@ -539,6 +541,15 @@ fn xreadgroup(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     Ok(())
 }
 
+/// What an XREADGROUP carries from stream to stream: the top-level reply header (opened
+/// by the first stream served) and the MAXCOUNT/MAXSIZE budget.
+struct ReadState {
+    /// The top-level aggregate, once opened.
+    header: Option<DeferredLen>,
+    /// What is left of the caps.
+    caps: Caps,
+}
+
 /// One XREADGROUP's reader: the group, the consumer and the options.
 struct GroupRead<'a> {
     group: &'a [u8],
@@ -568,9 +579,8 @@ impl GroupRead<'_> {
         stream: &mut Stream,
         key: &[u8],
         from: GroupFrom,
-        header: &mut Option<DeferredLen>,
+        state: &mut ReadState,
         fx: &mut GroupEffects,
-        caps: &mut Caps,
     ) -> (bool, u64) {
         let (cid, created) = {
             let mut g = stream.groups.get_mut(self.group).expect("validated");
@@ -582,11 +592,11 @@ impl GroupRead<'_> {
         let dirty = u64::from(created);
         match from {
             GroupFrom::History(after) => {
-                fx.ids = self.serve_history(out, stream, key, cid, after, header, caps);
+                fx.ids = self.serve_history(out, stream, key, cid, after, state);
                 (true, dirty)
             }
             GroupFrom::New => {
-                let (replied, changes) = self.serve_new(out, stream, key, cid, header, fx, caps);
+                let (replied, changes) = self.serve_new(out, stream, key, cid, state, fx);
                 (replied, dirty + changes)
             }
         }
@@ -601,8 +611,7 @@ impl GroupRead<'_> {
         key: &[u8],
         cid: crate::stream::group::ConsumerId,
         after: StreamId,
-        header: &mut Option<DeferredLen>,
-        caps: &mut Caps,
+        state: &mut ReadState,
     ) -> Vec<StreamId> {
         let start = after.incr().expect("the maximum ID reads as >");
         let ids: Vec<StreamId> = stream
@@ -613,13 +622,13 @@ impl GroupRead<'_> {
             .take(self.limit())
             .map(|e| e.id)
             .collect();
-        open_stream(out, header, key);
+        open_stream(out, &mut state.header, key);
         let list = out.defer_len();
         let mut n = 0;
         let mut redelivered = Vec::new();
         for id in ids {
             let entry = stream.get(id);
-            let kept = caps.write(out, |out| match &entry {
+            let kept = state.caps.write(out, |out| match &entry {
                 Some(e) => write_entry(out, e),
                 None => {
                     // The payload was deleted (XDEL, trimming) but the entry is pending.
@@ -650,11 +659,10 @@ impl GroupRead<'_> {
         stream: &mut Stream,
         key: &[u8],
         cid: crate::stream::group::ConsumerId,
-        header: &mut Option<DeferredLen>,
+        state: &mut ReadState,
         fx: &mut GroupEffects,
-        caps: &mut Caps,
     ) -> (bool, u64) {
-        if caps.exhausted() {
+        if state.caps.exhausted() {
             return (false, 0);
         }
         let limit = self.limit();
@@ -681,8 +689,8 @@ impl GroupRead<'_> {
         if claims.is_empty() && new_from.is_none() {
             return (false, 0);
         }
-        let (mark, had_header) = (out.buf.len(), header.is_some());
-        open_stream(out, header, key);
+        let (mark, had_header) = (out.buf.len(), state.header.is_some());
+        open_stream(out, &mut state.header, key);
         let list = out.defer_len();
         let mut n = 0;
         let mut dirty = 0;
@@ -696,7 +704,10 @@ impl GroupRead<'_> {
             let e = stream.get(id).expect("checked above");
             let idle = i64::try_from(self.now.saturating_sub(time)).unwrap_or(i64::MAX);
             let count = i64::try_from(count).unwrap_or(i64::MAX);
-            if !caps.write(out, |out| write_claimed_entry(out, &e, idle, count)) {
+            if !state
+                .caps
+                .write(out, |out| write_claimed_entry(out, &e, idle, count))
+            {
                 break;
             }
             let mut g = stream.groups.get_mut(self.group).expect("validated");
@@ -709,7 +720,7 @@ impl GroupRead<'_> {
             let counters = counters(stream);
             let mut delivered = Vec::new();
             for e in stream.range(start, StreamId::MAX, false).take(room) {
-                let kept = caps.write(out, |out| match self.opts.claim {
+                let kept = state.caps.write(out, |out| match self.opts.claim {
                     Some(_) => write_claimed_entry(out, &e, 0, 0),
                     None => write_entry(out, &e),
                 });
@@ -720,7 +731,15 @@ impl GroupRead<'_> {
             }
             n += delivered.len();
             if delivered.is_empty() {
-                return Self::finish_capped(out, list, n, dirty, mark, had_header, header);
+                return Self::finish_capped(
+                    out,
+                    list,
+                    n,
+                    dirty,
+                    mark,
+                    had_header,
+                    &mut state.header,
+                );
             }
             dirty += 1;
             let mut g = stream.groups.get_mut(self.group).expect("validated");
@@ -733,7 +752,7 @@ impl GroupRead<'_> {
             }
             fx.position_changed = true;
         } else if n == 0 {
-            return Self::finish_capped(out, list, n, dirty, mark, had_header, header);
+            return Self::finish_capped(out, list, n, dirty, mark, had_header, &mut state.header);
         }
         out.finish_array(list, n);
         (true, dirty)

@@ -73,6 +73,9 @@ impl Producer {
     }
 }
 
+/// One producer's pid and its `(iid, entry ID)` pairs, oldest first ([`Idmp::producers`]).
+pub type ProducerIids<'a> = (&'a [u8], Vec<(&'a [u8], StreamId)>);
+
 /// A stream's IDMP configuration, producers and counters (Redis: the `idmp_*` fields of
 /// `stream`).
 #[derive(Debug, Clone)]
@@ -262,7 +265,7 @@ impl Idmp {
 
     /// Every producer with its iids in insertion order (for snapshots), producers in
     /// byte order so that the same state always writes the same records.
-    pub fn producers(&self) -> Vec<(&[u8], Vec<(&[u8], StreamId)>)> {
+    pub fn producers(&self) -> Vec<ProducerIids<'_>> {
         let mut v: Vec<_> = self
             .producers
             .iter()
