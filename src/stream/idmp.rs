@@ -327,6 +327,13 @@ mod tests {
     }
 
     #[test]
+    fn a_stream_that_never_uses_idmp_pays_one_word_and_no_allocation() {
+        assert_eq!(std::mem::size_of::<Option<Box<Idmp>>>(), 8);
+        let s = super::super::Stream::new();
+        assert!(s.idmp.is_none());
+    }
+
+    #[test]
     fn duplicates_return_the_original_id() {
         let mut s = Idmp::new(100, 100);
         assert_eq!(s.lookup(b"p", b"i", Some(0)), None);
