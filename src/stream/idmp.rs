@@ -182,10 +182,14 @@ impl Idmp {
             self.iids_added += 1;
         }
         let created = !self.producers.contains_key(pid);
+        if created {
+            self.producers
+                .insert(Bytes::copy_from_slice(pid), Producer::default());
+        }
         let p = self
             .producers
-            .entry(Bytes::copy_from_slice(pid))
-            .or_default();
+            .get_mut(pid)
+            .expect("present or inserted just above");
         if p.ids.contains_key(iid) {
             return created;
         }
