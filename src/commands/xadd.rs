@@ -468,7 +468,8 @@ impl<'a> XAdd<'a> {
         let mut first_use = false;
         if let Some((pid, iid)) = idmp {
             first_use = stream.idmp.is_none();
-            if stream.idmp_mut(defaults).record(pid, iid, id, true) {
+            // Looked up above (a duplicate would have returned), so the iid is new.
+            if stream.idmp_mut(defaults).record_new(pid, iid, id) {
                 db.note_idmp(&self.key);
             }
         }

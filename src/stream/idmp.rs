@@ -33,6 +33,11 @@ use bytes::Bytes;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
+/// The maps' hasher: foldhash with a random per-map seed (pids and iids come from clients,
+/// so the seed keeps collisions unpredictable), several times faster than SipHash on the
+/// short keys producers use.
+type Hasher = foldhash::fast::RandomState;
+
 /// Smallest IDMP-DURATION (seconds).
 pub const DURATION_MIN: i64 = 1;
 /// Largest IDMP-DURATION (seconds): one day.
@@ -46,7 +51,7 @@ pub const MAXSIZE_MAX: i64 = 10_000;
 #[derive(Debug, Clone, Default)]
 struct Producer {
     /// iid → the ID of the entry it added.
-    ids: HashMap<Arc<[u8]>, StreamId>,
+    ids: HashMap<Arc<[u8]>, StreamId, Hasher>,
     /// The same iids in insertion order, oldest first.
     order: VecDeque<(Arc<[u8]>, StreamId)>,
 }
@@ -85,7 +90,7 @@ pub struct Idmp {
     /// IDMP-MAXSIZE: iids kept per producer.
     maxsize: u32,
     /// pid → its recent iids.
-    producers: HashMap<Bytes, Producer>,
+    producers: HashMap<Bytes, Producer, Hasher>,
     /// Sum of the producers' iid counts.
     iids_tracked: u64,
     /// Lifetime count of iids recorded by XADD.
@@ -106,7 +111,7 @@ impl Idmp {
         Idmp {
             duration: duration.clamp(DURATION_MIN, DURATION_MAX) as u32,
             maxsize: maxsize.clamp(MAXSIZE_MIN, MAXSIZE_MAX) as u32,
-            producers: HashMap::new(),
+            producers: HashMap::default(),
             iids_tracked: 0,
             iids_added: 0,
             iids_duplicates: 0,
@@ -178,19 +183,37 @@ impl Idmp {
     /// not). An iid already tracked for this producer keeps its entry. Returns true
     /// when the producer is new.
     pub fn record(&mut self, pid: &[u8], iid: &[u8], id: StreamId, count: bool) -> bool {
+        self.record_with(pid, iid, id, count, true)
+    }
+
+    /// [`Idmp::record`] for an iid the caller has just looked up and not found
+    /// (XADD), which skips the check.
+    pub fn record_new(&mut self, pid: &[u8], iid: &[u8], id: StreamId) -> bool {
+        self.record_with(pid, iid, id, true, false)
+    }
+
+    fn record_with(
+        &mut self,
+        pid: &[u8],
+        iid: &[u8],
+        id: StreamId,
+        count: bool,
+        check: bool,
+    ) -> bool {
         if count {
             self.iids_added += 1;
         }
-        let created = !self.producers.contains_key(pid);
-        if created {
-            self.producers
-                .insert(Bytes::copy_from_slice(pid), Producer::default());
-        }
-        let p = self
-            .producers
-            .get_mut(pid)
-            .expect("present or inserted just above");
-        if p.ids.contains_key(iid) {
+        let mut created = false;
+        let p = match self.producers.get_mut(pid) {
+            Some(p) => p,
+            None => {
+                created = true;
+                self.producers
+                    .entry(Bytes::copy_from_slice(pid))
+                    .or_default()
+            }
+        };
+        if check && p.ids.contains_key(iid) {
             return created;
         }
         let iid: Arc<[u8]> = Arc::from(iid);
@@ -306,12 +329,24 @@ impl Idmp {
 pub fn auto_iid(elements: &[Bytes]) -> [u8; 16] {
     let mut sum: u128 = 0;
     let mut xor: u128 = 0;
+    // Small pairs are hashed in one shot from a stack buffer (the streaming state is
+    // large to set up); both ways hash the same bytes, so they give the same iid.
+    let mut buf = [0u8; 256];
     for pair in elements.chunks_exact(2) {
-        let mut h = xxhash_rust::xxh3::Xxh3::new();
-        h.update(&pair[0]);
-        h.update(&(pair[0].len() as u64).to_le_bytes());
-        h.update(&pair[1]);
-        let d = h.digest128();
+        let (f, v) = (&pair[0][..], &pair[1][..]);
+        let len = f.len() + 8 + v.len();
+        let d = if len <= buf.len() {
+            buf[..f.len()].copy_from_slice(f);
+            buf[f.len()..f.len() + 8].copy_from_slice(&(f.len() as u64).to_le_bytes());
+            buf[f.len() + 8..len].copy_from_slice(v);
+            xxhash_rust::xxh3::xxh3_128(&buf[..len])
+        } else {
+            let mut h = xxhash_rust::xxh3::Xxh3::new();
+            h.update(f);
+            h.update(&(f.len() as u64).to_le_bytes());
+            h.update(v);
+            h.digest128()
+        };
         sum = sum.wrapping_add(d);
         xor ^= d;
     }
@@ -423,6 +458,21 @@ mod tests {
         assert_eq!(a, auto_iid(&[b("f2"), b("b"), b("f1"), b("a")]));
         assert_ne!(a, auto_iid(&[b("f1"), b("b"), b("f2"), b("a")]));
         assert_ne!(auto_iid(&[b("ab"), b("c")]), auto_iid(&[b("a"), b("bc")]));
+        // One-shot (small) and streaming (large) hashing agree on the same bytes.
+        let big = Bytes::from(vec![b'x'; 300]);
+        let mut h = xxhash_rust::xxh3::Xxh3::new();
+        h.update(b"f");
+        h.update(&1u64.to_le_bytes());
+        h.update(b"v");
+        let small = h.digest128();
+        let mut expect = [0u8; 16];
+        expect.copy_from_slice(&(small ^ small.rotate_left(64)).to_be_bytes());
+        assert_eq!(auto_iid(&[b("f"), b("v")]), expect);
+        assert_ne!(
+            auto_iid(&[b("f"), big.clone()]),
+            auto_iid(&[b("f"), b("x")])
+        );
+        assert_eq!(auto_iid(&[b("f"), big.clone()]), auto_iid(&[b("f"), big]));
         assert_ne!(
             auto_iid(&[b("x"), b("1"), b("x"), b("1")]),
             auto_iid(&[b("x"), b("1")]),
