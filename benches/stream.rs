@@ -1,6 +1,8 @@
-//! Stream engine throughput: appending `bidder <int> amount <int>` entries, and reading
-//! ranges of 10 and 100 entries (forwards and backwards, every element decoded) from a
-//! stream of 1M such entries. Run with `cargo bench --bench stream`.
+//! Stream engine throughput: appending `bidder <int> amount <int>` entries (plain, and with
+//! the IDMP bookkeeping XADD adds: duplicate lookup, record, eviction past IDMP-MAXSIZE, and
+//! the IDMPAUTO hash), and reading ranges of 10 and 100 entries (forwards and backwards,
+//! every element decoded) from a stream of 1M such entries. Run with
+//! `cargo bench --bench stream`.
 
 use bytes::Bytes;
 use divan::counter::ItemsCount;
@@ -59,6 +61,43 @@ fn append(bencher: Bencher) {
             }
             s
         });
+}
+
+/// Appends 10k entries as `XADD ... IDMP producer-1 <iid>` does: each iid is looked up
+/// (not a duplicate), the entry appended, the iid recorded (evicting the oldest past the
+/// default IDMP-MAXSIZE of 100). Compare with `append`.
+#[divan::bench]
+fn append_idmp(bencher: Bencher) {
+    let entries: Vec<_> = (0..APPEND_BATCH).map(entry).collect();
+    let iids: Vec<String> = (0..APPEND_BATCH)
+        .map(|i| (100_000_000_000 + i * 7919).to_string())
+        .collect();
+    let lim = NodeLimits::default();
+    bencher
+        .counter(ItemsCount::new(APPEND_BATCH))
+        .with_inputs(Stream::new)
+        .bench_local_values(|mut s| {
+            for (i, e) in entries.iter().enumerate() {
+                let (pid, iid) = (b"producer-1".as_slice(), iids[i].as_bytes());
+                let id = entry_id(i as u64);
+                let now = id.ms;
+                let dup = s
+                    .idmp
+                    .as_deref_mut()
+                    .and_then(|st| st.lookup(pid, iid, Some(now)));
+                assert!(dup.is_none());
+                s.append(id, e, &lim);
+                s.idmp_mut((100, 100)).record_new(pid, iid, id);
+            }
+            s
+        });
+}
+
+/// The IDMPAUTO iid of one `bidder <int> amount <int>` entry.
+#[divan::bench]
+fn idmpauto_iid(bencher: Bencher) {
+    let e = entry(7);
+    bencher.bench_local(|| streamd::stream::idmp::auto_iid(black_box(&e)));
 }
 
 /// Decodes every element, as a reply writer would.

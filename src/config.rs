@@ -53,6 +53,17 @@ pub struct Directive {
 
 const I64_MAX: i64 = i64::MAX;
 
+/// The values `compat-version` accepts, oldest first: Redis versions that changed the
+/// stream surface.
+pub const COMPAT_VERSIONS: &[&str] = &["7.4", "8.0", "8.2", "8.4", "8.6", "8.8", "8.10"];
+
+/// A `compat-version` value as `(major, minor)`; the newest for anything unknown.
+pub fn compat_version(text: &str) -> (u8, u8) {
+    text.split_once('.')
+        .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)))
+        .unwrap_or((8, 10))
+}
+
 /// Every directive streamd knows, in the order the sample config lists them.
 pub const DIRECTIVES: &[Directive] = &[
     Directive {
@@ -214,6 +225,13 @@ pub const DIRECTIVES: &[Directive] = &[
         kind: Kind::Int { min: 1, max: 10000 },
         mutable: true,
         help: "Default IDMP entries kept per producer for new streams.",
+    },
+    Directive {
+        name: "compat-version",
+        default: "8.10",
+        kind: Kind::Enum(COMPAT_VERSIONS),
+        mutable: true,
+        help: "Newest Redis version whose stream surface clients see: older values hide newer XINFO fields, options and commands.",
     },
     Directive {
         name: "appendonly",

@@ -397,3 +397,63 @@ fn blocked_xreadgroup_claim_wakes_when_a_pending_entry_becomes_idle_enough() {
         String::from_utf8_lossy(&c.cmd_str(&["XPENDING", "s", "g", "-", "+", "10"])).into_owned();
     assert!(pending.contains("bob"), "{pending}");
 }
+
+#[test]
+fn a_woken_reader_still_honours_maxcount_across_streams() {
+    let server = start_server();
+    let mut reader = server.raw();
+    let mut greader = server.raw();
+    let mut writer = server.raw();
+    for key in ["a", "b"] {
+        writer.cmd_str(&["XGROUP", "CREATE", key, "g", "$", "MKSTREAM"]);
+    }
+    send(
+        &mut reader,
+        &[
+            "XREAD", "MAXCOUNT", "2", "BLOCK", "0", "STREAMS", "a", "b", "$", "$",
+        ],
+    );
+    send(
+        &mut greader,
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "c",
+            "MAXCOUNT",
+            "2",
+            "BLOCK",
+            "0",
+            "STREAMS",
+            "a",
+            "b",
+            ">",
+            ">",
+        ],
+    );
+    wait_blocked(&mut writer, 2);
+    writer.send(&common::encode_cmd(&[b"MULTI"]));
+    for (key, id) in [("a", "1-1"), ("b", "1-1"), ("b", "1-2")] {
+        writer.send(&common::encode_cmd(&[
+            b"XADD",
+            key.as_bytes(),
+            id.as_bytes(),
+            b"f",
+            b"v",
+        ]));
+    }
+    writer.send(&common::encode_cmd(&[b"EXEC"]));
+    writer.read_replies(5);
+    let want = "*2\r\n*2\r\n$1\r\na\r\n*1\r\n*2\r\n$3\r\n1-1\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n\
+                *2\r\n$1\r\nb\r\n*1\r\n*2\r\n$3\r\n1-1\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n";
+    assert_eq!(String::from_utf8_lossy(&reader.read_reply()), want);
+    assert_eq!(String::from_utf8_lossy(&greader.read_reply()), want);
+    // The group got b 1-2 neither pending nor past its cursor.
+    let pending = writer.cmd_str(&["XPENDING", "b", "g"]);
+    assert!(pending.starts_with(b"*4\r\n:1\r\n$3\r\n1-1\r\n$3\r\n1-1\r\n"));
+    let info = String::from_utf8_lossy(&writer.cmd_str(&["XINFO", "GROUPS", "b"])).into_owned();
+    assert!(
+        info.contains("last-delivered-id\r\n$3\r\n1-1\r\n"),
+        "{info}"
+    );
+}

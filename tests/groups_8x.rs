@@ -1930,3 +1930,205 @@ fn model_acked_never_deletes_referenced_entries_and_delref_leaves_no_dangling_pe
         })
         .unwrap_or_else(|e| panic!("{e}"));
 }
+
+// ---- XREAD / XREADGROUP MAXCOUNT and MAXSIZE (8.10) --------------------------------------
+
+/// Three streams a, b, c with entries 1-1..3-1 (`f <stream><n>`) and a group `g` on each.
+fn three_streams(raw: &mut Raw) {
+    for s in ["a", "b", "c"] {
+        for n in 1..=3 {
+            let id = format!("{n}-1");
+            let v = format!("{s}{n}");
+            run(raw, &[&["XADD", s, &id, "f", &v]]);
+        }
+        run(raw, &[&["XGROUP", "CREATE", s, "g", "0"]]);
+    }
+}
+
+/// The XPENDING summary of a group with nothing pending.
+fn empty_summary() -> Vec<u8> {
+    let nil = b"$-1\r\n".to_vec();
+    arr(&[int(0), nil.clone(), nil, NIL_ARRAY.to_vec()])
+}
+
+/// `[key, [entries]]`.
+fn stream_part(key: &str, entries: &[Vec<u8>]) -> Vec<u8> {
+    arr(&[bulk(key), arr(entries)])
+}
+
+fn e(id: &str, v: &str) -> Vec<u8> {
+    common::reply::entry(id, &["f", v])
+}
+
+#[test]
+fn maxcount_and_maxsize_cap_a_read_across_streams() {
+    let s = start_server();
+    let mut r = s.raw();
+    three_streams(&mut r);
+    // One entry's reply bytes: *2 $3 1-1 *2 $1 f $2 a1 = 32 bytes.
+    check(
+        &mut r,
+        &[
+            (
+                &[
+                    "XREAD", "MAXCOUNT", "4", "STREAMS", "a", "b", "c", "0", "0", "0",
+                ],
+                arr(&[
+                    stream_part("a", &[e("1-1", "a1"), e("2-1", "a2"), e("3-1", "a3")]),
+                    stream_part("b", &[e("1-1", "b1")]),
+                ]),
+            ),
+            // COUNT stays per stream; MAXCOUNT bounds the total.
+            (
+                &[
+                    "XREAD", "COUNT", "2", "MAXCOUNT", "5", "STREAMS", "a", "b", "c", "0", "0", "0",
+                ],
+                arr(&[
+                    stream_part("a", &[e("1-1", "a1"), e("2-1", "a2")]),
+                    stream_part("b", &[e("1-1", "b1"), e("2-1", "b2")]),
+                    stream_part("c", &[e("1-1", "c1")]),
+                ]),
+            ),
+            // At least one entry, even larger than MAXSIZE.
+            (
+                &[
+                    "XREAD", "MAXSIZE", "1", "STREAMS", "a", "b", "c", "0", "0", "0",
+                ],
+                arr(&[stream_part("a", &[e("1-1", "a1")])]),
+            ),
+            // 64 bytes hold exactly two entries; the third does not fit, and the read
+            // stops there (nothing from c).
+            (
+                &[
+                    "XREAD", "MAXSIZE", "64", "STREAMS", "a", "b", "c", "2-1", "2-1", "0",
+                ],
+                arr(&[
+                    stream_part("a", &[e("3-1", "a3")]),
+                    stream_part("b", &[e("3-1", "b3")]),
+                ]),
+            ),
+            // A stream whose first entry does not fit is left out of the reply.
+            (
+                &["XREAD", "MAXSIZE", "40", "STREAMS", "a", "b", "2-1", "0"],
+                arr(&[stream_part("a", &[e("3-1", "a3")])]),
+            ),
+            (
+                &["XREAD", "MAXCOUNT", "0", "STREAMS", "a", "0"],
+                err("ERR MAXCOUNT must be a positive integer"),
+            ),
+            (
+                &["XREAD", "MAXSIZE", "0", "STREAMS", "a", "0"],
+                err("ERR MAXSIZE must be a positive integer"),
+            ),
+            (
+                &["XREAD", "COUNT", "3", "MAXCOUNT", "2", "STREAMS", "a", "0"],
+                err("ERR MAXCOUNT must be greater than or equal to COUNT"),
+            ),
+            (
+                &["XREAD", "MAXCOUNT", "x", "STREAMS", "a", "0"],
+                err(NOT_INT),
+            ),
+        ],
+    );
+}
+
+#[test]
+fn xreadgroup_caps_leave_skipped_entries_undelivered() {
+    let s = start_server();
+    let mut r = s.raw();
+    three_streams(&mut r);
+    check(
+        &mut r,
+        &[
+            (
+                &[
+                    "XREADGROUP",
+                    "GROUP",
+                    "g",
+                    "c1",
+                    "MAXCOUNT",
+                    "4",
+                    "STREAMS",
+                    "a",
+                    "b",
+                    "c",
+                    ">",
+                    ">",
+                    ">",
+                ],
+                arr(&[
+                    stream_part("a", &[e("1-1", "a1"), e("2-1", "a2"), e("3-1", "a3")]),
+                    stream_part("b", &[e("1-1", "b1")]),
+                ]),
+            ),
+            // Only what was sent is pending; the group cursors stop at it.
+            (
+                &["XPENDING", "a", "g"],
+                arr(&[
+                    int(3),
+                    bulk("1-1"),
+                    bulk("3-1"),
+                    arr(&[arr(&[bulk("c1"), bulk("3")])]),
+                ]),
+            ),
+            (
+                &["XPENDING", "b", "g"],
+                arr(&[
+                    int(1),
+                    bulk("1-1"),
+                    bulk("1-1"),
+                    arr(&[arr(&[bulk("c1"), bulk("1")])]),
+                ]),
+            ),
+            (&["XPENDING", "c", "g"], empty_summary()),
+            // The next read continues where the cap stopped: b2 and b3 fit in 64 bytes,
+            // c1 does not.
+            (
+                &[
+                    "XREADGROUP",
+                    "GROUP",
+                    "g",
+                    "c1",
+                    "MAXSIZE",
+                    "64",
+                    "STREAMS",
+                    "a",
+                    "b",
+                    "c",
+                    ">",
+                    ">",
+                    ">",
+                ],
+                arr(&[stream_part("b", &[e("2-1", "b2"), e("3-1", "b3")])]),
+            ),
+            (&["XPENDING", "c", "g"], empty_summary()),
+            // History reads are capped too (and do not re-deliver what is skipped).
+            (
+                &[
+                    "XREADGROUP",
+                    "GROUP",
+                    "g",
+                    "c1",
+                    "MAXCOUNT",
+                    "2",
+                    "STREAMS",
+                    "a",
+                    "b",
+                    "0",
+                    "0",
+                ],
+                arr(&[
+                    stream_part("a", &[e("1-1", "a1"), e("2-1", "a2")]),
+                    stream_part("b", &[]),
+                ]),
+            ),
+        ],
+    );
+    // a3 and b's entries were not re-delivered by the capped history read.
+    let ext = query(&mut r, &["XPENDING", "a", "g", "-", "+", "10"]);
+    let counts: Vec<i64> = ext.arr().iter().map(|p| p.arr()[3].int()).collect();
+    assert_eq!(counts, vec![2, 2, 1]);
+    let ext = query(&mut r, &["XPENDING", "b", "g", "-", "+", "10"]);
+    let counts: Vec<i64> = ext.arr().iter().map(|p| p.arr()[3].int()).collect();
+    assert_eq!(counts, vec![1, 1, 1]);
+}

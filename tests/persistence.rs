@@ -576,6 +576,63 @@ fn build_dataset(node: &Node) {
     run(&mut r, &["XADD", "tx", "1-1", "a", "1"]);
     run(&mut r, &["XADD", "tx", "2-1", "a", "2"]);
     run(&mut r, &["EXEC"]);
+    // Idempotent producers: settings, producers, evictions, counters (XINFO FULL shows
+    // them), an iid whose entry was deleted, XIDMPRECORD, a duplicate inside MULTI.
+    run(&mut r, &["XADD", "idmp", "*", "f", "plain"]);
+    run(
+        &mut r,
+        &[
+            "XCFGSET",
+            "idmp",
+            "IDMP-DURATION",
+            "600",
+            "IDMP-MAXSIZE",
+            "2",
+        ],
+    );
+    for (pid, iid) in [
+        ("p1", "a"),
+        ("p1", "b"),
+        ("p1", "c"),
+        ("p2", "a"),
+        ("p1", "c"),
+    ] {
+        run(&mut r, &["XADD", "idmp", "IDMP", pid, iid, "*", "f", iid]);
+    }
+    run(
+        &mut r,
+        &["XADD", "idmp", "IDMPAUTO", "p3", "*", "x", "1", "y", "2"],
+    );
+    run(
+        &mut r,
+        &["XADD", "idmp", "IDMPAUTO", "p3", "*", "y", "2", "x", "1"],
+    );
+    let last = String::from_utf8_lossy(&run(
+        &mut r,
+        &["XADD", "idmp", "IDMP", "p4", "gone", "*", "f", "v"],
+    ))
+    .split("\r\n")
+    .nth(1)
+    .unwrap_or_default()
+    .to_string();
+    run(&mut r, &["XDEL", "idmp", &last]);
+    let plain = run(&mut r, &["XADD", "idmp", "*", "f", "recorded"]);
+    let plain = String::from_utf8_lossy(&plain)
+        .split("\r\n")
+        .nth(1)
+        .unwrap_or_default()
+        .to_string();
+    run(&mut r, &["XIDMPRECORD", "idmp", "p5", "r", &plain]);
+    run(&mut r, &["MULTI"]);
+    run(
+        &mut r,
+        &["XADD", "idmp", "IDMP", "p2", "a", "*", "f", "dup"],
+    );
+    run(&mut r, &["EXEC"]);
+    run(
+        &mut r,
+        &["XADD", "idmp-defaults", "IDMP", "p", "i", "*", "f", "v"],
+    );
 }
 
 #[test]
@@ -596,8 +653,8 @@ fn restart_from_the_log_keeps_every_reply() {
     let node = Node::start(&dir, &["--save", ""]);
     let after = observe(&node, true);
     assert_same(&before, &after, t.elapsed());
-    // And once more through SHUTDOWN.
-    let t = Instant::now();
+    // And once more through SHUTDOWN. Times have moved on since `before` by everything
+    // since then, both restarts included.
     node.shutdown(&[]);
     let node = Node::start(&dir, &["--save", ""]);
     assert_same(&before, &observe(&node, true), t.elapsed());
@@ -1163,4 +1220,61 @@ fn clients_get_loading_while_a_large_log_loads() {
         "{}",
         read_log(&log)
     );
+}
+
+/// XADDs `p`/`i` to `key` and returns the reply.
+fn idmp_add(node: &Node, key: &str, pid: &str, iid: &str) -> Vec<u8> {
+    node.cmd(&["XADD", key, "IDMP", pid, iid, "*", "f", "v"])
+}
+
+#[test]
+fn a_duplicate_is_still_recognised_after_restart_rewrite_and_snapshot() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = data_dir(&tmp, "idmp");
+    let node = Node::start(&dir, &["--save", "", "--appendfsync", "always"]);
+    let first = idmp_add(&node, "s", "p1", "i1");
+    assert!(
+        first.starts_with(b"$"),
+        "{}",
+        String::from_utf8_lossy(&first)
+    );
+    assert_eq!(idmp_add(&node, "s", "p1", "i1"), first);
+    let auto = node.cmd(&["XADD", "s", "IDMPAUTO", "p2", "*", "a", "1", "b", "2"]);
+    // 1. Restart from the log after kill -9.
+    node.kill9();
+    let node = Node::start(&dir, &["--save", ""]);
+    assert_eq!(idmp_add(&node, "s", "p1", "i1"), first);
+    assert_eq!(
+        node.cmd(&["XADD", "s", "IDMPAUTO", "p2", "*", "b", "2", "a", "1"]),
+        auto
+    );
+    assert_eq!(node.cmd(&["XLEN", "s"]), b":2\r\n");
+    // 2. After a rewrite (the state is in the new base snapshot).
+    assert_eq!(
+        node.cmd(&["BGREWRITEAOF"]),
+        b"+Background append only file rewriting started\r\n"
+    );
+    wait_info(&node, "aof_rewrite_in_progress:0");
+    node.kill9();
+    let node = Node::start(&dir, &["--save", ""]);
+    assert_eq!(idmp_add(&node, "s", "p1", "i1"), first);
+    assert_eq!(node.cmd(&["XLEN", "s"]), b":2\r\n");
+    // 3. From a snapshot alone.
+    node.shutdown(&["SAVE"]);
+    fs::remove_dir_all(dir.join("appendonlydir")).unwrap();
+    let node = Node::start(&dir, &["--save", "", "--appendonly", "no"]);
+    assert_eq!(idmp_add(&node, "s", "p1", "i1"), first);
+    assert_eq!(node.cmd(&["XLEN", "s"]), b":2\r\n");
+    let info = String::from_utf8_lossy(&node.cmd(&["XINFO", "STREAM", "s"])).into_owned();
+    for (field, n) in [
+        ("pids-tracked", 2),
+        ("iids-tracked", 2),
+        ("iids-added", 2),
+        ("iids-duplicates", 5),
+    ] {
+        assert!(
+            info.contains(&format!("{field}\r\n:{n}\r\n")),
+            "{field} {n}: {info}"
+        );
+    }
 }

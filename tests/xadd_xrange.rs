@@ -207,15 +207,10 @@ fn xadd_option_errors_have_redis_texts() {
                 &["XADD", "s", "KEEPREF", "ACKED", "*", "f", "v"],
                 err(INVALID_ID),
             ),
-            // IDMP/IDMPAUTO are not options yet: the word is taken as the ID.
-            (
-                &["XADD", "s", "IDMP", "p", "i", "*", "f", "v"],
-                err(INVALID_ID),
-            ),
-            (
-                &["XADD", "s", "IDMPAUTO", "p", "*", "f", "v"],
-                err(INVALID_ID),
-            ),
+            // IDMP takes two values, so here `*` is the iid and `f` the (invalid) ID.
+            (&["XADD", "s", "IDMP", "p", "*", "f", "v"], err(INVALID_ID)),
+            // IDMPAUTO with nothing after its value: the word is the ID.
+            (&["XADD", "s", "IDMPAUTO", "f", "v"], err(INVALID_ID)),
             (&["XADD", "s", "*", "f"], err(XADD_ARITY)),
             (&["XADD", "s", "*", "f", "v", "g"], err(XADD_ARITY)),
             (

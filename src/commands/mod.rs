@@ -20,6 +20,7 @@ pub mod xackdel;
 pub mod xadd;
 pub mod xclaim;
 pub mod xgroup;
+pub mod xidmp;
 pub mod xinfo;
 pub mod xnack;
 pub mod xpending;
@@ -211,6 +212,7 @@ pub static FAMILIES: &[&[CommandSpec]] = &[
     xclaim::COMMANDS,
     xackdel::COMMANDS,
     xnack::COMMANDS,
+    xidmp::COMMANDS,
 ];
 
 static INDEX: LazyLock<HashMap<&'static str, &'static CommandSpec>> = LazyLock::new(|| {
@@ -220,6 +222,12 @@ static INDEX: LazyLock<HashMap<&'static str, &'static CommandSpec>> = LazyLock::
         .map(|c| (c.name, c))
         .collect()
 });
+
+/// The Redis version a `since` text such as `"8.6.0"` names, as `(major, minor)`.
+pub fn since_version(since: &str) -> (u8, u8) {
+    let mut parts = since.split('.').map(|p| p.parse::<u8>().unwrap_or(0));
+    (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
+}
 
 /// All top-level commands.
 pub fn all() -> impl Iterator<Item = &'static CommandSpec> {

@@ -5,7 +5,8 @@
 //! `streamParseAddOrTrimArgsOrReply`). It walks the arguments after the key in any order:
 //!
 //! ```text
-//! XADD  key [NOMKSTREAM] [KEEPREF|DELREF|ACKED] [MAXLEN|MINID [=|~] threshold [LIMIT n]]
+//! XADD  key [NOMKSTREAM] [KEEPREF|DELREF|ACKED] [IDMPAUTO pid | IDMP pid iid]
+//!           [MAXLEN|MINID [=|~] threshold [LIMIT n]]
 //!           <* | ms-seq | ms-* | ms> field value [field value ...]
 //! XTRIM key MAXLEN|MINID [=|~] threshold [LIMIT n] [KEEPREF|DELREF|ACKED]
 //! ```
@@ -13,7 +14,14 @@
 //! For XADD, the first token that is not a known option is the ID, so a misspelt option
 //! gives the invalid-ID error; for XTRIM it is a syntax error. `MAXLEN`/`MINID`/`LIMIT`
 //! are options only when a value follows; `~`/`=` only when two more arguments follow.
-//! IDMP/IDMPAUTO (8.6) are not options yet: the word is taken as the ID and refused.
+//! `IDMP` is an option only when two arguments follow it and `IDMPAUTO` when one does, so
+//! in `XADD s IDMP p1 * f v` the `*` is the iid and `f` the (invalid) ID, as in Redis.
+//! With `compat-version` below 8.6 both words are taken as the ID and refused.
+//!
+//! IDMP (reference §2.1, §3.5, stream/idmp.rs): a duplicate — a pid/iid the stream still
+//! tracks — appends and trims nothing and answers the original entry's ID; a new iid is
+//! recorded after the append. IDMP needs `*`: an explicit ID is refused, except while
+//! loading, where the log's resolved IDs come back.
 //!
 //! Every argument error, and every check against the stream, happens before anything is
 //! changed: a failed XADD never creates the key.
@@ -21,13 +29,18 @@
 //! Logged effects (persist/, reference §5): XADD with the ID it generated and, when its
 //! trim removed entries, the trim as `MAXLEN = <length after>` (exact, so replay removes
 //! the same entries whatever the node layout or LIMIT); XTRIM likewise; XDEL and XSETID
-//! verbatim when they changed something.
+//! verbatim when they changed something. An accepted IDMP XADD is logged with its
+//! `IDMP pid iid` / `IDMPAUTO pid` before the resolved ID (replay records the iid again);
+//! a stream's first IDMP use is followed by `STREAMD.IDMP` with the settings it got; a
+//! duplicate is logged as `STREAMD.IDMP` with the new counters only, so replaying the log
+//! can never append it.
 
 use super::{CommandSpec, flags::*, is, parse_i64};
 use crate::core::Ctx;
 use crate::error::ReplyError;
 use crate::resp::Argv;
 use crate::stream::id::{XAddId, parse_strict_id, parse_xadd_id};
+use crate::stream::idmp::auto_iid;
 use crate::stream::{RefPolicy, Stream, StreamId, TrimSpec, TrimStrategy};
 use bytes::Bytes;
 
@@ -49,6 +62,16 @@ const XTRIM_WITHOUT_STRATEGY: ReplyError =
     ReplyError::msg("ERR syntax error, XTRIM must be called with a trimming strategy");
 const LIMIT_WITHOUT_APPROX: ReplyError =
     ReplyError::msg("ERR syntax error, LIMIT cannot be used without the special ~ option");
+const IDMP_TWICE: ReplyError =
+    ReplyError::msg("ERR syntax error, IDMP/IDMPAUTO specified multiple times");
+const IDMP_EMPTY_PID: ReplyError =
+    ReplyError::msg("ERR syntax error, IDMP requires a non-empty producer ID");
+const IDMP_EMPTY_IID: ReplyError =
+    ReplyError::msg("ERR syntax error, IDMP requires a non-empty idempotent ID");
+const IDMPAUTO_EMPTY_PID: ReplyError =
+    ReplyError::msg("ERR syntax error, IDMPAUTO requires a non-empty producer ID");
+const IDMP_EXPLICIT_ID: ReplyError =
+    ReplyError::msg("ERR syntax error, IDMP/IDMPAUTO can be used only with auto-generated IDs");
 const ENTRIES_ADDED_NEGATIVE: ReplyError = ReplyError::msg("ERR entries_added must be positive");
 const XSETID_BELOW_GIVEN_MAX_DELETED: ReplyError = ReplyError::msg(
     "ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id",
@@ -137,6 +160,43 @@ enum IdArg {
     Zero,
 }
 
+/// XADD's idempotency option.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IdmpArg {
+    /// `IDMP pid iid`.
+    Explicit {
+        /// Producer ID (non-empty).
+        pid: Bytes,
+        /// Idempotent ID (non-empty).
+        iid: Bytes,
+    },
+    /// `IDMPAUTO pid`: the iid is derived from the fields and values.
+    Auto {
+        /// Producer ID (non-empty).
+        pid: Bytes,
+    },
+}
+
+impl IdmpArg {
+    /// The producer ID.
+    pub fn pid(&self) -> &Bytes {
+        match self {
+            IdmpArg::Explicit { pid, .. } | IdmpArg::Auto { pid } => pid,
+        }
+    }
+}
+
+/// How [`AddTrimOptions::parse_with`] reads the arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParseMode {
+    /// XADD's rules (the ID ends the options) rather than XTRIM's.
+    pub xadd: bool,
+    /// IDMP/IDMPAUTO are options (`compat-version` 8.6 or newer, or loading).
+    pub idmp: bool,
+    /// The command comes from the log: IDMP with an explicit ID is accepted.
+    pub from_log: bool,
+}
+
 /// The options XADD and XTRIM share (Redis: `streamAddTrimArgs`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AddTrimOptions {
@@ -148,6 +208,8 @@ pub struct AddTrimOptions {
     id_pos: usize,
     /// XADD: the ID request found at `id_pos`.
     id: IdArg,
+    /// XADD: IDMP or IDMPAUTO.
+    pub idmp: Option<IdmpArg>,
 }
 
 impl AddTrimOptions {
@@ -155,6 +217,20 @@ impl AddTrimOptions {
     /// options, NOMKSTREAM exists, `*` is a fast path) over XTRIM's (every token must be
     /// an option). Returns the first error in Redis's order.
     pub fn parse(argv: &Argv, xadd: bool) -> Result<AddTrimOptions, ReplyError> {
+        Self::parse_with(
+            argv,
+            ParseMode {
+                xadd,
+                idmp: xadd,
+                from_log: false,
+            },
+        )
+    }
+
+    /// [`AddTrimOptions::parse`] with every switch explicit.
+    pub fn parse_with(argv: &Argv, mode: ParseMode) -> Result<AddTrimOptions, ReplyError> {
+        let xadd = mode.xadd;
+        let mut idmp: Option<IdmpArg> = None;
         let mut strategy = None;
         let mut approx = false;
         let mut limit: Option<u64> = None;
@@ -197,6 +273,32 @@ impl AddTrimOptions {
                 i += 1;
             } else if xadd && is(opt, "NOMKSTREAM") {
                 nomkstream = true;
+            } else if mode.idmp && is(opt, "IDMP") && more >= 2 {
+                if idmp.is_some() {
+                    return Err(IDMP_TWICE);
+                }
+                let (pid, iid) = (&argv[i + 1], &argv[i + 2]);
+                if pid.is_empty() {
+                    return Err(IDMP_EMPTY_PID);
+                }
+                if iid.is_empty() {
+                    return Err(IDMP_EMPTY_IID);
+                }
+                idmp = Some(IdmpArg::Explicit {
+                    pid: pid.clone(),
+                    iid: iid.clone(),
+                });
+                i += 2;
+            } else if mode.idmp && is(opt, "IDMPAUTO") && more >= 1 {
+                if idmp.is_some() {
+                    return Err(IDMP_TWICE);
+                }
+                let pid = &argv[i + 1];
+                if pid.is_empty() {
+                    return Err(IDMPAUTO_EMPTY_PID);
+                }
+                idmp = Some(IdmpArg::Auto { pid: pid.clone() });
+                i += 1;
             } else if policy.is_none() && is(opt, "KEEPREF") {
                 policy = Some(RefPolicy::KeepRef);
             } else if policy.is_none() && is(opt, "DELREF") {
@@ -226,6 +328,10 @@ impl AddTrimOptions {
         if limit.is_some() && !approx {
             return Err(LIMIT_WITHOUT_APPROX);
         }
+        let explicit_id = !matches!(id, IdArg::Given(XAddId::Auto) | IdArg::Missing);
+        if idmp.is_some() && explicit_id && !mode.from_log {
+            return Err(IDMP_EXPLICIT_ID);
+        }
         Ok(AddTrimOptions {
             trim: strategy.map(|strategy| TrimSpec {
                 strategy,
@@ -236,6 +342,7 @@ impl AddTrimOptions {
             nomkstream,
             id_pos: i,
             id,
+            idmp,
         })
     }
 }
@@ -253,6 +360,8 @@ pub struct XAdd<'a> {
     pub id: XAddId,
     /// `f1, v1, f2, v2, ...`.
     pub elements: &'a [Bytes],
+    /// IDMP / IDMPAUTO.
+    pub idmp: Option<IdmpArg>,
     /// The elements total more than [`STREAM_LISTPACK_MAX_SIZE`] bytes. Redis reports
     /// this only after the ID checks, so it is kept as a verdict for `exec`.
     too_large: bool,
@@ -262,7 +371,19 @@ impl<'a> XAdd<'a> {
     /// Parses XADD (Redis: `xaddCommand` up to the key lookup): options, then the
     /// field/value count, then the `0-0` check.
     pub fn parse(argv: &'a Argv) -> Result<XAdd<'a>, ReplyError> {
-        let opts = AddTrimOptions::parse(argv, true)?;
+        Self::parse_with(
+            argv,
+            ParseMode {
+                xadd: true,
+                idmp: true,
+                from_log: false,
+            },
+        )
+    }
+
+    /// [`XAdd::parse`] under `mode` (IDMP hidden by `compat-version`, or loading).
+    pub fn parse_with(argv: &'a Argv, mode: ParseMode) -> Result<XAdd<'a>, ReplyError> {
+        let opts = AddTrimOptions::parse_with(argv, mode)?;
         let field_pos = opts.id_pos + 1;
         let nargs = argv.len().saturating_sub(field_pos);
         if field_pos > argv.len() || nargs < 2 || nargs % 2 == 1 {
@@ -281,6 +402,7 @@ impl<'a> XAdd<'a> {
             trim: opts.trim,
             id,
             elements,
+            idmp: opts.idmp,
             too_large: total > STREAM_LISTPACK_MAX_SIZE,
         })
     }
@@ -298,30 +420,64 @@ impl<'a> XAdd<'a> {
         Ok(id)
     }
 
-    /// Appends, trims, replies with the new ID and signals the key.
+    /// Appends, trims, replies with the new ID and signals the key; with IDMP, answers a
+    /// duplicate with the original ID instead, or records the new iid.
     pub fn exec(self, ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         let limits = ctx.core.node_limits;
         let now_ms = ctx.now_ms;
+        let loading = ctx.core.loading;
+        // IDMPAUTO's iid, derived once from the fields and values.
+        let auto;
+        let idmp = match &self.idmp {
+            Some(IdmpArg::Explicit { pid, iid }) => Some((&pid[..], &iid[..])),
+            Some(IdmpArg::Auto { pid }) => {
+                auto = auto_iid(self.elements);
+                Some((&pid[..], &auto[..]))
+            }
+            None => None,
+        };
         let id = match ctx.lookup(&self.key) {
-            Some(stream) => self.resolve_id(stream, now_ms)?,
+            Some(stream) => {
+                if let Some((pid, iid)) = idmp
+                    && let Some(state) = stream.idmp.as_deref_mut()
+                    && let Some(original) = state.lookup(pid, iid, (!loading).then_some(now_ms))
+                {
+                    state.note_duplicate();
+                    ctx.out.bulk_id(original);
+                    ctx.core.dirty += 1;
+                    log_idmp_state(ctx, &self.key);
+                    return Ok(());
+                }
+                self.resolve_id(stream, now_ms)?
+            }
             None if self.nomkstream => {
                 ctx.out.null();
                 return Ok(());
             }
             None => self.resolve_id(&Stream::new(), now_ms)?,
         };
-        let stream = ctx.db().get_or_create(&self.key);
+        let defaults = ctx.core.idmp_defaults;
+        let db = ctx.db();
+        let stream = db.get_or_create(&self.key);
         stream.append(id, self.elements, &limits);
         let removed = match &self.trim {
             Some(trim) => stream.trim(trim, &limits),
             None => 0,
         };
         let len_after = stream.len();
+        let mut first_use = false;
+        if let Some((pid, iid)) = idmp {
+            first_use = stream.idmp.is_none();
+            // Looked up above (a duplicate would have returned), so the iid is new.
+            if stream.idmp_mut(defaults).record_new(pid, iid, id) {
+                db.note_idmp(&self.key);
+            }
+        }
         ctx.out.bulk_id(id);
         ctx.modified(&self.key);
         let (id_text, id_len) = id.format();
         let mut len_text = itoa::Buffer::new();
-        let mut effect: Vec<&[u8]> = Vec::with_capacity(7 + self.elements.len());
+        let mut effect: Vec<&[u8]> = Vec::with_capacity(10 + self.elements.len());
         effect.extend([b"XADD".as_slice(), &self.key]);
         if removed > 0 {
             let trim = self.trim.as_ref().expect("something was trimmed");
@@ -332,17 +488,47 @@ impl<'a> XAdd<'a> {
                 len_text.format(len_after).as_bytes(),
             ]);
         }
+        match &self.idmp {
+            Some(IdmpArg::Explicit { pid, iid }) => effect.extend([b"IDMP".as_slice(), pid, iid]),
+            Some(IdmpArg::Auto { pid }) => effect.extend([b"IDMPAUTO".as_slice(), pid]),
+            None => {}
+        }
         effect.push(&id_text[..id_len]);
         effect.extend(self.elements.iter().map(|e| &e[..]));
         ctx.propagate(&effect);
+        if first_use {
+            // The settings the stream's IDMP state got, so replay does not depend on
+            // the defaults then.
+            log_idmp_state(ctx, &self.key);
+        }
         ctx.signal_ready(&self.key);
         Ok(())
     }
 }
 
+/// Logs `key`'s IDMP settings and counters as they are now (`STREAMD.IDMP key duration
+/// maxsize iids-added iids-duplicates`, persist/idmp.rs).
+fn log_idmp_state(ctx: &mut Ctx<'_>, key: &[u8]) {
+    if ctx.core.loading || ctx.core.persist.aof.is_none() {
+        return;
+    }
+    let db = ctx.client.db;
+    if let Some(record) = ctx.core.dbs[db]
+        .get(key)
+        .and_then(|s| crate::persist::idmp::state_record(key, s))
+    {
+        ctx.propagate(&record);
+    }
+}
+
 fn xadd(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let argv = ctx.argv;
-    XAdd::parse(argv)?.exec(ctx)
+    let mode = ParseMode {
+        xadd: true,
+        idmp: ctx.core.supports(8, 6),
+        from_log: ctx.core.loading,
+    };
+    XAdd::parse_with(argv, mode)?.exec(ctx)
 }
 
 /// Records a write that removed `n >= 1` entries: WATCH invalidation, and the dirty
@@ -597,11 +783,92 @@ mod tests {
         for args in [
             &["xadd", "k", "NOPE", "f", "v"][..],
             &["xadd", "k", "KEEPREF", "DELREF", "*", "f", "v"],
-            &["xadd", "k", "IDMP", "p", "i", "*", "f", "v"],
-            &["xadd", "k", "IDMPAUTO", "p", "*", "f", "v"],
+            // IDMP takes two values: `*` is the iid and `f` the ID.
+            &["xadd", "k", "IDMP", "p", "*", "f", "v"],
+            &["xadd", "k", "IDMPAUTO", "f", "v"],
         ] {
             assert_eq!(add(args), Err(ReplyError::InvalidStreamId), "{args:?}");
         }
+    }
+
+    #[test]
+    fn xadd_idmp_options_and_errors() {
+        let a = argv(&["xadd", "k", "IDMP", "p", "i", "MAXLEN", "5", "*", "f", "v"]);
+        let x = XAdd::parse(&a).unwrap();
+        assert_eq!(
+            x.idmp,
+            Some(IdmpArg::Explicit {
+                pid: Bytes::from("p"),
+                iid: Bytes::from("i")
+            })
+        );
+        let a = argv(&["xadd", "k", "KEEPREF", "IDMPAUTO", "p", "*", "f", "v"]);
+        assert_eq!(
+            XAdd::parse(&a).unwrap().idmp,
+            Some(IdmpArg::Auto {
+                pid: Bytes::from("p")
+            })
+        );
+        let cases: &[(&[&str], &str)] = &[
+            (
+                &[
+                    "xadd", "k", "IDMP", "p", "i", "IDMP", "q", "j", "*", "f", "v",
+                ],
+                "ERR syntax error, IDMP/IDMPAUTO specified multiple times",
+            ),
+            (
+                &[
+                    "xadd", "k", "IDMP", "p", "i", "IDMPAUTO", "q", "*", "f", "v",
+                ],
+                "ERR syntax error, IDMP/IDMPAUTO specified multiple times",
+            ),
+            (
+                &["xadd", "k", "IDMP", "", "i", "*", "f", "v"],
+                "ERR syntax error, IDMP requires a non-empty producer ID",
+            ),
+            (
+                &["xadd", "k", "IDMP", "p", "", "*", "f", "v"],
+                "ERR syntax error, IDMP requires a non-empty idempotent ID",
+            ),
+            (
+                &["xadd", "k", "IDMPAUTO", "", "*", "f", "v"],
+                "ERR syntax error, IDMPAUTO requires a non-empty producer ID",
+            ),
+            (
+                &["xadd", "k", "IDMP", "p", "i", "1-1", "f", "v"],
+                "ERR syntax error, IDMP/IDMPAUTO can be used only with auto-generated IDs",
+            ),
+            (
+                &["xadd", "k", "IDMPAUTO", "p", "5-*", "f", "v"],
+                "ERR syntax error, IDMP/IDMPAUTO can be used only with auto-generated IDs",
+            ),
+        ];
+        for (args, text) in cases {
+            assert_eq!(
+                XAdd::parse(&argv(args)).unwrap_err().to_string(),
+                *text,
+                "{args:?}"
+            );
+        }
+        // The log replays IDMP with the resolved ID.
+        let a = argv(&["xadd", "k", "IDMP", "p", "i", "1-1", "f", "v"]);
+        let mode = ParseMode {
+            xadd: true,
+            idmp: true,
+            from_log: true,
+        };
+        assert!(XAdd::parse_with(&a, mode).is_ok());
+        // Below compat-version 8.6 the words are IDs.
+        let mode = ParseMode {
+            xadd: true,
+            idmp: false,
+            from_log: false,
+        };
+        let a = argv(&["xadd", "k", "IDMP", "p", "i", "*", "f", "v"]);
+        assert_eq!(
+            XAdd::parse_with(&a, mode).unwrap_err(),
+            ReplyError::InvalidStreamId
+        );
     }
 
     #[test]

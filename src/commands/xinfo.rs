@@ -17,8 +17,10 @@
 //!
 //! The consumer-group parts are small functions ([`write_full_groups`], [`write_groups`],
 //! [`write_consumers`]); `entries-read` and `lag` follow reference §3.3 (null when
-//! unknown). The IDMP fields show the configured defaults and zero counters until IDMP
-//! lands.
+//! unknown). The IDMP fields show the stream's IDMP state (stream/idmp.rs), or the
+//! configured defaults and zeros for a stream that never used IDMP. With
+//! `compat-version` below 8.6 the six IDMP fields are left out (10 and 9 fields, the
+//! 7.x shapes), and below 8.8 FULL's groups have no `nacked-count` (7 fields).
 
 use super::xgroup::counters;
 use super::xrange::{lookup_for_reply, write_entry, write_range};
@@ -168,8 +170,20 @@ impl XInfoStream {
     }
 }
 
-/// Writes fields 1–13, common to the summary and FULL.
-fn write_common_fields(out: &mut RespWriter, stream: &Stream, idmp: (i64, i64)) {
+/// What XINFO STREAM shows beyond the 7.x fields: the IDMP fields (8.6) when `idmp` is
+/// set, and FULL's `nacked-count` (8.8) when `nacked` is; `compat-version` clears them.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    /// Show the six IDMP fields.
+    idmp: bool,
+    /// Show `nacked-count` in FULL groups.
+    nacked: bool,
+    /// IDMP settings of a stream without IDMP state (the configured defaults).
+    defaults: (i64, i64),
+}
+
+/// Writes fields 1–13 (1–7 without IDMP), common to the summary and FULL.
+fn write_common_fields(out: &mut RespWriter, stream: &Stream, shape: Shape) {
     let int = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
     let uint = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
     out.bulk(b"length");
@@ -186,24 +200,36 @@ fn write_common_fields(out: &mut RespWriter, stream: &Stream, idmp: (i64, i64)) 
     out.integer(uint(stream.entries_added()));
     out.bulk(b"recorded-first-entry-id");
     out.bulk_id(stream.first_id());
-    write_idmp_fields(out, stream, idmp);
+    if shape.idmp {
+        write_idmp_fields(out, stream, shape.defaults);
+    }
 }
 
-/// The six IDMP fields. Until idempotent production exists, a stream has the configured
-/// defaults (`stream-idmp-duration`, `stream-idmp-maxsize`) and no producers.
-fn write_idmp_fields(out: &mut RespWriter, _stream: &Stream, (duration, maxsize): (i64, i64)) {
-    out.bulk(b"idmp-duration");
-    out.integer(duration);
-    out.bulk(b"idmp-maxsize");
-    out.integer(maxsize);
-    for field in [
-        &b"pids-tracked"[..],
+/// The six IDMP fields (always present since 8.6, even for a stream that never used
+/// IDMP: then the configured defaults and zeros).
+fn write_idmp_fields(out: &mut RespWriter, stream: &Stream, (duration, maxsize): (i64, i64)) {
+    let values = match stream.idmp.as_deref() {
+        Some(i) => [
+            i64::from(i.duration()),
+            i64::from(i.maxsize()),
+            uint(i.pids_tracked() as u64),
+            uint(i.iids_tracked()),
+            uint(i.iids_added()),
+            uint(i.iids_duplicates()),
+        ],
+        None => [duration, maxsize, 0, 0, 0, 0],
+    };
+    let names: [&[u8]; 6] = [
+        b"idmp-duration",
+        b"idmp-maxsize",
+        b"pids-tracked",
         b"iids-tracked",
         b"iids-added",
         b"iids-duplicates",
-    ] {
-        out.bulk(field);
-        out.integer(0);
+    ];
+    for (name, value) in names.into_iter().zip(values) {
+        out.bulk(name);
+        out.integer(value);
     }
 }
 
@@ -235,12 +261,12 @@ fn uint(n: u64) -> i64 {
 /// entries-read, lag, pel-count, nacked-count, pending, consumers), groups in name order.
 /// `pending` lists `[id, consumer-or-"", delivery-time, deliveries]` and each consumer's
 /// `pending` lists `[id, delivery-time, deliveries]`, each at most `count` long (0 = all).
-pub fn write_full_groups(out: &mut RespWriter, stream: &Stream, count: usize) {
+pub fn write_full_groups(out: &mut RespWriter, stream: &Stream, count: usize, nacked: bool) {
     let limit = if count == 0 { usize::MAX } else { count };
     let c = counters(stream);
     out.array(stream.groups.len());
     for g in stream.groups.iter() {
-        out.map(8);
+        out.map(if nacked { 8 } else { 7 });
         out.bulk(b"name");
         out.bulk(g.name());
         out.bulk(b"last-delivered-id");
@@ -251,8 +277,10 @@ pub fn write_full_groups(out: &mut RespWriter, stream: &Stream, count: usize) {
         write_lag(out, g, &c);
         out.bulk(b"pel-count");
         out.integer(int(g.pel_count()));
-        out.bulk(b"nacked-count");
-        out.integer(int(g.nacked_count()));
+        if nacked {
+            out.bulk(b"nacked-count");
+            out.integer(int(g.nacked_count()));
+        }
         out.bulk(b"pending");
         out.array(g.pel_count().min(limit));
         for e in g.pel_range(StreamId::MIN, StreamId::MAX).take(limit) {
@@ -352,16 +380,18 @@ fn xinfo_stream(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let argv = ctx.argv;
     // Parsed first, reported after the key check (Redis looks the key up first).
     let parsed = XInfoStream::parse(argv);
-    let idmp = (
-        ctx.core.config.get_i64("stream-idmp-duration"),
-        ctx.core.config.get_i64("stream-idmp-maxsize"),
-    );
+    let shape = Shape {
+        idmp: ctx.core.supports(8, 6),
+        nacked: ctx.core.supports(8, 8),
+        defaults: ctx.core.idmp_defaults,
+    };
+    let idmp_fields = if shape.idmp { 6 } else { 0 };
     let (stream, out) = lookup_for_reply(ctx, &argv[2]);
     let stream = stream.ok_or(ReplyError::NoSuchKey)?;
     match parsed? {
         XInfoStream::Summary => {
-            out.map(16);
-            write_common_fields(out, stream, idmp);
+            out.map(10 + idmp_fields);
+            write_common_fields(out, stream, shape);
             out.bulk(b"groups");
             out.integer(i64::try_from(stream.groups.len()).unwrap_or(i64::MAX));
             out.bulk(b"first-entry");
@@ -376,12 +406,12 @@ fn xinfo_stream(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             }
         }
         XInfoStream::Full { count } => {
-            out.map(15);
-            write_common_fields(out, stream, idmp);
+            out.map(9 + idmp_fields);
+            write_common_fields(out, stream, shape);
             out.bulk(b"entries");
             write_range(out, stream, StreamId::MIN, StreamId::MAX, false, count);
             out.bulk(b"groups");
-            write_full_groups(out, stream, count);
+            write_full_groups(out, stream, count, shape.nacked);
         }
     }
     Ok(())

@@ -5,7 +5,8 @@
 //! XREADGROUP reads on behalf of a consumer of a group:
 //!
 //! ```text
-//! XREADGROUP GROUP g c [COUNT n] [BLOCK ms] [NOACK] [CLAIM min-idle] STREAMS key... id...
+//! XREADGROUP GROUP g c [COUNT n] [MAXCOUNT n] [MAXSIZE bytes] [BLOCK ms] [NOACK]
+//!            [CLAIM min-idle] STREAMS key... id...
 //!
 //!  id = >    new entries (ID > group last_id): each becomes pending for c (unless NOACK),
 //!            last_id and entries_read advance at delivery; with CLAIM, idle pending
@@ -21,6 +22,16 @@
 //! delivered or claimed. With nothing to serve and BLOCK, the client blocks registered as
 //! "unblock on no key", so a deleted key, FLUSH, RENAME or XGROUP DESTROY re-executes it
 //! and it answers NOGROUP; each new entry goes to the first re-executed consumer (fan-in).
+//!
+//! `MAXCOUNT` and `MAXSIZE` (8.10) cap one call across all its streams ([`Caps`]): the
+//! total number of entries, and the total bytes of the entries as encoded in the reply
+//! (each `[id, [fields…]]` item, in the client's protocol). Streams are filled in
+//! argument order; the first entry is always returned, even when it alone is larger than
+//! MAXSIZE; once an entry does not fit, the call stops there — that entry and everything
+//! after it, in this stream and the following ones, is neither sent nor (XREADGROUP)
+//! added to a PEL or claimed. The caps apply to history reads, claims and new entries
+//! alike, and again when a blocked call is re-executed. With `compat-version` below 8.10
+//! both words are syntax errors.
 //!
 //! Not done here: the CLAIM timer (Redis wakes a blocked `XREADGROUP ... CLAIM` when its
 //! oldest pending entry becomes idle enough, from `beforeSleep`); a blocked CLAIM reader
@@ -91,6 +102,10 @@ pub struct ReadOptions {
     pub noack: bool,
     /// CLAIM min-idle-time (XREADGROUP only).
     pub claim: Option<u64>,
+    /// MAXCOUNT: most entries over all streams (positive, `>=` COUNT).
+    pub maxcount: Option<usize>,
+    /// MAXSIZE: most reply bytes of entries over all streams (positive).
+    pub maxsize: Option<usize>,
     /// Index in argv of the first key (just after STREAMS).
     pub streams_at: usize,
     /// Number of keys (= number of IDs).
@@ -109,15 +124,28 @@ impl ReadOptions {
     }
 }
 
+const MAXCOUNT_NOT_POSITIVE: ReplyError =
+    ReplyError::msg("ERR MAXCOUNT must be a positive integer");
+const MAXSIZE_NOT_POSITIVE: ReplyError = ReplyError::msg("ERR MAXSIZE must be a positive integer");
+const MAXCOUNT_BELOW_COUNT: ReplyError =
+    ReplyError::msg("ERR MAXCOUNT must be greater than or equal to COUNT");
+
 /// Parses the options of XREAD (`group_cmd` false) or XREADGROUP, with Redis's errors
-/// and precedence (the option loop of `xreadCommand`).
-pub fn parse_read_options(argv: &Argv, group_cmd: bool) -> Result<ReadOptions, ReplyError> {
+/// and precedence (the option loop of `xreadCommand`). `caps` enables MAXCOUNT/MAXSIZE
+/// (`compat-version` 8.10).
+pub fn parse_read_options(
+    argv: &Argv,
+    group_cmd: bool,
+    caps: bool,
+) -> Result<ReadOptions, ReplyError> {
     let mut opts = ReadOptions {
         count: 0,
         block_ms: None,
         group: None,
         noack: false,
         claim: None,
+        maxcount: None,
+        maxsize: None,
         streams_at: 0,
         nkeys: 0,
     };
@@ -132,6 +160,20 @@ pub fn parse_read_options(argv: &Argv, group_cmd: bool) -> Result<ReadOptions, R
         } else if is(a, "COUNT") && more >= 1 {
             i += 1;
             opts.count = parse_i64(&argv[i])?.max(0) as usize;
+        } else if caps && is(a, "MAXCOUNT") && more >= 1 {
+            i += 1;
+            let n = parse_i64(&argv[i])?;
+            if n < 1 {
+                return Err(MAXCOUNT_NOT_POSITIVE);
+            }
+            opts.maxcount = Some(usize::try_from(n).unwrap_or(usize::MAX));
+        } else if caps && is(a, "MAXSIZE") && more >= 1 {
+            i += 1;
+            let n = parse_i64(&argv[i])?;
+            if n < 1 {
+                return Err(MAXSIZE_NOT_POSITIVE);
+            }
+            opts.maxsize = Some(usize::try_from(n).unwrap_or(usize::MAX));
         } else if is(a, "STREAMS") && more >= 1 {
             opts.streams_at = i + 1;
             let n = argv.len() - opts.streams_at;
@@ -183,7 +225,79 @@ pub fn parse_read_options(argv: &Argv, group_cmd: bool) -> Result<ReadOptions, R
     if group_cmd && opts.group.is_none() {
         return Err(ReplyError::msg("ERR Missing GROUP option for XREADGROUP"));
     }
+    if opts
+        .maxcount
+        .is_some_and(|m| opts.count > 0 && m < opts.count)
+    {
+        return Err(MAXCOUNT_BELOW_COUNT);
+    }
     Ok(opts)
+}
+
+/// What is left of one call's MAXCOUNT/MAXSIZE (module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caps {
+    /// Entries still allowed (`None` = no MAXCOUNT).
+    count_left: Option<usize>,
+    /// Bytes still allowed (`None` = no MAXSIZE).
+    bytes_left: Option<usize>,
+    /// Entries admitted so far.
+    served: usize,
+    /// An entry did not fit: nothing more is served.
+    full: bool,
+}
+
+impl Caps {
+    /// The caps of `opts`.
+    pub fn new(opts: &ReadOptions) -> Caps {
+        Caps {
+            count_left: opts.maxcount,
+            bytes_left: opts.maxsize,
+            served: 0,
+            full: false,
+        }
+    }
+
+    /// True when nothing more may be served.
+    pub fn exhausted(&self) -> bool {
+        self.full || self.count_left == Some(0)
+    }
+
+    /// Decides on an entry whose reply takes `size` bytes: true (and counted) if it may
+    /// be served. The first entry of a call always may.
+    pub fn admit(&mut self, size: usize) -> bool {
+        if self.exhausted() {
+            return false;
+        }
+        if let Some(left) = self.bytes_left {
+            if size > left && self.served > 0 {
+                self.full = true;
+                return false;
+            }
+            self.bytes_left = Some(left.saturating_sub(size));
+        }
+        if let Some(n) = self.count_left.as_mut() {
+            *n -= 1;
+        }
+        self.served += 1;
+        true
+    }
+
+    /// Writes one entry with `write` and keeps it if [`Caps::admit`] does; otherwise
+    /// removes its bytes again and returns false.
+    fn write(&mut self, out: &mut RespWriter, write: impl FnOnce(&mut RespWriter)) -> bool {
+        if self.exhausted() {
+            return false;
+        }
+        let before = out.buf.len();
+        write(out);
+        if self.admit(out.buf.len() - before) {
+            true
+        } else {
+            out.buf.truncate(before);
+            false
+        }
+    }
 }
 
 fn only_for_xreadgroup(option: &str) -> ReplyError {
@@ -217,8 +331,10 @@ enum ReadFrom {
 
 fn xread(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let argv = ctx.argv;
-    let opts = parse_read_options(argv, false)?;
+    let opts = parse_read_options(argv, false, ctx.core.supports(8, 10))?;
     let keys = opts.keys(argv);
+    let mut caps = Caps::new(&opts);
+    let capped = opts.maxcount.is_some() || opts.maxsize.is_some();
     // Resolve the IDs against the current streams (`$` = last_id now).
     let mut from = Vec::with_capacity(keys.len());
     for (key, id) in keys.iter().zip(opts.ids(argv)) {
@@ -262,14 +378,36 @@ fn xread(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             }
         };
         let out = &mut *ctx.out;
-        if header.is_none() {
-            header = Some(out.defer_len());
+        if !capped {
+            open_stream(out, &mut header, key);
+            write_range(out, stream, start, StreamId::MAX, false, count);
+            served += 1;
+            continue;
         }
-        if !resp3 {
-            out.array(2);
+        if caps.exhausted() {
+            break;
         }
-        out.bulk(key);
-        write_range(out, stream, start, StreamId::MAX, false, count);
+        let (mark, had_header) = (out.buf.len(), header.is_some());
+        open_stream(out, &mut header, key);
+        let list = out.defer_len();
+        let limit = if count == 0 { usize::MAX } else { count };
+        let mut n = 0;
+        for e in stream.range(start, StreamId::MAX, false) {
+            if n == limit || !caps.write(out, |o| write_entry(o, &e)) {
+                break;
+            }
+            n += 1;
+        }
+        if n == 0 {
+            // Its first entry did not fit: the stream is left out, and so is the rest.
+            drop(list);
+            out.buf.truncate(mark);
+            if !had_header {
+                header = None;
+            }
+            break;
+        }
+        out.finish_array(list, n);
         served += 1;
     }
     if let Some(h) = header {
@@ -324,7 +462,11 @@ fn parse_group_from(arg: &[u8]) -> Result<GroupFrom, ReplyError> {
 
 fn xreadgroup(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let argv = ctx.argv;
-    let opts = parse_read_options(argv, true)?;
+    let opts = parse_read_options(argv, true, ctx.core.supports(8, 10))?;
+    let mut state = ReadState {
+        header: None,
+        caps: Caps::new(&opts),
+    };
     let (group, consumer) = opts
         .group
         .as_ref()
@@ -345,7 +487,6 @@ fn xreadgroup(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         from.push(parse_group_from(id)?);
     }
     let now = ctx.now_ms;
-    let mut header = None;
     let mut served = 0;
     for (key, &f) in keys.iter().zip(&from) {
         let (stream, out) = lookup_for_reply(ctx, key);
@@ -357,7 +498,7 @@ fn xreadgroup(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             now,
         };
         let mut fx = GroupEffects::default();
-        let (replied, dirty) = read.serve(out, stream, key, f, &mut header, &mut fx);
+        let (replied, dirty) = read.serve(out, stream, key, f, &mut state, &mut fx);
         served += usize::from(replied);
         if dirty > 0 {
             ctx.modified(key);
@@ -366,7 +507,7 @@ fn xreadgroup(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         // Deliveries and claims are logged as the PEL state they produced.
         log_effects(ctx, key, group, Some(consumer), &fx);
     }
-    if let Some(h) = header {
+    if let Some(h) = state.header {
         if ctx.out.is_resp3() {
             ctx.out.finish_map(h, served);
         } else {
@@ -400,6 +541,15 @@ fn xreadgroup(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     Ok(())
 }
 
+/// What an XREADGROUP carries from stream to stream: the top-level reply header (opened
+/// by the first stream served) and the MAXCOUNT/MAXSIZE budget.
+struct ReadState {
+    /// The top-level aggregate, once opened.
+    header: Option<DeferredLen>,
+    /// What is left of the caps.
+    caps: Caps,
+}
+
 /// One XREADGROUP's reader: the group, the consumer and the options.
 struct GroupRead<'a> {
     group: &'a [u8],
@@ -429,7 +579,7 @@ impl GroupRead<'_> {
         stream: &mut Stream,
         key: &[u8],
         from: GroupFrom,
-        header: &mut Option<DeferredLen>,
+        state: &mut ReadState,
         fx: &mut GroupEffects,
     ) -> (bool, u64) {
         let (cid, created) = {
@@ -442,11 +592,11 @@ impl GroupRead<'_> {
         let dirty = u64::from(created);
         match from {
             GroupFrom::History(after) => {
-                fx.ids = self.serve_history(out, stream, key, cid, after, header);
+                fx.ids = self.serve_history(out, stream, key, cid, after, state);
                 (true, dirty)
             }
             GroupFrom::New => {
-                let (replied, changes) = self.serve_new(out, stream, key, cid, header, fx);
+                let (replied, changes) = self.serve_new(out, stream, key, cid, state, fx);
                 (replied, dirty + changes)
             }
         }
@@ -461,7 +611,7 @@ impl GroupRead<'_> {
         key: &[u8],
         cid: crate::stream::group::ConsumerId,
         after: StreamId,
-        header: &mut Option<DeferredLen>,
+        state: &mut ReadState,
     ) -> Vec<StreamId> {
         let start = after.incr().expect("the maximum ID reads as >");
         let ids: Vec<StreamId> = stream
@@ -472,26 +622,33 @@ impl GroupRead<'_> {
             .take(self.limit())
             .map(|e| e.id)
             .collect();
-        open_stream(out, header, key);
-        out.array(ids.len());
+        open_stream(out, &mut state.header, key);
+        let list = out.defer_len();
+        let mut n = 0;
         let mut redelivered = Vec::new();
         for id in ids {
-            match stream.get(id) {
-                Some(e) => {
-                    write_entry(out, &e);
-                    let mut g = stream.groups.get_mut(self.group).expect("validated");
-                    if g.redeliver(cid, id, self.now) {
-                        redelivered.push(id);
-                    }
-                }
+            let entry = stream.get(id);
+            let kept = state.caps.write(out, |out| match &entry {
+                Some(e) => write_entry(out, e),
                 None => {
                     // The payload was deleted (XDEL, trimming) but the entry is pending.
                     out.array(2);
                     out.bulk_id(id);
                     out.null_array();
                 }
+            });
+            if !kept {
+                break;
+            }
+            n += 1;
+            if entry.is_some() {
+                let mut g = stream.groups.get_mut(self.group).expect("validated");
+                if g.redeliver(cid, id, self.now) {
+                    redelivered.push(id);
+                }
             }
         }
+        out.finish_array(list, n);
         redelivered
     }
 
@@ -502,9 +659,12 @@ impl GroupRead<'_> {
         stream: &mut Stream,
         key: &[u8],
         cid: crate::stream::group::ConsumerId,
-        header: &mut Option<DeferredLen>,
+        state: &mut ReadState,
         fx: &mut GroupEffects,
     ) -> (bool, u64) {
+        if state.caps.exhausted() {
+            return (false, 0);
+        }
         let limit = self.limit();
         let group = stream.groups.get(self.group).expect("validated");
         let last_id = group.last_id();
@@ -529,7 +689,8 @@ impl GroupRead<'_> {
         if claims.is_empty() && new_from.is_none() {
             return (false, 0);
         }
-        open_stream(out, header, key);
+        let (mark, had_header) = (out.buf.len(), state.header.is_some());
+        open_stream(out, &mut state.header, key);
         let list = out.defer_len();
         let mut n = 0;
         let mut dirty = 0;
@@ -543,7 +704,12 @@ impl GroupRead<'_> {
             let e = stream.get(id).expect("checked above");
             let idle = i64::try_from(self.now.saturating_sub(time)).unwrap_or(i64::MAX);
             let count = i64::try_from(count).unwrap_or(i64::MAX);
-            write_claimed_entry(out, &e, idle, count);
+            if !state
+                .caps
+                .write(out, |out| write_claimed_entry(out, &e, idle, count))
+            {
+                break;
+            }
             let mut g = stream.groups.get_mut(self.group).expect("validated");
             g.claim(cid, id, &spec, self.now);
             fx.ids.push(id);
@@ -554,13 +720,27 @@ impl GroupRead<'_> {
             let counters = counters(stream);
             let mut delivered = Vec::new();
             for e in stream.range(start, StreamId::MAX, false).take(room) {
-                match self.opts.claim {
+                let kept = state.caps.write(out, |out| match self.opts.claim {
                     Some(_) => write_claimed_entry(out, &e, 0, 0),
                     None => write_entry(out, &e),
+                });
+                if !kept {
+                    break;
                 }
                 delivered.push(e.id);
             }
             n += delivered.len();
+            if delivered.is_empty() {
+                return Self::finish_capped(
+                    out,
+                    list,
+                    n,
+                    dirty,
+                    mark,
+                    had_header,
+                    &mut state.header,
+                );
+            }
             dirty += 1;
             let mut g = stream.groups.get_mut(self.group).expect("validated");
             for id in delivered {
@@ -571,9 +751,35 @@ impl GroupRead<'_> {
                 g.advance_last_id(id, &counters);
             }
             fx.position_changed = true;
+        } else if n == 0 {
+            return Self::finish_capped(out, list, n, dirty, mark, had_header, &mut state.header);
         }
         out.finish_array(list, n);
         (true, dirty)
+    }
+
+    /// Ends a stream's part of the reply when MAXCOUNT/MAXSIZE stopped it with `n`
+    /// items: with none, the stream is taken out of the reply again (its bytes from
+    /// `mark` on, and the top-level header if this stream opened it).
+    fn finish_capped(
+        out: &mut RespWriter,
+        list: DeferredLen,
+        n: usize,
+        dirty: u64,
+        mark: usize,
+        had_header: bool,
+        header: &mut Option<DeferredLen>,
+    ) -> (bool, u64) {
+        if n > 0 {
+            out.finish_array(list, n);
+            return (true, dirty);
+        }
+        drop(list);
+        out.buf.truncate(mark);
+        if !had_header {
+            *header = None;
+        }
+        (false, dirty)
     }
 }
 
@@ -613,8 +819,12 @@ mod tests {
 
     #[test]
     fn options_in_any_order_and_streams_last() {
-        let o =
-            parse_read_options(&argv("XREAD BLOCK 10 COUNT -5 STREAMS a b 0 0"), false).unwrap();
+        let o = parse_read_options(
+            &argv("XREAD BLOCK 10 COUNT -5 STREAMS a b 0 0"),
+            false,
+            true,
+        )
+        .unwrap();
         assert_eq!(o.block_ms, Some(10));
         assert_eq!(o.count, 0);
         assert_eq!(o.nkeys, 2);
@@ -623,7 +833,11 @@ mod tests {
 
     #[test]
     fn xread_errors_match_redis() {
-        let err = |s: &str| parse_read_options(&argv(s), false).unwrap_err().to_string();
+        let err = |s: &str| {
+            parse_read_options(&argv(s), false, true)
+                .unwrap_err()
+                .to_string()
+        };
         assert_eq!(
             err("XREAD STREAMS a b c"),
             "ERR Unbalanced 'xread' list of streams: for each stream key an ID, '+', or '$' must be specified."
@@ -650,12 +864,17 @@ mod tests {
         let o = parse_read_options(
             &argv("XREADGROUP CLAIM 5 GROUP g c NOACK STREAMS s >"),
             true,
+            true,
         )
         .unwrap();
         assert_eq!(o.claim, Some(5));
         assert!(o.noack);
         assert_eq!(o.group, Some((Bytes::from("g"), Bytes::from("c"))));
-        let err = |s: &str| parse_read_options(&argv(s), true).unwrap_err().to_string();
+        let err = |s: &str| {
+            parse_read_options(&argv(s), true, true)
+                .unwrap_err()
+                .to_string()
+        };
         assert_eq!(
             err("XREADGROUP STREAMS s >"),
             "ERR Missing GROUP option for XREADGROUP"
@@ -668,6 +887,57 @@ mod tests {
             err("XREADGROUP GROUP g c CLAIM STREAMS s >"),
             "ERR min-idle-time is not an integer or out of range"
         );
+    }
+
+    #[test]
+    fn maxcount_and_maxsize_options() {
+        let o = parse_read_options(
+            &argv("XREAD COUNT 2 MAXCOUNT 5 MAXSIZE 100 STREAMS a 0"),
+            false,
+            true,
+        )
+        .unwrap();
+        assert_eq!((o.count, o.maxcount, o.maxsize), (2, Some(5), Some(100)));
+        let err = |s: &str, caps: bool| {
+            parse_read_options(&argv(s), false, caps)
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            err("XREAD MAXCOUNT 0 STREAMS a 0", true),
+            "ERR MAXCOUNT must be a positive integer"
+        );
+        assert_eq!(
+            err("XREAD MAXSIZE -1 STREAMS a 0", true),
+            "ERR MAXSIZE must be a positive integer"
+        );
+        assert_eq!(
+            err("XREAD MAXSIZE x STREAMS a 0", true),
+            "ERR value is not an integer or out of range"
+        );
+        assert_eq!(
+            err("XREAD MAXCOUNT 2 COUNT 3 STREAMS a 0", true),
+            "ERR MAXCOUNT must be greater than or equal to COUNT"
+        );
+        assert_eq!(
+            err("XREAD MAXCOUNT 2 STREAMS a 0", false),
+            "ERR syntax error"
+        );
+    }
+
+    #[test]
+    fn caps_admit_the_first_entry_and_stop_at_the_first_that_does_not_fit() {
+        let mut opts = parse_read_options(&argv("XREAD STREAMS a 0"), false, true).unwrap();
+        opts.maxsize = Some(10);
+        let mut caps = Caps::new(&opts);
+        assert!(caps.admit(50), "the first entry always goes");
+        assert!(!caps.admit(1));
+        assert!(caps.exhausted());
+        opts.maxsize = Some(10);
+        opts.maxcount = Some(2);
+        let mut caps = Caps::new(&opts);
+        assert!(caps.admit(4) && caps.admit(6));
+        assert!(!caps.admit(0), "MAXCOUNT reached");
     }
 
     #[test]

@@ -12,7 +12,8 @@
 use super::dict::Dict;
 use crate::stream::Stream;
 use bytes::Bytes;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
+use std::ops::Bound;
 
 /// Most buckets one `SCAN` call visits per key asked for (Redis: `count * 10`).
 const SCAN_BUCKETS_PER_KEY: usize = 10;
@@ -25,6 +26,11 @@ pub struct Db {
     /// Key → absolute expiry time in unix ms (only keys with a TTL). Keys are boxed
     /// copies, never slices of a client's read buffer.
     pub expires: HashMap<Box<[u8]>, u64>,
+    /// Keys whose stream may track IDMP producers: the expiry pass visits only these.
+    /// A superset (a key leaves it when the pass finds nothing left to expire there).
+    idmp_keys: BTreeSet<Bytes>,
+    /// Where the IDMP expiry pass resumes: the last key it finished.
+    idmp_cursor: Option<Bytes>,
 }
 
 impl Db {
@@ -65,6 +71,9 @@ impl Db {
 
     /// Inserts or replaces `key` (a replaced key loses its TTL, as SET/RENAME do).
     pub fn insert(&mut self, key: &[u8], stream: Stream) {
+        if stream.idmp.as_ref().is_some_and(|i| i.has_producers()) {
+            self.note_idmp(key);
+        }
         self.expires.remove(key);
         self.keys.insert(key, stream);
     }
@@ -83,6 +92,9 @@ impl Db {
     pub fn remove(&mut self, key: &[u8]) -> Option<Stream> {
         let v = self.keys.remove(key)?;
         self.expires.remove(key);
+        if v.idmp.is_some() {
+            self.idmp_keys.remove(key);
+        }
         Some(v)
     }
 
@@ -90,6 +102,59 @@ impl Db {
     pub fn clear(&mut self) {
         self.keys.clear();
         self.expires.clear();
+        self.idmp_keys.clear();
+        self.idmp_cursor = None;
+    }
+
+    /// Notes that the stream at `key` now tracks IDMP producers, for the expiry pass.
+    pub fn note_idmp(&mut self, key: &[u8]) {
+        if !self.idmp_keys.contains(key) {
+            self.idmp_keys.insert(Bytes::copy_from_slice(key));
+        }
+    }
+
+    /// The IDMP expiry pass: drops iids whose entry time is older than their stream's
+    /// IDMP-DURATION, visiting the noted streams round-robin from where the last pass
+    /// stopped and spending at most `budget` (stream/idmp.rs counts one unit per
+    /// producer looked at and per iid dropped, and one per stream here). Streams left
+    /// without producers, or gone, leave the set.
+    pub fn expire_idmp(&mut self, now_ms: u64, budget: &mut usize) {
+        let mut visited = 0;
+        let total = self.idmp_keys.len();
+        while *budget > 0 && visited < total {
+            let next = match &self.idmp_cursor {
+                Some(c) => self
+                    .idmp_keys
+                    .range::<Bytes, _>((Bound::Excluded(c), Bound::Unbounded))
+                    .next()
+                    .cloned(),
+                None => None,
+            };
+            let Some(key) = next.or_else(|| self.idmp_keys.first().cloned()) else {
+                return;
+            };
+            visited += 1;
+            *budget -= 1;
+            let state = self.keys.get_mut(&key).and_then(|s| s.idmp.as_deref_mut());
+            let complete = match state {
+                Some(state) => {
+                    let complete = state.expire(now_ms, budget);
+                    if !state.has_producers() {
+                        self.idmp_keys.remove(&key);
+                    }
+                    complete
+                }
+                None => {
+                    self.idmp_keys.remove(&key);
+                    true
+                }
+            };
+            if !complete {
+                // Out of budget inside this stream: resume here next time.
+                return;
+            }
+            self.idmp_cursor = Some(key);
+        }
     }
 
     /// Keys from the buckets at `cursor` onwards until about `count` keys are found (or

@@ -88,6 +88,12 @@ pub struct Core {
     pub config: Config,
     /// Cached node limits (from the config, refreshed on CONFIG SET).
     pub node_limits: NodeLimits,
+    /// Cached `stream-idmp-duration` and `stream-idmp-maxsize`: the IDMP settings a
+    /// stream gets when it first uses IDMP.
+    pub idmp_defaults: (i64, i64),
+    /// Cached `compat-version` as `(major, minor)`: features newer than it are hidden
+    /// from clients (never from the loader).
+    pub compat: (u8, u8),
     /// Databases.
     pub dbs: Vec<Db>,
     /// Connected clients other than the one executing right now.
@@ -286,6 +292,8 @@ impl Core {
         let ndb = config.get_i64("databases").max(1) as usize;
         let mut core = Core {
             node_limits: NodeLimits::default(),
+            idmp_defaults: (100, 100),
+            compat: (8, 10),
             dbs: (0..ndb).map(|_| Db::default()).collect(),
             clients: HashMap::new(),
             next_client_id: 1,
@@ -319,6 +327,18 @@ impl Core {
             max_bytes: bytes,
             max_entries: entries,
         };
+        self.idmp_defaults = (
+            self.config.get_i64("stream-idmp-duration"),
+            self.config.get_i64("stream-idmp-maxsize"),
+        );
+        self.compat =
+            crate::config::compat_version(self.config.get("compat-version").unwrap_or(""));
+    }
+
+    /// True when clients may see a feature of Redis `major.minor`: `compat-version` is at
+    /// least that, or the dataset is being loaded (the log may use anything).
+    pub fn supports(&self, major: u8, minor: u8) -> bool {
+        self.loading || self.compat >= (major, minor)
     }
 
     /// Appends the effect `argv` (a command in replayable, deterministic form) on
@@ -550,7 +570,10 @@ impl Core {
         let Some(name) = argv.first() else {
             return Outcome::Done;
         };
-        let Some(spec) = commands::lookup(name) else {
+        // Commands newer than `compat-version` do not exist for clients.
+        let Some(spec) = commands::lookup(name)
+            .filter(|s| self.loading || commands::since_version(s.since) <= self.compat)
+        else {
             let err = crate::error::unknown_command(&argv);
             self.reject(client, out, None, &err);
             return Outcome::Done;
@@ -725,6 +748,11 @@ impl Core {
                 self.propagate(db, &[b"DEL".as_slice(), &k]);
             }
         }
+        // IDMP expiry: bounded work per tick over all databases.
+        let mut budget = IDMP_EXPIRE_BUDGET;
+        for db in &mut self.dbs {
+            db.expire_idmp(now, &mut budget);
+        }
         self.handle_ready_keys();
         crate::persist::cron(self);
     }
@@ -733,6 +761,9 @@ impl Core {
 /// Buckets of an ongoing keyspace rehash moved by each `cron` tick (Redis moves 100 at a
 /// time for up to 1 ms).
 const ACTIVE_REHASH_BUCKETS: usize = 1000;
+
+/// Most units of IDMP expiry work (streams, producers and iids looked at) per cron tick.
+const IDMP_EXPIRE_BUDGET: usize = 1000;
 
 /// The reply to commands that cannot run while the dataset loads.
 const LOADING: ReplyError = ReplyError::msg("LOADING Redis is loading the dataset in memory");

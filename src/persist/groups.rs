@@ -224,7 +224,7 @@ pub fn write_groups<W: Write>(w: &mut SnapshotWriter<W>, key: &[u8], s: &Stream)
     Ok(())
 }
 
-fn parse_u64(a: &[u8]) -> Result<u64, String> {
+pub(crate) fn parse_u64(a: &[u8]) -> Result<u64, String> {
     std::str::from_utf8(a)
         .ok()
         .and_then(|s| s.parse().ok())
@@ -239,7 +239,7 @@ fn parse_opt(a: &[u8]) -> Result<Option<u64>, String> {
     }
 }
 
-fn parse_id(a: &[u8]) -> Result<StreamId, String> {
+pub(crate) fn parse_id(a: &[u8]) -> Result<StreamId, String> {
     crate::stream::id::parse_strict_id(a)
         .map_err(|_| format!("bad ID {:?}", String::from_utf8_lossy(a)))
 }

@@ -16,7 +16,7 @@
 //! [`Replayer`] executes records against a [`Core`] with a loader client: `SELECT`
 //! switches its database, `MULTI` ... `EXEC` is buffered and applied whole (a
 //! transaction without its `EXEC` at the end of the newest log is dropped whole), the
-//! `STREAMD.*` snapshot records go to `groups.rs`, everything else through
+//! `STREAMD.*` records go to `groups.rs` and `idmp.rs`, everything else through
 //! [`Core::call`] exactly as a client command.
 
 use super::PersistError;
@@ -333,12 +333,18 @@ impl Replayer {
             return Ok(());
         }
         if name.len() > 8 && name[..8].eq_ignore_ascii_case(b"STREAMD.") {
-            return super::groups::apply_internal(core, self.client.db, &argv).map_err(|why| {
-                PersistError::Replay {
-                    path: path.to_path_buf(),
-                    offset,
-                    why: format!("{why}: {}", record::display_argv(&argv)),
+            let db = self.client.db;
+            let applied = super::idmp::apply_internal(core, db, &argv).and_then(|done| {
+                if done {
+                    Ok(())
+                } else {
+                    super::groups::apply_internal(core, db, &argv)
                 }
+            });
+            return applied.map_err(|why| PersistError::Replay {
+                path: path.to_path_buf(),
+                offset,
+                why: format!("{why}: {}", record::display_argv(&argv)),
             });
         }
         if name.eq_ignore_ascii_case(b"XADD") && self.fast_xadd(core, &argv) {

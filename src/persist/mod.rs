@@ -39,6 +39,7 @@
 
 pub mod check;
 pub mod groups;
+pub mod idmp;
 pub mod load;
 pub mod log;
 pub mod manifest;

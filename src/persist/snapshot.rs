@@ -23,6 +23,10 @@
 //! STREAMD.PENDING <key> <group> <consumer> <id> <delivery_time> <delivery_count>
 //!                                                      owned entries, oldest delivery first
 //! STREAMD.CONSUMER <key> <group> <consumer> <seen_time> <active_time|-1>
+//! STREAMD.IDMP <key> <duration> <maxsize> <iids-added> <iids-duplicates>
+//!                                                      streams with IDMP state (idmp.rs)
+//! STREAMD.IID <key> <pid> <iid> <entry-id>             each tracked iid, per producer in
+//!                                                      insertion order
 //! PEXPIREAT <key> <unix ms>                            keys with a TTL
 //! ```
 //!
@@ -182,7 +186,8 @@ fn write_stream<W: Write>(w: &mut SnapshotWriter<W>, key: &[u8], s: &Stream) -> 
         b"MAXDELETEDID",
         &id_text(s.max_deleted_entry_id()),
     ])?;
-    super::groups::write_groups(w, key, s)
+    super::groups::write_groups(w, key, s)?;
+    super::idmp::write_idmp(w, key, s)
 }
 
 /// What [`save`] wrote.

@@ -9,7 +9,8 @@
 //!  │   └ 1700000000097-0 ──▶ [hdr | master: user action | e0 | e1 | e2]   tail (appends)
 //!  ├ tail            master ID of the last node (appends go there)
 //!  ├ length, first_id, last_id, max_deleted_entry_id, entries_added
-//!  └ groups          consumer groups (group.rs)
+//!  ├ groups          consumer groups (group.rs)
+//!  └ idmp            idempotent producers, boxed and absent until used (idmp.rs)
 //! ```
 //!
 //! Entries are appended to the tail node until it is full, exactly where Redis would call
@@ -30,6 +31,7 @@
 
 pub mod group;
 pub mod id;
+pub mod idmp;
 pub mod listpack;
 pub mod memory;
 pub mod rax;
@@ -187,6 +189,9 @@ pub struct Stream {
     entries_added: u64,
     /// The stream's consumer groups.
     pub groups: Groups,
+    /// Idempotent-production state (idmp.rs); `None` until the stream first uses IDMP,
+    /// XCFGSET or XIDMPRECORD, so a stream that never does costs one word.
+    pub idmp: Option<Box<idmp::Idmp>>,
 }
 
 /// Decodes a node key (16 bytes, by construction).
@@ -581,8 +586,8 @@ impl Stream {
     }
 
     /// Estimated memory use in bytes (MEMORY USAGE): the stream itself, its node buffers
-    /// at the allocator's size classes, and the index's tree nodes. Consumer groups are
-    /// not counted here.
+    /// at the allocator's size classes, the index's tree nodes and the IDMP state.
+    /// Consumer groups are not counted here.
     pub fn memory_usage(&self) -> usize {
         let nodes: usize = self
             .nodes
@@ -594,6 +599,14 @@ impl Stream {
             + nodes
             + self.nodes.index.node_count() * memory::RAX_NODE_ESTIMATE
             + self.nodes.index.len() * std::mem::size_of::<Listpack>()
+            + self.idmp.as_ref().map_or(0, |i| i.memory_usage())
+    }
+
+    /// The IDMP state, created with `defaults` (`stream-idmp-duration`,
+    /// `stream-idmp-maxsize`) on first use.
+    pub fn idmp_mut(&mut self, defaults: (i64, i64)) -> &mut idmp::Idmp {
+        self.idmp
+            .get_or_insert_with(|| Box::new(idmp::Idmp::new(defaults.0, defaults.1)))
     }
 }
 

@@ -1,0 +1,255 @@
+//! The idempotent-production commands besides XADD's options: `XCFGSET` (8.6) sets a
+//! stream's IDMP settings and `XIDMPRECORD` (8.6.2) records one pid/iid → entry mapping
+//! (reference §2.18, §2.19; state in stream/idmp.rs).
+//!
+//! ```text
+//! XCFGSET key [IDMP-DURATION seconds] [IDMP-MAXSIZE n]        +OK
+//! XIDMPRECORD key pid iid entry-id                            +OK
+//! ```
+//!
+//! XCFGSET checks the key first (`no such key`), then its options in order: a repeated
+//! option, a non-integer value, a value out of range; an option with no value or an
+//! unknown word is a syntax error, and no option at all is its own error. A value that
+//! differs from the current one clears the stream's producers (counters stay); a call
+//! that changes nothing is not logged. XIDMPRECORD refuses a missing entry and an iid
+//! that the producer already maps to another entry; recording the same mapping again is
+//! `+OK` and changes nothing. Neither raises `iids-added`, which counts XADDs.
+//!
+//! Both are logged verbatim when they change something (XCFGSET with both resulting
+//! values, so replay does not depend on the defaults then); replaying XCFGSET always
+//! clears the producers, since only a change was logged.
+
+use super::{CommandSpec, flags::*, is, parse_i64};
+use crate::core::Ctx;
+use crate::error::ReplyError;
+use crate::stream::id::parse_strict_id;
+use crate::stream::idmp::{DURATION_MAX, DURATION_MIN, MAXSIZE_MAX, MAXSIZE_MIN};
+
+const STREAM: &[&str] = &["@stream"];
+
+const DURATION_TWICE: ReplyError = ReplyError::msg("ERR IDMP-DURATION specified multiple times");
+const MAXSIZE_TWICE: ReplyError = ReplyError::msg("ERR IDMP-MAXSIZE specified multiple times");
+const DURATION_RANGE: ReplyError =
+    ReplyError::msg("ERR IDMP-DURATION must be between 1 and 86400 seconds");
+const MAXSIZE_RANGE: ReplyError =
+    ReplyError::msg("ERR IDMP-MAXSIZE must be between 1 and 10000 entries");
+const NO_PARAMETER: ReplyError = ReplyError::msg("ERR At least one parameter must be specified");
+const EMPTY_PID: ReplyError = ReplyError::msg("ERR producer ID must be non-empty");
+const EMPTY_IID: ReplyError = ReplyError::msg("ERR idempotent ID must be non-empty");
+const NO_SUCH_MESSAGE: ReplyError = ReplyError::msg("ERR No such message in stream");
+const IID_ELSEWHERE: ReplyError =
+    ReplyError::msg("ERR IID already exists for this producer with a different stream ID");
+
+/// This family's rows of the command table.
+pub const COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "xcfgset",
+        arity: -2,
+        flags: WRITE | FAST,
+        first_key: 1,
+        last_key: 1,
+        key_step: 1,
+        acl: STREAM,
+        summary: "Sets the IDMP configuration parameters for a stream.",
+        since: "8.6.0",
+        group: "stream",
+        handler: xcfgset,
+        subcommands: &[],
+    },
+    CommandSpec {
+        name: "xidmprecord",
+        arity: 5,
+        flags: WRITE | FAST,
+        first_key: 1,
+        last_key: 1,
+        key_step: 1,
+        acl: STREAM,
+        summary: "An internal command for restoring the idempotent producer state of a stream.",
+        since: "8.6.0",
+        group: "stream",
+        handler: xidmprecord,
+        subcommands: &[],
+    },
+];
+
+/// Parsed XCFGSET options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct XCfgSet {
+    /// IDMP-DURATION, seconds.
+    pub duration: Option<u32>,
+    /// IDMP-MAXSIZE.
+    pub maxsize: Option<u32>,
+}
+
+impl XCfgSet {
+    /// Parses the options after the key (Redis's order of checks, module doc).
+    pub fn parse(args: &[bytes::Bytes]) -> Result<XCfgSet, ReplyError> {
+        let mut cfg = XCfgSet::default();
+        let mut i = 0;
+        while i < args.len() {
+            let more = args.len() - 1 - i;
+            let opt = &args[i];
+            if is(opt, "IDMP-DURATION") && more >= 1 {
+                if cfg.duration.is_some() {
+                    return Err(DURATION_TWICE);
+                }
+                let v = parse_i64(&args[i + 1])?;
+                if !(DURATION_MIN..=DURATION_MAX).contains(&v) {
+                    return Err(DURATION_RANGE);
+                }
+                cfg.duration = Some(v as u32);
+            } else if is(opt, "IDMP-MAXSIZE") && more >= 1 {
+                if cfg.maxsize.is_some() {
+                    return Err(MAXSIZE_TWICE);
+                }
+                let v = parse_i64(&args[i + 1])?;
+                if !(MAXSIZE_MIN..=MAXSIZE_MAX).contains(&v) {
+                    return Err(MAXSIZE_RANGE);
+                }
+                cfg.maxsize = Some(v as u32);
+            } else {
+                return Err(ReplyError::Syntax);
+            }
+            i += 2;
+        }
+        if cfg.duration.is_none() && cfg.maxsize.is_none() {
+            return Err(NO_PARAMETER);
+        }
+        Ok(cfg)
+    }
+}
+
+fn xcfgset(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let key = &argv[1];
+    if !ctx.exists(key) {
+        return Err(ReplyError::NoSuchKey);
+    }
+    let cfg = XCfgSet::parse(&argv[2..])?;
+    let defaults = ctx.core.idmp_defaults;
+    let loading = ctx.core.loading;
+    let stream = ctx.db().get_mut(key).expect("checked above");
+    let state = stream.idmp_mut(defaults);
+    let mut changed = state.configure(cfg.duration, cfg.maxsize);
+    if loading && !changed {
+        // Only changes are logged: a replayed XCFGSET cleared the producers live.
+        state.configure(Some(state.duration()), Some(state.maxsize()));
+        changed = true;
+    }
+    let (duration, maxsize) = (state.duration(), state.maxsize());
+    if changed {
+        ctx.modified(key);
+        let (mut d, mut m) = (itoa::Buffer::new(), itoa::Buffer::new());
+        ctx.propagate(&[
+            b"XCFGSET".as_slice(),
+            key,
+            b"IDMP-DURATION",
+            d.format(duration).as_bytes(),
+            b"IDMP-MAXSIZE",
+            m.format(maxsize).as_bytes(),
+        ]);
+    }
+    ctx.out.ok();
+    Ok(())
+}
+
+fn xidmprecord(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let (key, pid, iid) = (&argv[1], &argv[2], &argv[3]);
+    if pid.is_empty() {
+        return Err(EMPTY_PID);
+    }
+    if iid.is_empty() {
+        return Err(EMPTY_IID);
+    }
+    let id = parse_strict_id(&argv[4])?;
+    let now = (!ctx.core.loading).then_some(ctx.now_ms);
+    let defaults = ctx.core.idmp_defaults;
+    let stream = ctx.lookup(key).ok_or(ReplyError::NoSuchKey)?;
+    if stream.get(id).is_none() {
+        return Err(NO_SUCH_MESSAGE);
+    }
+    let tracked = stream
+        .idmp
+        .as_deref_mut()
+        .and_then(|s| s.lookup(pid, iid, now));
+    match tracked {
+        Some(existing) if existing == id => {}
+        Some(_) => return Err(IID_ELSEWHERE),
+        None => {
+            if stream.idmp_mut(defaults).record(pid, iid, id, false) {
+                ctx.db().note_idmp(key);
+            }
+            ctx.modified(key);
+            ctx.propagate(argv);
+        }
+    }
+    ctx.out.ok();
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+
+    fn parse(args: &[&str]) -> Result<XCfgSet, String> {
+        let a: Vec<Bytes> = args
+            .iter()
+            .map(|s| Bytes::copy_from_slice(s.as_bytes()))
+            .collect();
+        XCfgSet::parse(&a).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn xcfgset_options_and_errors() {
+        assert_eq!(
+            parse(&["idmp-maxsize", "5", "IDMP-DURATION", "86400"]),
+            Ok(XCfgSet {
+                duration: Some(86400),
+                maxsize: Some(5)
+            })
+        );
+        let cases: &[(&[&str], &str)] = &[
+            (&[], "ERR At least one parameter must be specified"),
+            (&["IDMP-DURATION"], "ERR syntax error"),
+            (&["INVALID"], "ERR syntax error"),
+            (&["IDMP-DURATION", "5", "x"], "ERR syntax error"),
+            (
+                &["IDMP-DURATION", "IDMP-DURATION", "IDMP-DURATION"],
+                "ERR value is not an integer or out of range",
+            ),
+            (
+                &["IDMP-MAXSIZE", "000000000"],
+                "ERR value is not an integer or out of range",
+            ),
+            (
+                &["IDMP-DURATION", "0"],
+                "ERR IDMP-DURATION must be between 1 and 86400 seconds",
+            ),
+            (
+                &["IDMP-DURATION", "86401"],
+                "ERR IDMP-DURATION must be between 1 and 86400 seconds",
+            ),
+            (
+                &["IDMP-MAXSIZE", "-50"],
+                "ERR IDMP-MAXSIZE must be between 1 and 10000 entries",
+            ),
+            (
+                &["IDMP-MAXSIZE", "10001"],
+                "ERR IDMP-MAXSIZE must be between 1 and 10000 entries",
+            ),
+            (
+                &["IDMP-DURATION", "5", "IDMP-DURATION", "6"],
+                "ERR IDMP-DURATION specified multiple times",
+            ),
+            (
+                &["IDMP-MAXSIZE", "5", "IDMP-MAXSIZE", "x"],
+                "ERR IDMP-MAXSIZE specified multiple times",
+            ),
+        ];
+        for (args, text) in cases {
+            assert_eq!(parse(args).unwrap_err(), *text, "{args:?}");
+        }
+    }
+}
