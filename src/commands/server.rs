@@ -30,6 +30,7 @@ const fn srv(
         group: "server",
         handler,
         subcommands: &[],
+        key_flags: super::default_key_flags(flags, 0),
     }
 }
 
@@ -52,6 +53,7 @@ const fn container(
         group: "server",
         handler: |_| Err(ReplyError::Syntax),
         subcommands,
+        key_flags: super::default_key_flags(0, 0),
     }
 }
 
@@ -176,6 +178,8 @@ pub const COMMANDS: &[CommandSpec] = &[
     ),
     CommandSpec {
         arity: -1,
+        flags: LOADING | STALE,
+        acl: &["@connection"],
         handler: command_dispatch,
         ..container(
             "command",
@@ -190,12 +194,15 @@ pub const COMMANDS: &[CommandSpec] = &[
         "7.0.0",
         FUNCTION_SUBCOMMANDS,
     ),
-    container(
-        "debug",
-        "A container for debugging commands.",
-        "1.0.0",
-        DEBUG_SUBCOMMANDS,
-    ),
+    CommandSpec {
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        ..container(
+            "debug",
+            "A container for debugging commands.",
+            "1.0.0",
+            DEBUG_SUBCOMMANDS,
+        )
+    },
 ];
 
 const CONFIG_SUBCOMMANDS: &[CommandSpec] = &[
@@ -825,6 +832,12 @@ fn config_set(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         .set_many(&pairs)
         .map_err(ReplyError::owned)?;
     ctx.core.refresh_config_cache();
+    if pairs
+        .iter()
+        .any(|(n, _)| n.eq_ignore_ascii_case("requirepass"))
+    {
+        ctx.core.apply_requirepass();
+    }
     crate::persist::config_changed(ctx.core).map_err(ReplyError::owned)?;
     ctx.out.ok();
     Ok(())

@@ -54,6 +54,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         group: "stream",
         handler: xread,
         subcommands: &[],
+        key_flags: super::default_key_flags(READONLY | BLOCKING | MOVABLEKEYS, 0),
     },
     CommandSpec {
         name: "xreadgroup",
@@ -68,6 +69,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         group: "stream",
         handler: xreadgroup,
         subcommands: &[],
+        key_flags: super::keyflags::RO_ACCESS,
     },
 ];
 
