@@ -715,3 +715,40 @@ fn protected_mode_refuses_remote_clients_of_an_open_server_like_redis() {
         assert_eq!(runs[3], runs[0], "redis-server's refusal is the same bytes");
     }
 }
+
+#[test]
+fn command_info_shows_the_key_flags_acl_checks_use() {
+    let Some(r) = redis_server() else { return };
+    let s = start_server();
+    let (mut redis, mut ours) = (r.raw(), s.raw());
+    // From each key spec's `flags` to the end: the key specs (and the empty subcommands).
+    let key_specs = |reply: &[u8]| {
+        let text = String::from_utf8_lossy(reply).into_owned();
+        let at = text.find("$5\r\nflags\r\n").unwrap_or(text.len());
+        text[at..].to_string()
+    };
+    for name in [
+        "xadd",
+        "xrange",
+        "xlen",
+        "xdel",
+        "xtrim",
+        "xautoclaim",
+        "xgroup|create",
+        "xgroup|destroy",
+        "xinfo|stream",
+        "del",
+        "exists",
+        "expire",
+        "rename",
+        "renamenx",
+        "copy",
+        "move",
+        "watch",
+        "object|encoding",
+        "memory|usage",
+    ] {
+        let (a, b) = both(&mut redis, &mut ours, &["COMMAND", "INFO", name]);
+        assert_eq!(key_specs(&b), key_specs(&a), "{name}");
+    }
+}
