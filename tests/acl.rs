@@ -181,6 +181,8 @@ fn acl_commands_reply_like_redis() {
         &["AUTH", "a", "b", "c"],
         &["AUTH", "pw"],
         &["HELLO", "2", "AUTH", "alice", "wrong"],
+        &["CLIENT", "KILL", "USER", "nosuch"],
+        &["CLIENT", "KILL", "USER", "alice"],
     ];
     for cmd in script {
         same(&mut redis, &mut ours, cmd);
@@ -498,6 +500,16 @@ fn redis_cli_user_and_pass_flags_and_hello_auth() {
         list.contains(" name=x ") && list.contains(" user=bob "),
         "{list}"
     );
+    // CLIENT KILL USER closes the connections of that user only.
+    let mut admin = s.raw();
+    admin.cmd_str(&["AUTH", "s3cret"]);
+    let mut other_bob = s.raw();
+    assert_eq!(other_bob.cmd_str(&["AUTH", "bob", "b0b"]), b"+OK\r\n");
+    assert_eq!(admin.cmd_str(&["CLIENT", "KILL", "USER", "bob"]), b":2\r\n");
+    assert!(other_bob.is_closed());
+    assert_eq!(admin.cmd_str(&["PING"]), b"+PONG\r\n");
+    let mut raw = s.raw();
+    raw.cmd_str(&["HELLO", "3", "AUTH", "bob", "b0b"]);
     // RESET goes back to the default user, unauthenticated since it has a password.
     assert_eq!(raw.cmd_str(&["RESET"]), b"+RESET\r\n");
     assert_eq!(

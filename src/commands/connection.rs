@@ -516,6 +516,7 @@ fn client_kill(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let mut id_filter = None;
     let mut addr_filter = None;
     let mut laddr_filter = None;
+    let mut user_filter: Option<bytes::Bytes> = None;
     let mut skipme = true;
     let mut i = 2;
     while i + 1 < argv.len() {
@@ -538,8 +539,16 @@ fn client_kill(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             } else {
                 return Err(ReplyError::Syntax);
             };
-        } else if is(&argv[i], "TYPE") || is(&argv[i], "USER") || is(&argv[i], "MAXAGE") {
-            // Accepted filters that match every normal client of user default.
+        } else if is(&argv[i], "USER") {
+            if ctx.core.acl.get(v).is_none() {
+                return Err(ReplyError::owned(format!(
+                    "ERR No such user '{}'",
+                    crate::error::lossy(v)
+                )));
+            }
+            user_filter = Some(v.clone());
+        } else if is(&argv[i], "TYPE") || is(&argv[i], "MAXAGE") {
+            // Accepted filters that match every normal client.
         } else {
             return Err(ReplyError::Syntax);
         }
@@ -554,6 +563,7 @@ fn client_kill(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             id_filter.is_none_or(|id| c.id == id)
                 && addr_filter.as_ref().is_none_or(|a| &c.addr == a)
                 && laddr_filter.as_ref().is_none_or(|a| &c.laddr == a)
+                && user_filter.as_ref().is_none_or(|u| c.username() == u)
         },
         skipme,
     );
