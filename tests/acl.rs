@@ -326,6 +326,8 @@ fn permissions_changed_after_queueing_fail_at_exec() {
     same(&mut redis, &mut ours, &["EXEC"]);
 }
 
+/// Redis 7.2+ re-runs a woken blocked command with every check (7.0 served it unchecked:
+/// not compared with the 7.0 server here).
 #[test]
 fn a_blocked_read_whose_permission_is_revoked_gets_noperm() {
     let s = start_server();
