@@ -766,3 +766,38 @@ fn command_info_shows_the_key_flags_acl_checks_use() {
         assert_eq!(key_specs(&b), key_specs(&a), "{name}");
     }
 }
+
+#[test]
+fn monitor_hides_credentials_and_admin_commands_like_redis() {
+    let Some(r) = redis_server() else { return };
+    let s = start_server();
+    let (mut redis, mut ours) = (r.raw(), s.raw());
+    same(
+        &mut redis,
+        &mut ours,
+        &["ACL", "SETUSER", "u", "on", "nopass", "~*", "+@all"],
+    );
+    let (mut redis_mon, mut ours_mon) = (r.raw(), s.raw());
+    same(&mut redis_mon, &mut ours_mon, &["MONITOR"]);
+    for cmd in [
+        &["AUTH", "u", "secret"][..],
+        &["HELLO", "2", "AUTH", "u", "secret", "SETNAME", "n"],
+        &["ACL", "SETUSER", "zz", "on", ">secret"],
+        &["CONFIG", "SET", "requirepass", ""],
+        &["PING"],
+    ] {
+        // (HELLO's version and id differ by design.)
+        both(&mut redis, &mut ours, cmd);
+    }
+    // The command part of each line, after `+<time> [<db> <addr>] `.
+    let strip = |line: Vec<u8>| {
+        let text = String::from_utf8_lossy(&line).into_owned();
+        text.split_once("] ")
+            .map(|(_, c)| c.to_string())
+            .unwrap_or(text)
+    };
+    for _ in 0..3 {
+        let (a, b) = (strip(redis_mon.read_reply()), strip(ours_mon.read_reply()));
+        assert_eq!(b, a);
+    }
+}

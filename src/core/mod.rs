@@ -727,7 +727,7 @@ impl Core {
         out: &mut RespWriter,
         now_ms: u64,
     ) -> Outcome {
-        self.feed_monitors(client, argv, now_ms);
+        self.feed_monitors(client, spec, argv, now_ms);
         let started = self.clock;
         client.last_cmd = spec.full_name();
         out.proto = client.proto;
@@ -795,8 +795,10 @@ impl Core {
     }
 
     /// Sends the command line to MONITOR clients (`+<time> [<db> <addr>] "cmd" "arg"`).
-    fn feed_monitors(&mut self, client: &Client, argv: &Argv, now_ms: u64) {
-        if self.monitors.is_empty() {
+    /// Administrative commands (ACL SETUSER, CONFIG SET requirepass ...) are not shown,
+    /// and credentials are shown as `(redacted)`, as Redis does.
+    fn feed_monitors(&mut self, client: &Client, spec: &CommandSpec, argv: &Argv, now_ms: u64) {
+        if self.monitors.is_empty() || spec.flags & flags::ADMIN != 0 {
             return;
         }
         let mut line = format!(
@@ -806,7 +808,11 @@ impl Core {
             client.db,
             client.addr
         );
-        for a in argv {
+        for (i, a) in argv.iter().enumerate() {
+            if redacted(spec, argv, i) {
+                line.push_str(" \"(redacted)\"");
+                continue;
+            }
             line.push_str(" \"");
             for &c in a.iter() {
                 match c {
@@ -850,6 +856,21 @@ impl Core {
         }
         self.handle_ready_keys();
         crate::persist::cron(self);
+    }
+}
+
+/// Is `argv[i]` a credential MONITOR must not show: every argument of AUTH, and the user
+/// and password after HELLO's AUTH (Redis's `redactClientCommandArgument`).
+fn redacted(spec: &CommandSpec, argv: &Argv, i: usize) -> bool {
+    match spec.name {
+        "auth" => i > 0,
+        "hello" => argv
+            .iter()
+            .take(i)
+            .enumerate()
+            .skip(2)
+            .any(|(j, a)| a.eq_ignore_ascii_case(b"AUTH") && i <= j + 2),
+        _ => false,
     }
 }
 
