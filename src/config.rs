@@ -133,6 +133,23 @@ pub const DIRECTIVES: &[Directive] = &[
         help: "Password for the default user; empty means no authentication.",
     },
     Directive {
+        name: "aclfile",
+        default: "",
+        kind: Kind::Str,
+        mutable: false,
+        help: "ACL users file (`user <name> <rules>` lines), loaded at start and by ACL LOAD, written by ACL SAVE; empty for none.",
+    },
+    Directive {
+        name: "acllog-max-len",
+        default: "128",
+        kind: Kind::Int {
+            min: 0,
+            max: I64_MAX,
+        },
+        mutable: true,
+        help: "Most entries kept in the ACL LOG.",
+    },
+    Directive {
         name: "maxclients",
         default: "10000",
         kind: Kind::Int {

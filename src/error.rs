@@ -85,6 +85,17 @@ pub enum ReplyError {
     NoAuth,
     /// `EXECABORT Transaction discarded because of previous errors.`
     ExecAbort,
+    /// `NOPERM this user has no permissions to run the '<name>' command` (Redis 7.0
+    /// wording; `<name>` is the full name, `xgroup|create` for subcommands)
+    NoPermCommand(&'static str),
+    /// `NOPERM this user has no permissions to access one of the keys used as arguments`
+    NoPermKey,
+    /// `WRONGPASS invalid username-password pair or user is disabled.`
+    WrongPass,
+    /// `NOPERM ACLs rules changed between the moment the transaction was accumulated and
+    /// the EXEC call. This command is no longer allowed for the following reason: <why>`
+    /// (a queued command the user may no longer run).
+    NoPermChanged(crate::acl::Denied),
     /// `ERR invalid expire time in '<name>' command` (EXPIRE family overflow)
     InvalidExpireTime(&'static str),
     /// `ERR Unsupported option <opt>` (EXPIRE family flags)
@@ -104,6 +115,14 @@ impl ReplyError {
     /// An error with computed text (code included).
     pub fn owned(text: String) -> Self {
         ReplyError::Other(Cow::Owned(text))
+    }
+
+    /// The NOPERM error for a permission check's denial of `spec`.
+    pub fn no_perm(denied: crate::acl::Denied, spec: &crate::commands::CommandSpec) -> Self {
+        match denied {
+            crate::acl::Denied::Command => ReplyError::NoPermCommand(spec.full_name()),
+            crate::acl::Denied::Key(_) => ReplyError::NoPermKey,
+        }
     }
 
     /// The wrong-arity error for a command name (any case).
@@ -194,6 +213,25 @@ impl fmt::Display for ReplyError {
             }
             NoAuth => f.write_str("NOAUTH Authentication required."),
             ExecAbort => f.write_str("EXECABORT Transaction discarded because of previous errors."),
+            NoPermCommand(name) => write!(
+                f,
+                "NOPERM this user has no permissions to run the '{name}' command"
+            ),
+            NoPermKey => f.write_str(
+                "NOPERM this user has no permissions to access one of the keys used as arguments",
+            ),
+            NoPermChanged(denied) => write!(
+                f,
+                "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: {}",
+                match denied {
+                    crate::acl::Denied::Command =>
+                        "no permission to execute the command or subcommand",
+                    crate::acl::Denied::Key(_) => "no permission to touch the specified keys",
+                }
+            ),
+            WrongPass => {
+                f.write_str("WRONGPASS invalid username-password pair or user is disabled.")
+            }
             InvalidExpireTime(name) => write!(f, "ERR invalid expire time in '{name}' command"),
             UnsupportedOption(opt) => write!(f, "ERR Unsupported option {opt}"),
             Other(text) => f.write_str(text),

@@ -16,6 +16,7 @@
 //! Everything runs on one thread (a current-thread tokio runtime), like Redis's main
 //! thread: commands are atomic without locks. See `docs/architecture.md`.
 
+pub mod acl;
 pub mod alloc;
 pub mod commands;
 pub mod config;
@@ -43,6 +44,11 @@ pub fn serve(config: config::Config) -> std::io::Result<()> {
     let port = config.get_i64("port") as u16;
     let bind = config.get("bind").unwrap_or("127.0.0.1").to_string();
     let mut core = core::Core::new(config, port);
+    // A broken ACL file stops start-up, as with Redis: better no server than one whose
+    // users are not the ones configured.
+    core.load_acl_file().map_err(|e| {
+        std::io::Error::other(format!("Aborting startup because of ACL errors: {e}"))
+    })?;
     // Before binding: a second server on the same directory stops here.
     let loader = persist::prepare(&mut core).map_err(std::io::Error::other)?;
     let runtime = tokio::runtime::Builder::new_current_thread()

@@ -30,6 +30,7 @@ const fn conn(
         group: "connection",
         handler,
         subcommands: &[],
+        key_flags: super::default_key_flags(flags, 0),
     }
 }
 
@@ -107,12 +108,14 @@ pub const COMMANDS: &[CommandSpec] = &[
         first_key: 0,
         last_key: 0,
         key_step: 0,
-        acl: CONN,
+        // Containers are only @slow in Redis: `+@connection` names the subcommands.
+        acl: &[],
         summary: "A container for client connection commands.",
         since: "2.4.0",
         group: "connection",
         handler: client_help,
         subcommands: CLIENT_SUBCOMMANDS,
+        key_flags: super::default_key_flags(0, 0),
     },
 ];
 
@@ -221,10 +224,28 @@ fn echo(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     Ok(())
 }
 
-/// Checks a password for `user` against `requirepass` (the only user is `default`).
-fn check_password(ctx: &Ctx<'_>, user: &[u8], pass: &[u8]) -> bool {
-    let required = ctx.core.config.get("requirepass").unwrap_or("");
-    user == b"default" && (required.is_empty() || required.as_bytes() == pass)
+/// Authenticates the client as `user` with `pass` (Redis's `ACLAuthenticateUser`): on
+/// success the client runs as that user; on failure the attempt goes to the ACL log
+/// (reason `auth`, object the command as typed) and the reply is WRONGPASS.
+fn authenticate(ctx: &mut Ctx<'_>, user: &[u8], pass: &[u8]) -> Result<(), ReplyError> {
+    if let Some(u) = ctx.core.acl.authenticate(user, pass) {
+        ctx.client.user = Some(u);
+        ctx.client.authenticated = true;
+        return Ok(());
+    }
+    let context = if ctx.client.multi.is_some() {
+        crate::acl::log::Context::Multi
+    } else {
+        crate::acl::log::Context::Toplevel
+    };
+    ctx.core.acl_log(
+        ctx.client,
+        crate::acl::log::Reason::Auth,
+        context,
+        ctx.argv[0].clone(),
+        bytes::Bytes::copy_from_slice(user),
+    );
+    Err(ReplyError::WrongPass)
 }
 
 fn hello(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
@@ -263,12 +284,7 @@ fn hello(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         }
     }
     if let Some((user, pass)) = &auth {
-        if !check_password(ctx, user, pass) {
-            return Err(ReplyError::msg(
-                "WRONGPASS invalid username-password pair or user is disabled.",
-            ));
-        }
-        ctx.client.authenticated = true;
+        authenticate(ctx, user, pass)?;
     }
     if !ctx.client.authenticated {
         return Err(ReplyError::msg(
@@ -307,27 +323,22 @@ fn hello(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 }
 
 fn auth(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
-    let (user, pass) = match ctx.argv.len() {
+    let argv = ctx.argv;
+    let (user, pass) = match argv.len() {
         2 => {
-            if !ctx.core.requires_auth() {
+            if ctx.core.acl.default_user().borrow().nopass {
                 return Err(ReplyError::msg(
                     "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
                 ));
             }
-            (&b"default"[..], &ctx.argv[1][..])
+            (&b"default"[..], &argv[1][..])
         }
-        3 => (&ctx.argv[1][..], &ctx.argv[2][..]),
+        3 => (&argv[1][..], &argv[2][..]),
         _ => return Err(ReplyError::Syntax),
     };
-    if check_password(ctx, user, pass) {
-        ctx.client.authenticated = true;
-        ctx.out.ok();
-        Ok(())
-    } else {
-        Err(ReplyError::msg(
-            "WRONGPASS invalid username-password pair or user is disabled.",
-        ))
-    }
+    authenticate(ctx, user, pass)?;
+    ctx.out.ok();
+    Ok(())
 }
 
 fn select(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
@@ -362,7 +373,11 @@ fn reset(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         let id = ctx.client.id;
         ctx.core.monitors.retain(|&m| m != id);
     }
-    ctx.client.authenticated = !ctx.core.requires_auth();
+    // Back to the default user, authenticated only if it needs no password.
+    if ctx.client.user.is_some() {
+        ctx.client.user = Some(ctx.core.acl.default_user());
+    }
+    ctx.client.authenticated = ctx.core.acl.new_client_authenticated();
     ctx.out.simple(b"RESET");
     Ok(())
 }
@@ -501,6 +516,7 @@ fn client_kill(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let mut id_filter = None;
     let mut addr_filter = None;
     let mut laddr_filter = None;
+    let mut user_filter: Option<bytes::Bytes> = None;
     let mut skipme = true;
     let mut i = 2;
     while i + 1 < argv.len() {
@@ -523,8 +539,16 @@ fn client_kill(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             } else {
                 return Err(ReplyError::Syntax);
             };
-        } else if is(&argv[i], "TYPE") || is(&argv[i], "USER") || is(&argv[i], "MAXAGE") {
-            // Accepted filters that match every normal client of user default.
+        } else if is(&argv[i], "USER") {
+            if ctx.core.acl.get(v).is_none() {
+                return Err(ReplyError::owned(format!(
+                    "ERR No such user '{}'",
+                    crate::error::lossy(v)
+                )));
+            }
+            user_filter = Some(v.clone());
+        } else if is(&argv[i], "TYPE") || is(&argv[i], "MAXAGE") {
+            // Accepted filters that match every normal client.
         } else {
             return Err(ReplyError::Syntax);
         }
@@ -539,6 +563,7 @@ fn client_kill(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             id_filter.is_none_or(|id| c.id == id)
                 && addr_filter.as_ref().is_none_or(|a| &c.addr == a)
                 && laddr_filter.as_ref().is_none_or(|a| &c.laddr == a)
+                && user_filter.as_ref().is_none_or(|u| c.username() == u)
         },
         skipme,
     );

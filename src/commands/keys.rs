@@ -59,6 +59,7 @@ const fn generic(
         group: "generic",
         handler,
         subcommands: &[],
+        key_flags: super::default_key_flags(flags, first_key),
     }
 }
 
@@ -77,12 +78,13 @@ const fn container(
         first_key: 0,
         last_key: 0,
         key_step: 0,
-        acl: KEYSPACE,
+        acl: &[],
         summary,
         since,
         group,
         handler: |_| Err(ReplyError::Syntax),
         subcommands,
+        key_flags: super::default_key_flags(0, 0),
     }
 }
 
@@ -99,42 +101,54 @@ const KEY2: (i32, i32, i32) = (2, 2, 1);
 
 /// This family's rows of the command table.
 pub const COMMANDS: &[CommandSpec] = &[
-    generic(
-        "del",
-        -2,
-        WRITE,
-        ALL_KEYS,
-        "Deletes one or more keys.",
-        "1.0.0",
-        del,
-    ),
-    generic(
-        "unlink",
-        -2,
-        WRITE | FAST,
-        ALL_KEYS,
-        "Asynchronously deletes one or more keys.",
-        "4.0.0",
-        del,
-    ),
-    generic(
-        "exists",
-        -2,
-        READONLY | FAST,
-        ALL_KEYS,
-        "Determines whether one or more keys exist.",
-        "1.0.0",
-        exists,
-    ),
-    generic(
-        "type",
-        2,
-        READONLY | FAST,
-        KEY1,
-        "Determines the type of value stored at a key.",
-        "1.0.0",
-        type_,
-    ),
+    CommandSpec {
+        key_flags: super::keyflags::RM_DELETE,
+        ..generic(
+            "del",
+            -2,
+            WRITE,
+            ALL_KEYS,
+            "Deletes one or more keys.",
+            "1.0.0",
+            del,
+        )
+    },
+    CommandSpec {
+        key_flags: super::keyflags::RM_DELETE,
+        ..generic(
+            "unlink",
+            -2,
+            WRITE | FAST,
+            ALL_KEYS,
+            "Asynchronously deletes one or more keys.",
+            "4.0.0",
+            del,
+        )
+    },
+    CommandSpec {
+        key_flags: super::keyflags::RO_ONLY,
+        ..generic(
+            "exists",
+            -2,
+            READONLY | FAST,
+            ALL_KEYS,
+            "Determines whether one or more keys exist.",
+            "1.0.0",
+            exists,
+        )
+    },
+    CommandSpec {
+        key_flags: super::keyflags::RO_ONLY,
+        ..generic(
+            "type",
+            2,
+            READONLY | FAST,
+            KEY1,
+            "Determines the type of value stored at a key.",
+            "1.0.0",
+            type_,
+        )
+    },
     CommandSpec {
         acl: KEYSPACE_DANGEROUS,
         ..generic(
@@ -165,42 +179,63 @@ pub const COMMANDS: &[CommandSpec] = &[
         "1.0.0",
         randomkey,
     ),
-    generic(
-        "rename",
-        3,
-        WRITE,
-        KEY1_2,
-        "Renames a key and overwrites the destination.",
-        "1.0.0",
-        rename,
-    ),
-    generic(
-        "renamenx",
-        3,
-        WRITE | FAST,
-        KEY1_2,
-        "Renames a key only when the target key name doesn't exist.",
-        "1.0.0",
-        renamenx,
-    ),
-    generic(
-        "copy",
-        -3,
-        WRITE | DENYOOM,
-        KEY1_2,
-        "Copies the value of a key to a new key.",
-        "6.2.0",
-        copy,
-    ),
-    generic(
-        "move",
-        3,
-        WRITE | FAST,
-        KEY1,
-        "Moves a key to another database.",
-        "1.0.0",
-        move_,
-    ),
+    CommandSpec {
+        key_flags: &[
+            super::keyflags::RW | super::keyflags::ACCESS | super::keyflags::DELETE,
+            super::keyflags::OW | super::keyflags::UPDATE,
+        ],
+        ..generic(
+            "rename",
+            3,
+            WRITE,
+            KEY1_2,
+            "Renames a key and overwrites the destination.",
+            "1.0.0",
+            rename,
+        )
+    },
+    CommandSpec {
+        key_flags: &[
+            super::keyflags::RW | super::keyflags::ACCESS | super::keyflags::DELETE,
+            super::keyflags::OW | super::keyflags::INSERT,
+        ],
+        ..generic(
+            "renamenx",
+            3,
+            WRITE | FAST,
+            KEY1_2,
+            "Renames a key only when the target key name doesn't exist.",
+            "1.0.0",
+            renamenx,
+        )
+    },
+    CommandSpec {
+        key_flags: &[
+            super::keyflags::RO | super::keyflags::ACCESS,
+            super::keyflags::OW | super::keyflags::UPDATE,
+        ],
+        ..generic(
+            "copy",
+            -3,
+            WRITE | DENYOOM,
+            KEY1_2,
+            "Copies the value of a key to a new key.",
+            "6.2.0",
+            copy,
+        )
+    },
+    CommandSpec {
+        key_flags: &[super::keyflags::RW | super::keyflags::ACCESS | super::keyflags::UPDATE],
+        ..generic(
+            "move",
+            3,
+            WRITE | FAST,
+            KEY1,
+            "Moves a key to another database.",
+            "1.0.0",
+            move_,
+        )
+    },
     generic(
         "expire",
         -3,
@@ -282,15 +317,18 @@ pub const COMMANDS: &[CommandSpec] = &[
         "2.2.0",
         persist,
     ),
-    generic(
-        "touch",
-        -2,
-        READONLY | FAST,
-        ALL_KEYS,
-        "Returns the number of existing keys out of those specified after updating the time they were last accessed.",
-        "3.2.1",
-        touch,
-    ),
+    CommandSpec {
+        key_flags: super::keyflags::RO_ONLY,
+        ..generic(
+            "touch",
+            -2,
+            READONLY | FAST,
+            ALL_KEYS,
+            "Returns the number of existing keys out of those specified after updating the time they were last accessed.",
+            "3.2.1",
+            touch,
+        )
+    },
     container(
         "object",
         "generic",
@@ -308,42 +346,54 @@ pub const COMMANDS: &[CommandSpec] = &[
 ];
 
 const OBJECT_SUBCOMMANDS: &[CommandSpec] = &[
-    generic(
-        "object|encoding",
-        3,
-        READONLY,
-        KEY2,
-        "Returns the internal encoding of a Redis object.",
-        "2.2.3",
-        object_encoding,
-    ),
-    generic(
-        "object|freq",
-        3,
-        READONLY,
-        KEY2,
-        "Returns the logarithmic access frequency counter of a Redis object.",
-        "4.0.0",
-        object_freq,
-    ),
-    generic(
-        "object|idletime",
-        3,
-        READONLY,
-        KEY2,
-        "Returns the time since the last access to a Redis object.",
-        "2.2.3",
-        object_idletime,
-    ),
-    generic(
-        "object|refcount",
-        3,
-        READONLY,
-        KEY2,
-        "Returns the reference count of a value of a key.",
-        "2.2.3",
-        object_refcount,
-    ),
+    CommandSpec {
+        key_flags: super::keyflags::RO_ONLY,
+        ..generic(
+            "object|encoding",
+            3,
+            READONLY,
+            KEY2,
+            "Returns the internal encoding of a Redis object.",
+            "2.2.3",
+            object_encoding,
+        )
+    },
+    CommandSpec {
+        key_flags: super::keyflags::RO_ONLY,
+        ..generic(
+            "object|freq",
+            3,
+            READONLY,
+            KEY2,
+            "Returns the logarithmic access frequency counter of a Redis object.",
+            "4.0.0",
+            object_freq,
+        )
+    },
+    CommandSpec {
+        key_flags: super::keyflags::RO_ONLY,
+        ..generic(
+            "object|idletime",
+            3,
+            READONLY,
+            KEY2,
+            "Returns the time since the last access to a Redis object.",
+            "2.2.3",
+            object_idletime,
+        )
+    },
+    CommandSpec {
+        key_flags: super::keyflags::RO_ONLY,
+        ..generic(
+            "object|refcount",
+            3,
+            READONLY,
+            KEY2,
+            "Returns the reference count of a value of a key.",
+            "2.2.3",
+            object_refcount,
+        )
+    },
     generic(
         "object|help",
         2,
@@ -358,6 +408,8 @@ const OBJECT_SUBCOMMANDS: &[CommandSpec] = &[
 const MEMORY_SUBCOMMANDS: &[CommandSpec] = &[
     CommandSpec {
         group: "server",
+        acl: &[],
+        key_flags: super::keyflags::RO_ONLY,
         ..generic(
             "memory|usage",
             -3,
@@ -370,6 +422,7 @@ const MEMORY_SUBCOMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         group: "server",
+        acl: &[],
         ..generic(
             "memory|help",
             2,

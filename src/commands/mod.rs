@@ -10,6 +10,7 @@
 //! name; a negative `-n` means "at least n". Containers (XGROUP, XINFO, CONFIG, CLIENT,
 //! ...) have `subcommands`, each a full spec named `container|sub`.
 
+pub mod acl;
 pub mod connection;
 pub mod dump;
 pub mod keys;
@@ -108,6 +109,67 @@ pub struct CommandSpec {
     pub handler: Handler,
     /// Subcommands of a container, else empty.
     pub subcommands: &'static [CommandSpec],
+    /// [`keyflags`] of each key the command names, in [`CommandSpec::key_positions`]
+    /// order; the last entry applies to any further keys. Empty without keys. ACL key
+    /// permissions read them (`%R~` needs `ACCESS`, `%W~` needs `INSERT`, `UPDATE` or
+    /// `DELETE`), exactly as Redis reads its key specs.
+    pub key_flags: &'static [u32],
+}
+
+/// Key-spec flags (Redis's `CMD_KEY_*`): how a command uses each of its keys.
+pub mod keyflags {
+    /// Read-only: the key's value is not changed.
+    pub const RO: u32 = 1 << 0;
+    /// Read-write: the value is read and changed.
+    pub const RW: u32 = 1 << 1;
+    /// Overwrite: the value is replaced without being read.
+    pub const OW: u32 = 1 << 2;
+    /// Remove: the key may be deleted.
+    pub const RM: u32 = 1 << 3;
+    /// The user's data in the value is returned (or copied).
+    pub const ACCESS: u32 = 1 << 4;
+    /// Data in the value is updated.
+    pub const UPDATE: u32 = 1 << 5;
+    /// Data is added to the value.
+    pub const INSERT: u32 = 1 << 6;
+    /// Data is removed from the value.
+    pub const DELETE: u32 = 1 << 7;
+    /// Flag names in `COMMAND INFO` order, with their bit.
+    pub const NAMES: &[(u32, &str)] = &[
+        (RO, "RO"),
+        (RW, "RW"),
+        (OW, "OW"),
+        (RM, "RM"),
+        (ACCESS, "access"),
+        (UPDATE, "update"),
+        (INSERT, "insert"),
+        (DELETE, "delete"),
+    ];
+
+    /// Read-only access to the value (`XRANGE`, `XINFO`).
+    pub const RO_ACCESS: &[u32] = &[RO | ACCESS];
+    /// Read-only without touching the value's data (`XLEN`, `EXISTS`, `TYPE`).
+    pub const RO_ONLY: &[u32] = &[RO];
+    /// Read-write updating data (`XADD`, `XACK`, `EXPIRE`).
+    pub const RW_UPDATE: &[u32] = &[RW | UPDATE];
+    /// Read-write inserting data (`XGROUP CREATE`).
+    pub const RW_INSERT: &[u32] = &[RW | INSERT];
+    /// Read-write deleting data (`XDEL`, `XTRIM`, `XAUTOCLAIM`).
+    pub const RW_DELETE: &[u32] = &[RW | DELETE];
+    /// Removal of the whole key (`DEL`, `UNLINK`).
+    pub const RM_DELETE: &[u32] = &[RM | DELETE];
+}
+
+/// The key flags a command row gets unless it says otherwise: writes update their keys,
+/// reads access them (the common case of Redis's key specs); no keys, no flags.
+pub const fn default_key_flags(flags: u32, first_key: i32) -> &'static [u32] {
+    if first_key <= 0 && flags & flags::MOVABLEKEYS == 0 {
+        &[]
+    } else if flags & flags::WRITE != 0 {
+        keyflags::RW_UPDATE
+    } else {
+        keyflags::RO_ACCESS
+    }
 }
 
 impl CommandSpec {
@@ -132,8 +194,23 @@ impl CommandSpec {
         }
     }
 
-    /// ACL categories: implied by flags, then explicit.
+    /// ACL categories, implied by flags or explicit, in Redis's category order (the
+    /// order `COMMAND INFO` lists them in).
     pub fn acl_categories(&self) -> Vec<&'static str> {
+        let mut cats = self.acl_categories_unordered();
+        let rank = |c: &str| {
+            crate::acl::CATEGORIES
+                .iter()
+                .position(|k| c.strip_prefix('@') == Some(k))
+                .unwrap_or(usize::MAX)
+        };
+        cats.sort_by_key(|c| rank(c));
+        cats.dedup();
+        cats
+    }
+
+    /// ACL categories: implied by flags, then explicit.
+    fn acl_categories_unordered(&self) -> Vec<&'static str> {
         let mut cats = Vec::new();
         if self.flags & flags::WRITE != 0 {
             cats.push("@write");
@@ -155,6 +232,15 @@ impl CommandSpec {
         }
         cats.extend(self.acl.iter().copied());
         cats
+    }
+
+    /// The [`keyflags`] of the `i`-th key of [`CommandSpec::key_positions`].
+    pub fn key_flags_at(&self, i: usize) -> u32 {
+        self.key_flags
+            .get(i)
+            .or(self.key_flags.last())
+            .copied()
+            .unwrap_or(0)
     }
 
     /// Key argument positions for `argv` (COMMAND GETKEYS), using the first/last/step
@@ -199,6 +285,7 @@ fn movable_keys(spec: &CommandSpec, argv: &Argv) -> Vec<usize> {
 pub static FAMILIES: &[&[CommandSpec]] = &[
     connection::COMMANDS,
     server::COMMANDS,
+    acl::COMMANDS,
     keys::COMMANDS,
     dump::COMMANDS,
     transaction::COMMANDS,

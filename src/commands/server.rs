@@ -30,6 +30,7 @@ const fn srv(
         group: "server",
         handler,
         subcommands: &[],
+        key_flags: super::default_key_flags(flags, 0),
     }
 }
 
@@ -52,6 +53,7 @@ const fn container(
         group: "server",
         handler: |_| Err(ReplyError::Syntax),
         subcommands,
+        key_flags: super::default_key_flags(0, 0),
     }
 }
 
@@ -176,6 +178,8 @@ pub const COMMANDS: &[CommandSpec] = &[
     ),
     CommandSpec {
         arity: -1,
+        flags: LOADING | STALE,
+        acl: &["@connection"],
         handler: command_dispatch,
         ..container(
             "command",
@@ -190,12 +194,15 @@ pub const COMMANDS: &[CommandSpec] = &[
         "7.0.0",
         FUNCTION_SUBCOMMANDS,
     ),
-    container(
-        "debug",
-        "A container for debugging commands.",
-        "1.0.0",
-        DEBUG_SUBCOMMANDS,
-    ),
+    CommandSpec {
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        ..container(
+            "debug",
+            "A container for debugging commands.",
+            "1.0.0",
+            DEBUG_SUBCOMMANDS,
+        )
+    },
 ];
 
 const CONFIG_SUBCOMMANDS: &[CommandSpec] = &[
@@ -833,6 +840,12 @@ fn config_set(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         .set_many(&pairs)
         .map_err(ReplyError::owned)?;
     ctx.core.refresh_config_cache();
+    if pairs
+        .iter()
+        .any(|(n, _)| n.eq_ignore_ascii_case("requirepass"))
+    {
+        ctx.core.apply_requirepass();
+    }
     crate::persist::config_changed(ctx.core).map_err(ReplyError::owned)?;
     ctx.out.ok();
     Ok(())
@@ -906,34 +919,61 @@ fn write_command_info(ctx: &mut Ctx<'_>, c: &CommandSpec) {
     }
     out.set(0);
     if c.first_key > 0 {
-        out.array(1);
-        out.map(3);
-        out.bulk(b"flags");
-        out.set(0);
-        out.bulk(b"begin_search");
-        out.map(2);
-        out.bulk(b"type");
-        out.bulk(b"index");
-        out.bulk(b"spec");
-        out.map(1);
-        out.bulk(b"index");
-        out.integer(i64::from(c.first_key));
-        out.bulk(b"find_keys");
-        out.map(2);
-        out.bulk(b"type");
-        out.bulk(b"range");
-        out.bulk(b"spec");
-        out.map(3);
-        out.bulk(b"lastkey");
-        out.integer(if c.last_key < 0 {
-            i64::from(c.last_key)
+        // One key spec per entry of `key_flags` when each key has its own (COPY, RENAME:
+        // source then destination), else one range spec for all the keys.
+        let per_key = c.key_flags.len() > 1;
+        let specs: Vec<(i32, i64, u32)> = if per_key {
+            (0..c.key_flags.len())
+                .map(|i| {
+                    (
+                        c.first_key + i as i32 * c.key_step.max(1),
+                        0,
+                        c.key_flags[i],
+                    )
+                })
+                .collect()
         } else {
-            i64::from(c.last_key - c.first_key)
-        });
-        out.bulk(b"keystep");
-        out.integer(i64::from(c.key_step));
-        out.bulk(b"limit");
-        out.integer(0);
+            let last = if c.last_key < 0 {
+                i64::from(c.last_key)
+            } else {
+                i64::from(c.last_key - c.first_key)
+            };
+            vec![(c.first_key, last, c.key_flags_at(0))]
+        };
+        out.array(specs.len());
+        for (index, lastkey, kflags) in specs {
+            out.map(3);
+            out.bulk(b"flags");
+            let names: Vec<&str> = super::keyflags::NAMES
+                .iter()
+                .filter(|(bit, _)| kflags & bit != 0)
+                .map(|(_, n)| *n)
+                .collect();
+            out.set(names.len());
+            for n in names {
+                out.simple(n.as_bytes());
+            }
+            out.bulk(b"begin_search");
+            out.map(2);
+            out.bulk(b"type");
+            out.bulk(b"index");
+            out.bulk(b"spec");
+            out.map(1);
+            out.bulk(b"index");
+            out.integer(i64::from(index));
+            out.bulk(b"find_keys");
+            out.map(2);
+            out.bulk(b"type");
+            out.bulk(b"range");
+            out.bulk(b"spec");
+            out.map(3);
+            out.bulk(b"lastkey");
+            out.integer(lastkey);
+            out.bulk(b"keystep");
+            out.integer(i64::from(c.key_step));
+            out.bulk(b"limit");
+            out.integer(0);
+        }
     } else {
         out.array(0);
     }

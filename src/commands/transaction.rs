@@ -48,6 +48,7 @@ const fn tx(
         group: "transactions",
         handler,
         subcommands: &[],
+        key_flags: super::default_key_flags(flags, first_key),
     }
 }
 
@@ -80,15 +81,18 @@ pub const COMMANDS: &[CommandSpec] = &[
         "2.0.0",
         discard,
     ),
-    tx(
-        "watch",
-        -2,
-        NO_MULTI_QUEUE | NOSCRIPT | LOADING | STALE | FAST,
-        1,
-        "Monitors changes to keys to determine the execution of a transaction.",
-        "2.2.0",
-        watch,
-    ),
+    CommandSpec {
+        key_flags: super::keyflags::RO_ONLY,
+        ..tx(
+            "watch",
+            -2,
+            NO_MULTI_QUEUE | NOSCRIPT | LOADING | STALE | FAST,
+            1,
+            "Monitors changes to keys to determine the execution of a transaction.",
+            "2.2.0",
+            watch,
+        )
+    },
     // UNWATCH is queued inside MULTI, as in Redis.
     tx(
         "unwatch",
@@ -162,7 +166,16 @@ fn exec(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             .and_then(|spec| super::resolve_subcommand(spec, argv));
         match spec {
             Ok(spec) => {
-                ctx.core.call(ctx.client, spec, argv, ctx.out, ctx.now_ms);
+                // Permissions may have changed since the command was queued.
+                match ctx
+                    .core
+                    .acl_check(ctx.client, spec, argv, crate::acl::log::Context::Multi)
+                {
+                    Ok(()) => {
+                        ctx.core.call(ctx.client, spec, argv, ctx.out, ctx.now_ms);
+                    }
+                    Err(denied) => ctx.out.error(&ReplyError::NoPermChanged(denied)),
+                }
             }
             Err(err) => ctx.out.error(&err),
         }

@@ -30,6 +30,7 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
     group: "stream",
     handler: xack,
     subcommands: &[],
+    key_flags: super::default_key_flags(WRITE | FAST, 1),
 }];
 
 fn xack(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {

@@ -78,6 +78,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         group: "stream",
         handler: xackdel,
         subcommands: &[],
+        key_flags: super::default_key_flags(WRITE | FAST, 1),
     },
     CommandSpec {
         name: "xdelex",
@@ -92,6 +93,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         group: "stream",
         handler: xdelex,
         subcommands: &[],
+        key_flags: super::default_key_flags(WRITE | FAST, 1),
     },
 ];
 

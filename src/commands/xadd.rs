@@ -105,6 +105,7 @@ const fn write_cmd(
         group: "stream",
         handler,
         subcommands: &[],
+        key_flags: super::default_key_flags(flags, 1),
     }
 }
 
@@ -117,20 +118,26 @@ pub const COMMANDS: &[CommandSpec] = &[
         "Appends a new message to a stream. Creates the key if it doesn't exist.",
         xadd,
     ),
-    write_cmd(
-        "xtrim",
-        -4,
-        WRITE,
-        "Deletes messages from the beginning of a stream.",
-        xtrim,
-    ),
-    write_cmd(
-        "xdel",
-        -3,
-        WRITE | FAST,
-        "Returns the number of messages after removing them from a stream.",
-        xdel,
-    ),
+    CommandSpec {
+        key_flags: super::keyflags::RW_DELETE,
+        ..write_cmd(
+            "xtrim",
+            -4,
+            WRITE,
+            "Deletes messages from the beginning of a stream.",
+            xtrim,
+        )
+    },
+    CommandSpec {
+        key_flags: super::keyflags::RW_DELETE,
+        ..write_cmd(
+            "xdel",
+            -3,
+            WRITE | FAST,
+            "Returns the number of messages after removing them from a stream.",
+            xdel,
+        )
+    },
     write_cmd(
         "xsetid",
         -3,

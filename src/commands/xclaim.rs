@@ -78,6 +78,7 @@ const fn write_cmd(
         group: "stream",
         handler,
         subcommands: &[],
+        key_flags: super::default_key_flags(WRITE | FAST, 1),
     }
 }
 
@@ -89,12 +90,15 @@ pub const COMMANDS: &[CommandSpec] = &[
         "5.0.0",
         xclaim,
     ),
-    write_cmd(
-        "xautoclaim",
-        "Changes, or acquires, ownership of messages in a consumer group, as if the messages were delivered to as consumer group member.",
-        "6.2.0",
-        xautoclaim,
-    ),
+    CommandSpec {
+        key_flags: super::keyflags::RW_DELETE,
+        ..write_cmd(
+            "xautoclaim",
+            "Changes, or acquires, ownership of messages in a consumer group, as if the messages were delivered to as consumer group member.",
+            "6.2.0",
+            xautoclaim,
+        )
+    },
 ];
 
 fn no_group(key: &[u8], group: &[u8]) -> ReplyError {

@@ -42,12 +42,14 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
     first_key: 0,
     last_key: 0,
     key_step: 0,
-    acl: STREAM,
+    // Containers are only @slow in Redis: `+@stream` names the subcommands.
+    acl: &[],
     summary: "A container for consumer groups commands.",
     since: "5.0.0",
     group: "stream",
     handler: xgroup_help,
     subcommands: XGROUP_SUBCOMMANDS,
+    key_flags: super::default_key_flags(0, 0),
 }];
 
 /// A keyed XGROUP subcommand row (the key is argv[2]).
@@ -72,42 +74,55 @@ const fn sub(
         group: "stream",
         handler,
         subcommands: &[],
+        key_flags: super::default_key_flags(flags, 2),
     }
 }
 
 const XGROUP_SUBCOMMANDS: &[CommandSpec] = &[
-    sub(
-        "xgroup|create",
-        -5,
-        WRITE | DENYOOM,
-        "Creates a consumer group.",
-        "5.0.0",
-        xgroup_create,
-    ),
-    sub(
-        "xgroup|createconsumer",
-        5,
-        WRITE | DENYOOM,
-        "Creates a consumer in a consumer group.",
-        "6.2.0",
-        xgroup_createconsumer,
-    ),
-    sub(
-        "xgroup|delconsumer",
-        5,
-        WRITE,
-        "Deletes a consumer from a consumer group.",
-        "5.0.0",
-        xgroup_delconsumer,
-    ),
-    sub(
-        "xgroup|destroy",
-        4,
-        WRITE,
-        "Destroys a consumer group.",
-        "5.0.0",
-        xgroup_destroy,
-    ),
+    CommandSpec {
+        key_flags: super::keyflags::RW_INSERT,
+        ..sub(
+            "xgroup|create",
+            -5,
+            WRITE | DENYOOM,
+            "Creates a consumer group.",
+            "5.0.0",
+            xgroup_create,
+        )
+    },
+    CommandSpec {
+        key_flags: super::keyflags::RW_INSERT,
+        ..sub(
+            "xgroup|createconsumer",
+            5,
+            WRITE | DENYOOM,
+            "Creates a consumer in a consumer group.",
+            "6.2.0",
+            xgroup_createconsumer,
+        )
+    },
+    CommandSpec {
+        key_flags: super::keyflags::RW_DELETE,
+        ..sub(
+            "xgroup|delconsumer",
+            5,
+            WRITE,
+            "Deletes a consumer from a consumer group.",
+            "5.0.0",
+            xgroup_delconsumer,
+        )
+    },
+    CommandSpec {
+        key_flags: super::keyflags::RW_DELETE,
+        ..sub(
+            "xgroup|destroy",
+            4,
+            WRITE,
+            "Destroys a consumer group.",
+            "5.0.0",
+            xgroup_destroy,
+        )
+    },
     sub(
         "xgroup|setid",
         -5,
@@ -129,6 +144,7 @@ const XGROUP_SUBCOMMANDS: &[CommandSpec] = &[
         group: "stream",
         handler: xgroup_help,
         subcommands: &[],
+        key_flags: super::default_key_flags(LOADING | STALE, 0),
     },
 ];
 

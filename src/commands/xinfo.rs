@@ -45,12 +45,14 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
     first_key: 0,
     last_key: 0,
     key_step: 0,
-    acl: STREAM,
+    // Containers are only @slow in Redis: `+@stream` names the subcommands.
+    acl: &[],
     summary: "A container for stream introspection commands.",
     since: "5.0.0",
     group: "stream",
     handler: xinfo_help,
     subcommands: XINFO_SUBCOMMANDS,
+    key_flags: super::default_key_flags(0, 0),
 }];
 
 /// A keyed XINFO subcommand row.
@@ -74,6 +76,7 @@ const fn sub(
         group: "stream",
         handler,
         subcommands: &[],
+        key_flags: super::default_key_flags(READONLY, 2),
     }
 }
 
@@ -112,6 +115,7 @@ const XINFO_SUBCOMMANDS: &[CommandSpec] = &[
         group: "stream",
         handler: xinfo_help,
         subcommands: &[],
+        key_flags: super::default_key_flags(LOADING | STALE, 0),
     },
 ];
 

@@ -56,6 +56,7 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
     group: "stream",
     handler: xnack,
     subcommands: &[],
+    key_flags: super::default_key_flags(WRITE | FAST, 1),
 }];
 
 /// Parsed XNACK arguments after the group.

@@ -39,6 +39,7 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
     group: "stream",
     handler: xpending,
     subcommands: &[],
+    key_flags: super::default_key_flags(READONLY, 1),
 }];
 
 /// The extended form's arguments.

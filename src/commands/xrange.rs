@@ -44,6 +44,7 @@ const fn read_cmd(
         group: "stream",
         handler,
         subcommands: &[],
+        key_flags: super::default_key_flags(flags, 1),
     }
 }
 
@@ -63,13 +64,16 @@ pub const COMMANDS: &[CommandSpec] = &[
         "Returns the messages from a stream within a range of IDs in reverse order.",
         xrevrange,
     ),
-    read_cmd(
-        "xlen",
-        2,
-        READONLY | FAST,
-        "Return the number of messages in a stream.",
-        xlen,
-    ),
+    CommandSpec {
+        key_flags: super::keyflags::RO_ONLY,
+        ..read_cmd(
+            "xlen",
+            2,
+            READONLY | FAST,
+            "Return the number of messages in a stream.",
+            xlen,
+        )
+    },
 ];
 
 /// Looks `key` up like [`Ctx::lookup`] (lazy expiry, hit/miss counters) and returns the

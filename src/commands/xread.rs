@@ -65,6 +65,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         group: "stream",
         handler: xread,
         subcommands: &[],
+        key_flags: super::default_key_flags(READONLY | BLOCKING | MOVABLEKEYS, 0),
     },
     CommandSpec {
         name: "xreadgroup",
@@ -79,6 +80,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         group: "stream",
         handler: xreadgroup,
         subcommands: &[],
+        key_flags: super::keyflags::RO_ACCESS,
     },
 ];
 

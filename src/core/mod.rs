@@ -135,6 +135,8 @@ pub struct Core {
     /// True while the dataset is being loaded: clients get `-LOADING`, keys do not
     /// expire, and nothing is logged.
     pub loading: bool,
+    /// Users, permissions and the ACL log (acl/).
+    pub acl: crate::acl::Acl,
 }
 
 /// Everything a command handler may touch.
@@ -313,9 +315,11 @@ impl Core {
             clock: Instant::now(),
             persist: crate::persist::Persist::default(),
             loading: false,
+            acl: crate::acl::Acl::new(),
             config,
         };
         core.refresh_config_cache();
+        core.apply_requirepass();
         core
     }
 
@@ -353,9 +357,105 @@ impl Core {
         self.persist.append(db, argv);
     }
 
-    /// True when a password is configured.
-    pub fn requires_auth(&self) -> bool {
-        !self.config.get("requirepass").unwrap_or("").is_empty()
+    /// `requirepass` becomes the default user's only password (or `nopass` when
+    /// empty), as Redis does at start and on `CONFIG SET requirepass`.
+    pub fn apply_requirepass(&mut self) {
+        let pass = self
+            .config
+            .get("requirepass")
+            .unwrap_or("")
+            .as_bytes()
+            .to_vec();
+        self.acl.set_default_password(&pass);
+    }
+
+    /// Loads the `aclfile`, if one is configured, in place of the current users (start
+    /// and `ACL LOAD`). Clients of replaced users are disconnected; the caller's own
+    /// client (not in `clients`) is left to the caller. `Ok(false)` when no file is set.
+    pub fn load_acl_file(&mut self) -> Result<bool, String> {
+        let path = self.config.get("aclfile").unwrap_or("").to_string();
+        if path.is_empty() {
+            return Ok(false);
+        }
+        let users = crate::acl::file::load(std::path::Path::new(&path))?;
+        let replaced = self.acl.replace_users(users);
+        self.disconnect_users(&replaced);
+        Ok(true)
+    }
+
+    /// Closes the connections of clients authenticated as any of `users` (deleted or
+    /// replaced users, as Redis's `ACLFreeUserAndKillClients`).
+    pub fn disconnect_users(&mut self, users: &[crate::acl::UserRef]) {
+        for c in self.clients.values_mut() {
+            if let Some(u) = &c.user
+                && users.iter().any(|d| Rc::ptr_eq(d, u))
+            {
+                c.user = Some(self.acl.default_user());
+                c.authenticated = false;
+                let _ = c.tx.send(ClientMsg::Close);
+            }
+        }
+    }
+
+    /// True when `client` must authenticate before running commands other than AUTH,
+    /// HELLO, QUIT and RESET (Redis's `authRequired`).
+    pub fn auth_required(&self, client: &Client) -> bool {
+        client.user.is_some() && self.acl.auth_required(client.authenticated)
+    }
+
+    /// Checks `client`'s permissions for `spec` with `argv`; on a denial, records it in
+    /// the ACL log (`context` says where the command ran) and returns the error to send.
+    pub fn acl_check(
+        &mut self,
+        client: &Client,
+        spec: &'static CommandSpec,
+        argv: &Argv,
+        context: crate::acl::log::Context,
+    ) -> Result<(), crate::acl::Denied> {
+        let Some(user) = &client.user else {
+            return Ok(());
+        };
+        let result = {
+            let u = user.borrow();
+            if u.all_commands() && u.all_keys() {
+                Ok(())
+            } else {
+                u.check(spec, argv)
+            }
+        };
+        if let Err(denied) = result {
+            let (reason, object) = match denied {
+                crate::acl::Denied::Command => (
+                    crate::acl::log::Reason::Command,
+                    Bytes::from_static(spec.full_name().as_bytes()),
+                ),
+                crate::acl::Denied::Key(pos) => (crate::acl::log::Reason::Key, argv[pos].clone()),
+            };
+            self.acl_log(client, reason, context, object, client.username());
+        }
+        result
+    }
+
+    /// Adds an ACL log entry for `client`.
+    pub fn acl_log(
+        &mut self,
+        client: &Client,
+        reason: crate::acl::log::Reason,
+        context: crate::acl::log::Context,
+        object: Bytes,
+        username: Bytes,
+    ) {
+        let max = self.config.get_i64("acllog-max-len").max(0) as usize;
+        let entry = crate::acl::log::Entry {
+            count: 1,
+            reason,
+            context,
+            object,
+            username,
+            created_ms: unix_ms(),
+            client_info: client.info_line(self.batch_now_ms),
+        };
+        self.acl.log.add(entry, max);
     }
 
     /// Bumps the WATCH version of a key if anyone watches it.
@@ -435,6 +535,20 @@ impl Core {
             return;
         };
         client.blocked = None;
+        // The user's permissions may have changed while the client was blocked.
+        if let Err(denied) = self.acl_check(
+            client,
+            spec,
+            &state.argv,
+            crate::acl::log::Context::Toplevel,
+        ) {
+            self.blocked
+                .remove(client.id, state.db, &state.keys, state.deadline_ms);
+            let mut out = RespWriter::new(client.proto);
+            out.error(&ReplyError::no_perm(denied, spec));
+            let _ = client.tx.send(ClientMsg::Unblocked(out.take()));
+            return;
+        }
         self.reprocessing = Some(state.deadline_ms);
         let mut out = RespWriter::new(client.proto);
         let saved_db = client.db;
@@ -591,9 +705,22 @@ impl Core {
             self.reject(client, out, Some(spec), &err);
             return Outcome::Done;
         }
-        if !client.authenticated && spec.flags & flags::NO_AUTH == 0 {
+        if spec.flags & flags::NO_AUTH == 0 && self.auth_required(client) {
             self.reject(client, out, Some(spec), &ReplyError::NoAuth);
             return Outcome::Done;
+        }
+        // Permissions, before MULTI queueing (a denied command dooms the transaction).
+        if client.user.is_some() {
+            let context = if client.multi.is_some() {
+                crate::acl::log::Context::Multi
+            } else {
+                crate::acl::log::Context::Toplevel
+            };
+            client.last_cmd = spec.full_name();
+            if let Err(denied) = self.acl_check(client, spec, &argv, context) {
+                self.reject(client, out, Some(spec), &ReplyError::no_perm(denied, spec));
+                return Outcome::Done;
+            }
         }
         if self.loading && spec.flags & flags::LOADING == 0 {
             self.reject(client, out, Some(spec), &LOADING);
@@ -624,7 +751,7 @@ impl Core {
         out: &mut RespWriter,
         now_ms: u64,
     ) -> Outcome {
-        self.feed_monitors(client, argv, now_ms);
+        self.feed_monitors(client, spec, argv, now_ms);
         let started = self.clock;
         client.last_cmd = spec.full_name();
         out.proto = client.proto;
@@ -692,8 +819,10 @@ impl Core {
     }
 
     /// Sends the command line to MONITOR clients (`+<time> [<db> <addr>] "cmd" "arg"`).
-    fn feed_monitors(&mut self, client: &Client, argv: &Argv, now_ms: u64) {
-        if self.monitors.is_empty() {
+    /// Administrative commands (ACL SETUSER, CONFIG SET requirepass ...) are not shown,
+    /// and credentials are shown as `(redacted)`, as Redis does.
+    fn feed_monitors(&mut self, client: &Client, spec: &CommandSpec, argv: &Argv, now_ms: u64) {
+        if self.monitors.is_empty() || spec.flags & flags::ADMIN != 0 {
             return;
         }
         let mut line = format!(
@@ -703,7 +832,11 @@ impl Core {
             client.db,
             client.addr
         );
-        for a in argv {
+        for (i, a) in argv.iter().enumerate() {
+            if redacted(spec, argv, i) {
+                line.push_str(" \"(redacted)\"");
+                continue;
+            }
             line.push_str(" \"");
             for &c in a.iter() {
                 match c {
@@ -764,6 +897,21 @@ const ACTIVE_REHASH_BUCKETS: usize = 1000;
 
 /// Most units of IDMP expiry work (streams, producers and iids looked at) per cron tick.
 const IDMP_EXPIRE_BUDGET: usize = 1000;
+
+/// Is `argv[i]` a credential MONITOR must not show: every argument of AUTH, and the user
+/// and password after HELLO's AUTH (Redis's `redactClientCommandArgument`).
+fn redacted(spec: &CommandSpec, argv: &Argv, i: usize) -> bool {
+    match spec.name {
+        "auth" => i > 0,
+        "hello" => argv
+            .iter()
+            .take(i)
+            .enumerate()
+            .skip(2)
+            .any(|(j, a)| a.eq_ignore_ascii_case(b"AUTH") && i <= j + 2),
+        _ => false,
+    }
+}
 
 /// The reply to commands that cannot run while the dataset loads.
 const LOADING: ReplyError = ReplyError::msg("LOADING Redis is loading the dataset in memory");

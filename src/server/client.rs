@@ -51,8 +51,13 @@ pub struct Client {
     pub db: usize,
     /// Reply protocol.
     pub proto: Protocol,
-    /// Passed AUTH (always true when no password is configured).
+    /// Passed AUTH, or connected while the default user needed no password (Redis's
+    /// `c->authenticated`; whether a client must still authenticate is
+    /// `Acl::auth_required`, which also looks at the default user now).
     pub authenticated: bool,
+    /// The ACL user the client runs as; `None` for internal clients (the loader), which
+    /// no permission check applies to (Redis's `c->user == NULL`).
+    pub user: Option<crate::acl::UserRef>,
     /// Queued commands while in MULTI.
     pub multi: Option<Vec<Argv>>,
     /// A command queued in this MULTI had an error: EXEC answers EXECABORT.
@@ -102,6 +107,7 @@ impl Client {
             db: 0,
             proto: Protocol::Resp2,
             authenticated,
+            user: None,
             multi: None,
             multi_error: false,
             watched: Vec::new(),
@@ -116,6 +122,18 @@ impl Client {
             blocked: None,
             tx,
         }
+    }
+
+    /// The name of the client's ACL user (`default` for internal clients).
+    pub fn username(&self) -> bytes::Bytes {
+        match &self.user {
+            Some(u) => u.borrow().name.clone(),
+            None => bytes::Bytes::from_static(b"default"),
+        }
+    }
+
+    fn username_lossy(&self) -> String {
+        String::from_utf8_lossy(&self.username()).into_owned()
     }
 
     /// The CLIENT LIST / CLIENT INFO line for this client (no trailing newline).
@@ -145,7 +163,7 @@ impl Client {
                 .unwrap_or_default()
         };
         format!(
-            "id={} addr={} laddr={} fd=8 name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} watch={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd=8 name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} watch={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr,
             self.laddr,
@@ -157,6 +175,7 @@ impl Client {
             self.multi.as_ref().map(|q| q.len() as i64).unwrap_or(-1),
             self.watched.len(),
             self.last_cmd,
+            self.username_lossy(),
             if self.proto == Protocol::Resp3 { 3 } else { 2 },
             lossy(&self.lib_name),
             lossy(&self.lib_ver),

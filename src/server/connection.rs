@@ -32,6 +32,20 @@ pub async fn serve(mut socket: TcpStream, peer: SocketAddr, core: SharedCore, st
         .local_addr()
         .map(|a| a.to_string())
         .unwrap_or_default();
+    let refused = {
+        let c = core.borrow();
+        super::protected::refuses(
+            c.config.get_bool("protected-mode"),
+            c.acl.default_user().borrow().nopass,
+            peer.ip(),
+        )
+    };
+    if refused {
+        core.borrow_mut().stats.rejected_connections += 1;
+        tracing::warn!(addr = %peer, "protected mode: refused a non-loopback client");
+        let _ = socket.write_all(super::protected::DENIED).await;
+        return;
+    }
     let admitted = {
         let mut c = core.borrow_mut();
         let maxclients = c.config.get_i64("maxclients").max(1) as usize;
@@ -39,8 +53,9 @@ pub async fn serve(mut socket: TcpStream, peer: SocketAddr, core: SharedCore, st
             c.stats.rejected_connections += 1;
             None
         } else {
-            let authenticated = !c.requires_auth();
-            let client = Client::new(0, peer.to_string(), laddr, authenticated, unix_ms(), tx);
+            let authenticated = c.acl.new_client_authenticated();
+            let mut client = Client::new(0, peer.to_string(), laddr, authenticated, unix_ms(), tx);
+            client.user = Some(c.acl.default_user());
             Some((c.add_client(client), parser_limits(&c)))
         }
     };
@@ -135,7 +150,7 @@ fn process_batch(
     core.begin_batch();
     let mut next = Next::Read;
     loop {
-        parser.set_authenticated(client.authenticated);
+        parser.set_authenticated(!core.auth_required(&client));
         match parser.parse(inbuf) {
             Ok(Some(argv)) => {
                 let outcome = core.execute(&mut client, argv, out);

@@ -8,6 +8,7 @@
 
 pub mod client;
 pub mod connection;
+pub mod protected;
 
 use crate::core::{Core, unix_ms};
 use std::cell::RefCell;
