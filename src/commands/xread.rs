@@ -370,7 +370,7 @@ fn xread(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
                 // Compared with the last entry still present, as Redis's
                 // `streamLastValidID`: a stream whose newer entries were deleted has
                 // nothing to serve.
-                if stream.last_entry().is_none_or(|e| e.id <= after) {
+                if !stream.has_entries_after(after) {
                     continue;
                 }
                 match after.incr() {
@@ -684,9 +684,10 @@ impl GroupRead<'_> {
             }
         }
         let room = limit - claims.len();
-        let new_from = match stream.last_entry() {
-            Some(e) if room > 0 && e.id > last_id => last_id.incr(),
-            _ => None,
+        let new_from = if room > 0 && stream.has_entries_after(last_id) {
+            last_id.incr()
+        } else {
+            None
         };
         if claims.is_empty() && new_from.is_none() {
             return (false, 0);

@@ -51,6 +51,9 @@ pub struct CommandStats {
 pub struct Stats {
     /// Connections accepted.
     pub total_connections_received: u64,
+    /// Blocked clients served with data (a connection compares it before and after its
+    /// batch to let the clients it woke write first).
+    pub unblocked_served: u64,
     /// Commands processed.
     pub total_commands_processed: u64,
     /// Connections refused by maxclients.
@@ -173,13 +176,14 @@ impl Ctx<'_> {
     pub fn lookup(&mut self, key: &[u8]) -> Option<&mut Stream> {
         self.expire_if_needed(key);
         let idx = self.client.db;
-        let found = self.core.dbs[idx].keys.contains_key(key);
-        if found {
-            self.core.stats.keyspace_hits += 1;
+        let core = &mut *self.core;
+        let found = core.dbs[idx].get_mut(key);
+        if found.is_some() {
+            core.stats.keyspace_hits += 1;
         } else {
-            self.core.stats.keyspace_misses += 1;
+            core.stats.keyspace_misses += 1;
         }
-        self.core.dbs[idx].get_mut(key)
+        found
     }
 
     /// True if `key` exists (after lazy expiry).
@@ -561,6 +565,7 @@ impl Core {
             self.blocked
                 .remove(client.id, state.db, &state.keys, state.deadline_ms);
             let _ = client.tx.send(ClientMsg::Unblocked(out.take()));
+            self.stats.unblocked_served += 1;
         }
     }
 

@@ -71,7 +71,14 @@ pub async fn serve(mut socket: TcpStream, peer: SocketAddr, core: SharedCore, st
     let mut blocked = false;
     loop {
         if !blocked {
+            let woken_before = core.borrow().stats.unblocked_served;
             let next = process_batch(&core, id, &mut parser, &mut inbuf, &mut out);
+            if core.borrow().stats.unblocked_served != woken_before {
+                // This batch served blocked readers: let their replies go out before
+                // this one, as Redis writes the clients it unblocked first (they are
+                // queued at the head of its pending-write list).
+                tokio::task::yield_now().await;
+            }
             if !out.buf.is_empty() {
                 // The replies go out only once the effects they report are as durable
                 // as appendfsync promises (group commit with the other connections).

@@ -482,6 +482,18 @@ impl Stream {
         self.range(StreamId::MIN, StreamId::MAX, true).next()
     }
 
+    /// True if a live entry with an ID greater than `after` exists (Redis compares with
+    /// `streamLastValidID`). O(1) when nothing was added after `after` (every entry is
+    /// `<= last_id`), which is the common case of a consumer polling many streams;
+    /// otherwise the last live entry is looked up, since deletions and XSETID can leave
+    /// `last_id` above it.
+    pub fn has_entries_after(&self, after: StreamId) -> bool {
+        if self.is_empty() || self.last_id() <= after {
+            return false;
+        }
+        self.last_entry().is_some_and(|e| e.id > after)
+    }
+
     /// Deletes one entry (XDEL): true if it was live. Raises `max_deleted_entry_id`
     /// and keeps `first_id` correct. A node whose last live entry goes is freed.
     pub fn delete(&mut self, id: StreamId) -> bool {
