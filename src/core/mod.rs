@@ -68,6 +68,10 @@ pub struct Stats {
     pub net_input_bytes: u64,
     /// Bytes written to clients.
     pub net_output_bytes: u64,
+    /// Clients closed for going over `client-query-buffer-limit`.
+    pub client_query_buffer_limit_disconnections: u64,
+    /// Clients closed for going over `client-output-buffer-limit`.
+    pub client_output_buffer_limit_disconnections: u64,
 }
 
 /// How the server should stop (SHUTDOWN / signals).
@@ -128,6 +132,9 @@ pub struct Core {
     /// True while the dataset is being loaded: clients get `-LOADING`, keys do not
     /// expire, and nothing is logged.
     pub loading: bool,
+    /// Client limits from the config (`timeout`, `tcp-keepalive`,
+    /// `client-output-buffer-limit`, `maxmemory`), refreshed on CONFIG SET.
+    pub limits: crate::server::limits::ClientLimits,
 }
 
 /// Everything a command handler may touch.
@@ -304,6 +311,7 @@ impl Core {
             clock: Instant::now(),
             persist: crate::persist::Persist::default(),
             loading: false,
+            limits: Default::default(),
             config,
         };
         core.refresh_config_cache();
@@ -318,6 +326,33 @@ impl Core {
             max_bytes: bytes,
             max_entries: entries,
         };
+        self.limits = crate::server::limits::ClientLimits::from_config(&self.config);
+    }
+
+    /// True when `maxmemory` is set and the memory in use is above it (Redis's
+    /// `performEvictions` failing under `noeviction`).
+    pub fn over_maxmemory(&self) -> bool {
+        self.limits.maxmemory > 0
+            && commands::server::used_memory(self) as u64 > self.limits.maxmemory
+    }
+
+    /// Would Redis refuse `spec` from `client` when over `maxmemory`? Commands that may
+    /// grow memory (`denyoom`), EXEC of a transaction holding one, and anything but
+    /// EXEC/DISCARD/QUIT/RESET queued inside MULTI (the queue itself grows).
+    fn denied_on_oom(client: &Client, spec: &CommandSpec) -> bool {
+        if spec.flags & flags::DENYOOM != 0 {
+            return true;
+        }
+        match &client.multi {
+            Some(queue) if spec.name == "exec" => queue.iter().any(|argv| {
+                argv.first()
+                    .and_then(|name| commands::lookup(name))
+                    .and_then(|s| commands::resolve_subcommand(s, argv).ok())
+                    .is_some_and(|s| s.flags & flags::DENYOOM != 0)
+            }),
+            Some(_) => !matches!(spec.name, "discard" | "quit" | "reset"),
+            None => false,
+        }
     }
 
     /// Appends the effect `argv` (a command in replayable, deterministic form) on
@@ -425,7 +460,7 @@ impl Core {
         if client.blocked.is_none() {
             self.blocked
                 .remove(client.id, state.db, &state.keys, state.deadline_ms);
-            let _ = client.tx.send(ClientMsg::Unblocked(out.take()));
+            client.send(ClientMsg::Unblocked(out.take()), self.limits.output);
         }
     }
 
@@ -437,7 +472,7 @@ impl Core {
         };
         self.blocked
             .remove(client.id, state.db, &state.keys, state.deadline_ms);
-        let _ = client.tx.send(ClientMsg::Unblocked(reply));
+        client.send(ClientMsg::Unblocked(reply), self.limits.output);
         true
     }
 
@@ -571,6 +606,10 @@ impl Core {
             self.reject(client, out, Some(spec), &ReplyError::NoAuth);
             return Outcome::Done;
         }
+        if self.limits.maxmemory > 0 && Self::denied_on_oom(client, spec) && self.over_maxmemory() {
+            self.reject(client, out, Some(spec), &ReplyError::Oom);
+            return Outcome::Done;
+        }
         if self.loading && spec.flags & flags::LOADING == 0 {
             self.reject(client, out, Some(spec), &LOADING);
             return Outcome::Done;
@@ -697,7 +736,10 @@ impl Core {
         line.push_str("\r\n");
         for id in &self.monitors {
             if let Some(m) = self.clients.get(id) {
-                let _ = m.tx.send(ClientMsg::Write(line.clone().into_bytes()));
+                m.send(
+                    ClientMsg::Write(line.clone().into_bytes()),
+                    self.limits.output,
+                );
             }
         }
     }
