@@ -8,7 +8,8 @@
 //! separate core thread on a 2-core machine where the load generator needs a core.
 //!
 //! Command flow ([`Core::execute`]): look the command up in the table → arity → auth →
-//! maxmemory (denyoom) → loading → MULTI queueing → run the handler against a [`Ctx`] → statistics → MONITOR feed.
+//! maxmemory (denyoom) → loading → MULTI queueing → run the handler against a [`Ctx`] →
+//! statistics → MONITOR feed.
 
 pub mod blocked;
 pub mod keyspace;
