@@ -478,6 +478,13 @@ pub struct BufferLimit {
     pub soft_seconds: u64,
 }
 
+impl BufferLimit {
+    /// True when neither limit is set (Redis's default for normal clients).
+    pub fn is_unlimited(&self) -> bool {
+        self.hard == 0 && self.soft == 0
+    }
+}
+
 /// Parses a canonical `client-output-buffer-limit` text into one limit per class of
 /// [`CLIENT_CLASSES`].
 fn parse_buffer_limits(text: &str) -> Result<[BufferLimit; 3], String> {

@@ -141,8 +141,7 @@ impl Client {
             self.output.remove_queued(len);
             return;
         }
-        self.output
-            .check(limit, self.output.queued(), tokio::time::Instant::now());
+        self.output.check(limit, self.output.queued());
     }
 
     /// The CLIENT LIST / CLIENT INFO line for this client (no trailing newline).

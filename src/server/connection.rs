@@ -226,7 +226,7 @@ fn process_batch(
                     core.handle_ready_keys();
                 }
                 let pending = out.buf.len() + output.queued();
-                if output.check(core.limits.output, pending, Instant::now()) {
+                if output.check(core.limits.output, pending) {
                     out.buf.clear();
                     next = Next::Kill;
                     break;

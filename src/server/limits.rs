@@ -100,16 +100,30 @@ impl OutputState {
         }
     }
 
-    /// Checks `pending` bytes (the batch's replies plus the queue) against `limit` at
-    /// `now`; true (and the client marked killed, its task woken) when the client must
-    /// be closed.
-    pub fn check(&self, limit: BufferLimit, pending: usize, now: Instant) -> bool {
+    /// Checks `pending` bytes (the batch's replies plus the queue) against `limit` now;
+    /// true (and the client marked killed, its task woken) when the client must be
+    /// closed. Costs nothing more than a flag test when no limit is set, and reads the
+    /// clock only while above the soft limit.
+    pub fn check(&self, limit: BufferLimit, pending: usize) -> bool {
+        if self.killed.get() {
+            return true;
+        }
+        if limit.is_unlimited() {
+            return false;
+        }
+        self.check_at(limit, pending, Instant::now)
+    }
+
+    /// [`OutputState::check`] with the clock `now`, read only above the soft limit
+    /// (tests move it).
+    pub fn check_at(&self, limit: BufferLimit, pending: usize, now: impl Fn() -> Instant) -> bool {
         if self.killed.get() {
             return true;
         }
         let pending = pending as u64;
         let mut over = limit.hard > 0 && pending >= limit.hard;
         if limit.soft > 0 && pending >= limit.soft {
+            let now = now();
             match self.soft_since.get() {
                 None => self.soft_since.set(Some(now)),
                 Some(since) => {
@@ -157,30 +171,30 @@ mod tests {
     fn hard_limit_kills_at_once() {
         let s = OutputState::default();
         let now = Instant::now();
-        assert!(!s.check(LIMIT, 999, now));
-        assert!(s.check(LIMIT, 1000, now));
+        assert!(!s.check_at(LIMIT, 999, || now));
+        assert!(s.check_at(LIMIT, 1000, || now));
         assert!(s.killed());
         // Once killed, always killed.
-        assert!(s.check(LIMIT, 0, now));
+        assert!(s.check_at(LIMIT, 0, || now));
     }
 
     #[test]
     fn soft_limit_kills_only_after_its_seconds() {
         let s = OutputState::default();
         let t0 = Instant::now();
-        assert!(!s.check(LIMIT, 200, t0));
-        assert!(!s.check(LIMIT, 200, t0 + Duration::from_secs(2)));
+        assert!(!s.check_at(LIMIT, 200, || t0));
+        assert!(!s.check_at(LIMIT, 200, || t0 + Duration::from_secs(2)));
         // Dropping below the soft limit restarts the clock.
-        assert!(!s.check(LIMIT, 50, t0 + Duration::from_secs(2)));
-        assert!(!s.check(LIMIT, 200, t0 + Duration::from_secs(3)));
-        assert!(!s.check(LIMIT, 200, t0 + Duration::from_secs(5)));
-        assert!(s.check(LIMIT, 200, t0 + Duration::from_millis(5001)));
+        assert!(!s.check_at(LIMIT, 50, || t0 + Duration::from_secs(2)));
+        assert!(!s.check_at(LIMIT, 200, || t0 + Duration::from_secs(3)));
+        assert!(!s.check_at(LIMIT, 200, || t0 + Duration::from_secs(5)));
+        assert!(s.check_at(LIMIT, 200, || t0 + Duration::from_millis(5001)));
     }
 
     #[test]
     fn zero_limits_never_kill() {
         let s = OutputState::default();
-        assert!(!s.check(BufferLimit::default(), usize::MAX, Instant::now()));
+        assert!(!s.check(BufferLimit::default(), usize::MAX));
     }
 
     #[test]
