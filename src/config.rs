@@ -34,6 +34,9 @@ pub enum Kind {
     Str,
     /// A list of `seconds changes` pairs, or empty (the `save` directive).
     SavePoints,
+    /// `<class> <hard> <soft> <soft-seconds>` groups (the `client-output-buffer-limit`
+    /// directive); classes not named keep their value.
+    BufferLimits,
 }
 
 /// One configuration directive.
@@ -79,6 +82,41 @@ pub const DIRECTIVES: &[Directive] = &[
         kind: Kind::Int { min: 0, max: 65535 },
         mutable: false,
         help: "TCP port (0 = do not listen on TCP).",
+    },
+    Directive {
+        name: "tls-port",
+        default: "0",
+        kind: Kind::Int { min: 0, max: 65535 },
+        mutable: false,
+        help: "TLS port (0 = no TLS listener); served beside the plain port.",
+    },
+    Directive {
+        name: "tls-cert-file",
+        default: "",
+        kind: Kind::Str,
+        mutable: false,
+        help: "Server certificate chain (PEM) for the TLS port.",
+    },
+    Directive {
+        name: "tls-key-file",
+        default: "",
+        kind: Kind::Str,
+        mutable: false,
+        help: "Private key (PEM: PKCS#8, PKCS#1 or SEC1) of the server certificate.",
+    },
+    Directive {
+        name: "tls-ca-cert-file",
+        default: "",
+        kind: Kind::Str,
+        mutable: false,
+        help: "CA certificates (PEM) that client certificates must chain to.",
+    },
+    Directive {
+        name: "tls-auth-clients",
+        default: "yes",
+        kind: Kind::Enum(&["yes", "no", "optional"]),
+        mutable: false,
+        help: "Client certificates: required (yes), not asked for (no), or checked if sent (optional).",
     },
     Directive {
         name: "databases",
@@ -208,6 +246,13 @@ pub const DIRECTIVES: &[Directive] = &[
         },
         mutable: true,
         help: "Largest unparsed request buffer per client.",
+    },
+    Directive {
+        name: "client-output-buffer-limit",
+        default: "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
+        kind: Kind::BufferLimits,
+        mutable: true,
+        help: "Per class: hard limit, soft limit and seconds over the soft limit before a client whose replies pile up is closed (0 = none).",
     },
     Directive {
         name: "stream-node-max-bytes",
@@ -452,8 +497,82 @@ pub fn parse_memory(s: &str) -> Option<i64> {
     None
 }
 
-/// Validates `value` for `d` and returns its canonical text.
-fn canonical(d: &Directive, value: &str) -> Result<String, String> {
+/// The client classes of `client-output-buffer-limit`, in Redis's order (`replica` is
+/// accepted as another name for `slave`).
+pub const CLIENT_CLASSES: [&str; 3] = ["normal", "slave", "pubsub"];
+
+/// One class's output buffer limit: close a client whose pending replies exceed `hard`
+/// bytes, or stay above `soft` bytes for `soft_seconds` (0 = no such limit).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BufferLimit {
+    /// Bytes that close the client at once (0 = none).
+    pub hard: u64,
+    /// Bytes that close the client once exceeded for `soft_seconds` (0 = none).
+    pub soft: u64,
+    /// Seconds a client may stay above `soft`.
+    pub soft_seconds: u64,
+}
+
+impl BufferLimit {
+    /// True when neither limit is set (Redis's default for normal clients).
+    pub fn is_unlimited(&self) -> bool {
+        self.hard == 0 && self.soft == 0
+    }
+}
+
+/// Parses a canonical `client-output-buffer-limit` text into one limit per class of
+/// [`CLIENT_CLASSES`].
+fn parse_buffer_limits(text: &str) -> Result<[BufferLimit; 3], String> {
+    let mut out = [BufferLimit::default(); 3];
+    merge_buffer_limits(&mut out, text)?;
+    Ok(out)
+}
+
+/// Applies `class hard soft seconds` groups to `limits` (Redis's wording for errors).
+fn merge_buffer_limits(limits: &mut [BufferLimit; 3], text: &str) -> Result<(), String> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    if !words.len().is_multiple_of(4) {
+        return Err("Wrong number of arguments in buffer limit configuration.".into());
+    }
+    for group in words.chunks_exact(4) {
+        let class = match group[0].to_ascii_lowercase().as_str() {
+            "normal" => 0,
+            "slave" | "replica" => 1,
+            "pubsub" => 2,
+            _ => {
+                return Err("Invalid client class specified in buffer limit configuration.".into());
+            }
+        };
+        let bad = || "Error in hard, soft or soft_seconds setting in buffer limit configuration.";
+        let hard = parse_memory(group[1]).and_then(|v| u64::try_from(v).ok());
+        let soft = parse_memory(group[2]).and_then(|v| u64::try_from(v).ok());
+        let secs =
+            crate::stream::id::string2ll(group[3].as_bytes()).and_then(|v| u64::try_from(v).ok());
+        let (Some(hard), Some(soft), Some(soft_seconds)) = (hard, soft, secs) else {
+            return Err(bad().into());
+        };
+        limits[class] = BufferLimit {
+            hard,
+            soft,
+            soft_seconds,
+        };
+    }
+    Ok(())
+}
+
+/// The canonical text of per-class limits (what `CONFIG GET` shows).
+fn format_buffer_limits(limits: &[BufferLimit; 3]) -> String {
+    CLIENT_CLASSES
+        .iter()
+        .zip(limits)
+        .map(|(class, l)| format!("{class} {} {} {}", l.hard, l.soft, l.soft_seconds))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Validates `value` for `d` and returns its canonical text; `current` is the value in
+/// force (directives like `client-output-buffer-limit` change only what `value` names).
+fn canonical(d: &Directive, value: &str, current: &str) -> Result<String, String> {
     match d.kind {
         Kind::Bool => match value.to_ascii_lowercase().as_str() {
             "yes" => Ok("yes".into()),
@@ -495,6 +614,11 @@ fn canonical(d: &Directive, value: &str) -> Result<String, String> {
                 return Err("Invalid save parameters".into());
             }
             Ok(parts.join(" "))
+        }
+        Kind::BufferLimits => {
+            let mut limits = parse_buffer_limits(current).unwrap_or_default();
+            merge_buffer_limits(&mut limits, value)?;
+            Ok(format_buffer_limits(&limits))
         }
     }
 }
@@ -565,6 +689,7 @@ impl Config {
                 Kind::SavePoints | Kind::Str if d.name == "save" || d.name == "bind" => {
                     values.join(" ")
                 }
+                Kind::BufferLimits => values.join(" "),
                 _ if values.len() == 1 => values[0].clone(),
                 _ => {
                     return Err(fatal(
@@ -574,7 +699,13 @@ impl Config {
                     ));
                 }
             };
-            let canon = canonical(d, &value).map_err(|e| fatal(n + 1 + line_offset, line, &e))?;
+            let current = self
+                .values
+                .get(d.name)
+                .map(String::as_str)
+                .unwrap_or(d.default);
+            let canon =
+                canonical(d, &value, current).map_err(|e| fatal(n + 1 + line_offset, line, &e))?;
             self.values.insert(d.name, canon);
         }
         Ok(())
@@ -595,6 +726,18 @@ impl Config {
     /// A yes/no directive's value.
     pub fn get_bool(&self, name: &str) -> bool {
         self.get(name) == Some("yes")
+    }
+
+    /// The `client-output-buffer-limit` of one class of [`CLIENT_CLASSES`] (`normal`,
+    /// `slave`, `pubsub`); no limit for an unknown class.
+    pub fn output_buffer_limit(&self, class: &str) -> BufferLimit {
+        let Some(i) = CLIENT_CLASSES.iter().position(|c| *c == class) else {
+            return BufferLimit::default();
+        };
+        self.get("client-output-buffer-limit")
+            .and_then(|text| parse_buffer_limits(text).ok())
+            .map(|limits| limits[i])
+            .unwrap_or_default()
     }
 
     /// All (name, value) pairs whose name matches the glob `pattern` (CONFIG GET).
@@ -630,7 +773,12 @@ impl Config {
                     "ERR CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config"
                 ));
             }
-            let canon = canonical(d, value).map_err(|e| {
+            let current = self
+                .values
+                .get(d.name)
+                .map(String::as_str)
+                .unwrap_or(d.default);
+            let canon = canonical(d, value, current).map_err(|e| {
                 format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {e}")
             })?;
             staged.push((d.name, canon));
@@ -799,6 +947,53 @@ mod tests {
         for d in DIRECTIVES {
             assert_eq!(c.get(d.name), Some(d.default), "{}", d.name);
         }
+    }
+
+    #[test]
+    fn output_buffer_limit_changes_only_the_classes_named() {
+        let mut c = Config::default();
+        assert_eq!(c.output_buffer_limit("normal"), BufferLimit::default());
+        c.set_many(&[(
+            "client-output-buffer-limit".into(),
+            "normal 1mb 512kb 10".into(),
+        )])
+        .unwrap();
+        assert_eq!(
+            c.get("client-output-buffer-limit"),
+            Some("normal 1048576 524288 10 slave 268435456 67108864 60 pubsub 33554432 8388608 60")
+        );
+        assert_eq!(
+            c.output_buffer_limit("normal"),
+            BufferLimit {
+                hard: 1 << 20,
+                soft: 1 << 19,
+                soft_seconds: 10
+            }
+        );
+        let err = |v: &str| {
+            Config::default()
+                .set_many(&[("client-output-buffer-limit".into(), v.into())])
+                .unwrap_err()
+        };
+        assert!(
+            err("normal 1mb 512kb")
+                .ends_with("Wrong number of arguments in buffer limit configuration.")
+        );
+        assert!(
+            err("foo 1 1 1")
+                .ends_with("Invalid client class specified in buffer limit configuration.")
+        );
+        assert!(err("normal x 1 1").ends_with(
+            "Error in hard, soft or soft_seconds setting in buffer limit configuration."
+        ));
+        // Config file lines merge the same way; `replica` names the `slave` class.
+        let c = Config::load(
+            None,
+            &cli(&["--client-output-buffer-limit", "replica", "1", "2", "3"]),
+        )
+        .unwrap();
+        assert_eq!(c.output_buffer_limit("slave").soft_seconds, 3);
+        assert_eq!(c.output_buffer_limit("normal"), BufferLimit::default());
     }
 
     #[test]

@@ -100,6 +100,9 @@ pub enum ReplyError {
     InvalidExpireTime(&'static str),
     /// `ERR Unsupported option <opt>` (EXPIRE family flags)
     UnsupportedOption(String),
+    /// `OOM command not allowed when used memory > 'maxmemory'.` (a `denyoom` command
+    /// while over `maxmemory`)
+    Oom,
     /// Any other error: the full text after `-`, code included (`ERR ...`,
     /// `BUSYGROUP ...`). Constants for these live next to the command that raises them
     /// only when they are used once; shared ones get their own variant above.
@@ -234,6 +237,7 @@ impl fmt::Display for ReplyError {
             }
             InvalidExpireTime(name) => write!(f, "ERR invalid expire time in '{name}' command"),
             UnsupportedOption(opt) => write!(f, "ERR Unsupported option {opt}"),
+            Oom => f.write_str("OOM command not allowed when used memory > 'maxmemory'."),
             Other(text) => f.write_str(text),
         }
     }

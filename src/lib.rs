@@ -33,6 +33,11 @@ pub mod util;
 use std::cell::RefCell;
 use std::rc::Rc;
 
+/// The configured `tls-port` (0 = none).
+fn config_tls_port(config: &config::Config) -> u16 {
+    u16::try_from(config.get_i64("tls-port")).unwrap_or(0)
+}
+
 /// streamd's own version (`--version`, INFO `streamd_version`).
 pub const STREAMD_VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -55,13 +60,32 @@ pub fn serve(config: config::Config) -> std::io::Result<()> {
         .enable_all()
         .build()?;
     let local = tokio::task::LocalSet::new();
+    let tls_port = config_tls_port(&core.config);
+    let acceptor = server::tls::acceptor(&core.config).map_err(std::io::Error::other)?;
+    if port == 0 && acceptor.is_none() {
+        return Err(std::io::Error::other(
+            "Configured to not listen anywhere (port 0 and tls-port 0), exiting.",
+        ));
+    }
     local.block_on(&runtime, async move {
         let addr = bind.split_whitespace().next().unwrap_or("127.0.0.1").trim_start_matches('-');
-        let listener = tokio::net::TcpListener::bind((addr, port)).await?;
-        let port = listener.local_addr()?.port();
+        let mut listeners = server::Listeners::default();
+        if port != 0 {
+            listeners.plain = Some(tokio::net::TcpListener::bind((addr, port)).await?);
+        }
+        if let Some(acceptor) = acceptor {
+            let listener = tokio::net::TcpListener::bind((addr, tls_port)).await?;
+            tracing::info!(port = listener.local_addr()?.port(), "TLS port ready");
+            listeners.tls = Some((listener, acceptor));
+        }
+        let port = match &listeners.plain {
+            Some(l) => l.local_addr()?.port(),
+            None => 0,
+        };
         tracing::info!(
             version = STREAMD_VERSION,
             port,
+            tls_port,
             pid = std::process::id(),
             config_file = %core.config.file.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "none".into()),
             "streamd started; ready to accept connections on {addr}:{port}"
@@ -69,7 +93,7 @@ pub fn serve(config: config::Config) -> std::io::Result<()> {
         core.port = port;
         let core = Rc::new(RefCell::new(core));
         let loading = persist::run_loader(core.clone(), loader);
-        let reason = server::run(listener, core.clone(), loading).await?;
+        let reason = server::run(listeners, core.clone(), loading).await?;
         if reason == server::StopReason::Signal {
             // SHUTDOWN did this in its handler (so it could report errors).
             let mut c = core.borrow_mut();

@@ -581,7 +581,7 @@ fn kill_matching(
     let mut n = 0;
     for c in ctx.core.clients.values() {
         if pred(c) {
-            let _ = c.tx.send(ClientMsg::Close);
+            c.send(ClientMsg::Close, Default::default());
             n += 1;
         }
     }

@@ -496,7 +496,7 @@ pub fn info_text(ctx: &Ctx<'_>, sections: &[String]) -> String {
         push_section(
             "Stats",
             format!(
-                "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:0\r\npubsub_patterns:0\r\ntotal_error_replies:{}\r\n",
+                "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:0\r\npubsub_patterns:0\r\ntotal_error_replies:{}\r\nclient_query_buffer_limit_disconnections:{}\r\nclient_output_buffer_limit_disconnections:{}\r\n",
                 s.total_connections_received,
                 s.total_commands_processed,
                 s.net_input_bytes,
@@ -506,6 +506,8 @@ pub fn info_text(ctx: &Ctx<'_>, sections: &[String]) -> String {
                 s.keyspace_hits,
                 s.keyspace_misses,
                 s.errors.values().sum::<u64>(),
+                s.client_query_buffer_limit_disconnections,
+                s.client_output_buffer_limit_disconnections,
             ),
         );
     }

@@ -8,7 +8,8 @@
 //! separate core thread on a 2-core machine where the load generator needs a core.
 //!
 //! Command flow ([`Core::execute`]): look the command up in the table → arity → auth →
-//! MULTI queueing → run the handler against a [`Ctx`] → statistics → MONITOR feed.
+//! maxmemory (denyoom) → loading → MULTI queueing → run the handler against a [`Ctx`] →
+//! statistics → MONITOR feed.
 
 pub mod blocked;
 pub mod dict;
@@ -72,6 +73,10 @@ pub struct Stats {
     pub net_input_bytes: u64,
     /// Bytes written to clients.
     pub net_output_bytes: u64,
+    /// Clients closed for going over `client-query-buffer-limit`.
+    pub client_query_buffer_limit_disconnections: u64,
+    /// Clients closed for going over `client-output-buffer-limit`.
+    pub client_output_buffer_limit_disconnections: u64,
 }
 
 /// How the server should stop (SHUTDOWN / signals).
@@ -140,6 +145,9 @@ pub struct Core {
     pub loading: bool,
     /// Users, permissions and the ACL log (acl/).
     pub acl: crate::acl::Acl,
+    /// Client limits from the config (`timeout`, `tcp-keepalive`,
+    /// `client-output-buffer-limit`, `maxmemory`), refreshed on CONFIG SET.
+    pub limits: crate::server::limits::ClientLimits,
 }
 
 /// Everything a command handler may touch.
@@ -320,6 +328,7 @@ impl Core {
             persist: crate::persist::Persist::default(),
             loading: false,
             acl: crate::acl::Acl::new(),
+            limits: Default::default(),
             config,
         };
         core.refresh_config_cache();
@@ -341,12 +350,39 @@ impl Core {
         );
         self.compat =
             crate::config::compat_version(self.config.get("compat-version").unwrap_or(""));
+        self.limits = crate::server::limits::ClientLimits::from_config(&self.config);
     }
 
     /// True when clients may see a feature of Redis `major.minor`: `compat-version` is at
     /// least that, or the dataset is being loaded (the log may use anything).
     pub fn supports(&self, major: u8, minor: u8) -> bool {
         self.loading || self.compat >= (major, minor)
+    }
+
+    /// True when `maxmemory` is set and the memory in use is above it (Redis's
+    /// `performEvictions` failing under `noeviction`).
+    pub fn over_maxmemory(&self) -> bool {
+        self.limits.maxmemory > 0
+            && commands::server::used_memory(self) as u64 > self.limits.maxmemory
+    }
+
+    /// Would Redis refuse `spec` from `client` when over `maxmemory`? Commands that may
+    /// grow memory (`denyoom`), EXEC of a transaction holding one, and anything but
+    /// EXEC/DISCARD/QUIT/RESET queued inside MULTI (the queue itself grows).
+    fn denied_on_oom(client: &Client, spec: &CommandSpec) -> bool {
+        if spec.flags & flags::DENYOOM != 0 {
+            return true;
+        }
+        match &client.multi {
+            Some(queue) if spec.name == "exec" => queue.iter().any(|argv| {
+                argv.first()
+                    .and_then(|name| commands::lookup(name))
+                    .and_then(|s| commands::resolve_subcommand(s, argv).ok())
+                    .is_some_and(|s| s.flags & flags::DENYOOM != 0)
+            }),
+            Some(_) => !matches!(spec.name, "discard" | "quit" | "reset"),
+            None => false,
+        }
     }
 
     /// Appends the effect `argv` (a command in replayable, deterministic form) on
@@ -564,7 +600,7 @@ impl Core {
         if client.blocked.is_none() {
             self.blocked
                 .remove(client.id, state.db, &state.keys, state.deadline_ms);
-            let _ = client.tx.send(ClientMsg::Unblocked(out.take()));
+            client.send(ClientMsg::Unblocked(out.take()), self.limits.output);
             self.stats.unblocked_served += 1;
         }
     }
@@ -577,7 +613,7 @@ impl Core {
         };
         self.blocked
             .remove(client.id, state.db, &state.keys, state.deadline_ms);
-        let _ = client.tx.send(ClientMsg::Unblocked(reply));
+        client.send(ClientMsg::Unblocked(reply), self.limits.output);
         true
     }
 
@@ -727,6 +763,10 @@ impl Core {
                 return Outcome::Done;
             }
         }
+        if self.limits.maxmemory > 0 && Self::denied_on_oom(client, spec) && self.over_maxmemory() {
+            self.reject(client, out, Some(spec), &ReplyError::Oom);
+            return Outcome::Done;
+        }
         if self.loading && spec.flags & flags::LOADING == 0 {
             self.reject(client, out, Some(spec), &LOADING);
             return Outcome::Done;
@@ -859,7 +899,10 @@ impl Core {
         line.push_str("\r\n");
         for id in &self.monitors {
             if let Some(m) = self.clients.get(id) {
-                let _ = m.tx.send(ClientMsg::Write(line.clone().into_bytes()));
+                m.send(
+                    ClientMsg::Write(line.clone().into_bytes()),
+                    self.limits.output,
+                );
             }
         }
     }

@@ -58,6 +58,14 @@ pub const PROTO_INLINE_MAX_SIZE: usize = 64 * 1024;
 /// (networking.c `PROTO_MBULK_BIG_ARG`).
 pub const PROTO_MBULK_BIG_ARG: usize = 32 * 1024;
 
+/// How far ahead of the bytes received the buffer of a big bulk is grown at once (see
+/// "Zero copy" above).
+pub const BIG_ARG_RESERVE_MAX: usize = 1024 * 1024;
+
+/// Bytes counted per argument on top of its payload for the query buffer limit: the
+/// slice handle kept in the argument vector.
+const ARG_OVERHEAD: usize = std::mem::size_of::<bytes::Bytes>();
+
 /// Most arguments an unauthenticated client may announce (networking.c, literal `10`).
 pub const UNAUTH_MAX_MULTIBULK_LEN: i64 = 10;
 
@@ -252,6 +260,8 @@ pub struct RequestParser {
     bulk_len: Option<usize>,
     /// The arguments read so far of the current multibulk request.
     argv: Argv,
+    /// Payload bytes plus [`ARG_OVERHEAD`] per argument in `argv`.
+    argv_bytes: usize,
     /// The first protocol error; once set, every call returns it, because the request
     /// stream is no longer in sync (the connection is being closed).
     failed: Option<ProtocolError>,
@@ -279,6 +289,7 @@ impl RequestParser {
             multibulk_len: 0,
             bulk_len: None,
             argv: Argv::new(),
+            argv_bytes: 0,
             failed: None,
         }
     }
@@ -334,7 +345,10 @@ impl RequestParser {
                 }
             }
             return match self.read_bulks(buf)? {
-                true => Ok(Some(std::mem::take(&mut self.argv))),
+                true => {
+                    self.argv_bytes = 0;
+                    Ok(Some(std::mem::take(&mut self.argv)))
+                }
                 false => self.need_more(buf),
             };
         }
@@ -343,10 +357,16 @@ impl RequestParser {
     /// The answer when the buffer holds no complete command: wait for more bytes, unless the
     /// client has already left more unparsed bytes than it may.
     fn need_more(&self, buf: &BytesMut) -> Result<Option<Argv>, ProtocolError> {
-        if buf.len() > self.limits.client_query_buffer_limit {
+        if self.pending_bytes(buf) > self.limits.client_query_buffer_limit {
             return Err(ProtocolError::QUERY_BUFFER_LIMIT);
         }
         Ok(None)
+    }
+
+    /// The memory a client holds in requests not yet complete: the unparsed bytes in
+    /// `buf` plus the arguments already read of the current command.
+    pub fn pending_bytes(&self, buf: &BytesMut) -> usize {
+        buf.len().saturating_add(self.argv_bytes)
     }
 
     /// Reads `*<count>\r\n` (Redis: the `multibulklen == 0` half of `processMultibulkBuffer`).
@@ -379,6 +399,7 @@ impl RequestParser {
         self.multibulk_len = count;
         self.bulk_len = None;
         self.argv = Argv::with_capacity(count.min(ARGV_INITIAL_CAPACITY_MAX));
+        self.argv_bytes = 0;
         Ok(Start::Multibulk)
     }
 
@@ -399,6 +420,7 @@ impl RequestParser {
             }
             let arg = buf.split_to(len).freeze();
             buf.advance(2);
+            self.argv_bytes = self.argv_bytes.saturating_add(len + ARG_OVERHEAD);
             self.argv.push(arg);
             self.bulk_len = None;
             self.multibulk_len -= 1;
@@ -436,8 +458,9 @@ impl RequestParser {
         let wanted = len.saturating_add(2);
         if len >= PROTO_MBULK_BIG_ARG && buf.len() <= wanted {
             // Make room for the whole argument now, so it is read into one allocation and
-            // leaves as one zero-copy slice (Redis: sdsMakeRoomForNonGreedy).
-            buf.reserve(wanted - buf.len());
+            // leaves as one zero-copy slice (Redis: sdsMakeRoomForNonGreedy), but never
+            // far ahead of the bytes that came: an announced length is only a claim.
+            buf.reserve((wanted - buf.len()).min(BIG_ARG_RESERVE_MAX));
         }
         self.bulk_len = Some(len);
         Ok(Some(len))
@@ -900,6 +923,56 @@ mod tests {
             ProtocolError::QUERY_BUFFER_LIMIT.to_string(),
             "Protocol error: query buffer limit exceeded"
         );
+    }
+
+    #[test]
+    fn arguments_already_read_count_toward_the_query_buffer_limit() {
+        let limits = ParserLimits {
+            client_query_buffer_limit: 1000,
+            ..ParserLimits::default()
+        };
+        let mut parser = RequestParser::new(limits);
+        // A command announcing a million arguments, sent one small argument at a time.
+        let mut buf = BytesMut::from(&b"*1000000\r\n"[..]);
+        let mut fed = 0;
+        let result = loop {
+            buf.extend_from_slice(b"$1\r\nx\r\n");
+            fed += 1;
+            match parser.parse(&mut buf) {
+                Ok(None) => assert!(fed < 1000, "never refused"),
+                other => break other,
+            }
+        };
+        assert_eq!(result, Err(ProtocolError::QUERY_BUFFER_LIMIT));
+        // Each argument counts its byte and its handle.
+        assert_eq!(fed, 1000 / (1 + ARG_OVERHEAD) + 1);
+    }
+
+    #[test]
+    fn a_huge_announced_bulk_reserves_a_bounded_buffer() {
+        let limits = ParserLimits {
+            proto_max_bulk_len: 4 << 30,
+            ..ParserLimits::default()
+        };
+        let mut parser = RequestParser::new(limits);
+        let mut buf = BytesMut::from(&b"*1\r\n$1073741824\r\n"[..]);
+        assert_eq!(parser.parse(&mut buf), Ok(None));
+        assert!(
+            buf.capacity() <= BIG_ARG_RESERVE_MAX + 64,
+            "{}",
+            buf.capacity()
+        );
+        // A big argument that does arrive still parses whole.
+        let mut parser = RequestParser::new(ParserLimits::default());
+        let payload = vec![b'y'; 3 * BIG_ARG_RESERVE_MAX];
+        let mut buf = BytesMut::from(&b"*1\r\n$3145728\r\n"[..]);
+        for chunk in payload.chunks(16 * 1024) {
+            assert_eq!(parser.parse(&mut buf), Ok(None));
+            buf.extend_from_slice(chunk);
+        }
+        buf.extend_from_slice(b"\r\n");
+        let argv = parser.parse(&mut buf).unwrap().unwrap();
+        assert_eq!(argv[0].len(), payload.len());
     }
 
     #[test]

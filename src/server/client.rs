@@ -1,9 +1,12 @@
 //! Per-client state visible to commands: id, name, db, protocol, library info, the
 //! MULTI queue and watched keys, and the channel back to the connection task.
 
+use super::limits::OutputState;
+use crate::config::BufferLimit;
 use crate::resp::Argv;
 use crate::resp::writer::Protocol;
 use bytes::Bytes;
+use std::rc::Rc;
 use tokio::sync::mpsc;
 
 /// A message from the core to a connection task, outside the request/reply rhythm.
@@ -83,8 +86,11 @@ pub struct Client {
     pub in_exec: bool,
     /// Set while blocked in a stream read.
     pub blocked: Option<BlockState>,
-    /// Channel to the connection task.
+    /// Channel to the connection task. Send through [`Client::send`], which accounts
+    /// for the queued bytes.
     pub tx: mpsc::UnboundedSender<ClientMsg>,
+    /// Pending output shared with the connection task (`client-output-buffer-limit`).
+    pub output: Rc<OutputState>,
 }
 
 impl Client {
@@ -121,6 +127,7 @@ impl Client {
             in_exec: false,
             blocked: None,
             tx,
+            output: Rc::default(),
         }
     }
 
@@ -134,6 +141,25 @@ impl Client {
 
     fn username_lossy(&self) -> String {
         String::from_utf8_lossy(&self.username()).into_owned()
+    }
+
+    /// Queues `msg` for the connection task, counting its bytes as pending output; a
+    /// client whose pending output goes over `limit` is killed (its connection closes
+    /// and drops what is queued).
+    pub fn send(&self, msg: ClientMsg, limit: BufferLimit) {
+        if self.output.killed() {
+            return;
+        }
+        let len = match &msg {
+            ClientMsg::Write(b) | ClientMsg::Unblocked(b) => b.len(),
+            ClientMsg::Close => 0,
+        };
+        self.output.add_queued(len);
+        if self.tx.send(msg).is_err() {
+            self.output.remove_queued(len);
+            return;
+        }
+        self.output.check(limit, self.output.queued());
     }
 
     /// The CLIENT LIST / CLIENT INFO line for this client (no trailing newline).

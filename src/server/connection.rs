@@ -1,16 +1,23 @@
 //! One client connection: read → parse the batch → execute → write, in a loop.
+//!
+//! The same code serves plain TCP and TLS clients: [`serve`] is generic over the
+//! stream. Limits enforced here (see `limits.rs`): `maxclients` at admission, the idle
+//! `timeout` (never for blocked or MONITOR clients), the output buffer limit after every
+//! command of a batch and while a write is stuck, and the query buffer limit (the parser;
+//! the connection is closed without a reply, as Redis does).
 
 use super::SharedCore;
 use super::client::{Client, ClientMsg};
+use super::limits::OutputState;
 use crate::core::{Outcome, unix_ms};
-use crate::resp::parser::{ParserLimits, RequestParser};
+use crate::resp::parser::{ParserLimits, ProtocolError, RequestParser};
 use crate::resp::writer::RespWriter;
 use bytes::BytesMut;
 use std::net::SocketAddr;
 use std::rc::Rc;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{Notify, mpsc};
+use tokio::time::Instant;
 
 /// Read buffer size per read call (Redis's PROTO_IOBUF_LEN).
 const PROTO_IOBUF_LEN: usize = 16 * 1024;
@@ -23,15 +30,44 @@ enum Next {
     Blocked,
     /// Write what is pending, then close.
     Close,
+    /// Close at once, dropping what is pending (output or query buffer limit).
+    Kill,
 }
 
-/// Serves one client until it disconnects, is killed, or the server stops.
-pub async fn serve(mut socket: TcpStream, peer: SocketAddr, core: SharedCore, stop: Rc<Notify>) {
+/// Why a write did not complete.
+enum WriteEnd {
+    /// The peer is gone (or the write failed).
+    Failed,
+    /// The client went over its output buffer limit while the write was stuck.
+    Killed,
+}
+
+/// Writes `bytes`, giving up when the client is killed for its output meanwhile (a
+/// peer that stopped reading never lets `write_all` finish).
+async fn write_out<S: AsyncWrite + Unpin>(
+    socket: &mut S,
+    bytes: &[u8],
+    output: &OutputState,
+) -> Result<(), WriteEnd> {
+    tokio::select! {
+        r = socket.write_all(bytes) => r.map_err(|_| WriteEnd::Failed),
+        _ = output.wait_killed() => Err(WriteEnd::Killed),
+    }
+}
+
+/// Serves one client until it disconnects, is killed, times out, or the server stops.
+/// `socket` is a plain TCP stream or a TLS stream over one; `laddr` is the local
+/// address it was accepted on.
+pub async fn serve<S>(
+    mut socket: S,
+    peer: SocketAddr,
+    laddr: String,
+    core: SharedCore,
+    stop: Rc<Notify>,
+) where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let laddr = socket
-        .local_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_default();
     let refused = {
         let c = core.borrow();
         super::protected::refuses(
@@ -56,10 +92,11 @@ pub async fn serve(mut socket: TcpStream, peer: SocketAddr, core: SharedCore, st
             let authenticated = c.acl.new_client_authenticated();
             let mut client = Client::new(0, peer.to_string(), laddr, authenticated, unix_ms(), tx);
             client.user = Some(c.acl.default_user());
-            Some((c.add_client(client), parser_limits(&c)))
+            let output = client.output.clone();
+            Some((c.add_client(client), parser_limits(&c), output))
         }
     };
-    let Some((id, limits)) = admitted else {
+    let Some((id, limits, output)) = admitted else {
         let _ = socket
             .write_all(b"-ERR max number of clients reached\r\n")
             .await;
@@ -69,10 +106,14 @@ pub async fn serve(mut socket: TcpStream, peer: SocketAddr, core: SharedCore, st
     let mut inbuf = BytesMut::with_capacity(PROTO_IOBUF_LEN);
     let mut out = RespWriter::default();
     let mut blocked = false;
+    let mut last_activity = Instant::now();
     loop {
         if !blocked {
             let woken_before = core.borrow().stats.unblocked_served;
-            let next = process_batch(&core, id, &mut parser, &mut inbuf, &mut out);
+            let next = process_batch(&core, id, &mut parser, &mut inbuf, &mut out, &output);
+            if matches!(next, Next::Kill) {
+                break;
+            }
             if core.borrow().stats.unblocked_served != woken_before {
                 // This batch served blocked readers: let their replies go out before
                 // this one, as Redis writes the clients it unblocked first (they are
@@ -86,9 +127,10 @@ pub async fn serve(mut socket: TcpStream, peer: SocketAddr, core: SharedCore, st
                     break;
                 }
                 core.borrow_mut().stats.net_output_bytes += out.buf.len() as u64;
-                if socket.write_all(&out.buf).await.is_err() {
+                if write_out(&mut socket, &out.buf, &output).await.is_err() {
                     break;
                 }
+                last_activity = Instant::now();
                 out.buf.clear();
                 if out.buf.capacity() > 64 * 1024 {
                     out.buf.shrink_to(PROTO_IOBUF_LEN);
@@ -98,7 +140,7 @@ pub async fn serve(mut socket: TcpStream, peer: SocketAddr, core: SharedCore, st
                 stop.notify_one();
             }
             match next {
-                Next::Close => break,
+                Next::Close | Next::Kill => break,
                 Next::Blocked => blocked = true,
                 Next::Read => {}
             }
@@ -106,32 +148,71 @@ pub async fn serve(mut socket: TcpStream, peer: SocketAddr, core: SharedCore, st
         if inbuf.capacity() - inbuf.len() < PROTO_IOBUF_LEN / 2 {
             inbuf.reserve(PROTO_IOBUF_LEN);
         }
+        let idle_deadline = idle_deadline(&core, id, blocked, last_activity);
         tokio::select! {
             read = socket.read_buf(&mut inbuf) => match read {
                 Ok(0) | Err(_) => break,
-                Ok(n) => core.borrow_mut().stats.net_input_bytes += n as u64,
-            },
-            msg = rx.recv() => match msg {
-                Some(ClientMsg::Write(bytes)) => {
-                    if socket.write_all(&bytes).await.is_err() {
-                        break;
-                    }
+                Ok(n) => {
+                    last_activity = Instant::now();
+                    core.borrow_mut().stats.net_input_bytes += n as u64;
                 }
-                Some(ClientMsg::Unblocked(bytes)) => {
+            },
+            msg = rx.recv() => {
+                let (bytes, unblocked) = match msg {
+                    Some(ClientMsg::Write(bytes)) => (bytes, false),
+                    Some(ClientMsg::Unblocked(bytes)) => (bytes, true),
+                    Some(ClientMsg::Close) | None => break,
+                };
+                if unblocked {
                     blocked = false;
                     // Served by another client's write: wait for its effects too.
                     if crate::persist::commit(&core).await.is_err() {
                         break;
                     }
-                    if socket.write_all(&bytes).await.is_err() {
-                        break;
-                    }
                 }
-                Some(ClientMsg::Close) | None => break,
+                let written = write_out(&mut socket, &bytes, &output).await;
+                output.remove_queued(bytes.len());
+                if written.is_err() {
+                    break;
+                }
+                last_activity = Instant::now();
             },
+            _ = output.wait_killed() => break,
+            _ = sleep_until(idle_deadline) => {
+                tracing::debug!(client_id = id, "Closing idle client");
+                break;
+            }
         }
     }
+    if output.killed() {
+        tracing::warn!(
+            client_id = id,
+            "Client scheduled to be closed ASAP for overcoming of output buffer limits."
+        );
+        core.borrow_mut()
+            .stats
+            .client_output_buffer_limit_disconnections += 1;
+    }
     core.borrow_mut().remove_client(id);
+}
+
+/// When an idle client must be closed: `timeout` after its last activity, unless it is
+/// blocked or a MONITOR (Redis's `clientsCronHandleTimeout` spares both).
+fn idle_deadline(core: &SharedCore, id: u64, blocked: bool, last: Instant) -> Option<Instant> {
+    let core = core.borrow();
+    let timeout = core.limits.timeout?;
+    if blocked || core.clients.get(&id).is_some_and(|c| c.monitor) {
+        return None;
+    }
+    Some(last + timeout)
+}
+
+/// Sleeps until `deadline`, or forever without one.
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
 }
 
 fn parser_limits(core: &crate::core::Core) -> ParserLimits {
@@ -141,13 +222,15 @@ fn parser_limits(core: &crate::core::Core) -> ParserLimits {
     }
 }
 
-/// Parses and executes every complete command in `inbuf`, appending replies to `out`.
+/// Parses and executes every complete command in `inbuf`, appending replies to `out`;
+/// stops early when the replies (plus what is queued) go over the output buffer limit.
 fn process_batch(
     core: &SharedCore,
     id: u64,
     parser: &mut RequestParser,
     inbuf: &mut BytesMut,
     out: &mut RespWriter,
+    output: &OutputState,
 ) -> Next {
     let mut core = core.borrow_mut();
     let Some(mut client) = core.clients.remove(&id) else {
@@ -164,6 +247,12 @@ fn process_batch(
                 if !core.ready_keys.is_empty() {
                     core.handle_ready_keys();
                 }
+                let pending = out.buf.len() + output.queued();
+                if output.check(core.limits.output, pending) {
+                    out.buf.clear();
+                    next = Next::Kill;
+                    break;
+                }
                 if client.close_after_reply {
                     next = Next::Close;
                     break;
@@ -177,6 +266,16 @@ fn process_batch(
                 }
             }
             Ok(None) => break,
+            Err(ProtocolError::QUERY_BUFFER_LIMIT) => {
+                // Redis closes such a client without a reply.
+                tracing::warn!(
+                    client_id = id,
+                    "Closing client that reached max query buffer length"
+                );
+                core.stats.client_query_buffer_limit_disconnections += 1;
+                next = Next::Kill;
+                break;
+            }
             Err(e) => {
                 out.proto = client.proto;
                 out.error_text(format!("ERR {}", e.0).as_bytes());

@@ -5,17 +5,25 @@
 //! produced, executes them against the [`Core`] in one borrow, and writes all replies
 //! with one write. A blocked client keeps reading (to notice a disconnect at once) but
 //! executes nothing until the core sends its reply.
+//!
+//! Two listeners may run side by side: the plain `port` and the TLS `tls-port` (either
+//! may be off, `0`). A TLS client is handshaken in its own task (bounded by
+//! [`tls::TLS_HANDSHAKE_TIMEOUT`]) and then served by the same connection code.
 
 pub mod client;
 pub mod connection;
+pub mod limits;
 pub mod protected;
+pub mod tls;
 
 use crate::core::{Core, unix_ms};
 use std::cell::RefCell;
+use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::Duration;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
+use tokio_rustls::TlsAcceptor;
 
 /// Shared handle to the core, owned by the runtime's single thread.
 pub type SharedCore = Rc<RefCell<Core>>;
@@ -29,11 +37,69 @@ pub enum StopReason {
     Signal,
 }
 
-/// Serves `listener` until SHUTDOWN or a signal, while `loading` (the dataset load,
+/// The sockets the server accepts clients on.
+#[derive(Default)]
+pub struct Listeners {
+    /// The plain TCP listener (`port`), unless `port 0`.
+    pub plain: Option<TcpListener>,
+    /// The TLS listener (`tls-port`) and its acceptor, unless `tls-port 0`.
+    pub tls: Option<(TcpListener, TlsAcceptor)>,
+}
+
+/// Accepts on `listener`, or waits forever when there is none.
+async fn accept(listener: Option<&TcpListener>) -> std::io::Result<(TcpStream, SocketAddr)> {
+    match listener {
+        Some(l) => l.accept().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Sets up an accepted socket (no Nagle, keepalive) and serves it in its own task,
+/// after a TLS handshake when `tls` is given.
+fn spawn_client(
+    socket: TcpStream,
+    peer: SocketAddr,
+    tls: Option<TlsAcceptor>,
+    core: &SharedCore,
+    stop: &Rc<Notify>,
+) {
+    let _ = socket.set_nodelay(true);
+    if let Some(idle) = core.borrow().limits.tcp_keepalive
+        && let Err(e) = limits::set_keepalive(&socket, idle)
+    {
+        tracing::debug!(error = %e, "could not set TCP keepalive");
+    }
+    let laddr = socket
+        .local_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_default();
+    let core = core.clone();
+    let stop = stop.clone();
+    tokio::task::spawn_local(async move {
+        match tls {
+            None => connection::serve(socket, peer, laddr, core, stop).await,
+            Some(acceptor) => {
+                let handshake =
+                    tokio::time::timeout(tls::TLS_HANDSHAKE_TIMEOUT, acceptor.accept(socket));
+                match handshake.await {
+                    Ok(Ok(stream)) => connection::serve(stream, peer, laddr, core, stop).await,
+                    Ok(Err(e)) => {
+                        tracing::warn!(addr = %peer, error = %e, "Error accepting a client connection (TLS handshake)");
+                    }
+                    Err(_) => {
+                        tracing::warn!(addr = %peer, "TLS handshake timed out");
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// Serves `listeners` until SHUTDOWN or a signal, while `loading` (the dataset load,
 /// `persist::run_loader`) runs to completion; a load error stops the server. Must run
 /// inside a `LocalSet`.
 pub async fn run(
-    listener: TcpListener,
+    listeners: Listeners,
     core: SharedCore,
     loading: impl std::future::Future<Output = Result<(), crate::persist::PersistError>>,
 ) -> std::io::Result<StopReason> {
@@ -53,22 +119,23 @@ pub async fn run(
                     return Err(std::io::Error::other(e.to_string()));
                 }
             }
-            accepted = listener.accept() => {
-                let (socket, peer) = match accepted {
-                    Ok(x) => x,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(10)).await;
-                        continue;
-                    }
-                };
-                let _ = socket.set_nodelay(true);
-                let core = core.clone();
-                let stop = stop.clone();
-                tokio::task::spawn_local(async move {
-                    connection::serve(socket, peer, core, stop).await;
-                });
-            }
+            accepted = accept(listeners.plain.as_ref()) => match accepted {
+                Ok((socket, peer)) => spawn_client(socket, peer, None, &core, &stop),
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            },
+            accepted = accept(listeners.tls.as_ref().map(|(l, _)| l)) => match accepted {
+                Ok((socket, peer)) => {
+                    let acceptor = listeners.tls.as_ref().map(|(_, a)| a.clone());
+                    spawn_client(socket, peer, acceptor, &core, &stop);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            },
             _ = stop.notified() => {
                 tracing::warn!("User requested shutdown...");
                 return Ok(StopReason::Shutdown);

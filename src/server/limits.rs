@@ -1,0 +1,236 @@
+//! Per-client resource limits: the idle `timeout`, `tcp-keepalive`, and the output
+//! buffer limit of `client-output-buffer-limit` (class `normal`).
+//!
+//! A client's *pending output* is every reply byte produced for it and not yet handed to
+//! the socket:
+//!
+//! ```text
+//!   core ──execute──▶ RespWriter (replies of the current batch) ─┐
+//!   core ──Client::send──▶ channel (MONITOR lines, blocked      ├─▶ socket
+//!                                   replies)                      ┘
+//!   pending = bytes in the batch's writer + bytes queued in the channel
+//! ```
+//!
+//! [`OutputState`] is shared (`Rc`) between the [`Client`](super::client::Client) in the
+//! core and its connection task. The core adds what it queues, the connection subtracts
+//! what it wrote, and both ask [`OutputState::check`] whether the client went over its
+//! limit: above the hard limit at once, or above the soft limit for longer than its
+//! seconds (Redis: `checkClientOutputBufferLimits`). A client over its limit is killed:
+//! its pending replies are dropped and the connection closed, even while the task is
+//! stuck writing to a peer that stopped reading.
+
+use crate::config::{BufferLimit, Config};
+use std::cell::Cell;
+use std::time::Duration;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+/// The limits in force for client connections, read from the config at start and after
+/// every `CONFIG SET` (`Core::refresh_config_cache`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClientLimits {
+    /// Close a client idle for this long (`timeout`; `None` = never). Blocked and
+    /// MONITOR clients are never closed for idleness.
+    pub timeout: Option<Duration>,
+    /// Keepalive idle time for new connections (`tcp-keepalive`; `None` = off).
+    pub tcp_keepalive: Option<Duration>,
+    /// Output buffer limit of normal clients.
+    pub output: BufferLimit,
+    /// `maxmemory` in bytes (0 = none).
+    pub maxmemory: u64,
+}
+
+impl ClientLimits {
+    /// The limits `config` sets.
+    pub fn from_config(config: &Config) -> ClientLimits {
+        let secs = |name: &str| {
+            u64::try_from(config.get_i64(name))
+                .ok()
+                .filter(|&s| s > 0)
+                .map(Duration::from_secs)
+        };
+        ClientLimits {
+            timeout: secs("timeout"),
+            tcp_keepalive: secs("tcp-keepalive"),
+            output: config.output_buffer_limit("normal"),
+            maxmemory: u64::try_from(config.get_i64("maxmemory")).unwrap_or(0),
+        }
+    }
+}
+
+/// One client's pending output, shared by the core and the connection task.
+#[derive(Debug, Default)]
+pub struct OutputState {
+    /// Bytes queued in the channel to the connection and not yet written.
+    queued: Cell<usize>,
+    /// Since when the pending output has been above the soft limit (Redis:
+    /// `obuf_soft_limit_reached_time`); `None` while below it.
+    soft_since: Cell<Option<Instant>>,
+    /// Set once the client went over its limit; the connection closes.
+    killed: Cell<bool>,
+    /// Wakes the connection task when `killed` is set.
+    kill: Notify,
+}
+
+impl OutputState {
+    /// Bytes queued in the channel.
+    pub fn queued(&self) -> usize {
+        self.queued.get()
+    }
+
+    /// Records `n` more bytes queued in the channel.
+    pub fn add_queued(&self, n: usize) {
+        self.queued.set(self.queued.get().saturating_add(n));
+    }
+
+    /// Records `n` queued bytes written (or dropped).
+    pub fn remove_queued(&self, n: usize) {
+        self.queued.set(self.queued.get().saturating_sub(n));
+    }
+
+    /// True once the client went over its output limit.
+    pub fn killed(&self) -> bool {
+        self.killed.get()
+    }
+
+    /// Resolves when the client is killed for its output.
+    pub async fn wait_killed(&self) {
+        while !self.killed.get() {
+            self.kill.notified().await;
+        }
+    }
+
+    /// Checks `pending` bytes (the batch's replies plus the queue) against `limit` now;
+    /// true (and the client marked killed, its task woken) when the client must be
+    /// closed. Costs nothing more than a flag test when no limit is set, and reads the
+    /// clock only while above the soft limit.
+    pub fn check(&self, limit: BufferLimit, pending: usize) -> bool {
+        if self.killed.get() {
+            return true;
+        }
+        if limit.is_unlimited() {
+            return false;
+        }
+        self.check_at(limit, pending, Instant::now)
+    }
+
+    /// [`OutputState::check`] with the clock `now`, read only above the soft limit
+    /// (tests move it).
+    pub fn check_at(&self, limit: BufferLimit, pending: usize, now: impl Fn() -> Instant) -> bool {
+        if self.killed.get() {
+            return true;
+        }
+        let pending = pending as u64;
+        let mut over = limit.hard > 0 && pending >= limit.hard;
+        if limit.soft > 0 && pending >= limit.soft {
+            let now = now();
+            match self.soft_since.get() {
+                None => self.soft_since.set(Some(now)),
+                Some(since) => {
+                    if now.saturating_duration_since(since)
+                        > Duration::from_secs(limit.soft_seconds)
+                    {
+                        over = true;
+                    }
+                }
+            }
+        } else {
+            self.soft_since.set(None);
+        }
+        if over {
+            self.killed.set(true);
+            self.kill.notify_one();
+        }
+        over
+    }
+}
+
+/// Turns on TCP keepalive probes for `socket`, the way Redis's `anetKeepAlive` does:
+/// first probe after `idle`, then every `idle / 3` (at least 1 s), 3 probes before the
+/// peer is declared dead.
+pub fn set_keepalive(socket: &tokio::net::TcpStream, idle: Duration) -> std::io::Result<()> {
+    let interval = (idle / 3).max(Duration::from_secs(1));
+    let params = socket2::TcpKeepalive::new()
+        .with_time(idle)
+        .with_interval(interval)
+        .with_retries(3);
+    socket2::SockRef::from(socket).set_tcp_keepalive(&params)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMIT: BufferLimit = BufferLimit {
+        hard: 1000,
+        soft: 100,
+        soft_seconds: 2,
+    };
+
+    #[test]
+    fn hard_limit_kills_at_once() {
+        let s = OutputState::default();
+        let now = Instant::now();
+        assert!(!s.check_at(LIMIT, 999, || now));
+        assert!(s.check_at(LIMIT, 1000, || now));
+        assert!(s.killed());
+        // Once killed, always killed.
+        assert!(s.check_at(LIMIT, 0, || now));
+    }
+
+    #[test]
+    fn soft_limit_kills_only_after_its_seconds() {
+        let s = OutputState::default();
+        let t0 = Instant::now();
+        assert!(!s.check_at(LIMIT, 200, || t0));
+        assert!(!s.check_at(LIMIT, 200, || t0 + Duration::from_secs(2)));
+        // Dropping below the soft limit restarts the clock.
+        assert!(!s.check_at(LIMIT, 50, || t0 + Duration::from_secs(2)));
+        assert!(!s.check_at(LIMIT, 200, || t0 + Duration::from_secs(3)));
+        assert!(!s.check_at(LIMIT, 200, || t0 + Duration::from_secs(5)));
+        assert!(s.check_at(LIMIT, 200, || t0 + Duration::from_millis(5001)));
+    }
+
+    #[test]
+    fn zero_limits_never_kill() {
+        let s = OutputState::default();
+        assert!(!s.check(BufferLimit::default(), usize::MAX));
+    }
+
+    #[test]
+    fn limits_follow_the_config() {
+        let mut c = Config::default();
+        assert_eq!(ClientLimits::from_config(&c).timeout, None);
+        assert_eq!(
+            ClientLimits::from_config(&c).tcp_keepalive,
+            Some(Duration::from_secs(300))
+        );
+        c.set_many(&[
+            ("timeout".into(), "7".into()),
+            ("tcp-keepalive".into(), "0".into()),
+            ("maxmemory".into(), "1mb".into()),
+        ])
+        .unwrap();
+        let l = ClientLimits::from_config(&c);
+        assert_eq!(l.timeout, Some(Duration::from_secs(7)));
+        assert_eq!(l.tcp_keepalive, None);
+        assert_eq!(l.maxmemory, 1 << 20);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn keepalive_is_set_on_the_socket() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let _client = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        set_keepalive(&server, Duration::from_secs(60)).unwrap();
+        let sock = socket2::SockRef::from(&server);
+        assert!(sock.keepalive().unwrap());
+        assert_eq!(sock.tcp_keepalive_time().unwrap(), Duration::from_secs(60));
+        assert_eq!(
+            sock.tcp_keepalive_interval().unwrap(),
+            Duration::from_secs(20)
+        );
+        assert_eq!(sock.tcp_keepalive_retries().unwrap(), 3);
+    }
+}
