@@ -43,19 +43,19 @@ wait_ping() { # port pid name
   exit 1
 }
 
-# 1,000+ connections per workload on each side.
+# Up to 10,000 connections per workload on each side (blocked-readers/r10000).
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 sport=$(free_port)
 mkdir -p "$tmp/streamd"
 ./target/release/streamd --port "$sport" --bind 127.0.0.1 --dir "$tmp/streamd" \
-  --appendonly no --save '' >"$tmp/streamd.log" 2>&1 &
+  --appendonly no --save '' --maxclients 12000 >"$tmp/streamd.log" 2>&1 &
 spid=$!
 wait_ping "$sport" "$spid" streamd
 
 rport=$(free_port)
 redis-server --port "$rport" --bind 127.0.0.1 --dir "$tmp" --save '' --appendonly no \
-  --maxclients 10000 >"$tmp/redis.log" 2>&1 &
+  --maxclients 12000 >"$tmp/redis.log" 2>&1 &
 rpid=$!
 wait_ping "$rport" "$rpid" redis
 

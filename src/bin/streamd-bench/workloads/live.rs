@@ -232,21 +232,21 @@ async fn wait_blocked(ctl: &mut Conn, n: usize, timeout: Duration) -> io::Result
     }
 }
 
-/// 1,000 connections blocked in `XREAD BLOCK 0` on 1,000 keys; one connection XADDs to
-/// another key for the timed phase (ops/s, CPU per op: does the waiting crowd cost the
+/// `readers` connections blocked in `XREAD BLOCK 0`, one key each; one connection XADDs
+/// to another key for the timed phase (ops/s, CPU per op: does the waiting crowd cost the
 /// writer anything?), then XADDs once to each reader's key in turn (latency: XADD sent to
-/// that reader woken with its entry).
-pub async fn blocked_readers(ctx: &Ctx) -> io::Result<Sample> {
-    const READERS: usize = 1000;
+/// that reader woken with its entry). 10,000 readers need `maxclients` above that and an
+/// open-file limit to match on both servers (scripts/bench.sh sets them).
+pub async fn blocked_readers(ctx: &Ctx, readers: usize) -> io::Result<Sample> {
     let mut ctl = ctx.fresh().await?;
     // Each reader is a task from the start: it sends its XREAD and waits for the reply,
     // so by the time the server reports every client blocked, every reader's socket is
     // registered and its task parked. (Spawning the waiting tasks only just before the
     // wake-up phase put their first polls — milliseconds for thousands of tasks — on the
     // first wake-ups measured, and those made up the p99.)
-    let readers = ctx.conns(READERS).await?;
+    let conns = ctx.conns(readers).await?;
     let mut set = JoinSet::new();
-    for (i, mut r) in readers.into_iter().enumerate() {
+    for (i, mut r) in conns.into_iter().enumerate() {
         set.spawn_local(async move {
             r.push(&["XREAD", "BLOCK", "0", "STREAMS", &format!("r{i}"), "$"]);
             r.flush().await?;
@@ -255,7 +255,7 @@ pub async fn blocked_readers(ctx: &Ctx) -> io::Result<Sample> {
             Ok::<_, io::Error>((i, Instant::now()))
         });
     }
-    wait_blocked(&mut ctl, READERS, ctx.timeout).await?;
+    wait_blocked(&mut ctl, readers, ctx.timeout).await?;
     let writer = ctx.conns(1).await?;
     let phase = ctx.begin(&mut ctl).await?;
     let done = closed_loop(writer, 1, Stop::For(ctx.timed()), |_, _, _, conn| {
@@ -264,14 +264,14 @@ pub async fn blocked_readers(ctx: &Ctx) -> io::Result<Sample> {
     .await?;
     let m = phase.end(&mut ctl).await?;
     let mut writer = ctx.conn().await?;
-    let mut sent = Vec::with_capacity(READERS);
-    for i in 0..READERS {
+    let mut sent = Vec::with_capacity(readers);
+    for i in 0..readers {
         sent.push(Instant::now());
         writer
             .ok(&["XADD", &format!("r{i}"), "*", "f", "v"])
             .await?;
     }
-    let mut lat = Vec::with_capacity(READERS);
+    let mut lat = Vec::with_capacity(readers);
     while let Some(woken) = set.join_next().await {
         let (i, at) = woken.map_err(io::Error::other)??;
         let nanos = at.saturating_duration_since(sent[i]).as_nanos();

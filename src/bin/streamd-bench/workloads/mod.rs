@@ -131,8 +131,11 @@ pub enum Kind {
     MemEntries,
     /// 100k-entry PEL: bytes per pending entry.
     MemPending,
-    /// XADD throughput while 1,000 readers block, then their wake-up latency.
-    BlockedReaders,
+    /// XADD throughput while `readers` connections block, then their wake-up latency.
+    BlockedReaders {
+        /// Connections blocked in `XREAD BLOCK 0`, one key each.
+        readers: usize,
+    },
 }
 
 /// One named workload variant.
@@ -251,12 +254,14 @@ pub fn all() -> Vec<Workload> {
         "batch",
         Kind::MemPending,
     ));
-    out.push(w(
-        "blocked-readers/r1000".into(),
-        "entry",
-        "wake-up",
-        Kind::BlockedReaders,
-    ));
+    for readers in [100, 1000, 10_000] {
+        out.push(w(
+            format!("blocked-readers/r{readers}"),
+            "entry",
+            "wake-up",
+            Kind::BlockedReaders { readers },
+        ));
+    }
     out
 }
 
@@ -286,7 +291,7 @@ pub async fn run(w: &Workload, ctx: &Ctx) -> io::Result<Sample> {
         Kind::ManyMem => memory::many_streams_memory(ctx).await,
         Kind::ProduceConsume => live::produce_consume(ctx).await,
         Kind::Auction => live::auction(ctx).await,
-        Kind::BlockedReaders => live::blocked_readers(ctx).await,
+        Kind::BlockedReaders { readers } => live::blocked_readers(ctx, readers).await,
         Kind::AutoclaimCycle => groups::autoclaim_cycle(ctx).await,
         Kind::Pel(op) => groups::pel(ctx, op).await,
         Kind::MemEntries => memory::entries(ctx).await,
