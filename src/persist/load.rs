@@ -16,8 +16,8 @@
 //! [`Replayer`] executes records against a [`Core`] with a loader client: `SELECT`
 //! switches its database, `MULTI` ... `EXEC` is buffered and applied whole (a
 //! transaction without its `EXEC` at the end of the newest log is dropped whole), the
-//! `STREAMD.*` snapshot records go to `groups.rs`, everything else through
-//! [`Core::call`] exactly as a client command.
+//! `STREAMD.NODES` snapshot records go to `snapshot.rs`, the other `STREAMD.*` records
+//! to `groups.rs`, everything else through [`Core::call`] exactly as a client command.
 
 use super::PersistError;
 use super::record::{self, Frame, HEADER_LEN};
@@ -333,12 +333,15 @@ impl Replayer {
             return Ok(());
         }
         if name.len() > 8 && name[..8].eq_ignore_ascii_case(b"STREAMD.") {
-            return super::groups::apply_internal(core, self.client.db, &argv).map_err(|why| {
-                PersistError::Replay {
-                    path: path.to_path_buf(),
-                    offset,
-                    why: format!("{why}: {}", record::display_argv(&argv)),
-                }
+            let r = if name.eq_ignore_ascii_case(super::snapshot::NODES_RECORD) {
+                super::snapshot::apply_nodes(core, self.client.db, &argv)
+            } else {
+                super::groups::apply_internal(core, self.client.db, &argv)
+            };
+            return r.map_err(|why| PersistError::Replay {
+                path: path.to_path_buf(),
+                offset,
+                why: format!("{why}: {}", record::display_argv(&argv)),
             });
         }
         if name.eq_ignore_ascii_case(b"XADD") && self.fast_xadd(core, &argv) {

@@ -45,16 +45,21 @@
 use super::PersistError;
 use super::manifest::{sync_dir, tmp_path};
 use super::record;
+use crate::core::Core;
 use crate::core::keyspace::Db;
 use crate::stream::{Stream, StreamId};
+use bytes::Bytes;
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 /// The magic bytes at offset 0.
 pub const MAGIC: &[u8; 8] = b"STRMSNAP";
-/// The format version this build writes and reads.
-pub const SNAPSHOT_VERSION: u32 = 1;
+/// The format version this build writes: 2 stores stream nodes as they are
+/// (`STREAMD.NODES`). Version 1 (every entry as an `XADD` record) is still read.
+pub const SNAPSHOT_VERSION: u32 = 2;
+/// The oldest format version this build reads.
+pub const MIN_SNAPSHOT_VERSION: u32 = 1;
 /// Header bytes before the first record.
 pub const HEADER_LEN: u64 = 24;
 /// The end marker, in place of a record length.
@@ -161,17 +166,7 @@ fn write_stream<W: Write>(w: &mut SnapshotWriter<W>, key: &[u8], s: &Stream) -> 
     if s.is_empty() {
         w.record(&[&b"XADD"[..], key, b"MAXLEN", b"0", b"0-1", b"x", b"y"])?;
     } else {
-        let mut argv: Vec<Vec<u8>> = Vec::new();
-        for e in s.range(StreamId::MIN, StreamId::MAX, false) {
-            argv.clear();
-            argv.push(b"XADD".to_vec());
-            argv.push(key.to_vec());
-            argv.push(id_text(e.id));
-            for v in e.elements() {
-                argv.push(v.to_vec());
-            }
-            w.record(&argv)?;
-        }
+        write_nodes(w, key, s)?;
     }
     w.record(&[
         &b"XSETID"[..],
@@ -183,6 +178,69 @@ fn write_stream<W: Write>(w: &mut SnapshotWriter<W>, key: &[u8], s: &Stream) -> 
         &id_text(s.max_deleted_entry_id()),
     ])?;
     super::groups::write_groups(w, key, s)
+}
+
+/// A `STREAMD.NODES` record is closed once its nodes reach this many bytes (a single
+/// larger node gets a record of its own).
+pub const NODES_RECORD_BYTES: usize = 1 << 20;
+
+/// The stream's nodes as they are, in `STREAMD.NODES <key> <master> <node> ...` records
+/// of about [`NODES_RECORD_BYTES`] each; `<master>` is the 16-byte big-endian master ID
+/// (the node's key in the stream's index), `<node>` the node's bytes (listpack.rs).
+fn write_nodes<W: Write>(w: &mut SnapshotWriter<W>, key: &[u8], s: &Stream) -> io::Result<()> {
+    let mut batch: Vec<([u8; 16], &[u8])> = Vec::new();
+    let mut bytes = 0;
+    let mut flush = |batch: &mut Vec<([u8; 16], &[u8])>| {
+        let mut argv: Vec<&[u8]> = Vec::with_capacity(2 + 2 * batch.len());
+        argv.push(NODES_RECORD);
+        argv.push(key);
+        for (master, node) in batch.iter() {
+            argv.push(master);
+            argv.push(node);
+        }
+        let r = w.record(&argv);
+        batch.clear();
+        r
+    };
+    for (master, node) in s.nodes() {
+        batch.push((master.to_key(), node));
+        bytes += node.len();
+        if bytes >= NODES_RECORD_BYTES {
+            flush(&mut batch)?;
+            bytes = 0;
+        }
+    }
+    if !batch.is_empty() {
+        flush(&mut batch)?;
+    }
+    Ok(())
+}
+
+/// The name of the node record.
+pub const NODES_RECORD: &[u8] = b"STREAMD.NODES";
+
+/// Applies a `STREAMD.NODES <key> <master> <node> ...` record to database `db`: each node
+/// is checked byte by byte and appended after the stream's last entry (the key is
+/// created if it does not exist). Nothing is applied from a record with a bad node after
+/// the nodes before it; the error stops the load anyway.
+pub fn apply_nodes(core: &mut Core, db: usize, argv: &[Bytes]) -> Result<(), String> {
+    if argv.len() < 4 || !argv.len().is_multiple_of(2) {
+        return Err("wrong number of arguments".into());
+    }
+    let db = &mut core.dbs[db];
+    let stream = match db.get_mut(&argv[1]) {
+        Some(s) => s,
+        None => db.get_or_create(&Bytes::copy_from_slice(&argv[1])),
+    };
+    for (i, pair) in argv[2..].chunks_exact(2).enumerate() {
+        let master = StreamId::from_key(&pair[0])
+            .ok_or_else(|| format!("node {i}: the master ID is not 16 bytes"))?;
+        stream
+            .push_node(master, pair[1].to_vec())
+            .map_err(|e| format!("node {i} (master ID {master}): {e}"))?;
+    }
+    core.dirty += 1;
+    Ok(())
 }
 
 /// What [`save`] wrote.
@@ -240,9 +298,10 @@ pub fn verify(path: &Path) -> Result<(u64, u64), PersistError> {
         return Err(bad("not a streamd snapshot (bad magic)".into()));
     }
     let version = u32::from_le_bytes(header[8..12].try_into().expect("4 bytes"));
-    if version != SNAPSHOT_VERSION {
+    if !(MIN_SNAPSHOT_VERSION..=SNAPSHOT_VERSION).contains(&version) {
         return Err(bad(format!(
-            "snapshot format version {version}; this streamd reads version {SNAPSHOT_VERSION}"
+            "snapshot format version {version}; this streamd reads versions \
+             {MIN_SNAPSHOT_VERSION} to {SNAPSHOT_VERSION}"
         )));
     }
     let io_err = |e| PersistError::io("reading", path, e);
@@ -289,7 +348,7 @@ mod tests {
         assert_eq!(size as usize, bytes.len());
         assert_eq!(records, 1);
         assert_eq!(&bytes[0..8], b"STRMSNAP");
-        assert_eq!(&bytes[8..12], &1u32.to_le_bytes());
+        assert_eq!(&bytes[8..12], &2u32.to_le_bytes());
         assert_eq!(&bytes[12..16], &[0, 0, 0, 0]);
         assert_eq!(&bytes[16..24], &0x0102_0304_0506_0708u64.to_le_bytes());
         let n = bytes.len();

@@ -40,7 +40,7 @@ use crate::error::ReplyError;
 use bytes::Bytes;
 use group::Groups;
 use id::XAddId;
-use listpack::{Elements, Listpack, Master};
+use listpack::{Elements, Listpack, Master, NodeError};
 use rax::{Cursor, Rax, SeekOp};
 
 /// Redis `STREAM_LISTPACK_MAX_SIZE`: the node byte limit when `stream-node-max-bytes` is 0
@@ -522,6 +522,41 @@ impl Stream {
     /// entry-by-entry work on a node that is entirely in range continues to the next node.
     pub fn trim(&mut self, spec: &TrimSpec, limits: &NodeLimits) -> u64 {
         self.nodes.trim(spec, limits, &mut self.groups)
+    }
+
+    /// The nodes as they are stored, oldest first: each node's master ID and its bytes
+    /// (listpack.rs draws them). With [`Stream::push_node`] this copies a stream's entries
+    /// without decoding them (snapshots).
+    pub fn nodes(&self) -> impl Iterator<Item = (StreamId, &[u8])> + '_ {
+        self.nodes
+            .index
+            .iter()
+            .map(|(k, lp)| (master_of(k), lp.as_bytes()))
+    }
+
+    /// Appends a node read back from [`Stream::nodes`] after the stream's last entry:
+    /// checks every byte of it ([`Listpack::from_bytes`]) and that all its entries come
+    /// after `last_id` (so `master > last_id`), then inserts it as the new tail and
+    /// updates the length, the first ID, `last_id` (to the node's last entry, deleted or
+    /// not) and `entries_added` (by the node's entries; the snapshot's XSETID record sets
+    /// the exact count after the last node). On error the stream is unchanged.
+    pub fn push_node(&mut self, master: StreamId, bytes: Vec<u8>) -> Result<(), NodeError> {
+        if master <= self.last_id || master.is_zero() {
+            return Err(NodeError(
+                "a node's master ID is not above the stream's last ID",
+            ));
+        }
+        let (lp, summary) = Listpack::from_bytes(bytes, master)?;
+        let nodes = &mut self.nodes;
+        if nodes.length == 0 {
+            nodes.first_id = summary.first_live;
+        }
+        nodes.length += lp.live();
+        self.entries_added = self.entries_added.saturating_add(lp.total_entries());
+        nodes.index.insert(&master.to_key(), lp);
+        nodes.tail = master;
+        self.last_id = summary.last;
+        Ok(())
     }
 
     /// Number of nodes (XINFO `radix-tree-keys`).
