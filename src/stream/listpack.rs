@@ -802,7 +802,7 @@ impl Listpack {
             let n = uvarint_len(len);
             for (i, slot) in backlen[..n].iter_mut().enumerate() {
                 let group = ((len >> (7 * (n - 1 - i))) & 0x7f) as u8;
-                *slot = if i + 1 < n { group | 0x80 } else { group };
+                *slot = if i > 0 { group | 0x80 } else { group };
             }
             if buf.get(pos..pos + n) != Some(&backlen[..n]) {
                 return Err(NodeError("an entry's back-len does not match its length"));
@@ -1050,5 +1050,162 @@ mod tests {
         }
         assert!(caps.len() < 20, "{caps:?}");
         assert!(caps.contains(&256), "{caps:?}");
+    }
+
+    /// A node with every kind of entry: SAMEFIELDS and not, integers, strings long
+    /// enough for multi-byte lengths and back-lens, a tombstone, IDs with negative seq
+    /// deltas.
+    fn varied_node() -> (Listpack, StreamId) {
+        let master = id(1000, 7);
+        let long = vec![b'x'; 300];
+        let mut lp = Listpack::new(&[&b"bidder"[..], b"17", b"amount", b"-3"]);
+        lp.append(
+            master,
+            id(1000, 8),
+            &[&b"bidder"[..], b"x", b"amount", b"0042"],
+            4096,
+        );
+        lp.append(master, id(1031, 0), &[&b"other"[..], &long[..]], 4096);
+        lp.append(
+            master,
+            id(90000, 2),
+            &[&b"bidder"[..], b"9223372036854775807", b"amount", b""],
+            4096,
+        );
+        lp.append(master, id(u64::MAX, 1), &[&long[..], b"-1"], 4096);
+        let second = lp.entries(master).nth(1).expect("second entry").start;
+        lp.mark_deleted(second);
+        (lp, master)
+    }
+
+    /// Walks a node forwards and backwards, reading every element: what a reader does.
+    fn walk(lp: &Listpack, master: StreamId) -> Vec<(StreamId, bool, Vec<Vec<u8>>)> {
+        let forward = collect(lp, master);
+        let m = lp.master();
+        let mut end = lp.len();
+        let mut back = Vec::new();
+        while end > m.entries {
+            let e = lp.entry_before(master, &m, end);
+            back.push(e.id);
+            end = e.start;
+        }
+        back.reverse();
+        assert_eq!(back, forward.iter().map(|f| f.0).collect::<Vec<_>>());
+        assert_eq!(lp.last_id(master), *back.last().expect("an entry"));
+        forward
+    }
+
+    #[test]
+    fn from_bytes_takes_back_what_as_bytes_gives() {
+        let (lp, master) = varied_node();
+        let (back, summary) = Listpack::from_bytes(lp.as_bytes().to_vec(), master).unwrap();
+        assert_eq!(back, lp);
+        assert_eq!(back.redis_bytes(), lp.redis_bytes());
+        assert_eq!(summary.first_live, id(1000, 7));
+        assert_eq!(summary.last, id(u64::MAX, 1));
+        assert_eq!(walk(&back, master), collect(&lp, master));
+        // The same bytes under another master ID decode to other IDs: refused when they
+        // overflow.
+        assert!(Listpack::from_bytes(lp.as_bytes().to_vec(), id(1, 0)).is_ok());
+        assert_eq!(
+            Listpack::from_bytes(lp.as_bytes().to_vec(), id(2000, 0)).unwrap_err(),
+            NodeError("an entry ID overflows")
+        );
+    }
+
+    #[test]
+    fn from_bytes_refuses_every_truncation_and_extension() {
+        let (lp, master) = varied_node();
+        let b = lp.as_bytes();
+        for cut in 0..b.len() {
+            assert!(
+                Listpack::from_bytes(b[..cut].to_vec(), master).is_err(),
+                "cut at {cut} accepted"
+            );
+        }
+        for extra in [&[0u8][..], &[0x80], &[1, 0, 1]] {
+            let mut v = b.to_vec();
+            v.extend_from_slice(extra);
+            assert!(Listpack::from_bytes(v, master).is_err(), "{extra:?}");
+        }
+    }
+
+    #[test]
+    fn from_bytes_refuses_a_node_without_live_entries_and_wrong_counters() {
+        let master = id(5, 0);
+        let mut lp = Listpack::new(&[b"f", b"v"]);
+        let start = lp.entries(master).next().expect("entry").start;
+        lp.mark_deleted(start);
+        assert_eq!(
+            Listpack::from_bytes(lp.as_bytes().to_vec(), master).unwrap_err(),
+            NodeError("a node without live entries")
+        );
+        let lp = Listpack::new(&[b"f", b"v"]);
+        let mut v = lp.as_bytes().to_vec();
+        v[HDR_REDIS] ^= 1;
+        assert_eq!(
+            Listpack::from_bytes(v, master).unwrap_err(),
+            NodeError("the Redis-size field does not match the entries")
+        );
+    }
+
+    /// Every single-bit flip of a node is refused, or gives a node that readers walk
+    /// without panicking (a flipped value byte is still a valid node).
+    #[test]
+    fn every_bit_flip_is_refused_or_harmless() {
+        let (lp, master) = varied_node();
+        let mut accepted = 0;
+        for byte in 0..lp.len() {
+            for bit in 0..8 {
+                let mut v = lp.as_bytes().to_vec();
+                v[byte] ^= 1 << bit;
+                if let Ok((flipped, _)) = Listpack::from_bytes(v, master) {
+                    walk(&flipped, master);
+                    accepted += 1;
+                }
+            }
+        }
+        // Flips inside string payloads must be accepted: they are data, not structure.
+        assert!(accepted >= 8 * 300, "{accepted}");
+    }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+            /// Arbitrary bytes never make the check panic, and what it accepts walks.
+            #[test]
+            fn arbitrary_bytes_are_refused_or_walkable(
+                bytes in proptest::collection::vec(any::<u8>(), 0..200),
+                ms in any::<u64>(),
+                seq in any::<u64>(),
+            ) {
+                let master = id(ms, seq);
+                if let Ok((lp, summary)) = Listpack::from_bytes(bytes, master) {
+                    let got = walk(&lp, master);
+                    prop_assert_eq!(Some(summary.last), got.last().map(|g| g.0));
+                }
+            }
+
+            /// Random splices of a valid node (a byte range replaced by random bytes).
+            #[test]
+            fn spliced_nodes_are_refused_or_walkable(
+                at in any::<proptest::sample::Index>(),
+                len in 0usize..6,
+                with in proptest::collection::vec(any::<u8>(), 0..6),
+            ) {
+                let (lp, master) = varied_node();
+                let mut v = lp.as_bytes().to_vec();
+                let at = at.index(v.len());
+                let end = (at + len).min(v.len());
+                v.splice(at..end, with);
+                if let Ok((lp, _)) = Listpack::from_bytes(v, master) {
+                    walk(&lp, master);
+                }
+            }
+        }
     }
 }

@@ -789,6 +789,60 @@ mod tests {
     }
 
     #[test]
+    fn nodes_copied_with_push_node_rebuild_the_same_stream() {
+        let lim = limits(0, 5);
+        let mut s = Stream::new();
+        fill(&mut s, 23, &lim);
+        // Tombstones: the first entry (first_id moves), one mid-node, the last one.
+        assert!(s.delete(id(1, 0)));
+        assert!(s.delete(id(8, 0)));
+        assert!(s.delete(id(23, 0)));
+        // A whole node gone.
+        for ms in 11..=15 {
+            assert!(s.delete(id(ms, 0)));
+        }
+        let mut copy = Stream::new();
+        for (master, bytes) in s.nodes() {
+            copy.push_node(master, bytes.to_vec()).unwrap();
+        }
+        check_invariants(&copy);
+        assert_eq!(ids(&copy, false), ids(&s, false));
+        assert_eq!(ids(&copy, true), ids(&s, true));
+        assert_eq!(copy.len(), s.len());
+        assert_eq!(copy.first_id(), id(2, 0));
+        // last_id is the last entry, deleted or not; XSETID sets the rest on load.
+        assert_eq!(copy.last_id(), id(23, 0));
+        assert_eq!(copy.radix_tree_keys(), s.radix_tree_keys());
+        assert_eq!(copy.radix_tree_nodes(), s.radix_tree_nodes());
+        // Appends after a copied tail go on filling it as they would have.
+        s.append(id(30, 0), &els(&[("f", "v")]), &lim);
+        copy.append(id(30, 0), &els(&[("f", "v")]), &lim);
+        assert_eq!(
+            copy.nodes().collect::<Vec<_>>(),
+            s.nodes().collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn push_node_refuses_nodes_out_of_order_and_leaves_the_stream_alone() {
+        let lim = limits(0, 2);
+        let mut s = Stream::new();
+        fill(&mut s, 4, &lim);
+        let nodes: Vec<(StreamId, Vec<u8>)> = s.nodes().map(|(m, b)| (m, b.to_vec())).collect();
+        let mut copy = Stream::new();
+        copy.push_node(nodes[1].0, nodes[1].1.clone()).unwrap();
+        for (m, b) in [&nodes[0], &nodes[1]] {
+            assert!(copy.push_node(*m, b.clone()).is_err());
+        }
+        assert!(copy.push_node(StreamId::MIN, nodes[0].1.clone()).is_err());
+        let mut bad = nodes[0].1.clone();
+        bad.truncate(bad.len() - 1);
+        assert!(copy.push_node(id(100, 0), bad).is_err());
+        assert_eq!(ids(&copy, false), vec![id(3, 0), id(4, 0)]);
+        check_invariants(&copy);
+    }
+
+    #[test]
     fn thousand_adds_with_maxlen_approx_555_leave_600() {
         let lim = NodeLimits::default();
         let mut s = Stream::new();
