@@ -828,3 +828,38 @@ fn the_seeds_load_to_the_same_dataset() {
         assert_consistent(core);
     }
 }
+
+// --- regressions: each crash or wrong answer the fuzzer found ----------------------------
+
+/// A damaged record inside a transaction: `--fix` cut at the damaged record and left the
+/// transaction's MULTI at the end, which the next check reported as a torn tail. The cut
+/// now goes back to the MULTI.
+#[test]
+fn check_aof_fix_cuts_a_damaged_transaction_from_its_multi() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut log = Vec::new();
+    record::encode(&mut log, &["XADD", "s", "1-1", "f", "v"]);
+    let multi_at = log.len() as u64;
+    record::encode(&mut log, &["MULTI"]);
+    record::encode(&mut log, &["XADD", "s", "2-1", "f", "v"]);
+    // A CRC-valid frame whose payload is not a RESP array.
+    frame(&mut log, b"+XADD s 3-1 f v\r\n");
+    record::encode(&mut log, &["EXEC"]);
+    record::encode(&mut log, &["XADD", "s", "4-1", "f", "v"]);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let p = tmp.path().join("appendonly.1.incr.log");
+    std::fs::write(&p, &log).expect("write");
+    let report = check::check(&p, false).expect("check");
+    assert!(report.damaged);
+    assert!(
+        report.lines[0].contains(&format!("bad record at offset {multi_at} (1 good records")),
+        "{:?}",
+        report.lines
+    );
+    let fixed = check::check(&p, true).expect("fix");
+    assert!(fixed.fixed, "{:?}", fixed.lines);
+    assert_eq!(std::fs::metadata(&p).expect("stat").len(), multi_at);
+    assert!(!check::check(&p, false).expect("check").damaged);
+    let core = load_log(&std::fs::read(&p).expect("read")).expect("loads after --fix");
+    assert!(dump(&core, false).contains("len 1 first 1-1 last 1-1"));
+}
