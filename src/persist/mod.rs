@@ -708,11 +708,7 @@ impl Loader {
                         break;
                     }
                     Next::Corrupt { offset, why } => {
-                        return Err(PersistError::Corrupt {
-                            path: src.path().to_path_buf(),
-                            offset,
-                            why,
-                        });
+                        return Err(bad_record(src, offset, why));
                     }
                 }
             }
@@ -802,15 +798,31 @@ fn cut_or_refuse(
             truncations.push((path, offset));
             Ok(())
         }
-        src => Err(PersistError::Corrupt {
-            path: src.path().to_path_buf(),
+        Source::Log { path, last: true } => Err(PersistError::Corrupt {
+            path,
             offset,
-            why: if matches!(src, Source::Log { last: true, .. }) {
-                format!("{why} (aof-load-truncated is no)")
-            } else {
-                why
-            },
+            why: format!("{why} (aof-load-truncated is no)"),
         }),
+        src => Err(bad_record(&src, offset, why)),
+    }
+}
+
+/// A damaged frame at `offset` of `src`. In a log, the error says how `--check-aof --fix`
+/// repairs it; a snapshot cannot be repaired (its CRC matched, so it was written so).
+fn bad_record(src: &Source, offset: u64, why: String) -> PersistError {
+    match src {
+        Source::Snapshot(path) => PersistError::Snapshot {
+            path: path.clone(),
+            why: format!(
+                "bad record at offset {offset}: {why} (the file's CRC matches, so it was \
+                 written this way; restore the file from a backup)"
+            ),
+        },
+        Source::Log { path, .. } => PersistError::Corrupt {
+            path: path.clone(),
+            offset,
+            why,
+        },
     }
 }
 
