@@ -662,8 +662,22 @@ impl Listpack {
 // ---------------------------------------------------------------------------------------
 
 /// [`get_uvarint`] that reports running off the buffer or past 64 bits instead of
-/// panicking.
+/// panicking. Inlined for the common one-byte case (node checks are most of a snapshot
+/// load).
+#[inline(always)]
 fn try_uvarint(buf: &[u8], pos: &mut usize) -> Result<u64, NodeError> {
+    if let Some(&b) = buf.get(*pos)
+        && b < 0x80
+    {
+        *pos += 1;
+        return Ok(u64::from(b));
+    }
+    try_uvarint_long(buf, pos)
+}
+
+/// [`try_uvarint`] for two bytes or more.
+#[inline(never)]
+fn try_uvarint_long(buf: &[u8], pos: &mut usize) -> Result<u64, NodeError> {
     let mut v = 0u64;
     let mut shift = 0u32;
     loop {
@@ -683,6 +697,7 @@ fn try_uvarint(buf: &[u8], pos: &mut usize) -> Result<u64, NodeError> {
 }
 
 /// [`get_tagged`], checked like [`try_uvarint`].
+#[inline(always)]
 fn try_tagged(buf: &[u8], pos: &mut usize, tag_bits: u32) -> Result<(u64, u8), NodeError> {
     let b = *buf
         .get(*pos)
@@ -698,6 +713,7 @@ fn try_tagged(buf: &[u8], pos: &mut usize, tag_bits: u32) -> Result<(u64, u8), N
 }
 
 /// Reads one element like [`get_elem`], checking that a string's bytes are inside `buf`.
+#[inline(always)]
 fn try_elem<'a>(buf: &'a [u8], pos: &mut usize) -> Result<Value<'a>, NodeError> {
     let (payload, tag) = try_tagged(buf, pos, ELEM_TAG_BITS)?;
     if tag == ELEM_INT {
@@ -800,11 +816,16 @@ impl Listpack {
             }
             let len = (pos - start) as u64;
             let n = uvarint_len(len);
-            for (i, slot) in backlen[..n].iter_mut().enumerate() {
-                let group = ((len >> (7 * (n - 1 - i))) & 0x7f) as u8;
-                *slot = if i > 0 { group | 0x80 } else { group };
-            }
-            if buf.get(pos..pos + n) != Some(&backlen[..n]) {
+            let matches = if n == 1 {
+                buf.get(pos) == Some(&(len as u8))
+            } else {
+                for (i, slot) in backlen[..n].iter_mut().enumerate() {
+                    let group = ((len >> (7 * (n - 1 - i))) & 0x7f) as u8;
+                    *slot = if i > 0 { group | 0x80 } else { group };
+                }
+                buf.get(pos..pos + n) == Some(&backlen[..n])
+            };
+            if !matches {
                 return Err(NodeError("an entry's back-len does not match its length"));
             }
             pos += n;
