@@ -26,7 +26,8 @@
 //!
 //! **Snapshots and rewrites.** `SAVE` writes from the live keyspace; `BGSAVE` and
 //! `BGREWRITEAOF` clone the keyspace (the only pause of the core; its length is in INFO
-//! as `*_core_pause_usec`) and serialize the clone on a thread. A rewrite first starts a
+//! as `*_core_pause_usec`; stream nodes are shared with the clone, copy-on-write) and
+//! serialize the clone on a thread. A rewrite first starts a
 //! new log segment and records it in the manifest, so a crash at any moment leaves a
 //! loadable set; when the new base is written the manifest is switched to it and the old
 //! files are deleted.

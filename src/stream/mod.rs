@@ -3,7 +3,7 @@
 //!
 //! ```text
 //!  Stream
-//!  ├ index: Rax<Listpack>  key = master ID as 16 bytes big-endian (StreamId::to_key)
+//!  ├ index: Rax<Arc<Listpack>>  key = master ID as 16 bytes big-endian (StreamId::to_key)
 //!  │   ├ 1700000000000-0 ──▶ [hdr | master: bidder amount | e0 | e1 | ... | e99]  sealed
 //!  │   ├ 1700000000042-3 ──▶ [hdr | master: bidder amount | e0 | ... | e99]        sealed
 //!  │   └ 1700000000097-0 ──▶ [hdr | master: user action | e0 | e1 | e2]   tail (appends)
@@ -42,6 +42,7 @@ use group::Groups;
 use id::XAddId;
 use listpack::{Elements, Listpack, Master, NodeError};
 use rax::{Cursor, Rax, SeekOp};
+use std::sync::Arc;
 
 /// Redis `STREAM_LISTPACK_MAX_SIZE`: the node byte limit when `stream-node-max-bytes` is 0
 /// or larger than this.
@@ -164,8 +165,11 @@ impl GroupRefs for Groups {
 /// The entries of a stream: the node index and the counters that follow from it.
 #[derive(Debug, Clone, Default)]
 struct Nodes {
-    /// Master-ID key → node. Every node has at least one live entry.
-    index: Rax<Listpack>,
+    /// Master-ID key → node. Every node has at least one live entry. Nodes are shared
+    /// (`Arc`): cloning a stream for a background save copies the tree, not the nodes,
+    /// and a node is copied only when it is written while a clone still holds it (every
+    /// write goes through `Arc::make_mut`).
+    index: Rax<Arc<Listpack>>,
     /// Master ID of the last node; meaningless when `index` is empty.
     tail: StreamId,
     /// Number of live entries over all nodes.
@@ -201,7 +205,7 @@ impl Nodes {
         if !c.seek(SeekOp::Le, &id.to_key()) {
             return None;
         }
-        c.next().map(|(k, lp)| (master_of(k), lp))
+        c.next().map(|(k, lp)| (master_of(k), &**lp))
     }
 
     /// Removes the node keyed by `master`, keeping `tail` right.
@@ -240,7 +244,7 @@ impl Nodes {
         if !found {
             return None;
         }
-        c.next().map(|(k, lp)| (master_of(k), lp))
+        c.next().map(|(k, lp)| (master_of(k), &**lp))
     }
 
     /// `streamTrim`. See [`Stream::trim`].
@@ -286,7 +290,11 @@ impl Nodes {
             }
             // Entry by entry: the node is partly in range, or references must be checked.
             let key = master.to_key();
-            let lp = self.index.get_mut(&key).expect("node found a moment ago");
+            let lp = self
+                .index
+                .get_mut(&key)
+                .map(Arc::make_mut)
+                .expect("node found a moment ago");
             let m = lp.master();
             let mut pos = lp.first_entry(&m);
             while pos < lp.len() {
@@ -422,6 +430,7 @@ impl Stream {
             let lp = nodes
                 .index
                 .get_mut(&nodes.tail.to_key())
+                .map(Arc::make_mut)
                 .expect("tail node exists");
             let raw_len: usize = elements.iter().map(|e| e.len()).sum();
             let full = lp.redis_bytes().saturating_add(raw_len) >= max_bytes
@@ -436,7 +445,9 @@ impl Stream {
         match tail {
             Some(lp) => lp.append(nodes.tail, id, elements, max_bytes),
             None => {
-                nodes.index.insert(&id.to_key(), Listpack::new(elements));
+                nodes
+                    .index
+                    .insert(&id.to_key(), Arc::new(Listpack::new(elements)));
                 nodes.tail = id;
             }
         }
@@ -487,6 +498,7 @@ impl Stream {
         let lp = nodes
             .index
             .get_mut(&master.to_key())
+            .map(Arc::make_mut)
             .expect("node found a moment ago");
         let Some(e) = lp.entries(master).find(|e| e.id >= id) else {
             return false;
@@ -553,7 +565,7 @@ impl Stream {
         }
         nodes.length += lp.live();
         self.entries_added = self.entries_added.saturating_add(lp.total_entries());
-        nodes.index.insert(&master.to_key(), lp);
+        nodes.index.insert(&master.to_key(), Arc::new(lp));
         nodes.tail = master;
         self.last_id = summary.last;
         Ok(())
@@ -582,7 +594,10 @@ impl Stream {
         std::mem::size_of::<Stream>()
             + nodes
             + self.nodes.index.node_count() * memory::RAX_NODE_ESTIMATE
-            + self.nodes.index.len() * std::mem::size_of::<Listpack>()
+            + self.nodes.index.len()
+                * memory::usable_size(
+                    std::mem::size_of::<Listpack>() + 2 * std::mem::size_of::<usize>(),
+                )
     }
 }
 
@@ -590,7 +605,7 @@ impl Stream {
 /// ([`Stream::range`]). Seeks the node holding the start (or end) once, then walks.
 pub struct Range<'a> {
     /// Walks the index.
-    cursor: Cursor<'a, Listpack>,
+    cursor: Cursor<'a, Arc<Listpack>>,
     /// The node being read, its master ID and shape, and the position in it: the next
     /// entry's head going forwards, the end of the next entry going backwards.
     node: Option<(&'a Listpack, StreamId, Master, usize)>,
@@ -821,6 +836,36 @@ mod tests {
             copy.nodes().collect::<Vec<_>>(),
             s.nodes().collect::<Vec<_>>()
         );
+    }
+
+    /// A clone (a background save's copy) shares the nodes; writes to either side copy a
+    /// node first, so the other side never sees them.
+    #[test]
+    fn a_clone_shares_nodes_until_either_side_writes() {
+        let lim = limits(0, 4);
+        let mut s = Stream::new();
+        fill(&mut s, 10, &lim);
+        let copy = s.clone();
+        let shared = |a: &Stream, b: &Stream| {
+            a.nodes
+                .index
+                .iter()
+                .zip(b.nodes.index.iter())
+                .filter(|((_, x), (_, y))| Arc::ptr_eq(x, y))
+                .count()
+        };
+        assert_eq!(shared(&s, &copy), 3);
+        let before = ids(&copy, false);
+        s.append(id(11, 0), &els(&[("f", "v")]), &lim);
+        assert!(s.delete(id(2, 0)));
+        s.trim(&maxlen(8, false, None), &lim);
+        assert_eq!(ids(&copy, false), before);
+        check_invariants(&copy);
+        check_invariants(&s);
+        assert_eq!(ids(&s, false).len(), 8);
+        // The first node was written to (delete, trim) and the tail appended to: copied;
+        // the middle node was not.
+        assert_eq!(shared(&s, &copy), 1);
     }
 
     #[test]
