@@ -904,3 +904,34 @@ fn a_crc_valid_snapshot_with_a_damaged_node_is_refused() {
     }
     assert!(refused > 10, "{refused} of 64 flips refused");
 }
+
+/// A MULTI inside a transaction (the loader refuses it): `--check-aof` took it for the
+/// start of the transaction and `--fix` cut there, leaving the outer MULTI without EXEC.
+/// Both it and an EXEC without MULTI are bad records now, cut from the outer MULTI.
+#[test]
+fn check_aof_treats_nested_multi_and_stray_exec_as_damage() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let p = tmp.path().join("appendonly.1.incr.log");
+    for (bad, cut_to_first) in [(&["MULTI"][..], true), (&["EXEC"][..], false)] {
+        let mut log = Vec::new();
+        record::encode(&mut log, &["XADD", "s", "1-1", "f", "v"]);
+        let first = log.len() as u64;
+        if cut_to_first {
+            record::encode(&mut log, &["MULTI"]);
+        }
+        let second = log.len() as u64;
+        record::encode(&mut log, bad);
+        record::encode(&mut log, &["XADD", "s", "2-1", "f", "v"]);
+        record::encode(&mut log, &["EXEC"]);
+        std::fs::write(&p, &log).expect("write");
+        assert!(load_log(&log).is_err(), "{bad:?}: the loader refuses it");
+        let report = check::check(&p, false).expect("check");
+        assert!(report.damaged, "{bad:?}: {:?}", report.lines);
+        assert!(check::check(&p, true).expect("fix").fixed);
+        let want = if cut_to_first { first } else { second };
+        assert_eq!(std::fs::metadata(&p).expect("stat").len(), want, "{bad:?}");
+        assert!(!check::check(&p, false).expect("check").damaged);
+        load_log(&std::fs::read(&p).expect("read")).expect("loads after --fix");
+    }
+}

@@ -94,6 +94,17 @@ fn check_log(path: &Path, fix: bool, report: &mut Report) -> Result<(), PersistE
         match r.next_frame()? {
             Next::Record { argv, offset, .. } => {
                 let name = &argv[0];
+                // The loader refuses these two (load.rs): they are damage here too.
+                let nested = multi.is_some() && name.eq_ignore_ascii_case(b"MULTI");
+                let stray = multi.is_none() && name.eq_ignore_ascii_case(b"EXEC");
+                if nested || stray {
+                    let why = if nested {
+                        "MULTI inside a transaction"
+                    } else {
+                        "EXEC without MULTI"
+                    };
+                    break Some((offset, why.to_string(), false));
+                }
                 if name.eq_ignore_ascii_case(b"MULTI") {
                     multi = Some(offset);
                     records_before_multi = records;
