@@ -11,7 +11,8 @@
 //! static ALLOC: streamd::alloc::CountingAlloc = streamd::alloc::CountingAlloc;
 //! ```
 //!
-//! and read [`allocated`]. Without it installed, [`allocated`] stays 0.
+//! and read [`allocated`]. Without it installed, [`allocated`] stays 0. [`PeakAlloc`] does
+//! the same and also keeps the highest value reached ([`peak`]), for tests.
 //!
 //! This module is the only place in the crate allowed `unsafe`: `GlobalAlloc` is an
 //! unsafe trait, and each block below only forwards the caller's own arguments to the
@@ -72,6 +73,61 @@ unsafe impl GlobalAlloc for CountingAlloc {
             ALLOCATED.fetch_sub(usable_size(layout.size()), Ordering::Relaxed);
             ALLOCATED.fetch_add(usable_size(new_size), Ordering::Relaxed);
         }
+        p
+    }
+}
+
+/// The highest [`allocated`] reached since [`reset_peak`], through [`PeakAlloc`].
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+/// The highest heap use (usable bytes) since the last [`reset_peak`], when [`PeakAlloc`]
+/// is the global allocator (tests that bound what a loader may allocate).
+pub fn peak() -> usize {
+    PEAK.load(Ordering::Relaxed)
+}
+
+/// Starts a new peak at the current heap use.
+pub fn reset_peak() {
+    PEAK.store(allocated(), Ordering::Relaxed);
+}
+
+/// [`CountingAlloc`] that also keeps the peak ([`peak`]); a separate type so that the
+/// server's allocator does not pay for the second atomic update.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PeakAlloc;
+
+impl PeakAlloc {
+    fn note_peak() {
+        PEAK.fetch_max(ALLOCATED.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+}
+
+// SAFETY: every method forwards to `CountingAlloc` (hence `System`) with the arguments it
+// was given; the peak is only bookkeeping.
+unsafe impl GlobalAlloc for PeakAlloc {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's layout, passed on unchanged (see `CountingAlloc::alloc`).
+        let p = unsafe { CountingAlloc.alloc(layout) };
+        Self::note_peak();
+        p
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: as for `alloc`.
+        let p = unsafe { CountingAlloc.alloc_zeroed(layout) };
+        Self::note_peak();
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller's pointer and layout, from this allocator, passed on.
+        unsafe { CountingAlloc.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: the caller's arguments, valid for `realloc`, passed on unchanged.
+        let p = unsafe { CountingAlloc.realloc(ptr, layout, new_size) };
+        Self::note_peak();
         p
     }
 }

@@ -254,24 +254,9 @@ struct Observed {
     times: Vec<(usize, String, String, i64)>,
 }
 
-fn strip_radix(info: V) -> V {
-    // XINFO STREAM FULL without radix-tree-keys/-nodes (node layout is not kept by
-    // snapshots, see docs/format.md).
-    let a = info.arr().to_vec();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i + 1 < a.len() {
-        let k = a[i].s();
-        if k != "radix-tree-keys" && k != "radix-tree-nodes" {
-            out.push(a[i].clone());
-            out.push(a[i + 1].clone());
-        }
-        i += 2;
-    }
-    V::Arr(out)
-}
-
-fn observe(node: &Node, keep_layout: bool) -> Observed {
+/// Every reply that must survive a restart, node layout included (XINFO STREAM FULL's
+/// radix-tree-keys/-nodes: snapshots keep the nodes as they are).
+fn observe(node: &Node) -> Observed {
     let mut o = Observed::default();
     let mut r = node.raw();
     for db in 0..4usize {
@@ -288,7 +273,6 @@ fn observe(node: &Node, keep_layout: bool) -> Observed {
             };
             exact("xrange", r.cmd_str(&["XRANGE", &key, "-", "+"]));
             let full = parse(&r.cmd_str(&["XINFO", "STREAM", &key, "FULL"]));
-            let full = if keep_layout { full } else { strip_radix(full) };
             exact("full", format!("{full:?}").into_bytes());
             exact("groups", r.cmd_str(&["XINFO", "GROUPS", &key]));
             let groups = parse(&r.cmd_str(&["XINFO", "GROUPS", &key]));
@@ -642,7 +626,7 @@ fn restart_from_the_log_keeps_every_reply() {
     let node = Node::start(&dir, &["--save", ""]);
     build_dataset(&node);
     std::thread::sleep(Duration::from_millis(30));
-    let before = observe(&node, true);
+    let before = observe(&node);
     eprintln!(
         "observed {} exact replies and {} times",
         before.exact.len(),
@@ -651,13 +635,13 @@ fn restart_from_the_log_keeps_every_reply() {
     let t = Instant::now();
     node.kill9();
     let node = Node::start(&dir, &["--save", ""]);
-    let after = observe(&node, true);
+    let after = observe(&node);
     assert_same(&before, &after, t.elapsed());
     // And once more through SHUTDOWN. Times have moved on since `before` by everything
     // since then, both restarts included.
     node.shutdown(&[]);
     let node = Node::start(&dir, &["--save", ""]);
-    assert_same(&before, &observe(&node, true), t.elapsed());
+    assert_same(&before, &observe(&node), t.elapsed());
 }
 
 #[test]
@@ -673,7 +657,7 @@ fn restart_after_a_rewrite_keeps_every_reply() {
     wait_info(&node, "aof_rewrite_in_progress:0");
     // Writes after the rewrite go to the new segment.
     node.cmd(&["XADD", "after", "1-1", "k", "v"]);
-    let before = observe(&node, false);
+    let before = observe(&node);
     let logdir = dir.join("appendonlydir");
     let manifest = fs::read_to_string(logdir.join("appendonly.manifest")).unwrap();
     assert!(manifest.contains("type b"), "{manifest}");
@@ -681,7 +665,7 @@ fn restart_after_a_rewrite_keeps_every_reply() {
     let t = Instant::now();
     node.kill9();
     let node = Node::start(&dir, &["--save", ""]);
-    assert_same(&before, &observe(&node, false), t.elapsed());
+    assert_same(&before, &observe(&node), t.elapsed());
     // Only the files the manifest names are left.
     let files = fs::read_dir(&logdir).unwrap().count();
     assert_eq!(
@@ -698,10 +682,10 @@ fn snapshots_keep_every_reply_save_debug_reload_and_appendonly_no() {
     let dir = data_dir(&tmp, "snap");
     let node = Node::start(&dir, &["--appendonly", "no", "--save", ""]);
     build_dataset(&node);
-    let before = observe(&node, false);
+    let before = observe(&node);
     let t = Instant::now();
     assert_eq!(node.cmd(&["DEBUG", "RELOAD"]), b"+OK\r\n");
-    assert_same(&before, &observe(&node, false), t.elapsed());
+    assert_same(&before, &observe(&node), t.elapsed());
     assert_eq!(node.cmd(&["BGSAVE"]), b"+Background saving started\r\n");
     wait_info(&node, "rdb_bgsave_in_progress:0");
     assert!(
@@ -711,11 +695,11 @@ fn snapshots_keep_every_reply_save_debug_reload_and_appendonly_no() {
     node.shutdown(&["NOSAVE"]);
     assert!(dir.join("dump.snap").exists());
     let node = Node::start(&dir, &["--appendonly", "no", "--save", ""]);
-    assert_same(&before, &observe(&node, false), t.elapsed());
+    assert_same(&before, &observe(&node), t.elapsed());
     // Switching the log on at start-up: the snapshot becomes the log's base.
     node.shutdown(&["SAVE"]);
     let node = Node::start(&dir, &["--save", ""]);
-    assert_same(&before, &observe(&node, false), t.elapsed());
+    assert_same(&before, &observe(&node), t.elapsed());
     let manifest = fs::read_to_string(dir.join("appendonlydir/appendonly.manifest")).unwrap();
     assert!(manifest.contains("appendonly.1.base.snap"), "{manifest}");
 }
@@ -733,11 +717,11 @@ fn config_set_appendonly_yes_writes_a_base_first() {
     node.cmd(&["XADD", "while", "1-1", "a", "b"]);
     wait_info(&node, "aof_rewrite_in_progress:0");
     node.cmd(&["XADD", "later", "1-1", "a", "b"]);
-    let before = observe(&node, false);
+    let before = observe(&node);
     let t = Instant::now();
     node.kill9();
     let node = Node::start(&dir, &["--save", ""]);
-    assert_same(&before, &observe(&node, false), t.elapsed());
+    assert_same(&before, &observe(&node), t.elapsed());
 }
 
 fn wait_info(node: &Node, what: &str) {

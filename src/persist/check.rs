@@ -89,12 +89,25 @@ fn check_log(path: &Path, fix: bool, report: &mut Report) -> Result<(), PersistE
     let len = r.end();
     let mut records = 0u64;
     let mut multi: Option<u64> = None;
+    let mut records_before_multi = 0u64;
     let problem = loop {
         match r.next_frame()? {
             Next::Record { argv, offset, .. } => {
                 let name = &argv[0];
+                // The loader refuses these two (load.rs): they are damage here too.
+                let nested = multi.is_some() && name.eq_ignore_ascii_case(b"MULTI");
+                let stray = multi.is_none() && name.eq_ignore_ascii_case(b"EXEC");
+                if nested || stray {
+                    let why = if nested {
+                        "MULTI inside a transaction"
+                    } else {
+                        "EXEC without MULTI"
+                    };
+                    break Some((offset, why.to_string(), false));
+                }
                 if name.eq_ignore_ascii_case(b"MULTI") {
                     multi = Some(offset);
+                    records_before_multi = records;
                 } else if name.eq_ignore_ascii_case(b"EXEC") {
                     multi = None;
                 } else if !is_loader_only(name) && commands::lookup(name).is_none() {
@@ -126,6 +139,12 @@ fn check_log(path: &Path, fix: bool, report: &mut Report) -> Result<(), PersistE
         ));
         return Ok(());
     };
+    // Inside a transaction the cut goes back to its MULTI: a transaction is applied whole
+    // or not at all, and a MULTI left at the end would itself be a torn tail.
+    let offset = multi.map_or(offset, |m| m.min(offset));
+    if multi == Some(offset) {
+        records = records_before_multi;
+    }
     let cut = len - offset;
     report.lines.push(format!(
         "{}: {} at offset {offset} ({records} good records before it; {cut} bytes from there to the end)",
@@ -133,6 +152,11 @@ fn check_log(path: &Path, fix: bool, report: &mut Report) -> Result<(), PersistE
         if torn { "torn tail" } else { "bad record" },
     ));
     report.lines.push(format!("  {why}"));
+    if multi.is_some_and(|m| m == offset) && !why.contains("EXEC") {
+        report.lines.push(format!(
+            "  (in the transaction whose MULTI is at offset {offset}: the whole transaction goes)"
+        ));
+    }
     if fix {
         let f = OpenOptions::new()
             .write(true)

@@ -16,8 +16,9 @@
 //! [`Replayer`] executes records against a [`Core`] with a loader client: `SELECT`
 //! switches its database, `MULTI` ... `EXEC` is buffered and applied whole (a
 //! transaction without its `EXEC` at the end of the newest log is dropped whole), the
-//! `STREAMD.*` records go to `groups.rs` and `idmp.rs`, everything else through
-//! [`Core::call`] exactly as a client command.
+//! `STREAMD.NODES` snapshot records go to `snapshot.rs`, the other `STREAMD.*` records
+//! to `groups.rs` and `idmp.rs`, everything else through [`Core::call`] exactly as a
+//! client command.
 
 use super::PersistError;
 use super::record::{self, Frame, HEADER_LEN};
@@ -334,13 +335,17 @@ impl Replayer {
         }
         if name.len() > 8 && name[..8].eq_ignore_ascii_case(b"STREAMD.") {
             let db = self.client.db;
-            let applied = super::idmp::apply_internal(core, db, &argv).and_then(|done| {
-                if done {
-                    Ok(())
-                } else {
-                    super::groups::apply_internal(core, db, &argv)
-                }
-            });
+            let applied = if name.eq_ignore_ascii_case(super::snapshot::NODES_RECORD) {
+                super::snapshot::apply_nodes(core, db, &argv)
+            } else {
+                super::idmp::apply_internal(core, db, &argv).and_then(|done| {
+                    if done {
+                        Ok(())
+                    } else {
+                        super::groups::apply_internal(core, db, &argv)
+                    }
+                })
+            };
             return applied.map_err(|why| PersistError::Replay {
                 path: path.to_path_buf(),
                 offset,

@@ -26,7 +26,8 @@
 //!
 //! **Snapshots and rewrites.** `SAVE` writes from the live keyspace; `BGSAVE` and
 //! `BGREWRITEAOF` clone the keyspace (the only pause of the core; its length is in INFO
-//! as `*_core_pause_usec`) and serialize the clone on a thread. A rewrite first starts a
+//! as `*_core_pause_usec`; stream nodes are shared with the clone, copy-on-write) and
+//! serialize the clone on a thread. A rewrite first starts a
 //! new log segment and records it in the manifest, so a crash at any moment leaves a
 //! loadable set; when the new base is written the manifest is switched to it and the old
 //! files are deleted.
@@ -709,11 +710,7 @@ impl Loader {
                         break;
                     }
                     Next::Corrupt { offset, why } => {
-                        return Err(PersistError::Corrupt {
-                            path: src.path().to_path_buf(),
-                            offset,
-                            why,
-                        });
+                        return Err(bad_record(src, offset, why));
                     }
                 }
             }
@@ -803,15 +800,31 @@ fn cut_or_refuse(
             truncations.push((path, offset));
             Ok(())
         }
-        src => Err(PersistError::Corrupt {
-            path: src.path().to_path_buf(),
+        Source::Log { path, last: true } => Err(PersistError::Corrupt {
+            path,
             offset,
-            why: if matches!(src, Source::Log { last: true, .. }) {
-                format!("{why} (aof-load-truncated is no)")
-            } else {
-                why
-            },
+            why: format!("{why} (aof-load-truncated is no)"),
         }),
+        src => Err(bad_record(&src, offset, why)),
+    }
+}
+
+/// A damaged frame at `offset` of `src`. In a log, the error says how `--check-aof --fix`
+/// repairs it; a snapshot cannot be repaired (its CRC matched, so it was written so).
+fn bad_record(src: &Source, offset: u64, why: String) -> PersistError {
+    match src {
+        Source::Snapshot(path) => PersistError::Snapshot {
+            path: path.clone(),
+            why: format!(
+                "bad record at offset {offset}: {why} (the file's CRC matches, so it was \
+                 written this way; restore the file from a backup)"
+            ),
+        },
+        Source::Log { path, .. } => PersistError::Corrupt {
+            path: path.clone(),
+            offset,
+            why,
+        },
     }
 }
 

@@ -2,20 +2,22 @@
 //!
 //! ```text
 //! offset 0   "STRMSNAP"                      magic, 8 bytes
-//!        8   version         u32 LE          SNAPSHOT_VERSION (1)
+//!        8   version         u32 LE          SNAPSHOT_VERSION (2; version 1 is still read)
 //!       12   flags           u32 LE          0 (reserved)
 //!       16   created         u64 LE          unix ms when the dataset was taken
-//!       24   records ...                     framed effect records (record.rs), the
-//!                                            dataset in replay form (below)
+//!       24   records ...                     framed records (record.rs), below
 //!   N - 12   0xFFFFFFFF      u32 LE          end marker (where a length would be)
 //!   N - 8    CRC-64/XZ       u64 LE          of bytes 0 .. N-8 (header, records, marker)
 //! ```
 //!
-//! The records rebuild the dataset when replayed in order, database by database:
+//! Records use the log's framing (`u32 length | u64 CRC-64 | RESP array`), database by
+//! database, key by key:
 //!
 //! ```text
 //! SELECT <db>                                          before each non-empty database
-//! XADD <key> <id> <field> <value> ...                  every live entry, ID order
+//! STREAMD.NODES <key> <master> <node> [<master> <node> ...]
+//!                                                      the stream's nodes, oldest first,
+//!                                                      ~1 MiB of nodes per record
 //! XADD <key> MAXLEN 0 0-1 x y                          instead, for a stream with no entries
 //! XSETID <key> <last_id> ENTRIESADDED <n> MAXDELETEDID <id>
 //! STREAMD.GROUP <key> <group> <last_id> <entries_read|-1>
@@ -30,35 +32,57 @@
 //! PEXPIREAT <key> <unix ms>                            keys with a TTL
 //! ```
 //!
-//! The `STREAMD.*` records are understood by the loader only (no client can send them):
-//! they restore group state exactly — delivery times and counts, consumer seen/active
-//! times, pending entries whose stream entry was deleted, and the NACK zone order — which
-//! the client-visible forms (XCLAIM ... FORCE drops a pending entry whose entry is gone;
-//! CREATECONSUMER resets times) cannot. Pending entries are written in delivery-time
-//! order so each reloads in O(1).
+//! **Nodes as they are.** In `STREAMD.NODES`, `<master>` is a node's master ID as the 16
+//! bytes of its index key (`ms` then `seq`, big-endian: `StreamId::to_key`) and `<node>`
+//! the node's bytes exactly as listpack.rs draws them (header with live/deleted counters
+//! and Redis size, master entry, entries with their tombstones). Loading inserts each
+//! node into the stream's index as it is ([`Stream::push_node`]): no entry is decoded or
+//! re-appended, so a snapshot loads in one pass over its bytes and keeps the node layout
+//! (`XINFO STREAM`'s `radix-tree-keys`/`-nodes` are the same after a restart). Because
+//! the file's CRC only proves the bytes are what was written, every node is checked byte
+//! by byte first ([`crate::stream::listpack::Listpack::from_bytes`]: varints and strings
+//! inside the node, IDs increasing from the master ID, back-lens exact, counters and
+//! Redis size matching the entries), and must start above the stream's last ID; a node
+//! that fails stops the load with an error naming the record and the node. The node
+//! encoding is therefore part of this format: changing listpack.rs's layout means a new
+//! `SNAPSHOT_VERSION`.
+//!
+//! The stream's metadata follows its nodes as the client form `XSETID` (replayed through
+//! the command path). The `STREAMD.*` group records are understood by the loader only (no
+//! client can send them): they restore group state exactly — delivery times and counts,
+//! consumer seen/active times, pending entries whose stream entry was deleted, and the
+//! NACK zone order — which the client-visible forms (XCLAIM ... FORCE drops a pending
+//! entry whose entry is gone; CREATECONSUMER resets times) cannot. Pending entries are
+//! written in delivery-time order so each reloads in O(1). More per-stream records (for
+//! other state) go after `XSETID`, before the groups.
+//!
+//! **Version 1** (before nodes were copied) wrote one `XADD <key> <id> <field> <value> ...`
+//! record per live entry instead of `STREAMD.NODES`; its files still load, their entries
+//! re-appended into fresh nodes.
 //!
 //! Writing goes to `<file>.tmp`, is fsynced, renamed over `<file>`, and the directory is
 //! fsynced, so a crash leaves the old snapshot or the new one, never a mix. Loading
 //! checks the magic, the version and the CRC over the whole file before replaying
 //! anything.
-//!
-//! Stream node layout (which entries share a node, deleted entries still inside nodes)
-//! is not kept: entries are re-appended into fresh nodes with the running node limits.
-//! A denser binary format that copies nodes as they are is a later optimisation.
 
 use super::PersistError;
 use super::manifest::{sync_dir, tmp_path};
 use super::record;
+use crate::core::Core;
 use crate::core::keyspace::Db;
 use crate::stream::{Stream, StreamId};
+use bytes::Bytes;
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 /// The magic bytes at offset 0.
 pub const MAGIC: &[u8; 8] = b"STRMSNAP";
-/// The format version this build writes and reads.
-pub const SNAPSHOT_VERSION: u32 = 1;
+/// The format version this build writes: 2 stores stream nodes as they are
+/// (`STREAMD.NODES`). Version 1 (every entry as an `XADD` record) is still read.
+pub const SNAPSHOT_VERSION: u32 = 2;
+/// The oldest format version this build reads.
+pub const MIN_SNAPSHOT_VERSION: u32 = 1;
 /// Header bytes before the first record.
 pub const HEADER_LEN: u64 = 24;
 /// The end marker, in place of a record length.
@@ -165,17 +189,7 @@ fn write_stream<W: Write>(w: &mut SnapshotWriter<W>, key: &[u8], s: &Stream) -> 
     if s.is_empty() {
         w.record(&[&b"XADD"[..], key, b"MAXLEN", b"0", b"0-1", b"x", b"y"])?;
     } else {
-        let mut argv: Vec<Vec<u8>> = Vec::new();
-        for e in s.range(StreamId::MIN, StreamId::MAX, false) {
-            argv.clear();
-            argv.push(b"XADD".to_vec());
-            argv.push(key.to_vec());
-            argv.push(id_text(e.id));
-            for v in e.elements() {
-                argv.push(v.to_vec());
-            }
-            w.record(&argv)?;
-        }
+        write_nodes(w, key, s)?;
     }
     w.record(&[
         &b"XSETID"[..],
@@ -188,6 +202,69 @@ fn write_stream<W: Write>(w: &mut SnapshotWriter<W>, key: &[u8], s: &Stream) -> 
     ])?;
     super::groups::write_groups(w, key, s)?;
     super::idmp::write_idmp(w, key, s)
+}
+
+/// A `STREAMD.NODES` record is closed once its nodes reach this many bytes (a single
+/// larger node gets a record of its own).
+pub const NODES_RECORD_BYTES: usize = 1 << 20;
+
+/// The stream's nodes as they are, in `STREAMD.NODES <key> <master> <node> ...` records
+/// of about [`NODES_RECORD_BYTES`] each; `<master>` is the 16-byte big-endian master ID
+/// (the node's key in the stream's index), `<node>` the node's bytes (listpack.rs).
+fn write_nodes<W: Write>(w: &mut SnapshotWriter<W>, key: &[u8], s: &Stream) -> io::Result<()> {
+    let mut batch: Vec<([u8; 16], &[u8])> = Vec::new();
+    let mut bytes = 0;
+    let mut flush = |batch: &mut Vec<([u8; 16], &[u8])>| {
+        let mut argv: Vec<&[u8]> = Vec::with_capacity(2 + 2 * batch.len());
+        argv.push(NODES_RECORD);
+        argv.push(key);
+        for (master, node) in batch.iter() {
+            argv.push(master);
+            argv.push(node);
+        }
+        let r = w.record(&argv);
+        batch.clear();
+        r
+    };
+    for (master, node) in s.nodes() {
+        batch.push((master.to_key(), node));
+        bytes += node.len();
+        if bytes >= NODES_RECORD_BYTES {
+            flush(&mut batch)?;
+            bytes = 0;
+        }
+    }
+    if !batch.is_empty() {
+        flush(&mut batch)?;
+    }
+    Ok(())
+}
+
+/// The name of the node record.
+pub const NODES_RECORD: &[u8] = b"STREAMD.NODES";
+
+/// Applies a `STREAMD.NODES <key> <master> <node> ...` record to database `db`: each node
+/// is checked byte by byte and appended after the stream's last entry (the key is
+/// created if it does not exist). Nothing is applied from a record with a bad node after
+/// the nodes before it; the error stops the load anyway.
+pub fn apply_nodes(core: &mut Core, db: usize, argv: &[Bytes]) -> Result<(), String> {
+    if argv.len() < 4 || !argv.len().is_multiple_of(2) {
+        return Err("wrong number of arguments".into());
+    }
+    let db = &mut core.dbs[db];
+    let stream = match db.get_mut(&argv[1]) {
+        Some(s) => s,
+        None => db.get_or_create(&Bytes::copy_from_slice(&argv[1])),
+    };
+    for (i, pair) in argv[2..].chunks_exact(2).enumerate() {
+        let master = StreamId::from_key(&pair[0])
+            .ok_or_else(|| format!("node {i}: the master ID is not 16 bytes"))?;
+        stream
+            .push_node(master, pair[1].to_vec())
+            .map_err(|e| format!("node {i} (master ID {master}): {e}"))?;
+    }
+    core.dirty += 1;
+    Ok(())
 }
 
 /// What [`save`] wrote.
@@ -245,9 +322,10 @@ pub fn verify(path: &Path) -> Result<(u64, u64), PersistError> {
         return Err(bad("not a streamd snapshot (bad magic)".into()));
     }
     let version = u32::from_le_bytes(header[8..12].try_into().expect("4 bytes"));
-    if version != SNAPSHOT_VERSION {
+    if !(MIN_SNAPSHOT_VERSION..=SNAPSHOT_VERSION).contains(&version) {
         return Err(bad(format!(
-            "snapshot format version {version}; this streamd reads version {SNAPSHOT_VERSION}"
+            "snapshot format version {version}; this streamd reads versions \
+             {MIN_SNAPSHOT_VERSION} to {SNAPSHOT_VERSION}"
         )));
     }
     let io_err = |e| PersistError::io("reading", path, e);
@@ -294,7 +372,7 @@ mod tests {
         assert_eq!(size as usize, bytes.len());
         assert_eq!(records, 1);
         assert_eq!(&bytes[0..8], b"STRMSNAP");
-        assert_eq!(&bytes[8..12], &1u32.to_le_bytes());
+        assert_eq!(&bytes[8..12], &2u32.to_le_bytes());
         assert_eq!(&bytes[12..16], &[0, 0, 0, 0]);
         assert_eq!(&bytes[16..24], &0x0102_0304_0506_0708u64.to_le_bytes());
         let n = bytes.len();
@@ -333,5 +411,41 @@ mod tests {
         }
         std::fs::write(&path, &good[..good.len() - 1]).unwrap();
         assert!(verify(&path).is_err());
+    }
+}
+
+#[cfg(test)]
+mod format_doc {
+    use super::*;
+
+    /// The records of a snapshot of one stream `s` holding `1-1 f v`, byte for byte as
+    /// docs/format.md draws them (section 3).
+    #[test]
+    fn the_documented_example_snapshot_is_what_we_write() {
+        let mut db = Db::default();
+        let mut s = Stream::new();
+        s.append(
+            StreamId::new(1, 1),
+            &[Bytes::from_static(b"f"), Bytes::from_static(b"v")],
+            &Default::default(),
+        );
+        db.insert(b"s", s);
+        let mut w = SnapshotWriter::new(Vec::new(), 0).unwrap();
+        write_dataset(&mut w, &[db]).unwrap();
+        let (bytes, _, _) = w.finish().unwrap();
+        let records = &bytes[HEADER_LEN as usize..bytes.len() - TRAILER_LEN as usize];
+        // SELECT 0, then the node record.
+        let nodes = &records[35..35 + 12 + 0x51];
+        let hex: String = nodes.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(
+            hex,
+            "51000000fabc5ab73a41b379\
+             2a340d0a\
+             2431330d0a53545245414d442e4e4f4445530d0a\
+             24310d0a730d0a\
+             2431360d0a00000000000000010000000000000001 0d0a\
+             2432300d0a 010000000000000019000000 01 0266 02000276 04 0d0a"
+                .replace(' ', "")
+        );
     }
 }

@@ -64,7 +64,7 @@ pub fn read(r: &mut Reader<'_>, t: u8) -> Result<Stream, RdbError> {
             .into(),
         })?;
         if let Some(lp) = node
-            && !s.push_node(master, lp)
+            && !s.push_listpack(master, lp)
         {
             return Err(RdbError {
                 offset: key_at,
@@ -420,7 +420,7 @@ pub fn encoding_for(s: &Stream) -> Result<u8, WriteError> {
 /// Appends `s` as a stream value of type `t` (from [`encoding_for`]; 19 or 21).
 pub fn write(out: &mut Vec<u8>, s: &Stream, t: u8) {
     write::len(out, s.radix_tree_keys() as u64);
-    for (master, lp) in s.nodes() {
+    for (master, lp) in s.node_listpacks() {
         write::string(out, &master.to_key());
         write::string(out, &encode_node(master, lp));
     }
@@ -640,7 +640,7 @@ mod tests {
         src.delete(StreamId::new(2, 0));
         let mut out = Vec::new();
         write::len(&mut out, 1);
-        let (master, lp) = src.nodes().next().expect("one node");
+        let (master, lp) = src.node_listpacks().next().expect("one node");
         write::string(&mut out, &master.to_key());
         write::string(&mut out, &encode_node(master, lp));
         write::len(&mut out, 2);

@@ -640,6 +640,12 @@ impl PelIndex {
 
     /// The chunk that holds `id` or would receive it.
     fn chunk_for(&self, id: StreamId) -> usize {
+        // Deliveries (and snapshot loads) come in ID order: try the last chunk first.
+        if let Some(last) = self.chunks.back()
+            && last.first <= id
+        {
+            return self.chunks.len() - 1;
+        }
         self.chunks
             .partition_point(|c| c.first <= id)
             .saturating_sub(1)
@@ -651,12 +657,14 @@ impl PelIndex {
             return None;
         }
         let c = self.chunk_for(id);
-        Some((
-            c,
-            self.chunks[c]
-                .items
-                .binary_search_by(|&i| slab.id(i).cmp(&id)),
-        ))
+        let items = &self.chunks[c].items;
+        // Past the chunk's last ID (an append): no search.
+        if let Some(&last) = items.last()
+            && slab.id(last) < id
+        {
+            return Some((c, Err(items.len())));
+        }
+        Some((c, items.binary_search_by(|&i| slab.id(i).cmp(&id))))
     }
 
     fn get(&self, slab: &Slab, id: StreamId) -> Option<u32> {

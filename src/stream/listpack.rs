@@ -656,6 +656,199 @@ impl Listpack {
     }
 }
 
+// ---------------------------------------------------------------------------------------
+// Untrusted bytes: a node read from a snapshot is checked completely before it is used,
+// because the readers above trust the layout (they index and slice without checks).
+// ---------------------------------------------------------------------------------------
+
+/// [`get_uvarint`] that reports running off the buffer or past 64 bits instead of
+/// panicking. Inlined for the common one-byte case (node checks are most of a snapshot
+/// load).
+#[inline(always)]
+fn try_uvarint(buf: &[u8], pos: &mut usize) -> Result<u64, NodeError> {
+    if let Some(&b) = buf.get(*pos)
+        && b < 0x80
+    {
+        *pos += 1;
+        return Ok(u64::from(b));
+    }
+    try_uvarint_long(buf, pos)
+}
+
+/// [`try_uvarint`] for two bytes or more.
+#[inline(never)]
+fn try_uvarint_long(buf: &[u8], pos: &mut usize) -> Result<u64, NodeError> {
+    let mut v = 0u64;
+    let mut shift = 0u32;
+    loop {
+        let b = *buf
+            .get(*pos)
+            .ok_or(NodeError("a varint runs past the node's end"))?;
+        *pos += 1;
+        v |= u64::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return Ok(v);
+        }
+        shift += 7;
+        if shift >= 64 {
+            return Err(NodeError("a varint is longer than 64 bits"));
+        }
+    }
+}
+
+/// [`get_tagged`], checked like [`try_uvarint`].
+#[inline(always)]
+fn try_tagged(buf: &[u8], pos: &mut usize, tag_bits: u32) -> Result<(u64, u8), NodeError> {
+    let b = *buf
+        .get(*pos)
+        .ok_or(NodeError("a varint runs past the node's end"))?;
+    *pos += 1;
+    let low_bits = 7 - tag_bits;
+    let tag = b & ((1 << tag_bits) - 1);
+    let mut payload = u64::from((b & 0x7f) >> tag_bits);
+    if b & 0x80 != 0 {
+        payload |= try_uvarint(buf, pos)? << low_bits;
+    }
+    Ok((payload, tag))
+}
+
+/// Reads one element like [`get_elem`], checking that a string's bytes are inside `buf`.
+#[inline(always)]
+fn try_elem<'a>(buf: &'a [u8], pos: &mut usize) -> Result<Value<'a>, NodeError> {
+    let (payload, tag) = try_tagged(buf, pos, ELEM_TAG_BITS)?;
+    if tag == ELEM_INT {
+        return Ok(Value::Int(unzigzag(payload)));
+    }
+    let end = usize::try_from(payload)
+        .ok()
+        .and_then(|len| pos.checked_add(len))
+        .filter(|&end| end <= buf.len())
+        .ok_or(NodeError("a string runs past the node's end"))?;
+    let s = &buf[*pos..end];
+    *pos = end;
+    Ok(Value::Str(s))
+}
+
+/// Why bytes are not a valid node ([`Listpack::from_bytes`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeError(pub &'static str);
+
+impl std::fmt::Display for NodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl std::error::Error for NodeError {}
+
+/// What [`Listpack::from_bytes`] learnt about a node while checking it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeSummary {
+    /// ID of the first live entry.
+    pub first_live: StreamId,
+    /// ID of the last entry, deleted or not.
+    pub last: StreamId,
+}
+
+impl Listpack {
+    /// The node's bytes (header, master entry, entries), as the module docs draw them.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// A node from bytes written by [`Listpack::as_bytes`] for master ID `master`, after
+    /// checking every byte of it, so that a damaged node is refused here and never makes a
+    /// reader panic or misbehave later: every varint and string stays inside the buffer,
+    /// entry IDs are `>= master`, strictly increasing and do not overflow, every back-len
+    /// is the exact encoding of its entry's length (reverse walks land on entry heads),
+    /// the live and deleted counters match the flags, at least one entry is live, and
+    /// `redis-bytes` is what appending the same entries would have added up. Costs one
+    /// pass over the node; allocates nothing.
+    pub fn from_bytes(
+        buf: Vec<u8>,
+        master: StreamId,
+    ) -> Result<(Listpack, NodeSummary), NodeError> {
+        if buf.len() < HDR_SIZE {
+            return Err(NodeError("shorter than a node header"));
+        }
+        let header =
+            |off: usize| u32::from_le_bytes([buf[off], buf[off + 1], buf[off + 2], buf[off + 3]]);
+        let (live_hdr, deleted_hdr, redis_hdr) =
+            (header(HDR_LIVE), header(HDR_DELETED), header(HDR_REDIS));
+        let mut pos = HDR_SIZE;
+        let nfields = try_uvarint(&buf, &mut pos)?;
+        let mut redis = (REDIS_LP_EMPTY + redis_int_size(0)) as u64
+            + redis_int_size(i64::try_from(nfields).unwrap_or(i64::MAX)) as u64;
+        for _ in 0..nfields {
+            redis += redis_value_size(try_elem(&buf, &mut pos)?) as u64;
+        }
+        let (mut live, mut deleted) = (0u64, 0u64);
+        let mut prev: Option<StreamId> = None;
+        let mut first_live = None;
+        let mut backlen = [0u8; 10];
+        while pos < buf.len() {
+            let start = pos;
+            let (ms_delta, flags) = try_tagged(&buf, &mut pos, HEAD_TAG_BITS)?;
+            let seq_delta = unzigzag(try_uvarint(&buf, &mut pos)?) as u64;
+            let ms = master
+                .ms
+                .checked_add(ms_delta)
+                .ok_or(NodeError("an entry ID overflows"))?;
+            let id = StreamId::new(ms, master.seq.wrapping_add(seq_delta));
+            if id < master || prev.is_some_and(|p| id <= p) {
+                return Err(NodeError("entry IDs are not increasing from the master ID"));
+            }
+            prev = Some(id);
+            redis += (redis_int_size(i64::from(flags & FLAG_SAMEFIELDS))
+                + redis_int_size(ms_delta as i64)
+                + redis_int_size(seq_delta as i64)) as u64;
+            let (stored, lp_count) = if flags & FLAG_SAMEFIELDS != 0 {
+                (nfields, nfields.saturating_add(3))
+            } else {
+                let n = try_uvarint(&buf, &mut pos)?;
+                redis += redis_int_size(i64::try_from(n).unwrap_or(i64::MAX)) as u64;
+                (n.saturating_mul(2), n.saturating_mul(2).saturating_add(4))
+            };
+            redis += redis_int_size(i64::try_from(lp_count).unwrap_or(i64::MAX)) as u64;
+            // Each element takes at least one byte: a huge count runs out of bytes.
+            for _ in 0..stored {
+                redis += redis_value_size(try_elem(&buf, &mut pos)?) as u64;
+            }
+            let len = (pos - start) as u64;
+            let n = uvarint_len(len);
+            let matches = if n == 1 {
+                buf.get(pos) == Some(&(len as u8))
+            } else {
+                for (i, slot) in backlen[..n].iter_mut().enumerate() {
+                    let group = ((len >> (7 * (n - 1 - i))) & 0x7f) as u8;
+                    *slot = if i > 0 { group | 0x80 } else { group };
+                }
+                buf.get(pos..pos + n) == Some(&backlen[..n])
+            };
+            if !matches {
+                return Err(NodeError("an entry's back-len does not match its length"));
+            }
+            pos += n;
+            if flags & FLAG_DELETED != 0 {
+                deleted += 1;
+            } else {
+                live += 1;
+                first_live.get_or_insert(id);
+            }
+        }
+        if live != u64::from(live_hdr) || deleted != u64::from(deleted_hdr) {
+            return Err(NodeError("the entry counters do not match the entries"));
+        }
+        let (Some(first_live), Some(last)) = (first_live, prev) else {
+            return Err(NodeError("a node without live entries"));
+        };
+        if redis.min(u64::from(u32::MAX)) != u64::from(redis_hdr) {
+            return Err(NodeError("the Redis-size field does not match the entries"));
+        }
+        Ok((Listpack { buf }, NodeSummary { first_live, last }))
+    }
+}
+
 /// The elements of one entry, `f1, v1, f2, v2, ...`: names come from the master entry
 /// when the entry has SAMEFIELDS.
 #[derive(Clone)]
@@ -878,5 +1071,162 @@ mod tests {
         }
         assert!(caps.len() < 20, "{caps:?}");
         assert!(caps.contains(&256), "{caps:?}");
+    }
+
+    /// A node with every kind of entry: SAMEFIELDS and not, integers, strings long
+    /// enough for multi-byte lengths and back-lens, a tombstone, IDs with negative seq
+    /// deltas.
+    fn varied_node() -> (Listpack, StreamId) {
+        let master = id(1000, 7);
+        let long = vec![b'x'; 300];
+        let mut lp = Listpack::new(&[&b"bidder"[..], b"17", b"amount", b"-3"]);
+        lp.append(
+            master,
+            id(1000, 8),
+            &[&b"bidder"[..], b"x", b"amount", b"0042"],
+            4096,
+        );
+        lp.append(master, id(1031, 0), &[&b"other"[..], &long[..]], 4096);
+        lp.append(
+            master,
+            id(90000, 2),
+            &[&b"bidder"[..], b"9223372036854775807", b"amount", b""],
+            4096,
+        );
+        lp.append(master, id(u64::MAX, 1), &[&long[..], b"-1"], 4096);
+        let second = lp.entries(master).nth(1).expect("second entry").start;
+        lp.mark_deleted(second);
+        (lp, master)
+    }
+
+    /// Walks a node forwards and backwards, reading every element: what a reader does.
+    fn walk(lp: &Listpack, master: StreamId) -> Vec<(StreamId, bool, Vec<Vec<u8>>)> {
+        let forward = collect(lp, master);
+        let m = lp.master();
+        let mut end = lp.len();
+        let mut back = Vec::new();
+        while end > m.entries {
+            let e = lp.entry_before(master, &m, end);
+            back.push(e.id);
+            end = e.start;
+        }
+        back.reverse();
+        assert_eq!(back, forward.iter().map(|f| f.0).collect::<Vec<_>>());
+        assert_eq!(lp.last_id(master), *back.last().expect("an entry"));
+        forward
+    }
+
+    #[test]
+    fn from_bytes_takes_back_what_as_bytes_gives() {
+        let (lp, master) = varied_node();
+        let (back, summary) = Listpack::from_bytes(lp.as_bytes().to_vec(), master).unwrap();
+        assert_eq!(back, lp);
+        assert_eq!(back.redis_bytes(), lp.redis_bytes());
+        assert_eq!(summary.first_live, id(1000, 7));
+        assert_eq!(summary.last, id(u64::MAX, 1));
+        assert_eq!(walk(&back, master), collect(&lp, master));
+        // The same bytes under another master ID decode to other IDs: refused when they
+        // overflow.
+        assert!(Listpack::from_bytes(lp.as_bytes().to_vec(), id(1, 0)).is_ok());
+        assert_eq!(
+            Listpack::from_bytes(lp.as_bytes().to_vec(), id(2000, 0)).unwrap_err(),
+            NodeError("an entry ID overflows")
+        );
+    }
+
+    #[test]
+    fn from_bytes_refuses_every_truncation_and_extension() {
+        let (lp, master) = varied_node();
+        let b = lp.as_bytes();
+        for cut in 0..b.len() {
+            assert!(
+                Listpack::from_bytes(b[..cut].to_vec(), master).is_err(),
+                "cut at {cut} accepted"
+            );
+        }
+        for extra in [&[0u8][..], &[0x80], &[1, 0, 1]] {
+            let mut v = b.to_vec();
+            v.extend_from_slice(extra);
+            assert!(Listpack::from_bytes(v, master).is_err(), "{extra:?}");
+        }
+    }
+
+    #[test]
+    fn from_bytes_refuses_a_node_without_live_entries_and_wrong_counters() {
+        let master = id(5, 0);
+        let mut lp = Listpack::new(&[b"f", b"v"]);
+        let start = lp.entries(master).next().expect("entry").start;
+        lp.mark_deleted(start);
+        assert_eq!(
+            Listpack::from_bytes(lp.as_bytes().to_vec(), master).unwrap_err(),
+            NodeError("a node without live entries")
+        );
+        let lp = Listpack::new(&[b"f", b"v"]);
+        let mut v = lp.as_bytes().to_vec();
+        v[HDR_REDIS] ^= 1;
+        assert_eq!(
+            Listpack::from_bytes(v, master).unwrap_err(),
+            NodeError("the Redis-size field does not match the entries")
+        );
+    }
+
+    /// Every single-bit flip of a node is refused, or gives a node that readers walk
+    /// without panicking (a flipped value byte is still a valid node).
+    #[test]
+    fn every_bit_flip_is_refused_or_harmless() {
+        let (lp, master) = varied_node();
+        let mut accepted = 0;
+        for byte in 0..lp.len() {
+            for bit in 0..8 {
+                let mut v = lp.as_bytes().to_vec();
+                v[byte] ^= 1 << bit;
+                if let Ok((flipped, _)) = Listpack::from_bytes(v, master) {
+                    walk(&flipped, master);
+                    accepted += 1;
+                }
+            }
+        }
+        // Flips inside string payloads must be accepted: they are data, not structure.
+        assert!(accepted >= 8 * 300, "{accepted}");
+    }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+            /// Arbitrary bytes never make the check panic, and what it accepts walks.
+            #[test]
+            fn arbitrary_bytes_are_refused_or_walkable(
+                bytes in proptest::collection::vec(any::<u8>(), 0..200),
+                ms in any::<u64>(),
+                seq in any::<u64>(),
+            ) {
+                let master = id(ms, seq);
+                if let Ok((lp, summary)) = Listpack::from_bytes(bytes, master) {
+                    let got = walk(&lp, master);
+                    prop_assert_eq!(Some(summary.last), got.last().map(|g| g.0));
+                }
+            }
+
+            /// Random splices of a valid node (a byte range replaced by random bytes).
+            #[test]
+            fn spliced_nodes_are_refused_or_walkable(
+                at in any::<proptest::sample::Index>(),
+                len in 0usize..6,
+                with in proptest::collection::vec(any::<u8>(), 0..6),
+            ) {
+                let (lp, master) = varied_node();
+                let mut v = lp.as_bytes().to_vec();
+                let at = at.index(v.len());
+                let end = (at + len).min(v.len());
+                v.splice(at..end, with);
+                if let Ok((lp, _)) = Listpack::from_bytes(v, master) {
+                    walk(&lp, master);
+                }
+            }
+        }
     }
 }

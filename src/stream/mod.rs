@@ -3,7 +3,7 @@
 //!
 //! ```text
 //!  Stream
-//!  ├ index: Rax<Listpack>  key = master ID as 16 bytes big-endian (StreamId::to_key)
+//!  ├ index: Rax<Arc<Listpack>>  key = master ID as 16 bytes big-endian (StreamId::to_key)
 //!  │   ├ 1700000000000-0 ──▶ [hdr | master: bidder amount | e0 | e1 | ... | e99]  sealed
 //!  │   ├ 1700000000042-3 ──▶ [hdr | master: bidder amount | e0 | ... | e99]        sealed
 //!  │   └ 1700000000097-0 ──▶ [hdr | master: user action | e0 | e1 | e2]   tail (appends)
@@ -42,8 +42,9 @@ use crate::error::ReplyError;
 use bytes::Bytes;
 use group::Groups;
 use id::XAddId;
-use listpack::{Elements, Listpack, Master};
+use listpack::{Elements, Listpack, Master, NodeError};
 use rax::{Cursor, Rax, SeekOp};
+use std::sync::Arc;
 
 /// Redis `STREAM_LISTPACK_MAX_SIZE`: the node byte limit when `stream-node-max-bytes` is 0
 /// or larger than this.
@@ -166,8 +167,11 @@ impl GroupRefs for Groups {
 /// The entries of a stream: the node index and the counters that follow from it.
 #[derive(Debug, Clone, Default)]
 struct Nodes {
-    /// Master-ID key → node. Every node has at least one live entry.
-    index: Rax<Listpack>,
+    /// Master-ID key → node. Every node has at least one live entry. Nodes are shared
+    /// (`Arc`): cloning a stream for a background save copies the tree, not the nodes,
+    /// and a node is copied only when it is written while a clone still holds it (every
+    /// write goes through `Arc::make_mut`).
+    index: Rax<Arc<Listpack>>,
     /// Master ID of the last node; meaningless when `index` is empty.
     tail: StreamId,
     /// Number of live entries over all nodes.
@@ -206,7 +210,7 @@ impl Nodes {
         if !c.seek(SeekOp::Le, &id.to_key()) {
             return None;
         }
-        c.next().map(|(k, lp)| (master_of(k), lp))
+        c.next().map(|(k, lp)| (master_of(k), &**lp))
     }
 
     /// Removes the node keyed by `master`, keeping `tail` right.
@@ -245,7 +249,7 @@ impl Nodes {
         if !found {
             return None;
         }
-        c.next().map(|(k, lp)| (master_of(k), lp))
+        c.next().map(|(k, lp)| (master_of(k), &**lp))
     }
 
     /// `streamTrim`. See [`Stream::trim`].
@@ -291,7 +295,11 @@ impl Nodes {
             }
             // Entry by entry: the node is partly in range, or references must be checked.
             let key = master.to_key();
-            let lp = self.index.get_mut(&key).expect("node found a moment ago");
+            let lp = self
+                .index
+                .get_mut(&key)
+                .map(Arc::make_mut)
+                .expect("node found a moment ago");
             let m = lp.master();
             let mut pos = lp.first_entry(&m);
             while pos < lp.len() {
@@ -427,6 +435,7 @@ impl Stream {
             let lp = nodes
                 .index
                 .get_mut(&nodes.tail.to_key())
+                .map(Arc::make_mut)
                 .expect("tail node exists");
             let raw_len: usize = elements.iter().map(|e| e.len()).sum();
             let full = lp.redis_bytes().saturating_add(raw_len) >= max_bytes
@@ -441,7 +450,9 @@ impl Stream {
         match tail {
             Some(lp) => lp.append(nodes.tail, id, elements, max_bytes),
             None => {
-                nodes.index.insert(&id.to_key(), Listpack::new(elements));
+                nodes
+                    .index
+                    .insert(&id.to_key(), Arc::new(Listpack::new(elements)));
                 nodes.tail = id;
             }
         }
@@ -504,6 +515,7 @@ impl Stream {
         let lp = nodes
             .index
             .get_mut(&master.to_key())
+            .map(Arc::make_mut)
             .expect("node found a moment ago");
         let Some(e) = lp.entries(master).find(|e| e.id >= id) else {
             return false;
@@ -543,8 +555,8 @@ impl Stream {
 
     /// The nodes in ID order with their master IDs, tombstones still inside (DUMP writes
     /// them as Redis nodes one for one, so the receiver keeps the same node boundaries).
-    pub fn nodes(&self) -> impl Iterator<Item = (StreamId, &Listpack)> + '_ {
-        self.nodes.index.iter().map(|(k, lp)| (master_of(k), lp))
+    pub fn node_listpacks(&self) -> impl Iterator<Item = (StreamId, &Listpack)> + '_ {
+        self.nodes.index.iter().map(|(k, lp)| (master_of(k), &**lp))
     }
 
     /// Adds a whole node after every existing entry, keeping its boundaries and
@@ -555,7 +567,7 @@ impl Stream {
     /// entry, all its IDs greater than every entry already in the stream; otherwise
     /// nothing changes and `false` is returned. `last_id` is raised to the node's last
     /// ID; `entries_added` is the caller's to set.
-    pub fn push_node(&mut self, master: StreamId, mut lp: Listpack) -> bool {
+    pub fn push_listpack(&mut self, master: StreamId, mut lp: Listpack) -> bool {
         let m = lp.master();
         if lp.live() == 0 || lp.first_entry(&m) >= lp.len() {
             return false;
@@ -579,12 +591,47 @@ impl Stream {
             nodes.first_id = first_live;
         }
         nodes.length += lp.live();
-        nodes.index.insert(&master.to_key(), lp);
+        nodes.index.insert(&master.to_key(), Arc::new(lp));
         nodes.tail = master;
         if last > self.last_id {
             self.last_id = last;
         }
         true
+    }
+
+    /// The nodes as they are stored, oldest first: each node's master ID and its bytes
+    /// (listpack.rs draws them). With [`Stream::push_node`] this copies a stream's entries
+    /// without decoding them (snapshots).
+    pub fn nodes(&self) -> impl Iterator<Item = (StreamId, &[u8])> + '_ {
+        self.nodes
+            .index
+            .iter()
+            .map(|(k, lp)| (master_of(k), lp.as_bytes()))
+    }
+
+    /// Appends a node read back from [`Stream::nodes`] after the stream's last entry:
+    /// checks every byte of it ([`Listpack::from_bytes`]) and that all its entries come
+    /// after `last_id` (so `master > last_id`), then inserts it as the new tail and
+    /// updates the length, the first ID, `last_id` (to the node's last entry, deleted or
+    /// not) and `entries_added` (by the node's entries; the snapshot's XSETID record sets
+    /// the exact count after the last node). On error the stream is unchanged.
+    pub fn push_node(&mut self, master: StreamId, bytes: Vec<u8>) -> Result<(), NodeError> {
+        if master <= self.last_id || master.is_zero() {
+            return Err(NodeError(
+                "a node's master ID is not above the stream's last ID",
+            ));
+        }
+        let (lp, summary) = Listpack::from_bytes(bytes, master)?;
+        let nodes = &mut self.nodes;
+        if nodes.length == 0 {
+            nodes.first_id = summary.first_live;
+        }
+        nodes.length += lp.live();
+        self.entries_added = self.entries_added.saturating_add(lp.total_entries());
+        nodes.index.insert(&master.to_key(), Arc::new(lp));
+        nodes.tail = master;
+        self.last_id = summary.last;
+        Ok(())
     }
 
     /// Number of nodes (XINFO `radix-tree-keys`).
@@ -610,7 +657,10 @@ impl Stream {
         std::mem::size_of::<Stream>()
             + nodes
             + self.nodes.index.node_count() * memory::RAX_NODE_ESTIMATE
-            + self.nodes.index.len() * std::mem::size_of::<Listpack>()
+            + self.nodes.index.len()
+                * memory::usable_size(
+                    std::mem::size_of::<Listpack>() + 2 * std::mem::size_of::<usize>(),
+                )
             + self.idmp.as_ref().map_or(0, |i| i.memory_usage())
     }
 
@@ -626,7 +676,7 @@ impl Stream {
 /// ([`Stream::range`]). Seeks the node holding the start (or end) once, then walks.
 pub struct Range<'a> {
     /// Walks the index.
-    cursor: Cursor<'a, Listpack>,
+    cursor: Cursor<'a, Arc<Listpack>>,
     /// The node being read, its master ID and shape, and the position in it: the next
     /// entry's head going forwards, the end of the next entry going backwards.
     node: Option<(&'a Listpack, StreamId, Master, usize)>,
@@ -822,6 +872,90 @@ mod tests {
             s.first_id(),
             s.first_entry().map(|e| e.id).unwrap_or(StreamId::MIN)
         );
+    }
+
+    #[test]
+    fn nodes_copied_with_push_node_rebuild_the_same_stream() {
+        let lim = limits(0, 5);
+        let mut s = Stream::new();
+        fill(&mut s, 23, &lim);
+        // Tombstones: the first entry (first_id moves), one mid-node, the last one.
+        assert!(s.delete(id(1, 0)));
+        assert!(s.delete(id(8, 0)));
+        assert!(s.delete(id(23, 0)));
+        // A whole node gone.
+        for ms in 11..=15 {
+            assert!(s.delete(id(ms, 0)));
+        }
+        let mut copy = Stream::new();
+        for (master, bytes) in s.nodes() {
+            copy.push_node(master, bytes.to_vec()).unwrap();
+        }
+        check_invariants(&copy);
+        assert_eq!(ids(&copy, false), ids(&s, false));
+        assert_eq!(ids(&copy, true), ids(&s, true));
+        assert_eq!(copy.len(), s.len());
+        assert_eq!(copy.first_id(), id(2, 0));
+        // last_id is the last entry, deleted or not; XSETID sets the rest on load.
+        assert_eq!(copy.last_id(), id(23, 0));
+        assert_eq!(copy.radix_tree_keys(), s.radix_tree_keys());
+        assert_eq!(copy.radix_tree_nodes(), s.radix_tree_nodes());
+        // Appends after a copied tail go on filling it as they would have.
+        s.append(id(30, 0), &els(&[("f", "v")]), &lim);
+        copy.append(id(30, 0), &els(&[("f", "v")]), &lim);
+        assert_eq!(
+            copy.nodes().collect::<Vec<_>>(),
+            s.nodes().collect::<Vec<_>>()
+        );
+    }
+
+    /// A clone (a background save's copy) shares the nodes; writes to either side copy a
+    /// node first, so the other side never sees them.
+    #[test]
+    fn a_clone_shares_nodes_until_either_side_writes() {
+        let lim = limits(0, 4);
+        let mut s = Stream::new();
+        fill(&mut s, 10, &lim);
+        let copy = s.clone();
+        let shared = |a: &Stream, b: &Stream| {
+            a.nodes
+                .index
+                .iter()
+                .zip(b.nodes.index.iter())
+                .filter(|((_, x), (_, y))| Arc::ptr_eq(x, y))
+                .count()
+        };
+        assert_eq!(shared(&s, &copy), 3);
+        let before = ids(&copy, false);
+        s.append(id(11, 0), &els(&[("f", "v")]), &lim);
+        assert!(s.delete(id(2, 0)));
+        s.trim(&maxlen(8, false, None), &lim);
+        assert_eq!(ids(&copy, false), before);
+        check_invariants(&copy);
+        check_invariants(&s);
+        assert_eq!(ids(&s, false).len(), 8);
+        // The first node was written to (delete, trim) and the tail appended to: copied;
+        // the middle node was not.
+        assert_eq!(shared(&s, &copy), 1);
+    }
+
+    #[test]
+    fn push_node_refuses_nodes_out_of_order_and_leaves_the_stream_alone() {
+        let lim = limits(0, 2);
+        let mut s = Stream::new();
+        fill(&mut s, 4, &lim);
+        let nodes: Vec<(StreamId, Vec<u8>)> = s.nodes().map(|(m, b)| (m, b.to_vec())).collect();
+        let mut copy = Stream::new();
+        copy.push_node(nodes[1].0, nodes[1].1.clone()).unwrap();
+        for (m, b) in [&nodes[0], &nodes[1]] {
+            assert!(copy.push_node(*m, b.clone()).is_err());
+        }
+        assert!(copy.push_node(StreamId::MIN, nodes[0].1.clone()).is_err());
+        let mut bad = nodes[0].1.clone();
+        bad.truncate(bad.len() - 1);
+        assert!(copy.push_node(id(100, 0), bad).is_err());
+        assert_eq!(ids(&copy, false), vec![id(3, 0), id(4, 0)]);
+        check_invariants(&copy);
     }
 
     #[test]
