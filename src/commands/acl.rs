@@ -18,19 +18,8 @@ const fn sub(
     handler: super::Handler,
 ) -> CommandSpec {
     CommandSpec {
-        name,
-        arity,
-        flags,
-        first_key: 0,
-        last_key: 0,
-        key_step: 0,
-        acl: &[],
-        summary,
-        since,
-        group: "server",
-        handler,
-        subcommands: &[],
         key_flags: &[],
+        ..CommandSpec::new(name, arity, flags, "server", summary, since, handler)
     }
 }
 

@@ -17,21 +17,7 @@ const fn conn(
     since: &'static str,
     handler: super::Handler,
 ) -> CommandSpec {
-    CommandSpec {
-        name,
-        arity,
-        flags,
-        first_key: 0,
-        last_key: 0,
-        key_step: 0,
-        acl: CONN,
-        summary,
-        since,
-        group: "connection",
-        handler,
-        subcommands: &[],
-        key_flags: super::default_key_flags(flags, 0),
-    }
+    CommandSpec::new(name, arity, flags, "connection", summary, since, handler).categories(CONN)
 }
 
 /// This family's rows of the command table.

@@ -46,21 +46,9 @@ const fn generic(
     since: &'static str,
     handler: super::Handler,
 ) -> CommandSpec {
-    CommandSpec {
-        name,
-        arity,
-        flags,
-        first_key,
-        last_key,
-        key_step,
-        acl: KEYSPACE,
-        summary,
-        since,
-        group: "generic",
-        handler,
-        subcommands: &[],
-        key_flags: super::default_key_flags(flags, first_key),
-    }
+    CommandSpec::new(name, arity, flags, "generic", summary, since, handler)
+        .keys(first_key, last_key, key_step)
+        .categories(KEYSPACE)
 }
 
 /// A container row (OBJECT, MEMORY): dispatch goes to its subcommands.
@@ -71,21 +59,7 @@ const fn container(
     since: &'static str,
     subcommands: &'static [CommandSpec],
 ) -> CommandSpec {
-    CommandSpec {
-        name,
-        arity: -2,
-        flags: 0,
-        first_key: 0,
-        last_key: 0,
-        key_step: 0,
-        acl: &[],
-        summary,
-        since,
-        group,
-        handler: |_| Err(ReplyError::Syntax),
-        subcommands,
-        key_flags: super::default_key_flags(0, 0),
-    }
+    CommandSpec::container(name, group, summary, since, subcommands)
 }
 
 /// Key spec: no keys.

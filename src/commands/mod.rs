@@ -173,6 +173,69 @@ pub const fn default_key_flags(flags: u32, first_key: i32) -> &'static [u32] {
 }
 
 impl CommandSpec {
+    /// A row for a command without keys, ACL categories beyond its flags' or
+    /// subcommands; the family helpers add those with [`CommandSpec::keys`],
+    /// [`CommandSpec::categories`] and [`CommandSpec::container`].
+    pub const fn new(
+        name: &'static str,
+        arity: i32,
+        flags: u32,
+        group: &'static str,
+        summary: &'static str,
+        since: &'static str,
+        handler: Handler,
+    ) -> CommandSpec {
+        CommandSpec {
+            name,
+            arity,
+            flags,
+            first_key: 0,
+            last_key: 0,
+            key_step: 0,
+            acl: &[],
+            summary,
+            since,
+            group,
+            handler,
+            subcommands: &[],
+            key_flags: default_key_flags(flags, 0),
+        }
+    }
+
+    /// The same row with keys at `first, first + step, ... last` (`last` -1: up to the
+    /// last argument) and the key flags those imply ([`default_key_flags`]).
+    pub const fn keys(self, first: i32, last: i32, step: i32) -> CommandSpec {
+        CommandSpec {
+            first_key: first,
+            last_key: last,
+            key_step: step,
+            key_flags: default_key_flags(self.flags, first),
+            ..self
+        }
+    }
+
+    /// The same row with these ACL categories beyond the ones its flags imply.
+    pub const fn categories(self, acl: &'static [&'static str]) -> CommandSpec {
+        CommandSpec { acl, ..self }
+    }
+
+    /// A container row (`XINFO`, `CONFIG`, ...): it only dispatches to `subcommands`, so
+    /// running it bare is a syntax error.
+    pub const fn container(
+        name: &'static str,
+        group: &'static str,
+        summary: &'static str,
+        since: &'static str,
+        subcommands: &'static [CommandSpec],
+    ) -> CommandSpec {
+        CommandSpec {
+            subcommands,
+            ..CommandSpec::new(name, -2, 0, group, summary, since, |_| {
+                Err(crate::error::ReplyError::Syntax)
+            })
+        }
+    }
+
     /// The full name (`xgroup|create`).
     pub fn full_name(&self) -> &'static str {
         self.name

@@ -17,21 +17,7 @@ const fn srv(
     since: &'static str,
     handler: super::Handler,
 ) -> CommandSpec {
-    CommandSpec {
-        name,
-        arity,
-        flags,
-        first_key: 0,
-        last_key: 0,
-        key_step: 0,
-        acl,
-        summary,
-        since,
-        group: "server",
-        handler,
-        subcommands: &[],
-        key_flags: super::default_key_flags(flags, 0),
-    }
+    CommandSpec::new(name, arity, flags, "server", summary, since, handler).categories(acl)
 }
 
 const fn container(
@@ -40,21 +26,7 @@ const fn container(
     since: &'static str,
     subcommands: &'static [CommandSpec],
 ) -> CommandSpec {
-    CommandSpec {
-        name,
-        arity: -2,
-        flags: 0,
-        first_key: 0,
-        last_key: 0,
-        key_step: 0,
-        acl: &[],
-        summary,
-        since,
-        group: "server",
-        handler: |_| Err(ReplyError::Syntax),
-        subcommands,
-        key_flags: super::default_key_flags(0, 0),
-    }
+    CommandSpec::container(name, "server", summary, since, subcommands)
 }
 
 const KEYSPACE: &[&str] = &["@keyspace"];

@@ -35,20 +35,12 @@ const fn tx(
     since: &'static str,
     handler: super::Handler,
 ) -> CommandSpec {
-    CommandSpec {
-        name,
-        arity,
-        flags,
-        first_key,
-        last_key: if first_key > 0 { -1 } else { 0 },
-        key_step: if first_key > 0 { 1 } else { 0 },
-        acl: TRANSACTION,
-        summary,
-        since,
-        group: "transactions",
-        handler,
-        subcommands: &[],
-        key_flags: super::default_key_flags(flags, first_key),
+    let row = CommandSpec::new(name, arity, flags, "transactions", summary, since, handler)
+        .categories(TRANSACTION);
+    if first_key > 0 {
+        row.keys(first_key, -1, 1)
+    } else {
+        row
     }
 }
 

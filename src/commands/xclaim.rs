@@ -65,21 +65,9 @@ const fn write_cmd(
     since: &'static str,
     handler: super::Handler,
 ) -> CommandSpec {
-    CommandSpec {
-        name,
-        arity: -6,
-        flags: WRITE | FAST,
-        first_key: 1,
-        last_key: 1,
-        key_step: 1,
-        acl: STREAM,
-        summary,
-        since,
-        group: "stream",
-        handler,
-        subcommands: &[],
-        key_flags: super::default_key_flags(WRITE | FAST, 1),
-    }
+    CommandSpec::new(name, -6, WRITE | FAST, "stream", summary, since, handler)
+        .keys(1, 1, 1)
+        .categories(STREAM)
 }
 
 /// This family's rows of the command table.

@@ -61,21 +61,9 @@ const fn sub(
     since: &'static str,
     handler: super::Handler,
 ) -> CommandSpec {
-    CommandSpec {
-        name,
-        arity,
-        flags,
-        first_key: 2,
-        last_key: 2,
-        key_step: 1,
-        acl: STREAM,
-        summary,
-        since,
-        group: "stream",
-        handler,
-        subcommands: &[],
-        key_flags: super::default_key_flags(flags, 2),
-    }
+    CommandSpec::new(name, arity, flags, "stream", summary, since, handler)
+        .keys(2, 2, 1)
+        .categories(STREAM)
 }
 
 const XGROUP_SUBCOMMANDS: &[CommandSpec] = &[

@@ -63,21 +63,9 @@ const fn sub(
     since: &'static str,
     handler: super::Handler,
 ) -> CommandSpec {
-    CommandSpec {
-        name,
-        arity,
-        flags: READONLY,
-        first_key: 2,
-        last_key: 2,
-        key_step: 1,
-        acl: STREAM,
-        summary,
-        since,
-        group: "stream",
-        handler,
-        subcommands: &[],
-        key_flags: super::default_key_flags(READONLY, 2),
-    }
+    CommandSpec::new(name, arity, READONLY, "stream", summary, since, handler)
+        .keys(2, 2, 1)
+        .categories(STREAM)
 }
 
 const XINFO_SUBCOMMANDS: &[CommandSpec] = &[

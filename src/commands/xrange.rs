@@ -31,21 +31,9 @@ const fn read_cmd(
     summary: &'static str,
     handler: super::Handler,
 ) -> CommandSpec {
-    CommandSpec {
-        name,
-        arity,
-        flags,
-        first_key: 1,
-        last_key: 1,
-        key_step: 1,
-        acl: STREAM,
-        summary,
-        since: "5.0.0",
-        group: "stream",
-        handler,
-        subcommands: &[],
-        key_flags: super::default_key_flags(flags, 1),
-    }
+    CommandSpec::new(name, arity, flags, "stream", summary, "5.0.0", handler)
+        .keys(1, 1, 1)
+        .categories(STREAM)
 }
 
 /// This family's rows of the command table.

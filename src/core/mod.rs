@@ -586,7 +586,7 @@ impl Core {
                 .remove(client.id, state.db, &state.keys, state.deadline_ms);
             let mut out = RespWriter::new(client.proto);
             out.error(&ReplyError::no_perm(denied, spec));
-            let _ = client.tx.send(ClientMsg::Unblocked(out.take()));
+            client.send(ClientMsg::Unblocked(out.take()), self.limits.output);
             return;
         }
         self.reprocessing = Some(state.deadline_ms);
