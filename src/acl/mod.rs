@@ -897,11 +897,7 @@ mod tests {
         Ok(u)
     }
 
-    fn argv(args: &[&str]) -> Argv {
-        args.iter()
-            .map(|a| Bytes::copy_from_slice(a.as_bytes()))
-            .collect()
-    }
+    use crate::resp::argv;
 
     fn can(u: &User, args: &[&str]) -> Result<(), Denied> {
         let argv = argv(args);

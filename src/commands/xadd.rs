@@ -721,11 +721,7 @@ fn xsetid(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 mod tests {
     use super::*;
 
-    fn argv(args: &[&str]) -> Argv {
-        args.iter()
-            .map(|a| Bytes::copy_from_slice(a.as_bytes()))
-            .collect()
-    }
+    use crate::resp::argv;
 
     fn add(args: &[&str]) -> Result<(Option<TrimSpec>, bool, XAddId, usize), ReplyError> {
         let a = argv(args);

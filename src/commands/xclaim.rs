@@ -399,13 +399,8 @@ fn xautoclaim(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bytes::Bytes;
 
-    fn argv(args: &[&str]) -> Argv {
-        args.iter()
-            .map(|a| Bytes::copy_from_slice(a.as_bytes()))
-            .collect()
-    }
+    use crate::resp::argv;
 
     fn xclaim(args: &[&str]) -> Result<XClaim, ReplyError> {
         let mut all = vec!["XCLAIM", "k", "g", "c"];

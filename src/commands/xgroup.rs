@@ -378,13 +378,8 @@ fn xgroup_delconsumer(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bytes::Bytes;
 
-    fn argv(args: &[&str]) -> Argv {
-        args.iter()
-            .map(|a| Bytes::copy_from_slice(a.as_bytes()))
-            .collect()
-    }
+    use crate::resp::argv;
 
     #[test]
     fn create_options_parse_in_any_order_and_mkstream_may_repeat() {

@@ -427,13 +427,8 @@ fn xinfo_consumers(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bytes::Bytes;
 
-    fn argv(args: &[&str]) -> Argv {
-        args.iter()
-            .map(|a| Bytes::copy_from_slice(a.as_bytes()))
-            .collect()
-    }
+    use crate::resp::argv;
 
     #[test]
     fn stream_options() {

@@ -187,11 +187,7 @@ fn write_entries<'a>(
 mod tests {
     use super::*;
 
-    fn argv(args: &[&str]) -> Argv {
-        args.iter()
-            .map(|a| Bytes::copy_from_slice(a.as_bytes()))
-            .collect()
-    }
+    use crate::resp::argv;
 
     fn parse(args: &[&str]) -> Result<XPending, ReplyError> {
         XPending::parse(&argv(args))

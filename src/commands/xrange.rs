@@ -208,11 +208,7 @@ mod tests {
     use crate::resp::writer::Protocol;
     use crate::stream::NodeLimits;
 
-    fn argv(args: &[&str]) -> Argv {
-        args.iter()
-            .map(|a| Bytes::copy_from_slice(a.as_bytes()))
-            .collect()
-    }
+    use crate::resp::argv;
 
     fn id(ms: u64, seq: u64) -> StreamId {
         StreamId::new(ms, seq)
