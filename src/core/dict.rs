@@ -140,12 +140,12 @@ impl<V> Table<V> {
         }
     }
 
-    /// Pushes `slot` at the head of its bucket (the table must be non-empty).
-    fn push(&mut self, hash: u64, mut slot: Box<Slot<V>>) {
+    /// Pushes `slot` at the head of its bucket (the table must be non-empty); returns it.
+    fn push(&mut self, hash: u64, mut slot: Box<Slot<V>>) -> &mut Slot<V> {
         let idx = hash as usize & self.mask();
         slot.next = self.buckets[idx].take();
-        self.buckets[idx] = Some(slot);
         self.used += 1;
+        self.buckets[idx].insert(slot)
     }
 
     /// Drops every chain without recursion.
@@ -278,6 +278,35 @@ impl<V> Dict<V> {
         }
         self.rehash_step();
         let hash = self.hash(key);
+        self.find_mut(hash, key)
+    }
+
+    /// Inserts or replaces `key`; returns the value it replaced.
+    pub fn insert(&mut self, key: &[u8], value: V) -> Option<V> {
+        self.rehash_step();
+        let hash = self.hash(key);
+        if let Some(v) = self.find_mut(hash, key) {
+            return Some(std::mem::replace(v, value));
+        }
+        self.push_new(hash, key, value);
+        None
+    }
+
+    /// The value of `key`, inserted with `make()` first if missing.
+    pub fn get_or_insert_with(&mut self, key: &[u8], make: impl FnOnce() -> V) -> &mut V {
+        self.rehash_step();
+        let hash = self.hash(key);
+        let present =
+            self.tables[0].find(hash, key).is_some() || self.tables[1].find(hash, key).is_some();
+        if !present {
+            return self.push_new(hash, key, make());
+        }
+        self.find_mut(hash, key)
+            .expect("the key was found a moment ago")
+    }
+
+    /// The value of `key` (whose hash is `hash`) in either table.
+    fn find_mut(&mut self, hash: u64, key: &[u8]) -> Option<&mut V> {
         let [t0, t1] = &mut self.tables;
         match t0.find_mut(hash, key) {
             Some(s) => Some(&mut s.value),
@@ -285,44 +314,16 @@ impl<V> Dict<V> {
         }
     }
 
-    /// Inserts or replaces `key`; returns the value it replaced.
-    pub fn insert(&mut self, key: &[u8], value: V) -> Option<V> {
-        if let Some(v) = self.get_mut(key) {
-            return Some(std::mem::replace(v, value));
-        }
-        self.push_new(key, value);
-        None
-    }
-
-    /// The value of `key`, inserted with `make()` first if missing.
-    pub fn get_or_insert_with(&mut self, key: &[u8], make: impl FnOnce() -> V) -> &mut V {
-        if !self.contains_key(key) {
-            self.push_new(key, make());
-        }
-        self.rehash_step();
-        let hash = self.hash(key);
-        let [t0, t1] = &mut self.tables;
-        match t0.find_mut(hash, key) {
-            Some(s) => &mut s.value,
-            None => match t1.find_mut(hash, key) {
-                Some(s) => &mut s.value,
-                None => unreachable!("the key was inserted just above"),
-            },
-        }
-    }
-
-    /// Adds a key known to be absent.
-    fn push_new(&mut self, key: &[u8], value: V) {
+    /// Adds a key known to be absent (its hash is `hash`); returns its value.
+    fn push_new(&mut self, hash: u64, key: &[u8], value: V) -> &mut V {
         self.expand_if_needed();
-        self.rehash_step();
-        let hash = self.hash(key);
         let slot = Box::new(Slot {
             next: None,
             key: key.into(),
             value,
         });
         let target = if self.is_rehashing() { 1 } else { 0 };
-        self.tables[target].push(hash, slot);
+        &mut self.tables[target].push(hash, slot).value
     }
 
     /// Removes `key`; returns its value.
