@@ -189,6 +189,36 @@ proptest! {
     ) {
         prop_assert_eq!(outcome(&wire, &cuts), outcome(&wire, &[]));
     }
+
+    /// Near-valid multibulk requests (counts and lengths at the edges of the parser's
+    /// fast path: 0, leading zeros, 16/17 arguments, negative, long digit runs, payloads
+    /// shorter or longer than announced) parse the same in one piece, where whole
+    /// commands take the fast path, as fed one byte at a time, where they cannot.
+    #[test]
+    fn edge_headers_parse_the_same_whole_and_byte_by_byte(
+        tokens in vec(prop_oneof![
+            prop::sample::select(vec![
+                "*0", "*1", "*2", "*3", "*01", "*16", "*17", "*-1", "*10", "*11",
+                "*99999999999999999999",
+            ]).prop_map(|t| format!("{t}\r\n").into_bytes()),
+            (prop::sample::select(vec![
+                "0", "1", "2", "3", "00", "01", "-1", "32767", "32768", "16385",
+                "123456789012345678901",
+            ]), 0usize..5).prop_map(|(len, extra)| {
+                let n: usize = len.parse().unwrap_or(0).min(4);
+                let mut t = format!("${len}\r\n").into_bytes();
+                t.extend(std::iter::repeat_n(b'x', n + extra % 2));
+                t.extend_from_slice(b"\r\n");
+                t
+            }),
+            prop::sample::select(vec![&b"$1\r\na\r\n"[..], b"\r\n", b"$", b"\0"])
+                .prop_map(|t| t.to_vec()),
+        ], 0..40),
+    ) {
+        let wire: Vec<u8> = tokens.concat();
+        let every_byte: Vec<usize> = (0..wire.len()).collect();
+        prop_assert_eq!(outcome(&wire, &every_byte), outcome(&wire, &[]));
+    }
 }
 
 /// Every command parsed and the error that stopped parsing, if any, feeding `wire` cut at

@@ -244,6 +244,57 @@ fn strchr(buf: &[u8], needle: u8) -> Option<usize> {
     (buf.get(at) == Some(&needle)).then_some(at)
 }
 
+/// Most arguments of a command taken by [`RequestParser::parse_whole`].
+const WHOLE_MAX_ARGS: usize = 16;
+
+/// Reads a `<kind><digits>\r\n` header at `at`: its value and the index after it, when
+/// the digits are 1 to 18 decimal digits without a leading zero (or just `0`) followed by
+/// `'\r'` and one more byte. `None` otherwise, also for a header not complete yet.
+fn decimal_header(bytes: &[u8], at: usize, kind: u8) -> Option<(u64, usize)> {
+    if *bytes.get(at)? != kind {
+        return None;
+    }
+    let mut value: u64 = 0;
+    let mut i = at + 1;
+    loop {
+        let b = *bytes.get(i)?;
+        if !b.is_ascii_digit() {
+            break;
+        }
+        value = value * 10 + u64::from(b - b'0');
+        i += 1;
+        if i - at > 18 {
+            return None;
+        }
+    }
+    let digits = i - at - 1;
+    if digits == 0 || (digits > 1 && bytes[at + 1] == b'0') || bytes[i] != b'\r' {
+        return None;
+    }
+    // The byte after '\r' (taken to be '\n') must be there too.
+    if i + 1 >= bytes.len() {
+        return None;
+    }
+    Some((value, i + 2))
+}
+
+/// Where the `'\r'` ending a `*<count>` or `$<len>` header line is: [`strchr`]`(buf,
+/// b'\r')`, found without a vector search when the line is the usual type byte, a few
+/// digits and `'\r'` (a short scan beats setting up the search on these 3-8 byte lines).
+fn header_cr(buf: &[u8]) -> Option<usize> {
+    let digits = buf
+        .iter()
+        .skip(1)
+        .take(LONG_STR_SIZE)
+        .take_while(|b| b.is_ascii_digit())
+        .count();
+    match buf.get(1 + digits) {
+        // Only digits precede it, so it is the first '\r' and no NUL comes before it.
+        Some(b'\r') => Some(1 + digits),
+        _ => strchr(buf, b'\r'),
+    }
+}
+
 /// The incremental parser for one connection's requests.
 #[derive(Debug)]
 pub struct RequestParser {
@@ -331,6 +382,11 @@ impl RequestParser {
                 let Some(&first) = buf.first() else {
                     return Ok(None);
                 };
+                if first == b'*'
+                    && let Some(argv) = self.parse_whole(buf)
+                {
+                    return Ok(Some(argv));
+                }
                 let start = if first == b'*' {
                     self.start_multibulk(buf)?
                 } else {
@@ -354,6 +410,51 @@ impl RequestParser {
         }
     }
 
+    /// The fast path for the usual request: a whole multibulk command of at most
+    /// [`WHOLE_MAX_ARGS`] short arguments already in `buf`, with plain decimal headers.
+    /// It finds every argument without touching `buf`, then takes the command's bytes in
+    /// one split and hands out each argument as a slice of them. Anything else (a partial
+    /// command, a long or big argument, an odd header, an error to report) returns `None`
+    /// with `buf` untouched, and the general path below parses it, so both paths accept
+    /// and refuse exactly the same input.
+    fn parse_whole(&mut self, buf: &mut BytesMut) -> Option<Argv> {
+        let bytes = &buf[..];
+        let (count, mut pos) = decimal_header(bytes, 0, b'*')?;
+        if count == 0 || count > WHOLE_MAX_ARGS as u64 {
+            return None;
+        }
+        if !self.authenticated && count > UNAUTH_MAX_MULTIBULK_LEN as u64 {
+            return None;
+        }
+        let mut max_len = self
+            .limits
+            .proto_max_bulk_len
+            .min(PROTO_MBULK_BIG_ARG as u64 - 1);
+        if !self.authenticated {
+            max_len = max_len.min(UNAUTH_MAX_BULK_LEN as u64);
+        }
+        let count = count as usize;
+        let mut spans = [(0usize, 0usize); WHOLE_MAX_ARGS];
+        for span in spans.iter_mut().take(count) {
+            let (len, start) = decimal_header(bytes, pos, b'$')?;
+            if len > max_len {
+                return None;
+            }
+            let len = len as usize;
+            // The payload and its (unchecked) trailing "\r\n".
+            let end = start.checked_add(len)?;
+            if end.checked_add(2)? > bytes.len() {
+                return None;
+            }
+            *span = (start, end);
+            pos = end + 2;
+        }
+        let frame = buf.split_to(pos).freeze();
+        let mut argv = Argv::with_capacity(count);
+        argv.extend(spans[..count].iter().map(|&(a, b)| frame.slice(a..b)));
+        Some(argv)
+    }
+
     /// The answer when the buffer holds no complete command: wait for more bytes, unless the
     /// client has already left more unparsed bytes than it may.
     fn need_more(&self, buf: &BytesMut) -> Result<Option<Argv>, ProtocolError> {
@@ -371,7 +472,7 @@ impl RequestParser {
 
     /// Reads `*<count>\r\n` (Redis: the `multibulklen == 0` half of `processMultibulkBuffer`).
     fn start_multibulk(&mut self, buf: &mut BytesMut) -> Result<Start, ProtocolError> {
-        let Some(cr) = strchr(buf, b'\r') else {
+        let Some(cr) = header_cr(buf) else {
             if buf.len() > PROTO_INLINE_MAX_SIZE {
                 return Err(ProtocolError::TOO_BIG_MBULK_COUNT);
             }
@@ -418,8 +519,9 @@ impl RequestParser {
             if buf.len() < len.saturating_add(2) {
                 return Ok(false);
             }
-            let arg = buf.split_to(len).freeze();
-            buf.advance(2);
+            // One split takes the payload with its "\r\n", which the slice then drops.
+            let mut arg = buf.split_to(len + 2).freeze();
+            arg.truncate(len);
             self.argv_bytes = self.argv_bytes.saturating_add(len + ARG_OVERHEAD);
             self.argv.push(arg);
             self.bulk_len = None;
@@ -431,7 +533,7 @@ impl RequestParser {
     /// Reads one `$<len>\r\n` header and records `len` in `bulk_len`; `None` if the line is
     /// not complete yet.
     fn read_bulk_header(&mut self, buf: &mut BytesMut) -> Result<Option<usize>, ProtocolError> {
-        let Some(cr) = strchr(buf, b'\r') else {
+        let Some(cr) = header_cr(buf) else {
             if buf.len() > PROTO_INLINE_MAX_SIZE {
                 return Err(ProtocolError::TOO_BIG_BULK_COUNT);
             }

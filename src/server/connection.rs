@@ -215,11 +215,10 @@ async fn sleep_until(deadline: Option<Instant>) {
     }
 }
 
+/// The parser's limits as the config sets them now (cached by the core, refreshed on
+/// CONFIG SET).
 fn parser_limits(core: &crate::core::Core) -> ParserLimits {
-    ParserLimits {
-        proto_max_bulk_len: core.config.get_i64("proto-max-bulk-len").max(0) as u64,
-        client_query_buffer_limit: core.config.get_i64("client-query-buffer-limit").max(0) as usize,
-    }
+    core.limits.parser
 }
 
 /// Parses and executes every complete command in `inbuf`, appending replies to `out`;

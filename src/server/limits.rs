@@ -38,6 +38,9 @@ pub struct ClientLimits {
     pub output: BufferLimit,
     /// `maxmemory` in bytes (0 = none).
     pub maxmemory: u64,
+    /// What the request parser accepts (`proto-max-bulk-len`,
+    /// `client-query-buffer-limit`), set on each connection's parser every batch.
+    pub parser: crate::resp::parser::ParserLimits,
 }
 
 impl ClientLimits {
@@ -54,6 +57,11 @@ impl ClientLimits {
             tcp_keepalive: secs("tcp-keepalive"),
             output: config.output_buffer_limit("normal"),
             maxmemory: u64::try_from(config.get_i64("maxmemory")).unwrap_or(0),
+            parser: crate::resp::parser::ParserLimits {
+                proto_max_bulk_len: config.get_i64("proto-max-bulk-len").max(0) as u64,
+                client_query_buffer_limit: config.get_i64("client-query-buffer-limit").max(0)
+                    as usize,
+            },
         }
     }
 }
