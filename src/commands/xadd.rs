@@ -40,7 +40,7 @@ use crate::core::Ctx;
 use crate::error::ReplyError;
 use crate::resp::Argv;
 use crate::stream::id::{XAddId, parse_strict_id, parse_xadd_id};
-use crate::stream::idmp::auto_iid;
+use crate::stream::idmp::{Check, IdmpKey, auto_iid};
 use crate::stream::{RefPolicy, Stream, StreamId, TrimSpec, TrimStrategy};
 use bytes::Bytes;
 
@@ -138,9 +138,55 @@ pub const COMMANDS: &[CommandSpec] = &[
 /// The argument as C sees it: Redis compares option words with `strcasecmp` on
 /// NUL-terminated strings, so anything after an embedded NUL is ignored.
 fn c_str(arg: &[u8]) -> &[u8] {
-    match memchr::memchr(0, arg) {
+    // Options are short words: a plain scan beats setting up a vector search.
+    let nul = if arg.len() <= 16 {
+        arg.iter().position(|&b| b == 0)
+    } else {
+        memchr::memchr(0, arg)
+    };
+    match nul {
         Some(nul) => &arg[..nul],
         None => arg,
+    }
+}
+
+/// The option word an argument is, found with one comparison (by length, then the
+/// word of that length), case-insensitively as Redis's `strcasecmp`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Word {
+    Star,
+    MaxLen,
+    MinId,
+    Limit,
+    NoMkStream,
+    Idmp,
+    IdmpAuto,
+    KeepRef,
+    DelRef,
+    Acked,
+    Other,
+}
+
+impl Word {
+    fn of(opt: &[u8]) -> Word {
+        let (word, text) = match opt.len() {
+            1 if opt == b"*" => return Word::Star,
+            4 => (Word::Idmp, "IDMP"),
+            5 => match opt[0].to_ascii_uppercase() {
+                b'M' => (Word::MinId, "MINID"),
+                b'L' => (Word::Limit, "LIMIT"),
+                _ => (Word::Acked, "ACKED"),
+            },
+            6 => match opt[0].to_ascii_uppercase() {
+                b'M' => (Word::MaxLen, "MAXLEN"),
+                _ => (Word::DelRef, "DELREF"),
+            },
+            7 => (Word::KeepRef, "KEEPREF"),
+            8 => (Word::IdmpAuto, "IDMPAUTO"),
+            10 => (Word::NoMkStream, "NOMKSTREAM"),
+            _ => return Word::Other,
+        };
+        if is(opt, text) { word } else { Word::Other }
     }
 }
 
@@ -157,24 +203,24 @@ enum IdArg {
 
 /// XADD's idempotency option.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum IdmpArg {
+pub enum IdmpArg<'a> {
     /// `IDMP pid iid`.
     Explicit {
         /// Producer ID (non-empty).
-        pid: Bytes,
+        pid: &'a [u8],
         /// Idempotent ID (non-empty).
-        iid: Bytes,
+        iid: &'a [u8],
     },
     /// `IDMPAUTO pid`: the iid is derived from the fields and values.
     Auto {
         /// Producer ID (non-empty).
-        pid: Bytes,
+        pid: &'a [u8],
     },
 }
 
-impl IdmpArg {
+impl<'a> IdmpArg<'a> {
     /// The producer ID.
-    pub fn pid(&self) -> &Bytes {
+    pub fn pid(&self) -> &'a [u8] {
         match self {
             IdmpArg::Explicit { pid, .. } | IdmpArg::Auto { pid } => pid,
         }
@@ -194,7 +240,7 @@ pub struct ParseMode {
 
 /// The options XADD and XTRIM share (Redis: `streamAddTrimArgs`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AddTrimOptions {
+pub struct AddTrimOptions<'a> {
     /// The trim clause, if MAXLEN or MINID was given.
     pub trim: Option<TrimSpec>,
     /// XADD NOMKSTREAM.
@@ -204,14 +250,14 @@ pub struct AddTrimOptions {
     /// XADD: the ID request found at `id_pos`.
     id: IdArg,
     /// XADD: IDMP or IDMPAUTO.
-    pub idmp: Option<IdmpArg>,
+    pub idmp: Option<IdmpArg<'a>>,
 }
 
-impl AddTrimOptions {
+impl AddTrimOptions<'_> {
     /// Parses the options after the key; `xadd` selects XADD's rules (the ID ends the
     /// options, NOMKSTREAM exists, `*` is a fast path) over XTRIM's (every token must be
     /// an option). Returns the first error in Redis's order.
-    pub fn parse(argv: &Argv, xadd: bool) -> Result<AddTrimOptions, ReplyError> {
+    pub fn parse(argv: &Argv, xadd: bool) -> Result<AddTrimOptions<'_>, ReplyError> {
         Self::parse_with(
             argv,
             ParseMode {
@@ -223,9 +269,9 @@ impl AddTrimOptions {
     }
 
     /// [`AddTrimOptions::parse`] with every switch explicit.
-    pub fn parse_with(argv: &Argv, mode: ParseMode) -> Result<AddTrimOptions, ReplyError> {
+    pub fn parse_with(argv: &Argv, mode: ParseMode) -> Result<AddTrimOptions<'_>, ReplyError> {
         let xadd = mode.xadd;
-        let mut idmp: Option<IdmpArg> = None;
+        let mut idmp: Option<IdmpArg<'_>> = None;
         let mut strategy = None;
         let mut approx = false;
         let mut limit: Option<u64> = None;
@@ -236,10 +282,11 @@ impl AddTrimOptions {
         while i < argv.len() {
             let more = argv.len() - 1 - i;
             let opt = c_str(&argv[i]);
-            if xadd && opt == b"*" {
+            let w = Word::of(opt);
+            if xadd && w == Word::Star {
                 id = IdArg::Given(XAddId::Auto);
                 break;
-            } else if (is(opt, "MAXLEN") || is(opt, "MINID")) && more >= 1 {
+            } else if (w == Word::MaxLen || w == Word::MinId) && more >= 1 {
                 if strategy.is_some() {
                     return Err(MAXLEN_AND_MINID);
                 }
@@ -255,20 +302,20 @@ impl AddTrimOptions {
                     }
                 }
                 let threshold = &argv[i + 1];
-                strategy = Some(if is(opt, "MAXLEN") {
+                strategy = Some(if w == Word::MaxLen {
                     let n = parse_i64(threshold)?;
                     TrimStrategy::MaxLen(u64::try_from(n).map_err(|_| MAXLEN_NEGATIVE)?)
                 } else {
                     TrimStrategy::MinId(parse_strict_id(threshold)?)
                 });
                 i += 1;
-            } else if is(opt, "LIMIT") && more >= 1 {
+            } else if w == Word::Limit && more >= 1 {
                 let n = parse_i64(&argv[i + 1])?;
                 limit = Some(u64::try_from(n).map_err(|_| LIMIT_NEGATIVE)?);
                 i += 1;
-            } else if xadd && is(opt, "NOMKSTREAM") {
+            } else if xadd && w == Word::NoMkStream {
                 nomkstream = true;
-            } else if mode.idmp && is(opt, "IDMP") && more >= 2 {
+            } else if mode.idmp && w == Word::Idmp && more >= 2 {
                 if idmp.is_some() {
                     return Err(IDMP_TWICE);
                 }
@@ -279,12 +326,9 @@ impl AddTrimOptions {
                 if iid.is_empty() {
                     return Err(IDMP_EMPTY_IID);
                 }
-                idmp = Some(IdmpArg::Explicit {
-                    pid: pid.clone(),
-                    iid: iid.clone(),
-                });
+                idmp = Some(IdmpArg::Explicit { pid, iid });
                 i += 2;
-            } else if mode.idmp && is(opt, "IDMPAUTO") && more >= 1 {
+            } else if mode.idmp && w == Word::IdmpAuto && more >= 1 {
                 if idmp.is_some() {
                     return Err(IDMP_TWICE);
                 }
@@ -292,13 +336,13 @@ impl AddTrimOptions {
                 if pid.is_empty() {
                     return Err(IDMPAUTO_EMPTY_PID);
                 }
-                idmp = Some(IdmpArg::Auto { pid: pid.clone() });
+                idmp = Some(IdmpArg::Auto { pid });
                 i += 1;
-            } else if policy.is_none() && is(opt, "KEEPREF") {
+            } else if policy.is_none() && w == Word::KeepRef {
                 policy = Some(RefPolicy::KeepRef);
-            } else if policy.is_none() && is(opt, "DELREF") {
+            } else if policy.is_none() && w == Word::DelRef {
                 policy = Some(RefPolicy::DelRef);
-            } else if policy.is_none() && is(opt, "ACKED") {
+            } else if policy.is_none() && w == Word::Acked {
                 policy = Some(RefPolicy::Acked);
             } else if xadd {
                 // Not an option, so this is the ID (or a syntax error reported as a bad ID).
@@ -356,7 +400,7 @@ pub struct XAdd<'a> {
     /// `f1, v1, f2, v2, ...`.
     pub elements: &'a [Bytes],
     /// IDMP / IDMPAUTO.
-    pub idmp: Option<IdmpArg>,
+    pub idmp: Option<IdmpArg<'a>>,
     /// The elements total more than [`STREAM_LISTPACK_MAX_SIZE`] bytes. Redis reports
     /// this only after the ID checks, so it is kept as a verdict for `exec`.
     too_large: bool,
@@ -424,26 +468,37 @@ impl<'a> XAdd<'a> {
         // IDMPAUTO's iid, derived once from the fields and values.
         let auto;
         let idmp = match &self.idmp {
-            Some(IdmpArg::Explicit { pid, iid }) => Some((&pid[..], &iid[..])),
+            Some(IdmpArg::Explicit { pid, iid }) => Some((*pid, *iid)),
             Some(IdmpArg::Auto { pid }) => {
                 auto = auto_iid(self.elements);
                 Some((&pid[..], &auto[..]))
             }
             None => None,
         };
+        let idmp = idmp.map(|(pid, iid)| IdmpKey::new(pid, iid));
+        // With IDMP state on the stream, the duplicate check also records a new iid (the
+        // ID is resolved first; appending cannot fail after that): `Some(new producer)`.
+        let mut recorded = None;
         let id = match ctx.lookup(&self.key) {
             Some(stream) => {
-                if let Some((pid, iid)) = idmp
+                let resolved = self.resolve_id(stream, now_ms);
+                if let Some(key) = &idmp
                     && let Some(state) = stream.idmp.as_deref_mut()
-                    && let Some(original) = state.lookup(pid, iid, (!loading).then_some(now_ms))
                 {
-                    state.note_duplicate();
-                    ctx.out.bulk_id(original);
-                    ctx.core.dirty += 1;
-                    log_idmp_state(ctx, &self.key);
-                    return Ok(());
+                    let now = (!loading).then_some(now_ms);
+                    match state.check_or_record(key, now, resolved.as_ref().ok().copied()) {
+                        Check::Duplicate(original) => {
+                            state.note_duplicate();
+                            ctx.out.bulk_id(original);
+                            ctx.core.dirty += 1;
+                            log_idmp_state(ctx, &self.key);
+                            return Ok(());
+                        }
+                        Check::Recorded { new_producer } => recorded = Some(new_producer),
+                        Check::Absent => {}
+                    }
                 }
-                self.resolve_id(stream, now_ms)?
+                resolved?
             }
             None if self.nomkstream => {
                 ctx.out.null();
@@ -461,10 +516,15 @@ impl<'a> XAdd<'a> {
         };
         let len_after = stream.len();
         let mut first_use = false;
-        if let Some((pid, iid)) = idmp {
+        if let Some(key) = &idmp {
             first_use = stream.idmp.is_none();
-            // Looked up above (a duplicate would have returned), so the iid is new.
-            if stream.idmp_mut(defaults).record_new(pid, iid, id) {
+            // Not recorded above only when the stream had no IDMP state yet (so the iid
+            // is new).
+            let new_producer = match recorded {
+                Some(new_producer) => new_producer,
+                None => stream.idmp_mut(defaults).record_new(key, id),
+            };
+            if new_producer {
                 db.note_idmp(&self.key);
             }
         }
@@ -783,22 +843,44 @@ mod tests {
     }
 
     #[test]
+    fn option_words_match_case_insensitively_and_only_whole() {
+        let words = [
+            ("*", Word::Star),
+            ("maxlen", Word::MaxLen),
+            ("MinId", Word::MinId),
+            ("LIMIT", Word::Limit),
+            ("nomkstream", Word::NoMkStream),
+            ("idmp", Word::Idmp),
+            ("IdmpAuto", Word::IdmpAuto),
+            ("keepref", Word::KeepRef),
+            ("DELREF", Word::DelRef),
+            ("acked", Word::Acked),
+        ];
+        for (text, word) in words {
+            assert_eq!(Word::of(text.as_bytes()), word, "{text}");
+        }
+        for other in [
+            "", "**", "IDMQ", "MAXLEX", "MINIT", "LIMIX", "ACKER", "DELRED", "x", "1-1",
+        ] {
+            assert_eq!(Word::of(other.as_bytes()), Word::Other, "{other}");
+        }
+    }
+
+    #[test]
     fn xadd_idmp_options_and_errors() {
         let a = argv(&["xadd", "k", "IDMP", "p", "i", "MAXLEN", "5", "*", "f", "v"]);
         let x = XAdd::parse(&a).unwrap();
         assert_eq!(
             x.idmp,
             Some(IdmpArg::Explicit {
-                pid: Bytes::from("p"),
-                iid: Bytes::from("i")
+                pid: &b"p"[..],
+                iid: &b"i"[..]
             })
         );
         let a = argv(&["xadd", "k", "KEEPREF", "IDMPAUTO", "p", "*", "f", "v"]);
         assert_eq!(
             XAdd::parse(&a).unwrap().idmp,
-            Some(IdmpArg::Auto {
-                pid: Bytes::from("p")
-            })
+            Some(IdmpArg::Auto { pid: &b"p"[..] })
         );
         let cases: &[(&[&str], &str)] = &[
             (

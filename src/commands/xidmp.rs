@@ -174,7 +174,7 @@ fn xidmprecord(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let tracked = stream
         .idmp
         .as_deref_mut()
-        .and_then(|s| s.lookup(pid, iid, now));
+        .and_then(|s| s.lookup(&crate::stream::idmp::IdmpKey::new(pid, iid), now));
     match tracked {
         Some(existing) if existing == id => {}
         Some(_) => return Err(IID_ELSEWHERE),

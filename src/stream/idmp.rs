@@ -7,36 +7,55 @@
 //!  Idmp
 //!  ├ duration, maxsize                 IDMP-DURATION (s), IDMP-MAXSIZE (iids per producer)
 //!  ├ iids_added, iids_duplicates       lifetime counters (kept across XCFGSET)
-//!  ├ iids_tracked                      sum of every producer's order.len()
-//!  └ producers: pid → Producer
-//!       ├ ids:   iid → entry ID        duplicate check, O(1)
-//!       └ order: [(iid, entry ID), …]  insertion order, oldest first; evicted from the
-//!                                      front past `maxsize`, expired from the front
+//!  ├ iids_tracked                      sum of every producer's ring length
+//!  └ producers: table of Producer, found by (hash of pid, pid)
+//!       ├ pid, pid hash
+//!       ├ ring:  [Slot, …]             insertion order, oldest first; evicted from the
+//!       │                              front past `maxsize`, expired from the front
+//!       │   Slot { iid bytes, entry ID, hash of iid }     48 bytes
+//!       ├ head:  sequence number of ring[0]  (slot n of the producer's life is
+//!       │                                     ring[n - head])
+//!       └ index: table of sequence numbers, found by (hash of iid, the slot's iid)
 //! ```
 //!
-//! Both `ids` and `order` hold the same iid allocation (`Arc<[u8]>`), so an iid's bytes
-//! are stored once. Pids and iids are binary-safe. An IDMPAUTO iid is [`auto_iid`]: 16
-//! bytes of XXH3-128, order-insensitive over the field/value pairs.
+//! An XADD with IDMP does one lookup and, when the iid is new, one insertion; both take
+//! the hashes of pid and iid from one [`IdmpKey`] computed once per command, so an IDMP
+//! XADD hashes its pid and iid once each. Evicting the oldest iid finds its index entry
+//! by the hash kept in its slot and by sequence number, without hashing or comparing the
+//! iid's bytes. An iid of up to 22 bytes (an IDMPAUTO iid, a UUID in binary, a number)
+//! lives inside its slot; a longer one in one boxed allocation. All hashes come from one
+//! process-wide randomly seeded foldhash state, so a key computed before the stream's
+//! state existed is valid for it.
+//!
+//! Pids and iids are binary-safe. An IDMPAUTO iid is [`auto_iid`]: 16 bytes of
+//! XXH3-128, order-insensitive over the field/value pairs.
 //!
 //! Expiry follows the *entry ID's* time: an iid goes when `entry_id.ms <= now −
 //! duration·1000`. Entry IDs grow with insertion, so the expired iids of a producer are
-//! always a prefix of `order`; the core's timer removes them with bounded work per tick
+//! always a prefix of its ring; the core's timer removes them with bounded work per tick
 //! ([`Idmp::expire`]) and XADD removes a producer's expired prefix before it checks for a
 //! duplicate. A producer left with no iid is removed.
 //!
-//! Invariants: for every producer `ids.len() == order.len()`, both non-empty, and every
-//! `(iid, id)` of `order` is in `ids`; `iids_tracked` is the sum of the lengths;
-//! `1 <= duration <= 86400`, `1 <= maxsize <= 10000`.
+//! Invariants: for every producer `index.len() == ring.len()`, both non-empty; the index
+//! holds exactly the sequence numbers `head .. head + ring.len()`, each under its slot's
+//! iid hash, and no two slots hold the same iid; `iids_tracked` is the sum of the ring
+//! lengths; `1 <= duration <= 86400`, `1 <= maxsize <= 10000`.
 
 use super::StreamId;
 use bytes::Bytes;
-use std::collections::{HashMap, VecDeque};
-use std::sync::Arc;
+use hashbrown::HashTable;
+use std::collections::VecDeque;
+use std::hash::BuildHasher;
+use std::sync::OnceLock;
 
-/// The maps' hasher: foldhash with a random per-map seed (pids and iids come from clients,
-/// so the seed keeps collisions unpredictable), several times faster than SipHash on the
-/// short keys producers use.
-type Hasher = foldhash::fast::RandomState;
+/// The hash of a pid or an iid: foldhash, seeded once per process at random (pids and
+/// iids come from clients, so the seed keeps collisions unpredictable), several times
+/// faster than SipHash on the short keys producers use. One state for every stream, so
+/// that an [`IdmpKey`] fits any stream's tables.
+fn hash_bytes(bytes: &[u8]) -> u64 {
+    static STATE: OnceLock<foldhash::fast::RandomState> = OnceLock::new();
+    STATE.get_or_init(Default::default).hash_one(bytes)
+}
 
 /// Smallest IDMP-DURATION (seconds).
 pub const DURATION_MIN: i64 = 1;
@@ -47,35 +66,172 @@ pub const MAXSIZE_MIN: i64 = 1;
 /// Largest IDMP-MAXSIZE.
 pub const MAXSIZE_MAX: i64 = 10_000;
 
+/// A pid and an iid with their hashes, computed once per command and used for both the
+/// duplicate check and the insertion.
+#[derive(Debug, Clone, Copy)]
+pub struct IdmpKey<'a> {
+    pid: &'a [u8],
+    iid: &'a [u8],
+    pid_hash: u64,
+    iid_hash: u64,
+}
+
+impl<'a> IdmpKey<'a> {
+    /// Hashes `pid` and `iid`.
+    pub fn new(pid: &'a [u8], iid: &'a [u8]) -> IdmpKey<'a> {
+        IdmpKey {
+            pid,
+            iid,
+            pid_hash: hash_bytes(pid),
+            iid_hash: hash_bytes(iid),
+        }
+    }
+}
+
+/// Longest iid kept inside its slot.
+const INLINE_IID: usize = 22;
+
+/// An iid's bytes: inline up to [`INLINE_IID`] bytes, boxed beyond (24 bytes either way).
+#[derive(Debug, Clone)]
+enum IidBytes {
+    /// `len` bytes at the start of `bytes`.
+    Inline { len: u8, bytes: [u8; INLINE_IID] },
+    /// A longer iid.
+    Boxed(Box<[u8]>),
+}
+
+impl IidBytes {
+    fn new(iid: &[u8]) -> IidBytes {
+        if iid.len() <= INLINE_IID {
+            let mut bytes = [0u8; INLINE_IID];
+            bytes[..iid.len()].copy_from_slice(iid);
+            IidBytes::Inline {
+                len: iid.len() as u8,
+                bytes,
+            }
+        } else {
+            IidBytes::Boxed(iid.into())
+        }
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        match self {
+            IidBytes::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            IidBytes::Boxed(b) => b,
+        }
+    }
+}
+
+/// One tracked iid.
+#[derive(Debug, Clone)]
+struct Slot {
+    iid: IidBytes,
+    /// The entry the iid added.
+    id: StreamId,
+    /// `hash_bytes(iid)`, so eviction and index growth never rehash the bytes.
+    hash: u64,
+}
+
 /// One producer's recent idempotent IDs.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 struct Producer {
-    /// iid → the ID of the entry it added.
-    ids: HashMap<Arc<[u8]>, StreamId, Hasher>,
-    /// The same iids in insertion order, oldest first.
-    order: VecDeque<(Arc<[u8]>, StreamId)>,
+    pid: Box<[u8]>,
+    /// `hash_bytes(pid)`.
+    pid_hash: u64,
+    /// The iids in insertion order, oldest first.
+    ring: VecDeque<Slot>,
+    /// Sequence number of `ring[0]`.
+    head: u64,
+    /// The sequence numbers of `ring`'s slots, found by iid.
+    index: HashTable<u64>,
 }
 
 impl Producer {
+    fn new(pid: &[u8], pid_hash: u64) -> Producer {
+        Producer {
+            pid: pid.into(),
+            pid_hash,
+            ring: VecDeque::new(),
+            head: 0,
+            index: HashTable::new(),
+        }
+    }
+
+    /// The entry ID `iid` (hashed `hash`) added, if tracked.
+    fn get(&self, iid: &[u8], hash: u64) -> Option<StreamId> {
+        let (ring, head) = (&self.ring, self.head);
+        self.index
+            .find(hash, |&seq| {
+                ring[(seq - head) as usize].iid.as_bytes() == iid
+            })
+            .map(|&seq| ring[(seq - head) as usize].id)
+    }
+
+    /// Appends an iid known not to be tracked.
+    fn push(&mut self, iid: &[u8], hash: u64, id: StreamId) {
+        let seq = self.head + self.ring.len() as u64;
+        self.ring.push_back(Slot {
+            iid: IidBytes::new(iid),
+            id,
+            hash,
+        });
+        let (ring, head) = (&self.ring, self.head);
+        self.index
+            .insert_unique(hash, seq, |&s| ring[(s - head) as usize].hash);
+    }
+
+    /// Drops the oldest iid, if any.
+    fn pop_front(&mut self) -> Option<Slot> {
+        let slot = self.ring.pop_front()?;
+        let head = self.head;
+        if let Ok(entry) = self.index.find_entry(slot.hash, |&s| s == head) {
+            entry.remove();
+        }
+        self.head += 1;
+        Some(slot)
+    }
+
+    /// Evicts the oldest iids until one more fits under `maxsize`; returns how many went.
+    fn make_room(&mut self, maxsize: usize) -> u64 {
+        let mut gone = 0;
+        while self.ring.len() >= maxsize && self.pop_front().is_some() {
+            gone += 1;
+        }
+        gone
+    }
+
     /// Drops iids from the front while `drop` says so, spending at most `budget`;
     /// returns how many went.
     fn drop_front(&mut self, budget: &mut usize, drop: impl Fn(StreamId) -> bool) -> u64 {
         let mut n = 0;
         while *budget > 0 {
-            let Some((_, id)) = self.order.front() else {
+            let Some(slot) = self.ring.front() else {
                 break;
             };
-            if !drop(*id) {
+            if !drop(slot.id) {
                 break;
             }
             *budget -= 1;
-            if let Some((iid, _)) = self.order.pop_front() {
-                self.ids.remove(&iid);
+            if self.pop_front().is_some() {
                 n += 1;
             }
         }
         n
     }
+}
+
+/// What [`Idmp::check_or_record`] found or did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    /// The iid is tracked: it added this entry.
+    Duplicate(StreamId),
+    /// The iid was not tracked and is now; `new_producer` when its producer was not.
+    Recorded {
+        /// The producer was not tracked before.
+        new_producer: bool,
+    },
+    /// The iid is not tracked (and no ID was given to record).
+    Absent,
 }
 
 /// One producer's pid and its `(iid, entry ID)` pairs, oldest first ([`Idmp::producers`]).
@@ -89,8 +245,8 @@ pub struct Idmp {
     duration: u32,
     /// IDMP-MAXSIZE: iids kept per producer.
     maxsize: u32,
-    /// pid → its recent iids.
-    producers: HashMap<Bytes, Producer, Hasher>,
+    /// The producers, found by pid.
+    producers: HashTable<Producer>,
     /// Sum of the producers' iid counts.
     iids_tracked: u64,
     /// Lifetime count of iids recorded by XADD.
@@ -111,7 +267,7 @@ impl Idmp {
         Idmp {
             duration: duration.clamp(DURATION_MIN, DURATION_MAX) as u32,
             maxsize: maxsize.clamp(MAXSIZE_MIN, MAXSIZE_MAX) as u32,
-            producers: HashMap::default(),
+            producers: HashTable::new(),
             iids_tracked: 0,
             iids_added: 0,
             iids_duplicates: 0,
@@ -154,23 +310,69 @@ impl Idmp {
         self.iids_duplicates = duplicates;
     }
 
-    /// The entry ID `pid`/`iid` added, if it is still tracked. With `now_ms`, the
+    /// Removes the producer `key.pid` (it has no iid left).
+    fn remove_producer(&mut self, key: &IdmpKey<'_>) {
+        if let Ok(entry) = self
+            .producers
+            .find_entry(key.pid_hash, |p| &p.pid[..] == key.pid)
+        {
+            entry.remove();
+        }
+    }
+
+    /// The entry ID `key`'s pid/iid added, if it is still tracked. With `now_ms`, the
     /// producer's expired iids are dropped first, so an expired iid is never a
     /// duplicate; without it (while loading the log) nothing expires.
-    pub fn lookup(&mut self, pid: &[u8], iid: &[u8], now_ms: Option<u64>) -> Option<StreamId> {
-        let p = self.producers.get_mut(pid)?;
-        if let Some(cut) = now_ms.and_then(|now| cutoff(self.duration, now)) {
-            let mut unlimited = usize::MAX;
-            let gone = p.drop_front(&mut unlimited, |id| id.ms <= cut);
-            if gone > 0 {
-                self.iids_tracked -= gone;
-                if p.order.is_empty() {
-                    self.producers.remove(pid);
-                    return None;
-                }
-            }
+    pub fn lookup(&mut self, key: &IdmpKey<'_>, now_ms: Option<u64>) -> Option<StreamId> {
+        match self.check_or_record(key, now_ms, None) {
+            Check::Duplicate(original) => Some(original),
+            Check::Recorded { .. } | Check::Absent => None,
         }
-        p.ids.get(iid).copied()
+    }
+
+    /// XADD's one visit: [`Idmp::lookup`], and when the iid is not tracked and `id` is
+    /// given, records that it added entry `id` (as [`Idmp::record_new`]) with the same
+    /// probes, so the producer is found once.
+    pub fn check_or_record(
+        &mut self,
+        key: &IdmpKey<'_>,
+        now_ms: Option<u64>,
+        id: Option<StreamId>,
+    ) -> Check {
+        let cut = now_ms.and_then(|now| cutoff(self.duration, now));
+        let maxsize = self.maxsize as usize;
+        if let Some(p) = self
+            .producers
+            .find_mut(key.pid_hash, |p| &p.pid[..] == key.pid)
+        {
+            if let Some(cut) = cut {
+                let mut unlimited = usize::MAX;
+                self.iids_tracked -= p.drop_front(&mut unlimited, |id| id.ms <= cut);
+            }
+            if !p.ring.is_empty() {
+                if let Some(original) = p.get(key.iid, key.iid_hash) {
+                    return Check::Duplicate(original);
+                }
+                let Some(id) = id else {
+                    return Check::Absent;
+                };
+                let evicted = p.make_room(maxsize);
+                p.push(key.iid, key.iid_hash, id);
+                self.iids_tracked = self.iids_tracked + 1 - evicted;
+                self.iids_added += 1;
+                return Check::Recorded {
+                    new_producer: false,
+                };
+            }
+            // Every iid had expired: the producer goes, and comes back new if recorded.
+            self.remove_producer(key);
+        }
+        match id {
+            Some(id) => Check::Recorded {
+                new_producer: self.record_with(key, id, true, false),
+            },
+            None => Check::Absent,
+        }
     }
 
     /// Counts one duplicate answered.
@@ -183,49 +385,41 @@ impl Idmp {
     /// not). An iid already tracked for this producer keeps its entry. Returns true
     /// when the producer is new.
     pub fn record(&mut self, pid: &[u8], iid: &[u8], id: StreamId, count: bool) -> bool {
-        self.record_with(pid, iid, id, count, true)
+        self.record_with(&IdmpKey::new(pid, iid), id, count, true)
     }
 
-    /// [`Idmp::record`] for an iid the caller has just looked up and not found
-    /// (XADD), which skips the check.
-    pub fn record_new(&mut self, pid: &[u8], iid: &[u8], id: StreamId) -> bool {
-        self.record_with(pid, iid, id, true, false)
+    /// [`Idmp::record`] for a key the caller has just looked up and not found (XADD),
+    /// which skips the check.
+    pub fn record_new(&mut self, key: &IdmpKey<'_>, id: StreamId) -> bool {
+        self.record_with(key, id, true, false)
     }
 
-    fn record_with(
-        &mut self,
-        pid: &[u8],
-        iid: &[u8],
-        id: StreamId,
-        count: bool,
-        check: bool,
-    ) -> bool {
+    fn record_with(&mut self, key: &IdmpKey<'_>, id: StreamId, count: bool, check: bool) -> bool {
         if count {
             self.iids_added += 1;
         }
+        let maxsize = self.maxsize as usize;
         let mut created = false;
-        let p = match self.producers.get_mut(pid) {
+        let p = match self
+            .producers
+            .find_mut(key.pid_hash, |p| &p.pid[..] == key.pid)
+        {
             Some(p) => p,
             None => {
                 created = true;
                 self.producers
-                    .entry(Bytes::copy_from_slice(pid))
-                    .or_default()
+                    .insert_unique(key.pid_hash, Producer::new(key.pid, key.pid_hash), |p| {
+                        p.pid_hash
+                    })
+                    .into_mut()
             }
         };
-        if check && p.ids.contains_key(iid) {
+        if check && p.get(key.iid, key.iid_hash).is_some() {
             return created;
         }
-        let iid: Arc<[u8]> = Arc::from(iid);
-        p.ids.insert(iid.clone(), id);
-        p.order.push_back((iid, id));
-        self.iids_tracked += 1;
-        let excess = p.order.len().saturating_sub(self.maxsize as usize);
-        if excess > 0 {
-            let mut budget = excess;
-            let gone = p.drop_front(&mut budget, |_| true);
-            self.iids_tracked -= gone;
-        }
+        let gone = p.make_room(maxsize);
+        p.push(key.iid, key.iid_hash, id);
+        self.iids_tracked = self.iids_tracked + 1 - gone;
         created
     }
 
@@ -264,24 +458,23 @@ impl Idmp {
             return true;
         };
         let mut complete = true;
-        let mut emptied = Vec::new();
-        for (pid, p) in self.producers.iter_mut() {
+        let mut gone_total = 0;
+        self.producers.retain(|p| {
             if *budget == 0 {
                 complete = false;
-                break;
+                return true;
             }
             *budget -= 1;
-            let gone = p.drop_front(budget, |id| id.ms <= cut);
-            self.iids_tracked -= gone;
-            if p.order.is_empty() {
-                emptied.push(pid.clone());
-            } else if p.order.front().is_some_and(|(_, id)| id.ms <= cut) {
+            gone_total += p.drop_front(budget, |id| id.ms <= cut);
+            if p.ring.is_empty() {
+                return false;
+            }
+            if p.ring.front().is_some_and(|s| s.id.ms <= cut) {
                 complete = false;
             }
-        }
-        for pid in emptied {
-            self.producers.remove(&pid);
-        }
+            true
+        });
+        self.iids_tracked -= gone_total;
         complete
     }
 
@@ -296,24 +489,29 @@ impl Idmp {
         let mut v: Vec<_> = self
             .producers
             .iter()
-            .map(|(pid, p)| {
-                let iids = p.order.iter().map(|(iid, id)| (&iid[..], *id)).collect();
-                (&pid[..], iids)
+            .map(|p| {
+                let iids = p.ring.iter().map(|s| (s.iid.as_bytes(), s.id)).collect();
+                (&p.pid[..], iids)
             })
             .collect();
         v.sort_by(|a, b| a.0.cmp(b.0));
         v
     }
 
-    /// Approximate heap bytes (MEMORY USAGE): the struct, the pids, and per iid its
-    /// bytes, its Arc header and one slot in each of the map and the queue.
+    /// Approximate heap bytes (MEMORY USAGE): the struct, each producer (its pid, its
+    /// table slot and ring) and per iid its slot, its index entry and the bytes of a
+    /// boxed iid.
     pub fn memory_usage(&self) -> usize {
-        let slot = std::mem::size_of::<(Arc<[u8]>, StreamId)>();
+        let per_iid = std::mem::size_of::<Slot>() + std::mem::size_of::<u64>() + 1;
         let mut n = std::mem::size_of::<Idmp>();
-        for (pid, p) in &self.producers {
-            n += pid.len() + std::mem::size_of::<(Bytes, Producer)>();
-            for (iid, _) in &p.order {
-                n += iid.len() + 16 + 2 * slot;
+        for p in &self.producers {
+            n += p.pid.len() + std::mem::size_of::<Producer>() + 1;
+            n += p.ring.capacity() * std::mem::size_of::<Slot>();
+            for s in &p.ring {
+                n += per_iid - std::mem::size_of::<Slot>();
+                if let IidBytes::Boxed(b) = &s.iid {
+                    n += b.len();
+                }
             }
         }
         n
@@ -375,11 +573,11 @@ mod tests {
     #[test]
     fn duplicates_return_the_original_id() {
         let mut s = Idmp::new(100, 100);
-        assert_eq!(s.lookup(b"p", b"i", Some(0)), None);
+        assert_eq!(s.lookup(&IdmpKey::new(b"p", b"i"), Some(0)), None);
         assert!(s.record(b"p", b"i", id(5), true));
-        assert_eq!(s.lookup(b"p", b"i", Some(6)), Some(id(5)));
+        assert_eq!(s.lookup(&IdmpKey::new(b"p", b"i"), Some(6)), Some(id(5)));
         assert_eq!(
-            s.lookup(b"q", b"i", Some(6)),
+            s.lookup(&IdmpKey::new(b"q", b"i"), Some(6)),
             None,
             "producers are separate"
         );
@@ -397,8 +595,8 @@ mod tests {
             s.record(b"p", i.to_string().as_bytes(), id(i + 1), true);
             s.record(b"q", i.to_string().as_bytes(), id(i + 1), true);
         }
-        assert_eq!(s.lookup(b"p", b"1", None), None);
-        assert_eq!(s.lookup(b"p", b"2", None), Some(id(3)));
+        assert_eq!(s.lookup(&IdmpKey::new(b"p", b"1"), None), None);
+        assert_eq!(s.lookup(&IdmpKey::new(b"p", b"2"), None), Some(id(3)));
         assert_eq!(s.iids_tracked(), 6);
         assert_eq!(s.iids_added(), 10);
     }
@@ -411,12 +609,12 @@ mod tests {
         s.record(b"q", b"c", id(900), true);
         let mut budget = 100;
         assert!(s.expire(2_000, &mut budget));
-        assert_eq!(s.lookup(b"p", b"a", None), None);
-        assert_eq!(s.lookup(b"p", b"b", None), Some(id(2_000)));
+        assert_eq!(s.lookup(&IdmpKey::new(b"p", b"a"), None), None);
+        assert_eq!(s.lookup(&IdmpKey::new(b"p", b"b"), None), Some(id(2_000)));
         assert_eq!(s.pids_tracked(), 1, "q had only expired iids");
         assert_eq!(s.iids_tracked(), 1);
         // Lazy expiry at lookup time.
-        assert_eq!(s.lookup(b"p", b"b", Some(3_000)), None);
+        assert_eq!(s.lookup(&IdmpKey::new(b"p", b"b"), Some(3_000)), None);
         assert_eq!((s.pids_tracked(), s.iids_tracked()), (0, 0));
     }
 
@@ -450,6 +648,119 @@ mod tests {
         assert_eq!((s.iids_tracked(), s.pids_tracked()), (0, 0));
         assert_eq!((s.iids_added(), s.iids_duplicates()), (1, 1));
         assert_eq!((s.duration(), s.maxsize()), (5, 100));
+    }
+
+    /// One step of the model test.
+    #[derive(Debug, Clone)]
+    enum Op {
+        /// XADD's visit: check, and record at the next entry ID when new.
+        Add { pid: u8, iid: u8 },
+        /// A bare lookup.
+        Lookup { pid: u8, iid: u8 },
+        /// The timer's expiry pass with this budget.
+        Expire { budget: usize },
+        /// The clock moves on by this many ms.
+        Tick { ms: u64 },
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        prop_oneof![
+            6 => (0u8..3, 0u8..40).prop_map(|(pid, iid)| Op::Add { pid, iid }),
+            2 => (0u8..3, 0u8..40).prop_map(|(pid, iid)| Op::Lookup { pid, iid }),
+            1 => (0usize..20).prop_map(|budget| Op::Expire { budget }),
+            2 => (0u64..700).prop_map(|ms| Op::Tick { ms }),
+        ]
+    }
+
+    /// Long iids (boxed) for odd numbers, short (inline) for even ones.
+    fn iid_bytes(iid: u8) -> Vec<u8> {
+        if iid % 2 == 1 {
+            vec![iid; 30]
+        } else {
+            vec![iid]
+        }
+    }
+
+    proptest::proptest! {
+        /// The tables against a model of per-producer queues: the same duplicates, the
+        /// same counters, eviction beyond maxsize and expiry by entry time (duration 1 s).
+        #[test]
+        fn the_tables_behave_like_per_producer_queues(
+            maxsize in 1i64..12,
+            ops in proptest::collection::vec(op(), 1..300),
+        ) {
+            use std::collections::{BTreeMap, VecDeque};
+            let mut state = Idmp::new(1, maxsize);
+            let mut model: BTreeMap<u8, VecDeque<(Vec<u8>, StreamId)>> = BTreeMap::new();
+            let (mut now, mut seq, mut added, mut dups) = (5_000u64, 0u64, 0u64, 0u64);
+            let expired = |id: StreamId, now: u64| id.ms + 1000 <= now;
+            for op in ops {
+                match op {
+                    Op::Add { pid, iid } | Op::Lookup { pid, iid } => {
+                        let (p, i) = ([pid], iid_bytes(iid));
+                        let key = IdmpKey::new(&p, &i);
+                        let q = model.entry(pid).or_default();
+                        while q.front().is_some_and(|(_, id)| expired(*id, now)) {
+                            q.pop_front();
+                        }
+                        let want = q.iter().find(|(x, _)| *x == i).map(|(_, id)| *id);
+                        let record = matches!(op, Op::Add { .. });
+                        seq += 1;
+                        let id = StreamId::new(now, seq);
+                        let got = state.check_or_record(&key, Some(now), record.then_some(id));
+                        match want {
+                            Some(original) => {
+                                proptest::prop_assert_eq!(got, Check::Duplicate(original));
+                                dups += 1;
+                                state.note_duplicate();
+                            }
+                            None if record => {
+                                let recorded = matches!(got, Check::Recorded { .. });
+                                proptest::prop_assert!(recorded, "{:?}", got);
+                                added += 1;
+                                if q.len() == maxsize as usize {
+                                    q.pop_front();
+                                }
+                                q.push_back((i.clone(), id));
+                            }
+                            None => proptest::prop_assert_eq!(got, Check::Absent),
+                        }
+                        if q.is_empty() {
+                            model.remove(&pid);
+                        }
+                    }
+                    Op::Expire { budget } => {
+                        let mut left = budget;
+                        if state.expire(now, &mut left) {
+                            for q in model.values_mut() {
+                                q.retain(|(_, id)| !expired(*id, now));
+                            }
+                            model.retain(|_, q| !q.is_empty());
+                        }
+                    }
+                    Op::Tick { ms } => now += ms,
+                }
+                // A partial expiry pass leaves the model ahead; compare what must agree.
+                if matches!(op, Op::Expire { .. }) {
+                    continue;
+                }
+                let live: u64 = model
+                    .values()
+                    .flat_map(|q| q.iter())
+                    .filter(|(_, id)| !expired(*id, now))
+                    .count() as u64;
+                proptest::prop_assert!(state.iids_tracked() >= live);
+                proptest::prop_assert_eq!((state.iids_added(), state.iids_duplicates()), (added, dups));
+                for p in &state.producers {
+                    proptest::prop_assert_eq!(p.index.len(), p.ring.len());
+                    proptest::prop_assert!(!p.ring.is_empty());
+                    proptest::prop_assert!(p.ring.len() <= maxsize as usize);
+                }
+                let sum: u64 = state.producers.iter().map(|p| p.ring.len() as u64).sum();
+                proptest::prop_assert_eq!(sum, state.iids_tracked());
+            }
+        }
     }
 
     #[test]
