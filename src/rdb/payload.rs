@@ -277,9 +277,56 @@ mod tests {
         }
     }
 
+    #[test]
+    fn truncated_or_garbled_type_26_and_27_payloads_are_refused_without_panic() {
+        use crate::stream::group::NackMode;
+        let mut s = stream();
+        s.groups.create(b"g", StreamId::MIN, Some(0));
+        {
+            let mut g = s.groups.get_mut(b"g").expect("group");
+            let (c, _) = g.get_or_create_consumer(b"c", 10);
+            g.deliver(c, StreamId::new(1, 0), 10);
+            g.deliver(c, StreamId::new(2, 0), 11);
+        }
+        s.idmp_mut(D)
+            .record(b"pid", b"iid", StreamId::new(3, 0), true);
+        let p26 = dump(&s, D);
+        assert_eq!((p26[0], p26[p26.len() - 10]), (STREAM_LISTPACKS_4, 13));
+        s.groups.get_mut(b"g").expect("group").nack(
+            StreamId::new(2, 0),
+            NackMode::Fail,
+            None,
+            false,
+        );
+        let p27 = dump(&s, D);
+        assert_eq!((p27[0], p27[p27.len() - 10]), (STREAM_LISTPACKS_5, 14));
+        for (p, version) in [(p26, 13), (p27, 14)] {
+            assert!(restore(&p, D).is_ok());
+            let body = &p[..p.len() - 10];
+            for cut in 0..body.len() {
+                let r = restore(&with_footer(body[..cut].to_vec(), version), D);
+                assert!(r.is_err(), "cut {cut}");
+            }
+            for i in 0..body.len() {
+                for bit in 0..8 {
+                    let mut b = body.to_vec();
+                    b[i] ^= 1 << bit;
+                    let _ = restore(&with_footer(b, version), D);
+                }
+            }
+            // A flipped bit without a fixed CRC is the footer's refusal.
+            let mut bad = p.clone();
+            bad[1] ^= 1;
+            assert_eq!(
+                restore(&bad, D).unwrap_err(),
+                RestoreError::VersionOrChecksum
+            );
+        }
+    }
+
     mod prop {
         use super::super::*;
-        use crate::stream::group::{ClaimSpec, ConsumerGroup, DeliveryCount};
+        use crate::stream::group::{ClaimSpec, ConsumerGroup, DeliveryCount, NackMode};
         use crate::stream::{NodeLimits, StreamId, TrimSpec, TrimStrategy};
         use bytes::Bytes;
         use proptest::prelude::*;
@@ -315,6 +362,24 @@ mod tests {
                 at: u64,
                 count: u64,
             },
+            /// XNACK the nth pending entry (or, forced, the nth stream entry).
+            Nack {
+                group: u8,
+                nth: usize,
+                mode: u8,
+                force: bool,
+            },
+            /// XADD IDMP's bookkeeping: `pid`/`iid` added the last entry.
+            Iid {
+                pid: u8,
+                iid: u8,
+                duplicate: bool,
+            },
+            /// XCFGSET.
+            Cfg {
+                duration: u32,
+                maxsize: u32,
+            },
         }
 
         fn op() -> impl Strategy<Value = Op> {
@@ -331,6 +396,13 @@ mod tests {
                 1 => (0u8..3, 0u8..4, any::<usize>(), 0u64..1000, 0u64..5).prop_map(
                     |(group, consumer, nth, at, count)| Op::Claim { group, consumer, nth, at, count }
                 ),
+                1 => (0u8..3, any::<usize>(), 0u8..3, any::<bool>())
+                    .prop_map(|(group, nth, mode, force)| Op::Nack { group, nth, mode, force }),
+                1 => (0u8..3, 0u8..6, any::<bool>())
+                    .prop_map(|(pid, iid, duplicate)| Op::Iid { pid, iid, duplicate }),
+                1 => prop_oneof![Just(100u32), 1u32..5]
+                    .prop_flat_map(|d| (Just(d), prop_oneof![Just(100u32), 1u32..4]))
+                    .prop_map(|(duration, maxsize)| Op::Cfg { duration, maxsize }),
             ]
         }
 
@@ -459,6 +531,51 @@ mod tests {
                         g.claim(cid, ids[nth % ids.len()], &spec, at);
                     }
                 }
+                Op::Nack {
+                    group,
+                    nth,
+                    mode,
+                    force,
+                } => {
+                    let ids: Vec<_> = if force {
+                        s.range(StreamId::MIN, StreamId::MAX, false)
+                            .map(|e| e.id)
+                            .collect()
+                    } else {
+                        s.groups
+                            .get(&group_name(group))
+                            .map(|g| {
+                                g.pel_range(StreamId::MIN, StreamId::MAX)
+                                    .map(|p| p.id)
+                                    .collect()
+                            })
+                            .unwrap_or_default()
+                    };
+                    let mode =
+                        [NackMode::Silent, NackMode::Fail, NackMode::Fatal][usize::from(mode)];
+                    if let Some(mut g) = s.groups.get_mut(&group_name(group))
+                        && !ids.is_empty()
+                    {
+                        g.nack(ids[nth % ids.len()], mode, None, force);
+                    }
+                }
+                Op::Iid {
+                    pid,
+                    iid,
+                    duplicate,
+                } => {
+                    let id = s.last_id();
+                    let i = s.idmp_mut(super::D);
+                    if duplicate {
+                        i.note_duplicate();
+                    } else {
+                        i.record(&[b'p', pid], &[b'i', iid], id, true);
+                    }
+                }
+                Op::Cfg { duration, maxsize } => {
+                    s.idmp_mut(super::D)
+                        .configure(Some(duration), Some(maxsize));
+                }
             }
         }
 
@@ -468,6 +585,7 @@ mod tests {
             Option<u64>,
             Vec<(StreamId, u64, u64, Option<Vec<u8>>)>,
             Vec<(Vec<u8>, u64, Option<u64>)>,
+            Vec<StreamId>,
         );
 
         fn group_view(g: &ConsumerGroup) -> GroupView {
@@ -488,7 +606,39 @@ mod tests {
                 g.consumers()
                     .map(|(_, c)| (c.name().to_vec(), c.seen_time(), c.active_time()))
                     .collect(),
+                // Delivery-time order: the NACK zone in NACK order, then oldest first.
+                g.by_time().map(|p| p.id).collect(),
             )
+        }
+
+        type IdmpView = (
+            u32,
+            u32,
+            u64,
+            u64,
+            u64,
+            Vec<(Vec<u8>, Vec<(Vec<u8>, StreamId)>)>,
+        );
+
+        fn idmp_view(s: &Stream) -> Option<IdmpView> {
+            s.idmp.as_deref().map(|i| {
+                (
+                    i.duration(),
+                    i.maxsize(),
+                    i.iids_added(),
+                    i.iids_duplicates(),
+                    i.iids_tracked(),
+                    i.producers()
+                        .into_iter()
+                        .map(|(p, iids)| {
+                            (
+                                p.to_vec(),
+                                iids.into_iter().map(|(i, id)| (i.to_vec(), id)).collect(),
+                            )
+                        })
+                        .collect(),
+                )
+            })
         }
 
         proptest! {
@@ -505,6 +655,13 @@ mod tests {
                     apply(&mut s, op, &mut next, &limits);
                 }
                 let p = dump(&s, super::D);
+                let t = p[0];
+                let nacked = s.groups.iter().any(|g| g.nacked_count() > 0);
+                let idmp = super::super::stream::has_idmp_state(&s, super::D);
+                let expected = if nacked { 27 } else if idmp { 26 } else { t.min(21) };
+                prop_assert_eq!(t, expected);
+                let version = u16::from_le_bytes([p[p.len() - 10], p[p.len() - 9]]);
+                prop_assert_eq!(version, [10, 12, 13, 14][[19, 21, 26, 27].iter().position(|&x| x == t).unwrap_or(0)]);
                 let back = restore(&p, super::D).expect("what DUMP writes, RESTORE reads");
                 let entries = |s: &Stream| -> Vec<(StreamId, Vec<Vec<u8>>)> {
                     s.range(StreamId::MIN, StreamId::MAX, false)
@@ -520,6 +677,11 @@ mod tests {
                 prop_assert_eq!(back.entries_added(), s.entries_added());
                 let groups = |s: &Stream| s.groups.iter().map(group_view).collect::<Vec<_>>();
                 prop_assert_eq!(groups(&back), groups(&s));
+                if idmp {
+                    prop_assert_eq!(idmp_view(&back), idmp_view(&s));
+                } else {
+                    prop_assert!(back.idmp.is_none());
+                }
                 prop_assert_eq!(dump(&back, super::D), p);
                 // New entries go where they would have gone in the original.
                 let (mut a, mut b) = (s, back);

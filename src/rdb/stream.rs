@@ -866,4 +866,348 @@ mod tests {
             let _ = read(&mut r, STREAM_LISTPACKS_3, D);
         }
     }
+
+    // --- types 26 and 27 ------------------------------------------------------------
+
+    fn pel_view(
+        g: &crate::stream::group::ConsumerGroup,
+    ) -> Vec<(StreamId, u64, u64, Option<Vec<u8>>)> {
+        g.pel_range(StreamId::MIN, StreamId::MAX)
+            .map(|p| {
+                (
+                    p.id,
+                    p.delivery_time,
+                    p.delivery_count,
+                    p.owner.map(<[u8]>::to_vec),
+                )
+            })
+            .collect()
+    }
+
+    fn time_order(g: &crate::stream::group::ConsumerGroup) -> Vec<StreamId> {
+        g.by_time().map(|p| p.id).collect()
+    }
+
+    type IdmpView = (u32, u32, u64, u64, Vec<(Vec<u8>, Vec<(Vec<u8>, StreamId)>)>);
+
+    fn idmp_view(s: &Stream) -> Option<IdmpView> {
+        s.idmp.as_deref().map(|i| {
+            (
+                i.duration(),
+                i.maxsize(),
+                i.iids_added(),
+                i.iids_duplicates(),
+                i.producers()
+                    .into_iter()
+                    .map(|(pid, iids)| {
+                        (
+                            pid.to_vec(),
+                            iids.into_iter()
+                                .map(|(iid, id)| (iid.to_vec(), id))
+                                .collect(),
+                        )
+                    })
+                    .collect(),
+            )
+        })
+    }
+
+    /// `sample()` with NACKed entries (one of them forced, its entry never delivered)
+    /// and IDMP state.
+    fn sample_8x() -> Stream {
+        let mut s = sample();
+        {
+            let mut g = s.groups.get_mut(b"g").unwrap();
+            g.nack(StreamId::new(103, 0), NackMode::Fatal, None, false);
+            g.nack(StreamId::new(101, 1), NackMode::Silent, None, false);
+            g.nack(StreamId::new(104, 1), NackMode::Fail, Some(7), true);
+        }
+        let i = s.idmp_mut((100, 100));
+        i.configure(Some(30), Some(2));
+        i.record(b"p1", b"a", StreamId::new(101, 1), true);
+        i.record(b"p1", b"b", StreamId::new(103, 0), true);
+        i.record(b"p1", b"c", StreamId::new(104, 1), true); // evicts "a" (maxsize 2)
+        i.record(b"p0", b"\x00bin", StreamId::new(110, 1), true);
+        i.note_duplicate();
+        s
+    }
+
+    #[test]
+    fn nacked_entries_and_idmp_state_round_trip_in_type_27() {
+        let s = sample_8x();
+        let t = encoding_for(&s, D);
+        assert_eq!(t, STREAM_LISTPACKS_5);
+        let mut out = Vec::new();
+        write(&mut out, &s, t, D);
+        let mut r = Reader::new(&out, 0);
+        let back = read(&mut r, t, D).expect("reads back");
+        assert_eq!(r.remaining(), 0);
+        let (g0, g1) = (s.groups.get(b"g").unwrap(), back.groups.get(b"g").unwrap());
+        assert_eq!(g1.nacked_count(), 3);
+        assert_eq!(pel_view(g1), pel_view(g0));
+        // The NACK zone keeps its order (103-0, 101-1, 104-1), then oldest delivery.
+        assert_eq!(time_order(g1), time_order(g0));
+        assert_eq!(
+            time_order(g1)[..3],
+            [
+                StreamId::new(103, 0),
+                StreamId::new(101, 1),
+                StreamId::new(104, 1)
+            ]
+        );
+        assert_eq!(idmp_view(&back), idmp_view(&s));
+        assert_eq!(
+            idmp_view(&back).map(|v| (v.0, v.1, v.2, v.3)),
+            Some((30, 2, 4, 1))
+        );
+        let mut again = Vec::new();
+        write(&mut again, &back, t, D);
+        assert_eq!(again, out);
+    }
+
+    #[test]
+    fn the_smallest_type_is_chosen() {
+        let mut s = sample();
+        {
+            let mut g = s.groups.get_mut(b"g").unwrap();
+            let bob = g.consumer_id(b"bob").unwrap();
+            g.set_consumer_times(bob, 60, Some(60));
+        }
+        assert_eq!(encoding_for(&s, D), STREAM_LISTPACKS_2);
+        // IDMP state equal to this server's defaults with nothing recorded is no state.
+        s.idmp_mut((100, 100));
+        assert_eq!(encoding_for(&s, D), STREAM_LISTPACKS_2);
+        assert_eq!(encoding_for(&s, (50, 100)), STREAM_LISTPACKS_4);
+        s.idmp_mut(D).set_counters(0, 1);
+        assert_eq!(encoding_for(&s, D), STREAM_LISTPACKS_4);
+        s.groups
+            .get_mut(b"g")
+            .unwrap()
+            .nack(StreamId::new(101, 1), NackMode::Fail, None, false);
+        assert_eq!(encoding_for(&s, D), STREAM_LISTPACKS_5);
+    }
+
+    #[test]
+    fn a_type_27_stream_without_idmp_state_reads_back_without_it() {
+        let mut s = sample();
+        s.groups
+            .get_mut(b"g")
+            .unwrap()
+            .nack(StreamId::new(101, 1), NackMode::Fail, None, false);
+        for defaults in [D, (7, 9)] {
+            let mut out = Vec::new();
+            write(&mut out, &s, STREAM_LISTPACKS_5, defaults);
+            let mut r = Reader::new(&out, 0);
+            let back = read(&mut r, STREAM_LISTPACKS_5, defaults).expect("reads");
+            assert!(back.idmp.is_none());
+            // Read with other defaults, the recorded settings are kept as state.
+            let mut r = Reader::new(&out, 0);
+            let other = read(&mut r, STREAM_LISTPACKS_5, (8, 9)).expect("reads");
+            assert_eq!(
+                idmp_view(&other),
+                Some((defaults.0 as u32, defaults.1 as u32, 0, 0, vec![]))
+            );
+        }
+    }
+
+    /// A stream of three entries 1-0, 2-0, 3-0 (field `f`, value `v`) as a type-19 value
+    /// without its trailing group count, for hand-built type 26/27 values.
+    fn three_entries() -> Vec<u8> {
+        let mut s = Stream::new();
+        for ms in 1..=3 {
+            s.append(
+                StreamId::new(ms, 0),
+                &[b("f"), b("v")],
+                &NodeLimits::default(),
+            );
+        }
+        let mut out = Vec::new();
+        write(&mut out, &s, STREAM_LISTPACKS_2, D);
+        assert_eq!(out.pop(), Some(0), "no groups");
+        out
+    }
+
+    /// A raw 16-byte ID (PELs, consumer PELs, the NACK zone): ms then seq, big-endian.
+    fn raw(ms: u8, seq: u8) -> Vec<u8> {
+        let mut v = vec![0; 16];
+        v[7] = ms;
+        v[15] = seq;
+        v
+    }
+
+    /// The bytes of a type-27 value by hand, following the layout in `rdb/payload.rs`.
+    fn hand_built_27() -> Vec<u8> {
+        let mut v = three_entries();
+        v.extend_from_slice(&[1, 1, b'g', 3, 0, 3]); // 1 group "g", last 3-0, read 3
+        v.push(3); // PEL: 1-0 at 1000 ×1, 2-0 at 0 ×2, 3-0 at 0 ×1
+        for (ms, time, count) in [(1u8, 1000i64, 1u8), (2, 0, 2), (3, 0, 1)] {
+            v.extend_from_slice(&raw(ms, 0));
+            v.extend_from_slice(&time.to_le_bytes());
+            v.push(count);
+        }
+        v.extend_from_slice(&[1, 1, b'c']); // 1 consumer "c"
+        v.extend_from_slice(&1000i64.to_le_bytes()); // seen
+        v.extend_from_slice(&1500i64.to_le_bytes()); // active
+        v.push(1); // owns 1-0
+        v.extend_from_slice(&raw(1, 0));
+        v.push(2); // NACK zone: 3-0, then 2-0
+        v.extend_from_slice(&raw(3, 0));
+        v.extend_from_slice(&raw(2, 0));
+        // IDMP block: duration 100 (14-bit length), maxsize 100, no producers, 0, 0.
+        v.extend_from_slice(&[0x40, 100, 0x40, 100, 0, 0, 0]);
+        v
+    }
+
+    #[test]
+    fn a_hand_built_type_27_value_decodes_to_its_nack_zone() {
+        let v = hand_built_27();
+        let mut r = Reader::new(&v, 0);
+        let s = read(&mut r, STREAM_LISTPACKS_5, D).expect("reads");
+        assert_eq!(r.remaining(), 0);
+        assert!(s.idmp.is_none(), "the defaults, nothing recorded");
+        let g = s.groups.get(b"g").expect("group");
+        assert_eq!(g.nacked_count(), 2);
+        assert_eq!(
+            pel_view(g),
+            vec![
+                (StreamId::new(1, 0), 1000, 1, Some(b"c".to_vec())),
+                (StreamId::new(2, 0), 0, 2, None),
+                (StreamId::new(3, 0), 0, 1, None),
+            ]
+        );
+        assert_eq!(
+            time_order(g),
+            [
+                StreamId::new(3, 0),
+                StreamId::new(2, 0),
+                StreamId::new(1, 0)
+            ]
+        );
+        let c = g.consumer_by_name(b"c").expect("consumer");
+        assert_eq!(
+            (c.seen_time(), c.active_time(), c.pel_count()),
+            (1000, Some(1500), 1)
+        );
+        // streamd writes the same bytes back.
+        let mut out = Vec::new();
+        write(&mut out, &s, encoding_for(&s, D), D);
+        assert_eq!(out, v);
+    }
+
+    #[test]
+    fn a_hand_built_type_26_value_decodes_to_its_idmp_state() {
+        let p1: &[u8] = &[
+            2, b'p', b'1', 2, // "p1", 2 iids, oldest first
+            1, b'a', 2, 0, //    "a" → 2-0
+            1, b'b', 0x41, 0x2C, 1, // "b" → 300-1 (14-bit ms)
+        ];
+        let p2: &[u8] = &[2, b'p', b'2', 0]; // "p2", no iid left (all expired at save)
+        let with = |producers: &[&[u8]]| {
+            let mut v = three_entries();
+            v.push(0); // no groups
+            v.extend_from_slice(&[60, 5, producers.len() as u8]); // 60 s, maxsize 5
+            for p in producers {
+                v.extend_from_slice(p);
+            }
+            v.extend_from_slice(&[7, 3]); // iids added 7, duplicates 3
+            v
+        };
+        let v = with(&[p1, p2]);
+        let mut r = Reader::new(&v, 0);
+        let s = read(&mut r, STREAM_LISTPACKS_4, D).expect("reads");
+        assert_eq!(r.remaining(), 0);
+        assert_eq!(
+            idmp_view(&s),
+            Some((
+                60,
+                5,
+                7,
+                3,
+                vec![(
+                    b"p1".to_vec(),
+                    vec![
+                        (b"a".to_vec(), StreamId::new(2, 0)),
+                        (b"b".to_vec(), StreamId::new(300, 1))
+                    ]
+                )]
+            ))
+        );
+        let i = s.idmp.as_deref().expect("state");
+        assert_eq!((i.pids_tracked(), i.iids_tracked()), (1, 2));
+        let mut i = i.clone();
+        assert_eq!(i.lookup(b"p1", b"b", None), Some(StreamId::new(300, 1)));
+        // Written back, the producer without iids is gone; the rest is byte for byte.
+        let mut out = Vec::new();
+        write(&mut out, &s, encoding_for(&s, D), D);
+        assert_eq!(out, with(&[p1]));
+    }
+
+    #[test]
+    fn inconsistent_nack_zones_and_idmp_blocks_are_refused() {
+        let good = hand_built_27();
+        let zone = good.len() - 7 - 32 - 1; // the NACK zone's count byte
+        assert_eq!(good[zone], 2);
+        let refused = |v: &[u8], t: u8, what: &str| {
+            let mut r = Reader::new(v, 0);
+            let e = read(&mut r, t, D).expect_err(what);
+            assert!(e.what.contains(what), "{e}");
+        };
+        // An owned entry in the zone.
+        let mut v = good.clone();
+        v[zone + 1..zone + 17].copy_from_slice(&raw(1, 0));
+        refused(
+            &v,
+            STREAM_LISTPACKS_5,
+            "owned by a consumer or listed twice",
+        );
+        // The same entry twice.
+        let mut v = good.clone();
+        v[zone + 17..zone + 33].copy_from_slice(&raw(3, 0));
+        refused(
+            &v,
+            STREAM_LISTPACKS_5,
+            "owned by a consumer or listed twice",
+        );
+        // An ID the PEL does not hold.
+        let mut v = good.clone();
+        v[zone + 1..zone + 17].copy_from_slice(&raw(9, 0));
+        refused(&v, STREAM_LISTPACKS_5, "not found in the group PEL");
+        // A zone missing an unowned entry.
+        let mut v = good.clone();
+        v[zone] = 1;
+        v.drain(zone + 17..zone + 33);
+        refused(&v, STREAM_LISTPACKS_5, "without a consumer");
+        // Read as type 26, the zone bytes are not there: the PEL has unowned entries.
+        refused(&good, STREAM_LISTPACKS_4, "without a consumer");
+        // IDMP settings out of range, an empty producer ID.
+        let idmp = good.len() - 7;
+        let mut v = good.clone();
+        v[idmp..idmp + 2].copy_from_slice(&[0, 0]);
+        v.remove(idmp + 1);
+        refused(&v, STREAM_LISTPACKS_5, "IDMP duration out of range");
+        let mut v = good[..idmp].to_vec();
+        v.extend_from_slice(&[10, 10, 1, 0, 1, 1, b'x', 1, 0, 0, 0]);
+        refused(&v, STREAM_LISTPACKS_5, "empty IDMP producer ID");
+    }
+
+    #[test]
+    fn every_truncation_of_types_26_and_27_is_refused_without_panic() {
+        let s = sample_8x();
+        let mut out = Vec::new();
+        write(&mut out, &s, STREAM_LISTPACKS_5, D);
+        for t in [STREAM_LISTPACKS_4, STREAM_LISTPACKS_5] {
+            for cut in 0..out.len() {
+                let mut r = Reader::new(&out[..cut], 0);
+                assert!(read(&mut r, t, D).is_err(), "type {t} cut {cut}");
+            }
+            for i in 0..out.len() {
+                for flip in [0x01, 0x40, 0xA5] {
+                    let mut bad = out.clone();
+                    bad[i] ^= flip;
+                    let mut r = Reader::new(&bad, 0);
+                    let _ = read(&mut r, t, D);
+                }
+            }
+        }
+    }
 }
