@@ -6,7 +6,7 @@
 //! `RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f]` checks, in Redis's
 //! order: the options (IDLETIME and FREQ exclude each other), BUSYKEY, the TTL, the
 //! payload footer (`DUMP payload version or checksum are wrong`), then the value (`Bad
-//! data format`, or an error naming a non-stream or newer stream type). Nothing changes
+//! data format`, or an error naming a non-stream or too new type). Nothing changes
 //! until all of that passed. IDLETIME and FREQ are validated and then ignored: streamd
 //! keeps no access times or frequencies (OBJECT IDLETIME answers 0).
 //!
@@ -19,7 +19,6 @@ use super::{CommandSpec, flags::*, is, parse_i64};
 use crate::core::Ctx;
 use crate::error::ReplyError;
 use crate::rdb::payload::{self, RestoreError};
-use crate::rdb::stream::WriteError;
 use crate::rdb::types;
 use bytes::Bytes;
 
@@ -66,25 +65,18 @@ const INVALID_FREQ: ReplyError = ReplyError::msg("ERR Invalid FREQ value, must b
 const VERSION_OR_CHECKSUM: ReplyError =
     ReplyError::msg("ERR DUMP payload version or checksum are wrong");
 const BAD_DATA_FORMAT: ReplyError = ReplyError::msg("ERR Bad data format");
-const NACKED: ReplyError = ReplyError::msg(
-    "ERR DUMP cannot serialize NACKed pending entries: Redis 7.x formats have no place for \
-     them and streamd does not write Redis 8.8's RDB type 27 yet; XCLAIM or XACK them first",
-);
 
 /// DUMP key: the payload, or a null bulk when the key does not exist.
 fn dump(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let key = ctx.argv[1].clone();
+    let defaults = ctx.core.idmp_defaults;
     let Some(stream) = ctx.lookup(&key) else {
         ctx.out.null();
         return Ok(());
     };
-    match payload::dump(stream) {
-        Ok(p) => {
-            ctx.out.bulk(&p);
-            Ok(())
-        }
-        Err(WriteError::Nacked) => Err(NACKED),
-    }
+    let p = payload::dump(stream, defaults);
+    ctx.out.bulk(&p);
+    Ok(())
 }
 
 /// RESTORE's parsed options.
@@ -141,10 +133,9 @@ fn restore_error(e: RestoreError) -> ReplyError {
             "ERR streamd stores only streams, and this DUMP payload holds a {} (RDB type {t})",
             types::name(t)
         )),
-        RestoreError::NewerStream(t) => ReplyError::owned(format!(
-            "ERR this DUMP payload holds a stream in RDB type {t}, written by {}; streamd \
-             reads stream types 15, 19 and 21 (Redis 5.0 to 7.4)",
-            types::stream_since(t)
+        RestoreError::NewerType(t) => ReplyError::owned(format!(
+            "ERR this DUMP payload holds RDB type {t}, newer than streamd knows; streamd \
+             reads stream types 15, 19, 21, 26 and 27 (Redis 5.0 to 8.8)"
         )),
     }
 }
@@ -161,7 +152,7 @@ fn restore(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     if ttl < 0 {
         return Err(INVALID_TTL);
     }
-    let stream = payload::restore(&argv[3]).map_err(restore_error)?;
+    let stream = payload::restore(&argv[3], ctx.core.idmp_defaults).map_err(restore_error)?;
     let db = ctx.client.db;
     let deleted = opts.replace && {
         ctx.expire_if_needed(key);

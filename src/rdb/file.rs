@@ -3,7 +3,7 @@
 //! a normal streamd snapshot before the server starts.
 //!
 //! ```text
-//! "REDIS" <version: 4 ASCII digits, 0009..0012>
+//! "REDIS" <version: 4 ASCII digits, 0009..0014>
 //! then, until EOF, one of:
 //!   0xFA AUX          <name: string> <value: string>      redis-ver, ctime, ...
 //!   0xFE SELECTDB     <db: len>                           following keys go there
@@ -18,20 +18,27 @@
 //!   0xFF EOF          then <CRC-64/Jones of every byte before it: u64 LE> (0 = none)
 //! ```
 //!
-//! Values of other types are skipped by walking their encodings (`rdb.h` types 0–5,
-//! 7, 9–14, 16–18, 20, 24, 25) without expanding them. The whole file is read into
+//! Streams of every type Redis writes (15, 19, 21, 26, 27) are read. Values of other
+//! types are skipped by walking their encodings (`rdb.h` types 0–5, 7, 9–14, 16–18,
+//! 20, 24, 25) without expanding them; a file holding a type streamd cannot walk (Redis
+//! 8.8's array, 28) or Redis 8.6's key-metadata opcode (243, module metadata attached to
+//! a key) is refused with the offset and what was found. The whole file is read into
 //! memory once; every length is checked against what is left, so a lying length is an
 //! error (with its offset), never a large allocation. A key whose expiry time has
 //! already passed is skipped, as Redis skips it when loading.
 
-use super::types::{self, STREAM_LISTPACKS, STREAM_LISTPACKS_2, STREAM_LISTPACKS_3};
+use super::types::{
+    self, STREAM_LISTPACKS, STREAM_LISTPACKS_2, STREAM_LISTPACKS_3, STREAM_LISTPACKS_4,
+    STREAM_LISTPACKS_5,
+};
 use super::{RdbError, Reader, crc64, stream};
 use crate::core::keyspace::Db;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-/// Oldest and newest RDB versions read (Redis 5.0 writes 9, 7.0 10, 7.2 11, 7.4 12).
-pub const VERSIONS: std::ops::RangeInclusive<u32> = 9..=12;
+/// Oldest and newest RDB versions read (Redis 5.0 writes 9, 7.0 10, 7.2 11, 7.4 12, 8.6
+/// 13, 8.8 14).
+pub const VERSIONS: std::ops::RangeInclusive<u32> = 9..=14;
 
 /// What an import found.
 #[derive(Debug, Default, Clone)]
@@ -53,11 +60,13 @@ pub struct ImportStats {
 /// Called about once a second with (keys so far, bytes read so far).
 pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
 
-/// Parses an RDB file image into `databases` databases.
+/// Parses an RDB file image into `databases` databases; `idmp_defaults` are the
+/// server's settings for new streams (`rdb/stream.rs`).
 pub fn read(
     data: &[u8],
     databases: usize,
     now_ms: u64,
+    idmp_defaults: stream::IdmpDefaults,
     progress: Progress<'_>,
 ) -> Result<(Vec<Db>, ImportStats), RdbError> {
     let mut dbs: Vec<Db> = (0..databases).map(|_| Db::default()).collect();
@@ -153,14 +162,23 @@ pub fn read(
                 r.length()?;
                 r.length()?;
             }
+            0xF3 => {
+                return Err(RdbError {
+                    offset: at,
+                    what: "key metadata (RDB opcode 243, Redis 8.6 module key metadata) is \
+                           not supported"
+                        .into(),
+                });
+            }
             0xFF => break,
             t => {
                 let key_at = r.offset();
                 let key = r.string()?.into_owned();
                 let this_expire = expire.take();
                 match t {
-                    STREAM_LISTPACKS | STREAM_LISTPACKS_2 | STREAM_LISTPACKS_3 => {
-                        let s = stream::read(&mut r, t)?;
+                    STREAM_LISTPACKS | STREAM_LISTPACKS_2 | STREAM_LISTPACKS_3
+                    | STREAM_LISTPACKS_4 | STREAM_LISTPACKS_5 => {
+                        let s = stream::read(&mut r, t, idmp_defaults)?;
                         if this_expire.is_some_and(|e| e <= now_ms) {
                             stats.expired += 1;
                         } else {
@@ -326,11 +344,6 @@ fn skip_value(r: &mut Reader<'_>, t: u8, type_at: u64) -> Result<(), RdbError> {
             offset: type_at,
             what: match types::name(t) {
                 "unknown" => format!("unknown value type {t}").into(),
-                "stream" => format!(
-                    "stream in RDB type {t} ({}), which streamd cannot read yet",
-                    types::stream_since(t)
-                )
-                .into(),
                 name => format!("cannot skip a {name} of RDB type {t}").into(),
             },
         }),
@@ -389,8 +402,18 @@ pub fn import(
             "importing"
         );
     };
-    let (dbs, stats) = read(&data, databases, crate::core::unix_ms(), &mut report)
-        .map_err(|e| format!("{} is not a valid RDB file: {e}", path.display()))?;
+    let idmp_defaults = (
+        config.get_i64("stream-idmp-duration"),
+        config.get_i64("stream-idmp-maxsize"),
+    );
+    let (dbs, stats) = read(
+        &data,
+        databases,
+        crate::core::unix_ms(),
+        idmp_defaults,
+        &mut report,
+    )
+    .map_err(|e| format!("{} is not a valid RDB file: {e}", path.display()))?;
     drop(data);
     let read_secs = started.elapsed().as_secs_f64();
     let saved = crate::persist::snapshot::save(&snap, &dbs, crate::core::unix_ms())
@@ -425,6 +448,8 @@ mod tests {
     use crate::rdb::write;
     use crate::stream::{NodeLimits, Stream, StreamId};
 
+    const D: stream::IdmpDefaults = (100, 100);
+
     /// A small RDB file: a string, a stream, an expired stream, a list, in db 0 and 1.
     fn file() -> Vec<u8> {
         let mut f = b"REDIS0010".to_vec();
@@ -447,12 +472,12 @@ mod tests {
         );
         f.push(STREAM_LISTPACKS_2);
         write::string(&mut f, b"st");
-        stream::write(&mut f, &s, STREAM_LISTPACKS_2);
+        stream::write(&mut f, &s, STREAM_LISTPACKS_2, D);
         f.push(0xFC);
         f.extend_from_slice(&1000u64.to_le_bytes());
         f.push(STREAM_LISTPACKS_2);
         write::string(&mut f, b"gone");
-        stream::write(&mut f, &s, STREAM_LISTPACKS_2);
+        stream::write(&mut f, &s, STREAM_LISTPACKS_2, D);
         f.push(0xFE);
         write::len(&mut f, 1);
         f.push(14);
@@ -467,7 +492,7 @@ mod tests {
 
     #[test]
     fn streams_are_imported_and_other_types_counted() {
-        let (dbs, stats) = read(&file(), 16, 2000, &mut |_, _| {}).expect("reads");
+        let (dbs, stats) = read(&file(), 16, 2000, D, &mut |_, _| {}).expect("reads");
         assert_eq!(stats.version, 10);
         assert_eq!(stats.streams, 1);
         assert_eq!(stats.expired, 1);
@@ -482,25 +507,25 @@ mod tests {
         let f = file();
         for cut in 0..f.len() {
             assert!(
-                read(&f[..cut], 16, 2000, &mut |_, _| {}).is_err(),
+                read(&f[..cut], 16, 2000, D, &mut |_, _| {}).is_err(),
                 "cut {cut}"
             );
         }
         let mut bad = f.clone();
         let n = bad.len();
         bad[n - 20] ^= 0x40;
-        let e = read(&bad, 16, 2000, &mut |_, _| {}).unwrap_err();
+        let e = read(&bad, 16, 2000, D, &mut |_, _| {}).unwrap_err();
         assert!(e.offset > 0, "{e}");
         for i in 0..f.len() {
             let mut bad = f.clone();
             bad[i] ^= 0xA5;
-            assert!(read(&bad, 16, 2000, &mut |_, _| {}).is_err(), "byte {i}");
+            assert!(read(&bad, 16, 2000, D, &mut |_, _| {}).is_err(), "byte {i}");
         }
     }
 
     #[test]
     fn too_few_databases_is_refused() {
-        let e = read(&file(), 1, 2000, &mut |_, _| {}).unwrap_err();
+        let e = read(&file(), 1, 2000, D, &mut |_, _| {}).unwrap_err();
         assert!(e.what.contains("database 1"), "{e}");
     }
 }

@@ -27,7 +27,7 @@
 //! stream ID inside a PEL: 16 raw bytes, ms then seq, each u64 big-endian
 //! ```
 //!
-//! # A stream value (types 15, 19, 21)
+//! # A stream value (types 15, 19, 21; 26 and 27 add to 21 as drawn in `payload.rs`)
 //!
 //! ```text
 //! <n nodes: len>
@@ -92,6 +92,10 @@ pub mod types {
     pub const STREAM_LISTPACKS_4: u8 = 26;
     /// Stream with NACKed pending entries (8.8).
     pub const STREAM_LISTPACKS_5: u8 = 27;
+    /// Array (8.8), the newest type number Redis 8.8 writes.
+    pub const ARRAY: u8 = 28;
+    /// The newest type number streamd knows.
+    pub const NEWEST: u8 = ARRAY;
 
     /// What a type number holds, for messages and the import's per-type counts.
     pub fn name(t: u8) -> &'static str {
@@ -103,19 +107,8 @@ pub mod types {
             4 | 9 | 13 | 16 | 22..=25 => "hash",
             6 | 7 => "module",
             15 | 19 | 21 | 26 | 27 => "stream",
+            28 => "array",
             _ => "unknown",
-        }
-    }
-
-    /// The Redis version that introduced a stream type (for refusals naming it).
-    pub fn stream_since(t: u8) -> &'static str {
-        match t {
-            STREAM_LISTPACKS => "Redis 5.0",
-            STREAM_LISTPACKS_2 => "Redis 7.0",
-            STREAM_LISTPACKS_3 => "Redis 7.4",
-            STREAM_LISTPACKS_4 => "Redis 8.6 (idempotent producers)",
-            STREAM_LISTPACKS_5 => "Redis 8.8 (NACKed entries)",
-            _ => "a newer Redis",
         }
     }
 }

@@ -8,26 +8,95 @@
 //! +------+-------------------------+----------------+--------------------+
 //! ```
 //!
-//! [`dump`] writes type 19 with RDB version 10 (what Redis 7.0 writes; Redis 7.0 and
-//! later RESTORE it), or type 21 with version 12 (Redis 7.4+) when consumers' active
-//! times need it (see `rdb/stream.rs`). [`restore`] checks the footer as Redis's
-//! `verifyDumpPayload` does — at least 10 bytes, version not newer than
-//! [`MAX_VERSION`], CRC over everything before the CRC — then reads the value, which
-//! must use up the payload exactly.
+//! [`dump`] writes the smallest stream type that carries the whole stream
+//! (`rdb/stream.rs`), with the RDB version of the first Redis that writes that type, as
+//! that Redis puts its own `RDB_VERSION` in every DUMP payload:
+//!
+//! ```text
+//! type 19  version 10  Redis 7.0+   the usual case; Redis 7.0 RESTOREs it
+//! type 21  version 12  Redis 7.4+   a consumer's active time differs from its seen time
+//! type 26  version 13  Redis 8.6+   IDMP state (idempotent producers, XCFGSET)
+//! type 27  version 14  Redis 8.8+   NACKed (unowned) pending entries (XNACK)
+//! ```
+//!
+//! [`restore`] checks the footer as Redis's `verifyDumpPayload` does — at least 10
+//! bytes, version not newer than [`MAX_VERSION`], CRC over everything before the CRC —
+//! then reads the value (types 15, 19, 21, 26, 27), which must use up the payload
+//! exactly. A newer stream type (28+ would be a Redis after 8.8) is refused naming it.
+//!
+//! # Types 26 and 27: what they add to type 21
+//!
+//! ```text
+//! <type 21 value, as drawn in rdb/mod.rs, except that in type 27 every group ends with
+//!  its NACK zone:>
+//!   group := <name> <last_id.ms: len> <last_id.seq: len> <entries_read: len>
+//!            <n pending: len> n × (<ID: 16 raw bytes> <delivery_time: ms time>
+//!                                   <delivery_count: len>)          ID order
+//!            <n consumers: len> n × (<name> <seen_time: ms time> <active_time: ms time>
+//!                                   <n owned: len> n × <ID: 16 raw bytes>)
+//!   [27]     <n nacked: len> n × <ID: 16 raw bytes>
+//!                 the unowned PEL entries, head of the NACK zone first (the order
+//!                 they were NACKed, which is the order XREADGROUP CLAIM serves them);
+//!                 each is also in the group PEL above, with delivery time 0, and in
+//!                 no consumer's list
+//! [26, 27] after the groups, the stream's IDMP (idempotent producer) block:
+//!   <idmp_duration: len>       seconds (XCFGSET IDMP-DURATION, 1..86400)
+//!   <idmp_max_entries: len>    iids kept per producer (IDMP-MAXSIZE, 1..10000)
+//!   <n producers: len>
+//!     n × ( <pid: string> <n iids: len>           n may be 0 (all expired at save)
+//!           n × ( <iid: string> <entry ID ms: len> <entry ID seq: len> ) oldest first )
+//!   <iids_added: len>          lifetime counter (XINFO iids-added)
+//!   <iids_duplicates: len>     lifetime counter (XINFO iids-duplicates)
+//! ```
+//!
+//! Sources (Redis 8.6/8.8's own `rdb.c` is not in the reference store; these were
+//! cross-checked against each other):
+//! - redis/redis PR #14615 (IDMP, merged 2025-12; review thread on `src/rdb.c`,
+//!   `rdbSaveObject`): the IDMP block is saved after the consumer groups, starting with
+//!   `rdbSaveLen(rdb, s->idmp_duration)` "in seconds". PR #14858 (maintainer oranagra):
+//!   "we're saving iids_duplicates to the rdb file". PR #14862: producers whose iids all
+//!   expired are saved with count 0 and skipped on load, iids in their time order.
+//! - redis/redis PR #14797 (XNACK; review thread on `src/rdb.c` loading): NACK-zone IDs
+//!   are looked up in the group PEL, must have no consumer, and are moved to the NACK
+//!   zone's tail in the order read; `pelListNackedCount` gives the count written.
+//! - redis/librdb (RDB v13 support, PR #93; v14, PR #98 and its CHANGELOG 2.3.0): IDMP
+//!   meta = duration, max entries, producer count; producer = pid, entry count; entry =
+//!   iid, stream ID. The NACK zone is "count + stream IDs" after "the consumers section of
+//!   each consumer group". Fixture `test/dumps/stream_v14_xnack.json` (commit 83e01a1):
+//!   NACKed entries are in the group PEL with `"sent": 0` and in no consumer's PEL.
+//! - Independent readers that agree field for field: a FalkorDB RDB importer in Rust
+//!   (`skip_stream_value`: NACK zone `len` + 16-byte IDs per group after the consumers
+//!   when type >= 27; then duration, max entries, producers (pid, count, (iid, ms len,
+//!   seq len)…), iids added, iids duplicates), ctripcorp x-pipe's Java
+//!   `RdbStreamListpacks4Parser` (the same IDMP states in the same order, IDs' ms and seq
+//!   as lengths), and f1srv's Go `rdbLoadStream` (16-byte big-endian NACK IDs; IDMP block
+//!   "that types 26 and 27 append").
+//!
+//! Confidence: high for the placement and order of every field (four readers and the
+//! Redis PRs agree); high for the ID forms (raw 16 bytes in the NACK zone as in consumer
+//! PELs, two length-encoded numbers in the IDMP block: three readers); good for the two
+//! trailing counters (two readers plus PR #14858; one reader stops before them because it
+//! discards the rest of the value). The DUMP versions 13 and 14 follow librdb's
+//! "Redis 8.6 → RDB v13", "Redis 8.8 → RDB v14" mapping.
 
-use super::stream::{self, WriteError};
-use super::types::{self, STREAM_LISTPACKS, STREAM_LISTPACKS_2, STREAM_LISTPACKS_3};
+use super::stream::{self, IdmpDefaults};
+use super::types::{
+    self, STREAM_LISTPACKS, STREAM_LISTPACKS_2, STREAM_LISTPACKS_3, STREAM_LISTPACKS_4,
+    STREAM_LISTPACKS_5,
+};
 use super::{Reader, crc64};
 use crate::stream::Stream;
 
-/// The newest payload version accepted. Redis 7.4 writes 12; Redis 8.6 and 8.8 write 13
-/// and 14, which are accepted so that their newer stream types are named in the refusal
-/// rather than reported as a bad checksum.
+/// The newest payload version accepted: Redis 8.8's (Redis 7.4 writes 12, 8.6 13).
 pub const MAX_VERSION: u16 = 14;
 /// The version written with type 19 (Redis 7.0's RDB version).
 pub const VERSION_FOR_TYPE_19: u16 = 10;
 /// The version written with type 21 (Redis 7.4's RDB version).
 pub const VERSION_FOR_TYPE_21: u16 = 12;
+/// The version written with type 26 (Redis 8.6's RDB version).
+pub const VERSION_FOR_TYPE_26: u16 = 13;
+/// The version written with type 27 (Redis 8.8's RDB version).
+pub const VERSION_FOR_TYPE_27: u16 = 14;
 /// Footer bytes: version + CRC.
 const FOOTER: usize = 10;
 
@@ -38,27 +107,29 @@ pub enum RestoreError {
     VersionOrChecksum,
     /// The value does not parse.
     BadFormat(super::RdbError),
-    /// A stream in a newer encoding than streamd reads (its type number).
-    NewerStream(u8),
+    /// A type number newer than any streamd knows (above 28, Redis 8.8's newest).
+    NewerType(u8),
     /// Not a stream (its type number).
     NotStream(u8),
 }
 
-/// Serializes `s` as a DUMP payload.
-pub fn dump(s: &Stream) -> Result<Vec<u8>, WriteError> {
-    let t = stream::encoding_for(s)?;
+/// Serializes `s` as a DUMP payload; `defaults` are the server's IDMP settings for new
+/// streams (`rdb/stream.rs`).
+pub fn dump(s: &Stream, defaults: IdmpDefaults) -> Vec<u8> {
+    let t = stream::encoding_for(s, defaults);
     let mut out = Vec::with_capacity(64 + s.memory_usage());
     out.push(t);
-    stream::write(&mut out, s, t);
-    let version = if t == STREAM_LISTPACKS_3 {
-        VERSION_FOR_TYPE_21
-    } else {
-        VERSION_FOR_TYPE_19
+    stream::write(&mut out, s, t, defaults);
+    let version = match t {
+        STREAM_LISTPACKS_5 => VERSION_FOR_TYPE_27,
+        STREAM_LISTPACKS_4 => VERSION_FOR_TYPE_26,
+        STREAM_LISTPACKS_3 => VERSION_FOR_TYPE_21,
+        _ => VERSION_FOR_TYPE_19,
     };
     out.extend_from_slice(&version.to_le_bytes());
     let crc = crc64::crc64(&out);
     out.extend_from_slice(&crc.to_le_bytes());
-    Ok(out)
+    out
 }
 
 /// Checks the footer (Redis `verifyDumpPayload`); returns the RDB version.
@@ -79,22 +150,23 @@ pub fn verify(p: &[u8]) -> Result<u16, RestoreError> {
     Ok(version)
 }
 
-/// Reads a DUMP payload holding a stream.
-pub fn restore(p: &[u8]) -> Result<Stream, RestoreError> {
+/// Reads a DUMP payload holding a stream; `defaults` as for [`dump`].
+pub fn restore(p: &[u8], defaults: IdmpDefaults) -> Result<Stream, RestoreError> {
     verify(p)?;
     let body = &p[..p.len() - FOOTER];
     let mut r = Reader::new(body, 0);
     let t = r.u8().map_err(RestoreError::BadFormat)?;
     match t {
-        STREAM_LISTPACKS | STREAM_LISTPACKS_2 | STREAM_LISTPACKS_3 => {
-            let s = stream::read(&mut r, t).map_err(RestoreError::BadFormat)?;
+        STREAM_LISTPACKS | STREAM_LISTPACKS_2 | STREAM_LISTPACKS_3 | STREAM_LISTPACKS_4
+        | STREAM_LISTPACKS_5 => {
+            let s = stream::read(&mut r, t, defaults).map_err(RestoreError::BadFormat)?;
             if r.remaining() != 0 {
                 return Err(RestoreError::BadFormat(r.err("data after the value")));
             }
             Ok(s)
         }
-        _ if types::name(t) == "stream" => Err(RestoreError::NewerStream(t)),
         _ if types::name(t) != "unknown" => Err(RestoreError::NotStream(t)),
+        _ if t > types::NEWEST => Err(RestoreError::NewerType(t)),
         _ => Err(RestoreError::BadFormat(r.err("unknown value type"))),
     }
 }
@@ -104,6 +176,8 @@ mod tests {
     use super::*;
     use crate::stream::{NodeLimits, StreamId};
     use bytes::Bytes;
+
+    const D: IdmpDefaults = (100, 100);
 
     fn stream() -> Stream {
         let mut s = Stream::new();
@@ -120,39 +194,45 @@ mod tests {
     #[test]
     fn dump_restore_round_trip() {
         let s = stream();
-        let p = dump(&s).expect("no NACKs");
+        let p = dump(&s, D);
         assert_eq!(p[0], STREAM_LISTPACKS_2);
         assert_eq!(&p[p.len() - 10..p.len() - 8], &10u16.to_le_bytes());
-        let back = restore(&p).expect("restores");
+        let back = restore(&p, D).expect("restores");
         assert_eq!(back.len(), 5);
-        assert_eq!(dump(&back).expect("dumps"), p);
+        assert_eq!(dump(&back, D), p);
     }
 
     #[test]
     fn a_payload_made_by_redis_7_0_restores() {
-        let s = restore(REDIS_70_DUMP).expect("Redis 7.0 payload");
+        let s = restore(REDIS_70_DUMP, D).expect("Redis 7.0 payload");
         let e = s.first_entry().expect("one entry");
         assert_eq!(e.id, StreamId::new(1, 1));
         let els: Vec<Vec<u8>> = e.elements().map(|v| v.to_vec()).collect();
         assert_eq!(els, vec![b"f".to_vec(), b"v".to_vec()]);
         // And streamd writes the same bytes back.
-        assert_eq!(dump(&s).expect("dumps"), REDIS_70_DUMP);
+        assert_eq!(dump(&s, D), REDIS_70_DUMP);
     }
 
     #[test]
     fn footer_checks() {
-        let p = dump(&stream()).expect("dumps");
+        let p = dump(&stream(), D);
         assert_eq!(
-            restore(&p[..9]).unwrap_err(),
+            restore(&p[..9], D).unwrap_err(),
             RestoreError::VersionOrChecksum
         );
         let mut bad = p.clone();
         let n = bad.len();
         bad[n - 10] = 15; // version 15
-        assert_eq!(restore(&bad).unwrap_err(), RestoreError::VersionOrChecksum);
+        assert_eq!(
+            restore(&bad, D).unwrap_err(),
+            RestoreError::VersionOrChecksum
+        );
         let mut bad = p.clone();
         bad[3] ^= 1;
-        assert_eq!(restore(&bad).unwrap_err(), RestoreError::VersionOrChecksum);
+        assert_eq!(
+            restore(&bad, D).unwrap_err(),
+            RestoreError::VersionOrChecksum
+        );
     }
 
     fn with_footer(mut body: Vec<u8>, version: u16) -> Vec<u8> {
@@ -165,33 +245,88 @@ mod tests {
     #[test]
     fn other_types_are_named() {
         let string = with_footer(vec![0, 1, b'x'], 10);
-        assert_eq!(restore(&string).unwrap_err(), RestoreError::NotStream(0));
-        let newer = with_footer(vec![27, 0], 14);
-        assert_eq!(restore(&newer).unwrap_err(), RestoreError::NewerStream(27));
-        let unknown = with_footer(vec![200], 10);
-        assert!(matches!(restore(&unknown), Err(RestoreError::BadFormat(_))));
+        assert_eq!(restore(&string, D).unwrap_err(), RestoreError::NotStream(0));
+        let array = with_footer(vec![28, 0], 14);
+        assert_eq!(restore(&array, D).unwrap_err(), RestoreError::NotStream(28));
+        let newer = with_footer(vec![200], 14);
+        assert_eq!(
+            restore(&newer, D).unwrap_err(),
+            RestoreError::NewerType(200)
+        );
+        let unknown = with_footer(vec![8], 10);
+        assert!(matches!(
+            restore(&unknown, D),
+            Err(RestoreError::BadFormat(_))
+        ));
     }
 
     #[test]
     fn every_truncation_and_corruption_with_a_good_crc_is_refused_without_panic() {
-        let p = dump(&stream()).expect("dumps");
+        let p = dump(&stream(), D);
         let body = &p[..p.len() - 10];
         for cut in 0..body.len() {
-            let r = restore(&with_footer(body[..cut].to_vec(), 10));
+            let r = restore(&with_footer(body[..cut].to_vec(), 10), D);
             assert!(r.is_err(), "cut {cut}");
         }
         for i in 0..body.len() {
             for bit in 0..8 {
                 let mut b = body.to_vec();
                 b[i] ^= 1 << bit;
-                let _ = restore(&with_footer(b, 10));
+                let _ = restore(&with_footer(b, 10), D);
             }
+        }
+    }
+
+    #[test]
+    fn truncated_or_garbled_type_26_and_27_payloads_are_refused_without_panic() {
+        use crate::stream::group::NackMode;
+        let mut s = stream();
+        s.groups.create(b"g", StreamId::MIN, Some(0));
+        {
+            let mut g = s.groups.get_mut(b"g").expect("group");
+            let (c, _) = g.get_or_create_consumer(b"c", 10);
+            g.deliver(c, StreamId::new(1, 0), 10);
+            g.deliver(c, StreamId::new(2, 0), 11);
+        }
+        s.idmp_mut(D)
+            .record(b"pid", b"iid", StreamId::new(3, 0), true);
+        let p26 = dump(&s, D);
+        assert_eq!((p26[0], p26[p26.len() - 10]), (STREAM_LISTPACKS_4, 13));
+        s.groups.get_mut(b"g").expect("group").nack(
+            StreamId::new(2, 0),
+            NackMode::Fail,
+            None,
+            false,
+        );
+        let p27 = dump(&s, D);
+        assert_eq!((p27[0], p27[p27.len() - 10]), (STREAM_LISTPACKS_5, 14));
+        for (p, version) in [(p26, 13), (p27, 14)] {
+            assert!(restore(&p, D).is_ok());
+            let body = &p[..p.len() - 10];
+            for cut in 0..body.len() {
+                let r = restore(&with_footer(body[..cut].to_vec(), version), D);
+                assert!(r.is_err(), "cut {cut}");
+            }
+            for i in 0..body.len() {
+                for bit in 0..8 {
+                    let mut b = body.to_vec();
+                    b[i] ^= 1 << bit;
+                    let _ = restore(&with_footer(b, version), D);
+                }
+            }
+            // A flipped bit without a fixed CRC is the footer's refusal.
+            let mut bad = p.clone();
+            bad[1] ^= 1;
+            assert_eq!(
+                restore(&bad, D).unwrap_err(),
+                RestoreError::VersionOrChecksum
+            );
         }
     }
 
     mod prop {
         use super::super::*;
-        use crate::stream::group::{ClaimSpec, ConsumerGroup, DeliveryCount};
+        use crate::stream::group::{ClaimSpec, ConsumerGroup, DeliveryCount, NackMode};
         use crate::stream::{NodeLimits, StreamId, TrimSpec, TrimStrategy};
         use bytes::Bytes;
         use proptest::prelude::*;
@@ -227,6 +362,24 @@ mod tests {
                 at: u64,
                 count: u64,
             },
+            /// XNACK the nth pending entry (or, forced, the nth stream entry).
+            Nack {
+                group: u8,
+                nth: usize,
+                mode: u8,
+                force: bool,
+            },
+            /// XADD IDMP's bookkeeping: `pid`/`iid` added the last entry.
+            Iid {
+                pid: u8,
+                iid: u8,
+                duplicate: bool,
+            },
+            /// XCFGSET.
+            Cfg {
+                duration: u32,
+                maxsize: u32,
+            },
         }
 
         fn op() -> impl Strategy<Value = Op> {
@@ -243,6 +396,13 @@ mod tests {
                 1 => (0u8..3, 0u8..4, any::<usize>(), 0u64..1000, 0u64..5).prop_map(
                     |(group, consumer, nth, at, count)| Op::Claim { group, consumer, nth, at, count }
                 ),
+                1 => (0u8..3, any::<usize>(), 0u8..3, any::<bool>())
+                    .prop_map(|(group, nth, mode, force)| Op::Nack { group, nth, mode, force }),
+                1 => (0u8..3, 0u8..6, any::<bool>())
+                    .prop_map(|(pid, iid, duplicate)| Op::Iid { pid, iid, duplicate }),
+                1 => prop_oneof![Just(100u32), 1u32..5]
+                    .prop_flat_map(|d| (Just(d), prop_oneof![Just(100u32), 1u32..4]))
+                    .prop_map(|(duration, maxsize)| Op::Cfg { duration, maxsize }),
             ]
         }
 
@@ -371,6 +531,51 @@ mod tests {
                         g.claim(cid, ids[nth % ids.len()], &spec, at);
                     }
                 }
+                Op::Nack {
+                    group,
+                    nth,
+                    mode,
+                    force,
+                } => {
+                    let ids: Vec<_> = if force {
+                        s.range(StreamId::MIN, StreamId::MAX, false)
+                            .map(|e| e.id)
+                            .collect()
+                    } else {
+                        s.groups
+                            .get(&group_name(group))
+                            .map(|g| {
+                                g.pel_range(StreamId::MIN, StreamId::MAX)
+                                    .map(|p| p.id)
+                                    .collect()
+                            })
+                            .unwrap_or_default()
+                    };
+                    let mode =
+                        [NackMode::Silent, NackMode::Fail, NackMode::Fatal][usize::from(mode)];
+                    if let Some(mut g) = s.groups.get_mut(&group_name(group))
+                        && !ids.is_empty()
+                    {
+                        g.nack(ids[nth % ids.len()], mode, None, force);
+                    }
+                }
+                Op::Iid {
+                    pid,
+                    iid,
+                    duplicate,
+                } => {
+                    let id = s.last_id();
+                    let i = s.idmp_mut(super::D);
+                    if duplicate {
+                        i.note_duplicate();
+                    } else {
+                        i.record(&[b'p', pid], &[b'i', iid], id, true);
+                    }
+                }
+                Op::Cfg { duration, maxsize } => {
+                    s.idmp_mut(super::D)
+                        .configure(Some(duration), Some(maxsize));
+                }
             }
         }
 
@@ -380,6 +585,7 @@ mod tests {
             Option<u64>,
             Vec<(StreamId, u64, u64, Option<Vec<u8>>)>,
             Vec<(Vec<u8>, u64, Option<u64>)>,
+            Vec<StreamId>,
         );
 
         fn group_view(g: &ConsumerGroup) -> GroupView {
@@ -400,7 +606,39 @@ mod tests {
                 g.consumers()
                     .map(|(_, c)| (c.name().to_vec(), c.seen_time(), c.active_time()))
                     .collect(),
+                // Delivery-time order: the NACK zone in NACK order, then oldest first.
+                g.by_time().map(|p| p.id).collect(),
             )
+        }
+
+        type IdmpView = (
+            u32,
+            u32,
+            u64,
+            u64,
+            u64,
+            Vec<(Vec<u8>, Vec<(Vec<u8>, StreamId)>)>,
+        );
+
+        fn idmp_view(s: &Stream) -> Option<IdmpView> {
+            s.idmp.as_deref().map(|i| {
+                (
+                    i.duration(),
+                    i.maxsize(),
+                    i.iids_added(),
+                    i.iids_duplicates(),
+                    i.iids_tracked(),
+                    i.producers()
+                        .into_iter()
+                        .map(|(p, iids)| {
+                            (
+                                p.to_vec(),
+                                iids.into_iter().map(|(i, id)| (i.to_vec(), id)).collect(),
+                            )
+                        })
+                        .collect(),
+                )
+            })
         }
 
         proptest! {
@@ -416,8 +654,15 @@ mod tests {
                 for op in ops {
                     apply(&mut s, op, &mut next, &limits);
                 }
-                let p = dump(&s).expect("no NACKs in these sequences");
-                let back = restore(&p).expect("what DUMP writes, RESTORE reads");
+                let p = dump(&s, super::D);
+                let t = p[0];
+                let nacked = s.groups.iter().any(|g| g.nacked_count() > 0);
+                let idmp = super::super::stream::has_idmp_state(&s, super::D);
+                let expected = if nacked { 27 } else if idmp { 26 } else { t.min(21) };
+                prop_assert_eq!(t, expected);
+                let version = u16::from_le_bytes([p[p.len() - 10], p[p.len() - 9]]);
+                prop_assert_eq!(version, [10, 12, 13, 14][[19, 21, 26, 27].iter().position(|&x| x == t).unwrap_or(0)]);
+                let back = restore(&p, super::D).expect("what DUMP writes, RESTORE reads");
                 let entries = |s: &Stream| -> Vec<(StreamId, Vec<Vec<u8>>)> {
                     s.range(StreamId::MIN, StreamId::MAX, false)
                         .map(|e| (e.id, e.elements().map(|v| v.to_vec()).collect()))
@@ -432,7 +677,12 @@ mod tests {
                 prop_assert_eq!(back.entries_added(), s.entries_added());
                 let groups = |s: &Stream| s.groups.iter().map(group_view).collect::<Vec<_>>();
                 prop_assert_eq!(groups(&back), groups(&s));
-                prop_assert_eq!(dump(&back).expect("dumps again"), p);
+                if idmp {
+                    prop_assert_eq!(idmp_view(&back), idmp_view(&s));
+                } else {
+                    prop_assert!(back.idmp.is_none());
+                }
+                prop_assert_eq!(dump(&back, super::D), p);
                 // New entries go where they would have gone in the original.
                 let (mut a, mut b) = (s, back);
                 for i in 0..7u64 {

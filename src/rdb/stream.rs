@@ -1,5 +1,6 @@
-//! A stream value in RDB form (types 15, 19 and 21; the layout is drawn in `rdb/mod.rs`):
-//! [`read`] builds a [`Stream`] from it, [`write`] serializes one.
+//! A stream value in RDB form (types 15, 19, 21, 26 and 27; the layout is drawn in
+//! `rdb/mod.rs`, the 26/27 additions with their sources in `rdb/payload.rs`): [`read`]
+//! builds a [`Stream`] from it, [`write`] serializes one.
 //!
 //! Nodes convert one for one: a Redis node becomes a streamd node with the same master
 //! ID, entries, tombstones and counts ([`Stream::push_node`]), and a streamd node is
@@ -11,21 +12,43 @@
 //! entry is inserted as its owner's claim with the recorded delivery time and count
 //! (oldest delivery first, so each insert is O(1)), then each consumer gets its recorded
 //! seen and active times. A pending entry whose stream entry was deleted is kept, as
-//! Redis keeps it.
+//! Redis keeps it. A type-27 group's NACK zone is rebuilt last, in its recorded order,
+//! through XNACK's own operation: each entry becomes unowned with its recorded delivery
+//! count and delivery time 0 (the time every NACKed entry has, in Redis and here).
 //!
-//! Which type [`write`] uses: 19 (Redis 7.0+) when it carries the whole state, which is
-//! when every consumer's active time equals its seen time (a type-19 reader sets active
-//! = seen, as Redis 7.2+ does); otherwise 21 (Redis 7.4+), which records active times.
-//! Pending entries without an owner (after XNACK) fit neither; Redis 8.8 added type 27
-//! for them, which streamd does not write or read yet, so [`write`] refuses such a
-//! stream ([`WriteError::Nacked`]).
+//! The IDMP block of types 26/27 becomes the stream's [`Idmp`] state: settings, lifetime
+//! counters, and each producer's iids recorded oldest first (so eviction order is kept).
+//! A block that says nothing beyond a plain stream — no producer, both counters 0, and
+//! the settings a new stream gets from this server's `stream-idmp-duration` and
+//! `stream-idmp-maxsize` (`IdmpDefaults`) — leaves the stream without IDMP state, as if
+//! it had never used IDMP; XINFO shows the same either way.
+//!
+//! Which type [`write`] uses ([`encoding_for`]): the smallest that carries the whole
+//! state, so that older Redis versions read as much as possible —
+//! - 27 (Redis 8.8+) when a group has NACKed (unowned) pending entries;
+//! - else 26 (Redis 8.6+) when the stream has IDMP state beyond the defaults (see above);
+//! - else 21 (Redis 7.4+) when some consumer's active time differs from its seen time
+//!   (a type-19 reader sets active = seen, as Redis 7.2+ does);
+//! - else 19 (Redis 7.0+).
 
 use super::listpack::{Builder, Decoder, Elem, LpError};
-use super::types::{STREAM_LISTPACKS, STREAM_LISTPACKS_2, STREAM_LISTPACKS_3};
+use super::types::{
+    STREAM_LISTPACKS, STREAM_LISTPACKS_2, STREAM_LISTPACKS_3, STREAM_LISTPACKS_4,
+    STREAM_LISTPACKS_5,
+};
 use super::{RdbError, Reader, write};
-use crate::stream::group::{ClaimSpec, DeliveryCount, StreamCounters, estimate_entries_read};
+use crate::stream::group::{
+    ClaimSpec, DeliveryCount, NackMode, StreamCounters, estimate_entries_read,
+};
+use crate::stream::idmp::{DURATION_MAX, DURATION_MIN, Idmp, MAXSIZE_MAX, MAXSIZE_MIN};
 use crate::stream::listpack::{Listpack, Value};
 use crate::stream::{Stream, StreamId};
+
+/// The IDMP settings a new stream gets on this server (`stream-idmp-duration` seconds,
+/// `stream-idmp-maxsize`; `Core::idmp_defaults`). A stream whose IDMP state is exactly
+/// these settings with no producer and zero counters has nothing a type-19/21 payload
+/// loses (module doc).
+pub type IdmpDefaults = (i64, i64);
 
 /// Entry flag: a tombstone.
 const FLAG_DELETED: i64 = 1;
@@ -38,11 +61,16 @@ const NODE_GROW_HINT: usize = 4096;
 // Reading
 // ---------------------------------------------------------------------------------------
 
-/// Reads a stream value of RDB type `t` (15, 19 or 21).
-pub fn read(r: &mut Reader<'_>, t: u8) -> Result<Stream, RdbError> {
+/// Reads a stream value of RDB type `t` (15, 19, 21, 26 or 27); `defaults` decide
+/// whether an IDMP block becomes state (module doc).
+pub fn read(r: &mut Reader<'_>, t: u8, defaults: IdmpDefaults) -> Result<Stream, RdbError> {
     debug_assert!(matches!(
         t,
-        STREAM_LISTPACKS | STREAM_LISTPACKS_2 | STREAM_LISTPACKS_3
+        STREAM_LISTPACKS
+            | STREAM_LISTPACKS_2
+            | STREAM_LISTPACKS_3
+            | STREAM_LISTPACKS_4
+            | STREAM_LISTPACKS_5
     ));
     let mut s = Stream::new();
     let nodes = r.length()?;
@@ -107,7 +135,69 @@ pub fn read(r: &mut Reader<'_>, t: u8) -> Result<Stream, RdbError> {
     for _ in 0..groups {
         read_group(r, t, &mut s)?;
     }
+    if t >= STREAM_LISTPACKS_4 {
+        s.idmp = read_idmp(r, defaults)?;
+    }
     Ok(s)
+}
+
+/// Reads the IDMP block of types 26/27 (layout in `rdb/payload.rs`); `None` when it
+/// holds nothing beyond `defaults` (module doc).
+fn read_idmp(r: &mut Reader<'_>, defaults: IdmpDefaults) -> Result<Option<Box<Idmp>>, RdbError> {
+    let setting = |r: &mut Reader<'_>, lo: i64, hi: i64, what: &'static str| {
+        let at = r.offset();
+        let n = r.length()?;
+        i64::try_from(n)
+            .ok()
+            .filter(|v| (lo..=hi).contains(v))
+            .ok_or(RdbError {
+                offset: at,
+                what: what.into(),
+            })
+    };
+    let duration = setting(r, DURATION_MIN, DURATION_MAX, "IDMP duration out of range")?;
+    let maxsize = setting(r, MAXSIZE_MIN, MAXSIZE_MAX, "IDMP maxsize out of range")?;
+    let mut idmp = Box::new(Idmp::new(duration, maxsize));
+    let producers = r.length()?;
+    let mut pids = std::collections::HashSet::new();
+    for _ in 0..producers {
+        let at = r.offset();
+        let pid = r.string()?.into_owned();
+        if pid.is_empty() {
+            return Err(RdbError {
+                offset: at,
+                what: "empty IDMP producer ID".into(),
+            });
+        }
+        if !pids.insert(pid.clone()) {
+            return Err(RdbError {
+                offset: at,
+                what: "duplicate IDMP producer".into(),
+            });
+        }
+        let n = r.length()?;
+        let mut iids = std::collections::HashSet::new();
+        for _ in 0..n {
+            let at = r.offset();
+            let iid = r.string()?;
+            if iid.is_empty() || !iids.insert(iid.clone()) {
+                return Err(RdbError {
+                    offset: at,
+                    what: "empty or duplicate IDMP iid".into(),
+                });
+            }
+            let entry = id(r)?;
+            idmp.record(&pid, &iid, entry, false);
+        }
+    }
+    let added = r.length()?;
+    let duplicates = r.length()?;
+    idmp.set_counters(added, duplicates);
+    let plain = !idmp.has_producers()
+        && added == 0
+        && duplicates == 0
+        && (i64::from(idmp.duration()), i64::from(idmp.maxsize())) == defaults;
+    Ok((!plain).then_some(idmp))
 }
 
 fn id(r: &mut Reader<'_>) -> Result<StreamId, RdbError> {
@@ -120,6 +210,8 @@ struct Pending {
     delivery_time: u64,
     delivery_count: u64,
     owner: Option<usize>,
+    /// In the NACK zone (type 27).
+    nacked: bool,
 }
 
 fn read_group(r: &mut Reader<'_>, t: u8, s: &mut Stream) -> Result<(), RdbError> {
@@ -164,6 +256,7 @@ fn read_group(r: &mut Reader<'_>, t: u8, s: &mut Stream) -> Result<(), RdbError>
             delivery_time: u64::try_from(time).unwrap_or(0),
             delivery_count: count,
             owner: None,
+            nacked: false,
         });
     }
     let n = r.length()?;
@@ -205,12 +298,40 @@ fn read_group(r: &mut Reader<'_>, t: u8, s: &mut Stream) -> Result<(), RdbError>
         }
         consumers.push((cname, seen, active));
     }
-    if pel.iter().any(|p| p.owner.is_none()) {
+    // Type 27: the NACK zone, unowned pending entries in the order they were NACKed.
+    let mut nacked: Vec<usize> = Vec::new();
+    if t >= STREAM_LISTPACKS_5 {
+        let n = r.length()?;
+        for _ in 0..n {
+            let at = r.offset();
+            let id = r.raw_id()?;
+            let Ok(i) = pel.binary_search_by(|p| p.id.cmp(&id)) else {
+                return Err(RdbError {
+                    offset: at,
+                    what: "NACK zone entry not found in the group PEL".into(),
+                });
+            };
+            if pel[i].owner.is_some() || pel[i].nacked {
+                return Err(RdbError {
+                    offset: at,
+                    what: "NACK zone entry owned by a consumer or listed twice".into(),
+                });
+            }
+            pel[i].nacked = true;
+            nacked.push(i);
+        }
+    }
+    if pel.iter().any(|p| p.owner.is_none() && !p.nacked) {
         return Err(RdbError {
             offset: r.offset(),
             what: "group PEL entry without a consumer".into(),
         });
     }
+    // Indexes into `pel` before it is re-sorted by delivery time below.
+    let zone: Vec<(StreamId, u64)> = nacked
+        .iter()
+        .map(|&i| (pel[i].id, pel[i].delivery_count))
+        .collect();
     let mut g = s
         .groups
         .get_mut(&name)
@@ -232,6 +353,9 @@ fn read_group(r: &mut Reader<'_>, t: u8, s: &mut Stream) -> Result<(), RdbError>
             force: true,
         };
         g.claim(*owner, p.id, &spec, p.delivery_time);
+    }
+    for (id, count) in zone {
+        g.nack(id, NackMode::Fail, Some(count), true);
     }
     for ((_, seen, active), cid) in consumers.iter().zip(&ids) {
         g.set_consumer_times(*cid, *seen, *active);
@@ -394,31 +518,40 @@ fn decode_node(master: StreamId, bytes: &[u8]) -> Result<Option<Listpack>, LpErr
 // Writing
 // ---------------------------------------------------------------------------------------
 
-/// Why a stream cannot be written in a type Redis reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WriteError {
-    /// A group has pending entries without an owner (XNACK); see the module doc.
-    Nacked,
+/// True when `s` has IDMP state a type-19/21 payload would lose: producers, non-zero
+/// counters, or settings other than `defaults` (module doc).
+pub fn has_idmp_state(s: &Stream, defaults: IdmpDefaults) -> bool {
+    s.idmp.as_deref().is_some_and(|i| {
+        i.has_producers()
+            || i.iids_added() != 0
+            || i.iids_duplicates() != 0
+            || (i64::from(i.duration()), i64::from(i.maxsize())) != defaults
+    })
 }
 
-/// The type [`write`] will use for `s` (19 or 21), or why none fits.
-pub fn encoding_for(s: &Stream) -> Result<u8, WriteError> {
-    let mut t = STREAM_LISTPACKS_2;
-    for g in s.groups.iter() {
-        if g.nacked_count() > 0 {
-            return Err(WriteError::Nacked);
-        }
-        if g.consumers()
-            .any(|(_, c)| c.active_time() != Some(c.seen_time()))
-        {
-            t = STREAM_LISTPACKS_3;
-        }
+/// The smallest type that carries all of `s` (19, 21, 26 or 27; module doc).
+pub fn encoding_for(s: &Stream, defaults: IdmpDefaults) -> u8 {
+    if s.groups.iter().any(|g| g.nacked_count() > 0) {
+        return STREAM_LISTPACKS_5;
     }
-    Ok(t)
+    if has_idmp_state(s, defaults) {
+        return STREAM_LISTPACKS_4;
+    }
+    let active_differs = s.groups.iter().any(|g| {
+        g.consumers()
+            .any(|(_, c)| c.active_time() != Some(c.seen_time()))
+    });
+    if active_differs {
+        STREAM_LISTPACKS_3
+    } else {
+        STREAM_LISTPACKS_2
+    }
 }
 
-/// Appends `s` as a stream value of type `t` (from [`encoding_for`]; 19 or 21).
-pub fn write(out: &mut Vec<u8>, s: &Stream, t: u8) {
+/// Appends `s` as a stream value of type `t` (from [`encoding_for`]: 19, 21, 26 or 27).
+/// A type-26/27 IDMP block of a stream without IDMP state records `defaults` and no
+/// producer, which reads back as no state.
+pub fn write(out: &mut Vec<u8>, s: &Stream, t: u8, defaults: IdmpDefaults) {
     write::len(out, s.radix_tree_keys() as u64);
     for (master, lp) in s.node_listpacks() {
         write::string(out, &master.to_key());
@@ -452,7 +585,46 @@ pub fn write(out: &mut Vec<u8>, s: &Stream, t: u8) {
                 out.extend_from_slice(&p.id.to_key());
             }
         }
+        if t >= STREAM_LISTPACKS_5 {
+            // The delivery-time list starts with the NACK zone, in NACK order.
+            let n = g.nacked_count();
+            write::len(out, n as u64);
+            for p in g.by_time().take(n) {
+                out.extend_from_slice(&p.id.to_key());
+            }
+        }
     }
+    if t >= STREAM_LISTPACKS_4 {
+        write_idmp(out, s, defaults);
+    }
+}
+
+/// The IDMP block of types 26/27 (layout in `rdb/payload.rs`).
+fn write_idmp(out: &mut Vec<u8>, s: &Stream, defaults: IdmpDefaults) {
+    let Some(i) = s.idmp.as_deref() else {
+        // Settings are validated into u32 ranges when configured; clamp for the write.
+        let clamp = |v: i64, lo: i64, hi: i64| v.clamp(lo, hi) as u64;
+        write::len(out, clamp(defaults.0, DURATION_MIN, DURATION_MAX));
+        write::len(out, clamp(defaults.1, MAXSIZE_MIN, MAXSIZE_MAX));
+        write::len(out, 0); // producers
+        write::len(out, 0); // iids added
+        write::len(out, 0); // iids duplicates
+        return;
+    };
+    write::len(out, u64::from(i.duration()));
+    write::len(out, u64::from(i.maxsize()));
+    let producers = i.producers();
+    write::len(out, producers.len() as u64);
+    for (pid, iids) in producers {
+        write::string(out, pid);
+        write::len(out, iids.len() as u64);
+        for (iid, entry) in iids {
+            write::string(out, iid);
+            write_id(out, entry);
+        }
+    }
+    write::len(out, i.iids_added());
+    write::len(out, i.iids_duplicates());
 }
 
 fn write_id(out: &mut Vec<u8>, id: StreamId) {
@@ -520,6 +692,8 @@ mod tests {
     use crate::stream::NodeLimits;
     use bytes::Bytes;
 
+    const D: IdmpDefaults = (100, 100);
+
     fn b(s: &str) -> Bytes {
         Bytes::copy_from_slice(s.as_bytes())
     }
@@ -564,13 +738,13 @@ mod tests {
     #[test]
     fn write_then_read_keeps_entries_nodes_and_groups() {
         let s = sample();
-        let t = encoding_for(&s).expect("no NACKs");
+        let t = encoding_for(&s, D);
         // bob was never active: his active time differs from his seen time.
         assert_eq!(t, STREAM_LISTPACKS_3);
         let mut out = Vec::new();
-        write(&mut out, &s, t);
+        write(&mut out, &s, t, D);
         let mut r = Reader::new(&out, 0);
-        let back = read(&mut r, t).expect("reads back");
+        let back = read(&mut r, t, D).expect("reads back");
         assert_eq!(r.remaining(), 0);
         assert_eq!(entries(&back), entries(&s));
         assert_eq!(back.radix_tree_keys(), s.radix_tree_keys());
@@ -602,19 +776,19 @@ mod tests {
         assert_eq!(times(g1), times(g0));
         // Node bytes survive a second round unchanged.
         let mut again = Vec::new();
-        write(&mut again, &back, t);
+        write(&mut again, &back, t, D);
         assert_eq!(again, out);
     }
 
     #[test]
-    fn type_19_when_active_equals_seen_and_refusal_with_nacks() {
+    fn type_19_when_active_equals_seen_and_27_with_nacks() {
         let mut s = sample();
         {
             let mut g = s.groups.get_mut(b"g").unwrap();
             let bob = g.consumer_id(b"bob").unwrap();
             g.set_consumer_times(bob, 60, Some(60));
         }
-        assert_eq!(encoding_for(&s), Ok(STREAM_LISTPACKS_2));
+        assert_eq!(encoding_for(&s, D), STREAM_LISTPACKS_2);
         {
             let mut g = s.groups.get_mut(b"g").unwrap();
             g.nack(
@@ -624,7 +798,7 @@ mod tests {
                 false,
             );
         }
-        assert_eq!(encoding_for(&s), Err(WriteError::Nacked));
+        assert_eq!(encoding_for(&s, D), STREAM_LISTPACKS_5);
     }
 
     #[test]
@@ -658,7 +832,7 @@ mod tests {
         write::len(&mut out, 1);
         out.extend_from_slice(&StreamId::new(1, 0).to_key());
         let mut r = Reader::new(&out, 0);
-        let s = read(&mut r, STREAM_LISTPACKS).expect("type 15 reads");
+        let s = read(&mut r, STREAM_LISTPACKS, D).expect("type 15 reads");
         assert_eq!(r.remaining(), 0);
         assert_eq!(s.len(), 2);
         // Redis 7 loading type 15: entries added = length, no known deletions.
@@ -680,16 +854,363 @@ mod tests {
     fn every_truncation_is_refused_without_panic() {
         let s = sample();
         let mut out = Vec::new();
-        write(&mut out, &s, STREAM_LISTPACKS_3);
+        write(&mut out, &s, STREAM_LISTPACKS_3, D);
         for cut in 0..out.len() {
             let mut r = Reader::new(&out[..cut], 0);
-            assert!(read(&mut r, STREAM_LISTPACKS_3).is_err(), "cut {cut}");
+            assert!(read(&mut r, STREAM_LISTPACKS_3, D).is_err(), "cut {cut}");
         }
         for i in 0..out.len() {
             let mut bad = out.clone();
             bad[i] ^= 0x55;
             let mut r = Reader::new(&bad, 0);
-            let _ = read(&mut r, STREAM_LISTPACKS_3);
+            let _ = read(&mut r, STREAM_LISTPACKS_3, D);
+        }
+    }
+
+    // --- types 26 and 27 ------------------------------------------------------------
+
+    fn pel_view(
+        g: &crate::stream::group::ConsumerGroup,
+    ) -> Vec<(StreamId, u64, u64, Option<Vec<u8>>)> {
+        g.pel_range(StreamId::MIN, StreamId::MAX)
+            .map(|p| {
+                (
+                    p.id,
+                    p.delivery_time,
+                    p.delivery_count,
+                    p.owner.map(<[u8]>::to_vec),
+                )
+            })
+            .collect()
+    }
+
+    fn time_order(g: &crate::stream::group::ConsumerGroup) -> Vec<StreamId> {
+        g.by_time().map(|p| p.id).collect()
+    }
+
+    type IdmpView = (u32, u32, u64, u64, Vec<(Vec<u8>, Vec<(Vec<u8>, StreamId)>)>);
+
+    fn idmp_view(s: &Stream) -> Option<IdmpView> {
+        s.idmp.as_deref().map(|i| {
+            (
+                i.duration(),
+                i.maxsize(),
+                i.iids_added(),
+                i.iids_duplicates(),
+                i.producers()
+                    .into_iter()
+                    .map(|(pid, iids)| {
+                        (
+                            pid.to_vec(),
+                            iids.into_iter()
+                                .map(|(iid, id)| (iid.to_vec(), id))
+                                .collect(),
+                        )
+                    })
+                    .collect(),
+            )
+        })
+    }
+
+    /// `sample()` with NACKed entries (one of them forced, its entry never delivered)
+    /// and IDMP state.
+    fn sample_8x() -> Stream {
+        let mut s = sample();
+        {
+            let mut g = s.groups.get_mut(b"g").unwrap();
+            g.nack(StreamId::new(103, 0), NackMode::Fatal, None, false);
+            g.nack(StreamId::new(101, 1), NackMode::Silent, None, false);
+            g.nack(StreamId::new(104, 1), NackMode::Fail, Some(7), true);
+        }
+        let i = s.idmp_mut((100, 100));
+        i.configure(Some(30), Some(2));
+        i.record(b"p1", b"a", StreamId::new(101, 1), true);
+        i.record(b"p1", b"b", StreamId::new(103, 0), true);
+        i.record(b"p1", b"c", StreamId::new(104, 1), true); // evicts "a" (maxsize 2)
+        i.record(b"p0", b"\x00bin", StreamId::new(110, 1), true);
+        i.note_duplicate();
+        s
+    }
+
+    #[test]
+    fn nacked_entries_and_idmp_state_round_trip_in_type_27() {
+        let s = sample_8x();
+        let t = encoding_for(&s, D);
+        assert_eq!(t, STREAM_LISTPACKS_5);
+        let mut out = Vec::new();
+        write(&mut out, &s, t, D);
+        let mut r = Reader::new(&out, 0);
+        let back = read(&mut r, t, D).expect("reads back");
+        assert_eq!(r.remaining(), 0);
+        let (g0, g1) = (s.groups.get(b"g").unwrap(), back.groups.get(b"g").unwrap());
+        assert_eq!(g1.nacked_count(), 3);
+        assert_eq!(pel_view(g1), pel_view(g0));
+        // The NACK zone keeps its order (103-0, 101-1, 104-1), then oldest delivery.
+        assert_eq!(time_order(g1), time_order(g0));
+        assert_eq!(
+            time_order(g1)[..3],
+            [
+                StreamId::new(103, 0),
+                StreamId::new(101, 1),
+                StreamId::new(104, 1)
+            ]
+        );
+        assert_eq!(idmp_view(&back), idmp_view(&s));
+        assert_eq!(
+            idmp_view(&back).map(|v| (v.0, v.1, v.2, v.3)),
+            Some((30, 2, 4, 1))
+        );
+        let mut again = Vec::new();
+        write(&mut again, &back, t, D);
+        assert_eq!(again, out);
+    }
+
+    #[test]
+    fn the_smallest_type_is_chosen() {
+        let mut s = sample();
+        {
+            let mut g = s.groups.get_mut(b"g").unwrap();
+            let bob = g.consumer_id(b"bob").unwrap();
+            g.set_consumer_times(bob, 60, Some(60));
+        }
+        assert_eq!(encoding_for(&s, D), STREAM_LISTPACKS_2);
+        // IDMP state equal to this server's defaults with nothing recorded is no state.
+        s.idmp_mut((100, 100));
+        assert_eq!(encoding_for(&s, D), STREAM_LISTPACKS_2);
+        assert_eq!(encoding_for(&s, (50, 100)), STREAM_LISTPACKS_4);
+        s.idmp_mut(D).set_counters(0, 1);
+        assert_eq!(encoding_for(&s, D), STREAM_LISTPACKS_4);
+        s.groups
+            .get_mut(b"g")
+            .unwrap()
+            .nack(StreamId::new(101, 1), NackMode::Fail, None, false);
+        assert_eq!(encoding_for(&s, D), STREAM_LISTPACKS_5);
+    }
+
+    #[test]
+    fn a_type_27_stream_without_idmp_state_reads_back_without_it() {
+        let mut s = sample();
+        s.groups
+            .get_mut(b"g")
+            .unwrap()
+            .nack(StreamId::new(101, 1), NackMode::Fail, None, false);
+        for defaults in [D, (7, 9)] {
+            let mut out = Vec::new();
+            write(&mut out, &s, STREAM_LISTPACKS_5, defaults);
+            let mut r = Reader::new(&out, 0);
+            let back = read(&mut r, STREAM_LISTPACKS_5, defaults).expect("reads");
+            assert!(back.idmp.is_none());
+            // Read with other defaults, the recorded settings are kept as state.
+            let mut r = Reader::new(&out, 0);
+            let other = read(&mut r, STREAM_LISTPACKS_5, (8, 9)).expect("reads");
+            assert_eq!(
+                idmp_view(&other),
+                Some((defaults.0 as u32, defaults.1 as u32, 0, 0, vec![]))
+            );
+        }
+    }
+
+    /// A stream of three entries 1-0, 2-0, 3-0 (field `f`, value `v`) as a type-19 value
+    /// without its trailing group count, for hand-built type 26/27 values.
+    fn three_entries() -> Vec<u8> {
+        let mut s = Stream::new();
+        for ms in 1..=3 {
+            s.append(
+                StreamId::new(ms, 0),
+                &[b("f"), b("v")],
+                &NodeLimits::default(),
+            );
+        }
+        let mut out = Vec::new();
+        write(&mut out, &s, STREAM_LISTPACKS_2, D);
+        assert_eq!(out.pop(), Some(0), "no groups");
+        out
+    }
+
+    /// A raw 16-byte ID (PELs, consumer PELs, the NACK zone): ms then seq, big-endian.
+    fn raw(ms: u8, seq: u8) -> Vec<u8> {
+        let mut v = vec![0; 16];
+        v[7] = ms;
+        v[15] = seq;
+        v
+    }
+
+    /// The bytes of a type-27 value by hand, following the layout in `rdb/payload.rs`.
+    fn hand_built_27() -> Vec<u8> {
+        let mut v = three_entries();
+        v.extend_from_slice(&[1, 1, b'g', 3, 0, 3]); // 1 group "g", last 3-0, read 3
+        v.push(3); // PEL: 1-0 at 1000 ×1, 2-0 at 0 ×2, 3-0 at 0 ×1
+        for (ms, time, count) in [(1u8, 1000i64, 1u8), (2, 0, 2), (3, 0, 1)] {
+            v.extend_from_slice(&raw(ms, 0));
+            v.extend_from_slice(&time.to_le_bytes());
+            v.push(count);
+        }
+        v.extend_from_slice(&[1, 1, b'c']); // 1 consumer "c"
+        v.extend_from_slice(&1000i64.to_le_bytes()); // seen
+        v.extend_from_slice(&1500i64.to_le_bytes()); // active
+        v.push(1); // owns 1-0
+        v.extend_from_slice(&raw(1, 0));
+        v.push(2); // NACK zone: 3-0, then 2-0
+        v.extend_from_slice(&raw(3, 0));
+        v.extend_from_slice(&raw(2, 0));
+        // IDMP block: duration 100 (14-bit length), maxsize 100, no producers, 0, 0.
+        v.extend_from_slice(&[0x40, 100, 0x40, 100, 0, 0, 0]);
+        v
+    }
+
+    #[test]
+    fn a_hand_built_type_27_value_decodes_to_its_nack_zone() {
+        let v = hand_built_27();
+        let mut r = Reader::new(&v, 0);
+        let s = read(&mut r, STREAM_LISTPACKS_5, D).expect("reads");
+        assert_eq!(r.remaining(), 0);
+        assert!(s.idmp.is_none(), "the defaults, nothing recorded");
+        let g = s.groups.get(b"g").expect("group");
+        assert_eq!(g.nacked_count(), 2);
+        assert_eq!(
+            pel_view(g),
+            vec![
+                (StreamId::new(1, 0), 1000, 1, Some(b"c".to_vec())),
+                (StreamId::new(2, 0), 0, 2, None),
+                (StreamId::new(3, 0), 0, 1, None),
+            ]
+        );
+        assert_eq!(
+            time_order(g),
+            [
+                StreamId::new(3, 0),
+                StreamId::new(2, 0),
+                StreamId::new(1, 0)
+            ]
+        );
+        let c = g.consumer_by_name(b"c").expect("consumer");
+        assert_eq!(
+            (c.seen_time(), c.active_time(), c.pel_count()),
+            (1000, Some(1500), 1)
+        );
+        // streamd writes the same bytes back.
+        let mut out = Vec::new();
+        write(&mut out, &s, encoding_for(&s, D), D);
+        assert_eq!(out, v);
+    }
+
+    #[test]
+    fn a_hand_built_type_26_value_decodes_to_its_idmp_state() {
+        let p1: &[u8] = &[
+            2, b'p', b'1', 2, // "p1", 2 iids, oldest first
+            1, b'a', 2, 0, //    "a" → 2-0
+            1, b'b', 0x41, 0x2C, 1, // "b" → 300-1 (14-bit ms)
+        ];
+        let p2: &[u8] = &[2, b'p', b'2', 0]; // "p2", no iid left (all expired at save)
+        let with = |producers: &[&[u8]]| {
+            let mut v = three_entries();
+            v.push(0); // no groups
+            v.extend_from_slice(&[60, 5, producers.len() as u8]); // 60 s, maxsize 5
+            for p in producers {
+                v.extend_from_slice(p);
+            }
+            v.extend_from_slice(&[7, 3]); // iids added 7, duplicates 3
+            v
+        };
+        let v = with(&[p1, p2]);
+        let mut r = Reader::new(&v, 0);
+        let s = read(&mut r, STREAM_LISTPACKS_4, D).expect("reads");
+        assert_eq!(r.remaining(), 0);
+        assert_eq!(
+            idmp_view(&s),
+            Some((
+                60,
+                5,
+                7,
+                3,
+                vec![(
+                    b"p1".to_vec(),
+                    vec![
+                        (b"a".to_vec(), StreamId::new(2, 0)),
+                        (b"b".to_vec(), StreamId::new(300, 1))
+                    ]
+                )]
+            ))
+        );
+        let i = s.idmp.as_deref().expect("state");
+        assert_eq!((i.pids_tracked(), i.iids_tracked()), (1, 2));
+        let mut i = i.clone();
+        assert_eq!(
+            i.lookup(&crate::stream::idmp::IdmpKey::new(b"p1", b"b"), None),
+            Some(StreamId::new(300, 1))
+        );
+        // Written back, the producer without iids is gone; the rest is byte for byte.
+        let mut out = Vec::new();
+        write(&mut out, &s, encoding_for(&s, D), D);
+        assert_eq!(out, with(&[p1]));
+    }
+
+    #[test]
+    fn inconsistent_nack_zones_and_idmp_blocks_are_refused() {
+        let good = hand_built_27();
+        let zone = good.len() - 7 - 32 - 1; // the NACK zone's count byte
+        assert_eq!(good[zone], 2);
+        let refused = |v: &[u8], t: u8, what: &str| {
+            let mut r = Reader::new(v, 0);
+            let e = read(&mut r, t, D).expect_err(what);
+            assert!(e.what.contains(what), "{e}");
+        };
+        // An owned entry in the zone.
+        let mut v = good.clone();
+        v[zone + 1..zone + 17].copy_from_slice(&raw(1, 0));
+        refused(
+            &v,
+            STREAM_LISTPACKS_5,
+            "owned by a consumer or listed twice",
+        );
+        // The same entry twice.
+        let mut v = good.clone();
+        v[zone + 17..zone + 33].copy_from_slice(&raw(3, 0));
+        refused(
+            &v,
+            STREAM_LISTPACKS_5,
+            "owned by a consumer or listed twice",
+        );
+        // An ID the PEL does not hold.
+        let mut v = good.clone();
+        v[zone + 1..zone + 17].copy_from_slice(&raw(9, 0));
+        refused(&v, STREAM_LISTPACKS_5, "not found in the group PEL");
+        // A zone missing an unowned entry.
+        let mut v = good.clone();
+        v[zone] = 1;
+        v.drain(zone + 17..zone + 33);
+        refused(&v, STREAM_LISTPACKS_5, "without a consumer");
+        // Read as type 26, the zone bytes are not there: the PEL has unowned entries.
+        refused(&good, STREAM_LISTPACKS_4, "without a consumer");
+        // IDMP settings out of range, an empty producer ID.
+        let idmp = good.len() - 7;
+        let mut v = good.clone();
+        v[idmp..idmp + 2].copy_from_slice(&[0, 0]);
+        v.remove(idmp + 1);
+        refused(&v, STREAM_LISTPACKS_5, "IDMP duration out of range");
+        let mut v = good[..idmp].to_vec();
+        v.extend_from_slice(&[10, 10, 1, 0, 1, 1, b'x', 1, 0, 0, 0]);
+        refused(&v, STREAM_LISTPACKS_5, "empty IDMP producer ID");
+    }
+
+    #[test]
+    fn every_truncation_of_types_26_and_27_is_refused_without_panic() {
+        let s = sample_8x();
+        let mut out = Vec::new();
+        write(&mut out, &s, STREAM_LISTPACKS_5, D);
+        for t in [STREAM_LISTPACKS_4, STREAM_LISTPACKS_5] {
+            for cut in 0..out.len() {
+                let mut r = Reader::new(&out[..cut], 0);
+                assert!(read(&mut r, t, D).is_err(), "type {t} cut {cut}");
+            }
+            for i in 0..out.len() {
+                for flip in [0x01, 0x40, 0xA5] {
+                    let mut bad = out.clone();
+                    bad[i] ^= flip;
+                    let mut r = Reader::new(&bad, 0);
+                    let _ = read(&mut r, t, D);
+                }
+            }
         }
     }
 }
