@@ -245,7 +245,7 @@ fn strchr(buf: &[u8], needle: u8) -> Option<usize> {
 }
 
 /// Most arguments of a command taken by [`RequestParser::parse_whole`].
-const WHOLE_MAX_ARGS: usize = 16;
+const WHOLE_MAX_ARGS: usize = 1024;
 
 /// Reads a `<kind><digits>\r\n` header at `at`: its value and the index after it, when
 /// the digits are 1 to 18 decimal digits without a leading zero (or just `0`) followed by
@@ -316,6 +316,9 @@ pub struct RequestParser {
     /// The first protocol error; once set, every call returns it, because the request
     /// stream is no longer in sync (the connection is being closed).
     failed: Option<ProtocolError>,
+    /// Scratch of [`RequestParser::parse_whole`]: each argument's `(start, end)` in the
+    /// command's bytes, kept to reuse its allocation.
+    spans: Vec<(usize, usize)>,
 }
 
 /// What happened to the start of a new request.
@@ -342,6 +345,7 @@ impl RequestParser {
             argv: Argv::new(),
             argv_bytes: 0,
             failed: None,
+            spans: Vec::new(),
         }
     }
 
@@ -434,8 +438,16 @@ impl RequestParser {
             max_len = max_len.min(UNAUTH_MAX_BULK_LEN as u64);
         }
         let count = count as usize;
-        let mut spans = [(0usize, 0usize); WHOLE_MAX_ARGS];
-        for span in spans.iter_mut().take(count) {
+        // Most commands are short: their spans live on the stack.
+        let mut short = [(0usize, 0usize); 16];
+        let spans: &mut [(usize, usize)] = if count <= short.len() {
+            &mut short[..count]
+        } else {
+            self.spans.clear();
+            self.spans.resize(count, (0, 0));
+            &mut self.spans
+        };
+        for span in spans.iter_mut() {
             let (len, start) = decimal_header(bytes, pos, b'$')?;
             if len > max_len {
                 return None;
@@ -451,7 +463,7 @@ impl RequestParser {
         }
         let frame = buf.split_to(pos).freeze();
         let mut argv = Argv::with_capacity(count);
-        argv.extend(spans[..count].iter().map(|&(a, b)| frame.slice(a..b)));
+        argv.extend(spans.iter().map(|&(a, b)| frame.slice(a..b)));
         Some(argv)
     }
 
