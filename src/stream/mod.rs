@@ -1145,6 +1145,50 @@ mod tests {
         check_invariants(&s);
     }
 
+    /// The header stays in the keyspace's 112-byte slot class (with the 8-byte link and
+    /// the 24-byte key: tests/memory.rs measures the whole), and a stream that uses
+    /// neither groups, IDMP nor deletion never allocates its boxed extra state.
+    #[test]
+    fn the_header_is_80_bytes_and_the_extra_state_comes_on_first_use() {
+        assert_eq!(std::mem::size_of::<Stream>(), 80);
+        let lim = NodeLimits::default();
+        let mut s = Stream::new();
+        fill(&mut s, 3, &lim);
+        s.trim(&maxlen(2, false, None), &lim);
+        assert!(s.group_mut(b"g").is_none());
+        assert!(s.groups().is_empty() && s.idmp().is_none());
+        s.set_max_deleted_entry_id(StreamId::MIN);
+        assert!(s.extra.is_none(), "nothing needed the box yet");
+        assert_eq!(s.first_id(), id(2, 0));
+        // XDEL records the largest deleted ID there.
+        assert!(s.delete(id(2, 0)));
+        assert_eq!(s.max_deleted_entry_id(), id(2, 0));
+        assert!(s.extra.is_some());
+        assert_eq!(s.first_id(), id(3, 0));
+        assert!(s.groups_mut().create(b"g", StreamId::MIN, Some(0)));
+        assert!(s.group_mut(b"g").is_some());
+        assert_eq!(s.groups().len(), 1);
+        assert_eq!(s.clone().groups().len(), 1);
+    }
+
+    /// Appends reach the last node through the index (no stored tail), also after the
+    /// tail node was deleted whole and when the index is a tree.
+    #[test]
+    fn appends_go_to_the_last_node_of_the_index() {
+        let lim = limits(0, 3);
+        let mut s = Stream::new();
+        fill(&mut s, 7, &lim); // {1,2,3} {4,5,6} {7}
+        assert_eq!(s.radix_tree_keys(), 3);
+        assert!(s.delete(id(7, 0))); // the tail node goes
+        fill(&mut s, 1, &lim); // {4,5,6} is full: a new node {8}
+        assert_eq!(s.radix_tree_keys(), 3);
+        fill(&mut s, 2, &lim); // {8,9,10}
+        assert_eq!(s.radix_tree_keys(), 3);
+        let masters: Vec<StreamId> = s.node_listpacks().map(|(m, _)| m).collect();
+        assert_eq!(masters, vec![id(1, 0), id(4, 0), id(8, 0)]);
+        check_invariants(&s);
+    }
+
     #[test]
     fn entries_read_back_with_master_fields_and_integers() {
         let lim = NodeLimits::default();
