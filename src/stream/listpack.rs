@@ -902,7 +902,8 @@ impl Listpack {
     /// is the exact encoding of its entry's length (reverse walks land on entry heads),
     /// the live and deleted counters match the flags, at least one entry is live, and
     /// `redis-bytes` is what appending the same entries would have added up. Costs one
-    /// pass over the node; allocates nothing.
+    /// pass over the node, then a copy into the node's own allocation (see "Memory");
+    /// nothing is allocated for a node that is refused.
     pub fn from_bytes(
         buf: Vec<u8>,
         master: StreamId,
