@@ -64,26 +64,33 @@
 //!
 //! # Memory
 //!
-//! A node is one allocation: an `Arc<[u8]>` whose slice starts with the node's length,
-//! then holds the bytes drawn above, then spare room for appends.
+//! A node is shared through an `Arc`: cloning a stream for a background save copies the
+//! handles, not the bytes, and every change goes through `Arc::make_mut`, so a node is
+//! copied only when it is written while a clone still holds it. The bytes take one of
+//! two forms (the handle is 16 bytes either way):
 //!
 //! ```text
-//! +--------+--------+---------+--------------------------------------+-------------+
-//! | strong | weak   | len     | node: header, master entry, entries  | spare room  |
-//! | usize  | usize  | u32 LE  | `len` bytes (Listpack::as_bytes)     | zeros       |
-//! +--------+--------+---------+--------------------------------------+-------------+
-//!  the Arc's counters <------------------ the Arc<[u8]> slice ---------------------->
+//!  inline: one allocation, an Arc<[u8]> whose slice holds the length, the node, room
+//!  +--------+--------+---------+--------------------------------------+-------------+
+//!  | strong | weak   | len     | node: header, master entry, entries  | spare room  |
+//!  | usize  | usize  | u32 LE  | `len` bytes (Listpack::as_bytes)     | zeros       |
+//!  +--------+--------+---------+--------------------------------------+-------------+
+//!
+//!  boxed: an Arc<Box<[u8]>>, two allocations, the node alone in the second
+//!  +--------+--------+-----+-----+        +--------------------------------------+
+//!  | strong | weak   | ptr | len | -----> | node: header, master entry, entries  |
+//!  +--------+--------+-----+-----+        +--------------------------------------+
+//!   32 bytes                                exactly `len` bytes
 //! ```
 //!
-//! The counters make nodes copy-on-write: cloning a stream for a background save copies
-//! the handles, not the bytes, and every change goes through `Arc::make_mut`, so a node
-//! is copied only when it is written while a clone still holds it. Counters, length and
-//! bytes share one allocation (a node of one `bidder 1 amount 100` entry is 16 + 4 + 33
-//! = 53 bytes, the 64-byte size class), where an `Arc<Vec<u8>>` would take two.
-//!
-//! [`Listpack::new`] allocates to fit; appends grow the allocation geometrically (to
-//! whole allocator size classes), capped at a hint (the node byte limit); the stream
-//! shrinks the node to fit when it seals it.
+//! A node being appended to is inline: [`Listpack::new`] allocates it to fit (one
+//! `bidder 1 amount 100` entry: 16 + 4 + 33 = 53 bytes, the 64-byte size class), and
+//! appends grow it geometrically (to whole allocator size classes), capped at a hint (the
+//! node byte limit). When the stream seals a node ([`Listpack::shrink_to_fit`]), and for
+//! a node loaded whole, the node takes whichever form costs less at the allocator's size
+//! classes: inline for small nodes, boxed when the 20 bytes of counters and length would
+//! push the node's bytes over a class boundary (a node of 1,017 bytes costs 32 + 1,024
+//! boxed, 1,280 inline).
 
 use super::id::{StreamId, string2ll};
 use super::memory::usable_size;
@@ -462,6 +469,33 @@ fn alloc_node(node: &[u8], room: usize) -> Arc<[u8]> {
     Arc::from(v)
 }
 
+/// A node's bytes, in one of the two forms drawn in the module docs.
+#[derive(Clone)]
+enum Buf {
+    /// Length prefix, node, spare room: one allocation.
+    Inline(Arc<[u8]>),
+    /// Exactly the node, in its own allocation.
+    Boxed(Arc<Box<[u8]>>),
+}
+
+impl Buf {
+    /// A node that will not grow, in the form that costs less (inline on a tie).
+    fn exact(node: &[u8]) -> Buf {
+        if Self::boxed_is_cheaper(node.len()) {
+            Buf::Boxed(Arc::new(node.into()))
+        } else {
+            Buf::Inline(alloc_node(node, node.len()))
+        }
+    }
+
+    /// True when `len` bytes cost less boxed than inline.
+    fn boxed_is_cheaper(len: usize) -> bool {
+        let inline = usable_size(ARC_COUNTERS + PREFIX + len);
+        let boxed = usable_size(ARC_COUNTERS + std::mem::size_of::<Box<[u8]>>()) + usable_size(len);
+        boxed < inline
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // The node.
 // ---------------------------------------------------------------------------------------
@@ -470,8 +504,8 @@ fn alloc_node(node: &[u8], room: usize) -> Arc<[u8]> {
 /// shares the bytes; writing to a shared node copies them first.
 #[derive(Clone)]
 pub struct Listpack {
-    /// The node's length (u32 LE, [`PREFIX`] bytes), its bytes, spare room.
-    buf: Arc<[u8]>,
+    /// The node's bytes (inline: after the length prefix, before the spare room).
+    buf: Buf,
 }
 
 impl PartialEq for Listpack {
@@ -560,7 +594,7 @@ impl Listpack {
         set_u32(data, HDR_DELETED, 0);
         set_u32(data, HDR_REDIS, u32::try_from(redis).unwrap_or(u32::MAX));
         Listpack {
-            buf: Arc::from(buf),
+            buf: Buf::Inline(Arc::from(buf)),
         }
     }
 
@@ -592,7 +626,10 @@ impl Listpack {
         self.reserve(entry_size_bound(elements), max_hint);
         let flags = if same { FLAG_SAMEFIELDS } else { 0 };
         let len = self.len();
-        let (prefix, data) = Arc::make_mut(&mut self.buf).split_at_mut(PREFIX);
+        let Buf::Inline(buf) = &mut self.buf else {
+            unreachable!("reserve leaves the node inline");
+        };
+        let (prefix, data) = Arc::make_mut(buf).split_at_mut(PREFIX);
         let mut room = Room {
             buf: &mut data[len..],
             pos: 0,
@@ -605,35 +642,55 @@ impl Listpack {
         set_u32(prefix, 0, node_len(new_len));
     }
 
-    /// Makes room for `additional` more bytes: double the allocation, but stop at
-    /// `max_hint` bytes on the way (a node rarely outgrows its byte limit: by one entry at
-    /// most); never less than needed. The allocation fills its whole size class.
+    /// Makes room for `additional` more bytes, leaving the node inline: double the
+    /// allocation, but stop at `max_hint` bytes on the way (a node rarely outgrows its
+    /// byte limit: by one entry at most); never less than needed. The allocation fills
+    /// its whole size class.
     fn reserve(&mut self, additional: usize, max_hint: usize) {
         let need = self.len() + additional;
-        if need <= self.capacity() {
-            return;
-        }
-        let held = ARC_COUNTERS + self.buf.len();
+        let held = match &self.buf {
+            Buf::Inline(a) if need <= a.len() - PREFIX => return,
+            Buf::Inline(a) => ARC_COUNTERS + a.len(),
+            // A sealed node appended to again (the node limits were raised).
+            Buf::Boxed(b) => ARC_COUNTERS + PREFIX + b.len(),
+        };
         let doubled = held.saturating_mul(2);
         let target = (ARC_COUNTERS + PREFIX + need).max(if held < max_hint {
             doubled.min(max_hint)
         } else {
             doubled
         });
-        self.buf = alloc_node(self.as_bytes(), usable_size(target) - ARC_COUNTERS - PREFIX);
+        self.buf = Buf::Inline(alloc_node(
+            self.as_bytes(),
+            usable_size(target) - ARC_COUNTERS - PREFIX,
+        ));
     }
 
-    /// Releases spare room (when the node is sealed: no more appends).
+    /// Seals the node (no more appends): releases the spare room and keeps the bytes in
+    /// the form that costs less (see "Memory" in the module docs).
     pub fn shrink_to_fit(&mut self) {
-        if self.capacity() > self.len() {
-            self.buf = alloc_node(self.as_bytes(), self.len());
+        if let Buf::Inline(a) = &self.buf
+            && (a.len() > PREFIX + self.len() || Buf::boxed_is_cheaper(self.len()))
+        {
+            self.buf = Buf::exact(self.as_bytes());
         }
     }
 
     /// The node's bytes followed by the spare room (readers index it with offsets that
     /// the layout keeps inside the node).
     fn data(&self) -> &[u8] {
-        &self.buf[PREFIX..]
+        match &self.buf {
+            Buf::Inline(a) => &a[PREFIX..],
+            Buf::Boxed(b) => b,
+        }
+    }
+
+    /// [`Listpack::data`], to change it (copied first if a clone shares it).
+    fn data_mut(&mut self) -> &mut [u8] {
+        match &mut self.buf {
+            Buf::Inline(a) => &mut Arc::make_mut(a)[PREFIX..],
+            Buf::Boxed(b) => &mut Arc::make_mut(b)[..],
+        }
     }
 
     fn get_u32(&self, off: usize) -> u32 {
@@ -666,7 +723,10 @@ impl Listpack {
 
     /// Bytes used by header, master entry and entries.
     pub fn len(&self) -> usize {
-        get_u32(&self.buf, 0) as usize
+        match &self.buf {
+            Buf::Inline(a) => get_u32(a, 0) as usize,
+            Buf::Boxed(b) => b.len(),
+        }
     }
 
     /// Never true: a node always has its header and master entry.
@@ -676,19 +736,34 @@ impl Listpack {
 
     /// Bytes the node can hold before it must grow.
     pub fn capacity(&self) -> usize {
-        self.buf.len() - PREFIX
+        self.data().len()
     }
 
-    /// What the node's allocation costs (counters, length, bytes and spare room, at the
-    /// allocator's size class).
+    /// What the node's allocations cost (counters, length, bytes and spare room, at the
+    /// allocator's size classes).
     pub fn heap_size(&self) -> usize {
-        usable_size(ARC_COUNTERS + self.buf.len())
+        match &self.buf {
+            Buf::Inline(a) => usable_size(ARC_COUNTERS + a.len()),
+            Buf::Boxed(b) => {
+                usable_size(ARC_COUNTERS + std::mem::size_of::<Box<[u8]>>()) + usable_size(b.len())
+            }
+        }
+    }
+
+    /// True when the node's bytes are in their own allocation (see "Memory").
+    #[cfg(test)]
+    pub(crate) fn is_boxed(&self) -> bool {
+        matches!(self.buf, Buf::Boxed(_))
     }
 
     /// True when both handles share one allocation (a clone not written to since).
     #[cfg(test)]
     pub(crate) fn shares_bytes_with(&self, other: &Listpack) -> bool {
-        Arc::ptr_eq(&self.buf, &other.buf)
+        match (&self.buf, &other.buf) {
+            (Buf::Inline(a), Buf::Inline(b)) => Arc::ptr_eq(a, b),
+            (Buf::Boxed(a), Buf::Boxed(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
     }
 
     /// The master entry's shape.
@@ -788,7 +863,7 @@ impl Listpack {
             self.data()[start] & FLAG_DELETED == 0,
             "entry already deleted"
         );
-        let data = &mut Arc::make_mut(&mut self.buf)[PREFIX..];
+        let data = self.data_mut();
         data[start] |= FLAG_DELETED;
         set_u32(data, HDR_LIVE, get_u32(data, HDR_LIVE) - 1);
         set_u32(data, HDR_DELETED, get_u32(data, HDR_DELETED) + 1);
@@ -892,7 +967,7 @@ pub struct NodeSummary {
 impl Listpack {
     /// The node's bytes (header, master entry, entries), as the module docs draw them.
     pub fn as_bytes(&self) -> &[u8] {
-        &self.buf[PREFIX..PREFIX + self.len()]
+        &self.data()[..self.len()]
     }
 
     /// A node from bytes written by [`Listpack::as_bytes`] for master ID `master`, after
@@ -989,7 +1064,7 @@ impl Listpack {
             return Err(NodeError("the Redis-size field does not match the entries"));
         }
         let lp = Listpack {
-            buf: alloc_node(&buf, buf.len()),
+            buf: Buf::exact(&buf),
         };
         Ok((lp, NodeSummary { first_live, last }))
     }
@@ -1223,6 +1298,54 @@ mod tests {
             lp.heap_size(),
             usable_size(ARC_COUNTERS + PREFIX + lp.len())
         );
+    }
+
+    /// Sealing keeps a node inline unless its bytes sit just under a size class, where
+    /// the 20 bytes of counters and length would cost a whole class more; a boxed node
+    /// reads, deletes and (after the node limits were raised) grows like any other.
+    #[test]
+    fn sealed_nodes_take_the_cheaper_form() {
+        let master = id(1, 0);
+        let mut small = Listpack::new(&[b"f", b"v"]);
+        small.append(master, id(2, 0), &[b"f", b"w"], 4096);
+        small.shrink_to_fit();
+        assert!(!small.is_boxed());
+        assert_eq!(
+            small.heap_size(),
+            usable_size(ARC_COUNTERS + PREFIX + small.len())
+        );
+        // Grow a node to just under 1,024 bytes.
+        let mut lp = Listpack::new(&[&b"f"[..], &[b'x'; 100][..]]);
+        let mut n = 1;
+        while lp.len() <= 1024 - 20 {
+            n += 1;
+            lp.append(master, id(1 + n, 0), &[&b"f"[..], b"x1234567890"], 4096);
+        }
+        let len = lp.len();
+        assert!(len > 1024 - 20 && len <= 1024, "{len}");
+        let before = lp.clone();
+        lp.shrink_to_fit();
+        assert!(lp.is_boxed());
+        assert_eq!(lp.heap_size(), 32 + 1024);
+        assert_eq!(lp, before);
+        assert_eq!(collect(&lp, master), collect(&before, master));
+        // Copy-on-write in the boxed form too.
+        let copy = lp.clone();
+        assert!(lp.shares_bytes_with(&copy));
+        let e = lp.entries(master).nth(3).expect("many entries");
+        lp.mark_deleted(e.start);
+        assert!(!lp.shares_bytes_with(&copy));
+        assert_eq!((lp.live(), copy.live()), (n - 1, n));
+        // Appending again makes it inline, with room.
+        lp.append(master, id(1000, 0), &[b"f", b"v"], 4096);
+        assert!(!lp.is_boxed());
+        assert_eq!(lp.total_entries(), n + 1);
+        assert!(lp.capacity() > lp.len());
+        assert_eq!(collect(&lp, master).len() as u64, n + 1);
+        // A node loaded whole takes the cheaper form as well.
+        let (loaded, _) = Listpack::from_bytes(copy.as_bytes().to_vec(), master).unwrap();
+        assert!(loaded.is_boxed());
+        assert_eq!(loaded, copy);
     }
 
     /// A clone shares the bytes; writing to either copies them first, and the other
