@@ -1,7 +1,8 @@
 //! Stream engine throughput: appending `bidder <int> amount <int>` entries (plain, and with
 //! the IDMP bookkeeping XADD adds: duplicate lookup, record, eviction past IDMP-MAXSIZE, and
 //! the IDMPAUTO hash), and reading ranges of 10 and 100 entries (forwards and backwards,
-//! every element decoded) from a stream of 1M such entries. Run with
+//! every element decoded) from a stream of 1M such entries; and creating one-entry streams in
+//! a database (XADD to new keys). Run with
 //! `cargo bench --bench stream`.
 
 use bytes::Bytes;
@@ -61,6 +62,25 @@ fn append(bencher: Bencher) {
                 s.append(entry_id(i as u64), e, &lim);
             }
             s
+        });
+}
+
+/// Creates 10k one-entry streams in a database, as XADD to new keys does (`ms:<i>`
+/// keys: the keyspace slot, the stream, its one node); dropping them is not timed.
+#[divan::bench]
+fn new_streams(bencher: Bencher) {
+    let keys: Vec<String> = (0..APPEND_BATCH).map(|i| format!("ms:{i}")).collect();
+    let entries: Vec<_> = (0..APPEND_BATCH).map(entry).collect();
+    let lim = NodeLimits::default();
+    bencher
+        .counter(ItemsCount::new(APPEND_BATCH))
+        .with_inputs(streamd::core::keyspace::Db::default)
+        .bench_local_values(|mut db| {
+            for (i, (k, e)) in keys.iter().zip(&entries).enumerate() {
+                db.get_or_create(k.as_bytes())
+                    .append(entry_id(i as u64), e, &lim);
+            }
+            db
         });
 }
 

@@ -329,7 +329,7 @@ fn dump(core: &Core, layout: bool) -> String {
                 }
             }
             let mut groups: Vec<String> = s
-                .groups
+                .groups()
                 .iter()
                 .map(|g| {
                     let mut t = format!(

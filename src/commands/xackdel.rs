@@ -186,7 +186,7 @@ fn reply_results(ctx: &mut Ctx<'_>, results: &[i64]) {
 
 /// Total pending entries over all groups (to tell whether DELREF dropped any).
 fn total_pending(stream: &Stream) -> usize {
-    stream.groups.iter().map(|g| g.pel_count()).sum()
+    stream.groups().iter().map(|g| g.pel_count()).sum()
 }
 
 /// Applies `policy` to one entry after its own group's acknowledgement (XACKDEL) or
@@ -196,10 +196,10 @@ fn may_delete(stream: &mut Stream, id: StreamId, policy: RefPolicy) -> bool {
     match policy {
         RefPolicy::KeepRef => true,
         RefPolicy::DelRef => {
-            stream.groups.remove_refs(id);
+            stream.groups_mut().remove_refs(id);
             true
         }
-        RefPolicy::Acked => !stream.groups.is_referenced(id),
+        RefPolicy::Acked => !stream.groups().is_referenced(id),
     }
 }
 
@@ -207,7 +207,7 @@ fn xackdel(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let argv = ctx.argv;
     let (key, group) = (&argv[1], &argv[2]);
     let args = DelArgs::parse(argv, 3)?;
-    let Some(stream) = ctx.lookup(key).filter(|s| s.groups.get(group).is_some()) else {
+    let Some(stream) = ctx.lookup(key).filter(|s| s.groups().get(group).is_some()) else {
         reply_all_missing(ctx, args.numids);
         return Ok(());
     };
@@ -215,7 +215,7 @@ fn xackdel(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let mut results = Vec::with_capacity(ids.len());
     let mut acked = 0u64;
     for id in ids {
-        let mut g = stream.groups.get_mut(group).expect("checked above");
+        let mut g = stream.group_mut(group).expect("checked above");
         if !g.ack(id) {
             results.push(NO_ID);
             continue;

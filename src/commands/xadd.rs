@@ -483,7 +483,7 @@ impl<'a> XAdd<'a> {
             Some(stream) => {
                 let resolved = self.resolve_id(stream, now_ms);
                 if let Some(key) = &idmp
-                    && let Some(state) = stream.idmp.as_deref_mut()
+                    && let Some(state) = stream.idmp_state_mut()
                 {
                     let now = (!loading).then_some(now_ms);
                     match state.check_or_record(key, now, resolved.as_ref().ok().copied()) {
@@ -517,7 +517,7 @@ impl<'a> XAdd<'a> {
         let len_after = stream.len();
         let mut first_use = false;
         if let Some(key) = &idmp {
-            first_use = stream.idmp.is_none();
+            first_use = stream.idmp().is_none();
             // Not recorded above only when the stream had no IDMP state yet (so the iid
             // is new).
             let new_producer = match recorded {

@@ -195,7 +195,7 @@ fn xclaim(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let now = ctx.now_ms;
     if ctx
         .lookup(key)
-        .is_none_or(|s| s.groups.get(group).is_none())
+        .is_none_or(|s| s.groups().get(group).is_none())
     {
         return Err(no_group(key, group));
     }
@@ -206,7 +206,7 @@ fn xclaim(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     // What to log, as resulting state (persist/groups.rs).
     let mut fx = GroupEffects::default();
     let cid = {
-        let mut g = stream.groups.get_mut(group).expect("checked above");
+        let mut g = stream.group_mut(group).expect("checked above");
         if g.raise_last_id(parsed.last_id) {
             changes += 1;
             fx.position_changed = true;
@@ -222,7 +222,7 @@ fn xclaim(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     for arg in &argv[5..parsed.ids_end] {
         let id = parse_strict_id(arg).expect("parsed as an ID above");
         let exists = stream.get(id).is_some();
-        let mut g = stream.groups.get_mut(group).expect("checked above");
+        let mut g = stream.group_mut(group).expect("checked above");
         if !exists {
             // The payload is gone (XDEL, trimming): drop the pending entry, if any.
             if g.ack(id) {
@@ -312,13 +312,13 @@ fn xautoclaim(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let now = ctx.now_ms;
     let parsed = XAutoClaim::parse(argv)?;
     let (stream, out) = lookup_for_reply(ctx, key);
-    let Some(stream) = stream.filter(|s| s.groups.get(group).is_some()) else {
+    let Some(stream) = stream.filter(|s| s.groups().get(group).is_some()) else {
         return Err(no_group(key, group));
     };
     let mut changes = 0u64;
     let mut fx = GroupEffects::default();
     let cid = {
-        let mut g = stream.groups.get_mut(group).expect("checked above");
+        let mut g = stream.group_mut(group).expect("checked above");
         let (cid, created) = g.get_or_create_consumer(consumer, now);
         changes += u64::from(created);
         fx.consumer_created = created;
@@ -345,7 +345,7 @@ fn xautoclaim(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let mut pos = Some(parsed.start);
     while attempts > 0 && left > 0 {
         let Some(from) = pos else { break };
-        let group_ref = stream.groups.get(group).expect("checked above");
+        let group_ref = stream.groups().get(group).expect("checked above");
         let Some(id) = group_ref.next_pending(from).map(|e| e.id) else {
             pos = None;
             break;
@@ -353,7 +353,7 @@ fn xautoclaim(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         attempts -= 1;
         pos = id.incr();
         let exists = stream.get(id).is_some();
-        let mut g = stream.groups.get_mut(group).expect("checked above");
+        let mut g = stream.group_mut(group).expect("checked above");
         if !exists {
             g.ack(id);
             deleted.push(id);
@@ -367,7 +367,7 @@ fn xautoclaim(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             left -= 1;
         }
     }
-    let g = stream.groups.get(group).expect("checked above");
+    let g = stream.groups().get(group).expect("checked above");
     let cursor = pos
         .and_then(|p| g.next_pending(p))
         .map(|e| e.id)

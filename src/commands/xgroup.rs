@@ -262,7 +262,7 @@ fn xgroup_create(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         .lookup(key)
         .expect("the stream exists or was just created");
     let entries_read = cap_entries_read(opts.entries_read, stream);
-    if !stream.groups.create(group, id, entries_read) {
+    if !stream.groups_mut().create(group, id, entries_read) {
         return Err(BUSYGROUP);
     }
     ctx.modified(key);
@@ -285,7 +285,7 @@ fn xgroup_setid(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let opts = XGroupOptions::parse(argv, Sub::SetId)?;
     let (key, group) = (&argv[2], &argv[3]);
     let stream = ctx.lookup(key).ok_or(KEY_REQUIRED)?;
-    if stream.groups.get(group).is_none() {
+    if stream.groups().get(group).is_none() {
         return Err(no_group(key, group));
     }
     if argv.len() != 5 && argv.len() != 7 {
@@ -298,8 +298,7 @@ fn xgroup_setid(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     };
     let entries_read = cap_entries_read(opts.entries_read, stream);
     stream
-        .groups
-        .get_mut(group)
+        .group_mut(group)
         .expect("checked above")
         .set_last_id(id, entries_read);
     ctx.modified(key);
@@ -324,7 +323,8 @@ fn xgroup_destroy(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let argv = ctx.argv;
     let (key, group) = (&argv[2], &argv[3]);
     let stream = ctx.lookup(key).ok_or(KEY_REQUIRED)?;
-    if !stream.groups.destroy(group) {
+    // Looked up first: a stream without groups keeps its boxed state unallocated.
+    if stream.groups().get(group).is_none() || !stream.groups_mut().destroy(group) {
         ctx.out.integer(0);
         return Ok(());
     }
@@ -342,8 +342,7 @@ fn xgroup_createconsumer(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let now = ctx.now_ms;
     let stream = ctx.lookup(key).ok_or(KEY_REQUIRED)?;
     let mut g = stream
-        .groups
-        .get_mut(group)
+        .group_mut(group)
         .ok_or_else(|| no_group(key, group))?;
     let created = g.create_consumer(consumer, now);
     if created {
@@ -362,8 +361,7 @@ fn xgroup_delconsumer(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let (key, group, consumer) = (&argv[2], &argv[3], &argv[4]);
     let stream = ctx.lookup(key).ok_or(KEY_REQUIRED)?;
     let mut g = stream
-        .groups
-        .get_mut(group)
+        .group_mut(group)
         .ok_or_else(|| no_group(key, group))?;
     let pending = g.delete_consumer(consumer);
     if pending.is_some() {

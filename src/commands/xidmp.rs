@@ -172,8 +172,7 @@ fn xidmprecord(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         return Err(NO_SUCH_MESSAGE);
     }
     let tracked = stream
-        .idmp
-        .as_deref_mut()
+        .idmp_state_mut()
         .and_then(|s| s.lookup(&crate::stream::idmp::IdmpKey::new(pid, iid), now));
     match tracked {
         Some(existing) if existing == id => {}

@@ -200,7 +200,7 @@ fn write_common_fields(out: &mut RespWriter, stream: &Stream, shape: Shape) {
 /// The six IDMP fields (always present since 8.6, even for a stream that never used
 /// IDMP: then the configured defaults and zeros).
 fn write_idmp_fields(out: &mut RespWriter, stream: &Stream, (duration, maxsize): (i64, i64)) {
-    let values = match stream.idmp.as_deref() {
+    let values = match stream.idmp() {
         Some(i) => [
             i64::from(i.duration()),
             i64::from(i.maxsize()),
@@ -256,8 +256,8 @@ fn uint(n: u64) -> i64 {
 pub fn write_full_groups(out: &mut RespWriter, stream: &Stream, count: usize, nacked: bool) {
     let limit = if count == 0 { usize::MAX } else { count };
     let c = counters(stream);
-    out.array(stream.groups.len());
-    for g in stream.groups.iter() {
+    out.array(stream.groups().len());
+    for g in stream.groups().iter() {
         out.map(if nacked { 8 } else { 7 });
         out.bulk(b"name");
         out.bulk(g.name());
@@ -313,8 +313,8 @@ pub fn write_full_groups(out: &mut RespWriter, stream: &Stream, count: usize, na
 /// last-delivered-id, entries-read, lag) in name order; `*0` without groups.
 pub fn write_groups(out: &mut RespWriter, stream: &Stream) {
     let c = counters(stream);
-    out.array(stream.groups.len());
-    for g in stream.groups.iter() {
+    out.array(stream.groups().len());
+    for g in stream.groups().iter() {
         out.map(6);
         out.bulk(b"name");
         out.bulk(g.name());
@@ -342,7 +342,7 @@ pub fn write_consumers(
     now_ms: u64,
 ) -> Result<(), ReplyError> {
     let g = stream
-        .groups
+        .groups()
         .get(group)
         .ok_or_else(|| ReplyError::NoGroupForKey {
             key: lossy(key),
@@ -385,7 +385,7 @@ fn xinfo_stream(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             out.map(10 + idmp_fields);
             write_common_fields(out, stream, shape);
             out.bulk(b"groups");
-            out.integer(i64::try_from(stream.groups.len()).unwrap_or(i64::MAX));
+            out.integer(i64::try_from(stream.groups().len()).unwrap_or(i64::MAX));
             out.bulk(b"first-entry");
             match stream.first_entry() {
                 Some(e) => write_entry(out, &e),

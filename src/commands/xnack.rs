@@ -144,7 +144,7 @@ fn xnack(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let (key, group) = (&argv[1], &argv[2]);
     // Parsing is pure; its errors are reported only after the NOGROUP check.
     let parsed = XNack::parse(argv);
-    let Some(stream) = ctx.lookup(key).filter(|s| s.groups.get(group).is_some()) else {
+    let Some(stream) = ctx.lookup(key).filter(|s| s.groups().get(group).is_some()) else {
         return Err(ReplyError::NoGroupKeyOrGroup {
             key: lossy(key),
             group: lossy(group),
@@ -154,13 +154,13 @@ fn xnack(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let ids = args.ids(argv)?;
     let mut nacked = 0u64;
     for id in ids {
-        let pending = stream.groups.get(group).is_some_and(|g| g.is_pending(id));
+        let pending = stream.groups().get(group).is_some_and(|g| g.is_pending(id));
         // FORCE creates a pending entry only for an entry that exists.
         let forced = !pending && args.force && stream.get(id).is_some();
         if !pending && !forced {
             continue;
         }
-        let mut g = stream.groups.get_mut(group).expect("checked above");
+        let mut g = stream.group_mut(group).expect("checked above");
         if g.nack(id, args.mode, args.retry_count, args.force) {
             nacked += 1;
         }

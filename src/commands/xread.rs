@@ -479,7 +479,7 @@ fn xreadgroup(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     for (key, id) in keys.iter().zip(opts.ids(argv)) {
         if ctx
             .lookup(key)
-            .is_none_or(|s| s.groups.get(group).is_none())
+            .is_none_or(|s| s.groups().get(group).is_none())
         {
             return Err(ReplyError::NoGroupReadGroup {
                 key: lossy(key),
@@ -528,7 +528,9 @@ fn xreadgroup(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
                     .iter()
                     .zip(&from)
                     .filter(|(_, f)| matches!(f, GroupFrom::New))
-                    .filter_map(|(k, _)| db.get(k)?.groups.get(group)?.next_claimable_at(min_idle))
+                    .filter_map(|(k, _)| {
+                        db.get(k)?.groups().get(group)?.next_claimable_at(min_idle)
+                    })
                     .min();
                 // A time already past means the head is claimable but was not served
                 // (its payload is gone): waking for it would spin, so wait for a key
@@ -585,7 +587,7 @@ impl GroupRead<'_> {
         fx: &mut GroupEffects,
     ) -> (bool, u64) {
         let (cid, created) = {
-            let mut g = stream.groups.get_mut(self.group).expect("validated");
+            let mut g = stream.group_mut(self.group).expect("validated");
             let (cid, created) = g.get_or_create_consumer(self.consumer, self.now);
             g.touch(cid, self.now);
             (cid, created)
@@ -617,7 +619,7 @@ impl GroupRead<'_> {
     ) -> Vec<StreamId> {
         let start = after.incr().expect("the maximum ID reads as >");
         let ids: Vec<StreamId> = stream
-            .groups
+            .groups()
             .get(self.group)
             .expect("validated")
             .consumer_pel(cid, start, StreamId::MAX)
@@ -644,7 +646,7 @@ impl GroupRead<'_> {
             }
             n += 1;
             if entry.is_some() {
-                let mut g = stream.groups.get_mut(self.group).expect("validated");
+                let mut g = stream.group_mut(self.group).expect("validated");
                 if g.redeliver(cid, id, self.now) {
                     redelivered.push(id);
                 }
@@ -668,7 +670,7 @@ impl GroupRead<'_> {
             return (false, 0);
         }
         let limit = self.limit();
-        let group = stream.groups.get(self.group).expect("validated");
+        let group = stream.groups().get(self.group).expect("validated");
         let last_id = group.last_id();
         // (id, delivery time, delivery count) of each entry to claim, before the claim.
         let mut claims: Vec<(StreamId, u64, u64)> = Vec::new();
@@ -713,7 +715,7 @@ impl GroupRead<'_> {
             {
                 break;
             }
-            let mut g = stream.groups.get_mut(self.group).expect("validated");
+            let mut g = stream.group_mut(self.group).expect("validated");
             g.claim(cid, id, &spec, self.now);
             fx.ids.push(id);
             n += 1;
@@ -745,7 +747,7 @@ impl GroupRead<'_> {
                 );
             }
             dirty += 1;
-            let mut g = stream.groups.get_mut(self.group).expect("validated");
+            let mut g = stream.group_mut(self.group).expect("validated");
             for id in delivered {
                 if !self.opts.noack {
                     g.deliver(cid, id, self.now);

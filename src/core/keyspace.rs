@@ -71,7 +71,7 @@ impl Db {
 
     /// Inserts or replaces `key` (a replaced key loses its TTL, as SET/RENAME do).
     pub fn insert(&mut self, key: &[u8], stream: Stream) {
-        if stream.idmp.as_ref().is_some_and(|i| i.has_producers()) {
+        if stream.idmp().is_some_and(|i| i.has_producers()) {
             self.note_idmp(key);
         }
         self.expires.remove(key);
@@ -92,7 +92,7 @@ impl Db {
     pub fn remove(&mut self, key: &[u8]) -> Option<Stream> {
         let v = self.keys.remove(key)?;
         self.expires.remove(key);
-        if v.idmp.is_some() {
+        if v.idmp().is_some() {
             self.idmp_keys.remove(key);
         }
         Some(v)
@@ -135,7 +135,7 @@ impl Db {
             };
             visited += 1;
             *budget -= 1;
-            let state = self.keys.get_mut(&key).and_then(|s| s.idmp.as_deref_mut());
+            let state = self.keys.get_mut(&key).and_then(|s| s.idmp_state_mut());
             let complete = match state {
                 Some(state) => {
                     let complete = state.expire(now_ms, budget);

@@ -76,7 +76,7 @@ pub fn log_effects(
     if core.loading || core.persist.aof.is_none() || fx.is_empty() {
         return;
     }
-    let Some(g) = core.dbs[db].get(key).and_then(|s| s.groups.get(group)) else {
+    let Some(g) = core.dbs[db].get(key).and_then(|s| s.groups().get(group)) else {
         return;
     };
     let mut records: Vec<Vec<Vec<u8>>> = Vec::new();
@@ -154,7 +154,7 @@ pub fn log_consumer(ctx: &mut Ctx<'_>, key: &[u8], group: &[u8], consumer: &[u8]
     }
     let Some(c) = core.dbs[db]
         .get(key)
-        .and_then(|s| s.groups.get(group))
+        .and_then(|s| s.groups().get(group))
         .and_then(|g| g.consumer_by_name(consumer))
     else {
         return;
@@ -182,7 +182,7 @@ fn consumer_record(
 
 /// Writes the groups of stream `key` into a snapshot.
 pub fn write_groups<W: Write>(w: &mut SnapshotWriter<W>, key: &[u8], s: &Stream) -> io::Result<()> {
-    for g in s.groups.iter() {
+    for g in s.groups().iter() {
         let name = g.name();
         w.record(&[
             b"STREAMD.GROUP".as_slice(),
@@ -264,14 +264,13 @@ pub fn apply_internal(core: &mut Core, db: usize, argv: &Argv) -> Result<(), Str
     if name == b"STREAMD.GROUP" {
         let last = parse_id(&argv[3])?;
         let read = parse_opt(&argv[4])?;
-        if !stream.groups.create(group, last, read) {
+        if !stream.groups_mut().create(group, last, read) {
             return Err("the group exists already".into());
         }
         return Ok(());
     }
     let mut g = stream
-        .groups
-        .get_mut(group)
+        .group_mut(group)
         .ok_or_else(|| "no such group".to_string())?;
     match &name[..] {
         b"STREAMD.NACK" => {

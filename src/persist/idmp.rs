@@ -33,7 +33,7 @@ fn int(n: u64) -> Vec<u8> {
 
 /// `STREAMD.IDMP` for `key`'s current settings and counters, if it has IDMP state.
 pub fn state_record(key: &[u8], s: &Stream) -> Option<Vec<Vec<u8>>> {
-    let i = s.idmp.as_deref()?;
+    let i = s.idmp()?;
     Some(vec![
         b"STREAMD.IDMP".to_vec(),
         key.to_vec(),
@@ -50,7 +50,7 @@ pub fn write_idmp<W: Write>(w: &mut SnapshotWriter<W>, key: &[u8], s: &Stream) -
         return Ok(());
     };
     w.record(&record)?;
-    let state = s.idmp.as_deref().expect("state_record found it");
+    let state = s.idmp().expect("state_record found it");
     for (pid, iids) in state.producers() {
         for (iid, id) in iids {
             w.record(&[&b"STREAMD.IID"[..], key, pid, iid, &id_text(id)])?;

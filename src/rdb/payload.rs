@@ -281,9 +281,9 @@ mod tests {
     fn truncated_or_garbled_type_26_and_27_payloads_are_refused_without_panic() {
         use crate::stream::group::NackMode;
         let mut s = stream();
-        s.groups.create(b"g", StreamId::MIN, Some(0));
+        s.groups_mut().create(b"g", StreamId::MIN, Some(0));
         {
-            let mut g = s.groups.get_mut(b"g").expect("group");
+            let mut g = s.group_mut(b"g").expect("group");
             let (c, _) = g.get_or_create_consumer(b"c", 10);
             g.deliver(c, StreamId::new(1, 0), 10);
             g.deliver(c, StreamId::new(2, 0), 11);
@@ -292,12 +292,9 @@ mod tests {
             .record(b"pid", b"iid", StreamId::new(3, 0), true);
         let p26 = dump(&s, D);
         assert_eq!((p26[0], p26[p26.len() - 10]), (STREAM_LISTPACKS_4, 13));
-        s.groups.get_mut(b"g").expect("group").nack(
-            StreamId::new(2, 0),
-            NackMode::Fail,
-            None,
-            false,
-        );
+        s.group_mut(b"g")
+            .expect("group")
+            .nack(StreamId::new(2, 0), NackMode::Fail, None, false);
         let p27 = dump(&s, D);
         assert_eq!((p27[0], p27[p27.len() - 10]), (STREAM_LISTPACKS_5, 14));
         for (p, version) in [(p26, 13), (p27, 14)] {
@@ -454,14 +451,15 @@ mod tests {
                     s.trim(&spec, limits);
                 }
                 Op::CreateGroup(g) => {
-                    s.groups.create(&group_name(g), StreamId::MIN, Some(0));
+                    s.groups_mut()
+                        .create(&group_name(g), StreamId::MIN, Some(0));
                 }
                 Op::CreateConsumer {
                     group,
                     consumer,
                     at,
                 } => {
-                    if let Some(mut g) = s.groups.get_mut(&group_name(group)) {
+                    if let Some(mut g) = s.group_mut(&group_name(group)) {
                         g.create_consumer(&consumer_name(consumer), at);
                     }
                 }
@@ -477,7 +475,7 @@ mod tests {
                         max_deleted_entry_id: s.max_deleted_entry_id(),
                         entries_added: s.entries_added(),
                     };
-                    let Some(last) = s.groups.get(&group_name(group)).map(|g| g.last_id()) else {
+                    let Some(last) = s.groups().get(&group_name(group)).map(|g| g.last_id()) else {
                         return;
                     };
                     let Some(id) = s
@@ -487,7 +485,7 @@ mod tests {
                     else {
                         return;
                     };
-                    if let Some(mut g) = s.groups.get_mut(&group_name(group)) {
+                    if let Some(mut g) = s.group_mut(&group_name(group)) {
                         let (cid, _) = g.get_or_create_consumer(&consumer_name(consumer), at);
                         g.touch(cid, at);
                         g.deliver(cid, id, at);
@@ -495,7 +493,7 @@ mod tests {
                     }
                 }
                 Op::Ack { group, nth } => {
-                    if let Some(mut g) = s.groups.get_mut(&group_name(group)) {
+                    if let Some(mut g) = s.group_mut(&group_name(group)) {
                         let ids: Vec<_> = g
                             .pel_range(StreamId::MIN, StreamId::MAX)
                             .map(|p| p.id)
@@ -512,7 +510,7 @@ mod tests {
                     at,
                     count,
                 } => {
-                    if let Some(mut g) = s.groups.get_mut(&group_name(group)) {
+                    if let Some(mut g) = s.group_mut(&group_name(group)) {
                         let ids: Vec<_> = g
                             .pel_range(StreamId::MIN, StreamId::MAX)
                             .map(|p| p.id)
@@ -542,7 +540,7 @@ mod tests {
                             .map(|e| e.id)
                             .collect()
                     } else {
-                        s.groups
+                        s.groups()
                             .get(&group_name(group))
                             .map(|g| {
                                 g.pel_range(StreamId::MIN, StreamId::MAX)
@@ -553,7 +551,7 @@ mod tests {
                     };
                     let mode =
                         [NackMode::Silent, NackMode::Fail, NackMode::Fatal][usize::from(mode)];
-                    if let Some(mut g) = s.groups.get_mut(&group_name(group))
+                    if let Some(mut g) = s.group_mut(&group_name(group))
                         && !ids.is_empty()
                     {
                         g.nack(ids[nth % ids.len()], mode, None, force);
@@ -621,7 +619,7 @@ mod tests {
         );
 
         fn idmp_view(s: &Stream) -> Option<IdmpView> {
-            s.idmp.as_deref().map(|i| {
+            s.idmp().map(|i| {
                 (
                     i.duration(),
                     i.maxsize(),
@@ -656,7 +654,7 @@ mod tests {
                 }
                 let p = dump(&s, super::D);
                 let t = p[0];
-                let nacked = s.groups.iter().any(|g| g.nacked_count() > 0);
+                let nacked = s.groups().iter().any(|g| g.nacked_count() > 0);
                 let idmp = super::super::stream::has_idmp_state(&s, super::D);
                 let expected = if nacked { 27 } else if idmp { 26 } else { t.min(21) };
                 prop_assert_eq!(t, expected);
@@ -675,12 +673,12 @@ mod tests {
                 prop_assert_eq!(back.first_id(), s.first_id());
                 prop_assert_eq!(back.max_deleted_entry_id(), s.max_deleted_entry_id());
                 prop_assert_eq!(back.entries_added(), s.entries_added());
-                let groups = |s: &Stream| s.groups.iter().map(group_view).collect::<Vec<_>>();
+                let groups = |s: &Stream| s.groups().iter().map(group_view).collect::<Vec<_>>();
                 prop_assert_eq!(groups(&back), groups(&s));
                 if idmp {
                     prop_assert_eq!(idmp_view(&back), idmp_view(&s));
                 } else {
-                    prop_assert!(back.idmp.is_none());
+                    prop_assert!(back.idmp().is_none());
                 }
                 prop_assert_eq!(dump(&back, super::D), p);
                 // New entries go where they would have gone in the original.

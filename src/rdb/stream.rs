@@ -136,7 +136,7 @@ pub fn read(r: &mut Reader<'_>, t: u8, defaults: IdmpDefaults) -> Result<Stream,
         read_group(r, t, &mut s)?;
     }
     if t >= STREAM_LISTPACKS_4 {
-        s.idmp = read_idmp(r, defaults)?;
+        s.set_idmp(read_idmp(r, defaults)?);
     }
     Ok(s)
 }
@@ -232,7 +232,7 @@ fn read_group(r: &mut Reader<'_>, t: u8, s: &mut Stream) -> Result<(), RdbError>
         };
         estimate_entries_read(&c, last_id)
     };
-    if !s.groups.create(&name, last_id, entries_read) {
+    if !s.groups_mut().create(&name, last_id, entries_read) {
         return Err(RdbError {
             offset: name_at,
             what: "duplicate consumer group name".into(),
@@ -333,8 +333,7 @@ fn read_group(r: &mut Reader<'_>, t: u8, s: &mut Stream) -> Result<(), RdbError>
         .map(|&i| (pel[i].id, pel[i].delivery_count))
         .collect();
     let mut g = s
-        .groups
-        .get_mut(&name)
+        .group_mut(&name)
         .ok_or_else(|| r.err("group vanished while loading"))?;
     let ids: Vec<_> = consumers
         .iter()
@@ -521,7 +520,7 @@ fn decode_node(master: StreamId, bytes: &[u8]) -> Result<Option<Listpack>, LpErr
 /// True when `s` has IDMP state a type-19/21 payload would lose: producers, non-zero
 /// counters, or settings other than `defaults` (module doc).
 pub fn has_idmp_state(s: &Stream, defaults: IdmpDefaults) -> bool {
-    s.idmp.as_deref().is_some_and(|i| {
+    s.idmp().is_some_and(|i| {
         i.has_producers()
             || i.iids_added() != 0
             || i.iids_duplicates() != 0
@@ -531,13 +530,13 @@ pub fn has_idmp_state(s: &Stream, defaults: IdmpDefaults) -> bool {
 
 /// The smallest type that carries all of `s` (19, 21, 26 or 27; module doc).
 pub fn encoding_for(s: &Stream, defaults: IdmpDefaults) -> u8 {
-    if s.groups.iter().any(|g| g.nacked_count() > 0) {
+    if s.groups().iter().any(|g| g.nacked_count() > 0) {
         return STREAM_LISTPACKS_5;
     }
     if has_idmp_state(s, defaults) {
         return STREAM_LISTPACKS_4;
     }
-    let active_differs = s.groups.iter().any(|g| {
+    let active_differs = s.groups().iter().any(|g| {
         g.consumers()
             .any(|(_, c)| c.active_time() != Some(c.seen_time()))
     });
@@ -562,8 +561,8 @@ pub fn write(out: &mut Vec<u8>, s: &Stream, t: u8, defaults: IdmpDefaults) {
     write_id(out, s.first_id());
     write_id(out, s.max_deleted_entry_id());
     write::len(out, s.entries_added());
-    write::len(out, s.groups.len() as u64);
-    for g in s.groups.iter() {
+    write::len(out, s.groups().len() as u64);
+    for g in s.groups().iter() {
         write::string(out, g.name());
         write_id(out, g.last_id());
         write::len(out, g.entries_read().unwrap_or(u64::MAX));
@@ -601,7 +600,7 @@ pub fn write(out: &mut Vec<u8>, s: &Stream, t: u8, defaults: IdmpDefaults) {
 
 /// The IDMP block of types 26/27 (layout in `rdb/payload.rs`).
 fn write_idmp(out: &mut Vec<u8>, s: &Stream, defaults: IdmpDefaults) {
-    let Some(i) = s.idmp.as_deref() else {
+    let Some(i) = s.idmp() else {
         // Settings are validated into u32 ranges when configured; clamp for the write.
         let clamp = |v: i64, lo: i64, hi: i64| v.clamp(lo, hi) as u64;
         write::len(out, clamp(defaults.0, DURATION_MIN, DURATION_MAX));
@@ -719,8 +718,8 @@ mod tests {
         }
         s.delete(StreamId::new(102, 2));
         s.delete(StreamId::new(105, 2));
-        s.groups.create(b"g", StreamId::new(106, 0), Some(6));
-        let mut g = s.groups.get_mut(b"g").expect("group");
+        s.groups_mut().create(b"g", StreamId::new(106, 0), Some(6));
+        let mut g = s.group_mut(b"g").expect("group");
         let (alice, _) = g.get_or_create_consumer(b"alice", 50);
         let (_bob, _) = g.get_or_create_consumer(b"bob", 60);
         g.deliver(alice, StreamId::new(101, 1), 70);
@@ -752,7 +751,10 @@ mod tests {
         assert_eq!(back.first_id(), s.first_id());
         assert_eq!(back.max_deleted_entry_id(), s.max_deleted_entry_id());
         assert_eq!(back.entries_added(), s.entries_added());
-        let (g0, g1) = (s.groups.get(b"g").unwrap(), back.groups.get(b"g").unwrap());
+        let (g0, g1) = (
+            s.groups().get(b"g").unwrap(),
+            back.groups().get(b"g").unwrap(),
+        );
         assert_eq!(g1.last_id(), g0.last_id());
         assert_eq!(g1.entries_read(), g0.entries_read());
         let pel = |g: &crate::stream::group::ConsumerGroup| {
@@ -784,13 +786,13 @@ mod tests {
     fn type_19_when_active_equals_seen_and_27_with_nacks() {
         let mut s = sample();
         {
-            let mut g = s.groups.get_mut(b"g").unwrap();
+            let mut g = s.group_mut(b"g").unwrap();
             let bob = g.consumer_id(b"bob").unwrap();
             g.set_consumer_times(bob, 60, Some(60));
         }
         assert_eq!(encoding_for(&s, D), STREAM_LISTPACKS_2);
         {
-            let mut g = s.groups.get_mut(b"g").unwrap();
+            let mut g = s.group_mut(b"g").unwrap();
             g.nack(
                 StreamId::new(101, 1),
                 crate::stream::group::NackMode::Fail,
@@ -838,7 +840,7 @@ mod tests {
         // Redis 7 loading type 15: entries added = length, no known deletions.
         assert_eq!(s.entries_added(), 2);
         assert_eq!(s.max_deleted_entry_id(), StreamId::MIN);
-        let g = s.groups.get(b"g").expect("group");
+        let g = s.groups().get(b"g").expect("group");
         // Estimated: 1-0 is the first entry, so one entry was read.
         assert_eq!(g.entries_read(), Some(1));
         let p = g.pending(StreamId::new(1, 0)).expect("pending");
@@ -891,7 +893,7 @@ mod tests {
     type IdmpView = (u32, u32, u64, u64, Vec<(Vec<u8>, Vec<(Vec<u8>, StreamId)>)>);
 
     fn idmp_view(s: &Stream) -> Option<IdmpView> {
-        s.idmp.as_deref().map(|i| {
+        s.idmp().map(|i| {
             (
                 i.duration(),
                 i.maxsize(),
@@ -917,7 +919,7 @@ mod tests {
     fn sample_8x() -> Stream {
         let mut s = sample();
         {
-            let mut g = s.groups.get_mut(b"g").unwrap();
+            let mut g = s.group_mut(b"g").unwrap();
             g.nack(StreamId::new(103, 0), NackMode::Fatal, None, false);
             g.nack(StreamId::new(101, 1), NackMode::Silent, None, false);
             g.nack(StreamId::new(104, 1), NackMode::Fail, Some(7), true);
@@ -942,7 +944,10 @@ mod tests {
         let mut r = Reader::new(&out, 0);
         let back = read(&mut r, t, D).expect("reads back");
         assert_eq!(r.remaining(), 0);
-        let (g0, g1) = (s.groups.get(b"g").unwrap(), back.groups.get(b"g").unwrap());
+        let (g0, g1) = (
+            s.groups().get(b"g").unwrap(),
+            back.groups().get(b"g").unwrap(),
+        );
         assert_eq!(g1.nacked_count(), 3);
         assert_eq!(pel_view(g1), pel_view(g0));
         // The NACK zone keeps its order (103-0, 101-1, 104-1), then oldest delivery.
@@ -969,7 +974,7 @@ mod tests {
     fn the_smallest_type_is_chosen() {
         let mut s = sample();
         {
-            let mut g = s.groups.get_mut(b"g").unwrap();
+            let mut g = s.group_mut(b"g").unwrap();
             let bob = g.consumer_id(b"bob").unwrap();
             g.set_consumer_times(bob, 60, Some(60));
         }
@@ -980,8 +985,7 @@ mod tests {
         assert_eq!(encoding_for(&s, (50, 100)), STREAM_LISTPACKS_4);
         s.idmp_mut(D).set_counters(0, 1);
         assert_eq!(encoding_for(&s, D), STREAM_LISTPACKS_4);
-        s.groups
-            .get_mut(b"g")
+        s.group_mut(b"g")
             .unwrap()
             .nack(StreamId::new(101, 1), NackMode::Fail, None, false);
         assert_eq!(encoding_for(&s, D), STREAM_LISTPACKS_5);
@@ -990,8 +994,7 @@ mod tests {
     #[test]
     fn a_type_27_stream_without_idmp_state_reads_back_without_it() {
         let mut s = sample();
-        s.groups
-            .get_mut(b"g")
+        s.group_mut(b"g")
             .unwrap()
             .nack(StreamId::new(101, 1), NackMode::Fail, None, false);
         for defaults in [D, (7, 9)] {
@@ -999,7 +1002,7 @@ mod tests {
             write(&mut out, &s, STREAM_LISTPACKS_5, defaults);
             let mut r = Reader::new(&out, 0);
             let back = read(&mut r, STREAM_LISTPACKS_5, defaults).expect("reads");
-            assert!(back.idmp.is_none());
+            assert!(back.idmp().is_none());
             // Read with other defaults, the recorded settings are kept as state.
             let mut r = Reader::new(&out, 0);
             let other = read(&mut r, STREAM_LISTPACKS_5, (8, 9)).expect("reads");
@@ -1064,8 +1067,8 @@ mod tests {
         let mut r = Reader::new(&v, 0);
         let s = read(&mut r, STREAM_LISTPACKS_5, D).expect("reads");
         assert_eq!(r.remaining(), 0);
-        assert!(s.idmp.is_none(), "the defaults, nothing recorded");
-        let g = s.groups.get(b"g").expect("group");
+        assert!(s.idmp().is_none(), "the defaults, nothing recorded");
+        let g = s.groups().get(b"g").expect("group");
         assert_eq!(g.nacked_count(), 2);
         assert_eq!(
             pel_view(g),
@@ -1132,7 +1135,7 @@ mod tests {
                 )]
             ))
         );
-        let i = s.idmp.as_deref().expect("state");
+        let i = s.idmp().expect("state");
         assert_eq!((i.pids_tracked(), i.iids_tracked()), (1, 2));
         let mut i = i.clone();
         assert_eq!(

@@ -1411,6 +1411,9 @@ pub struct Groups {
 }
 
 impl Groups {
+    /// No groups (what a stream without groups reads).
+    pub const EMPTY: Groups = Groups { set: None };
+
     /// Number of groups.
     pub fn len(&self) -> usize {
         self.set.as_ref().map_or(0, |s| s.len())

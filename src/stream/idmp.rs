@@ -3,7 +3,7 @@
 //! message, so that a retried XADD appends nothing and answers the original entry's ID.
 //!
 //! ```text
-//!  Stream.idmp: Option<Box<Idmp>>      None until the stream first uses IDMP or XCFGSET
+//!  Stream.extra.idmp: Option<Box<Idmp>>  None until the stream first uses IDMP or XCFGSET
 //!  Idmp
 //!  ├ duration, maxsize                 IDMP-DURATION (s), IDMP-MAXSIZE (iids per producer)
 //!  ├ iids_added, iids_duplicates       lifetime counters (kept across XCFGSET)
@@ -567,7 +567,7 @@ mod tests {
     fn a_stream_that_never_uses_idmp_pays_one_word_and_no_allocation() {
         assert_eq!(std::mem::size_of::<Option<Box<Idmp>>>(), 8);
         let s = super::super::Stream::new();
-        assert!(s.idmp.is_none());
+        assert!(s.idmp().is_none());
     }
 
     #[test]

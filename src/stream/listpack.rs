@@ -55,17 +55,52 @@
 //!   and a set high bit means "7 more bits in the byte before me". From the end of an
 //!   entry, reverse iteration reads this number and jumps to the entry's head.
 //!
-//! There is no terminator: the entries end where the buffer ends.
+//! There is no terminator: the entries end where the node's bytes end.
 //!
 //! Invariants: `live + deleted` equals the number of entries; entry IDs strictly increase
 //! and are `>=` the master ID; every back-len equals its entry's head-to-last-value
 //! length; `redis-bytes` equals what Redis's listpack would hold (see
 //! [`Listpack::redis_bytes`], which must agree with `streamAppendItem`'s encoding).
 //!
-//! Memory: the buffer is allocated to fit and grows geometrically, capped at a hint
-//! (the node byte limit); the stream shrinks it to fit when it seals the node.
+//! # Memory
+//!
+//! A node is shared through an `Arc`: cloning a stream for a background save copies the
+//! handles, not the bytes, and every change goes through `Arc::make_mut`, so a node is
+//! copied only when it is written while a clone still holds it. The bytes take one of
+//! two forms (the handle is 16 bytes either way):
+//!
+//! ```text
+//!  inline: one allocation, an Arc<[u8]> whose slice holds the length, the node, room
+//!  +--------+--------+---------+--------------------------------------+-------------+
+//!  | strong | weak   | len     | node: header, master entry, entries  | spare room  |
+//!  | usize  | usize  | u32 LE  | `len` bytes (Listpack::as_bytes)     | zeros       |
+//!  +--------+--------+---------+--------------------------------------+-------------+
+//!
+//!  boxed: an Arc<Box<[u8]>>, two allocations, the node alone in the second
+//!  +--------+--------+-----+-----+        +--------------------------------------+
+//!  | strong | weak   | ptr | len | -----> | node: header, master entry, entries  |
+//!  +--------+--------+-----+-----+        +--------------------------------------+
+//!   32 bytes                                exactly `len` bytes
+//! ```
+//!
+//! A node being appended to is inline: [`Listpack::new`] allocates it to fit (one
+//! `bidder 1 amount 100` entry: 16 + 4 + 33 = 53 bytes, the 64-byte size class), and
+//! appends grow it geometrically (to whole allocator size classes), capped at a hint (the
+//! node byte limit). When the stream seals a node ([`Listpack::shrink_to_fit`]), and for
+//! a node loaded whole, the node takes whichever form costs less at the allocator's size
+//! classes: inline for small nodes, boxed when the 20 bytes of counters and length would
+//! push the node's bytes over a class boundary (a node of 1,017 bytes costs 32 + 1,024
+//! boxed, 1,280 inline).
 
 use super::id::{StreamId, string2ll};
+use super::memory::usable_size;
+use std::sync::Arc;
+
+/// Bytes of the allocation before a node's bytes: its length, u32 LE.
+const PREFIX: usize = 4;
+
+/// Bytes `Arc` keeps before the slice: the strong and weak counters.
+const ARC_COUNTERS: usize = 2 * std::mem::size_of::<usize>();
 
 /// One element read out of a node: a byte string, or an integer stored compactly
 /// (Redis's listpack stores integer-looking strings as integers; on the wire both are
@@ -137,8 +172,52 @@ fn uvarint_len(v: u64) -> usize {
     bits.div_ceil(7)
 }
 
+/// Where the encoders below write: a `Vec` that grows ([`Listpack::new`], tests), or
+/// the spare room of a node ([`Room`], for appends, which reserve enough first).
+trait Sink {
+    /// Appends one byte.
+    fn push(&mut self, b: u8);
+    /// Appends bytes.
+    fn extend_from_slice(&mut self, s: &[u8]);
+    /// Bytes written so far.
+    fn written(&self) -> usize;
+}
+
+impl Sink for Vec<u8> {
+    fn push(&mut self, b: u8) {
+        Vec::push(self, b);
+    }
+    fn extend_from_slice(&mut self, s: &[u8]) {
+        Vec::extend_from_slice(self, s);
+    }
+    fn written(&self) -> usize {
+        self.len()
+    }
+}
+
+/// The spare room of a node's buffer, filled from the front. Writing past its end is a
+/// bug (the room was reserved with [`entry_size_bound`]) and panics.
+struct Room<'a> {
+    buf: &'a mut [u8],
+    pos: usize,
+}
+
+impl Sink for Room<'_> {
+    fn push(&mut self, b: u8) {
+        self.buf[self.pos] = b;
+        self.pos += 1;
+    }
+    fn extend_from_slice(&mut self, s: &[u8]) {
+        self.buf[self.pos..self.pos + s.len()].copy_from_slice(s);
+        self.pos += s.len();
+    }
+    fn written(&self) -> usize {
+        self.pos
+    }
+}
+
 /// Appends `v` as LEB128: 7 bits a byte, low bits first, high bit set on all but the last.
-fn put_uvarint(out: &mut Vec<u8>, mut v: u64) {
+fn put_uvarint(out: &mut impl Sink, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;
@@ -171,7 +250,7 @@ fn tagged_len(payload: u64, tag_bits: u32) -> usize {
 
 /// Appends a varint whose first byte is `c | low payload bits | tag`; the payload bits
 /// that do not fit follow as LEB128 when `c` (0x80) is set.
-fn put_tagged(out: &mut Vec<u8>, payload: u64, tag: u8, tag_bits: u32) {
+fn put_tagged(out: &mut impl Sink, payload: u64, tag: u8, tag_bits: u32) {
     let low_bits = 7 - tag_bits;
     let first = (((payload & ((1 << low_bits) - 1)) as u8) << tag_bits) | tag;
     let rest = payload >> low_bits;
@@ -197,7 +276,7 @@ fn get_tagged(buf: &[u8], pos: &mut usize, tag_bits: u32) -> (u64, u8) {
 }
 
 /// Appends `len` so that it can be read right to left (see the module docs).
-fn put_backlen(out: &mut Vec<u8>, len: u64) {
+fn put_backlen(out: &mut impl Sink, len: u64) {
     let n = uvarint_len(len);
     for i in (0..n).rev() {
         let group = ((len >> (7 * i)) & 0x7f) as u8;
@@ -233,7 +312,7 @@ fn unzigzag(z: u64) -> i64 {
 }
 
 /// Appends one element (a field name or value), classified by [`Value::classify`].
-fn put_elem(out: &mut Vec<u8>, v: Value<'_>) {
+fn put_elem(out: &mut impl Sink, v: Value<'_>) {
     match v {
         Value::Int(i) => put_tagged(out, zigzag(i), ELEM_INT, ELEM_TAG_BITS),
         Value::Str(s) => {
@@ -324,23 +403,126 @@ fn entry_size_bound<T: AsRef<[u8]>>(elements: &[T]) -> usize {
         .sum::<usize>()
 }
 
+/// Writes one entry (no counter updates) and returns the bytes the same entry takes in
+/// Redis's listpack as `streamAppendItem` writes it: flags, ms-delta, seq-delta,
+/// [num-fields, fields], values, lp-count.
+fn write_entry<T: AsRef<[u8]>>(
+    out: &mut impl Sink,
+    ms_delta: u64,
+    seq_delta: u64,
+    flags: u8,
+    elements: &[T],
+) -> usize {
+    let nfields = elements.len() / 2;
+    let same = flags & FLAG_SAMEFIELDS != 0;
+    // Redis passes the u64 differences to an int64 parameter: they wrap.
+    let mut redis = redis_int_size(i64::from(flags))
+        + redis_int_size(ms_delta as i64)
+        + redis_int_size(seq_delta as i64);
+    let start = out.written();
+    put_tagged(out, ms_delta, flags, HEAD_TAG_BITS);
+    put_uvarint(out, zigzag(seq_delta as i64));
+    if !same {
+        put_uvarint(out, nfields as u64);
+        redis += redis_int_size(nfields as i64);
+    }
+    // With SAMEFIELDS only the values (odd positions) are stored.
+    let stored = elements
+        .iter()
+        .skip(usize::from(same))
+        .step_by(if same { 2 } else { 1 });
+    for e in stored {
+        let v = Value::classify(e.as_ref());
+        put_elem(out, v);
+        redis += redis_value_size(v);
+    }
+    let len = (out.written() - start) as u64;
+    put_backlen(out, len);
+    let lp_count = if same { nfields + 3 } else { 2 * nfields + 4 };
+    redis + redis_int_size(lp_count as i64)
+}
+
+/// Reads the u32 LE at `off`.
+fn get_u32(buf: &[u8], off: usize) -> u32 {
+    u32::from_le_bytes([buf[off], buf[off + 1], buf[off + 2], buf[off + 3]])
+}
+
+/// Writes `v` as u32 LE at `off`.
+fn set_u32(buf: &mut [u8], off: usize, v: u32) {
+    buf[off..off + 4].copy_from_slice(&v.to_le_bytes());
+}
+
+/// A node length as stored in the allocation's prefix. Nodes stay far below 4 GiB: a
+/// node rolls over at `stream-node-max-bytes` (at most 1 GiB) and XADD refuses entries
+/// above 1 GiB; loaded nodes are checked ([`Listpack::from_bytes`]).
+fn node_len(len: usize) -> u32 {
+    u32::try_from(len).expect("a node is smaller than 4 GiB")
+}
+
+/// A node's allocation: the length prefix, `node`, then zeros up to `room` bytes.
+fn alloc_node(node: &[u8], room: usize) -> Arc<[u8]> {
+    debug_assert!(room >= node.len());
+    let mut v = Vec::with_capacity(PREFIX + room);
+    v.extend_from_slice(&node_len(node.len()).to_le_bytes());
+    v.extend_from_slice(node);
+    v.resize(PREFIX + room, 0);
+    Arc::from(v)
+}
+
+/// A node's bytes, in one of the two forms drawn in the module docs.
+#[derive(Clone)]
+enum Buf {
+    /// Length prefix, node, spare room: one allocation.
+    Inline(Arc<[u8]>),
+    /// Exactly the node, in its own allocation.
+    Boxed(Arc<Box<[u8]>>),
+}
+
+impl Buf {
+    /// A node that will not grow, in the form that costs less (inline on a tie).
+    fn exact(node: &[u8]) -> Buf {
+        if Self::boxed_is_cheaper(node.len()) {
+            Buf::Boxed(Arc::new(node.into()))
+        } else {
+            Buf::Inline(alloc_node(node, node.len()))
+        }
+    }
+
+    /// True when `len` bytes cost less boxed than inline.
+    fn boxed_is_cheaper(len: usize) -> bool {
+        let inline = usable_size(ARC_COUNTERS + PREFIX + len);
+        let boxed = usable_size(ARC_COUNTERS + std::mem::size_of::<Box<[u8]>>()) + usable_size(len);
+        boxed < inline
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // The node.
 // ---------------------------------------------------------------------------------------
 
-/// One stream node (see the module docs for the bytes).
-#[derive(Clone, PartialEq, Eq)]
+/// One stream node (see the module docs for the bytes and the allocation). Cloning it
+/// shares the bytes; writing to a shared node copies them first.
+#[derive(Clone)]
 pub struct Listpack {
-    /// Header, master entry and entries; `capacity()` is what it costs in memory.
-    buf: Vec<u8>,
+    /// The node's bytes (inline: after the length prefix, before the spare room).
+    buf: Buf,
 }
+
+impl PartialEq for Listpack {
+    /// Nodes are equal when their bytes are (spare room aside).
+    fn eq(&self, other: &Self) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl Eq for Listpack {}
 
 impl std::fmt::Debug for Listpack {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Listpack")
             .field("live", &self.live())
             .field("deleted", &self.deleted())
-            .field("bytes", &self.buf.len())
+            .field("bytes", &self.len())
             .field("redis_bytes", &self.redis_bytes())
             .finish()
     }
@@ -386,15 +568,16 @@ pub struct Master {
 
 impl Listpack {
     /// A node holding one entry, the first: its field names become the master entry.
-    /// `elements` is `f1, v1, f2, v2, ...`. The buffer is allocated to fit exactly.
+    /// `elements` is `f1, v1, f2, v2, ...`. The node is allocated to fit exactly.
     pub fn new<T: AsRef<[u8]>>(elements: &[T]) -> Listpack {
         assert!(
             elements.len().is_multiple_of(2),
             "elements come in field/value pairs"
         );
         let nfields = elements.len() / 2;
-        let mut buf = Vec::with_capacity(HDR_SIZE + 10 + entry_size_bound(elements));
-        buf.extend_from_slice(&[0; HDR_SIZE]);
+        // Built with its length prefix, then copied into the node's one allocation.
+        let mut buf = Vec::with_capacity(PREFIX + HDR_SIZE + 10 + entry_size_bound(elements));
+        buf.extend_from_slice(&[0; PREFIX + HDR_SIZE]);
         put_uvarint(&mut buf, nfields as u64);
         // Redis: the master entry is count, deleted, num-fields, fields..., 0.
         let mut redis = REDIS_LP_EMPTY + redis_int_size(nfields as i64) + redis_int_size(0);
@@ -403,13 +586,16 @@ impl Listpack {
             put_elem(&mut buf, v);
             redis += redis_value_size(v);
         }
-        let mut lp = Listpack { buf };
-        redis += lp.write_entry(0, 0, FLAG_SAMEFIELDS, elements);
-        lp.set_u32(HDR_LIVE, 1);
-        lp.set_u32(HDR_DELETED, 0);
-        lp.set_u32(HDR_REDIS, u32::try_from(redis).unwrap_or(u32::MAX));
-        lp.buf.shrink_to_fit();
-        lp
+        redis += write_entry(&mut buf, 0, 0, FLAG_SAMEFIELDS, elements);
+        let len = node_len(buf.len() - PREFIX);
+        let (prefix, data) = buf.split_at_mut(PREFIX);
+        set_u32(prefix, 0, len);
+        set_u32(data, HDR_LIVE, 1);
+        set_u32(data, HDR_DELETED, 0);
+        set_u32(data, HDR_REDIS, u32::try_from(redis).unwrap_or(u32::MAX));
+        Listpack {
+            buf: Buf::Inline(Arc::from(buf)),
+        }
     }
 
     /// Appends an entry with ID `id` (greater than every ID in the node) to the node whose
@@ -433,90 +619,82 @@ impl Listpack {
             elements
                 .iter()
                 .step_by(2)
-                .all(|f| get_elem(&self.buf, &mut pos).eq_bytes(f.as_ref()))
+                .all(|f| get_elem(self.data(), &mut pos).eq_bytes(f.as_ref()))
         };
         let ms_delta = id.ms - master.ms;
         let seq_delta = id.seq.wrapping_sub(master.seq);
         self.reserve(entry_size_bound(elements), max_hint);
         let flags = if same { FLAG_SAMEFIELDS } else { 0 };
-        let redis = self.write_entry(ms_delta, seq_delta, flags, elements);
-        self.set_u32(HDR_LIVE, self.get_u32(HDR_LIVE) + 1);
-        let total = self.get_u32(HDR_REDIS) as usize + redis;
-        self.set_u32(HDR_REDIS, u32::try_from(total).unwrap_or(u32::MAX));
+        let len = self.len();
+        let Buf::Inline(buf) = &mut self.buf else {
+            unreachable!("reserve leaves the node inline");
+        };
+        let (prefix, data) = Arc::make_mut(buf).split_at_mut(PREFIX);
+        let mut room = Room {
+            buf: &mut data[len..],
+            pos: 0,
+        };
+        let redis = write_entry(&mut room, ms_delta, seq_delta, flags, elements);
+        let new_len = len + room.pos;
+        set_u32(data, HDR_LIVE, get_u32(data, HDR_LIVE) + 1);
+        let total = get_u32(data, HDR_REDIS) as usize + redis;
+        set_u32(data, HDR_REDIS, u32::try_from(total).unwrap_or(u32::MAX));
+        set_u32(prefix, 0, node_len(new_len));
     }
 
-    /// Writes one entry at the end of the buffer (no counter updates) and returns the
-    /// bytes the same entry takes in Redis's listpack as `streamAppendItem` writes it:
-    /// flags, ms-delta, seq-delta, [num-fields, fields], values, lp-count.
-    fn write_entry<T: AsRef<[u8]>>(
-        &mut self,
-        ms_delta: u64,
-        seq_delta: u64,
-        flags: u8,
-        elements: &[T],
-    ) -> usize {
-        let nfields = elements.len() / 2;
-        let same = flags & FLAG_SAMEFIELDS != 0;
-        // Redis passes the u64 differences to an int64 parameter: they wrap.
-        let mut redis = redis_int_size(i64::from(flags))
-            + redis_int_size(ms_delta as i64)
-            + redis_int_size(seq_delta as i64);
-        let start = self.buf.len();
-        let buf = &mut self.buf;
-        put_tagged(buf, ms_delta, flags, HEAD_TAG_BITS);
-        put_uvarint(buf, zigzag(seq_delta as i64));
-        if !same {
-            put_uvarint(buf, nfields as u64);
-            redis += redis_int_size(nfields as i64);
-        }
-        // With SAMEFIELDS only the values (odd positions) are stored.
-        let stored = elements
-            .iter()
-            .skip(usize::from(same))
-            .step_by(if same { 2 } else { 1 });
-        for e in stored {
-            let v = Value::classify(e.as_ref());
-            put_elem(buf, v);
-            redis += redis_value_size(v);
-        }
-        let len = (buf.len() - start) as u64;
-        put_backlen(buf, len);
-        let lp_count = if same { nfields + 3 } else { 2 * nfields + 4 };
-        redis + redis_int_size(lp_count as i64)
-    }
-
-    /// Makes room for `additional` bytes: double the capacity, but stop at `max_hint` on
-    /// the way (a node rarely outgrows its byte limit: by one entry at most); never less
-    /// than needed.
+    /// Makes room for `additional` more bytes, leaving the node inline: double the
+    /// allocation, but stop at `max_hint` bytes on the way (a node rarely outgrows its
+    /// byte limit: by one entry at most); never less than needed. The allocation fills
+    /// its whole size class.
     fn reserve(&mut self, additional: usize, max_hint: usize) {
-        let need = self.buf.len() + additional;
-        let cap = self.buf.capacity();
-        if need <= cap {
-            return;
-        }
-        let doubled = cap.saturating_mul(2);
-        let target = need.max(if cap < max_hint {
+        let need = self.len() + additional;
+        let held = match &self.buf {
+            Buf::Inline(a) if need <= a.len() - PREFIX => return,
+            Buf::Inline(a) => ARC_COUNTERS + a.len(),
+            // A sealed node appended to again (the node limits were raised).
+            Buf::Boxed(b) => ARC_COUNTERS + PREFIX + b.len(),
+        };
+        let doubled = held.saturating_mul(2);
+        let target = (ARC_COUNTERS + PREFIX + need).max(if held < max_hint {
             doubled.min(max_hint)
         } else {
             doubled
         });
-        self.buf.reserve_exact(target - self.buf.len());
+        self.buf = Buf::Inline(alloc_node(
+            self.as_bytes(),
+            usable_size(target) - ARC_COUNTERS - PREFIX,
+        ));
     }
 
-    /// Releases spare capacity (when the node is sealed: no more appends).
+    /// Seals the node (no more appends): releases the spare room and keeps the bytes in
+    /// the form that costs less (see "Memory" in the module docs).
     pub fn shrink_to_fit(&mut self) {
-        self.buf.shrink_to_fit();
+        if let Buf::Inline(a) = &self.buf
+            && (a.len() > PREFIX + self.len() || Buf::boxed_is_cheaper(self.len()))
+        {
+            self.buf = Buf::exact(self.as_bytes());
+        }
+    }
+
+    /// The node's bytes followed by the spare room (readers index it with offsets that
+    /// the layout keeps inside the node).
+    fn data(&self) -> &[u8] {
+        match &self.buf {
+            Buf::Inline(a) => &a[PREFIX..],
+            Buf::Boxed(b) => b,
+        }
+    }
+
+    /// [`Listpack::data`], to change it (copied first if a clone shares it).
+    fn data_mut(&mut self) -> &mut [u8] {
+        match &mut self.buf {
+            Buf::Inline(a) => &mut Arc::make_mut(a)[PREFIX..],
+            Buf::Boxed(b) => &mut Arc::make_mut(b)[..],
+        }
     }
 
     fn get_u32(&self, off: usize) -> u32 {
-        let b: [u8; 4] = self.buf[off..off + 4]
-            .try_into()
-            .expect("header field is 4 bytes");
-        u32::from_le_bytes(b)
-    }
-
-    fn set_u32(&mut self, off: usize, v: u32) {
-        self.buf[off..off + 4].copy_from_slice(&v.to_le_bytes());
+        get_u32(self.data(), off)
     }
 
     /// Number of live (not deleted) entries.
@@ -545,26 +723,57 @@ impl Listpack {
 
     /// Bytes used by header, master entry and entries.
     pub fn len(&self) -> usize {
-        self.buf.len()
+        match &self.buf {
+            Buf::Inline(a) => get_u32(a, 0) as usize,
+            Buf::Boxed(b) => b.len(),
+        }
     }
 
     /// Never true: a node always has its header and master entry.
     pub fn is_empty(&self) -> bool {
-        self.buf.is_empty()
+        self.len() == 0
     }
 
-    /// Bytes allocated for the buffer.
+    /// Bytes the node can hold before it must grow.
     pub fn capacity(&self) -> usize {
-        self.buf.capacity()
+        self.data().len()
+    }
+
+    /// What the node's allocations cost (counters, length, bytes and spare room, at the
+    /// allocator's size classes).
+    pub fn heap_size(&self) -> usize {
+        match &self.buf {
+            Buf::Inline(a) => usable_size(ARC_COUNTERS + a.len()),
+            Buf::Boxed(b) => {
+                usable_size(ARC_COUNTERS + std::mem::size_of::<Box<[u8]>>()) + usable_size(b.len())
+            }
+        }
+    }
+
+    /// True when the node's bytes are in their own allocation (see "Memory").
+    #[cfg(test)]
+    pub(crate) fn is_boxed(&self) -> bool {
+        matches!(self.buf, Buf::Boxed(_))
+    }
+
+    /// True when both handles share one allocation (a clone not written to since).
+    #[cfg(test)]
+    pub(crate) fn shares_bytes_with(&self, other: &Listpack) -> bool {
+        match (&self.buf, &other.buf) {
+            (Buf::Inline(a), Buf::Inline(b)) => Arc::ptr_eq(a, b),
+            (Buf::Boxed(a), Buf::Boxed(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
     }
 
     /// The master entry's shape.
     pub fn master(&self) -> Master {
         let mut pos = HDR_SIZE;
-        let nfields = usize::try_from(get_uvarint(&self.buf, &mut pos)).expect("field count fits");
+        let buf = self.data();
+        let nfields = usize::try_from(get_uvarint(buf, &mut pos)).expect("field count fits");
         let fields = pos;
         for _ in 0..nfields {
-            skip_elem(&self.buf, &mut pos);
+            skip_elem(buf, &mut pos);
         }
         Master {
             nfields,
@@ -581,7 +790,7 @@ impl Listpack {
 
     /// Decodes the entry whose head is at `start`, in a node with master ID `master`.
     pub fn entry_at(&self, master: StreamId, m: &Master, start: usize) -> EntryInfo {
-        let buf = &self.buf[..];
+        let buf = self.data();
         let mut pos = start;
         let (ms_delta, flags) = get_tagged(buf, &mut pos, HEAD_TAG_BITS);
         let seq_delta = unzigzag(get_uvarint(buf, &mut pos)) as u64;
@@ -609,7 +818,7 @@ impl Listpack {
 
     /// Decodes the entry that ends (back-len included) just before `end`.
     pub fn entry_before(&self, master: StreamId, m: &Master, end: usize) -> EntryInfo {
-        let (len, backlen_start) = get_backlen(&self.buf, end);
+        let (len, backlen_start) = get_backlen(self.data(), end);
         let len = usize::try_from(len).expect("entry length fits");
         let e = self.entry_at(master, m, backlen_start - len);
         debug_assert_eq!(e.end, end);
@@ -619,15 +828,16 @@ impl Listpack {
     /// The ID of the last entry, deleted or not.
     pub fn last_id(&self, master: StreamId) -> StreamId {
         let m = self.master();
-        self.entry_before(master, &m, self.buf.len()).id
+        self.entry_before(master, &m, self.len()).id
     }
 
     /// Iterates over every entry of the node, tombstones included, oldest first.
     pub fn entries(&self, master: StreamId) -> impl Iterator<Item = EntryInfo> + '_ {
         let m = self.master();
         let mut pos = m.entries;
+        let len = self.len();
         std::iter::from_fn(move || {
-            if pos >= self.buf.len() {
+            if pos >= len {
                 return None;
             }
             let e = self.entry_at(master, &m, pos);
@@ -639,7 +849,7 @@ impl Listpack {
     /// The elements `f1, v1, f2, v2, ...` of an entry read from this node.
     pub fn elements(&self, m: &Master, e: &EntryInfo) -> Elements<'_> {
         Elements {
-            buf: &self.buf,
+            buf: self.data(),
             master_pos: m.fields,
             pos: e.body,
             remaining: 2 * e.pairs,
@@ -649,10 +859,14 @@ impl Listpack {
 
     /// Flags the live entry whose head is at `start` as deleted and updates the counters.
     pub fn mark_deleted(&mut self, start: usize) {
-        assert!(self.buf[start] & FLAG_DELETED == 0, "entry already deleted");
-        self.buf[start] |= FLAG_DELETED;
-        self.set_u32(HDR_LIVE, self.get_u32(HDR_LIVE) - 1);
-        self.set_u32(HDR_DELETED, self.get_u32(HDR_DELETED) + 1);
+        assert!(
+            self.data()[start] & FLAG_DELETED == 0,
+            "entry already deleted"
+        );
+        let data = self.data_mut();
+        data[start] |= FLAG_DELETED;
+        set_u32(data, HDR_LIVE, get_u32(data, HDR_LIVE) - 1);
+        set_u32(data, HDR_DELETED, get_u32(data, HDR_DELETED) + 1);
     }
 }
 
@@ -753,7 +967,7 @@ pub struct NodeSummary {
 impl Listpack {
     /// The node's bytes (header, master entry, entries), as the module docs draw them.
     pub fn as_bytes(&self) -> &[u8] {
-        &self.buf
+        &self.data()[..self.len()]
     }
 
     /// A node from bytes written by [`Listpack::as_bytes`] for master ID `master`, after
@@ -763,13 +977,17 @@ impl Listpack {
     /// is the exact encoding of its entry's length (reverse walks land on entry heads),
     /// the live and deleted counters match the flags, at least one entry is live, and
     /// `redis-bytes` is what appending the same entries would have added up. Costs one
-    /// pass over the node; allocates nothing.
+    /// pass over the node, then a copy into the node's own allocation (see "Memory");
+    /// nothing is allocated for a node that is refused.
     pub fn from_bytes(
         buf: Vec<u8>,
         master: StreamId,
     ) -> Result<(Listpack, NodeSummary), NodeError> {
         if buf.len() < HDR_SIZE {
             return Err(NodeError("shorter than a node header"));
+        }
+        if u32::try_from(buf.len()).is_err() {
+            return Err(NodeError("longer than 4 GiB"));
         }
         let header =
             |off: usize| u32::from_le_bytes([buf[off], buf[off + 1], buf[off + 2], buf[off + 3]]);
@@ -845,7 +1063,10 @@ impl Listpack {
         if redis.min(u64::from(u32::MAX)) != u64::from(redis_hdr) {
             return Err(NodeError("the Redis-size field does not match the entries"));
         }
-        Ok((Listpack { buf }, NodeSummary { first_live, last }))
+        let lp = Listpack {
+            buf: Buf::exact(&buf),
+        };
+        Ok((lp, NodeSummary { first_live, last }))
     }
 }
 
@@ -1057,20 +1278,96 @@ mod tests {
     fn growth_is_geometric_and_capped() {
         let master = id(1, 0);
         let mut lp = Listpack::new(&[b"a", b"1"]);
-        assert!(
-            lp.capacity() < 64,
-            "one entry allocates to fit: {}",
-            lp.capacity()
-        );
-        let mut caps = vec![lp.capacity()];
+        assert_eq!(lp.capacity(), lp.len(), "one entry allocates to fit");
+        assert_eq!(lp.heap_size(), 48, "{} node bytes", lp.len());
+        let mut sizes = vec![lp.heap_size()];
         for i in 1..200u64 {
             lp.append(master, id(1, i), &[b"a", b"1"], 256);
-            if *caps.last().expect("nonempty") != lp.capacity() {
-                caps.push(lp.capacity());
+            if *sizes.last().expect("nonempty") != lp.heap_size() {
+                sizes.push(lp.heap_size());
             }
         }
-        assert!(caps.len() < 20, "{caps:?}");
-        assert!(caps.contains(&256), "{caps:?}");
+        assert!(sizes.len() < 20, "{sizes:?}");
+        // Doubling, stopping at the hint on the way, then doubling again.
+        assert!(sizes.contains(&256), "{sizes:?}");
+        assert!(sizes.contains(&512), "{sizes:?}");
+        // Sealing gives the spare room back.
+        lp.shrink_to_fit();
+        assert_eq!(lp.capacity(), lp.len());
+        assert_eq!(
+            lp.heap_size(),
+            usable_size(ARC_COUNTERS + PREFIX + lp.len())
+        );
+    }
+
+    /// Sealing keeps a node inline unless its bytes sit just under a size class, where
+    /// the 20 bytes of counters and length would cost a whole class more; a boxed node
+    /// reads, deletes and (after the node limits were raised) grows like any other.
+    #[test]
+    fn sealed_nodes_take_the_cheaper_form() {
+        let master = id(1, 0);
+        let mut small = Listpack::new(&[b"f", b"v"]);
+        small.append(master, id(2, 0), &[b"f", b"w"], 4096);
+        small.shrink_to_fit();
+        assert!(!small.is_boxed());
+        assert_eq!(
+            small.heap_size(),
+            usable_size(ARC_COUNTERS + PREFIX + small.len())
+        );
+        // Grow a node to just under 1,024 bytes.
+        let mut lp = Listpack::new(&[&b"f"[..], &[b'x'; 100][..]]);
+        let mut n = 1;
+        while lp.len() <= 1024 - 20 {
+            n += 1;
+            lp.append(master, id(1 + n, 0), &[&b"f"[..], b"x1234567890"], 4096);
+        }
+        let len = lp.len();
+        assert!(len > 1024 - 20 && len <= 1024, "{len}");
+        let before = lp.clone();
+        lp.shrink_to_fit();
+        assert!(lp.is_boxed());
+        assert_eq!(lp.heap_size(), 32 + 1024);
+        assert_eq!(lp, before);
+        assert_eq!(collect(&lp, master), collect(&before, master));
+        // Copy-on-write in the boxed form too.
+        let copy = lp.clone();
+        assert!(lp.shares_bytes_with(&copy));
+        let e = lp.entries(master).nth(3).expect("many entries");
+        lp.mark_deleted(e.start);
+        assert!(!lp.shares_bytes_with(&copy));
+        assert_eq!((lp.live(), copy.live()), (n - 1, n));
+        // Appending again makes it inline, with room.
+        lp.append(master, id(1000, 0), &[b"f", b"v"], 4096);
+        assert!(!lp.is_boxed());
+        assert_eq!(lp.total_entries(), n + 1);
+        assert!(lp.capacity() > lp.len());
+        assert_eq!(collect(&lp, master).len() as u64, n + 1);
+        // A node loaded whole takes the cheaper form as well.
+        let (loaded, _) = Listpack::from_bytes(copy.as_bytes().to_vec(), master).unwrap();
+        assert!(loaded.is_boxed());
+        assert_eq!(loaded, copy);
+    }
+
+    /// A clone shares the bytes; writing to either copies them first, and the other
+    /// keeps what it had.
+    #[test]
+    fn clones_share_bytes_until_written() {
+        let master = id(1, 0);
+        let mut a = Listpack::new(&[b"f", b"v"]);
+        a.append(master, id(2, 0), &[b"f", b"w"], 4096);
+        let b = a.clone();
+        assert!(a.shares_bytes_with(&b));
+        a.append(master, id(3, 0), &[b"f", b"x"], 4096);
+        assert!(!a.shares_bytes_with(&b));
+        assert_eq!(collect(&b, master).len(), 2);
+        assert_eq!(collect(&a, master).len(), 3);
+        let c = a.clone();
+        let e = a.entries(master).nth(1).expect("three entries");
+        a.mark_deleted(e.start);
+        assert_eq!(a.live(), 2);
+        assert_eq!(c.live(), 3);
+        assert!(c.entries(master).all(|e| !e.is_deleted()));
+        assert_ne!(a, c);
     }
 
     /// A node with every kind of entry: SAMEFIELDS and not, integers, strings long

@@ -2,16 +2,25 @@
 //! (reference §1.6), and its consumer groups.
 //!
 //! ```text
-//!  Stream
-//!  ├ index: Rax<Arc<Listpack>>  key = master ID as 16 bytes big-endian (StreamId::to_key)
+//!  Stream                                   (80 bytes, inline in the keyspace's slot)
+//!  ├ index: Rax<Listpack>  key = master ID as 16 bytes big-endian (StreamId::to_key)
 //!  │   ├ 1700000000000-0 ──▶ [hdr | master: bidder amount | e0 | e1 | ... | e99]  sealed
 //!  │   ├ 1700000000042-3 ──▶ [hdr | master: bidder amount | e0 | ... | e99]        sealed
 //!  │   └ 1700000000097-0 ──▶ [hdr | master: user action | e0 | e1 | e2]   tail (appends)
-//!  ├ tail            master ID of the last node (appends go there)
-//!  ├ length, first_id, last_id, max_deleted_entry_id, entries_added
-//!  ├ groups          consumer groups (group.rs)
-//!  └ idmp            idempotent producers, boxed and absent until used (idmp.rs)
+//!  ├ length, last_id, entries_added
+//!  └ extra: boxed, absent until a stream needs one of
+//!      ├ groups                consumer groups (group.rs)
+//!      ├ idmp                  idempotent producers, boxed again (idmp.rs)
+//!      └ max_deleted_entry_id  (0-0 until an XDEL-like command or XSETID sets it)
 //! ```
+//!
+//! The tail node (where appends go) is the last one of the index and the first entry ID
+//! is read from the first node: neither is stored. The rax keeps a single node inline
+//! (no tree), so for the common small stream both are a field read away; a larger index
+//! finds its last node by walking its rightmost path, which is also how the append path
+//! reaches the tail. A one-entry stream therefore costs its keyspace slot (the 80-byte
+//! header, the key and a chain link: 112 bytes) and its node (64 bytes for a short
+//! entry, see listpack.rs), plus its share of the keyspace's bucket array.
 //!
 //! Entries are appended to the tail node until it is full, exactly where Redis would call
 //! it full (`streamAppendItem`): when the node's size *in Redis's listpack encoding* plus
@@ -25,9 +34,7 @@
 //! [`Stream::trim`].
 //!
 //! Invariants: every node in the index has at least one live entry; the sum of the
-//! nodes' live counts is `length`; `first_id` is the first live entry's ID (`0-0` when
-//! empty); `tail` is the greatest key in the index when the index is not empty; every
-//! entry ID is `<= last_id`.
+//! nodes' live counts is `length`; every entry ID is `<= last_id`.
 
 pub mod group;
 pub mod id;
@@ -44,7 +51,6 @@ use group::Groups;
 use id::XAddId;
 use listpack::{Elements, Listpack, Master, NodeError};
 use rax::{Cursor, Rax, SeekOp};
-use std::sync::Arc;
 
 /// Redis `STREAM_LISTPACK_MAX_SIZE`: the node byte limit when `stream-node-max-bytes` is 0
 /// or larger than this.
@@ -164,20 +170,28 @@ impl GroupRefs for Groups {
     }
 }
 
-/// The entries of a stream: the node index and the counters that follow from it.
+/// The entries of a stream: the node index and the count that follows from it.
 #[derive(Debug, Clone, Default)]
 struct Nodes {
-    /// Master-ID key → node. Every node has at least one live entry. Nodes are shared
-    /// (`Arc`): cloning a stream for a background save copies the tree, not the nodes,
-    /// and a node is copied only when it is written while a clone still holds it (every
-    /// write goes through `Arc::make_mut`).
-    index: Rax<Arc<Listpack>>,
-    /// Master ID of the last node; meaningless when `index` is empty.
-    tail: StreamId,
+    /// Master-ID key → node. Every node has at least one live entry. Nodes share their
+    /// bytes: cloning a stream for a background save copies the tree, not the nodes, and
+    /// a node is copied only when it is written while a clone still holds it
+    /// (listpack.rs, "Memory").
+    index: Rax<Listpack>,
     /// Number of live entries over all nodes.
     length: u64,
-    /// ID of the first live entry, `0-0` when empty.
-    first_id: StreamId,
+}
+
+/// What most streams never use, boxed so that they pay one word for it.
+#[derive(Debug, Clone, Default)]
+struct Extra {
+    /// The stream's consumer groups.
+    groups: Groups,
+    /// Idempotent-production state (idmp.rs); `None` until the stream first uses IDMP,
+    /// XCFGSET or XIDMPRECORD.
+    idmp: Option<Box<idmp::Idmp>>,
+    /// Largest ID removed by XDEL/XDELEX/XACKDEL (not raised by trimming).
+    max_deleted_entry_id: StreamId,
 }
 
 /// A stream: entries ordered by ID plus the metadata Redis keeps (reference §1.6).
@@ -187,16 +201,14 @@ pub struct Stream {
     nodes: Nodes,
     /// The last generated ID; every entry's ID is `<=` it.
     last_id: StreamId,
-    /// Largest ID removed by XDEL/XDELEX/XACKDEL (not raised by trimming).
-    max_deleted_entry_id: StreamId,
     /// Lifetime count of appended entries.
     entries_added: u64,
-    /// The stream's consumer groups.
-    pub groups: Groups,
-    /// Idempotent-production state (idmp.rs); `None` until the stream first uses IDMP,
-    /// XCFGSET or XIDMPRECORD, so a stream that never does costs one word.
-    pub idmp: Option<Box<idmp::Idmp>>,
+    /// Groups, IDMP state and the largest deleted ID; `None` while all are empty.
+    extra: Option<Box<Extra>>,
 }
+
+/// The groups of a stream that has none.
+static NO_GROUPS: Groups = Groups::EMPTY;
 
 /// Decodes a node key (16 bytes, by construction).
 fn master_of(key: &[u8]) -> StreamId {
@@ -210,33 +222,26 @@ impl Nodes {
         if !c.seek(SeekOp::Le, &id.to_key()) {
             return None;
         }
-        c.next().map(|(k, lp)| (master_of(k), &**lp))
+        c.next().map(|(k, lp)| (master_of(k), lp))
     }
 
-    /// Removes the node keyed by `master`, keeping `tail` right.
+    /// Removes the node keyed by `master`.
     fn remove_node(&mut self, master: StreamId) {
         self.index
             .remove(&master.to_key())
             .expect("removing a node that exists");
-        if master == self.tail {
-            self.tail = self
-                .index
-                .last()
-                .map(|(k, _)| master_of(k))
-                .unwrap_or(StreamId::MIN);
-        }
     }
 
-    /// Recomputes `first_id` from the nodes.
-    fn refresh_first_id(&mut self) {
-        self.first_id = if self.length == 0 {
-            StreamId::MIN
-        } else {
-            let mut it = Range::new(self, StreamId::MIN, StreamId::MAX, false);
-            it.next()
-                .map(|e| e.id)
-                .expect("a non-empty stream has a first entry")
+    /// The ID of the first live entry, `0-0` when empty: the first node's first live
+    /// entry (usually its first entry, the master ID).
+    fn first_id(&self) -> StreamId {
+        let Some((k, lp)) = self.index.first() else {
+            return StreamId::MIN;
         };
+        lp.entries(master_of(k))
+            .find(|e| !e.is_deleted())
+            .map(|e| e.id)
+            .expect("every node has a live entry")
     }
 
     /// The next node to visit in a trim: the first one, or the first after `after`.
@@ -249,7 +254,7 @@ impl Nodes {
         if !found {
             return None;
         }
-        c.next().map(|(k, lp)| (master_of(k), &**lp))
+        c.next().map(|(k, lp)| (master_of(k), lp))
     }
 
     /// `streamTrim`. See [`Stream::trim`].
@@ -295,11 +300,7 @@ impl Nodes {
             }
             // Entry by entry: the node is partly in range, or references must be checked.
             let key = master.to_key();
-            let lp = self
-                .index
-                .get_mut(&key)
-                .map(Arc::make_mut)
-                .expect("node found a moment ago");
+            let lp = self.index.get_mut(&key).expect("node found a moment ago");
             let m = lp.master();
             let mut pos = lp.first_entry(&m);
             while pos < lp.len() {
@@ -331,9 +332,6 @@ impl Nodes {
             }
             after = Some(master);
         }
-        if deleted > 0 {
-            self.refresh_first_id();
-        }
         deleted
     }
 }
@@ -355,13 +353,18 @@ impl Stream {
     pub fn last_id(&self) -> StreamId {
         self.last_id
     }
-    /// The first live entry's ID, `0-0` when empty (`recorded-first-entry-id`).
+    /// The first live entry's ID, `0-0` when empty (`recorded-first-entry-id`), read
+    /// from the first node: its first entry unless tombstones lead it (then the first
+    /// live one). A one-node stream keeps that node inline in its index; a larger one
+    /// walks the index's leftmost path to it.
     pub fn first_id(&self) -> StreamId {
-        self.nodes.first_id
+        self.nodes.first_id()
     }
     /// Largest ID ever removed by XDEL/XDELEX/XACKDEL.
     pub fn max_deleted_entry_id(&self) -> StreamId {
-        self.max_deleted_entry_id
+        self.extra
+            .as_ref()
+            .map_or(StreamId::MIN, |x| x.max_deleted_entry_id)
     }
     /// Lifetime count of appended entries.
     pub fn entries_added(&self) -> u64 {
@@ -377,7 +380,53 @@ impl Stream {
     }
     /// XSETID MAXDELETEDID.
     pub fn set_max_deleted_entry_id(&mut self, id: StreamId) {
-        self.max_deleted_entry_id = id;
+        if id != self.max_deleted_entry_id() {
+            self.extra_mut().max_deleted_entry_id = id;
+        }
+    }
+
+    /// The boxed rarely used state, created on first use.
+    fn extra_mut(&mut self) -> &mut Extra {
+        self.extra.get_or_insert_with(Box::default)
+    }
+
+    /// The stream's consumer groups.
+    pub fn groups(&self) -> &Groups {
+        self.extra.as_ref().map_or(&NO_GROUPS, |x| &x.groups)
+    }
+
+    /// The stream's consumer groups, to change them (allocates the boxed state of a
+    /// stream that has none: use [`Stream::group_mut`] to change one group).
+    pub fn groups_mut(&mut self) -> &mut Groups {
+        &mut self.extra_mut().groups
+    }
+
+    /// The group called `name`, borrowed for changes.
+    pub fn group_mut(&mut self, name: &[u8]) -> Option<group::GroupMut<'_>> {
+        self.extra.as_mut()?.groups.get_mut(name)
+    }
+
+    /// The IDMP state, if the stream ever used IDMP, XCFGSET or XIDMPRECORD.
+    pub fn idmp(&self) -> Option<&idmp::Idmp> {
+        self.extra.as_ref()?.idmp.as_deref()
+    }
+
+    /// Replaces the IDMP state (loaders: RESTORE, RDB import).
+    pub fn set_idmp(&mut self, state: Option<Box<idmp::Idmp>>) {
+        match state {
+            Some(state) => self.extra_mut().idmp = Some(state),
+            None => {
+                if let Some(x) = &mut self.extra {
+                    x.idmp = None;
+                }
+            }
+        }
+    }
+
+    /// The IDMP state, to change it, if the stream has one ([`Stream::idmp_mut`] makes
+    /// one).
+    pub fn idmp_state_mut(&mut self) -> Option<&mut idmp::Idmp> {
+        self.extra.as_mut()?.idmp.as_deref_mut()
     }
 
     /// Resolves XADD's requested ID against `last_id` and the clock (reference §2.1).
@@ -429,35 +478,25 @@ impl Stream {
         );
         let max_bytes = limits.effective_max_bytes();
         let nodes = &mut self.nodes;
-        let tail = if nodes.index.is_empty() {
-            None
-        } else {
-            let lp = nodes
-                .index
-                .get_mut(&nodes.tail.to_key())
-                .map(Arc::make_mut)
-                .expect("tail node exists");
-            let raw_len: usize = elements.iter().map(|e| e.len()).sum();
-            let full = lp.redis_bytes().saturating_add(raw_len) >= max_bytes
-                || (limits.max_entries != 0 && lp.total_entries() >= limits.max_entries as u64);
-            if full {
-                lp.shrink_to_fit();
-                None
-            } else {
-                Some(lp)
+        let tail = match nodes.index.last_mut() {
+            None => None,
+            Some((key, lp)) => {
+                let raw_len: usize = elements.iter().map(|e| e.len()).sum();
+                let full = lp.redis_bytes().saturating_add(raw_len) >= max_bytes
+                    || (limits.max_entries != 0 && lp.total_entries() >= limits.max_entries as u64);
+                if full {
+                    lp.shrink_to_fit();
+                    None
+                } else {
+                    Some((master_of(key), lp))
+                }
             }
         };
         match tail {
-            Some(lp) => lp.append(nodes.tail, id, elements, max_bytes),
+            Some((master, lp)) => lp.append(master, id, elements, max_bytes),
             None => {
-                nodes
-                    .index
-                    .insert(&id.to_key(), Arc::new(Listpack::new(elements)));
-                nodes.tail = id;
+                nodes.index.insert(&id.to_key(), Listpack::new(elements));
             }
-        }
-        if nodes.length == 0 {
-            nodes.first_id = id;
         }
         nodes.length += 1;
         self.last_id = id;
@@ -515,7 +554,6 @@ impl Stream {
         let lp = nodes
             .index
             .get_mut(&master.to_key())
-            .map(Arc::make_mut)
             .expect("node found a moment ago");
         let Some(e) = lp.entries(master).find(|e| e.id >= id) else {
             return false;
@@ -528,11 +566,8 @@ impl Stream {
             nodes.remove_node(master);
         }
         nodes.length -= 1;
-        if id > self.max_deleted_entry_id {
-            self.max_deleted_entry_id = id;
-        }
-        if nodes.length == 0 || id == nodes.first_id {
-            nodes.refresh_first_id();
+        if id > self.max_deleted_entry_id() {
+            self.extra_mut().max_deleted_entry_id = id;
         }
         true
     }
@@ -550,13 +585,16 @@ impl Stream {
     /// references, DELREF also drops each removed ID from every group's PEL. Only
     /// entry-by-entry work on a node that is entirely in range continues to the next node.
     pub fn trim(&mut self, spec: &TrimSpec, limits: &NodeLimits) -> u64 {
-        self.nodes.trim(spec, limits, &mut self.groups)
+        match &mut self.extra {
+            Some(x) => self.nodes.trim(spec, limits, &mut x.groups),
+            None => self.nodes.trim(spec, limits, &mut Groups::default()),
+        }
     }
 
     /// The nodes in ID order with their master IDs, tombstones still inside (DUMP writes
     /// them as Redis nodes one for one, so the receiver keeps the same node boundaries).
     pub fn node_listpacks(&self) -> impl Iterator<Item = (StreamId, &Listpack)> + '_ {
-        self.nodes.index.iter().map(|(k, lp)| (master_of(k), &**lp))
+        self.nodes.index.iter().map(|(k, lp)| (master_of(k), lp))
     }
 
     /// Adds a whole node after every existing entry, keeping its boundaries and
@@ -572,27 +610,19 @@ impl Stream {
         if lp.live() == 0 || lp.first_entry(&m) >= lp.len() {
             return false;
         }
-        if !self.nodes.index.is_empty() {
-            let tail = &self.nodes.tail;
-            let Some(prev) = self.nodes.index.get(&tail.to_key()) else {
-                return false;
-            };
-            if master <= prev.last_id(*tail) {
-                return false;
-            }
-        }
-        let Some(first_live) = lp.entries(master).find(|e| !e.is_deleted()).map(|e| e.id) else {
+        if let Some((tail, prev)) = self.nodes.index.last()
+            && master <= prev.last_id(master_of(tail))
+        {
             return false;
-        };
+        }
+        if !lp.entries(master).any(|e| !e.is_deleted()) {
+            return false;
+        }
         let last = lp.last_id(master);
         lp.shrink_to_fit();
         let nodes = &mut self.nodes;
-        if nodes.length == 0 {
-            nodes.first_id = first_live;
-        }
         nodes.length += lp.live();
-        nodes.index.insert(&master.to_key(), Arc::new(lp));
-        nodes.tail = master;
+        nodes.index.insert(&master.to_key(), lp);
         if last > self.last_id {
             self.last_id = last;
         }
@@ -623,13 +653,9 @@ impl Stream {
         }
         let (lp, summary) = Listpack::from_bytes(bytes, master)?;
         let nodes = &mut self.nodes;
-        if nodes.length == 0 {
-            nodes.first_id = summary.first_live;
-        }
         nodes.length += lp.live();
         self.entries_added = self.entries_added.saturating_add(lp.total_entries());
-        nodes.index.insert(&master.to_key(), Arc::new(lp));
-        nodes.tail = master;
+        nodes.index.insert(&master.to_key(), lp);
         self.last_id = summary.last;
         Ok(())
     }
@@ -644,30 +670,31 @@ impl Stream {
         self.nodes.index.node_count()
     }
 
-    /// Estimated memory use in bytes (MEMORY USAGE): the stream itself, its node buffers
-    /// at the allocator's size classes, the index's tree nodes and the IDMP state.
-    /// Consumer groups are not counted here.
+    /// Estimated memory use in bytes (MEMORY USAGE): the stream itself, its nodes at the
+    /// allocator's size classes, the index's tree nodes, the boxed extra state and the
+    /// IDMP state. Consumer groups are not counted here.
     pub fn memory_usage(&self) -> usize {
-        let nodes: usize = self
-            .nodes
-            .index
-            .iter()
-            .map(|(_, lp)| memory::usable_size(lp.capacity()))
-            .sum();
+        let nodes: usize = self.nodes.index.iter().map(|(_, lp)| lp.heap_size()).sum();
+        let tree = if self.nodes.index.len() > 1 {
+            self.nodes.index.node_count() * memory::RAX_NODE_ESTIMATE
+        } else {
+            0
+        };
         std::mem::size_of::<Stream>()
             + nodes
-            + self.nodes.index.node_count() * memory::RAX_NODE_ESTIMATE
-            + self.nodes.index.len()
-                * memory::usable_size(
-                    std::mem::size_of::<Listpack>() + 2 * std::mem::size_of::<usize>(),
-                )
-            + self.idmp.as_ref().map_or(0, |i| i.memory_usage())
+            + tree
+            + self
+                .extra
+                .as_ref()
+                .map_or(0, |_| memory::usable_size(std::mem::size_of::<Extra>()))
+            + self.idmp().map_or(0, |i| i.memory_usage())
     }
 
     /// The IDMP state, created with `defaults` (`stream-idmp-duration`,
     /// `stream-idmp-maxsize`) on first use.
     pub fn idmp_mut(&mut self, defaults: (i64, i64)) -> &mut idmp::Idmp {
-        self.idmp
+        self.extra_mut()
+            .idmp
             .get_or_insert_with(|| Box::new(idmp::Idmp::new(defaults.0, defaults.1)))
     }
 }
@@ -676,7 +703,7 @@ impl Stream {
 /// ([`Stream::range`]). Seeks the node holding the start (or end) once, then walks.
 pub struct Range<'a> {
     /// Walks the index.
-    cursor: Cursor<'a, Arc<Listpack>>,
+    cursor: Cursor<'a, Listpack>,
     /// The node being read, its master ID and shape, and the position in it: the next
     /// entry's head going forwards, the end of the next entry going backwards.
     node: Option<(&'a Listpack, StreamId, Master, usize)>,
@@ -865,9 +892,6 @@ mod tests {
             }
         }
         assert_eq!(live, s.len());
-        if let Some((k, _)) = s.nodes.index.last() {
-            assert_eq!(master_of(k), s.nodes.tail);
-        }
         assert_eq!(
             s.first_id(),
             s.first_entry().map(|e| e.id).unwrap_or(StreamId::MIN)
@@ -922,7 +946,7 @@ mod tests {
                 .index
                 .iter()
                 .zip(b.nodes.index.iter())
-                .filter(|((_, x), (_, y))| Arc::ptr_eq(x, y))
+                .filter(|((_, x), (_, y))| x.shares_bytes_with(y))
                 .count()
         };
         assert_eq!(shared(&s, &copy), 3);
@@ -1118,6 +1142,50 @@ mod tests {
         assert!(s.is_empty());
         assert_eq!(s.first_id(), StreamId::MIN);
         assert_eq!(s.last_id(), id(6, 0));
+        check_invariants(&s);
+    }
+
+    /// The header stays in the keyspace's 112-byte slot class (with the 8-byte link and
+    /// the 24-byte key: tests/memory.rs measures the whole), and a stream that uses
+    /// neither groups, IDMP nor deletion never allocates its boxed extra state.
+    #[test]
+    fn the_header_is_80_bytes_and_the_extra_state_comes_on_first_use() {
+        assert_eq!(std::mem::size_of::<Stream>(), 80);
+        let lim = NodeLimits::default();
+        let mut s = Stream::new();
+        fill(&mut s, 3, &lim);
+        s.trim(&maxlen(2, false, None), &lim);
+        assert!(s.group_mut(b"g").is_none());
+        assert!(s.groups().is_empty() && s.idmp().is_none());
+        s.set_max_deleted_entry_id(StreamId::MIN);
+        assert!(s.extra.is_none(), "nothing needed the box yet");
+        assert_eq!(s.first_id(), id(2, 0));
+        // XDEL records the largest deleted ID there.
+        assert!(s.delete(id(2, 0)));
+        assert_eq!(s.max_deleted_entry_id(), id(2, 0));
+        assert!(s.extra.is_some());
+        assert_eq!(s.first_id(), id(3, 0));
+        assert!(s.groups_mut().create(b"g", StreamId::MIN, Some(0)));
+        assert!(s.group_mut(b"g").is_some());
+        assert_eq!(s.groups().len(), 1);
+        assert_eq!(s.clone().groups().len(), 1);
+    }
+
+    /// Appends reach the last node through the index (no stored tail), also after the
+    /// tail node was deleted whole and when the index is a tree.
+    #[test]
+    fn appends_go_to_the_last_node_of_the_index() {
+        let lim = limits(0, 3);
+        let mut s = Stream::new();
+        fill(&mut s, 7, &lim); // {1,2,3} {4,5,6} {7}
+        assert_eq!(s.radix_tree_keys(), 3);
+        assert!(s.delete(id(7, 0))); // the tail node goes
+        fill(&mut s, 1, &lim); // {4,5,6} is full: a new node {8}
+        assert_eq!(s.radix_tree_keys(), 3);
+        fill(&mut s, 2, &lim); // {8,9,10}
+        assert_eq!(s.radix_tree_keys(), 3);
+        let masters: Vec<StreamId> = s.node_listpacks().map(|(m, _)| m).collect();
+        assert_eq!(masters, vec![id(1, 0), id(4, 0), id(8, 0)]);
         check_invariants(&s);
     }
 

@@ -342,6 +342,14 @@ impl<V> Rax<V> {
         }
     }
 
+    /// The largest key and its value, mutable (one walk down the rightmost path).
+    pub fn last_mut(&mut self) -> Option<(&[u8], &mut V)> {
+        match &mut self.repr {
+            Repr::Small(e) => e.as_mut().map(|e| (&e.key[..], &mut e.value)),
+            Repr::Tree(t) => t.last_mut(),
+        }
+    }
+
     /// All entries in key order; iterates from both ends.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&[u8], &V)> + ExactSizeIterator {
         match &self.repr {
@@ -975,6 +983,19 @@ impl<V> Tree<V> {
             node = last;
         }
         node.entry.as_ref().map(|e| (&e.key[..], &e.value))
+    }
+
+    /// The largest key and its value, mutable.
+    fn last_mut(&mut self) -> Option<(&[u8], &mut V)> {
+        let mut node = &mut self.root;
+        loop {
+            let n = node.kid_count();
+            if n == 0 {
+                break;
+            }
+            node = &mut node.children[n - 1];
+        }
+        node.entry.as_mut().map(|e| (&e.key[..], &mut e.value))
     }
 
     /// All entries in key order; iterates from both ends.
