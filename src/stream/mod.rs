@@ -1146,7 +1146,7 @@ mod tests {
     }
 
     /// The header stays in the keyspace's 112-byte slot class (with the 8-byte link and
-    /// the 24-byte key: tests/memory.rs measures the whole), and a stream that uses
+    /// the 24-byte key: `cargo bench --bench memory` measures the whole), and a stream that uses
     /// neither groups, IDMP nor deletion never allocates its boxed extra state.
     #[test]
     fn the_header_is_80_bytes_and_the_extra_state_comes_on_first_use() {
