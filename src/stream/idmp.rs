@@ -167,6 +167,47 @@ impl Producer {
             .map(|&seq| ring[(seq - head) as usize].id)
     }
 
+    /// XADD's step, with one probe of the index: `Err(Some(entry))` when `iid` (hashed
+    /// `hash`) is tracked; otherwise, given `id`, appends it where the probe ended and
+    /// evicts the oldest iids beyond `maxsize`, returning `Ok(how many went)`; `Err(None)`
+    /// when it is neither tracked nor given an ID.
+    fn find_or_push(
+        &mut self,
+        iid: &[u8],
+        hash: u64,
+        id: Option<StreamId>,
+        maxsize: usize,
+    ) -> Result<u64, Option<StreamId>> {
+        let head = self.head;
+        let ring = &self.ring;
+        let entry = self.index.entry(
+            hash,
+            |&seq| ring[(seq - head) as usize].iid.as_bytes() == iid,
+            |&seq| ring[(seq - head) as usize].hash,
+        );
+        match entry {
+            hashbrown::hash_table::Entry::Occupied(found) => {
+                Err(Some(self.ring[(*found.get() - head) as usize].id))
+            }
+            hashbrown::hash_table::Entry::Vacant(place) => {
+                let Some(id) = id else {
+                    return Err(None);
+                };
+                place.insert(head + self.ring.len() as u64);
+                self.ring.push_back(Slot {
+                    iid: IidBytes::new(iid),
+                    id,
+                    hash,
+                });
+                let mut evicted = 0;
+                while self.ring.len() > maxsize && self.pop_front().is_some() {
+                    evicted += 1;
+                }
+                Ok(evicted)
+            }
+        }
+    }
+
     /// Appends an iid known not to be tracked.
     fn push(&mut self, iid: &[u8], hash: u64, id: StreamId) {
         let seq = self.head + self.ring.len() as u64;
@@ -350,18 +391,16 @@ impl Idmp {
                 self.iids_tracked -= p.drop_front(&mut unlimited, |id| id.ms <= cut);
             }
             if !p.ring.is_empty() {
-                if let Some(original) = p.get(key.iid, key.iid_hash) {
-                    return Check::Duplicate(original);
-                }
-                let Some(id) = id else {
-                    return Check::Absent;
-                };
-                let evicted = p.make_room(maxsize);
-                p.push(key.iid, key.iid_hash, id);
-                self.iids_tracked = self.iids_tracked + 1 - evicted;
-                self.iids_added += 1;
-                return Check::Recorded {
-                    new_producer: false,
+                return match p.find_or_push(key.iid, key.iid_hash, id, maxsize) {
+                    Err(Some(original)) => Check::Duplicate(original),
+                    Err(None) => Check::Absent,
+                    Ok(evicted) => {
+                        self.iids_tracked = self.iids_tracked + 1 - evicted;
+                        self.iids_added += 1;
+                        Check::Recorded {
+                            new_producer: false,
+                        }
+                    }
                 };
             }
             // Every iid had expired: the producer goes, and comes back new if recorded.
