@@ -586,57 +586,20 @@ mod tests {
             Vec<StreamId>,
         );
 
+        use crate::rdb::stream::tests::{idmp_view, pel_view, time_order};
+
         fn group_view(g: &ConsumerGroup) -> GroupView {
             (
                 g.name().to_vec(),
                 g.last_id(),
                 g.entries_read(),
-                g.pel_range(StreamId::MIN, StreamId::MAX)
-                    .map(|p| {
-                        (
-                            p.id,
-                            p.delivery_time,
-                            p.delivery_count,
-                            p.owner.map(<[u8]>::to_vec),
-                        )
-                    })
-                    .collect(),
+                pel_view(g),
                 g.consumers()
                     .map(|(_, c)| (c.name().to_vec(), c.seen_time(), c.active_time()))
                     .collect(),
                 // Delivery-time order: the NACK zone in NACK order, then oldest first.
-                g.by_time().map(|p| p.id).collect(),
+                time_order(g),
             )
-        }
-
-        type IdmpView = (
-            u32,
-            u32,
-            u64,
-            u64,
-            u64,
-            Vec<(Vec<u8>, Vec<(Vec<u8>, StreamId)>)>,
-        );
-
-        fn idmp_view(s: &Stream) -> Option<IdmpView> {
-            s.idmp().map(|i| {
-                (
-                    i.duration(),
-                    i.maxsize(),
-                    i.iids_added(),
-                    i.iids_duplicates(),
-                    i.iids_tracked(),
-                    i.producers()
-                        .into_iter()
-                        .map(|(p, iids)| {
-                            (
-                                p.to_vec(),
-                                iids.into_iter().map(|(i, id)| (i.to_vec(), id)).collect(),
-                            )
-                        })
-                        .collect(),
-                )
-            })
         }
 
         proptest! {

@@ -686,7 +686,7 @@ fn encode_node(master: StreamId, lp: &Listpack) -> Vec<u8> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::stream::NodeLimits;
     use bytes::Bytes;
@@ -871,7 +871,8 @@ mod tests {
 
     // --- types 26 and 27 ------------------------------------------------------------
 
-    fn pel_view(
+    /// A group's PEL as comparable values: ID, delivery time and count, owner.
+    pub(crate) fn pel_view(
         g: &crate::stream::group::ConsumerGroup,
     ) -> Vec<(StreamId, u64, u64, Option<Vec<u8>>)> {
         g.pel_range(StreamId::MIN, StreamId::MAX)
@@ -886,19 +887,30 @@ mod tests {
             .collect()
     }
 
-    fn time_order(g: &crate::stream::group::ConsumerGroup) -> Vec<StreamId> {
+    /// A group's pending IDs in delivery-time order (the NACK zone first).
+    pub(crate) fn time_order(g: &crate::stream::group::ConsumerGroup) -> Vec<StreamId> {
         g.by_time().map(|p| p.id).collect()
     }
 
-    type IdmpView = (u32, u32, u64, u64, Vec<(Vec<u8>, Vec<(Vec<u8>, StreamId)>)>);
+    /// Duration, maxsize, iids added, duplicates, tracked, and every producer's iids.
+    pub(crate) type IdmpView = (
+        u32,
+        u32,
+        u64,
+        u64,
+        u64,
+        Vec<(Vec<u8>, Vec<(Vec<u8>, StreamId)>)>,
+    );
 
-    fn idmp_view(s: &Stream) -> Option<IdmpView> {
+    /// A stream's IDMP state as comparable values.
+    pub(crate) fn idmp_view(s: &Stream) -> Option<IdmpView> {
         s.idmp().map(|i| {
             (
                 i.duration(),
                 i.maxsize(),
                 i.iids_added(),
                 i.iids_duplicates(),
+                i.iids_tracked(),
                 i.producers()
                     .into_iter()
                     .map(|(pid, iids)| {
@@ -1008,7 +1020,7 @@ mod tests {
             let other = read(&mut r, STREAM_LISTPACKS_5, (8, 9)).expect("reads");
             assert_eq!(
                 idmp_view(&other),
-                Some((defaults.0 as u32, defaults.1 as u32, 0, 0, vec![]))
+                Some((defaults.0 as u32, defaults.1 as u32, 0, 0, 0, vec![]))
             );
         }
     }
@@ -1126,6 +1138,7 @@ mod tests {
                 5,
                 7,
                 3,
+                2,
                 vec![(
                     b"p1".to_vec(),
                     vec![
