@@ -365,18 +365,40 @@ pub static FAMILIES: &[&[CommandSpec]] = &[
     xidmp::COMMANDS,
 ];
 
-static INDEX: LazyLock<HashMap<&'static str, &'static CommandSpec>> = LazyLock::new(|| {
-    FAMILIES
-        .iter()
-        .flat_map(|f| f.iter())
-        .map(|c| (c.name, c))
-        .collect()
-});
+/// Command name (lowercase bytes) → its row. Looked up once per command, so it hashes
+/// with foldhash rather than SipHash: the table is fixed at start-up (nothing a client
+/// sends is ever inserted), so a client cannot lengthen its chains.
+static INDEX: LazyLock<HashMap<&'static [u8], &'static CommandSpec, foldhash::fast::FixedState>> =
+    LazyLock::new(|| {
+        FAMILIES
+            .iter()
+            .flat_map(|f| f.iter())
+            .map(|c| (c.name.as_bytes(), c))
+            .collect()
+    });
 
 /// The Redis version a `since` text such as `"8.6.0"` names, as `(major, minor)`.
+/// A part that is not a number (or above 255) reads as 0. Runs on every command (the
+/// `compat-version` check), so it reads the bytes once instead of splitting and parsing.
 pub fn since_version(since: &str) -> (u8, u8) {
-    let mut parts = since.split('.').map(|p| p.parse::<u8>().unwrap_or(0));
-    (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
+    let mut parts = [Some(0u8); 2];
+    let mut part = 0;
+    for b in since.bytes() {
+        if b == b'.' {
+            part += 1;
+            if part == parts.len() {
+                break;
+            }
+            continue;
+        }
+        parts[part] = match b {
+            b'0'..=b'9' => parts[part]
+                .and_then(|v| v.checked_mul(10))
+                .and_then(|v| v.checked_add(b - b'0')),
+            _ => None,
+        };
+    }
+    (parts[0].unwrap_or(0), parts[1].unwrap_or(0))
 }
 
 /// All top-level commands.
@@ -393,8 +415,7 @@ pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
     let lower = &mut buf[..name.len()];
     lower.copy_from_slice(name);
     lower.make_ascii_lowercase();
-    let lower = std::str::from_utf8(lower).ok()?;
-    INDEX.get(lower).copied()
+    INDEX.get(&*lower).copied()
 }
 
 /// For a container, the subcommand `argv[1]` names; for other commands, the command.
@@ -449,6 +470,23 @@ pub fn reply_help(ctx: &mut Ctx<'_>, container: &str, lines: &[&str]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn since_versions_read_as_split_and_parse_would() {
+        let by_parsing = |since: &str| {
+            let mut parts = since.split('.').map(|p| p.parse::<u8>().unwrap_or(0));
+            (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
+        };
+        let texts = all()
+            .flat_map(|c| std::iter::once(c.since).chain(c.subcommands.iter().map(|s| s.since)))
+            .chain([
+                "", "8", "8.", ".6", "8.10.1", "x.6", "8.y", "300.1", "7.255", "7.256",
+            ]);
+        for since in texts {
+            assert_eq!(since_version(since), by_parsing(since), "{since:?}");
+        }
+        assert_eq!(since_version("8.10.0"), (8, 10));
+    }
 
     #[test]
     fn every_command_is_found_case_insensitively() {
