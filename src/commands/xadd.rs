@@ -479,7 +479,8 @@ impl<'a> XAdd<'a> {
         // With IDMP state on the stream, the duplicate check also records a new iid (the
         // ID is resolved first; appending cannot fail after that): `Some(new producer)`.
         let mut recorded = None;
-        let id = match ctx.lookup(&self.key) {
+        let key_hash = ctx.db().hash_key(&self.key);
+        let id = match ctx.lookup_hashed(key_hash, &self.key) {
             Some(stream) => {
                 let resolved = self.resolve_id(stream, now_ms);
                 if let Some(key) = &idmp
@@ -508,7 +509,7 @@ impl<'a> XAdd<'a> {
         };
         let defaults = ctx.core.idmp_defaults;
         let db = ctx.db();
-        let stream = db.get_or_create(&self.key);
+        let stream = db.get_or_create_hashed(key_hash, &self.key);
         stream.append(id, self.elements, &limits);
         let removed = match &self.trim {
             Some(trim) => stream.trim(trim, &limits),
@@ -530,27 +531,31 @@ impl<'a> XAdd<'a> {
         }
         ctx.out.bulk_id(id);
         ctx.modified(&self.key);
-        let (id_text, id_len) = id.format();
-        let mut len_text = itoa::Buffer::new();
-        let mut effect: Vec<&[u8]> = Vec::with_capacity(10 + self.elements.len());
-        effect.extend([b"XADD".as_slice(), &self.key]);
-        if removed > 0 {
-            let trim = self.trim.as_ref().expect("something was trimmed");
-            effect.extend(policy_word(trim.policy));
-            effect.extend([
-                b"MAXLEN".as_slice(),
-                b"=",
-                len_text.format(len_after).as_bytes(),
-            ]);
+        if ctx.propagates() {
+            let (id_text, id_len) = id.format();
+            let mut len_text = itoa::Buffer::new();
+            let mut effect: Vec<&[u8]> = Vec::with_capacity(10 + self.elements.len());
+            effect.extend([b"XADD".as_slice(), &self.key]);
+            if removed > 0 {
+                let trim = self.trim.as_ref().expect("something was trimmed");
+                effect.extend(policy_word(trim.policy));
+                effect.extend([
+                    b"MAXLEN".as_slice(),
+                    b"=",
+                    len_text.format(len_after).as_bytes(),
+                ]);
+            }
+            match &self.idmp {
+                Some(IdmpArg::Explicit { pid, iid }) => {
+                    effect.extend([b"IDMP".as_slice(), pid, iid])
+                }
+                Some(IdmpArg::Auto { pid }) => effect.extend([b"IDMPAUTO".as_slice(), pid]),
+                None => {}
+            }
+            effect.push(&id_text[..id_len]);
+            effect.extend(self.elements.iter().map(|e| &e[..]));
+            ctx.propagate(&effect);
         }
-        match &self.idmp {
-            Some(IdmpArg::Explicit { pid, iid }) => effect.extend([b"IDMP".as_slice(), pid, iid]),
-            Some(IdmpArg::Auto { pid }) => effect.extend([b"IDMPAUTO".as_slice(), pid]),
-            None => {}
-        }
-        effect.push(&id_text[..id_len]);
-        effect.extend(self.elements.iter().map(|e| &e[..]));
-        ctx.propagate(&effect);
         if first_use {
             // The settings the stream's IDMP state got, so replay does not depend on
             // the defaults then.

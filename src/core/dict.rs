@@ -282,6 +282,12 @@ impl<V> Dict<V> {
         self.hasher.hash_one(key)
     }
 
+    /// The hash of `key` in this dict, for a command that looks the same key up more
+    /// than once ([`Dict::get_mut_hashed`], [`Dict::get_or_insert_with_hashed`]).
+    pub fn hash_key(&self, key: &[u8]) -> u64 {
+        self.hash(key)
+    }
+
     /// Number of keys.
     pub fn len(&self) -> usize {
         self.tables[0].used + self.tables[1].used
@@ -324,8 +330,16 @@ impl<V> Dict<V> {
         if self.is_empty() {
             return None;
         }
-        self.rehash_step();
         let hash = self.hash(key);
+        self.get_mut_hashed(hash, key)
+    }
+
+    /// [`Dict::get_mut`] with `hash` = [`Dict::hash_key`]`(key)` already computed.
+    pub fn get_mut_hashed(&mut self, hash: u64, key: &[u8]) -> Option<&mut V> {
+        if self.is_empty() {
+            return None;
+        }
+        self.rehash_step();
         self.find_mut(hash, key)
     }
 
@@ -342,8 +356,19 @@ impl<V> Dict<V> {
 
     /// The value of `key`, inserted with `make()` first if missing.
     pub fn get_or_insert_with(&mut self, key: &[u8], make: impl FnOnce() -> V) -> &mut V {
-        self.rehash_step();
         let hash = self.hash(key);
+        self.get_or_insert_with_hashed(hash, key, make)
+    }
+
+    /// [`Dict::get_or_insert_with`] with `hash` = [`Dict::hash_key`]`(key)` already
+    /// computed.
+    pub fn get_or_insert_with_hashed(
+        &mut self,
+        hash: u64,
+        key: &[u8],
+        make: impl FnOnce() -> V,
+    ) -> &mut V {
+        self.rehash_step();
         let present =
             self.tables[0].find(hash, key).is_some() || self.tables[1].find(hash, key).is_some();
         if !present {

@@ -83,6 +83,22 @@ impl Db {
         self.keys.get_or_insert_with(key, Stream::default)
     }
 
+    /// The hash of `key` in the keyspace (see [`Db::get_or_create_hashed`]).
+    pub fn hash_key(&self, key: &[u8]) -> u64 {
+        self.keys.hash_key(key)
+    }
+
+    /// The stream at `key` (whose [`Db::hash_key`] is `hash`), mutable, ignoring expiry.
+    pub fn get_mut_hashed(&mut self, hash: u64, key: &[u8]) -> Option<&mut Stream> {
+        self.keys.get_mut_hashed(hash, key)
+    }
+
+    /// [`Db::get_or_create`] with the key's hash already computed.
+    pub fn get_or_create_hashed(&mut self, hash: u64, key: &[u8]) -> &mut Stream {
+        self.keys
+            .get_or_insert_with_hashed(hash, key, Stream::default)
+    }
+
     /// Sets `key`'s absolute expiry time (unix ms).
     pub fn set_expire(&mut self, key: &[u8], at_ms: u64) {
         self.expires.insert(key.into(), at_ms);

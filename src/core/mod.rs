@@ -182,10 +182,17 @@ impl Ctx<'_> {
 
     /// The stream at `key` after lazy expiry (and keyspace hit/miss accounting).
     pub fn lookup(&mut self, key: &[u8]) -> Option<&mut Stream> {
+        let hash = self.db().hash_key(key);
+        self.lookup_hashed(hash, key)
+    }
+
+    /// [`Ctx::lookup`] with `hash` = [`Db::hash_key`]`(key)` already computed, for a
+    /// command that reaches the same key again (XADD creates it after the checks).
+    pub fn lookup_hashed(&mut self, hash: u64, key: &[u8]) -> Option<&mut Stream> {
         self.expire_if_needed(key);
         let idx = self.client.db;
         let core = &mut *self.core;
-        let found = core.dbs[idx].get_mut(key);
+        let found = core.dbs[idx].get_mut_hashed(hash, key);
         if found.is_some() {
             core.stats.keyspace_hits += 1;
         } else {
@@ -220,6 +227,12 @@ impl Ctx<'_> {
     pub fn propagate<A: AsRef<[u8]>>(&mut self, argv: &[A]) {
         let db = self.client.db;
         self.core.propagate(db, argv);
+    }
+
+    /// Would [`Ctx::propagate`] record anything (an append-only log is open and the
+    /// server is not loading)? Hot commands skip building their effect when not.
+    pub fn propagates(&self) -> bool {
+        !self.core.loading && self.core.persist.aof.is_some()
     }
 
     /// Records a write to `key`: WATCH invalidation and the dirty counter (Redis:
