@@ -62,11 +62,30 @@ impl RespWriter {
         self.proto == Protocol::Resp3
     }
 
+    /// `<prefix><n>\r\n`: aggregate and bulk headers, integers. Most are below 100 (field
+    /// and value lengths, entry counts), which are written without formatting (Redis
+    /// keeps shared headers for these).
     fn line(&mut self, prefix: u8, n: i64) {
-        self.buf.push(prefix);
-        self.buf
-            .extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
-        self.buf.extend_from_slice(b"\r\n");
+        match n {
+            0..=9 => self
+                .buf
+                .extend_from_slice(&[prefix, b'0' + n as u8, b'\r', b'\n']),
+            10..=99 => self.buf.extend_from_slice(&[
+                prefix,
+                b'0' + (n / 10) as u8,
+                b'0' + (n % 10) as u8,
+                b'\r',
+                b'\n',
+            ]),
+            _ => {
+                let mut text = itoa::Buffer::new();
+                let digits = text.format(n).as_bytes();
+                self.buf.reserve(digits.len() + 3);
+                self.buf.push(prefix);
+                self.buf.extend_from_slice(digits);
+                self.buf.extend_from_slice(b"\r\n");
+            }
+        }
     }
 
     /// `+text\r\n`. `text` must not contain CR or LF.
@@ -104,6 +123,8 @@ impl RespWriter {
 
     /// `$len\r\nbytes\r\n`.
     pub fn bulk(&mut self, bytes: &[u8]) {
+        // Header (at most `$` + 20 digits + CRLF), payload and CRLF in one reservation.
+        self.buf.reserve(bytes.len() + 25);
         self.line(b'$', bytes.len() as i64);
         self.buf.extend_from_slice(bytes);
         self.buf.extend_from_slice(b"\r\n");
@@ -266,6 +287,39 @@ mod tests {
 
     fn w(proto: Protocol) -> RespWriter {
         RespWriter::new(proto)
+    }
+
+    #[test]
+    fn header_numbers_are_decimal_on_both_sides_of_the_short_paths() {
+        for n in [
+            i64::MIN,
+            -100,
+            -10,
+            -1,
+            0,
+            1,
+            9,
+            10,
+            42,
+            99,
+            100,
+            101,
+            999,
+            i64::MAX,
+        ] {
+            let mut a = w(Protocol::Resp2);
+            a.integer(n);
+            assert_eq!(a.buf, format!(":{n}\r\n").into_bytes(), "{n}");
+        }
+        for len in [0usize, 1, 9, 10, 99, 100, 1000] {
+            let mut a = w(Protocol::Resp2);
+            let payload = vec![b'x'; len];
+            a.bulk(&payload);
+            let mut want = format!("${len}\r\n").into_bytes();
+            want.extend_from_slice(&payload);
+            want.extend_from_slice(b"\r\n");
+            assert_eq!(a.buf, want, "{len}");
+        }
     }
 
     #[test]
