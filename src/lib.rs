@@ -27,6 +27,7 @@ pub mod persist;
 pub mod rdb;
 pub mod resp;
 pub mod server;
+pub mod short_bytes;
 pub mod stream;
 pub mod util;
 

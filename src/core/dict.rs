@@ -24,9 +24,9 @@
 //!    8 B    24 B       V
 //!
 //!   one allocation per key: the link, the key and the value. A key of up to 22 bytes
-//!   is stored in the slot itself (Redis 8 embeds keys in its dict entries too); a
-//!   longer one in a boxed copy. Either way a copy: never a slice of a client's read
-//!   buffer, which it would keep alive.
+//!   is stored in the slot itself (`ShortBytes`, short_bytes.rs; Redis 8 embeds keys in
+//!   its dict entries too); a longer one in a boxed copy. Either way a copy: never a
+//!   slice of a client's read buffer, which it would keep alive.
 //!
 //!   key, inline:  | tag | len | 22 bytes, zero-padded |
 //!   key, boxed:   | tag | ... | Box<[u8]>: ptr, len   |
@@ -56,6 +56,7 @@
 //! present for the whole scan is returned at least once; a key may be returned twice
 //! when the table shrank in between; a cursor of 0 starts and ends a scan.
 
+use crate::short_bytes::ShortBytes;
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 
@@ -71,47 +72,8 @@ type Link<V> = Option<Box<Slot<V>>>;
 /// One key, its value, and the rest of its bucket's chain.
 struct Slot<V> {
     next: Link<V>,
-    key: Key,
+    key: ShortBytes,
     value: V,
-}
-
-/// A key's bytes: short keys inside the slot, longer ones boxed (24 bytes either way).
-#[derive(Clone)]
-enum Key {
-    /// `data[..len]`, the rest zero.
-    Inline { len: u8, data: [u8; Key::INLINE] },
-    /// More than [`Key::INLINE`] bytes.
-    Boxed(Box<[u8]>),
-}
-
-impl Key {
-    /// The most bytes kept inline: as many as fit beside the tag and the length in the
-    /// 24 bytes the boxed form takes anyway.
-    const INLINE: usize = 22;
-
-    fn new(key: &[u8]) -> Key {
-        if key.len() <= Self::INLINE {
-            let mut data = [0; Self::INLINE];
-            data[..key.len()].copy_from_slice(key);
-            Key::Inline {
-                len: key.len() as u8,
-                data,
-            }
-        } else {
-            Key::Boxed(key.into())
-        }
-    }
-}
-
-impl std::ops::Deref for Key {
-    type Target = [u8];
-
-    fn deref(&self) -> &[u8] {
-        match self {
-            Key::Inline { len, data } => &data[..usize::from(*len)],
-            Key::Boxed(b) => b,
-        }
-    }
 }
 
 /// One bucket array.
@@ -250,7 +212,7 @@ impl<V: Clone> Clone for Dict<V> {
                 hash,
                 Box::new(Slot {
                     next: None,
-                    key: Key::new(key),
+                    key: ShortBytes::new(key),
                     value: value.clone(),
                 }),
             );
@@ -392,7 +354,7 @@ impl<V> Dict<V> {
         self.expand_if_needed();
         let slot = Box::new(Slot {
             next: None,
-            key: Key::new(key),
+            key: ShortBytes::new(key),
             value,
         });
         let target = if self.is_rehashing() { 1 } else { 0 };

@@ -248,7 +248,7 @@ fn strchr(buf: &[u8], needle: u8) -> Option<usize> {
 const WHOLE_MAX_ARGS: usize = 1024;
 
 /// Reads a `<kind><digits>\r\n` header at `at`: its value and the index after it, when
-/// the digits are 1 to 18 decimal digits without a leading zero (or just `0`) followed by
+/// the digits are 1 to 17 decimal digits without a leading zero (or just `0`) followed by
 /// `'\r'` and one more byte. `None` otherwise, also for a header not complete yet.
 fn decimal_header(bytes: &[u8], at: usize, kind: u8) -> Option<(u64, usize)> {
     if *bytes.get(at)? != kind {

@@ -42,6 +42,7 @@
 //! lengths; `1 <= duration <= 86400`, `1 <= maxsize <= 10000`.
 
 use super::StreamId;
+use crate::short_bytes::ShortBytes;
 use bytes::Bytes;
 use hashbrown::HashTable;
 use std::collections::VecDeque;
@@ -88,44 +89,10 @@ impl<'a> IdmpKey<'a> {
     }
 }
 
-/// Longest iid kept inside its slot.
-const INLINE_IID: usize = 22;
-
-/// An iid's bytes: inline up to [`INLINE_IID`] bytes, boxed beyond (24 bytes either way).
-#[derive(Debug, Clone)]
-enum IidBytes {
-    /// `len` bytes at the start of `bytes`.
-    Inline { len: u8, bytes: [u8; INLINE_IID] },
-    /// A longer iid.
-    Boxed(Box<[u8]>),
-}
-
-impl IidBytes {
-    fn new(iid: &[u8]) -> IidBytes {
-        if iid.len() <= INLINE_IID {
-            let mut bytes = [0u8; INLINE_IID];
-            bytes[..iid.len()].copy_from_slice(iid);
-            IidBytes::Inline {
-                len: iid.len() as u8,
-                bytes,
-            }
-        } else {
-            IidBytes::Boxed(iid.into())
-        }
-    }
-
-    fn as_bytes(&self) -> &[u8] {
-        match self {
-            IidBytes::Inline { len, bytes } => &bytes[..usize::from(*len)],
-            IidBytes::Boxed(b) => b,
-        }
-    }
-}
-
 /// One tracked iid.
 #[derive(Debug, Clone)]
 struct Slot {
-    iid: IidBytes,
+    iid: ShortBytes,
     /// The entry the iid added.
     id: StreamId,
     /// `hash_bytes(iid)`, so eviction and index growth never rehash the bytes.
@@ -175,7 +142,7 @@ impl Producer {
         let ring = &self.ring;
         let entry = self.index.entry(
             hash,
-            |&seq| ring[(seq - head) as usize].iid.as_bytes() == iid,
+            |&seq| ring[(seq - head) as usize].iid[..] == *iid,
             |&seq| ring[(seq - head) as usize].hash,
         );
         match entry {
@@ -188,7 +155,7 @@ impl Producer {
                 };
                 place.insert(head + self.ring.len() as u64);
                 self.ring.push_back(Slot {
-                    iid: IidBytes::new(iid),
+                    iid: ShortBytes::new(iid),
                     id,
                     hash,
                 });
@@ -498,7 +465,7 @@ impl Idmp {
             .producers
             .iter()
             .map(|p| {
-                let iids = p.ring.iter().map(|s| (s.iid.as_bytes(), s.id)).collect();
+                let iids = p.ring.iter().map(|s| (&s.iid[..], s.id)).collect();
                 (&p.pid[..], iids)
             })
             .collect();
@@ -517,9 +484,7 @@ impl Idmp {
             n += p.ring.capacity() * std::mem::size_of::<Slot>();
             for s in &p.ring {
                 n += per_iid - std::mem::size_of::<Slot>();
-                if let IidBytes::Boxed(b) = &s.iid {
-                    n += b.len();
-                }
+                n += s.iid.heap_len();
             }
         }
         n
