@@ -33,6 +33,7 @@ impl ShortBytes {
     pub const INLINE: usize = 22;
 
     /// A copy of `bytes`.
+    #[inline]
     pub fn new(bytes: &[u8]) -> ShortBytes {
         ShortBytes(if bytes.len() <= Self::INLINE {
             let mut data = [0; Self::INLINE];
@@ -58,6 +59,7 @@ impl ShortBytes {
 impl Deref for ShortBytes {
     type Target = [u8];
 
+    #[inline]
     fn deref(&self) -> &[u8] {
         match &self.0 {
             Repr::Inline { len, data } => &data[..usize::from(*len)],
