@@ -148,6 +148,9 @@ pub struct Core {
     /// Client limits from the config (`timeout`, `tcp-keepalive`,
     /// `client-output-buffer-limit`, `maxmemory`), refreshed on CONFIG SET.
     pub limits: crate::server::limits::ClientLimits,
+    /// Polling before sleeping (`idle-poll-us`): connections report activity to it and
+    /// the server runs its loop.
+    pub idle_poll: std::rc::Rc<crate::server::idle_poll::IdlePoll>,
 }
 
 /// Everything a command handler may touch.
@@ -342,6 +345,7 @@ impl Core {
             loading: false,
             acl: crate::acl::Acl::new(),
             limits: Default::default(),
+            idle_poll: Default::default(),
             config,
         };
         core.refresh_config_cache();
@@ -364,6 +368,9 @@ impl Core {
         self.compat =
             crate::config::compat_version(self.config.get("compat-version").unwrap_or(""));
         self.limits = crate::server::limits::ClientLimits::from_config(&self.config);
+        let idle_poll_us = self.config.get_i64("idle-poll-us").max(0) as u64;
+        self.idle_poll
+            .set_window(std::time::Duration::from_micros(idle_poll_us));
     }
 
     /// True when clients may see a feature of Redis `major.minor`: `compat-version` is at

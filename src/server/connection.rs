@@ -232,6 +232,7 @@ fn process_batch(
     output: &OutputState,
 ) -> Next {
     let mut core = core.borrow_mut();
+    core.idle_poll.note_activity();
     let Some(mut client) = core.clients.remove(&id) else {
         return Next::Close;
     };

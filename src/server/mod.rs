@@ -12,6 +12,7 @@
 
 pub mod client;
 pub mod connection;
+pub mod idle_poll;
 pub mod limits;
 pub mod protected;
 pub mod tls;
@@ -108,6 +109,7 @@ pub async fn run(
     let mut loaded = false;
     spawn_cron(core.clone());
     spawn_block_timer(core.clone());
+    tokio::task::spawn_local(core.borrow().idle_poll.clone().run());
     let mut sigterm = signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut sigint = signal(tokio::signal::unix::SignalKind::interrupt())?;
     loop {
