@@ -816,6 +816,41 @@ impl Listpack {
         }
     }
 
+    /// The ID of the entry whose head is at `start` (reads the head and seq-delta only).
+    fn id_at(&self, master: StreamId, start: usize) -> StreamId {
+        let buf = self.data();
+        let mut pos = start;
+        let (ms_delta, _) = get_tagged(buf, &mut pos, HEAD_TAG_BITS);
+        let seq_delta = unzigzag(get_uvarint(buf, &mut pos)) as u64;
+        StreamId::new(master.ms + ms_delta, master.seq.wrapping_add(seq_delta))
+    }
+
+    /// Offset of the head of the first entry (deleted or not) whose ID is `>= id`, or
+    /// [`Listpack::len`] when every entry is smaller: where a forward range starting at
+    /// `id` begins in this node.
+    ///
+    /// Walks back from the end with the back-lens, reading only each entry's ID: a step
+    /// costs two varints, where a forward step must also skip every field and value. So
+    /// seeking a random ID reads on average half the entries, each cheaply. An `id` at
+    /// or before the first entry answers at once.
+    pub fn seek_ge(&self, master: StreamId, m: &Master, id: StreamId) -> usize {
+        let first = m.entries;
+        if self.id_at(master, first) >= id {
+            return first;
+        }
+        let buf = self.data();
+        let mut pos = self.len();
+        // Invariant: every entry from `pos` on is >= id; the first entry is < id.
+        loop {
+            let (len, backlen_start) = get_backlen(buf, pos);
+            let head = backlen_start - usize::try_from(len).expect("entry length fits");
+            if head == first || self.id_at(master, head) < id {
+                return pos;
+            }
+            pos = head;
+        }
+    }
+
     /// Decodes the entry that ends (back-len included) just before `end`.
     pub fn entry_before(&self, master: StreamId, m: &Master, end: usize) -> EntryInfo {
         let (len, backlen_start) = get_backlen(self.data(), end);
@@ -1199,6 +1234,47 @@ mod tests {
             b"",
         ] {
             assert_eq!(Value::classify(s), Value::Str(s), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn seek_ge_finds_the_first_entry_at_or_after_an_id() {
+        let master = id(1000, 3);
+        let mut lp = Listpack::new(&[&b"bidder"[..], b"17", b"amount", b"-3"]);
+        let long = vec![b'x'; 300];
+        let mut ids = vec![master];
+        for i in 1..90u64 {
+            // Gaps in ms and seq (seq below the master's too), entries of other shapes
+            // and long values (multi-byte back-lens).
+            let e = id(1000 + i * i, (i * 7) % 5);
+            let shape: Vec<&[u8]> = match i % 3 {
+                0 => vec![b"bidder", b"9", b"amount", &long],
+                1 => vec![b"other", b"v"],
+                _ => vec![b"bidder", b"1", b"amount", b"2"],
+            };
+            lp.append(master, e, &shape, 1 << 20);
+            ids.push(e);
+        }
+        let m = lp.master();
+        let heads: Vec<(StreamId, usize)> = lp.entries(master).map(|e| (e.id, e.start)).collect();
+        // Deleted entries are still found (the range skips them).
+        lp.mark_deleted(heads[10].1);
+        let m2 = lp.master();
+        assert_eq!(m2.entries, m.entries);
+        let mut probes = vec![StreamId::MIN, StreamId::MAX];
+        for &e in &ids {
+            probes.extend([
+                e,
+                StreamId::new(e.ms, e.seq + 1),
+                StreamId::new(e.ms - 1, 9),
+            ]);
+        }
+        for probe in probes {
+            let want = heads
+                .iter()
+                .find(|(i, _)| *i >= probe)
+                .map_or(lp.len(), |&(_, start)| start);
+            assert_eq!(lp.seek_ge(master, &m, probe), want, "{probe:?}");
         }
     }
 

@@ -512,7 +512,11 @@ impl Stream {
     pub fn get(&self, id: StreamId) -> Option<Entry<'_>> {
         let (master, lp) = self.nodes.node_for(id)?;
         let m = lp.master();
-        let e = lp.entries(master).find(|e| e.id >= id)?;
+        let pos = lp.seek_ge(master, &m, id);
+        if pos >= lp.len() {
+            return None;
+        }
+        let e = lp.entry_at(master, &m, pos);
         if e.id != id || e.is_deleted() {
             return None;
         }
@@ -555,9 +559,12 @@ impl Stream {
             .index
             .get_mut(&master.to_key())
             .expect("node found a moment ago");
-        let Some(e) = lp.entries(master).find(|e| e.id >= id) else {
+        let m = lp.master();
+        let pos = lp.seek_ge(master, &m, id);
+        if pos >= lp.len() {
             return false;
-        };
+        }
+        let e = lp.entry_at(master, &m, pos);
         if e.id != id || e.is_deleted() {
             return false;
         }
@@ -710,6 +717,8 @@ pub struct Range<'a> {
     start: StreamId,
     end: StreamId,
     rev: bool,
+    /// Going forwards, the first node entered is sought for `start` instead of walked.
+    seek_in_node: bool,
     done: bool,
 }
 
@@ -731,6 +740,7 @@ impl<'a> Range<'a> {
             start,
             end,
             rev,
+            seek_in_node: !rev,
             done,
         }
     }
@@ -752,12 +762,17 @@ impl<'a> Iterator for Range<'a> {
                     match next {
                         Some((k, lp)) => {
                             let m = lp.master();
+                            let master = master_of(k);
                             let pos = if self.rev {
                                 lp.len()
+                            } else if self.seek_in_node {
+                                // Only the first node may hold entries before `start`.
+                                self.seek_in_node = false;
+                                lp.seek_ge(master, &m, self.start)
                             } else {
                                 lp.first_entry(&m)
                             };
-                            self.node = Some((lp, master_of(k), m, pos));
+                            self.node = Some((lp, master, m, pos));
                         }
                         None => self.done = true,
                     }
