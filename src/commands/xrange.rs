@@ -71,14 +71,8 @@ pub fn lookup_for_reply<'c>(
     ctx: &'c mut Ctx<'_>,
     key: &[u8],
 ) -> (Option<&'c mut Stream>, &'c mut RespWriter) {
-    let found = ctx.lookup(key).is_some();
-    let db = ctx.client.db;
-    let stream = if found {
-        ctx.core.dbs[db].get_mut(key)
-    } else {
-        None
-    };
-    (stream, &mut *ctx.out)
+    let hash = ctx.db().hash_key(key);
+    ctx.lookup_hashed_with_out(hash, key)
 }
 
 /// Writes one entry: `[id, [f1, v1, f2, v2, ...]]` (Redis: the body of

@@ -38,7 +38,7 @@
 //! is woken only by the usual signals (XADD, key changes, XGROUP DESTROY) or its timeout.
 
 use super::xgroup::counters;
-use super::xrange::{lookup_for_reply, write_entry, write_range};
+use super::xrange::{write_entry, write_range};
 use super::{CommandSpec, flags::*, is, parse_i64};
 use crate::core::Ctx;
 use crate::error::{ReplyError, lossy};
@@ -475,10 +475,13 @@ fn xreadgroup(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         .expect("parse_read_options requires GROUP for XREADGROUP");
     let keys = opts.keys(argv);
     // Key by key: the key and group must exist, then the ID must be acceptable.
+    // Each key is hashed once; the hash serves both visits (Redis, too, looks every key
+    // up twice, and counts two keyspace hits).
     let mut from = Vec::with_capacity(keys.len());
     for (key, id) in keys.iter().zip(opts.ids(argv)) {
+        let hash = ctx.db().hash_key(key);
         if ctx
-            .lookup(key)
+            .lookup_hashed(hash, key)
             .is_none_or(|s| s.groups().get(group).is_none())
         {
             return Err(ReplyError::NoGroupReadGroup {
@@ -486,12 +489,12 @@ fn xreadgroup(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
                 group: lossy(group),
             });
         }
-        from.push(parse_group_from(id)?);
+        from.push((parse_group_from(id)?, hash));
     }
     let now = ctx.now_ms;
     let mut served = 0;
-    for (key, &f) in keys.iter().zip(&from) {
-        let (stream, out) = lookup_for_reply(ctx, key);
+    for (key, &(f, hash)) in keys.iter().zip(&from) {
+        let (stream, out) = ctx.lookup_hashed_with_out(hash, key);
         let stream = stream.expect("validated above, in the same command");
         let read = GroupRead {
             group,
@@ -527,7 +530,7 @@ fn xreadgroup(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
                 let wake = keys
                     .iter()
                     .zip(&from)
-                    .filter(|(_, f)| matches!(f, GroupFrom::New))
+                    .filter(|(_, (f, _))| matches!(f, GroupFrom::New))
                     .filter_map(|(k, _)| {
                         db.get(k)?.groups().get(group)?.next_claimable_at(min_idle)
                     })

@@ -204,6 +204,25 @@ impl Ctx<'_> {
         found
     }
 
+    /// [`Ctx::lookup_hashed`] that also hands out the reply writer, for a read command
+    /// that writes replies from the stream it holds (one hash and one probe per key).
+    pub fn lookup_hashed_with_out(
+        &mut self,
+        hash: u64,
+        key: &[u8],
+    ) -> (Option<&mut Stream>, &mut RespWriter) {
+        self.expire_if_needed(key);
+        let idx = self.client.db;
+        let core = &mut *self.core;
+        let found = core.dbs[idx].get_mut_hashed(hash, key);
+        if found.is_some() {
+            core.stats.keyspace_hits += 1;
+        } else {
+            core.stats.keyspace_misses += 1;
+        }
+        (found, &mut *self.out)
+    }
+
     /// True if `key` exists (after lazy expiry).
     pub fn exists(&mut self, key: &[u8]) -> bool {
         self.expire_if_needed(key);
