@@ -192,16 +192,7 @@ impl Ctx<'_> {
     /// [`Ctx::lookup`] with `hash` = [`Db::hash_key`]`(key)` already computed, for a
     /// command that reaches the same key again (XADD creates it after the checks).
     pub fn lookup_hashed(&mut self, hash: u64, key: &[u8]) -> Option<&mut Stream> {
-        self.expire_if_needed(key);
-        let idx = self.client.db;
-        let core = &mut *self.core;
-        let found = core.dbs[idx].get_mut_hashed(hash, key);
-        if found.is_some() {
-            core.stats.keyspace_hits += 1;
-        } else {
-            core.stats.keyspace_misses += 1;
-        }
-        found
+        self.lookup_hashed_with_out(hash, key).0
     }
 
     /// [`Ctx::lookup_hashed`] that also hands out the reply writer, for a read command
