@@ -104,8 +104,10 @@ pub struct Core {
     pub compat: (u8, u8),
     /// Databases.
     pub dbs: Vec<Db>,
-    /// Connected clients other than the one executing right now.
-    pub clients: HashMap<u64, Client>,
+    /// Connected clients other than the one executing right now. Every batch of commands
+    /// takes its client out and puts it back, so the table hashes with foldhash: ids are
+    /// the server's own sequence numbers, nothing a client could choose to collide.
+    pub clients: HashMap<u64, Client, foldhash::fast::FixedState>,
     /// Next client id to hand out.
     pub next_client_id: u64,
     /// Statistics.
@@ -335,7 +337,7 @@ impl Core {
             idmp_defaults: (100, 100),
             compat: (8, 10),
             dbs: (0..ndb).map(|_| Db::default()).collect(),
-            clients: HashMap::new(),
+            clients: HashMap::default(),
             next_client_id: 1,
             stats: Stats::default(),
             started: Instant::now(),
