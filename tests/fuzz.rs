@@ -203,7 +203,7 @@ impl Harness {
         .map(|s| s.to_string())
         .collect();
         let config = Config::load(None, &args).expect("config");
-        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let (tx, _rx) = streamd::server::mailbox::mailbox();
         let client = Client::new(1 << 40, "fuzz".into(), String::new(), true, unix_ms(), tx);
         let mut h = Harness {
             core: Core::new(config, 0),

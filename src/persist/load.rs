@@ -247,7 +247,7 @@ impl Default for Replayer {
 impl Replayer {
     /// A replayer on database 0.
     pub fn new() -> Replayer {
-        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let (tx, _rx) = crate::server::mailbox::mailbox();
         Replayer {
             client: Client::new(0, "loader".into(), String::new(), true, unix_ms(), tx),
             out: RespWriter::new(Protocol::Resp2),

@@ -7,7 +7,6 @@ use crate::resp::Argv;
 use crate::resp::writer::Protocol;
 use bytes::Bytes;
 use std::rc::Rc;
-use tokio::sync::mpsc;
 
 /// A message from the core to a connection task, outside the request/reply rhythm.
 #[derive(Debug)]
@@ -88,7 +87,7 @@ pub struct Client {
     pub blocked: Option<BlockState>,
     /// Channel to the connection task. Send through [`Client::send`], which accounts
     /// for the queued bytes.
-    pub tx: mpsc::UnboundedSender<ClientMsg>,
+    pub tx: super::mailbox::Sender,
     /// Pending output shared with the connection task (`client-output-buffer-limit`).
     pub output: Rc<OutputState>,
 }
@@ -101,7 +100,7 @@ impl Client {
         laddr: String,
         authenticated: bool,
         now_ms: u64,
-        tx: mpsc::UnboundedSender<ClientMsg>,
+        tx: super::mailbox::Sender,
     ) -> Client {
         Client {
             id,

@@ -16,7 +16,7 @@ use bytes::BytesMut;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 /// Read buffer size per read call (Redis's PROTO_IOBUF_LEN).
@@ -67,7 +67,7 @@ pub async fn serve<S>(
 ) where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (tx, mut rx) = super::mailbox::mailbox();
     let refused = {
         let c = core.borrow();
         super::protected::refuses(

@@ -14,6 +14,7 @@ pub mod client;
 pub mod connection;
 pub mod idle_poll;
 pub mod limits;
+pub mod mailbox;
 pub mod protected;
 pub mod tls;
 
