@@ -1,5 +1,5 @@
 //! Per-client state visible to commands: id, name, db, protocol, library info, the
-//! MULTI queue and watched keys, and the channel back to the connection task.
+//! MULTI queue and watched keys, and the mailbox back to the connection task.
 
 use super::limits::OutputState;
 use crate::config::BufferLimit;
@@ -85,7 +85,7 @@ pub struct Client {
     pub in_exec: bool,
     /// Set while blocked in a stream read.
     pub blocked: Option<BlockState>,
-    /// Channel to the connection task. Send through [`Client::send`], which accounts
+    /// Mailbox to the connection task. Send through [`Client::send`], which accounts
     /// for the queued bytes.
     pub tx: super::mailbox::Sender,
     /// Pending output shared with the connection task (`client-output-buffer-limit`).

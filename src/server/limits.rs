@@ -6,9 +6,9 @@
 //!
 //! ```text
 //!   core ──execute──▶ RespWriter (replies of the current batch) ─┐
-//!   core ──Client::send──▶ channel (MONITOR lines, blocked      ├─▶ socket
+//!   core ──Client::send──▶ mailbox (MONITOR lines, blocked      ├─▶ socket
 //!                                   replies)                      ┘
-//!   pending = bytes in the batch's writer + bytes queued in the channel
+//!   pending = bytes in the batch's writer + bytes queued in the mailbox
 //! ```
 //!
 //! [`OutputState`] is shared (`Rc`) between the [`Client`](super::client::Client) in the
@@ -69,7 +69,7 @@ impl ClientLimits {
 /// One client's pending output, shared by the core and the connection task.
 #[derive(Debug, Default)]
 pub struct OutputState {
-    /// Bytes queued in the channel to the connection and not yet written.
+    /// Bytes queued in the mailbox to the connection and not yet written.
     queued: Cell<usize>,
     /// Since when the pending output has been above the soft limit (Redis:
     /// `obuf_soft_limit_reached_time`); `None` while below it.
@@ -85,12 +85,12 @@ pub struct OutputState {
 }
 
 impl OutputState {
-    /// Bytes queued in the channel.
+    /// Bytes queued in the mailbox.
     pub fn queued(&self) -> usize {
         self.queued.get()
     }
 
-    /// Records `n` more bytes queued in the channel.
+    /// Records `n` more bytes queued in the mailbox.
     pub fn add_queued(&self, n: usize) {
         self.queued.set(self.queued.get().saturating_add(n));
     }
