@@ -508,10 +508,10 @@ pub fn info_text(ctx: &Ctx<'_>, sections: &[String]) -> String {
         push_section("Errorstats", body);
     }
     if wanted("commandstats") {
-        let body: String = core
-            .stats
-            .commands
-            .iter()
+        let mut by_name: Vec<_> = core.stats.commands.iter().collect();
+        by_name.sort_unstable_by_key(|(name, _)| **name);
+        let body: String = by_name
+            .into_iter()
             .map(|(name, c)| {
                 format!(
                     "cmdstat_{name}:calls={},usec={},usec_per_call={:.2},rejected_calls={},failed_calls={}\r\n",

@@ -68,7 +68,9 @@ pub struct Stats {
     /// Error replies by code (INFO errorstats).
     pub errors: BTreeMap<String, u64>,
     /// Per-command counters, by full lower-case name.
-    pub commands: BTreeMap<&'static str, CommandStats>,
+    /// Hashed (foldhash; the keys are the server's own command names) rather than
+    /// ordered: every command updates it, INFO sorts it when asked.
+    pub commands: HashMap<&'static str, CommandStats, foldhash::fast::FixedState>,
     /// Bytes read from clients.
     pub net_input_bytes: u64,
     /// Bytes written to clients.

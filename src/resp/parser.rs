@@ -251,6 +251,17 @@ const WHOLE_MAX_ARGS: usize = 1024;
 /// the digits are 1 to 17 decimal digits without a leading zero (or just `0`) followed by
 /// `'\r'` and one more byte. `None` otherwise, also for a header not complete yet.
 fn decimal_header(bytes: &[u8], at: usize, kind: u8) -> Option<(u64, usize)> {
+    // Most headers have one or two digits (command names, keys, IDs, small values): read
+    // those with one pattern instead of the loop (the answers are the loop's).
+    match bytes.get(at..)? {
+        [k, d @ b'0'..=b'9', b'\r', _, ..] if *k == kind => {
+            return Some((u64::from(d - b'0'), at + 4));
+        }
+        [k, d1 @ b'1'..=b'9', d2 @ b'0'..=b'9', b'\r', _, ..] if *k == kind => {
+            return Some((u64::from(d1 - b'0') * 10 + u64::from(d2 - b'0'), at + 5));
+        }
+        _ => {}
+    }
     if *bytes.get(at)? != kind {
         return None;
     }
@@ -652,6 +663,60 @@ mod tests {
             out.extend_from_slice(b"\r\n");
         }
         out
+    }
+
+    /// The one- and two-digit shortcut of `decimal_header` answers exactly as its loop:
+    /// checked against a plain reading of the rule on every header of up to three digits
+    /// (leading zeros included), cut short at every length, at two offsets.
+    #[test]
+    fn decimal_header_shortcut_matches_the_rule() {
+        fn by_the_rule(bytes: &[u8], at: usize, kind: u8) -> Option<(u64, usize)> {
+            if *bytes.get(at)? != kind {
+                return None;
+            }
+            let digits = bytes[at + 1..]
+                .iter()
+                .take_while(|b| b.is_ascii_digit())
+                .count();
+            if digits == 0 || digits > 17 || (digits > 1 && bytes[at + 1] == b'0') {
+                return None;
+            }
+            let cr = at + 1 + digits;
+            if *bytes.get(cr)? != b'\r' || cr + 1 >= bytes.len() {
+                return None;
+            }
+            let text = std::str::from_utf8(&bytes[at + 1..cr]).ok()?;
+            Some((text.parse().ok()?, cr + 2))
+        }
+        let mut bodies: Vec<String> = Vec::new();
+        for n in 0..1000 {
+            bodies.push(n.to_string());
+            bodies.push(format!("0{n}"));
+        }
+        bodies.push(String::new());
+        for kind in [b'$', b'*'] {
+            for body in &bodies {
+                for other_kind in [kind, b'+'] {
+                    let full = [&b"xx"[..], &[other_kind], body.as_bytes(), b"\r\nrest"].concat();
+                    for end in 0..=full.len() {
+                        for at in [0, 2] {
+                            let bytes = &full[..end];
+                            let want = if at <= bytes.len() {
+                                by_the_rule(bytes, at, kind)
+                            } else {
+                                None
+                            };
+                            let got = if at <= bytes.len() {
+                                decimal_header(bytes, at, kind)
+                            } else {
+                                None
+                            };
+                            assert_eq!(got, want, "{:?} at {at}", String::from_utf8_lossy(bytes));
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]
