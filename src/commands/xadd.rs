@@ -569,7 +569,7 @@ impl<'a> XAdd<'a> {
 /// Logs `key`'s IDMP settings and counters as they are now (`STREAMD.IDMP key duration
 /// maxsize iids-added iids-duplicates`, persist/idmp.rs).
 fn log_idmp_state(ctx: &mut Ctx<'_>, key: &[u8]) {
-    if ctx.core.loading || ctx.core.persist.aof.is_none() {
+    if !ctx.propagates() {
         return;
     }
     let db = ctx.client.db;

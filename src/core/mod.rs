@@ -249,7 +249,7 @@ impl Ctx<'_> {
     /// Would [`Ctx::propagate`] record anything (an append-only log is open and the
     /// server is not loading)? Hot commands skip building their effect when not.
     pub fn propagates(&self) -> bool {
-        !self.core.loading && self.core.persist.aof.is_some()
+        self.core.propagates()
     }
 
     /// Records a write to `key`: WATCH invalidation and the dirty counter (Redis:
@@ -417,6 +417,12 @@ impl Core {
             Some(_) => !matches!(spec.name, "discard" | "quit" | "reset"),
             None => false,
         }
+    }
+
+    /// Would [`Core::propagate`] record anything: an append-only log is open and the
+    /// server is not loading.
+    pub fn propagates(&self) -> bool {
+        !self.loading && self.persist.aof.is_some()
     }
 
     /// Appends the effect `argv` (a command in replayable, deterministic form) on

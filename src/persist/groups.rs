@@ -73,7 +73,7 @@ pub fn log_effects(
 ) {
     let db = ctx.client.db;
     let core = &mut *ctx.core;
-    if core.loading || core.persist.aof.is_none() || fx.is_empty() {
+    if !core.propagates() || fx.is_empty() {
         return;
     }
     let Some(g) = core.dbs[db].get(key).and_then(|s| s.groups().get(group)) else {
@@ -149,7 +149,7 @@ pub fn log_effects(
 pub fn log_consumer(ctx: &mut Ctx<'_>, key: &[u8], group: &[u8], consumer: &[u8]) {
     let db = ctx.client.db;
     let core = &mut *ctx.core;
-    if core.loading || core.persist.aof.is_none() {
+    if !core.propagates() {
         return;
     }
     let Some(c) = core.dbs[db]
