@@ -19,9 +19,10 @@
 //! its pending replies are dropped and the connection closed, even while the task is
 //! stuck writing to a peer that stopped reading.
 
+use super::waker_slot::WakerSlot;
 use crate::config::{BufferLimit, Config};
-use std::cell::{Cell, RefCell};
-use std::task::{Poll, Waker};
+use std::cell::Cell;
+use std::task::Poll;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -81,7 +82,7 @@ pub struct OutputState {
     /// thread, and the task waits on it around every read and write, where a `Notify`
     /// costs a lock and a waiter-list insertion and removal (~230 instructions per
     /// unpipelined request under callgrind).
-    kill_waker: RefCell<Option<Waker>>,
+    kill_waker: WakerSlot,
 }
 
 impl OutputState {
@@ -113,10 +114,7 @@ impl OutputState {
             if self.killed.get() {
                 return Poll::Ready(());
             }
-            let mut slot = self.kill_waker.borrow_mut();
-            if !slot.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                *slot = Some(cx.waker().clone());
-            }
+            self.kill_waker.register(cx);
             Poll::Pending
         })
     }
@@ -160,10 +158,7 @@ impl OutputState {
         }
         if over {
             self.killed.set(true);
-            let waker = self.kill_waker.borrow_mut().take();
-            if let Some(waker) = waker {
-                waker.wake();
-            }
+            self.kill_waker.wake();
         }
         over
     }

@@ -20,28 +20,21 @@
 //! [`Client`]: super::client::Client
 
 use super::client::ClientMsg;
+use super::waker_slot::WakerSlot;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::future::Future;
 use std::rc::Rc;
-use std::task::{Poll, Waker};
+use std::task::Poll;
 
 /// The state both ends share.
 #[derive(Debug, Default)]
 struct Shared {
     queue: RefCell<VecDeque<ClientMsg>>,
     /// The receiving task's waker, left by its last pending `recv`.
-    waker: RefCell<Option<Waker>>,
+    waker: WakerSlot,
     sender_gone: Cell<bool>,
     receiver_gone: Cell<bool>,
-}
-
-impl Shared {
-    fn wake(&self) {
-        if let Some(w) = self.waker.borrow().as_ref() {
-            w.wake_by_ref();
-        }
-    }
 }
 
 /// The core's end of a client's queue.
@@ -66,7 +59,7 @@ impl Sender {
             return Err(msg);
         }
         self.0.queue.borrow_mut().push_back(msg);
-        self.0.wake();
+        self.0.waker.wake();
         Ok(())
     }
 }
@@ -74,7 +67,7 @@ impl Sender {
 impl Drop for Sender {
     fn drop(&mut self) {
         self.0.sender_gone.set(true);
-        self.0.wake();
+        self.0.waker.wake();
     }
 }
 
@@ -89,10 +82,7 @@ impl Receiver {
             if shared.sender_gone.get() {
                 return Poll::Ready(None);
             }
-            let mut slot = shared.waker.borrow_mut();
-            if !slot.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                *slot = Some(cx.waker().clone());
-            }
+            shared.waker.register(cx);
             Poll::Pending
         })
     }
@@ -102,7 +92,7 @@ impl Drop for Receiver {
     fn drop(&mut self) {
         self.0.receiver_gone.set(true);
         self.0.queue.borrow_mut().clear();
-        self.0.waker.borrow_mut().take();
+        self.0.waker.clear();
     }
 }
 

@@ -17,6 +17,7 @@ pub mod limits;
 pub mod mailbox;
 pub mod protected;
 pub mod tls;
+pub mod waker_slot;
 
 use crate::core::{Core, unix_ms};
 use std::cell::RefCell;
