@@ -103,6 +103,7 @@
 //! recursion; the depth of the tree (at most one node more than the length of the
 //! longest key) never reaches the call stack. Only `Clone` recurses.
 
+use crate::short_bytes::ShortBytes;
 use std::fmt;
 use std::mem;
 
@@ -657,115 +658,13 @@ fn capacity_for(n: usize) -> usize {
     n.div_ceil(step) * step
 }
 
-/// Bytes of a node (a run, or a branch's child bytes): up to [`Bytes::INLINE`] of them
-/// inside the node itself, more in an allocation of the exact size. Short is the common
-/// case (a 16-byte stream ID never needs a longer run), so a step down the tree usually
-/// reads the bytes from the node it already has in cache instead of following one more
-/// pointer. A given byte string always takes the same form, so memory use depends only
-/// on the contents.
-#[derive(Clone)]
-enum Bytes {
-    /// `data[..len]`, the rest zero.
-    Inline { len: u8, data: [u8; Bytes::INLINE] },
-    /// More than [`Bytes::INLINE`] bytes.
-    Heap(Box<[u8]>),
-}
-
-impl Bytes {
-    /// The most bytes kept inline: as many as fit beside the tag in the 24 bytes that
-    /// the `Heap` form takes anyway.
-    const INLINE: usize = 22;
-
-    const EMPTY: Bytes = Bytes::Inline {
-        len: 0,
-        data: [0; Bytes::INLINE],
-    };
-
-    fn new(b: &[u8]) -> Self {
-        if b.len() <= Self::INLINE {
-            let mut data = [0; Self::INLINE];
-            data[..b.len()].copy_from_slice(b);
-            Bytes::Inline {
-                len: b.len() as u8,
-                data,
-            }
-        } else {
-            Bytes::Heap(b.into())
-        }
-    }
-
-    fn concat(a: &[u8], b: &[u8]) -> Self {
-        if a.len() + b.len() <= Self::INLINE {
-            let mut data = [0; Self::INLINE];
-            data[..a.len()].copy_from_slice(a);
-            data[a.len()..a.len() + b.len()].copy_from_slice(b);
-            Bytes::Inline {
-                len: (a.len() + b.len()) as u8,
-                data,
-            }
-        } else {
-            Bytes::Heap([a, b].concat().into_boxed_slice())
-        }
-    }
-
-    /// Inserts `byte` at `k`.
-    fn insert(&mut self, k: usize, byte: u8) {
-        match self {
-            Bytes::Inline { len, data } if usize::from(*len) < Self::INLINE => {
-                data.copy_within(k..usize::from(*len), k + 1);
-                data[k] = byte;
-                *len += 1;
-            }
-            Bytes::Inline { .. } => {
-                *self = Bytes::Heap([&self[..k], &[byte], &self[k..]].concat().into())
-            }
-            Bytes::Heap(b) => {
-                // Growing by exactly one goes through `realloc`, which can often extend
-                // the block in place.
-                let mut v = mem::take(b).into_vec();
-                v.reserve_exact(1);
-                v.insert(k, byte);
-                *b = v.into_boxed_slice();
-            }
-        }
-    }
-
-    /// Removes the byte at `k`.
-    fn remove(&mut self, k: usize) {
-        match self {
-            Bytes::Inline { len, data } => {
-                data.copy_within(k + 1..usize::from(*len), k);
-                *len -= 1;
-                data[usize::from(*len)] = 0;
-            }
-            Bytes::Heap(b) if b.len() - 1 <= Self::INLINE => {
-                *self = Bytes::concat(&b[..k], &b[k + 1..]);
-            }
-            Bytes::Heap(b) => {
-                let mut v = mem::take(b).into_vec();
-                v.remove(k);
-                *b = v.into_boxed_slice();
-            }
-        }
-    }
-}
-
-impl Default for Bytes {
-    fn default() -> Self {
-        Bytes::EMPTY
-    }
-}
-
-impl std::ops::Deref for Bytes {
-    type Target = [u8];
-
-    fn deref(&self) -> &[u8] {
-        match self {
-            Bytes::Inline { len, data } => &data[..usize::from(*len)],
-            Bytes::Heap(b) => b,
-        }
-    }
-}
+/// Bytes of a node (a run, or a branch's child bytes), and entry keys: up to
+/// [`ShortBytes::INLINE`] of them inside the node itself, more in an allocation of the
+/// exact size. Short is the common case (a 16-byte stream ID never needs a longer run),
+/// so a step down the tree usually reads the bytes from the node it already has in cache
+/// instead of following one more pointer. A given byte string always takes the same
+/// form, so memory use depends only on the contents.
+type Bytes = ShortBytes;
 
 /// Length of the common prefix of `a` and `b`.
 fn common_prefix(a: &[u8], b: &[u8]) -> usize {
@@ -1406,9 +1305,11 @@ impl<V> Tree<V> {
                 "a node without value or children"
             );
             let n = node.kid_count();
-            if let Bytes::Heap(b) = &node.bytes {
-                assert!(b.len() > Bytes::INLINE, "short bytes on the heap");
-            }
+            assert_eq!(
+                node.bytes.is_inline(),
+                node.bytes.len() <= Bytes::INLINE,
+                "short bytes on the heap"
+            );
             assert_eq!(node.children.len(), capacity_for(n), "child slots");
             assert!(
                 node.children[n..]
