@@ -1,6 +1,6 @@
 //! A counting global allocator: forwards to the system allocator and keeps the number of
 //! heap bytes in use, each allocation counted at its *usable size* (the jemalloc size
-//! class of the request, [`crate::stream::memory::usable_size`]), which is what Redis's
+//! class of the request, [`usable_size`]), which is what Redis's
 //! `zmalloc` reports as `used_memory`. Memory figures measured with it compare honestly
 //! with Redis's.
 //!
@@ -20,9 +20,28 @@
 
 #![allow(unsafe_code)]
 
-use crate::stream::memory::usable_size;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The usable size of an allocation of `size` bytes: its jemalloc size class (as
+/// Redis's `zmalloc_size` sees it). jemalloc's small classes: 8, then multiples of 16
+/// up to 128, then four classes per doubling (160, 192, 224, 256, 320, 384, 448, 512,
+/// 640, ...), which continue the same way for the large sizes.
+pub fn usable_size(size: usize) -> usize {
+    if size == 0 {
+        return 0;
+    }
+    if size <= 8 {
+        return 8;
+    }
+    if size <= 128 {
+        return size.div_ceil(16) * 16;
+    }
+    // Four classes per doubling: (2^k, 2^(k+1)] is split in steps of 2^(k-2).
+    let k = usize::BITS - 1 - (size - 1).leading_zeros();
+    let step = 1usize << (k - 2);
+    size.div_ceil(step) * step
+}
 
 /// Heap bytes in use, at size-class granularity. Only [`CountingAlloc`] changes it.
 static ALLOCATED: AtomicUsize = AtomicUsize::new(0);
@@ -129,5 +148,35 @@ unsafe impl GlobalAlloc for PeakAlloc {
         let p = unsafe { CountingAlloc.realloc(ptr, layout, new_size) };
         Self::note_peak();
         p
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::usable_size;
+
+    #[test]
+    fn sizes_round_up_to_jemalloc_classes() {
+        let cases = [
+            (1, 8),
+            (8, 8),
+            (9, 16),
+            (17, 32),
+            (33, 48),
+            (100, 112),
+            (128, 128),
+            (129, 160),
+            (200, 224),
+            (257, 320),
+            (500, 512),
+            (513, 640),
+            (1000, 1024),
+            (1025, 1280),
+            (4096, 4096),
+            (4097, 5120),
+        ];
+        for (size, class) in cases {
+            assert_eq!(usable_size(size), class, "size {size}");
+        }
     }
 }

@@ -95,7 +95,10 @@ pub enum ReplyError {
     /// `NOPERM ACLs rules changed between the moment the transaction was accumulated and
     /// the EXEC call. This command is no longer allowed for the following reason: <why>`
     /// (a queued command the user may no longer run).
-    NoPermChanged(crate::acl::Denied),
+    NoPermChanged {
+        /// The check denied a key (else the command or subcommand).
+        key: bool,
+    },
     /// `ERR invalid expire time in '<name>' command` (EXPIRE family overflow)
     InvalidExpireTime(&'static str),
     /// `ERR Unsupported option <opt>` (EXPIRE family flags)
@@ -118,14 +121,6 @@ impl ReplyError {
     /// An error with computed text (code included).
     pub fn owned(text: String) -> Self {
         ReplyError::Other(Cow::Owned(text))
-    }
-
-    /// The NOPERM error for a permission check's denial of `spec`.
-    pub fn no_perm(denied: crate::acl::Denied, spec: &crate::commands::CommandSpec) -> Self {
-        match denied {
-            crate::acl::Denied::Command => ReplyError::NoPermCommand(spec.full_name()),
-            crate::acl::Denied::Key(_) => ReplyError::NoPermKey,
-        }
     }
 
     /// The wrong-arity error for a command name (any case).
@@ -223,13 +218,13 @@ impl fmt::Display for ReplyError {
             NoPermKey => f.write_str(
                 "NOPERM this user has no permissions to access one of the keys used as arguments",
             ),
-            NoPermChanged(denied) => write!(
+            NoPermChanged { key } => write!(
                 f,
                 "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: {}",
-                match denied {
-                    crate::acl::Denied::Command =>
-                        "no permission to execute the command or subcommand",
-                    crate::acl::Denied::Key(_) => "no permission to touch the specified keys",
+                if *key {
+                    "no permission to touch the specified keys"
+                } else {
+                    "no permission to execute the command or subcommand"
                 }
             ),
             WrongPass => {

@@ -1,22 +1,23 @@
 //! streamd: a Redis-protocol stream server.
 //!
-//! # Layout
+//! # Layers
 //!
 //! ```text
-//! client ──TCP──▶ server/  accept loop, per-connection tasks (read, parse, write)
-//!                 resp/    incremental request parser, RESP2/RESP3 reply writer
-//!                   │
-//!                   ▼
-//!                 core/    the keyspace (db → key → Stream) and command execution
-//!                 commands/ the command table, one file per family
-//!                 stream/  the data structures: IDs, rax, listpack nodes, groups
-//!                 rdb/     Redis's RDB format: DUMP/RESTORE payloads, dump.rdb import
+//! server/    sockets, TLS, connection tasks                     (uses everything below)
+//! persist/   effect log, snapshots, loading: implements core::persistence::Persistence
+//! commands/  the command table's rows and handlers, one file per family
+//! rdb/       Redis's RDB format: DUMP/RESTORE payloads, dump.rdb reading
+//! core/      keyspace, clients, command model and dispatch, ACL, blocking, effects
+//! config     redis.conf directives                              logging
+//! stream/    IDs, rax, listpack nodes, groups      resp/  bytes in, bytes out
+//! error      client-visible error texts
+//! util, short_bytes, alloc                                      leaves
 //! ```
 //!
-//! Everything runs on one thread (a current-thread tokio runtime), like Redis's main
-//! thread: commands are atomic without locks. See `docs/architecture.md`.
+//! Each module imports only from the ones below it. Everything runs on one thread (a
+//! current-thread tokio runtime), like Redis's main thread: commands are atomic without
+//! locks. [`serve`] wires the layers together. See `docs/architecture.md`.
 
-pub mod acl;
 pub mod alloc;
 pub mod commands;
 pub mod config;
@@ -49,7 +50,7 @@ pub fn serve(config: config::Config) -> std::io::Result<()> {
     std::fs::create_dir_all(&dir)?;
     let port = config.get_i64("port") as u16;
     let bind = config.get("bind").unwrap_or("127.0.0.1").to_string();
-    let mut core = core::Core::new(config, port);
+    let mut core = core::Core::new(config, port, commands::FAMILIES);
     // A broken ACL file stops start-up, as with Redis: better no server than one whose
     // users are not the ones configured.
     core.load_acl_file().map_err(|e| {

@@ -120,7 +120,7 @@ fn main() -> ExitCode {
     };
     streamd::logging::init(&config);
     if let Some(path) = import
-        && let Err(e) = streamd::rdb::file::import(&config, &path)
+        && let Err(e) = streamd::persist::import::import(&config, &path)
     {
         tracing::error!(error = %e, "RDB import refused");
         eprintln!("streamd --import-rdb: {e}");

@@ -24,12 +24,12 @@ use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::test_runner::{Config as ProptestConfig, TestRunner};
 use streamd::config::Config;
+use streamd::core::client::Client;
 use streamd::core::{Core, Outcome, unix_ms};
 use streamd::persist::snapshot::{SnapshotWriter, write_dataset};
 use streamd::resp::Argv;
 use streamd::resp::parser::{ParserLimits, ProtocolError, RequestParser};
 use streamd::resp::writer::RespWriter;
-use streamd::server::client::Client;
 
 /// Where the corpus lives.
 const CORPUS_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fuzz-corpus");
@@ -203,10 +203,10 @@ impl Harness {
         .map(|s| s.to_string())
         .collect();
         let config = Config::load(None, &args).expect("config");
-        let (tx, _rx) = streamd::server::mailbox::mailbox();
+        let (tx, _rx) = streamd::core::mailbox::mailbox();
         let client = Client::new(1 << 40, "fuzz".into(), String::new(), true, unix_ms(), tx);
         let mut h = Harness {
-            core: Core::new(config, 0),
+            core: Core::new(config, 0, streamd::commands::FAMILIES),
             client,
             _dir: dir,
         };

@@ -176,7 +176,7 @@ fn core_in(dir: &Path, args: &[&str]) -> Core {
     let mut cli = vec!["--dir".to_string(), dir.display().to_string()];
     cli.extend(args.iter().map(|s| s.to_string()));
     let config = Config::load(None, &cli).expect("config");
-    Core::new(config, 0)
+    Core::new(config, 0, streamd::commands::FAMILIES)
 }
 
 /// Loads whatever `dir` holds as a server start-up would.

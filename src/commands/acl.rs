@@ -1,10 +1,10 @@
 //! The ACL container: SETUSER, GETUSER, DELUSER, LIST, USERS, WHOAMI, CAT, GENPASS, LOG,
 //! LOAD, SAVE, DRYRUN, HELP (Redis 7.0 replies and errors). The users and the permission
-//! logic live in `acl/`; this file parses arguments and shapes replies.
+//! logic live in `core/acl/`; this file parses arguments and shapes replies.
 
 use super::{CommandSpec, flags::*, is, parse_i64};
-use crate::acl::{self, CATEGORIES};
 use crate::core::Ctx;
+use crate::core::acl::{self, CATEGORIES};
 use crate::error::ReplyError;
 use bytes::Bytes;
 use std::io::Read;

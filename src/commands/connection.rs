@@ -2,10 +2,10 @@
 //! READWRITE and the CLIENT container (reference §6).
 
 use super::{CommandSpec, flags::*, is, parse_i64};
+use crate::core::client::ClientMsg;
 use crate::core::{Ctx, REDIS_VERSION};
 use crate::error::ReplyError;
 use crate::resp::writer::Protocol;
-use crate::server::client::ClientMsg;
 
 const CONN: &[&str] = &["@connection"];
 
@@ -220,13 +220,13 @@ fn authenticate(ctx: &mut Ctx<'_>, user: &[u8], pass: &[u8]) -> Result<(), Reply
         return Ok(());
     }
     let context = if ctx.client.multi.is_some() {
-        crate::acl::log::Context::Multi
+        crate::core::acl::log::Context::Multi
     } else {
-        crate::acl::log::Context::Toplevel
+        crate::core::acl::log::Context::Toplevel
     };
     ctx.core.acl_log(
         ctx.client,
-        crate::acl::log::Reason::Auth,
+        crate::core::acl::log::Reason::Auth,
         context,
         ctx.argv[0].clone(),
         bytes::Bytes::copy_from_slice(user),
@@ -561,7 +561,7 @@ fn client_kill(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 /// number closed.
 fn kill_matching(
     ctx: &mut Ctx<'_>,
-    pred: impl Fn(&crate::server::client::Client) -> bool,
+    pred: impl Fn(&crate::core::client::Client) -> bool,
     skipme: bool,
 ) -> usize {
     let mut n = 0;

@@ -1,19 +1,26 @@
-//! The command table and its lookup.
+//! The commands: one file per family, each with its rows of the command table next to
+//! the handlers.
 //!
-//! Every command is one [`CommandSpec`]: name, arity, flags, key positions, ACL
-//! categories, documentation and handler. Each family file (`xadd.rs`, `keys.rs`, ...)
-//! declares its rows in a `COMMANDS` slice next to the handlers; [`FAMILIES`] lists the
-//! slices, and together they are the one table that drives dispatch, arity errors,
-//! `COMMAND`, `COMMAND INFO/DOCS/GETKEYS/COUNT/LIST` and ACL categories.
+//! Every command is one [`CommandSpec`] (the core's command model, `core/command.rs`):
+//! name, arity, flags, key positions, ACL categories, documentation and handler. Each
+//! family file (`xadd.rs`, `keys.rs`, ...) declares its rows in a `COMMANDS` slice;
+//! [`FAMILIES`] lists the slices, and together they are the one table that drives
+//! dispatch, arity errors, `COMMAND`, `COMMAND INFO/DOCS/GETKEYS/COUNT/LIST` and ACL
+//! categories. `Core::new` installs it.
 //!
-//! Arity follows Redis: a positive number is the exact argument count including the
-//! name; a negative `-n` means "at least n". Containers (XGROUP, XINFO, CONFIG, CLIENT,
-//! ...) have `subcommands`, each a full spec named `container|sub`.
+//! This layer sits on the core and the data types and below persistence and the front
+//! end: handlers see a [`Ctx`], write replies with the `resp` writer (stream-shaped
+//! replies through [`reply`]), hand their effects to the core
+//! ([`Ctx::propagate`](crate::core::Ctx::propagate); the group and IDMP forms are in
+//! [`effects`]) and reach persistence only through the core's
+//! [`Persistence`](crate::core::persistence::Persistence) interface.
 
 pub mod acl;
 pub mod connection;
 pub mod dump;
+pub mod effects;
 pub mod keys;
+pub mod reply;
 pub mod server;
 pub mod transaction;
 pub mod xack;
@@ -29,320 +36,10 @@ pub mod xrange;
 pub mod xread;
 
 use crate::core::Ctx;
+pub use crate::core::command::{
+    CommandSpec, Handler, default_key_flags, flags, keyflags, resolve_subcommand, since_version,
+};
 use crate::error::ReplyError;
-use crate::resp::Argv;
-use std::collections::HashMap;
-use std::sync::LazyLock;
-
-/// A command handler: parse `ctx.argv`, act, write the reply to `ctx.out`. Returning
-/// `Err` makes the dispatcher reply with the error; handlers find every argument error
-/// before changing anything.
-pub type Handler = fn(&mut Ctx<'_>) -> Result<(), ReplyError>;
-
-/// Command flags (Redis's `CMD_*`), as a bit set.
-pub mod flags {
-    /// May modify the keyspace.
-    pub const WRITE: u32 = 1 << 0;
-    /// Only reads.
-    pub const READONLY: u32 = 1 << 1;
-    /// May grow memory (refused at maxmemory).
-    pub const DENYOOM: u32 = 1 << 2;
-    /// O(1) or O(log N).
-    pub const FAST: u32 = 1 << 3;
-    /// May block the client.
-    pub const BLOCKING: u32 = 1 << 4;
-    /// Administrative.
-    pub const ADMIN: u32 = 1 << 5;
-    /// Allowed before authentication.
-    pub const NO_AUTH: u32 = 1 << 6;
-    /// Key positions depend on the arguments.
-    pub const MOVABLEKEYS: u32 = 1 << 7;
-    /// Runs immediately inside MULTI instead of being queued (EXEC, DISCARD, MULTI,
-    /// WATCH, QUIT, RESET).
-    pub const NO_MULTI_QUEUE: u32 = 1 << 8;
-    /// Allowed while loading.
-    pub const LOADING: u32 = 1 << 9;
-    /// Allowed on a stale replica.
-    pub const STALE: u32 = 1 << 10;
-    /// Not allowed from scripts.
-    pub const NOSCRIPT: u32 = 1 << 11;
-    /// Flag names in `COMMAND INFO` order, with their bit.
-    pub const NAMES: &[(u32, &str)] = &[
-        (WRITE, "write"),
-        (READONLY, "readonly"),
-        (DENYOOM, "denyoom"),
-        (ADMIN, "admin"),
-        (NOSCRIPT, "noscript"),
-        (BLOCKING, "blocking"),
-        (LOADING, "loading"),
-        (STALE, "stale"),
-        (NO_AUTH, "no_auth"),
-        (FAST, "fast"),
-        (MOVABLEKEYS, "movablekeys"),
-    ];
-}
-
-/// One row of the command table.
-#[derive(Debug)]
-pub struct CommandSpec {
-    /// Lower-case full name (`xadd`, `xgroup|create`).
-    pub name: &'static str,
-    /// Arity (see the module doc).
-    pub arity: i32,
-    /// [`flags`] bits.
-    pub flags: u32,
-    /// First key position (0 = no keys).
-    pub first_key: i32,
-    /// Last key position (-1 = last argument).
-    pub last_key: i32,
-    /// Step between keys.
-    pub key_step: i32,
-    /// ACL categories beyond those implied by the flags (`@stream`, `@keyspace`, ...).
-    pub acl: &'static [&'static str],
-    /// One-line summary (COMMAND DOCS).
-    pub summary: &'static str,
-    /// Redis version that introduced it.
-    pub since: &'static str,
-    /// Documentation group (`stream`, `generic`, `server`, `connection`, `transactions`).
-    pub group: &'static str,
-    /// The handler.
-    pub handler: Handler,
-    /// Subcommands of a container, else empty.
-    pub subcommands: &'static [CommandSpec],
-    /// [`keyflags`] of each key the command names, in [`CommandSpec::key_positions`]
-    /// order; the last entry applies to any further keys. Empty without keys. ACL key
-    /// permissions read them (`%R~` needs `ACCESS`, `%W~` needs `INSERT`, `UPDATE` or
-    /// `DELETE`), exactly as Redis reads its key specs.
-    pub key_flags: &'static [u32],
-}
-
-/// Key-spec flags (Redis's `CMD_KEY_*`): how a command uses each of its keys.
-pub mod keyflags {
-    /// Read-only: the key's value is not changed.
-    pub const RO: u32 = 1 << 0;
-    /// Read-write: the value is read and changed.
-    pub const RW: u32 = 1 << 1;
-    /// Overwrite: the value is replaced without being read.
-    pub const OW: u32 = 1 << 2;
-    /// Remove: the key may be deleted.
-    pub const RM: u32 = 1 << 3;
-    /// The user's data in the value is returned (or copied).
-    pub const ACCESS: u32 = 1 << 4;
-    /// Data in the value is updated.
-    pub const UPDATE: u32 = 1 << 5;
-    /// Data is added to the value.
-    pub const INSERT: u32 = 1 << 6;
-    /// Data is removed from the value.
-    pub const DELETE: u32 = 1 << 7;
-    /// Flag names in `COMMAND INFO` order, with their bit.
-    pub const NAMES: &[(u32, &str)] = &[
-        (RO, "RO"),
-        (RW, "RW"),
-        (OW, "OW"),
-        (RM, "RM"),
-        (ACCESS, "access"),
-        (UPDATE, "update"),
-        (INSERT, "insert"),
-        (DELETE, "delete"),
-    ];
-
-    /// Read-only access to the value (`XRANGE`, `XINFO`).
-    pub const RO_ACCESS: &[u32] = &[RO | ACCESS];
-    /// Read-only without touching the value's data (`XLEN`, `EXISTS`, `TYPE`).
-    pub const RO_ONLY: &[u32] = &[RO];
-    /// Read-write updating data (`XADD`, `XACK`, `EXPIRE`).
-    pub const RW_UPDATE: &[u32] = &[RW | UPDATE];
-    /// Read-write inserting data (`XGROUP CREATE`).
-    pub const RW_INSERT: &[u32] = &[RW | INSERT];
-    /// Read-write deleting data (`XDEL`, `XTRIM`, `XAUTOCLAIM`).
-    pub const RW_DELETE: &[u32] = &[RW | DELETE];
-    /// Removal of the whole key (`DEL`, `UNLINK`).
-    pub const RM_DELETE: &[u32] = &[RM | DELETE];
-}
-
-/// The key flags a command row gets unless it says otherwise: writes update their keys,
-/// reads access them (the common case of Redis's key specs); no keys, no flags.
-pub const fn default_key_flags(flags: u32, first_key: i32) -> &'static [u32] {
-    if first_key <= 0 && flags & flags::MOVABLEKEYS == 0 {
-        &[]
-    } else if flags & flags::WRITE != 0 {
-        keyflags::RW_UPDATE
-    } else {
-        keyflags::RO_ACCESS
-    }
-}
-
-impl CommandSpec {
-    /// A row for a command without keys, ACL categories beyond its flags' or
-    /// subcommands; the family helpers add those with [`CommandSpec::keys`],
-    /// [`CommandSpec::categories`] and [`CommandSpec::container`].
-    pub const fn new(
-        name: &'static str,
-        arity: i32,
-        flags: u32,
-        group: &'static str,
-        summary: &'static str,
-        since: &'static str,
-        handler: Handler,
-    ) -> CommandSpec {
-        CommandSpec {
-            name,
-            arity,
-            flags,
-            first_key: 0,
-            last_key: 0,
-            key_step: 0,
-            acl: &[],
-            summary,
-            since,
-            group,
-            handler,
-            subcommands: &[],
-            key_flags: default_key_flags(flags, 0),
-        }
-    }
-
-    /// The same row with keys at `first, first + step, ... last` (`last` -1: up to the
-    /// last argument) and the key flags those imply ([`default_key_flags`]).
-    pub const fn keys(self, first: i32, last: i32, step: i32) -> CommandSpec {
-        CommandSpec {
-            first_key: first,
-            last_key: last,
-            key_step: step,
-            key_flags: default_key_flags(self.flags, first),
-            ..self
-        }
-    }
-
-    /// The same row with these ACL categories beyond the ones its flags imply.
-    pub const fn categories(self, acl: &'static [&'static str]) -> CommandSpec {
-        CommandSpec { acl, ..self }
-    }
-
-    /// A container row (`XINFO`, `CONFIG`, ...): it only dispatches to `subcommands`, so
-    /// running it bare is a syntax error.
-    pub const fn container(
-        name: &'static str,
-        group: &'static str,
-        summary: &'static str,
-        since: &'static str,
-        subcommands: &'static [CommandSpec],
-    ) -> CommandSpec {
-        CommandSpec {
-            subcommands,
-            ..CommandSpec::new(name, -2, 0, group, summary, since, |_| {
-                Err(crate::error::ReplyError::Syntax)
-            })
-        }
-    }
-
-    /// The full name (`xgroup|create`).
-    pub fn full_name(&self) -> &'static str {
-        self.name
-    }
-
-    /// The name after `|` for subcommands, else the name.
-    pub fn short_name(&self) -> &'static str {
-        self.name.rsplit('|').next().unwrap_or(self.name)
-    }
-
-    /// Does `argc` (name included) satisfy the arity?
-    pub fn arity_ok(&self, argc: usize) -> bool {
-        let argc = argc as i64;
-        let arity = i64::from(self.arity);
-        if arity >= 0 {
-            argc == arity
-        } else {
-            argc >= -arity
-        }
-    }
-
-    /// ACL categories, implied by flags or explicit, in Redis's category order (the
-    /// order `COMMAND INFO` lists them in).
-    pub fn acl_categories(&self) -> Vec<&'static str> {
-        let mut cats = self.acl_categories_unordered();
-        let rank = |c: &str| {
-            crate::acl::CATEGORIES
-                .iter()
-                .position(|k| c.strip_prefix('@') == Some(k))
-                .unwrap_or(usize::MAX)
-        };
-        cats.sort_by_key(|c| rank(c));
-        cats.dedup();
-        cats
-    }
-
-    /// ACL categories: implied by flags, then explicit.
-    fn acl_categories_unordered(&self) -> Vec<&'static str> {
-        let mut cats = Vec::new();
-        if self.flags & flags::WRITE != 0 {
-            cats.push("@write");
-        }
-        if self.flags & flags::READONLY != 0 {
-            cats.push("@read");
-        }
-        if self.flags & flags::ADMIN != 0 {
-            cats.push("@admin");
-            cats.push("@dangerous");
-        }
-        if self.flags & flags::FAST != 0 {
-            cats.push("@fast");
-        } else {
-            cats.push("@slow");
-        }
-        if self.flags & flags::BLOCKING != 0 {
-            cats.push("@blocking");
-        }
-        cats.extend(self.acl.iter().copied());
-        cats
-    }
-
-    /// The [`keyflags`] of the `i`-th key of [`CommandSpec::key_positions`].
-    pub fn key_flags_at(&self, i: usize) -> u32 {
-        self.key_flags
-            .get(i)
-            .or(self.key_flags.last())
-            .copied()
-            .unwrap_or(0)
-    }
-
-    /// Key argument positions for `argv` (COMMAND GETKEYS), using the first/last/step
-    /// spec, or the command's own rule for movable-key commands.
-    pub fn key_positions(&self, argv: &Argv) -> Vec<usize> {
-        if self.flags & flags::MOVABLEKEYS != 0 {
-            return movable_keys(self, argv);
-        }
-        if self.first_key <= 0 {
-            return Vec::new();
-        }
-        let argc = argv.len() as i32;
-        let last = if self.last_key < 0 {
-            argc + self.last_key
-        } else {
-            self.last_key
-        };
-        let step = self.key_step.max(1);
-        (self.first_key..=last.min(argc - 1))
-            .step_by(step as usize)
-            .map(|i| i as usize)
-            .collect()
-    }
-}
-
-/// Keys of commands whose key positions depend on their arguments (XREAD,
-/// XREADGROUP: the first half of what follows STREAMS).
-fn movable_keys(spec: &CommandSpec, argv: &Argv) -> Vec<usize> {
-    match spec.name {
-        "xread" | "xreadgroup" => {
-            let Some(pos) = argv.iter().position(|a| a.eq_ignore_ascii_case(b"streams")) else {
-                return Vec::new();
-            };
-            let rest = argv.len() - pos - 1;
-            (pos + 1..pos + 1 + rest / 2).collect()
-        }
-        _ => Vec::new(),
-    }
-}
 
 /// Every family's rows: together, the command table.
 pub static FAMILIES: &[&[CommandSpec]] = &[
@@ -365,81 +62,17 @@ pub static FAMILIES: &[&[CommandSpec]] = &[
     xidmp::COMMANDS,
 ];
 
-/// Command name (lowercase bytes) → its row. Looked up once per command, so it hashes
-/// with foldhash rather than SipHash: the table is fixed at start-up (nothing a client
-/// sends is ever inserted), so a client cannot lengthen its chains.
-static INDEX: LazyLock<HashMap<&'static [u8], &'static CommandSpec, foldhash::fast::FixedState>> =
-    LazyLock::new(|| {
-        FAMILIES
-            .iter()
-            .flat_map(|f| f.iter())
-            .map(|c| (c.name.as_bytes(), c))
-            .collect()
-    });
-
-/// The Redis version a `since` text such as `"8.6.0"` names, as `(major, minor)`.
-/// A part that is not a number (or above 255) reads as 0. Runs on every command (the
-/// `compat-version` check), so it reads the bytes once instead of splitting and parsing.
-pub fn since_version(since: &str) -> (u8, u8) {
-    let mut parts = [Some(0u8); 2];
-    let mut part = 0;
-    for b in since.bytes() {
-        if b == b'.' {
-            part += 1;
-            if part == parts.len() {
-                break;
-            }
-            continue;
-        }
-        parts[part] = match b {
-            b'0'..=b'9' => parts[part]
-                .and_then(|v| v.checked_mul(10))
-                .and_then(|v| v.checked_add(b - b'0')),
-            _ => None,
-        };
-    }
-    (parts[0].unwrap_or(0), parts[1].unwrap_or(0))
-}
-
-/// All top-level commands.
+/// All top-level commands, in table order (the rows themselves: usable before a core
+/// installed them, unlike [`lookup`]).
 pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
     FAMILIES.iter().flat_map(|f| f.iter())
 }
 
-/// Looks a command name up, case-insensitively, without allocating.
+/// Looks a command name up, case-insensitively, installing this table first if no core
+/// did yet (`--check-aof` reads records without a core).
 pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
-    let mut buf = [0u8; 32];
-    if name.len() > buf.len() {
-        return None;
-    }
-    let lower = &mut buf[..name.len()];
-    lower.copy_from_slice(name);
-    lower.make_ascii_lowercase();
-    INDEX.get(&*lower).copied()
-}
-
-/// For a container, the subcommand `argv[1]` names; for other commands, the command.
-pub fn resolve_subcommand(
-    spec: &'static CommandSpec,
-    argv: &Argv,
-) -> Result<&'static CommandSpec, ReplyError> {
-    if spec.subcommands.is_empty() {
-        return Ok(spec);
-    }
-    let Some(sub) = argv.get(1) else {
-        // A container that is also a command on its own (bare COMMAND).
-        if spec.arity == -1 {
-            return Ok(spec);
-        }
-        return Err(ReplyError::WrongArity(spec.name.to_string()));
-    };
-    spec.subcommands
-        .iter()
-        .find(|s| s.short_name().as_bytes().eq_ignore_ascii_case(sub))
-        .ok_or_else(|| ReplyError::UnknownSubcommand {
-            sub: crate::error::c_str_prefix(sub, 128).to_vec(),
-            container: String::from_utf8_lossy(&argv[0]).to_ascii_uppercase(),
-        })
+    crate::core::command::install(FAMILIES);
+    crate::core::command::lookup(name)
 }
 
 /// Parses a strict integer argument (`string2ll`), or `ERR value is not an integer or
@@ -473,6 +106,7 @@ mod tests {
 
     #[test]
     fn since_versions_read_as_split_and_parse_would() {
+        crate::core::command::install(crate::commands::FAMILIES);
         let by_parsing = |since: &str| {
             let mut parts = since.split('.').map(|p| p.parse::<u8>().unwrap_or(0));
             (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
@@ -490,6 +124,7 @@ mod tests {
 
     #[test]
     fn every_command_is_found_case_insensitively() {
+        crate::core::command::install(crate::commands::FAMILIES);
         for c in all() {
             assert!(lookup(c.name.as_bytes()).is_some(), "{}", c.name);
             assert!(
@@ -506,6 +141,7 @@ mod tests {
 
     #[test]
     fn no_duplicate_names() {
+        crate::core::command::install(crate::commands::FAMILIES);
         let mut names: Vec<_> = all().map(|c| c.name).collect();
         let n = names.len();
         names.sort();
@@ -515,6 +151,7 @@ mod tests {
 
     #[test]
     fn arity_rules() {
+        crate::core::command::install(crate::commands::FAMILIES);
         let spec = lookup(b"xadd").expect("xadd");
         assert!(!spec.arity_ok(4));
         assert!(spec.arity_ok(5));

@@ -449,7 +449,7 @@ pub fn info_text(ctx: &Ctx<'_>, sections: &[String]) -> String {
         );
     }
     if wanted("memory") {
-        let used = used_memory(core);
+        let used = core.used_memory();
         push_section(
             "Memory",
             format!(
@@ -461,7 +461,7 @@ pub fn info_text(ctx: &Ctx<'_>, sections: &[String]) -> String {
         );
     }
     if wanted("persistence") {
-        push_section("Persistence", crate::persist::info(core));
+        push_section("Persistence", core.persist.info(core));
     }
     if wanted("stats") {
         let s = &core.stats;
@@ -561,24 +561,6 @@ fn blocking_keys(core: &crate::core::Core, nokey: bool) -> usize {
         }
     }
     keys.len()
-}
-
-/// Memory in use: the counted allocator's figure when installed, else the sum of the
-/// streams' own estimates.
-pub fn used_memory(core: &crate::core::Core) -> usize {
-    // The binary installs `alloc::CountingAlloc`, which counts usable sizes as Redis's
-    // zmalloc does; library users (tests) get the estimate.
-    let counted = crate::alloc::allocated();
-    if counted > 0 {
-        return counted;
-    }
-    let streams: usize = core
-        .dbs
-        .iter()
-        .flat_map(|db| db.keys.iter())
-        .map(|(k, s)| k.len() + s.memory_usage())
-        .sum();
-    streams + 1024 * 1024
 }
 
 fn human_bytes(n: usize) -> String {
@@ -689,7 +671,9 @@ fn lastsave(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 }
 
 fn save(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
-    crate::persist::save(ctx.core).map_err(ReplyError::owned)?;
+    ctx.core
+        .with_persistence(|p, core| p.save(core))
+        .map_err(ReplyError::owned)?;
     ctx.out.ok();
     Ok(())
 }
@@ -701,7 +685,7 @@ fn bgsave(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         2 if is(&ctx.argv[1], "SCHEDULE") => true,
         _ => return Err(ReplyError::Syntax),
     };
-    match crate::persist::bgsave(ctx.core) {
+    match ctx.core.with_persistence(|p, core| p.bgsave(core)) {
         Ok(()) => ctx.out.simple(b"Background saving started"),
         Err(_) if schedule => {
             ctx.core.persist.schedule_bgsave();
@@ -713,7 +697,11 @@ fn bgsave(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 }
 
 fn bgrewriteaof(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
-    if crate::persist::bgrewriteaof(ctx.core).map_err(ReplyError::owned)? {
+    if ctx
+        .core
+        .with_persistence(|p, core| p.bgrewriteaof(core))
+        .map_err(ReplyError::owned)?
+    {
         ctx.out
             .simple(b"Background append only file rewriting started");
     } else {
@@ -724,13 +712,17 @@ fn bgrewriteaof(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 }
 
 fn debug_reload(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
-    crate::persist::debug_reload(ctx.core).map_err(ReplyError::owned)?;
+    ctx.core
+        .with_persistence(|p, core| p.debug_reload(core))
+        .map_err(ReplyError::owned)?;
     ctx.out.ok();
     Ok(())
 }
 
 fn debug_loadaof(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
-    crate::persist::debug_loadaof(ctx.core).map_err(ReplyError::owned)?;
+    ctx.core
+        .with_persistence(|p, core| p.debug_loadaof(core))
+        .map_err(ReplyError::owned)?;
     ctx.out.ok();
     Ok(())
 }
@@ -766,7 +758,7 @@ fn shutdown(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     if ctx.client.multi.is_some() {
         return Err(ReplyError::msg("ERR SHUTDOWN isn't allowed inside MULTI"));
     }
-    if let Err(e) = crate::persist::shutdown(ctx.core, kind) {
+    if let Err(e) = ctx.core.with_persistence(|p, core| p.shutdown(core, kind)) {
         tracing::error!(error = %e, "SHUTDOWN: error saving the dataset; not shutting down");
         return Err(ReplyError::msg(
             "ERR Errors trying to SHUTDOWN. Check logs.",
@@ -820,7 +812,9 @@ fn config_set(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     {
         ctx.core.apply_requirepass();
     }
-    crate::persist::config_changed(ctx.core).map_err(ReplyError::owned)?;
+    ctx.core
+        .with_persistence(|p, core| p.config_changed(core))
+        .map_err(ReplyError::owned)?;
     ctx.out.ok();
     Ok(())
 }

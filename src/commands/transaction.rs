@@ -159,14 +159,16 @@ fn exec(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         match spec {
             Ok(spec) => {
                 // Permissions may have changed since the command was queued.
-                match ctx
-                    .core
-                    .acl_check(ctx.client, spec, argv, crate::acl::log::Context::Multi)
-                {
+                match ctx.core.acl_check(
+                    ctx.client,
+                    spec,
+                    argv,
+                    crate::core::acl::log::Context::Multi,
+                ) {
                     Ok(()) => {
                         ctx.core.call(ctx.client, spec, argv, ctx.out, ctx.now_ms);
                     }
-                    Err(denied) => ctx.out.error(&ReplyError::NoPermChanged(denied)),
+                    Err(denied) => ctx.out.error(&denied.changed_reply()),
                 }
             }
             Err(err) => ctx.out.error(&err),

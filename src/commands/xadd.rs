@@ -35,6 +35,7 @@
 //! duplicate is logged as `STREAMD.IDMP` with the new counters only, so replaying the log
 //! can never append it.
 
+use super::reply::StreamReply;
 use super::{CommandSpec, flags::*, is, parse_i64};
 use crate::core::Ctx;
 use crate::error::ReplyError;
@@ -575,7 +576,7 @@ fn log_idmp_state(ctx: &mut Ctx<'_>, key: &[u8]) {
     let db = ctx.client.db;
     if let Some(record) = ctx.core.dbs[db]
         .get(key)
-        .and_then(|s| crate::persist::idmp::state_record(key, s))
+        .and_then(|s| crate::commands::effects::idmp_state_record(key, s))
     {
         ctx.propagate(&record);
     }

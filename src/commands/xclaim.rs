@@ -25,11 +25,12 @@
 //! claimed (+1 delivery unless JUSTID). The cursor is the next PEL entry after the last
 //! one looked at. Both commands create the consumer if needed and mark it seen.
 
+use super::reply::StreamReply;
 use super::xrange::{lookup_for_reply, write_entry};
 use super::{CommandSpec, flags::*, is, parse_i64};
+use crate::commands::effects::{GroupEffects, log_effects};
 use crate::core::Ctx;
 use crate::error::{ReplyError, lossy};
-use crate::persist::groups::{GroupEffects, log_effects};
 use crate::resp::Argv;
 use crate::stream::StreamId;
 use crate::stream::group::{ClaimOutcome, ClaimSpec, DeliveryCount};

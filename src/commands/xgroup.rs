@@ -348,7 +348,7 @@ fn xgroup_createconsumer(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     if created {
         ctx.modified(key);
         ctx.propagate(argv);
-        crate::persist::groups::log_consumer(ctx, key, group, consumer);
+        crate::commands::effects::log_consumer(ctx, key, group, consumer);
     }
     ctx.out.integer(i64::from(created));
     Ok(())

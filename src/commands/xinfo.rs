@@ -22,6 +22,7 @@
 //! `compat-version` below 8.6 the six IDMP fields are left out (10 and 9 fields, the
 //! 7.x shapes), and below 8.8 FULL's groups have no `nacked-count` (7 fields).
 
+use super::reply::StreamReply;
 use super::xgroup::counters;
 use super::xrange::{lookup_for_reply, write_entry, write_range};
 use super::{CommandSpec, flags::*, is, parse_i64};

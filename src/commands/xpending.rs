@@ -15,6 +15,7 @@
 //! `""` and idle `-1`, and always pass the IDLE filter; owned entries idle less than IDLE
 //! are skipped.
 
+use super::reply::StreamReply;
 use super::{CommandSpec, flags::*, is, parse_i64};
 use crate::core::Ctx;
 use crate::error::{ReplyError, lossy};

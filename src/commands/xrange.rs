@@ -12,6 +12,7 @@
 //! `COUNT 0` (or a negative COUNT, which becomes 0) answers a *null array* (`*-1` / `_`).
 //! Both IDs are parsed, start first, before the key is looked up, so ID errors win.
 
+use super::reply::StreamReply;
 use super::{CommandSpec, flags::*, is, parse_i64};
 use crate::core::Ctx;
 use crate::error::ReplyError;

@@ -37,12 +37,13 @@
 //! oldest pending entry becomes idle enough, from `beforeSleep`); a blocked CLAIM reader
 //! is woken only by the usual signals (XADD, key changes, XGROUP DESTROY) or its timeout.
 
+use super::reply::StreamReply;
 use super::xgroup::counters;
 use super::xrange::{write_entry, write_range};
 use super::{CommandSpec, flags::*, is, parse_i64};
+use crate::commands::effects::{GroupEffects, log_effects};
 use crate::core::Ctx;
 use crate::error::{ReplyError, lossy};
-use crate::persist::groups::{GroupEffects, log_effects};
 use crate::resp::Argv;
 use crate::resp::writer::{DeferredLen, RespWriter};
 use crate::stream::group::{ClaimSpec, DeliveryCount};

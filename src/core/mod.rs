@@ -10,21 +10,40 @@
 //! Command flow ([`Core::execute`]): look the command up in the table → arity → auth →
 //! maxmemory (denyoom) → loading → MULTI queueing → run the handler against a [`Ctx`] →
 //! statistics → MONITOR feed.
+//!
+//! **Its layer.** The core sits above the data types (`stream`), the wire (`resp`),
+//! `config` and `error`, and below everything that uses it: `commands` (handlers get a
+//! [`Ctx`]), `persist`, `server`. Two things it needs come from above and arrive
+//! through interfaces it defines, so no import points up: the command table's rows
+//! (`commands::FAMILIES`, handed to [`Core::new`] and installed by [`command::install`])
+//! and persistence (the [`persistence::Persistence`] trait, implemented by `persist/`
+//! and installed with [`Core::set_persistence`]). Clients as commands see them
+//! ([`client`]), their mailboxes ([`mailbox`]) and limits ([`limits`]) are the core's;
+//! the connection task keeps only the socket side.
 
+pub mod acl;
 pub mod blocked;
+pub mod client;
+pub mod command;
 pub mod dict;
 pub mod keyspace;
+pub mod limits;
+pub mod mailbox;
+pub mod persistence;
+pub mod waker_slot;
 
-use crate::commands::{self, CommandSpec, flags};
 use crate::config::Config;
 use crate::error::ReplyError;
 use crate::resp::Argv;
 use crate::resp::writer::RespWriter;
-use crate::server::client::{Client, ClientMsg};
 use crate::stream::{NodeLimits, Stream};
 use blocked::BlockedClients;
 use bytes::Bytes;
+use client::{BlockState, Client, ClientMsg};
+use command::{CommandSpec, flags};
 use keyspace::Db;
+use persistence::{NoPersistence, Persistence};
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
 use std::time::Instant;
@@ -33,6 +52,10 @@ use tokio::sync::Notify;
 /// Version of Redis whose stream surface streamd implements: HELLO `version`, INFO
 /// `redis_version`.
 pub const REDIS_VERSION: &str = "8.8.0";
+
+/// The core as the runtime's tasks share it: one thread, borrowed for one batch at a
+/// time.
+pub type SharedCore = Rc<RefCell<Core>>;
 
 /// Per-command counters (INFO commandstats).
 #[derive(Debug, Default, Clone)]
@@ -142,19 +165,18 @@ pub struct Core {
     /// When the previous command ended (or the batch began): the start of the next
     /// command's time for INFO commandstats, so each command costs one clock read.
     clock: Instant,
-    /// The effect log, snapshots and background saves (persist/).
-    pub persist: crate::persist::Persist,
+    /// Where effects go and what runs SAVE, BGSAVE and the like: the effect log and
+    /// snapshots of `persist/`, installed at start-up ([`Core::set_persistence`]).
+    pub persist: Box<dyn Persistence>,
     /// True while the dataset is being loaded: clients get `-LOADING`, keys do not
     /// expire, and nothing is logged.
     pub loading: bool,
     /// Users, permissions and the ACL log (acl/).
-    pub acl: crate::acl::Acl,
+    pub acl: acl::Acl,
     /// Client limits from the config (`timeout`, `tcp-keepalive`,
-    /// `client-output-buffer-limit`, `maxmemory`), refreshed on CONFIG SET.
-    pub limits: crate::server::limits::ClientLimits,
-    /// Polling before sleeping (`idle-poll-us`): connections report activity to it and
-    /// the server runs its loop.
-    pub idle_poll: std::rc::Rc<crate::server::idle_poll::IdlePoll>,
+    /// `client-output-buffer-limit`, `maxmemory`, `idle-poll-us`), refreshed on CONFIG
+    /// SET.
+    pub limits: limits::ClientLimits,
 }
 
 /// Everything a command handler may touch.
@@ -296,7 +318,7 @@ impl Ctx<'_> {
             // A re-execution recomputes its wake-up time, if it wants one.
             self.core.blocked.clear_wakeup(self.client.id);
         }
-        self.client.blocked = Some(crate::server::client::BlockState {
+        self.client.blocked = Some(BlockState {
             argv,
             db,
             keys,
@@ -331,8 +353,12 @@ pub enum Outcome {
 }
 
 impl Core {
-    /// A core with `config`'s settings and empty databases.
-    pub fn new(config: Config, port: u16) -> Core {
+    /// A core with `config`'s settings and empty databases, running the commands of
+    /// `families` (installed as the process's command table, [`command::install`]).
+    /// It records nothing until a persistence layer is installed
+    /// ([`Core::set_persistence`]).
+    pub fn new(config: Config, port: u16, families: &'static [&'static [CommandSpec]]) -> Core {
+        command::install(families);
         let ndb = config.get_i64("databases").max(1) as usize;
         let mut core = Core {
             node_limits: NodeLimits::default(),
@@ -355,11 +381,10 @@ impl Core {
             reprocessing: None,
             batch_now_ms: unix_ms(),
             clock: Instant::now(),
-            persist: crate::persist::Persist::default(),
+            persist: Box::new(NoPersistence),
             loading: false,
-            acl: crate::acl::Acl::new(),
+            acl: acl::Acl::new(),
             limits: Default::default(),
-            idle_poll: Default::default(),
             config,
         };
         core.refresh_config_cache();
@@ -381,10 +406,7 @@ impl Core {
         );
         self.compat =
             crate::config::compat_version(self.config.get("compat-version").unwrap_or(""));
-        self.limits = crate::server::limits::ClientLimits::from_config(&self.config);
-        let idle_poll_us = self.config.get_i64("idle-poll-us").max(0) as u64;
-        self.idle_poll
-            .set_window(std::time::Duration::from_micros(idle_poll_us));
+        self.limits = limits::ClientLimits::from_config(&self.config);
     }
 
     /// True when clients may see a feature of Redis `major.minor`: `compat-version` is at
@@ -396,8 +418,7 @@ impl Core {
     /// True when `maxmemory` is set and the memory in use is above it (Redis's
     /// `performEvictions` failing under `noeviction`).
     pub fn over_maxmemory(&self) -> bool {
-        self.limits.maxmemory > 0
-            && commands::server::used_memory(self) as u64 > self.limits.maxmemory
+        self.limits.maxmemory > 0 && self.used_memory() as u64 > self.limits.maxmemory
     }
 
     /// Would Redis refuse `spec` from `client` when over `maxmemory`? Commands that may
@@ -410,8 +431,8 @@ impl Core {
         match &client.multi {
             Some(queue) if spec.name == "exec" => queue.iter().any(|argv| {
                 argv.first()
-                    .and_then(|name| commands::lookup(name))
-                    .and_then(|s| commands::resolve_subcommand(s, argv).ok())
+                    .and_then(|name| command::lookup(name))
+                    .and_then(|s| command::resolve_subcommand(s, argv).ok())
                     .is_some_and(|s| s.flags & flags::DENYOOM != 0)
             }),
             Some(_) => !matches!(spec.name, "discard" | "quit" | "reset"),
@@ -422,7 +443,7 @@ impl Core {
     /// Would [`Core::propagate`] record anything: an append-only log is open and the
     /// server is not loading.
     pub fn propagates(&self) -> bool {
-        !self.loading && self.persist.aof.is_some()
+        !self.loading && self.persist.recording()
     }
 
     /// Appends the effect `argv` (a command in replayable, deterministic form) on
@@ -434,7 +455,47 @@ impl Core {
         if self.loading {
             return;
         }
-        self.persist.append(db, argv);
+        if let Some(buf) = self.persist.effect_begin(db) {
+            crate::resp::writer::command(buf, argv);
+            self.persist.effect_end();
+        }
+    }
+
+    /// Installs the persistence layer effects go to and SAVE and the like run through.
+    pub fn set_persistence(&mut self, persistence: Box<dyn Persistence>) {
+        self.persist = persistence;
+    }
+
+    /// Runs `f` with the persistence layer lent out of the core, so it can read and
+    /// change the core as well (SAVE, BGSAVE, CONFIG SET, the cron chores). Meanwhile
+    /// the core holds [`NoPersistence`]: an operation that wrote effects while its
+    /// persistence is lent out would lose them, and none does (loading, the only
+    /// path that runs commands inside, records nothing).
+    pub fn with_persistence<R>(
+        &mut self,
+        f: impl FnOnce(&mut dyn Persistence, &mut Core) -> R,
+    ) -> R {
+        let mut lent = std::mem::replace(&mut self.persist, Box::new(NoPersistence));
+        let result = f(&mut *lent, self);
+        self.persist = lent;
+        result
+    }
+
+    /// Memory in use: the counted allocator's figure when the binary installed it
+    /// (`alloc::CountingAlloc`, usable sizes as Redis's zmalloc counts them), else the
+    /// streams' own estimates plus 1 MiB for the rest (library users, tests).
+    pub fn used_memory(&self) -> usize {
+        let counted = crate::alloc::allocated();
+        if counted > 0 {
+            return counted;
+        }
+        let streams: usize = self
+            .dbs
+            .iter()
+            .flat_map(|db| db.keys.iter())
+            .map(|(k, s)| k.len() + s.memory_usage())
+            .sum();
+        streams + 1024 * 1024
     }
 
     /// `requirepass` becomes the default user's only password (or `nopass` when
@@ -457,7 +518,7 @@ impl Core {
         if path.is_empty() {
             return Ok(false);
         }
-        let users = crate::acl::file::load(std::path::Path::new(&path))?;
+        let users = acl::file::load(std::path::Path::new(&path))?;
         let replaced = self.acl.replace_users(users);
         self.disconnect_users(&replaced);
         Ok(true)
@@ -465,7 +526,7 @@ impl Core {
 
     /// Closes the connections of clients authenticated as any of `users` (deleted or
     /// replaced users, as Redis's `ACLFreeUserAndKillClients`).
-    pub fn disconnect_users(&mut self, users: &[crate::acl::UserRef]) {
+    pub fn disconnect_users(&mut self, users: &[acl::UserRef]) {
         for c in self.clients.values_mut() {
             if let Some(u) = &c.user
                 && users.iter().any(|d| Rc::ptr_eq(d, u))
@@ -490,8 +551,8 @@ impl Core {
         client: &Client,
         spec: &'static CommandSpec,
         argv: &Argv,
-        context: crate::acl::log::Context,
-    ) -> Result<(), crate::acl::Denied> {
+        context: acl::log::Context,
+    ) -> Result<(), acl::Denied> {
         let Some(user) = &client.user else {
             return Ok(());
         };
@@ -505,11 +566,11 @@ impl Core {
         };
         if let Err(denied) = result {
             let (reason, object) = match denied {
-                crate::acl::Denied::Command => (
-                    crate::acl::log::Reason::Command,
+                acl::Denied::Command => (
+                    acl::log::Reason::Command,
                     Bytes::from_static(spec.full_name().as_bytes()),
                 ),
-                crate::acl::Denied::Key(pos) => (crate::acl::log::Reason::Key, argv[pos].clone()),
+                acl::Denied::Key(pos) => (acl::log::Reason::Key, argv[pos].clone()),
             };
             self.acl_log(client, reason, context, object, client.username());
         }
@@ -520,13 +581,13 @@ impl Core {
     pub fn acl_log(
         &mut self,
         client: &Client,
-        reason: crate::acl::log::Reason,
-        context: crate::acl::log::Context,
+        reason: acl::log::Reason,
+        context: acl::log::Context,
         object: Bytes,
         username: Bytes,
     ) {
         let max = self.config.get_i64("acllog-max-len").max(0) as usize;
-        let entry = crate::acl::log::Entry {
+        let entry = acl::log::Entry {
             count: 1,
             reason,
             context,
@@ -608,24 +669,20 @@ impl Core {
 
     /// Re-executes a blocked client's command; if it is served, unregisters it and sends
     /// the reply to its connection.
-    fn reprocess(&mut self, client: &mut Client, state: crate::server::client::BlockState) {
-        let Some(spec) = commands::lookup(&state.argv[0])
-            .and_then(|s| commands::resolve_subcommand(s, &state.argv).ok())
+    fn reprocess(&mut self, client: &mut Client, state: BlockState) {
+        let Some(spec) = command::lookup(&state.argv[0])
+            .and_then(|s| command::resolve_subcommand(s, &state.argv).ok())
         else {
             return;
         };
         client.blocked = None;
         // The user's permissions may have changed while the client was blocked.
-        if let Err(denied) = self.acl_check(
-            client,
-            spec,
-            &state.argv,
-            crate::acl::log::Context::Toplevel,
-        ) {
+        if let Err(denied) = self.acl_check(client, spec, &state.argv, acl::log::Context::Toplevel)
+        {
             self.blocked
                 .remove(client.id, state.db, &state.keys, state.deadline_ms);
             let mut out = RespWriter::new(client.proto);
-            out.error(&ReplyError::no_perm(denied, spec));
+            out.error(&denied.reply(spec));
             client.send(ClientMsg::Unblocked(out.take()), self.limits.output);
             return;
         }
@@ -766,15 +823,15 @@ impl Core {
             return Outcome::Done;
         };
         // Commands newer than `compat-version` do not exist for clients.
-        let Some(spec) = commands::lookup(name)
-            .filter(|s| self.loading || commands::since_version(s.since) <= self.compat)
+        let Some(spec) = command::lookup(name)
+            .filter(|s| self.loading || command::since_version(s.since) <= self.compat)
         else {
             let err = crate::error::unknown_command(&argv);
             self.reject(client, out, None, &err);
             return Outcome::Done;
         };
         // Resolve container subcommands (XGROUP CREATE, CONFIG GET, ...).
-        let spec = match commands::resolve_subcommand(spec, &argv) {
+        let spec = match command::resolve_subcommand(spec, &argv) {
             Ok(s) => s,
             Err(err) => {
                 self.reject(client, out, Some(spec), &err);
@@ -793,13 +850,13 @@ impl Core {
         // Permissions, before MULTI queueing (a denied command dooms the transaction).
         if client.user.is_some() {
             let context = if client.multi.is_some() {
-                crate::acl::log::Context::Multi
+                acl::log::Context::Multi
             } else {
-                crate::acl::log::Context::Toplevel
+                acl::log::Context::Toplevel
             };
             client.last_cmd = spec.full_name();
             if let Err(denied) = self.acl_check(client, spec, &argv, context) {
-                self.reject(client, out, Some(spec), &ReplyError::no_perm(denied, spec));
+                self.reject(client, out, Some(spec), &denied.reply(spec));
                 return Outcome::Done;
             }
         }
@@ -948,7 +1005,7 @@ impl Core {
     }
 
     /// Periodic work (Redis `serverCron`): active expiry (logged as `DEL`), a share of
-    /// any ongoing keyspace rehash (Redis's `activerehashing`), then the persistence chores (`persist::cron`: write pending records, reap background
+    /// any ongoing keyspace rehash (Redis's `activerehashing`), then the persistence chores ([`Persistence::cron`]: write pending records, reap background
     /// saves, save rules, automatic rewrite). Nothing runs while loading.
     pub fn cron(&mut self) {
         if self.loading {
@@ -975,7 +1032,7 @@ impl Core {
             db.expire_idmp(now, &mut budget);
         }
         self.handle_ready_keys();
-        crate::persist::cron(self);
+        self.with_persistence(|p, core| p.cron(core));
     }
 }
 

@@ -14,8 +14,9 @@
 //!                                                        the consumer's times, exactly
 //! ```
 //!
-//! A command collects what it changed in a [`GroupEffects`] and calls [`log_effects`] once
-//! it is done; the records are read from the group as it is then. Unlike Redis, history
+//! A command collects what it changed in a `GroupEffects` and calls `log_effects` once
+//! it is done (`commands/effects.rs`, where the commands that change groups live); the
+//! records are read from the group as it is then. Unlike Redis, history
 //! reads (`XREADGROUP ... 0`) log their delivery-count bumps, so counts survive a restart.
 //!
 //! **In snapshots**, [`write_groups`] writes each group as `STREAMD.GROUP`, its pending
@@ -27,158 +28,12 @@
 //! kept, which `XCLAIM ... FORCE` would drop).
 
 use super::snapshot::{SnapshotWriter, id_text};
-use crate::core::{Core, Ctx};
+use crate::commands::effects::{consumer_record, int, signed};
+use crate::core::Core;
 use crate::resp::Argv;
 use crate::stream::group::{ClaimSpec, DeliveryCount, NackMode};
 use crate::stream::{Stream, StreamId};
 use std::io::{self, Write};
-
-/// What a group command changed in one stream's group, for [`log_effects`].
-#[derive(Debug, Default, Clone)]
-pub struct GroupEffects {
-    /// Pending entries whose state changed (delivered, claimed, re-delivered, dropped).
-    pub ids: Vec<StreamId>,
-    /// The consumer was created by this command.
-    pub consumer_created: bool,
-    /// The group's `last_id` / `entries_read` changed.
-    pub position_changed: bool,
-}
-
-impl GroupEffects {
-    /// True when there is something to log.
-    pub fn is_empty(&self) -> bool {
-        self.ids.is_empty() && !self.consumer_created && !self.position_changed
-    }
-}
-
-fn int(n: u64) -> Vec<u8> {
-    itoa::Buffer::new().format(n).as_bytes().to_vec()
-}
-
-fn signed(n: Option<u64>) -> Vec<u8> {
-    match n {
-        Some(n) => int(n),
-        None => b"-1".to_vec(),
-    }
-}
-
-/// Logs the state of what `fx` says changed in `group` of `key` (client's database),
-/// acting for `consumer`.
-pub fn log_effects(
-    ctx: &mut Ctx<'_>,
-    key: &[u8],
-    group: &[u8],
-    consumer: Option<&[u8]>,
-    fx: &GroupEffects,
-) {
-    let db = ctx.client.db;
-    let core = &mut *ctx.core;
-    if !core.propagates() || fx.is_empty() {
-        return;
-    }
-    let Some(g) = core.dbs[db].get(key).and_then(|s| s.groups().get(group)) else {
-        return;
-    };
-    let mut records: Vec<Vec<Vec<u8>>> = Vec::new();
-    if fx.consumer_created
-        && let Some(c) = consumer
-    {
-        records.push(vec![
-            b"XGROUP".to_vec(),
-            b"CREATECONSUMER".to_vec(),
-            key.to_vec(),
-            group.to_vec(),
-            c.to_vec(),
-        ]);
-    }
-    for &id in &fx.ids {
-        let rec = match g.pending(id) {
-            Some(p) => match p.owner {
-                Some(owner) => vec![
-                    b"XCLAIM".to_vec(),
-                    key.to_vec(),
-                    group.to_vec(),
-                    owner.to_vec(),
-                    b"0".to_vec(),
-                    id_text(id),
-                    b"TIME".to_vec(),
-                    int(p.delivery_time),
-                    b"RETRYCOUNT".to_vec(),
-                    int(p.delivery_count),
-                    b"FORCE".to_vec(),
-                    b"JUSTID".to_vec(),
-                ],
-                None => vec![
-                    b"STREAMD.NACK".to_vec(),
-                    key.to_vec(),
-                    group.to_vec(),
-                    id_text(id),
-                    int(p.delivery_count),
-                ],
-            },
-            None => vec![b"XACK".to_vec(), key.to_vec(), group.to_vec(), id_text(id)],
-        };
-        records.push(rec);
-    }
-    if fx.position_changed {
-        records.push(vec![
-            b"XGROUP".to_vec(),
-            b"SETID".to_vec(),
-            key.to_vec(),
-            group.to_vec(),
-            id_text(g.last_id()),
-            b"ENTRIESREAD".to_vec(),
-            signed(g.entries_read()),
-        ]);
-    }
-    if let Some(c) = consumer.and_then(|c| g.consumer_by_name(c)) {
-        records.push(consumer_record(
-            key,
-            group,
-            c.name(),
-            c.seen_time(),
-            c.active_time(),
-        ));
-    }
-    for r in records {
-        core.persist.append(db, &r);
-    }
-}
-
-/// Logs a consumer's times (after XGROUP CREATECONSUMER).
-pub fn log_consumer(ctx: &mut Ctx<'_>, key: &[u8], group: &[u8], consumer: &[u8]) {
-    let db = ctx.client.db;
-    let core = &mut *ctx.core;
-    if !core.propagates() {
-        return;
-    }
-    let Some(c) = core.dbs[db]
-        .get(key)
-        .and_then(|s| s.groups().get(group))
-        .and_then(|g| g.consumer_by_name(consumer))
-    else {
-        return;
-    };
-    let r = consumer_record(key, group, c.name(), c.seen_time(), c.active_time());
-    core.persist.append(db, &r);
-}
-
-fn consumer_record(
-    key: &[u8],
-    group: &[u8],
-    name: &[u8],
-    seen: u64,
-    active: Option<u64>,
-) -> Vec<Vec<u8>> {
-    vec![
-        b"STREAMD.CONSUMER".to_vec(),
-        key.to_vec(),
-        group.to_vec(),
-        name.to_vec(),
-        int(seen),
-        signed(active),
-    ]
-}
 
 /// Writes the groups of stream `key` into a snapshot.
 pub fn write_groups<W: Write>(w: &mut SnapshotWriter<W>, key: &[u8], s: &Stream) -> io::Result<()> {

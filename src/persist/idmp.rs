@@ -22,31 +22,15 @@
 //! client command `XIDMPRECORD` does.
 
 use super::snapshot::{SnapshotWriter, id_text};
+use crate::commands::effects::idmp_state_record;
 use crate::core::Core;
 use crate::resp::Argv;
 use crate::stream::Stream;
 use std::io::{self, Write};
 
-fn int(n: u64) -> Vec<u8> {
-    itoa::Buffer::new().format(n).as_bytes().to_vec()
-}
-
-/// `STREAMD.IDMP` for `key`'s current settings and counters, if it has IDMP state.
-pub fn state_record(key: &[u8], s: &Stream) -> Option<Vec<Vec<u8>>> {
-    let i = s.idmp()?;
-    Some(vec![
-        b"STREAMD.IDMP".to_vec(),
-        key.to_vec(),
-        int(u64::from(i.duration())),
-        int(u64::from(i.maxsize())),
-        int(i.iids_added()),
-        int(i.iids_duplicates()),
-    ])
-}
-
 /// Writes `key`'s IDMP state, if any, as snapshot records (module doc).
 pub fn write_idmp<W: Write>(w: &mut SnapshotWriter<W>, key: &[u8], s: &Stream) -> io::Result<()> {
-    let Some(record) = state_record(key, s) else {
+    let Some(record) = idmp_state_record(key, s) else {
         return Ok(());
     };
     w.record(&record)?;

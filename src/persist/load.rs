@@ -23,10 +23,10 @@
 use super::PersistError;
 use super::record::{self, Frame, HEADER_LEN};
 use crate::commands;
+use crate::core::client::Client;
 use crate::core::{Core, unix_ms};
 use crate::resp::Argv;
 use crate::resp::writer::{Protocol, RespWriter};
-use crate::server::client::Client;
 use bytes::{Buf, Bytes, BytesMut};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -247,7 +247,7 @@ impl Default for Replayer {
 impl Replayer {
     /// A replayer on database 0.
     pub fn new() -> Replayer {
-        let (tx, _rx) = crate::server::mailbox::mailbox();
+        let (tx, _rx) = crate::core::mailbox::mailbox();
         Replayer {
             client: Client::new(0, "loader".into(), String::new(), true, unix_ms(), tx),
             out: RespWriter::new(Protocol::Resp2),

@@ -404,6 +404,22 @@ impl LogWriter {
         self.appended += 1;
     }
 
+    /// Starts one record whose payload the caller appends to the returned buffer, then
+    /// closes with [`LogWriter::end_record`] (the core writes effects so, without a
+    /// copy). Returns the buffer and the record's start.
+    #[inline]
+    pub fn begin_record(&mut self) -> (&mut Vec<u8>, usize) {
+        let start = record::begin(&mut self.pending);
+        (&mut self.pending, start)
+    }
+
+    /// Frames the record [`LogWriter::begin_record`] started at `start`.
+    #[inline]
+    pub fn end_record(&mut self, start: usize) {
+        record::finish(&mut self.pending, start);
+        self.appended += 1;
+    }
+
     /// Appends already framed records (`count` of them).
     pub fn append_framed(&mut self, bytes: &[u8], count: u64) {
         self.pending.extend_from_slice(bytes);

@@ -14,8 +14,11 @@
 //! **Effects, not commands.** Write commands call [`crate::core::Ctx::propagate`] with the
 //! deterministic form of what they did (an `XADD *` with the ID it generated, an
 //! approximate trim as the exact result, a relative expiry as `PEXPIREAT`); the core
-//! frames each as a record into [`log::LogWriter`]'s pending buffer, with `SELECT` when
-//! the database changes and `MULTI`/`EXEC` around a transaction's effects.
+//! hands each to its [`Persistence`] (this module's [`Persist`], installed by
+//! [`prepare`]), which frames it as a record in [`log::LogWriter`]'s pending buffer, with
+//! `SELECT` when the database changes and `MULTI`/`EXEC` around a transaction's effects.
+//! The core knows only that trait; this module knows the core (it replays logs through
+//! the normal command path) and never the front end.
 //!
 //! **Group commit.** After a batch of pipelined commands, the connection task calls
 //! [`commit`]: under `appendfsync always` it yields once so other ready connections run
@@ -41,6 +44,7 @@
 pub mod check;
 pub mod groups;
 pub mod idmp;
+pub mod import;
 pub mod load;
 pub mod log;
 pub mod manifest;
@@ -48,8 +52,8 @@ pub mod record;
 pub mod sink;
 pub mod snapshot;
 
-use crate::core::{Core, ShutdownKind, unix_ms};
-use crate::server::SharedCore;
+use crate::core::persistence::Persistence;
+use crate::core::{Core, SharedCore, ShutdownKind, unix_ms};
 use load::{FrameReader, Next, Replayer};
 use log::{FsyncPolicy, LogWriter};
 use manifest::{Manifest, ManifestFile, Names};
@@ -302,15 +306,17 @@ pub struct Persist {
     data_dir: PathBuf,
     /// The held lock on the data directory.
     lock: Option<File>,
+    /// Start of the effect record being written (between `effect_begin` and
+    /// `effect_end`).
+    open_record: usize,
 }
 
 impl Persist {
-    /// Frames one effect record (with SELECT / MULTI as needed). Called through
-    /// [`Core::propagate`].
-    pub fn append<A: AsRef<[u8]>>(&mut self, db: usize, argv: &[A]) {
-        let Some(aof) = self.aof.as_mut() else {
-            return;
-        };
+    /// Frames the records that must come before an effect on `db` (MULTI for the first
+    /// effect of a transaction, SELECT when the database changes) and starts the
+    /// effect's own record; the core appends its RESP array to the returned buffer.
+    fn begin_effect(&mut self, db: usize) -> Option<&mut Vec<u8>> {
+        let aof = self.aof.as_mut()?;
         if self.multi_depth > 0 && !self.multi_emitted {
             aof.writer.append(&["MULTI"]);
             self.multi_emitted = true;
@@ -322,28 +328,9 @@ impl Persist {
             ]);
             aof.last_db = Some(db);
         }
-        aof.writer.append(argv);
-    }
-
-    /// BGSAVE SCHEDULE while a save runs: start another when it ends.
-    pub fn schedule_bgsave(&mut self) {
-        self.bgsave_scheduled = true;
-    }
-
-    /// EXEC starts: its effects will be wrapped.
-    pub fn exec_begin(&mut self) {
-        self.multi_depth += 1;
-    }
-
-    /// EXEC ended: closes the MULTI record if one was written.
-    pub fn exec_end(&mut self) {
-        self.multi_depth = self.multi_depth.saturating_sub(1);
-        if self.multi_depth == 0 && self.multi_emitted {
-            self.multi_emitted = false;
-            if let Some(aof) = self.aof.as_mut() {
-                aof.writer.append(&["EXEC"]);
-            }
-        }
+        let (buf, start) = aof.writer.begin_record();
+        self.open_record = start;
+        Some(buf)
     }
 
     /// Writes pending records to the log file (not waiting for the fsync). Under
@@ -359,17 +346,6 @@ impl Persist {
             }
             tracing::warn!(error = %e, "error writing to the append only file; write commands are refused until a write succeeds");
         }
-    }
-
-    /// Why write commands are refused (the log cannot be written), if they are.
-    pub fn write_refusal(&self) -> Option<String> {
-        let aof = self.aof.as_ref()?;
-        let e = aof
-            .writer
-            .write_error()
-            .map(str::to_string)
-            .or_else(|| aof.writer.durability().error())?;
-        Some(format!("MISCONF Errors writing to the AOF file: {e}"))
     }
 }
 
@@ -391,7 +367,9 @@ pub async fn commit(core: &SharedCore) -> Result<(), String> {
         // writes everything pending, once (and under `always` the records of all of them
         // share the next fsync), as Redis writes once per event-loop round.
         tokio::task::yield_now().await;
-        core.borrow_mut().persist.flush();
+        if let Some(p) = state_mut(&mut core.borrow_mut()) {
+            p.flush();
+        }
     }
     let r = match wait {
         None => return Ok(()),
@@ -438,7 +416,7 @@ enum CommitNeeds {
 }
 
 fn commit_needs(c: &Core) -> CommitNeeds {
-    let Some(aof) = c.persist.aof.as_ref() else {
+    let Some(aof) = state(c).and_then(|p| p.aof.as_ref()) else {
         return CommitNeeds::Nothing;
     };
     let pending = aof.writer.pending_len() > 0;
@@ -462,6 +440,129 @@ fn commit_needs(c: &Core) -> CommitNeeds {
         pending,
         need,
         shared: d.clone(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The core's door: Persistence
+// ---------------------------------------------------------------------------------------
+
+/// The core's `Persist`, if [`prepare`] installed one.
+fn state(core: &Core) -> Option<&Persist> {
+    core.persist.as_any().downcast_ref::<Persist>()
+}
+
+/// The core's `Persist`, if [`prepare`] installed one.
+fn state_mut(core: &mut Core) -> Option<&mut Persist> {
+    core.persist.as_any_mut().downcast_mut::<Persist>()
+}
+
+/// The core's `Persist`, installing an empty one first if the core has none.
+fn installed(core: &mut Core) -> &mut Persist {
+    if state(core).is_none() {
+        core.set_persistence(Box::<Persist>::default());
+    }
+    state_mut(core).expect("installed above")
+}
+
+/// Runs `f` with the core's `Persist` (installed if missing) lent out of the core, so
+/// both can be changed at once.
+fn with_persist<R>(core: &mut Core, f: impl FnOnce(&mut Persist, &mut Core) -> R) -> R {
+    installed(core);
+    core.with_persistence(|p, core| match p.as_any_mut().downcast_mut::<Persist>() {
+        Some(p) => f(p, core),
+        None => f(&mut Persist::default(), core),
+    })
+}
+
+impl Persistence for Persist {
+    fn recording(&self) -> bool {
+        self.aof.is_some()
+    }
+
+    #[inline]
+    fn effect_begin(&mut self, db: usize) -> Option<&mut Vec<u8>> {
+        self.begin_effect(db)
+    }
+
+    #[inline]
+    fn effect_end(&mut self) {
+        if let Some(aof) = self.aof.as_mut() {
+            aof.writer.end_record(self.open_record);
+        }
+    }
+
+    fn exec_begin(&mut self) {
+        self.multi_depth += 1;
+    }
+
+    /// Closes the MULTI record if one was written.
+    fn exec_end(&mut self) {
+        self.multi_depth = self.multi_depth.saturating_sub(1);
+        if self.multi_depth == 0 && self.multi_emitted {
+            self.multi_emitted = false;
+            if let Some(aof) = self.aof.as_mut() {
+                aof.writer.append(&["EXEC"]);
+            }
+        }
+    }
+
+    fn write_refusal(&self) -> Option<String> {
+        let aof = self.aof.as_ref()?;
+        let e = aof
+            .writer
+            .write_error()
+            .map(str::to_string)
+            .or_else(|| aof.writer.durability().error())?;
+        Some(format!("MISCONF Errors writing to the AOF file: {e}"))
+    }
+
+    fn save(&mut self, core: &mut Core) -> Result<(), String> {
+        save(self, core)
+    }
+
+    fn bgsave(&mut self, core: &mut Core) -> Result<(), String> {
+        bgsave(self, core)
+    }
+
+    fn schedule_bgsave(&mut self) {
+        self.bgsave_scheduled = true;
+    }
+
+    fn bgrewriteaof(&mut self, core: &mut Core) -> Result<bool, String> {
+        bgrewriteaof(self, core)
+    }
+
+    fn shutdown(&mut self, core: &mut Core, kind: ShutdownKind) -> Result<(), String> {
+        shutdown_with(self, core, kind).map_err(|e| e.to_string())
+    }
+
+    fn debug_reload(&mut self, core: &mut Core) -> Result<(), String> {
+        debug_reload(self, core)
+    }
+
+    fn debug_loadaof(&mut self, core: &mut Core) -> Result<(), String> {
+        debug_loadaof(self, core)
+    }
+
+    fn config_changed(&mut self, core: &mut Core) -> Result<(), String> {
+        config_changed(self, core)
+    }
+
+    fn cron(&mut self, core: &mut Core) {
+        cron(self, core);
+    }
+
+    fn info(&self, core: &Core) -> String {
+        info(self, core)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
     }
 }
 
@@ -576,8 +677,9 @@ pub fn prepare(core: &mut Core) -> Result<Loader, PersistError> {
     }
     let _ = lock.set_len(0);
     let _ = io::Write::write_all(&mut &lock, format!("{}\n", std::process::id()).as_bytes());
-    core.persist.lock = Some(lock);
-    core.persist.data_dir = dir.clone();
+    let p = installed(core);
+    p.lock = Some(lock);
+    p.data_dir = dir.clone();
 
     let names = log_names(core, &dir)?;
     let dump = dump_path(core);
@@ -720,7 +822,7 @@ impl Loader {
     }
 
     fn report(&mut self, core: &mut Core, loaded: u64) {
-        if let Some(p) = core.persist.loading.as_mut() {
+        if let Some(p) = state_mut(core).and_then(|p| p.loading.as_mut()) {
             p.loaded_bytes = loaded;
         }
         if self.last_report.elapsed() >= Duration::from_secs(1) {
@@ -759,9 +861,11 @@ impl Loader {
         let secs = self.started.elapsed().as_secs_f64();
         let keys: u64 = core.dbs.iter().map(|d| d.len() as u64).sum();
         let bytes = self.total_bytes;
-        core.persist.stats.loaded_keys = keys;
-        core.persist.stats.load_ms = (secs * 1000.0) as u64;
-        core.persist.stats.loaded_bytes = bytes;
+        if let Some(p) = state_mut(core) {
+            p.stats.loaded_keys = keys;
+            p.stats.load_ms = (secs * 1000.0) as u64;
+            p.stats.loaded_bytes = bytes;
+        }
         if bytes > 0 {
             tracing::info!(
                 keys,
@@ -772,7 +876,8 @@ impl Loader {
                 "DB loaded from disk: {secs:.3} seconds"
             );
         }
-        open_log(core, self.plan, self.names)
+        let (plan, names) = (self.plan, self.names);
+        with_persist(core, |p, core| open_log(p, core, plan, names))
     }
 }
 
@@ -834,7 +939,7 @@ pub async fn run_loader(core: SharedCore, mut loader: Loader) -> Result<(), Pers
     {
         let mut c = core.borrow_mut();
         c.loading = true;
-        c.persist.loading = Some(LoadProgress {
+        installed(&mut c).loading = Some(LoadProgress {
             start_time: unix_ms() / 1000,
             total_bytes: loader.total_bytes,
             loaded_bytes: 0,
@@ -857,12 +962,19 @@ pub async fn run_loader(core: SharedCore, mut loader: Loader) -> Result<(), Pers
     c.stats = saved_stats;
     c.dirty = 0;
     c.loading = false;
-    c.persist.loading = None;
+    if let Some(p) = state_mut(&mut c) {
+        p.loading = None;
+    }
     Ok(())
 }
 
 /// Opens (or creates) the log after loading.
-fn open_log(core: &mut Core, plan: AofPlan, names: Names) -> Result<(), PersistError> {
+fn open_log(
+    p: &mut Persist,
+    core: &mut Core,
+    plan: AofPlan,
+    names: Names,
+) -> Result<(), PersistError> {
     let policy = FsyncPolicy::from_config(core.config.get("appendfsync").unwrap_or("everysec"));
     let mut manifest = match plan {
         AofPlan::Off => return Ok(()),
@@ -905,7 +1017,7 @@ fn open_log(core: &mut Core, plan: AofPlan, names: Names) -> Result<(), PersistE
     remove_orphans(&names, &manifest);
     let writer = LogWriter::new(Box::new(FileSink::new(file)), size, policy)
         .map_err(|e| PersistError::io("starting the fsync thread for", &path, e))?;
-    core.persist.aof = Some(Aof {
+    p.aof = Some(Aof {
         writer,
         names,
         manifest,
@@ -961,8 +1073,8 @@ fn remove_orphans(names: &Names, m: &Manifest) {
 // ---------------------------------------------------------------------------------------
 
 /// SAVE: writes the snapshot now, from the live keyspace.
-pub fn save(core: &mut Core) -> Result<(), String> {
-    if core.persist.bgsave.is_some() {
+fn save(p: &mut Persist, core: &mut Core) -> Result<(), String> {
+    if p.bgsave.is_some() {
         return Err("ERR Background save already in progress".into());
     }
     let path = dump_path(core);
@@ -972,28 +1084,28 @@ pub fn save(core: &mut Core) -> Result<(), String> {
             tracing::info!(file = %path.display(), bytes = s.bytes, ms = started.elapsed().as_millis() as u64, "DB saved on disk");
             core.dirty = 0;
             core.lastsave = unix_ms() / 1000;
-            core.persist.stats.rdb_saves += 1;
-            core.persist.stats.rdb_last_bgsave_failed = false;
+            p.stats.rdb_saves += 1;
+            p.stats.rdb_last_bgsave_failed = false;
             Ok(())
         }
         Err(e) => {
             tracing::error!(error = %e, "SAVE failed");
-            core.persist.stats.rdb_last_bgsave_failed = true;
+            p.stats.rdb_last_bgsave_failed = true;
             Err(format!("ERR {e}"))
         }
     }
 }
 
 /// BGSAVE: clones the keyspace and writes it on a thread.
-pub fn bgsave(core: &mut Core) -> Result<(), String> {
-    if core.persist.bgsave.is_some() {
+fn bgsave(p: &mut Persist, core: &mut Core) -> Result<(), String> {
+    if p.bgsave.is_some() {
         return Err("ERR Background save already in progress".into());
     }
     let path = dump_path(core);
     let t0 = Instant::now();
     let dbs = core.dbs.clone();
     let pause = t0.elapsed().as_micros() as u64;
-    let stats = &mut core.persist.stats;
+    let stats = &mut p.stats;
     stats.rdb_last_bgsave_core_pause_usec = pause;
     stats.max_core_pause_usec = stats.max_core_pause_usec.max(pause);
     stats.last_bgsave_try = Some(Instant::now());
@@ -1002,7 +1114,7 @@ pub fn bgsave(core: &mut Core) -> Result<(), String> {
         .spawn(move || snapshot::save(&path, &dbs, unix_ms()))
         .map_err(|e| format!("ERR can't start the background save thread: {e}"))?;
     tracing::info!(core_pause_usec = pause, "Background saving started");
-    core.persist.bgsave = Some(BgJob {
+    p.bgsave = Some(BgJob {
         started: Instant::now(),
         handle,
         dirty_at_start: core.dirty,
@@ -1014,23 +1126,23 @@ pub fn bgsave(core: &mut Core) -> Result<(), String> {
 /// BGREWRITEAOF: starts a new log segment (recorded in the manifest at once), clones the
 /// keyspace, and writes the new base on a thread. A second request while one runs is
 /// scheduled for when it ends.
-pub fn bgrewriteaof(core: &mut Core) -> Result<bool, String> {
-    if core.persist.rewrite.is_some() {
-        core.persist.rewrite_scheduled = true;
+fn bgrewriteaof(p: &mut Persist, core: &mut Core) -> Result<bool, String> {
+    if p.rewrite.is_some() {
+        p.rewrite_scheduled = true;
         return Ok(false);
     }
-    if core.persist.aof.is_none() {
+    if p.aof.is_none() {
         return Err("ERR Background append only file rewriting needs appendonly yes".into());
     }
-    start_rewrite(core).map_err(|e| format!("ERR {e}"))?;
+    start_rewrite(p, core).map_err(|e| format!("ERR {e}"))?;
     Ok(true)
 }
 
 /// Rotates to a new segment, records it in the manifest, and starts writing a base for
 /// it.
-fn start_rewrite(core: &mut Core) -> Result<(), PersistError> {
+fn start_rewrite(p: &mut Persist, core: &mut Core) -> Result<(), PersistError> {
     let t0 = Instant::now();
-    let aof = core.persist.aof.as_mut().expect("checked by the callers");
+    let aof = p.aof.as_mut().expect("checked by the callers");
     let seq = aof.manifest.max_seq() + 1;
     let name = aof.names.incr(seq);
     let path = aof.names.path(&name);
@@ -1072,7 +1184,7 @@ fn start_rewrite(core: &mut Core) -> Result<(), PersistError> {
             .map(|f| aof.names.path(&f.name))
             .collect(),
     };
-    spawn_base(core, job, t0)
+    spawn_base(p, core, job, t0)
 }
 
 /// Creates and opens for appending a new, empty log segment.
@@ -1098,8 +1210,13 @@ struct BaseJob {
 /// Clones the keyspace (the core's pause, measured from `t0`), then on a thread writes it
 /// as base number `seq`, stores the manifest `{base seq, incr seq}` and deletes the
 /// files it replaced.
-fn spawn_base(core: &mut Core, job: BaseJob, t0: Instant) -> Result<(), PersistError> {
-    let aof = core.persist.aof.as_ref().expect("checked by the callers");
+fn spawn_base(
+    p: &mut Persist,
+    core: &mut Core,
+    job: BaseJob,
+    t0: Instant,
+) -> Result<(), PersistError> {
+    let aof = p.aof.as_ref().expect("checked by the callers");
     let seq = job.seq;
     let base = aof.names.path(&aof.names.base(seq));
     let manifest_path = aof.names.manifest();
@@ -1115,7 +1232,7 @@ fn spawn_base(core: &mut Core, job: BaseJob, t0: Instant) -> Result<(), PersistE
     };
     let dbs = core.dbs.clone();
     let pause = t0.elapsed().as_micros() as u64;
-    let stats = &mut core.persist.stats;
+    let stats = &mut p.stats;
     stats.aof_last_rewrite_core_pause_usec = pause;
     stats.max_core_pause_usec = stats.max_core_pause_usec.max(pause);
     let handle = std::thread::Builder::new()
@@ -1148,7 +1265,7 @@ fn spawn_base(core: &mut Core, job: BaseJob, t0: Instant) -> Result<(), PersistE
         core_pause_usec = pause,
         "Background append only file rewriting started"
     );
-    core.persist.rewrite = Some(BgJob {
+    p.rewrite = Some(BgJob {
         started: Instant::now(),
         handle,
         dirty_at_start: 0,
@@ -1158,14 +1275,9 @@ fn spawn_base(core: &mut Core, job: BaseJob, t0: Instant) -> Result<(), PersistE
 }
 
 /// Finishes background jobs that are done (called from the cron).
-fn reap_jobs(core: &mut Core) {
-    if core
-        .persist
-        .bgsave
-        .as_ref()
-        .is_some_and(|j| j.handle.is_finished())
-    {
-        let job = core.persist.bgsave.take().expect("checked above");
+fn reap_jobs(p: &mut Persist, core: &mut Core) {
+    if p.bgsave.as_ref().is_some_and(|j| j.handle.is_finished()) {
+        let job = p.bgsave.take().expect("checked above");
         let secs = job.started.elapsed().as_secs();
         let result = job.handle.join().unwrap_or_else(|_| {
             Err(PersistError::io(
@@ -1174,7 +1286,7 @@ fn reap_jobs(core: &mut Core) {
                 io::Error::other("the save thread panicked"),
             ))
         });
-        let stats = &mut core.persist.stats;
+        let stats = &mut p.stats;
         stats.rdb_last_bgsave_time_sec = Some(secs);
         match result {
             Ok(s) => {
@@ -1194,13 +1306,8 @@ fn reap_jobs(core: &mut Core) {
             }
         }
     }
-    if core
-        .persist
-        .rewrite
-        .as_ref()
-        .is_some_and(|j| j.handle.is_finished())
-    {
-        let job = core.persist.rewrite.take().expect("checked above");
+    if p.rewrite.as_ref().is_some_and(|j| j.handle.is_finished()) {
+        let job = p.rewrite.take().expect("checked above");
         let secs = job.started.elapsed().as_secs();
         let result = job.handle.join().unwrap_or_else(|_| {
             Err(PersistError::io(
@@ -1209,8 +1316,8 @@ fn reap_jobs(core: &mut Core) {
                 io::Error::other("the rewrite thread panicked"),
             ))
         });
-        let outcome = result.and_then(|s| finish_rewrite(core, job.seq, s));
-        let stats = &mut core.persist.stats;
+        let outcome = result.and_then(|s| finish_rewrite(p, job.seq, s));
+        let stats = &mut p.stats;
         stats.aof_last_rewrite_time_sec = Some(secs);
         match outcome {
             Ok(()) => {
@@ -1226,9 +1333,9 @@ fn reap_jobs(core: &mut Core) {
                 stats.aof_last_bgrewrite_failed = true;
             }
         }
-        if core.persist.rewrite_scheduled && core.persist.aof.is_some() {
-            core.persist.rewrite_scheduled = false;
-            if let Err(e) = start_rewrite(core) {
+        if p.rewrite_scheduled && p.aof.is_some() {
+            p.rewrite_scheduled = false;
+            if let Err(e) = start_rewrite(p, core) {
                 tracing::error!(error = %e, "scheduled AOF rewrite could not start");
             }
         }
@@ -1236,8 +1343,8 @@ fn reap_jobs(core: &mut Core) {
 }
 
 /// A rewrite's thread stored the manifest `{base seq, incr seq}`: the core's view follows.
-fn finish_rewrite(core: &mut Core, seq: u64, s: SaveStats) -> Result<(), PersistError> {
-    let Some(aof) = core.persist.aof.as_mut() else {
+fn finish_rewrite(p: &mut Persist, seq: u64, s: SaveStats) -> Result<(), PersistError> {
+    let Some(aof) = p.aof.as_mut() else {
         // appendonly was turned off meanwhile.
         return Ok(());
     };
@@ -1258,11 +1365,11 @@ fn finish_rewrite(core: &mut Core, seq: u64, s: SaveStats) -> Result<(), Persist
 
 /// SHUTDOWN (and SIGTERM/SIGINT): flushes and fsyncs the log, and writes the snapshot
 /// when asked to (SAVE) or when save points are configured (the default).
-pub fn shutdown(core: &mut Core, kind: ShutdownKind) -> Result<(), PersistError> {
+fn shutdown_with(p: &mut Persist, core: &mut Core, kind: ShutdownKind) -> Result<(), PersistError> {
     if core.loading {
         return Ok(());
     }
-    if let Some(aof) = core.persist.aof.as_mut() {
+    if let Some(aof) = p.aof.as_mut() {
         aof.writer
             .sync_all()
             .map_err(|e| PersistError::io("syncing", &aof.names.manifest(), e))?;
@@ -1281,6 +1388,12 @@ pub fn shutdown(core: &mut Core, kind: ShutdownKind) -> Result<(), PersistError>
     Ok(())
 }
 
+/// SHUTDOWN's persistence work for the server's own stop (a signal): what
+/// [`Persistence::shutdown`] does for the command.
+pub fn shutdown(core: &mut Core, kind: ShutdownKind) -> Result<(), PersistError> {
+    with_persist(core, |p, core| shutdown_with(p, core, kind))
+}
+
 /// Empties every database (before a reload).
 fn empty_data(core: &mut Core) {
     for db in core.dbs.iter_mut() {
@@ -1290,16 +1403,16 @@ fn empty_data(core: &mut Core) {
 }
 
 /// DEBUG RELOAD: saves the snapshot and loads it back in place of the dataset.
-pub fn debug_reload(core: &mut Core) -> Result<(), String> {
-    save(core)?;
+fn debug_reload(p: &mut Persist, core: &mut Core) -> Result<(), String> {
+    save(p, core)?;
     let path = dump_path(core);
     empty_data(core);
     load_files(core, vec![Source::Snapshot(path)]).map_err(|e| format!("ERR {e}"))
 }
 
 /// DEBUG LOADAOF: makes the log durable and loads it back in place of the dataset.
-pub fn debug_loadaof(core: &mut Core) -> Result<(), String> {
-    let Some(aof) = core.persist.aof.as_mut() else {
+fn debug_loadaof(p: &mut Persist, core: &mut Core) -> Result<(), String> {
+    let Some(aof) = p.aof.as_mut() else {
         return Err("ERR appendonly is off".into());
     };
     aof.writer.sync_all().map_err(|e| format!("ERR {e}"))?;
@@ -1349,16 +1462,16 @@ fn load_files(core: &mut Core, sources: Vec<Source>) -> Result<(), PersistError>
 }
 
 /// Applies CONFIG SET changes to `appendonly` and `appendfsync`.
-pub fn config_changed(core: &mut Core) -> Result<(), String> {
+fn config_changed(p: &mut Persist, core: &mut Core) -> Result<(), String> {
     if core.loading {
         return Ok(());
     }
     let want = core.config.get_bool("appendonly");
     let policy = FsyncPolicy::from_config(core.config.get("appendfsync").unwrap_or("everysec"));
-    match (want, core.persist.aof.is_some()) {
-        (true, false) => enable_aof(core).map_err(|e| format!("ERR {e}"))?,
+    match (want, p.aof.is_some()) {
+        (true, false) => enable_aof(p, core).map_err(|e| format!("ERR {e}"))?,
         (false, true) => {
-            let mut aof = core.persist.aof.take().expect("checked");
+            let mut aof = p.aof.take().expect("checked");
             if let Err(e) = aof.writer.sync_all() {
                 tracing::warn!(error = %e, "syncing the append only file while turning it off");
             }
@@ -1366,7 +1479,7 @@ pub fn config_changed(core: &mut Core) -> Result<(), String> {
         }
         _ => {}
     }
-    if let Some(aof) = core.persist.aof.as_mut() {
+    if let Some(aof) = p.aof.as_mut() {
         aof.writer.set_policy(policy);
     }
     Ok(())
@@ -1375,12 +1488,12 @@ pub fn config_changed(core: &mut Core) -> Result<(), String> {
 /// `CONFIG SET appendonly yes`: effects go to a new segment at once and its base is
 /// written in the background; the manifest naming both is stored when the base is
 /// complete (until then a restart does not see the new log).
-fn enable_aof(core: &mut Core) -> Result<(), PersistError> {
+fn enable_aof(p: &mut Persist, core: &mut Core) -> Result<(), PersistError> {
     let t0 = Instant::now();
-    if core.persist.data_dir.as_os_str().is_empty() {
-        core.persist.data_dir = config_dir(core);
+    if p.data_dir.as_os_str().is_empty() {
+        p.data_dir = config_dir(core);
     }
-    let names = log_names(core, &core.persist.data_dir)?;
+    let names = log_names(core, &p.data_dir)?;
     fs::create_dir_all(&names.dir).map_err(|e| PersistError::io("creating", &names.dir, e))?;
     let manifest = Manifest::load(&names.manifest())?.unwrap_or_default();
     // The files of an older log (appendonly was on once) go when the new manifest is in.
@@ -1396,7 +1509,7 @@ fn enable_aof(core: &mut Core) -> Result<(), PersistError> {
     let policy = FsyncPolicy::from_config(core.config.get("appendfsync").unwrap_or("everysec"));
     let writer = LogWriter::new(Box::new(FileSink::new(file)), 0, policy)
         .map_err(|e| PersistError::io("starting the fsync thread for", &path, e))?;
-    core.persist.aof = Some(Aof {
+    p.aof = Some(Aof {
         writer,
         names,
         manifest,
@@ -1409,54 +1522,52 @@ fn enable_aof(core: &mut Core) -> Result<(), PersistError> {
         wait_for_manifest: None,
         stale,
     };
-    let r = spawn_base(core, job, t0);
+    let r = spawn_base(p, core, job, t0);
     if r.is_err() {
-        core.persist.aof = None;
+        p.aof = None;
     }
     r
 }
 
 /// Periodic work: writes pending records, reaps background jobs, runs the save rules
 /// and the automatic rewrite.
-pub fn cron(core: &mut Core) {
+fn cron(p: &mut Persist, core: &mut Core) {
     if core.loading {
         return;
     }
-    core.persist.flush();
-    reap_jobs(core);
-    if core.persist.bgsave_scheduled && core.persist.bgsave.is_none() {
-        core.persist.bgsave_scheduled = false;
-        if let Err(e) = bgsave(core) {
+    p.flush();
+    reap_jobs(p, core);
+    if p.bgsave_scheduled && p.bgsave.is_none() {
+        p.bgsave_scheduled = false;
+        if let Err(e) = bgsave(p, core) {
             tracing::warn!(error = %e, "scheduled BGSAVE failed to start");
         }
     }
     let now = unix_ms() / 1000;
-    if core.persist.bgsave.is_none() && core.persist.rewrite.is_none() && core.dirty > 0 {
+    if p.bgsave.is_none() && p.rewrite.is_none() && core.dirty > 0 {
         let points = core.config.get("save").unwrap_or("").to_string();
         let nums: Vec<u64> = points
             .split_whitespace()
             .filter_map(|s| s.parse().ok())
             .collect();
-        let retry_ok = !core.persist.stats.rdb_last_bgsave_failed
-            || core
-                .persist
-                .stats
+        let retry_ok = !p.stats.rdb_last_bgsave_failed
+            || p.stats
                 .last_bgsave_try
                 .is_none_or(|t| t.elapsed() > Duration::from_secs(5));
-        for p in nums.chunks(2) {
-            let [secs, changes] = p else { continue };
+        for point in nums.chunks(2) {
+            let [secs, changes] = point else { continue };
             if core.dirty >= *changes && now.saturating_sub(core.lastsave) > *secs && retry_ok {
                 tracing::info!("{changes} changes in {secs} seconds. Saving...");
-                if let Err(e) = bgsave(core) {
+                if let Err(e) = bgsave(p, core) {
                     tracing::warn!(error = %e, "save rule: BGSAVE failed to start");
                 }
                 break;
             }
         }
     }
-    if core.persist.rewrite.is_none()
-        && core.persist.bgsave.is_none()
-        && let Some(aof) = core.persist.aof.as_ref()
+    if p.rewrite.is_none()
+        && p.bgsave.is_none()
+        && let Some(aof) = p.aof.as_ref()
     {
         let perc = core.config.get_i64("auto-aof-rewrite-percentage").max(0) as u64;
         let min = core.config.get_i64("auto-aof-rewrite-min-size").max(0) as u64;
@@ -1469,7 +1580,7 @@ pub fn cron(core: &mut Core) {
                 "Starting automatic rewriting of AOF on {}% growth",
                 (size - base) * 100 / base
             );
-            if let Err(e) = start_rewrite(core) {
+            if let Err(e) = start_rewrite(p, core) {
                 tracing::error!(error = %e, "automatic AOF rewrite could not start");
             }
         }
@@ -1477,8 +1588,7 @@ pub fn cron(core: &mut Core) {
 }
 
 /// The `# Persistence` section of INFO (its body).
-pub fn info(core: &Core) -> String {
-    let p = &core.persist;
+fn info(p: &Persist, core: &Core) -> String {
     let s = &p.stats;
     let yes = |b: bool| if b { "err" } else { "ok" };
     let mut out = String::new();

@@ -40,20 +40,24 @@ pub fn crc64(data: &[u8]) -> u64 {
 
 /// Appends one framed record carrying the RESP array of `argv` to `out`.
 pub fn encode<A: AsRef<[u8]>>(out: &mut Vec<u8>, argv: &[A]) {
+    let start = begin(out);
+    crate::resp::writer::command(out, argv);
+    finish(out, start);
+}
+
+/// Starts a record at the end of `out`: reserves its header and returns where it
+/// starts, for [`finish`] once the payload is appended.
+#[inline]
+pub fn begin(out: &mut Vec<u8>) -> usize {
     let start = out.len();
     out.extend_from_slice(&[0u8; HEADER_LEN]);
-    let mut num = itoa::Buffer::new();
-    out.push(b'*');
-    out.extend_from_slice(num.format(argv.len()).as_bytes());
-    out.extend_from_slice(b"\r\n");
-    for a in argv {
-        let a = a.as_ref();
-        out.push(b'$');
-        out.extend_from_slice(num.format(a.len()).as_bytes());
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
+    start
+}
+
+/// Completes the record [`begin`] started at `start`: writes the length and CRC of
+/// the payload appended since.
+#[inline]
+pub fn finish(out: &mut [u8], start: usize) {
     let payload_len = out.len() - start - HEADER_LEN;
     let len = u32::try_from(payload_len)
         .expect("a record payload is below 4 GiB (XADD caps elements at 1 GiB)");

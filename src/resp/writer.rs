@@ -19,8 +19,25 @@
 //! (one `memmove` of the elements, no second buffer).
 
 use crate::error::ReplyError;
-use crate::stream::StreamId;
-use crate::stream::listpack::Value;
+
+/// Appends the RESP array of bulk strings `argv` to `out`: a command exactly as a
+/// client sends it (`*3\r\n$4\r\nXDEL\r\n$1\r\ns\r\n$3\r\n1-1\r\n`). The effects the core
+/// hands to persistence are written so.
+#[inline]
+pub fn command<A: AsRef<[u8]>>(out: &mut Vec<u8>, argv: &[A]) {
+    let mut num = itoa::Buffer::new();
+    out.push(b'*');
+    out.extend_from_slice(num.format(argv.len()).as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for a in argv {
+        let a = a.as_ref();
+        out.push(b'$');
+        out.extend_from_slice(num.format(a.len()).as_bytes());
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+}
 
 /// The protocol a connection speaks (switched by `HELLO`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -135,20 +152,6 @@ impl RespWriter {
         let mut b = itoa::Buffer::new();
         let s = b.format(n);
         self.bulk(s.as_bytes());
-    }
-
-    /// A stream ID as a bulk string (`ms-seq`).
-    pub fn bulk_id(&mut self, id: StreamId) {
-        let (buf, n) = id.format();
-        self.bulk(&buf[..n]);
-    }
-
-    /// A listpack value (string or integer) as a bulk string.
-    pub fn bulk_value(&mut self, v: &Value<'_>) {
-        match v {
-            Value::Str(s) => self.bulk(s),
-            Value::Int(i) => self.bulk_int(*i),
-        }
     }
 
     /// Null: `$-1` in RESP2, `_` in RESP3 (Redis: addReplyNull).
@@ -365,15 +368,6 @@ mod tests {
         let mut a = w(Protocol::Resp2);
         a.error_text(b"ERR a\r\nb");
         assert_eq!(a.buf, b"-ERR a  b\r\n");
-    }
-
-    #[test]
-    fn ids_and_values_are_bulk_strings() {
-        let mut a = w(Protocol::Resp3);
-        a.bulk_id(StreamId::new(5, 1));
-        a.bulk_value(&Value::Int(-12));
-        a.bulk_value(&Value::Str(b"x"));
-        assert_eq!(a.buf, b"$3\r\n5-1\r\n$3\r\n-12\r\n$1\r\nx\r\n");
     }
 
     #[test]

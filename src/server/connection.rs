@@ -1,15 +1,15 @@
 //! One client connection: read → parse the batch → execute → write, in a loop.
 //!
 //! The same code serves plain TCP and TLS clients: [`serve`] is generic over the
-//! stream. Limits enforced here (see `limits.rs`): `maxclients` at admission, the idle
+//! stream. Limits enforced here (see `core/limits.rs`): `maxclients` at admission, the idle
 //! `timeout` (never for blocked or MONITOR clients), the output buffer limit after every
 //! command of a batch and while a write is stuck, and the query buffer limit (the parser;
 //! the connection is closed without a reply, as Redis does).
 
-use super::SharedCore;
-use super::client::{Client, ClientMsg};
-use super::limits::OutputState;
-use crate::core::{Outcome, unix_ms};
+use super::idle_poll::IdlePoll;
+use crate::core::client::{Client, ClientMsg};
+use crate::core::limits::OutputState;
+use crate::core::{Outcome, SharedCore, unix_ms};
 use crate::resp::parser::{ParserLimits, ProtocolError, RequestParser};
 use crate::resp::writer::RespWriter;
 use bytes::BytesMut;
@@ -64,10 +64,11 @@ pub async fn serve<S>(
     laddr: String,
     core: SharedCore,
     stop: Rc<Notify>,
+    idle_poll: Rc<IdlePoll>,
 ) where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let (tx, mut rx) = super::mailbox::mailbox();
+    let (tx, mut rx) = crate::core::mailbox::mailbox();
     let refused = {
         let c = core.borrow();
         super::protected::refuses(
@@ -110,7 +111,15 @@ pub async fn serve<S>(
     loop {
         if !blocked {
             let woken_before = core.borrow().stats.unblocked_served;
-            let next = process_batch(&core, id, &mut parser, &mut inbuf, &mut out, &output);
+            let next = process_batch(
+                &core,
+                &idle_poll,
+                id,
+                &mut parser,
+                &mut inbuf,
+                &mut out,
+                &output,
+            );
             if matches!(next, Next::Kill) {
                 break;
             }
@@ -225,6 +234,7 @@ fn parser_limits(core: &crate::core::Core) -> ParserLimits {
 /// stops early when the replies (plus what is queued) go over the output buffer limit.
 fn process_batch(
     core: &SharedCore,
+    idle_poll: &IdlePoll,
     id: u64,
     parser: &mut RequestParser,
     inbuf: &mut BytesMut,
@@ -232,7 +242,8 @@ fn process_batch(
     output: &OutputState,
 ) -> Next {
     let mut core = core.borrow_mut();
-    core.idle_poll.note_activity();
+    idle_poll.set_window(core.limits.idle_poll);
+    idle_poll.note_activity();
     let Some(mut client) = core.clients.remove(&id) else {
         return Next::Close;
     };

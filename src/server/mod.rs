@@ -10,26 +10,20 @@
 //! may be off, `0`). A TLS client is handshaken in its own task (bounded by
 //! [`tls::TLS_HANDSHAKE_TIMEOUT`]) and then served by the same connection code.
 
-pub mod client;
 pub mod connection;
 pub mod idle_poll;
-pub mod limits;
-pub mod mailbox;
+pub mod keepalive;
 pub mod protected;
 pub mod tls;
-pub mod waker_slot;
 
-use crate::core::{Core, unix_ms};
-use std::cell::RefCell;
+use crate::core::{SharedCore, unix_ms};
+use idle_poll::IdlePoll;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
 use tokio_rustls::TlsAcceptor;
-
-/// Shared handle to the core, owned by the runtime's single thread.
-pub type SharedCore = Rc<RefCell<Core>>;
 
 /// Why [`run`] returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,10 +59,11 @@ fn spawn_client(
     tls: Option<TlsAcceptor>,
     core: &SharedCore,
     stop: &Rc<Notify>,
+    idle_poll: &Rc<IdlePoll>,
 ) {
     let _ = socket.set_nodelay(true);
     if let Some(idle) = core.borrow().limits.tcp_keepalive
-        && let Err(e) = limits::set_keepalive(&socket, idle)
+        && let Err(e) = keepalive::set_keepalive(&socket, idle)
     {
         tracing::debug!(error = %e, "could not set TCP keepalive");
     }
@@ -78,14 +73,17 @@ fn spawn_client(
         .unwrap_or_default();
     let core = core.clone();
     let stop = stop.clone();
+    let idle_poll = idle_poll.clone();
     tokio::task::spawn_local(async move {
         match tls {
-            None => connection::serve(socket, peer, laddr, core, stop).await,
+            None => connection::serve(socket, peer, laddr, core, stop, idle_poll).await,
             Some(acceptor) => {
                 let handshake =
                     tokio::time::timeout(tls::TLS_HANDSHAKE_TIMEOUT, acceptor.accept(socket));
                 match handshake.await {
-                    Ok(Ok(stream)) => connection::serve(stream, peer, laddr, core, stop).await,
+                    Ok(Ok(stream)) => {
+                        connection::serve(stream, peer, laddr, core, stop, idle_poll).await
+                    }
                     Ok(Err(e)) => {
                         tracing::warn!(addr = %peer, error = %e, "Error accepting a client connection (TLS handshake)");
                     }
@@ -111,7 +109,9 @@ pub async fn run(
     let mut loaded = false;
     spawn_cron(core.clone());
     spawn_block_timer(core.clone());
-    tokio::task::spawn_local(core.borrow().idle_poll.clone().run());
+    // Polling before sleeping (`idle-poll-us`): connections report activity to it.
+    let idle_poll = Rc::new(IdlePoll::new(core.borrow().limits.idle_poll));
+    tokio::task::spawn_local(idle_poll.clone().run());
     let mut sigterm = signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut sigint = signal(tokio::signal::unix::SignalKind::interrupt())?;
     loop {
@@ -124,7 +124,7 @@ pub async fn run(
                 }
             }
             accepted = accept(listeners.plain.as_ref()) => match accepted {
-                Ok((socket, peer)) => spawn_client(socket, peer, None, &core, &stop),
+                Ok((socket, peer)) => spawn_client(socket, peer, None, &core, &stop, &idle_poll),
                 Err(e) => {
                     tracing::warn!(error = %e, "accept failed");
                     tokio::time::sleep(Duration::from_millis(10)).await;
@@ -133,7 +133,7 @@ pub async fn run(
             accepted = accept(listeners.tls.as_ref().map(|(l, _)| l)) => match accepted {
                 Ok((socket, peer)) => {
                     let acceptor = listeners.tls.as_ref().map(|(_, a)| a.clone());
-                    spawn_client(socket, peer, acceptor, &core, &stop);
+                    spawn_client(socket, peer, acceptor, &core, &stop, &idle_poll);
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "accept failed");

@@ -59,7 +59,7 @@ pub struct Client {
     pub authenticated: bool,
     /// The ACL user the client runs as; `None` for internal clients (the loader), which
     /// no permission check applies to (Redis's `c->user == NULL`).
-    pub user: Option<crate::acl::UserRef>,
+    pub user: Option<crate::core::acl::UserRef>,
     /// Queued commands while in MULTI.
     pub multi: Option<Vec<Argv>>,
     /// A command queued in this MULTI had an error: EXEC answers EXECABORT.

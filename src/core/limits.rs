@@ -1,5 +1,6 @@
 //! Per-client resource limits: the idle `timeout`, `tcp-keepalive`, and the output
-//! buffer limit of `client-output-buffer-limit` (class `normal`).
+//! buffer limit of `client-output-buffer-limit` (class `normal`), as the core caches
+//! them from the config for the connection tasks to read.
 //!
 //! A client's *pending output* is every reply byte produced for it and not yet handed to
 //! the socket:
@@ -42,6 +43,9 @@ pub struct ClientLimits {
     /// What the request parser accepts (`proto-max-bulk-len`,
     /// `client-query-buffer-limit`), set on each connection's parser every batch.
     pub parser: crate::resp::parser::ParserLimits,
+    /// How long the server keeps polling the sockets after the last batch
+    /// (`idle-poll-us`; zero = off). The front end's poller reads it with each batch.
+    pub idle_poll: Duration,
 }
 
 impl ClientLimits {
@@ -63,6 +67,7 @@ impl ClientLimits {
                 client_query_buffer_limit: config.get_i64("client-query-buffer-limit").max(0)
                     as usize,
             },
+            idle_poll: Duration::from_micros(config.get_i64("idle-poll-us").max(0) as u64),
         }
     }
 }
@@ -164,18 +169,6 @@ impl OutputState {
     }
 }
 
-/// Turns on TCP keepalive probes for `socket`, the way Redis's `anetKeepAlive` does:
-/// first probe after `idle`, then every `idle / 3` (at least 1 s), 3 probes before the
-/// peer is declared dead.
-pub fn set_keepalive(socket: &tokio::net::TcpStream, idle: Duration) -> std::io::Result<()> {
-    let interval = (idle / 3).max(Duration::from_secs(1));
-    let params = socket2::TcpKeepalive::new()
-        .with_time(idle)
-        .with_interval(interval)
-        .with_retries(3);
-    socket2::SockRef::from(socket).set_tcp_keepalive(&params)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -234,22 +227,5 @@ mod tests {
         assert_eq!(l.timeout, Some(Duration::from_secs(7)));
         assert_eq!(l.tcp_keepalive, None);
         assert_eq!(l.maxmemory, 1 << 20);
-    }
-
-    #[tokio::test(flavor = "current_thread")]
-    async fn keepalive_is_set_on_the_socket() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let _client = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let (server, _) = listener.accept().await.unwrap();
-        set_keepalive(&server, Duration::from_secs(60)).unwrap();
-        let sock = socket2::SockRef::from(&server);
-        assert!(sock.keepalive().unwrap());
-        assert_eq!(sock.tcp_keepalive_time().unwrap(), Duration::from_secs(60));
-        assert_eq!(
-            sock.tcp_keepalive_interval().unwrap(),
-            Duration::from_secs(20)
-        );
-        assert_eq!(sock.tcp_keepalive_retries().unwrap(), 3);
     }
 }

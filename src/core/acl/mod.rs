@@ -24,7 +24,7 @@
 //! The check ([`User::check`]) runs in `Core::execute` after authentication and before
 //! MULTI queueing, as Redis's `processCommand` does: command bit (or an allowed first
 //! argument such as `+select|0`), then every key against the patterns, using the key's
-//! [`keyflags`](crate::commands::keyflags) for `%R~`/`%W~` patterns.
+//! [`keyflags`](crate::core::command::keyflags) for `%R~`/`%W~` patterns.
 //!
 //! Not implemented: selectors (`(...)` rules; refused with `Syntax error`) and pub/sub
 //! channel checks (streamd has no pub/sub; `&pattern` rules are kept and shown only).
@@ -33,7 +33,8 @@ pub mod file;
 pub mod log;
 pub mod sha256;
 
-use crate::commands::{self, CommandSpec, flags, keyflags};
+use super::command::{self as commands, CommandSpec, flags, keyflags};
+use crate::error::ReplyError;
 use crate::resp::Argv;
 use bytes::Bytes;
 use std::cell::RefCell;
@@ -84,6 +85,10 @@ pub struct CommandIndex {
 
 impl CommandIndex {
     fn build() -> CommandIndex {
+        debug_assert!(
+            commands::all().next().is_some(),
+            "the command table is installed (Core::new) before ACLs are used"
+        );
         let mut ix = CommandIndex {
             specs: Vec::new(),
             parent: Vec::new(),
@@ -141,7 +146,8 @@ impl CommandIndex {
     }
 }
 
-/// The command index, built once from the command table.
+/// The command index, built once from the installed command table (on first use, which
+/// comes after `Core::new` installed it).
 pub fn index() -> &'static CommandIndex {
     static INDEX: LazyLock<CommandIndex> = LazyLock::new(CommandIndex::build);
     &INDEX
@@ -203,6 +209,23 @@ pub enum Denied {
     Command,
     /// The key at this argv position (ACL log reason `key`).
     Key(usize),
+}
+
+impl Denied {
+    /// The NOPERM error a client gets for this denial of `spec`.
+    pub fn reply(self, spec: &CommandSpec) -> ReplyError {
+        match self {
+            Denied::Command => ReplyError::NoPermCommand(spec.full_name()),
+            Denied::Key(_) => ReplyError::NoPermKey,
+        }
+    }
+
+    /// The NOPERM error for a queued command this denial stops at EXEC.
+    pub fn changed_reply(self) -> ReplyError {
+        ReplyError::NoPermChanged {
+            key: matches!(self, Denied::Key(_)),
+        }
+    }
 }
 
 /// A key pattern with the access it grants (`~p` = both, `%R~p`, `%W~p`).
@@ -908,6 +931,7 @@ mod tests {
 
     #[test]
     fn descriptions_match_redis_7_0() {
+        crate::core::command::install(crate::commands::FAMILIES);
         // Each pair was produced by `ACL SETUSER u <rules>` + `ACL LIST` on redis-server 7.0.
         let cases: &[(&[&str], &str)] = &[
             (&[], "off resetchannels -@all"),
@@ -963,6 +987,7 @@ mod tests {
 
     #[test]
     fn rule_errors_match_redis_7_0() {
+        crate::core::command::install(crate::commands::FAMILIES);
         let cases: &[(&[&str], RuleError)] = &[
             (&["foo"], RuleError::Syntax),
             (&["+nosuch"], RuleError::UnknownCommand),
@@ -987,6 +1012,7 @@ mod tests {
 
     #[test]
     fn stream_permissions_by_category_and_key_pattern() {
+        crate::core::command::install(crate::commands::FAMILIES);
         let u = user(&["on", "~orders:*", "+@stream", "-@dangerous"]).unwrap();
         assert_eq!(can(&u, &["xadd", "orders:1", "*", "f", "v"]), Ok(()));
         assert_eq!(
@@ -1005,6 +1031,7 @@ mod tests {
 
     #[test]
     fn read_and_write_key_patterns_follow_key_flags() {
+        crate::core::command::install(crate::commands::FAMILIES);
         let u = user(&["+@all", "%R~r:*", "%W~w:*"]).unwrap();
         assert_eq!(can(&u, &["xrange", "r:1", "-", "+"]), Ok(()));
         assert_eq!(
@@ -1019,6 +1046,7 @@ mod tests {
 
     #[test]
     fn first_argument_permissions() {
+        crate::core::command::install(crate::commands::FAMILIES);
         let u = user(&["+select|0"]).unwrap();
         assert_eq!(can(&u, &["select", "0"]), Ok(()));
         assert_eq!(can(&u, &["select", "1"]), Err(Denied::Command));
@@ -1028,6 +1056,7 @@ mod tests {
 
     #[test]
     fn passwords_and_on_off() {
+        crate::core::command::install(crate::commands::FAMILIES);
         let u = user(&["on", ">secret"]).unwrap();
         assert!(u.password_ok(b"secret"));
         assert!(!u.password_ok(b"other"));
@@ -1039,6 +1068,7 @@ mod tests {
 
     #[test]
     fn set_user_is_all_or_nothing() {
+        crate::core::command::install(crate::commands::FAMILIES);
         let mut acl = Acl::new();
         let rules: Vec<Bytes> = ["on", ">pw", "+nosuch"]
             .iter()
@@ -1057,6 +1087,7 @@ mod tests {
 
     #[test]
     fn requirepass_maps_to_the_default_user() {
+        crate::core::command::install(crate::commands::FAMILIES);
         let mut acl = Acl::new();
         assert!(!acl.auth_required(false));
         acl.set_default_password(b"s3cret");
