@@ -3,7 +3,7 @@
 
 use super::{CommandSpec, flags::*, is, parse_i64};
 use crate::core::client::ClientMsg;
-use crate::core::{Ctx, REDIS_VERSION};
+use crate::core::{Ctx, redis_version};
 use crate::error::ReplyError;
 use crate::resp::writer::Protocol;
 
@@ -290,7 +290,7 @@ fn hello(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     out.bulk(b"server");
     out.bulk(b"redis");
     out.bulk(b"version");
-    out.bulk(REDIS_VERSION.as_bytes());
+    out.bulk(redis_version(ctx.core.compat).as_bytes());
     out.bulk(b"proto");
     out.integer(if ctx.client.proto == Protocol::Resp3 {
         3

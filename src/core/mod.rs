@@ -49,9 +49,16 @@ use std::rc::Rc;
 use std::time::Instant;
 use tokio::sync::Notify;
 
-/// Version of Redis whose stream surface streamd implements: HELLO `version`, INFO
-/// `redis_version`.
-pub const REDIS_VERSION: &str = "8.8.0";
+/// The Redis version streamd answers with under the default `compat-version` (HELLO
+/// `version`, INFO `redis_version`); [`redis_version`] gives it for any setting.
+pub const REDIS_VERSION: &str = "8.10.0";
+
+/// The Redis version reported for `compat-version` `(major, minor)`: `<major>.<minor>.0`,
+/// so clients that gate features on the server's version see exactly the surface that
+/// `compat-version` leaves visible (8.10 → `8.10.0`, 7.4 → `7.4.0`).
+pub fn redis_version(compat: (u8, u8)) -> String {
+    format!("{}.{}.0", compat.0, compat.1)
+}
 
 /// The core as the runtime's tasks share it: one thread, borrowed for one batch at a
 /// time.
@@ -710,6 +717,13 @@ impl Core {
         };
         self.blocked
             .remove(client.id, state.db, &state.keys, state.deadline_ms);
+        // The call that blocked is counted now that it has its answer (see `call`).
+        if let Some(spec) = command::lookup(&state.argv[0])
+            .and_then(|s| command::resolve_subcommand(s, &state.argv).ok())
+        {
+            self.stats.commands.entry(spec.full_name()).or_default().calls += 1;
+            self.stats.total_commands_processed += 1;
+        }
         client.send(ClientMsg::Unblocked(reply), self.limits.output);
         true
     }
@@ -919,9 +933,13 @@ impl Core {
         let usec = ended.saturating_duration_since(started).as_micros() as u64;
         self.clock = ended;
         let stat = self.stats.commands.entry(spec.full_name()).or_default();
-        stat.calls += 1;
         stat.usec += usec;
-        self.stats.total_commands_processed += 1;
+        // A command that blocks is counted once, when it is finally served or its block
+        // ends (`end_block`), as Redis does; the time of every attempt adds up.
+        if client.blocked.is_none() {
+            stat.calls += 1;
+            self.stats.total_commands_processed += 1;
+        }
         if let Err(err) = result {
             if let Some(s) = self.stats.commands.get_mut(spec.full_name()) {
                 s.failed_calls += 1;
