@@ -832,9 +832,11 @@ fn config_rewrite(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             "ERR The server is running without a config file",
         ));
     };
-    let text = ctx.core.config.to_conf_text();
-    std::fs::write(&path, text)
-        .map_err(|e| ReplyError::owned(format!("ERR Rewriting config file: {e}")))?;
+    crate::config::rewrite::rewrite_file(&ctx.core.config, &path).map_err(|e| {
+        tracing::warn!(error = %e, path = %path.display(), "CONFIG REWRITE failed");
+        ReplyError::owned(format!("ERR Rewriting config file: {e}"))
+    })?;
+    tracing::info!(path = %path.display(), "CONFIG REWRITE executed with success");
     ctx.out.ok();
     Ok(())
 }

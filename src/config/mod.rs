@@ -4,6 +4,13 @@
 //! are valid) and whether `CONFIG SET` may change it at run time. Values are kept as
 //! their canonical text (what `CONFIG GET` shows) and read through typed getters.
 //! The same table is the source of `conf/streamd.conf` and `docs/configuration.md`.
+//!
+//! Every other name Redis 7.0 knows is a row of [`redis::REDIS_ONLY`]: accepted and shown
+//! with Redis's syntax and default, but without effect in streamd; [`redis::ALIASES`]
+//! maps Redis's old names to the ones they stand for. [`rewrite`] is CONFIG REWRITE.
+
+pub mod redis;
+pub mod rewrite;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -37,6 +44,39 @@ pub enum Kind {
     /// `<class> <hard> <soft> <soft-seconds>` groups (the `client-output-buffer-limit`
     /// directive); classes not named keep their value.
     BufferLimits,
+    /// An octal number in `[0, max]` (`unixsocketperm`), shown in octal.
+    Octal {
+        /// Largest accepted value.
+        max: i64,
+    },
+    /// A memory value in `[0, max]`, or a percentage of `maxmemory` (`10%`).
+    MemoryOrPercent {
+        /// Largest accepted byte value.
+        max: i64,
+    },
+    /// One or more words of a fixed set, space separated (`shutdown-on-sigint nosave now`).
+    Flags(&'static [&'static str]),
+    /// Three OOM score adjustments in `[-2000, 2000]` (`oom-score-adj-values`).
+    OomScoreAdjValues,
+    /// `<host> <port>`, or `no one` for none (`replicaof`).
+    ReplicaOf,
+    /// Keyspace notification classes, Redis's letters (`notify-keyspace-events`).
+    KeyspaceEvents,
+}
+
+impl Kind {
+    /// True when a config file line gives the value as several words
+    /// (`save 3600 1`, `client-output-buffer-limit normal 0 0 0`).
+    fn multi_arg(self) -> bool {
+        matches!(
+            self,
+            Kind::SavePoints
+                | Kind::BufferLimits
+                | Kind::Flags(_)
+                | Kind::OomScoreAdjValues
+                | Kind::ReplicaOf
+        )
+    }
 }
 
 /// One configuration directive.
@@ -54,6 +94,7 @@ pub struct Directive {
     pub help: &'static str,
 }
 
+/// `i64::MAX`, the ceiling of most of Redis's long long ranges.
 const I64_MAX: i64 = i64::MAX;
 
 /// The values `compat-version` accepts, oldest first: Redis versions that changed the
@@ -384,7 +425,7 @@ pub const DIRECTIVES: &[Directive] = &[
     Directive {
         name: "notify-keyspace-events",
         default: "",
-        kind: Kind::Str,
+        kind: Kind::KeyspaceEvents,
         mutable: true,
         help: "Keyspace notification classes (accepted and shown; not yet delivered).",
     },
@@ -406,7 +447,7 @@ pub const DIRECTIVES: &[Directive] = &[
         help: "After the last request, keep polling the sockets this many microseconds before sleeping (0 = off): saves the wake-up, tens of microseconds on virtual machines, at the cost of CPU while clients are active.",
     },
     Directive {
-        name: "lua-time-limit",
+        name: "busy-reply-threshold",
         default: "5000",
         kind: Kind::Int {
             min: 0,
@@ -467,20 +508,31 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Config {
-            values: DIRECTIVES
-                .iter()
-                .map(|d| (d.name, d.default.to_string()))
-                .collect(),
+            values: all().map(|d| (d.name, d.default.to_string())).collect(),
             file: None,
         }
     }
 }
 
-/// Finds a directive by name, case-insensitively.
+/// Every directive: those streamd acts on ([`DIRECTIVES`]), then Redis's names that it
+/// accepts without effect ([`redis::REDIS_ONLY`]).
+pub fn all() -> impl Iterator<Item = &'static Directive> {
+    DIRECTIVES.iter().chain(redis::REDIS_ONLY)
+}
+
+/// Finds a directive by name or by one of Redis's aliases, case-insensitively.
 pub fn directive(name: &str) -> Option<&'static Directive> {
-    DIRECTIVES
+    let name = redis::ALIASES
         .iter()
-        .find(|d| d.name.eq_ignore_ascii_case(name))
+        .find(|(alias, _)| alias.eq_ignore_ascii_case(name))
+        .map_or(name, |(_, target)| target);
+    all().find(|d| d.name.eq_ignore_ascii_case(name))
+}
+
+/// True when streamd acts on the directive (a row of [`DIRECTIVES`]); false for Redis's
+/// names it only accepts.
+pub fn has_effect(d: &Directive) -> bool {
+    DIRECTIVES.iter().any(|x| x.name == d.name)
 }
 
 /// Parses `4096`, `4kb`, `4k`, `1gb` ... as Redis's `memtoull` does.
@@ -630,7 +682,140 @@ fn canonical(d: &Directive, value: &str, current: &str) -> Result<String, String
             merge_buffer_limits(&mut limits, value)?;
             Ok(format_buffer_limits(&limits))
         }
+        Kind::Octal { max } => {
+            let v = i64::from_str_radix(value, 8)
+                .ok()
+                .filter(|v| *v >= 0)
+                .ok_or_else(|| "argument couldn't be parsed into an integer".to_string())?;
+            if v > max {
+                return Err(format!("argument must be between 0 and {max} inclusive"));
+            }
+            Ok(format!("{v:o}"))
+        }
+        Kind::MemoryOrPercent { max } => {
+            if let Some(pct) = value.strip_suffix('%') {
+                match crate::stream::id::string2ll(pct.as_bytes()) {
+                    Some(p) if (0..=100).contains(&p) => Ok(format!("{p}%")),
+                    Some(_) => Err(
+                        "argument must be between -100 and 9223372036854775807 inclusive".into(),
+                    ),
+                    None => Err("argument must be a memory or percent value".into()),
+                }
+            } else {
+                let v = parse_memory(value)
+                    .ok_or_else(|| "argument must be a memory or percent value".to_string())?;
+                if v > max {
+                    return Err(format!("argument must be between -100 and {max} inclusive"));
+                }
+                Ok(v.to_string())
+            }
+        }
+        Kind::Flags(words) => {
+            let mut out = Vec::new();
+            for w in value.split_whitespace() {
+                let lower = w.to_ascii_lowercase();
+                if !words.contains(&lower.as_str()) {
+                    return Err("argument(s) must be one of the following: ".to_string()
+                        + &words.join(", "));
+                }
+                out.push(lower);
+            }
+            if out.is_empty() {
+                return Err(
+                    "argument(s) must be one of the following: ".to_string() + &words.join(", ")
+                );
+            }
+            Ok(out.join(" "))
+        }
+        Kind::OomScoreAdjValues => {
+            let parts: Vec<&str> = value.split_whitespace().collect();
+            if parts.len() != 3 {
+                return Err("wrong number of arguments".into());
+            }
+            let mut out = Vec::new();
+            for p in parts {
+                match crate::stream::id::string2ll(p.as_bytes()) {
+                    Some(v) if (-2000..=2000).contains(&v) => out.push(v.to_string()),
+                    _ => {
+                        return Err("Invalid oom-score-adj-values, elements must be between -2000 and 2000.".into());
+                    }
+                }
+            }
+            Ok(out.join(" "))
+        }
+        Kind::ReplicaOf => {
+            let parts: Vec<&str> = value.split_whitespace().collect();
+            match parts.as_slice() {
+                [] => Ok(String::new()),
+                [no, one] if no.eq_ignore_ascii_case("no") && one.eq_ignore_ascii_case("one") => {
+                    Ok(String::new())
+                }
+                [host, port] => match port.parse::<u16>() {
+                    Ok(port) => Ok(format!("{host} {port}")),
+                    Err(_) => Err("Invalid master port".into()),
+                },
+                _ => Err("wrong number of arguments".into()),
+            }
+        }
+        Kind::KeyspaceEvents => keyspace_events(value)
+            .ok_or_else(|| "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".to_string()),
     }
+}
+
+/// The keyspace notification classes of `notify-keyspace-events`, in the order Redis
+/// writes them back (`notify.c`): letter and bit.
+const KEYSPACE_CLASSES: [(char, u16); 14] = [
+    ('g', 1 << 2),
+    ('$', 1 << 3),
+    ('l', 1 << 4),
+    ('s', 1 << 5),
+    ('h', 1 << 6),
+    ('z', 1 << 7),
+    ('x', 1 << 8),
+    ('e', 1 << 9),
+    ('t', 1 << 10),
+    ('d', 1 << 13),
+    ('n', 1 << 14),
+    ('K', 1 << 0),
+    ('E', 1 << 1),
+    ('m', 1 << 11),
+];
+
+/// The classes `A` stands for: every type class, not `K`, `E`, `m` or `n`.
+const KEYSPACE_ALL: u16 = (1 << 2)
+    | (1 << 3)
+    | (1 << 4)
+    | (1 << 5)
+    | (1 << 6)
+    | (1 << 7)
+    | (1 << 8)
+    | (1 << 9)
+    | (1 << 10)
+    | (1 << 13);
+
+/// Canonical text of a `notify-keyspace-events` value (`Ex` → `xE`, all type classes →
+/// `A`), or `None` for a letter Redis does not know.
+fn keyspace_events(value: &str) -> Option<String> {
+    let mut flags = 0u16;
+    for c in value.chars() {
+        flags |= if c == 'A' {
+            KEYSPACE_ALL
+        } else {
+            KEYSPACE_CLASSES.iter().find(|(l, _)| *l == c)?.1
+        };
+    }
+    let mut out = String::new();
+    let all = flags & KEYSPACE_ALL == KEYSPACE_ALL;
+    if all {
+        out.push('A');
+    }
+    for (letter, bit) in KEYSPACE_CLASSES {
+        let in_all = bit & KEYSPACE_ALL != 0;
+        if flags & bit != 0 && !(all && in_all) {
+            out.push(letter);
+        }
+    }
+    Some(out)
 }
 
 impl Config {
@@ -667,6 +852,8 @@ impl Config {
     }
 
     fn apply_text(&mut self, text: &str, line_offset: usize) -> Result<(), ConfigError> {
+        // In a file, `save` lines add up (Redis: the first one replaces the default).
+        let mut saves_seen = false;
         for (n, raw) in text.lines().enumerate() {
             let line = raw.trim();
             if line.is_empty() || line.starts_with('#') {
@@ -696,10 +883,12 @@ impl Config {
                 ));
             };
             let value = match d.kind {
-                Kind::SavePoints | Kind::Str if d.name == "save" || d.name == "bind" => {
-                    values.join(" ")
+                Kind::SavePoints if saves_seen && values.iter().any(|v| !v.is_empty()) => {
+                    let before = self.values.get(d.name).map(String::as_str).unwrap_or("");
+                    format!("{before} {}", values.join(" "))
                 }
-                Kind::BufferLimits => values.join(" "),
+                Kind::Str if d.name == "bind" => values.join(" "),
+                kind if kind.multi_arg() => values.join(" "),
                 _ if values.len() == 1 => values[0].clone(),
                 _ => {
                     return Err(fatal(
@@ -716,6 +905,7 @@ impl Config {
                 .unwrap_or(d.default);
             let canon =
                 canonical(d, &value, current).map_err(|e| fatal(n + 1 + line_offset, line, &e))?;
+            saves_seen |= d.kind == Kind::SavePoints;
             self.values.insert(d.name, canon);
         }
         Ok(())
@@ -750,17 +940,15 @@ impl Config {
             .unwrap_or_default()
     }
 
-    /// All (name, value) pairs whose name matches the glob `pattern` (CONFIG GET).
+    /// All (name, value) pairs whose name matches the glob `pattern` (CONFIG GET):
+    /// directives, then Redis's aliases with the value of the name they stand for.
     pub fn matching(&self, pattern: &[u8]) -> Vec<(&'static str, &str)> {
-        DIRECTIVES
-            .iter()
-            .filter(|d| crate::util::glob_match(pattern, d.name.as_bytes(), true))
-            .map(|d| {
-                (
-                    d.name,
-                    self.values.get(d.name).map(String::as_str).unwrap_or(""),
-                )
-            })
+        let value = |name: &str| self.values.get(name).map(String::as_str).unwrap_or("");
+        all()
+            .map(|d| (d.name, d.name))
+            .chain(redis::ALIASES.iter().copied())
+            .filter(|(name, _)| crate::util::glob_match(pattern, name.as_bytes(), true))
+            .map(|(name, target)| (name, value(target)))
             .collect()
     }
 
@@ -798,23 +986,6 @@ impl Config {
         }
         Ok(())
     }
-
-    /// The configuration as redis.conf text (CONFIG REWRITE): every directive whose
-    /// value differs from its default.
-    pub fn to_conf_text(&self) -> String {
-        let mut out = String::from("# Written by CONFIG REWRITE\n");
-        for d in DIRECTIVES {
-            let v = self
-                .values
-                .get(d.name)
-                .map(String::as_str)
-                .unwrap_or(d.default);
-            if v != d.default {
-                out.push_str(&format!("{} {}\n", d.name, quote_arg(v)));
-            }
-        }
-        out
-    }
 }
 
 /// The commented sample configuration (`conf/streamd.conf`), generated from
@@ -836,6 +1007,12 @@ pub fn sample_conf() -> String {
         ));
         out.push_str(&format!("{} {}\n\n", d.name, quote_arg(d.default)));
     }
+    out.push_str(
+        "# Every other Redis 7.0 directive (aof-use-rdb-preamble, lazyfree-lazy-user-del,\n\
+         # repl-backlog-size, ...) is accepted here, on the command line and by CONFIG SET\n\
+         # with Redis's syntax and default, but has no effect in streamd; docs/configuration.md\n\
+         # lists them with the reason.\n",
+    );
     out
 }
 
@@ -849,10 +1026,12 @@ pub fn docs_page() -> String {
          An unknown or malformed directive stops start-up with Redis's `Bad directive or wrong\n\
          number of arguments` message naming the offending line. `CONFIG GET pattern` reads values\n\
          at run time; `CONFIG SET` changes those marked *runtime* (several pairs at once, all\n\
-         validated before any is applied); `CONFIG REWRITE` writes the non-default values back to\n\
-         the file the server was started with.\n\n\
+         validated before any is applied); `CONFIG REWRITE` writes the running configuration back\n\
+         into the file the server was started with, as Redis does: comments and order kept, changed\n\
+         lines rewritten in place, new non-default ones appended under `# Generated by CONFIG\n\
+         REWRITE`, atomically (temporary file, fsync, rename).\n\n\
          `conf/streamd.conf` is a commented sample listing every directive with its default. Both\n\
-         it and this page are generated from the table in `src/config.rs`\n\
+         it and this page are generated from the tables in `src/config/`\n\
          (`STREAMD_REGEN=1 cargo test --lib config` rewrites them).\n\n\
          | Directive | Default | Runtime | Meaning |\n|---|---|---|---|\n",
     );
@@ -864,6 +1043,35 @@ pub fn docs_page() -> String {
             if d.mutable { "yes" } else { "no" },
             d.help
         ));
+    }
+    out.push_str(
+        "\n## Accepted, no effect in streamd\n\n\
+         Every other name Redis 7.0 lists in `CONFIG GET *` is accepted in the configuration file,\n\
+         on the command line and by `CONFIG SET`, with Redis's value syntax (memory units, `yes`/`no`,\n\
+         enums, Redis's integer ranges), Redis's errors for bad values and Redis's mutability (an\n\
+         immutable name gives `can't set immutable config`). `CONFIG GET` shows its value (Redis's\n\
+         default until set) and `CONFIG REWRITE` writes it back, but nothing in streamd acts on it,\n\
+         so that Redis tools and test frameworks that set these never abort. The table is\n\
+         `src/config/redis.rs`; a name moves to the table above when streamd gives it its effect.\n\n\
+         | Directive | Default | Runtime | Why it has no effect |\n|---|---|---|---|\n",
+    );
+    for d in redis::REDIS_ONLY {
+        out.push_str(&format!(
+            "| `{}` | `{}` | {} | {} |\n",
+            d.name,
+            d.default,
+            if d.mutable { "yes" } else { "no" },
+            d.help
+        ));
+    }
+    out.push_str(
+        "\n## Aliases\n\n\
+         Redis's older names read and write the same value as the name they stand for, and\n\
+         `CONFIG GET *` lists both; `CONFIG REWRITE` writes the current name.\n\n\
+         | Alias | Stands for |\n|---|---|\n",
+    );
+    for (alias, target) in redis::ALIASES {
+        out.push_str(&format!("| `{alias}` | `{target}` |\n"));
     }
     out
 }
@@ -1020,5 +1228,104 @@ mod tests {
         c.set_many(&[("stream-node-max-entries".into(), "7".into())])
             .unwrap();
         assert_eq!(c.get_i64("stream-node-max-entries"), 7);
+    }
+
+    #[test]
+    fn every_redis_name_loads_from_a_file_at_its_default() {
+        let mut text = String::new();
+        for d in redis::REDIS_ONLY {
+            let value = if d.kind.multi_arg() {
+                d.default.to_string()
+            } else {
+                quote_arg(d.default)
+            };
+            text.push_str(&format!("{} {value}\n", d.name));
+        }
+        for (alias, target) in redis::ALIASES {
+            let d = directive(target).expect("alias target exists");
+            text.push_str(&format!("{alias} {}\n", quote_arg(d.default)));
+        }
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("redis.conf");
+        std::fs::write(&path, text).expect("write");
+        let c = Config::load(Some(&path), &[]).expect("every Redis name loads");
+        for d in redis::REDIS_ONLY {
+            assert_eq!(c.get(d.name), Some(d.default), "{}", d.name);
+            assert!(!has_effect(d), "{}", d.name);
+        }
+        assert_eq!(c.get("slave-read-only"), Some("yes"));
+        assert_eq!(c.get("lua-time-limit"), Some("5000"));
+    }
+
+    #[test]
+    fn redis_value_syntax_and_errors() {
+        let set = |name: &str, value: &str| {
+            let mut c = Config::default();
+            c.set_many(&[(name.into(), value.into())])
+                .map(|()| c.get(name).unwrap_or("").to_string())
+        };
+        assert_eq!(set("repl-backlog-size", "4mb").as_deref(), Ok("4194304"));
+        assert_eq!(set("notify-keyspace-events", "Ex").as_deref(), Ok("xE"));
+        assert_eq!(set("notify-keyspace-events", "KEA").as_deref(), Ok("AKE"));
+        assert_eq!(
+            set("notify-keyspace-events", "g$lshzxetd").as_deref(),
+            Ok("A")
+        );
+        assert_eq!(set("maxmemory-clients", "10%").as_deref(), Ok("10%"));
+        assert_eq!(
+            set("shutdown-on-sigint", "NOSAVE now").as_deref(),
+            Ok("nosave now")
+        );
+        assert_eq!(set("slave-read-only", "no").as_deref(), Ok("no"));
+        assert_eq!(set("busy-reply-threshold", "7").as_deref(), Ok("7"));
+        let prefix = |name: &str| {
+            format!("ERR CONFIG SET failed (possibly related to argument '{name}') - ")
+        };
+        let cases = [
+            ("hz", "abc", "argument couldn't be parsed into an integer"),
+            (
+                "repl-backlog-size",
+                "0",
+                "argument must be between 1 and 9223372036854775807 inclusive",
+            ),
+            ("repl-backlog-size", "1x", "argument must be a memory value"),
+            ("activedefrag", "maybe", "argument must be 'yes' or 'no'"),
+            ("daemonize", "yes", "can't set immutable config"),
+            ("replicaof", "a 1", "can't set immutable config"),
+            (
+                "repl-diskless-load",
+                "x",
+                "argument(s) must be one of the following: disabled, on-empty-db, swapdb",
+            ),
+            (
+                "notify-keyspace-events",
+                "Q",
+                "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.",
+            ),
+            ("oom-score-adj-values", "1 2", "wrong number of arguments"),
+        ];
+        for (name, value, why) in cases {
+            assert_eq!(set(name, value), Err(prefix(name) + why), "{name} {value}");
+        }
+        assert_eq!(
+            set("no-such-option", "1"),
+            Err(
+                "ERR Unknown option or number of arguments for CONFIG SET - 'no-such-option'"
+                    .into()
+            )
+        );
+    }
+
+    #[test]
+    fn save_lines_in_a_file_add_up_and_aliases_are_listed() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("redis.conf");
+        std::fs::write(&path, "save 900 1\nsave 300 10\nunixsocketperm 700\n").expect("write");
+        let c = Config::load(Some(&path), &[]).expect("load");
+        assert_eq!(c.get("save"), Some("900 1 300 10"));
+        assert_eq!(c.get("unixsocketperm"), Some("700"));
+        let names: Vec<&str> = c.matching(b"slave-*").iter().map(|(n, _)| *n).collect();
+        assert!(names.contains(&"slave-read-only"), "{names:?}");
+        assert_eq!(c.matching(b"replicaof"), vec![("replicaof", "")]);
     }
 }
