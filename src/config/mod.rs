@@ -44,6 +44,18 @@ pub enum Kind {
     /// `<class> <hard> <soft> <soft-seconds>` groups (the `client-output-buffer-limit`
     /// directive); classes not named keep their value.
     BufferLimits,
+    /// An integer accepted in `[min, max]` and then brought into `[lo, hi]`, which
+    /// `CONFIG GET` shows (`hz`: any int is accepted, 1000 becomes 500).
+    IntClamped {
+        /// Smallest accepted value.
+        min: i64,
+        /// Largest accepted value.
+        max: i64,
+        /// Smallest value kept.
+        lo: i64,
+        /// Largest value kept.
+        hi: i64,
+    },
     /// An octal number in `[0, max]` (`unixsocketperm`), shown in octal.
     Octal {
         /// Largest accepted value.
@@ -432,7 +444,12 @@ pub const DIRECTIVES: &[Directive] = &[
     Directive {
         name: "hz",
         default: "10",
-        kind: Kind::Int { min: 1, max: 500 },
+        kind: Kind::IntClamped {
+            min: 0,
+            max: i32::MAX as i64,
+            lo: 1,
+            hi: 500,
+        },
         mutable: true,
         help: "Background task frequency (active expiry) per second.",
     },
@@ -681,6 +698,16 @@ fn canonical(d: &Directive, value: &str, current: &str) -> Result<String, String
             let mut limits = parse_buffer_limits(current).unwrap_or_default();
             merge_buffer_limits(&mut limits, value)?;
             Ok(format_buffer_limits(&limits))
+        }
+        Kind::IntClamped { min, max, lo, hi } => {
+            let exact = Directive {
+                kind: Kind::Int { min, max },
+                ..*d
+            };
+            let v: i64 = canonical(&exact, value, current)?
+                .parse()
+                .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+            Ok(v.clamp(lo, hi).to_string())
         }
         Kind::Octal { max } => {
             let v = i64::from_str_radix(value, 8)

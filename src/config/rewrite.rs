@@ -138,7 +138,11 @@ fn directive_lines(d: &Directive, value: &str) -> Vec<(String, bool)> {
         Kind::Str if name == "bind" => vec![(format!("{name} {value}"), force)],
         Kind::Str | Kind::KeyspaceEvents => vec![(format!("{name} {}", repr(value)), force)],
         Kind::Memory { .. } => vec![(format!("{name} {}", memory_text(value)), force)],
-        Kind::Bool | Kind::Int { .. } | Kind::Enum(_) | Kind::Octal { .. } => {
+        Kind::Bool
+        | Kind::Int { .. }
+        | Kind::IntClamped { .. }
+        | Kind::Enum(_)
+        | Kind::Octal { .. } => {
             vec![(format!("{name} {value}"), force)]
         }
         Kind::MemoryOrPercent { .. } => {

@@ -197,6 +197,37 @@ pub fn start_server_with(args: &[&str]) -> Server {
     }
 }
 
+/// Starts `streamd <conf>` (a configuration file comes first, as with redis-server)
+/// followed by the directives of [`start_server_with`] and then `args`.
+pub fn start_server_with_conf(conf: &Path, args: &[&str]) -> Server {
+    let extra: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let program = Path::new(env!("CARGO_BIN_EXE_streamd"));
+    let conf = conf.display().to_string();
+    let inner = Process::spawn("streamd", program, &|port, dir| {
+        let mut v = vec![conf.clone()];
+        v.extend(
+            [
+                "--port",
+                &port.to_string(),
+                "--dir",
+                &dir.display().to_string(),
+                "--appendonly",
+                "no",
+                "--save",
+                "",
+            ]
+            .iter()
+            .map(|s| s.to_string()),
+        );
+        v.extend(extra.iter().cloned());
+        v
+    });
+    Server {
+        port: inner.port,
+        inner,
+    }
+}
+
 /// Debian's `redis-server` on a free port with persistence off; killed when dropped.
 pub struct RedisServer {
     /// The TCP port it serves on 127.0.0.1.
