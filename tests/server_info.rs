@@ -43,7 +43,17 @@ fn blocked_counts(port: u16) -> (u64, u64, u64) {
     let mut reader = Raw::connect(port);
     send(
         &mut reader,
-        &["XREADGROUP", "GROUP", "g", "c", "BLOCK", "5000", "STREAMS", "cs", ">"],
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "c",
+            "BLOCK",
+            "5000",
+            "STREAMS",
+            "cs",
+            ">",
+        ],
     );
     wait_blocked(&mut c, 1);
     c.cmd_str(&["XADD", "cs", "*", "f", "v"]);
@@ -57,7 +67,11 @@ fn blocked_counts(port: u16) -> (u64, u64, u64) {
     let after = info_field(&mut c, "stats", "total_commands_processed")
         .and_then(|v| v.parse::<u64>().ok())
         .unwrap_or(0);
-    (calls(&mut c, "xreadgroup"), calls(&mut c, "xread"), after - before)
+    (
+        calls(&mut c, "xreadgroup"),
+        calls(&mut c, "xread"),
+        after - before,
+    )
 }
 
 #[test]
@@ -86,7 +100,10 @@ fn redis_version_follows_compat_version() {
         Some(streamd::core::REDIS_VERSION)
     );
     assert_eq!(streamd::core::REDIS_VERSION, "8.10.0");
-    assert_eq!(c.cmd_str(&["CONFIG", "SET", "compat-version", "7.4"]), b"+OK\r\n");
+    assert_eq!(
+        c.cmd_str(&["CONFIG", "SET", "compat-version", "7.4"]),
+        b"+OK\r\n"
+    );
     assert_eq!(
         info_field(&mut c, "server", "redis_version").as_deref(),
         Some("7.4.0")

@@ -721,7 +721,11 @@ impl Core {
         if let Some(spec) = command::lookup(&state.argv[0])
             .and_then(|s| command::resolve_subcommand(s, &state.argv).ok())
         {
-            self.stats.commands.entry(spec.full_name()).or_default().calls += 1;
+            self.stats
+                .commands
+                .entry(spec.full_name())
+                .or_default()
+                .calls += 1;
             self.stats.total_commands_processed += 1;
         }
         client.send(ClientMsg::Unblocked(reply), self.limits.output);
