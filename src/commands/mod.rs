@@ -20,8 +20,10 @@ pub mod connection;
 pub mod dump;
 pub mod effects;
 pub mod keys;
+pub mod latency;
 pub mod reply;
 pub mod server;
+pub mod slowlog;
 pub mod transaction;
 pub mod xack;
 pub mod xackdel;
@@ -45,6 +47,8 @@ use crate::error::ReplyError;
 pub static FAMILIES: &[&[CommandSpec]] = &[
     connection::COMMANDS,
     server::COMMANDS,
+    slowlog::COMMANDS,
+    latency::COMMANDS,
     acl::COMMANDS,
     keys::COMMANDS,
     dump::COMMANDS,
