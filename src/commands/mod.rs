@@ -21,6 +21,7 @@ pub mod dump;
 pub mod effects;
 pub mod keys;
 pub mod latency;
+pub mod memory;
 pub mod reply;
 pub mod server;
 pub mod slowlog;
@@ -49,6 +50,7 @@ pub static FAMILIES: &[&[CommandSpec]] = &[
     server::COMMANDS,
     slowlog::COMMANDS,
     latency::COMMANDS,
+    memory::COMMANDS,
     acl::COMMANDS,
     keys::COMMANDS,
     dump::COMMANDS,
