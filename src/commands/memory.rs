@@ -174,7 +174,7 @@ fn memory_stats(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         out.bulk(k.as_bytes());
         out.double(v);
     };
-    out.map(25 + mh.dbs.len());
+    out.map(27 + mh.dbs.len());
     int(out, "peak.allocated", mh.peak_allocated);
     int(out, "total.allocated", mh.total_allocated);
     int(out, "startup.allocated", mh.startup_allocated);
