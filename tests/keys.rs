@@ -638,7 +638,7 @@ fn memory_usage_estimates_and_validates() {
         "-ERR wrong number of arguments for 'memory|usage' command\r\n"
     );
     let help = c(&mut r, "MEMORY HELP");
-    assert!(help.starts_with("*6\r\n+MEMORY <subcommand>"), "{help:?}");
+    assert!(help.starts_with("*14\r\n+MEMORY <subcommand>"), "{help:?}");
 }
 
 #[test]

@@ -310,13 +310,6 @@ pub const COMMANDS: &[CommandSpec] = &[
         "2.2.3",
         OBJECT_SUBCOMMANDS,
     ),
-    container(
-        "memory",
-        "server",
-        "A container for memory diagnostics commands.",
-        "4.0.0",
-        MEMORY_SUBCOMMANDS,
-    ),
 ];
 
 const OBJECT_SUBCOMMANDS: &[CommandSpec] = &[
@@ -377,36 +370,6 @@ const OBJECT_SUBCOMMANDS: &[CommandSpec] = &[
         "6.2.0",
         object_help,
     ),
-];
-
-const MEMORY_SUBCOMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        group: "server",
-        acl: &[],
-        key_flags: super::keyflags::RO_ONLY,
-        ..generic(
-            "memory|usage",
-            -3,
-            READONLY,
-            KEY2,
-            "Estimates the memory usage of a key.",
-            "4.0.0",
-            memory_usage,
-        )
-    },
-    CommandSpec {
-        group: "server",
-        acl: &[],
-        ..generic(
-            "memory|help",
-            2,
-            LOADING | STALE,
-            NO_KEYS,
-            "Returns helpful text about the different subcommands.",
-            "4.0.0",
-            memory_help,
-        )
-    },
 ];
 
 const DB_OUT_OF_RANGE: ReplyError = ReplyError::msg("ERR DB index is out of range");
@@ -1075,54 +1038,6 @@ fn object_help(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             "REFCOUNT <key>",
             "    Return the number of references of the value associated with the specified",
             "    <key>.",
-        ],
-    );
-    Ok(())
-}
-
-/// Bytes the key name and its table entry take, as Redis counts them for MEMORY USAGE
-/// (`sdsZmallocSize` of the key plus `dictEntryMemUsage`): a 3-byte sds header, the
-/// name and its terminator rounded to 8 bytes, and a 24-byte dict entry.
-fn key_overhead(key: &[u8]) -> usize {
-    const DICT_ENTRY: usize = 24;
-    (key.len() + 4).next_multiple_of(8) + DICT_ENTRY
-}
-
-/// MEMORY USAGE key [SAMPLES n]: estimated bytes of the key and its stream, or null.
-/// Like Redis, it looks the key up without expiring it. SAMPLES is validated and
-/// ignored (the estimate always covers every node).
-fn memory_usage(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
-    let argv = ctx.argv;
-    let mut i = 3;
-    while i < argv.len() {
-        if is(&argv[i], "SAMPLES") && i + 1 < argv.len() {
-            if parse_i64(&argv[i + 1])? < 0 {
-                return Err(ReplyError::Syntax);
-            }
-            i += 2;
-        } else {
-            return Err(ReplyError::Syntax);
-        }
-    }
-    let key = &argv[2];
-    match ctx.core.dbs[ctx.client.db].get(key) {
-        Some(stream) => {
-            let usage = stream.memory_usage() + key_overhead(key);
-            ctx.out.integer(i64::try_from(usage).unwrap_or(i64::MAX));
-        }
-        None => ctx.out.null(),
-    }
-    Ok(())
-}
-
-fn memory_help(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
-    super::reply_help(
-        ctx,
-        "MEMORY",
-        &[
-            "USAGE <key> [SAMPLES <count>]",
-            "    Return memory in bytes used by <key> and its value. Nested values are",
-            "    sampled up to <count> times (default: 5, 0 means sample all).",
         ],
     );
     Ok(())

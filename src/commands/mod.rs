@@ -20,8 +20,11 @@ pub mod connection;
 pub mod dump;
 pub mod effects;
 pub mod keys;
+pub mod latency;
+pub mod memory;
 pub mod reply;
 pub mod server;
+pub mod slowlog;
 pub mod transaction;
 pub mod xack;
 pub mod xackdel;
@@ -45,6 +48,9 @@ use crate::error::ReplyError;
 pub static FAMILIES: &[&[CommandSpec]] = &[
     connection::COMMANDS,
     server::COMMANDS,
+    slowlog::COMMANDS,
+    latency::COMMANDS,
+    memory::COMMANDS,
     acl::COMMANDS,
     keys::COMMANDS,
     dump::COMMANDS,

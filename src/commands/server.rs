@@ -526,6 +526,9 @@ pub fn info_text(ctx: &Ctx<'_>, sections: &[String]) -> String {
             .collect();
         push_section("Commandstats", body);
     }
+    if wanted("latencystats") {
+        push_section("Latencystats", latencystats(core));
+    }
     if wanted("cluster") {
         push_section("Cluster", "cluster_enabled:0\r\n".to_string());
     }
@@ -546,6 +549,38 @@ pub fn info_text(ctx: &Ctx<'_>, sections: &[String]) -> String {
         push_section("Keyspace", body);
     }
     out
+}
+
+/// INFO latencystats: `latency_percentiles_usec_<cmd>:p50=…,p99=…,p99.9=…` for each
+/// command with a latency histogram, percentiles as `latency-tracking-info-percentiles`
+/// says, formatted as Redis's `fillPercentileDistributionLatencies`.
+fn latencystats(core: &crate::core::Core) -> String {
+    use crate::core::latency::percentile_label;
+    let mut by_name: Vec<_> = core
+        .stats
+        .commands
+        .iter()
+        .filter_map(|(name, c)| c.histogram.as_ref().map(|h| (*name, h)))
+        .collect();
+    by_name.sort_unstable_by_key(|(name, _)| *name);
+    let mut body = String::new();
+    for (name, h) in by_name {
+        body.push_str("latency_percentiles_usec_");
+        body.push_str(name);
+        body.push(':');
+        for (j, p) in core.latency.percentiles.iter().enumerate() {
+            if j > 0 {
+                body.push(',');
+            }
+            body.push_str(&format!(
+                "p{}={:.3}",
+                percentile_label(*p),
+                h.percentile_usec(*p)
+            ));
+        }
+        body.push_str("\r\n");
+    }
+    body
 }
 
 /// Distinct (db, key) pairs clients are blocked on; `nokey` counts only those of

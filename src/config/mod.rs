@@ -481,7 +481,7 @@ pub const DIRECTIVES: &[Directive] = &[
             max: I64_MAX,
         },
         mutable: true,
-        help: "Accepted for compatibility.",
+        help: "SLOWLOG records commands that take at least this many microseconds (0 = every command, negative = none).",
     },
     Directive {
         name: "slowlog-max-len",
@@ -491,7 +491,31 @@ pub const DIRECTIVES: &[Directive] = &[
             max: I64_MAX,
         },
         mutable: true,
-        help: "Accepted for compatibility.",
+        help: "Entries the slow log keeps; the oldest go first.",
+    },
+    Directive {
+        name: "latency-monitor-threshold",
+        default: "0",
+        kind: Kind::Int {
+            min: 0,
+            max: I64_MAX,
+        },
+        mutable: true,
+        help: "LATENCY records events (slow commands, snapshot and rewrite pauses) of at least this many milliseconds (0 = off).",
+    },
+    Directive {
+        name: "latency-tracking",
+        default: "yes",
+        kind: Kind::Bool,
+        mutable: true,
+        help: "Keep a latency histogram per command for LATENCY HISTOGRAM and INFO latencystats.",
+    },
+    Directive {
+        name: "latency-tracking-info-percentiles",
+        default: "50 99 99.9",
+        kind: Kind::Str,
+        mutable: true,
+        help: "The percentiles INFO latencystats shows, space-separated, each 0 to 100.",
     },
     Directive {
         name: "protected-mode",

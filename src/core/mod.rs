@@ -27,9 +27,11 @@ pub mod client;
 pub mod command;
 pub mod dict;
 pub mod keyspace;
+pub mod latency;
 pub mod limits;
 pub mod mailbox;
 pub mod persistence;
+pub mod slowlog;
 pub mod waker_slot;
 
 use crate::config::Config;
@@ -75,6 +77,9 @@ pub struct CommandStats {
     pub rejected_calls: u64,
     /// Calls that ran and returned an error.
     pub failed_calls: u64,
+    /// Latency distribution of the calls, while `latency-tracking` is on (created at
+    /// the first call, as Redis allocates it).
+    pub histogram: Option<Box<latency::CommandHistogram>>,
 }
 
 /// Server statistics (INFO stats).
@@ -184,6 +189,15 @@ pub struct Core {
     /// `client-output-buffer-limit`, `maxmemory`, `idle-poll-us`), refreshed on CONFIG
     /// SET.
     pub limits: limits::ClientLimits,
+    /// The slow log (SLOWLOG) and its settings.
+    pub slowlog: slowlog::SlowLog,
+    /// The latency monitor (LATENCY) and the latency-tracking settings.
+    pub latency: latency::LatencyMonitor,
+    /// Heap bytes in use once the core was built (MEMORY STATS `startup.allocated`).
+    pub startup_allocated: usize,
+    /// Highest heap use seen (MEMORY STATS `peak.allocated`), updated by `cron` and
+    /// whenever it is read ([`Core::peak_memory`]); CONFIG RESETSTAT restarts it.
+    pub peak_allocated: usize,
 }
 
 /// Everything a command handler may touch.
@@ -392,10 +406,16 @@ impl Core {
             loading: false,
             acl: acl::Acl::new(),
             limits: Default::default(),
+            slowlog: Default::default(),
+            latency: Default::default(),
+            startup_allocated: 0,
+            peak_allocated: 0,
             config,
         };
         core.refresh_config_cache();
         core.apply_requirepass();
+        core.startup_allocated = core.used_memory();
+        core.peak_allocated = core.startup_allocated;
         core
     }
 
@@ -414,6 +434,30 @@ impl Core {
         self.compat =
             crate::config::compat_version(self.config.get("compat-version").unwrap_or(""));
         self.limits = limits::ClientLimits::from_config(&self.config);
+        self.slowlog.slower_than = self.config.get_i64("slowlog-log-slower-than");
+        self.slowlog.max_len = self.config.get_i64("slowlog-max-len").max(0) as usize;
+        self.slowlog.trim();
+        self.latency.threshold_ms = self.config.get_i64("latency-monitor-threshold").max(0) as u64;
+        self.latency.tracking = self.config.get("latency-tracking") != Some("no");
+        self.latency.percentiles = latency::parse_percentiles(
+            self.config
+                .get("latency-tracking-info-percentiles")
+                .unwrap_or(""),
+        )
+        .unwrap_or_default();
+    }
+
+    /// Records a latency sample of `ms` for `event` if the latency monitor is on and
+    /// it reaches `latency-monitor-threshold` (Redis: `latencyAddSampleIfNeeded`): for
+    /// the layers above that measure their own pauses (snapshot, rewrite, fsync).
+    pub fn latency_sample(&mut self, event: &str, ms: u64) {
+        self.latency.add_if_needed(event, ms, unix_ms() / 1000);
+    }
+
+    /// The highest heap use so far, including now (MEMORY STATS `peak.allocated`).
+    pub fn peak_memory(&mut self) -> usize {
+        self.peak_allocated = self.peak_allocated.max(self.used_memory());
+        self.peak_allocated
     }
 
     /// True when clients may see a feature of Redis `major.minor`: `compat-version` is at
@@ -943,6 +987,41 @@ impl Core {
         if client.blocked.is_none() {
             stat.calls += 1;
             self.stats.total_commands_processed += 1;
+            // Latency and the slow log measure the final execution only (Redis does the
+            // same), and nothing is measured while loading.
+            if !self.loading {
+                if self.latency.tracking {
+                    stat.histogram
+                        .get_or_insert_with(Default::default)
+                        .record_usec(usec);
+                }
+                if self.latency.threshold_ms != 0 {
+                    let event = if spec.flags & flags::FAST != 0 {
+                        "fast-command"
+                    } else {
+                        "command"
+                    };
+                    self.latency
+                        .add_if_needed(event, usec / 1000, now_ms / 1000);
+                }
+                // EXEC is not logged itself (Redis: CMD_SKIP_SLOWLOG); its commands are.
+                if self.slowlog.wants(usec) && !is_exec {
+                    let shown = argv.iter().enumerate().map(|(i, a)| {
+                        if redacted(spec, argv, i) {
+                            b"(redacted)".as_slice()
+                        } else {
+                            a.as_ref()
+                        }
+                    });
+                    self.slowlog.push(
+                        shown,
+                        usec,
+                        now_ms / 1000,
+                        &client.addr,
+                        client.name.as_ref(),
+                    );
+                }
+            }
         }
         if let Err(err) = result {
             if let Some(s) = self.stats.commands.get_mut(spec.full_name()) {
@@ -1054,6 +1133,7 @@ impl Core {
             db.expire_idmp(now, &mut budget);
         }
         self.handle_ready_keys();
+        self.peak_memory();
         self.with_persistence(|p, core| p.cron(core));
     }
 }
