@@ -214,7 +214,8 @@ struct Snapshot {
     streams: Vec<StreamRow>,
     /// Where the walk is: database and its dict's SCAN cursor.
     pos: (usize, u64),
-    /// The walk stopped at `max_streams`; `total_streams` then counts every key.
+    /// Streams were left out: the walk stopped at `max_streams`, or its last bucket
+    /// carried it past and the encoder truncated; `total_streams` counts every key.
     capped: bool,
     max_streams: usize,
     total_streams: usize,
@@ -279,6 +280,10 @@ impl Snapshot {
         self.commands.sort_unstable_by_key(|r| r.name);
         self.dbs = c.dbs.iter().map(|d| (d.len(), d.expires.len())).collect();
         self.max_streams = usize::try_from(c.config.get_i64("metrics-max-streams")).unwrap_or(0);
+        // Room for every row now, so no slice pays for growing (copying) the vector.
+        let keys: usize = c.dbs.iter().map(|d| d.len()).sum();
+        self.streams
+            .reserve(keys.min(self.max_streams).saturating_add(64));
         self.fsync = crate::persist::fsync_stats(c);
     }
 
@@ -306,6 +311,9 @@ impl Snapshot {
             }
             self.pos = (dbi + 1, 0);
         }
+        // A bucket may have carried the walk past the cap: the encoder then drops rows,
+        // and counts them against this total.
+        self.total_streams = c.dbs.iter().map(|d| d.len()).sum();
         true
     }
 
@@ -314,7 +322,10 @@ impl Snapshot {
         self.streams
             .sort_unstable_by(|a, b| (a.db, &a.key).cmp(&(b.db, &b.key)));
         self.streams.dedup_by(|a, b| a.db == b.db && a.key == b.key);
-        self.streams.truncate(self.max_streams);
+        if self.streams.len() > self.max_streams {
+            self.streams.truncate(self.max_streams);
+            self.capped = true;
+        }
         let mut registry = Registry::default();
         registry.register_collector(Box::new(self));
         let mut out = String::new();
@@ -753,5 +764,15 @@ mod tests {
         assert!(text.contains("stream=\"a\""));
         assert!(!text.contains("stream=\"c\""));
         assert!(text.contains("streamd_metrics_dropped_streams 3\n"));
+        // The walk's last bucket went past the cap: the extra row is dropped and counted.
+        let snap = Snapshot {
+            streams: vec![row(0, "c"), row(0, "a"), row(0, "b")],
+            total_streams: 3,
+            max_streams: 2,
+            ..Snapshot::default()
+        };
+        let text = snap.into_text().unwrap();
+        assert_eq!(text.matches("redis_stream_length{").count(), 2);
+        assert!(text.contains("streamd_metrics_dropped_streams 1\n"));
     }
 }
