@@ -524,6 +524,30 @@ pub const DIRECTIVES: &[Directive] = &[
         mutable: true,
         help: "Refuse non-loopback clients when no password is set.",
     },
+    Directive {
+        name: "metrics-port",
+        default: "0",
+        kind: Kind::Int { min: 0, max: 65535 },
+        mutable: false,
+        help: "Serve GET /metrics (Prometheus text, redis_exporter's names) on this port; 0 = off.",
+    },
+    Directive {
+        name: "metrics-bind",
+        default: "",
+        kind: Kind::Str,
+        mutable: false,
+        help: "Address the metrics endpoint listens on; empty = the first `bind` address.",
+    },
+    Directive {
+        name: "metrics-max-streams",
+        default: "10000",
+        kind: Kind::Int {
+            min: 0,
+            max: I64_MAX,
+        },
+        mutable: true,
+        help: "Streams with per-stream series in a scrape; the rest are counted, not listed.",
+    },
 ];
 
 /// A configuration error, worded like Redis's.

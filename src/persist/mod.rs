@@ -452,6 +452,24 @@ fn state(core: &Core) -> Option<&Persist> {
     core.persist.as_any().downcast_ref::<Persist>()
 }
 
+/// The log's fsync figures, for the metrics endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FsyncStats {
+    /// fsyncs completed since start.
+    pub fsyncs: u64,
+    /// The longest fsync seen, microseconds.
+    pub max_usec: u64,
+}
+
+/// The effect log's fsync figures, or `None` when no log is open (`appendonly no`).
+pub fn fsync_stats(core: &Core) -> Option<FsyncStats> {
+    let d = state(core)?.aof.as_ref()?.writer.durability();
+    Some(FsyncStats {
+        fsyncs: d.fsyncs.load(std::sync::atomic::Ordering::Relaxed),
+        max_usec: d.max_fsync_usec.load(std::sync::atomic::Ordering::Relaxed),
+    })
+}
+
 /// The core's `Persist`, if [`prepare`] installed one.
 fn state_mut(core: &mut Core) -> Option<&mut Persist> {
     core.persist.as_any_mut().downcast_mut::<Persist>()

@@ -13,6 +13,7 @@
 pub mod connection;
 pub mod idle_poll;
 pub mod keepalive;
+pub mod metrics;
 pub mod protected;
 pub mod tls;
 
@@ -109,6 +110,8 @@ pub async fn run(
     let mut loaded = false;
     spawn_cron(core.clone());
     spawn_block_timer(core.clone());
+    // The Prometheus endpoint (`metrics-port`), on this thread like everything else.
+    metrics::start(&core).await?;
     // Polling before sleeping (`idle-poll-us`): connections report activity to it.
     let idle_poll = Rc::new(IdlePoll::new(core.borrow().limits.idle_poll));
     tokio::task::spawn_local(idle_poll.clone().run());
