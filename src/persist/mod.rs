@@ -1123,6 +1123,7 @@ fn bgsave(p: &mut Persist, core: &mut Core) -> Result<(), String> {
     let t0 = Instant::now();
     let dbs = core.dbs.clone();
     let pause = t0.elapsed().as_micros() as u64;
+    core.latency_sample("bgsave-pause", pause / 1000);
     let stats = &mut p.stats;
     stats.rdb_last_bgsave_core_pause_usec = pause;
     stats.max_core_pause_usec = stats.max_core_pause_usec.max(pause);
@@ -1250,6 +1251,7 @@ fn spawn_base(
     };
     let dbs = core.dbs.clone();
     let pause = t0.elapsed().as_micros() as u64;
+    core.latency_sample("aof-rewrite-pause", pause / 1000);
     let stats = &mut p.stats;
     stats.aof_last_rewrite_core_pause_usec = pause;
     stats.max_core_pause_usec = stats.max_core_pause_usec.max(pause);
@@ -1554,6 +1556,16 @@ fn cron(p: &mut Persist, core: &mut Core) {
         return;
     }
     p.flush();
+    if let Some(aof) = p.aof.as_ref() {
+        // The longest fsync since the last tick, for the latency monitor (the sync
+        // thread cannot reach the core; the cron brings its figure over).
+        let usec = aof
+            .writer
+            .durability()
+            .recent_max_fsync_usec
+            .swap(0, std::sync::atomic::Ordering::Relaxed);
+        core.latency_sample("aof-fsync", usec / 1000);
+    }
     reap_jobs(p, core);
     if p.bgsave_scheduled && p.bgsave.is_none() {
         p.bgsave_scheduled = false;
