@@ -154,16 +154,16 @@ fn differential(nconn: usize, steps: &[Step]) -> Option<Vec<String>> {
                 .collect();
             outcomes.push(per_conn);
         }
-        for c in 0..nconn {
-            if !(s.quiet && c == s.conn) && outcomes[0][c] != outcomes[1][c] {
+        for (c, (ours, theirs)) in outcomes[0].iter().zip(&outcomes[1]).enumerate() {
+            if !(s.quiet && c == s.conn) && ours != theirs {
                 let show =
                     |f: &Vec<Vec<u8>>| f.iter().map(|x| escape(x)).collect::<Vec<_>>().join(" ");
                 diffs.push(format!(
                     "step {i} (conn {} {}), conn {c}:\n  streamd {}\n  redis   {}",
                     s.conn,
                     escape(&s.cmd.join(&b' ')),
-                    show(&outcomes[0][c]),
-                    show(&outcomes[1][c]),
+                    show(ours),
+                    show(theirs),
                 ));
             }
         }
