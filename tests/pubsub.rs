@@ -104,7 +104,7 @@ fn normalise(mut frames: Vec<Vec<u8>>, sort_all: bool) -> Vec<Vec<u8>> {
                     counts.push(f[i..].to_vec());
                     heads.push(f[..i].to_vec());
                 }
-                _ => heads.push(f),
+                _ => heads.push(sort_bulk_array(f)),
             }
         }
         heads.sort();
@@ -125,6 +125,30 @@ fn normalise(mut frames: Vec<Vec<u8>>, sort_all: bool) -> Vec<Vec<u8>> {
         i = j.max(i + 1);
     }
     frames
+}
+
+/// An array of bulk strings with its elements sorted (PUBSUB CHANNELS lists a hash
+/// table); anything else as it is.
+fn sort_bulk_array(frame: Vec<u8>) -> Vec<u8> {
+    let text = frame.clone();
+    let mut parts = text.split(|&b| b == b'\n');
+    let Some(head) = parts.next() else {
+        return frame;
+    };
+    if !head.starts_with(b"*") {
+        return frame;
+    }
+    // Bulk strings come as `$len\r` / `bytes\r` line pairs when they hold no newline.
+    let lines: Vec<&[u8]> = parts.filter(|l| !l.is_empty()).collect();
+    if lines.len() % 2 != 0 || lines.iter().step_by(2).any(|l| !l.starts_with(b"$")) {
+        return frame;
+    }
+    let mut items: Vec<Vec<u8>> = lines
+        .chunks(2)
+        .map(|pair| [pair[0], b"\n", pair[1], b"\n"].concat())
+        .collect();
+    items.sort();
+    [[head, b"\n"].concat(), items.concat()].concat()
 }
 
 /// Runs `steps` on `nconn` connections of streamd and of redis-server; returns the
