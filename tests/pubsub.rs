@@ -140,7 +140,7 @@ fn sort_bulk_array(frame: Vec<u8>) -> Vec<u8> {
     }
     // Bulk strings come as `$len\r` / `bytes\r` line pairs when they hold no newline.
     let lines: Vec<&[u8]> = parts.filter(|l| !l.is_empty()).collect();
-    if lines.len() % 2 != 0 || lines.iter().step_by(2).any(|l| !l.starts_with(b"$")) {
+    if !lines.len().is_multiple_of(2) || lines.iter().step_by(2).any(|l| !l.starts_with(b"$")) {
         return frame;
     }
     let mut items: Vec<Vec<u8>> = lines
