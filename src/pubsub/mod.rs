@@ -108,6 +108,11 @@ impl<T: Hash + Eq> SmallSet<T> {
                     return false;
                 }
                 if v.len() < FEW_MAX {
+                    // Grow one element at a time while tiny: most sets hold one or two
+                    // (a Vec's first allocation would be four elements).
+                    if v.len() == v.capacity() && v.len() < 4 {
+                        v.reserve_exact(1);
+                    }
                     v.push(x);
                     return true;
                 }

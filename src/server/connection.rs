@@ -126,9 +126,13 @@ pub async fn serve<S>(
     let mut inbuf = BytesMut::with_capacity(PROTO_IOBUF_LEN);
     let mut out = RespWriter::default();
     let mut blocked = false;
+    // Bytes arrived (or the client was unblocked) since the last batch: only then is
+    // there anything to parse. A subscriber woken for its messages skips the batch.
+    let mut new_input = true;
     let mut last_activity = Instant::now();
     loop {
-        if !blocked {
+        if !blocked && new_input {
+            new_input = false;
             // Messages queued before these commands ran (Pub/Sub messages, MONITOR
             // lines) come before their replies, as Redis appends both to one buffer.
             while let Some(msg) = rx.try_recv_write() {
@@ -192,6 +196,7 @@ pub async fn serve<S>(
             read = socket.read_buf(&mut inbuf) => match read {
                 Ok(0) | Err(_) => break,
                 Ok(n) => {
+                    new_input = true;
                     last_activity = Instant::now();
                     core.borrow_mut().stats.net_input_bytes += n as u64;
                 }
@@ -205,6 +210,7 @@ pub async fn serve<S>(
                 };
                 if unblocked {
                     blocked = false;
+                    new_input = true;
                     // Served by another client's write: wait for its effects too.
                     if crate::persist::commit(&core).await.is_err() {
                         break;
