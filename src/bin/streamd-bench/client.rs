@@ -123,6 +123,13 @@ impl Conn {
         Ok(reply)
     }
 
+    /// The next reply parsed, without sending anything (a subscriber's messages).
+    pub async fn next_value(&mut self) -> io::Result<Value> {
+        let range = self.frame().await?;
+        check(&self.buf[range.clone()])?;
+        parse(&self.buf[range]).ok_or_else(|| io::Error::other("unparsable reply"))
+    }
+
     /// Sends one command and parses its reply, failing on an error reply.
     pub async fn value<A: AsRef<[u8]>>(&mut self, args: &[A]) -> io::Result<Value> {
         let reply = self.ok(args).await?;

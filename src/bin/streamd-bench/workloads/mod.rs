@@ -8,6 +8,7 @@
 mod groups;
 mod live;
 mod memory;
+mod pubsub;
 mod read;
 mod write;
 
@@ -131,6 +132,20 @@ pub enum Kind {
     MemEntries,
     /// 100k-entry PEL: bytes per pending entry.
     MemPending,
+    /// PUBLISH to `subscribers` connections of one channel: deliveries per second.
+    Fanout {
+        /// Connections subscribed to the channel.
+        subscribers: usize,
+    },
+    /// Subscribing: bytes per subscription.
+    SubsMem {
+        /// Connections.
+        clients: usize,
+        /// Subscriptions per connection.
+        per_client: u64,
+        /// Each connection its own channels (else all share them).
+        distinct: bool,
+    },
     /// XADD throughput while `readers` connections block, then their wake-up latency.
     BlockedReaders {
         /// Connections blocked in `XREAD BLOCK 0`, one key each.
@@ -262,6 +277,30 @@ pub fn all() -> Vec<Workload> {
             Kind::BlockedReaders { readers },
         ));
     }
+    for subscribers in [1, 100, 10_000] {
+        out.push(w(
+            format!("pubsub/fanout-s{subscribers}"),
+            "message",
+            "publish-to-delivery",
+            Kind::Fanout { subscribers },
+        ));
+    }
+    for (v, clients, per_client, distinct) in [
+        ("mem-1x100k", 1, 100_000, true),
+        ("mem-10kx1", 10_000, 1, false),
+        ("mem-100x1k", 100, 1000, false),
+    ] {
+        out.push(w(
+            format!("pubsub/{v}"),
+            "subscription",
+            "batch",
+            Kind::SubsMem {
+                clients,
+                per_client,
+                distinct,
+            },
+        ));
+    }
     out
 }
 
@@ -296,6 +335,12 @@ pub async fn run(w: &Workload, ctx: &Ctx) -> io::Result<Sample> {
         Kind::Pel(op) => groups::pel(ctx, op).await,
         Kind::MemEntries => memory::entries(ctx).await,
         Kind::MemPending => memory::pending(ctx).await,
+        Kind::Fanout { subscribers } => pubsub::fanout(ctx, subscribers).await,
+        Kind::SubsMem {
+            clients,
+            per_client,
+            distinct,
+        } => pubsub::memory(ctx, clients, per_client, distinct).await,
     }
 }
 
