@@ -208,6 +208,8 @@ struct Snapshot {
     clients: usize,
     blocked_clients: usize,
     used_memory: usize,
+    /// Pub/Sub channels, patterns and shard channels with subscribers (INFO stats).
+    pubsub: [usize; 3],
     commands: Vec<CommandRow>,
     /// (keys, keys with a TTL) per database.
     dbs: Vec<(usize, usize)>,
@@ -265,6 +267,12 @@ impl Snapshot {
         self.clients = c.clients.len();
         self.blocked_clients = c.clients.values().filter(|c| c.blocked.is_some()).count();
         self.used_memory = c.used_memory();
+        self.pubsub = [
+            crate::pubsub::Kind::Channel,
+            crate::pubsub::Kind::Pattern,
+            crate::pubsub::Kind::Shard,
+        ]
+        .map(|k| c.pubsub.len(k));
         self.commands = c
             .stats
             .commands
@@ -475,6 +483,25 @@ impl Collector for Snapshot {
             "used_memory metric",
             self.used_memory as u64,
         )?;
+        for (name, help, n) in [
+            (
+                "redis_pubsub_channels",
+                "pubsub_channels metric",
+                self.pubsub[0],
+            ),
+            (
+                "redis_pubsub_patterns",
+                "pubsub_patterns metric",
+                self.pubsub[1],
+            ),
+            (
+                "redis_pubsubshard_channels",
+                "pubsubshard_channels metric",
+                self.pubsub[2],
+            ),
+        ] {
+            gauge(e, name, help, n as u64)?;
+        }
         let cmds = &self.commands;
         counters(
             e,
