@@ -217,6 +217,13 @@ pub const DIRECTIVES: &[Directive] = &[
         help: "Write the process id to this file; empty for none.",
     },
     Directive {
+        name: "supervised",
+        default: "no",
+        kind: Kind::Enum(&["upstart", "systemd", "auto", "no"]),
+        mutable: false,
+        help: "Tell a service manager when the server is ready: systemd sends READY=1 to NOTIFY_SOCKET once listening with the data loaded (for Type=notify units), auto does so when NOTIFY_SOCKET is set, no never; upstart is accepted and has no effect.",
+    },
+    Directive {
         name: "requirepass",
         default: "",
         kind: Kind::Str,
