@@ -43,6 +43,7 @@ use super::xrange::{write_entry, write_range};
 use super::{CommandSpec, flags::*, is, parse_i64};
 use crate::commands::effects::{GroupEffects, log_effects};
 use crate::core::Ctx;
+use crate::core::notify::class;
 use crate::error::{ReplyError, lossy};
 use crate::resp::Argv;
 use crate::resp::writer::{DeferredLen, RespWriter};
@@ -509,6 +510,9 @@ fn xreadgroup(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         if dirty > 0 {
             ctx.modified(key);
             ctx.core.dirty += dirty - 1;
+        }
+        if fx.consumer_created {
+            ctx.notify(class::STREAM, "xgroup-createconsumer", key);
         }
         // Deliveries and claims are logged as the PEL state they produced.
         log_effects(ctx, key, group, Some(consumer), &fx);
