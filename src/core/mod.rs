@@ -32,7 +32,6 @@ pub mod limits;
 pub mod mailbox;
 pub mod notify;
 pub mod persistence;
-mod placeholder;
 pub mod slowlog;
 pub mod waker_slot;
 
