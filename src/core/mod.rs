@@ -32,6 +32,7 @@ pub mod limits;
 pub mod mailbox;
 pub mod notify;
 pub mod persistence;
+pub mod pubsub;
 pub mod slowlog;
 pub mod waker_slot;
 
@@ -66,6 +67,9 @@ pub fn redis_version(compat: (u8, u8)) -> String {
 /// The core as the runtime's tasks share it: one thread, borrowed for one batch at a
 /// time.
 pub type SharedCore = Rc<RefCell<Core>>;
+
+/// The connected clients by id (see [`Core::clients`]).
+pub type ClientTable = HashMap<u64, Client, foldhash::fast::FixedState>;
 
 /// Per-command counters (INFO commandstats).
 #[derive(Debug, Default, Clone)]
@@ -145,7 +149,7 @@ pub struct Core {
     /// Connected clients other than the one executing right now. Every batch of commands
     /// takes its client out and puts it back, so the table hashes with foldhash: ids are
     /// the server's own sequence numbers, nothing a client could choose to collide.
-    pub clients: HashMap<u64, Client, foldhash::fast::FixedState>,
+    pub clients: ClientTable,
     /// Next client id to hand out.
     pub next_client_id: u64,
     /// Statistics.
@@ -199,6 +203,13 @@ pub struct Core {
     /// Highest heap use seen (MEMORY STATS `peak.allocated`), updated by `cron` and
     /// whenever it is read ([`Core::peak_memory`]); CONFIG RESETSTAT restarts it.
     pub peak_allocated: usize,
+    /// Pub/Sub channels, patterns and shard channels with their subscribers (the
+    /// clients keep their own side, `Client::subs`).
+    pub pubsub: crate::pubsub::PubSub,
+    /// Clients out of `clients` right now (the running command's, one being
+    /// re-executed after a block) with the Pub/Sub messages published to them
+    /// meanwhile (`core/pubsub.rs`); usually one entry or none.
+    pub detached: Vec<pubsub::Detached>,
     /// Cached `notify-keyspace-events` as class bits (`notify::class`); 0 = off.
     pub notify_flags: u32,
 }
@@ -412,6 +423,8 @@ impl Core {
             latency: Default::default(),
             startup_allocated: 0,
             peak_allocated: 0,
+            pubsub: Default::default(),
+            detached: Vec::new(),
             notify_flags: 0,
             config,
         };
@@ -856,10 +869,12 @@ impl Core {
         id
     }
 
-    /// Forgets a disconnected client: its watches, its MONITOR and blocked state.
+    /// Forgets a disconnected client: its watches, subscriptions, MONITOR and blocked
+    /// state.
     pub fn remove_client(&mut self, id: u64) {
         if let Some(mut c) = self.clients.remove(&id) {
             self.unwatch_all(&mut c);
+            self.unsubscribe_everything(&mut c);
             if let Some(state) = c.blocked.take() {
                 self.blocked
                     .remove(id, state.db, &state.keys, state.deadline_ms);
@@ -989,6 +1004,9 @@ impl Core {
         if is_exec {
             self.persist.exec_begin();
         }
+        // Messages published to this client while its command runs go into its reply
+        // (core/pubsub.rs).
+        let detached = self.detach(client);
         let result = {
             let mut ctx = Ctx {
                 core: self,
@@ -999,6 +1017,11 @@ impl Core {
             };
             (spec.handler)(&mut ctx)
         };
+        if detached {
+            self.attach(client.id, out);
+        } else {
+            self.flush_pushes(client.id, out);
+        }
         if is_exec {
             self.persist.exec_end();
         }
