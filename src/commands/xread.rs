@@ -356,6 +356,15 @@ fn xread(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         };
         from.push(f);
     }
+    if ctx.core.notify_flags & class::KEY_MISS != 0 {
+        // Redis looks every key up a second time to serve it, so a missing key makes a
+        // second `keymiss`, after those of the first pass.
+        for key in keys {
+            if !ctx.core.dbs[ctx.client.db].keys.contains_key(key) {
+                ctx.notify(class::KEY_MISS, "keymiss", key);
+            }
+        }
+    }
     // Serve what is there.
     let resp3 = ctx.out.is_resp3();
     let mut served = 0;
