@@ -50,7 +50,9 @@ impl Core {
     /// Nothing is published while the log loads.
     #[inline]
     pub fn notify_keyspace_event(&mut self, class: u32, event: &str, key: &[u8], db: usize) {
-        if self.notify_flags & class == 0 || self.loading {
+        // With nobody subscribed to anything there is no one to tell (and nothing to
+        // build the channel names for).
+        if self.notify_flags & class == 0 || self.loading || self.pubsub.is_empty() {
             return;
         }
         self.publish_keyspace_event(event.as_bytes(), key, db);
