@@ -231,6 +231,13 @@ pub const DIRECTIVES: &[Directive] = &[
         help: "ACL users file (`user <name> <rules>` lines), loaded at start and by ACL LOAD, written by ACL SAVE; empty for none.",
     },
     Directive {
+        name: "acl-pubsub-default",
+        default: "resetchannels",
+        kind: Kind::Enum(&["allchannels", "resetchannels"]),
+        mutable: true,
+        help: "The channel permissions of new ACL users and of `reset`: `allchannels` (`&*`) or `resetchannels` (none).",
+    },
+    Directive {
         name: "acllog-max-len",
         default: "128",
         kind: Kind::Int {

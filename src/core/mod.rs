@@ -450,6 +450,7 @@ impl Core {
         self.compat =
             crate::config::compat_version(self.config.get("compat-version").unwrap_or(""));
         self.limits = limits::ClientLimits::from_config(&self.config);
+        acl::set_pubsub_default(self.config.get("acl-pubsub-default") == Some("allchannels"));
         self.notify_flags = crate::config::keyspace_event_flags(
             self.config.get("notify-keyspace-events").unwrap_or(""),
         )
@@ -604,6 +605,14 @@ impl Core {
             {
                 c.user = Some(self.acl.default_user());
                 c.authenticated = false;
+                // Gone at once from Pub/Sub too, as Redis frees such clients.
+                for kind in [
+                    crate::pubsub::Kind::Channel,
+                    crate::pubsub::Kind::Pattern,
+                    crate::pubsub::Kind::Shard,
+                ] {
+                    self.pubsub.unsubscribe_all(kind, &mut c.subs, c.id);
+                }
                 let _ = c.tx.send(ClientMsg::Close);
             }
         }
@@ -629,7 +638,10 @@ impl Core {
         };
         let result = {
             let u = user.borrow();
-            if u.all_commands() && u.all_keys() {
+            if u.all_commands()
+                && u.all_keys()
+                && (u.all_channels() || acl::channel_args(spec, argv.len()).is_none())
+            {
                 Ok(())
             } else {
                 u.check(spec, argv)
@@ -642,6 +654,7 @@ impl Core {
                     Bytes::from_static(spec.full_name().as_bytes()),
                 ),
                 acl::Denied::Key(pos) => (acl::log::Reason::Key, argv[pos].clone()),
+                acl::Denied::Channel(pos) => (acl::log::Reason::Channel, argv[pos].clone()),
             };
             self.acl_log(client, reason, context, object, client.username());
         }
@@ -964,6 +977,27 @@ impl Core {
         }
         if self.limits.maxmemory > 0 && Self::denied_on_oom(client, spec) && self.over_maxmemory() {
             self.reject(client, out, Some(spec), &ReplyError::Oom);
+            return Outcome::Done;
+        }
+        // RESP2 clients in Pub/Sub mode read only subscription frames (RESP3 ones can
+        // tell pushes from replies).
+        if client.proto == crate::resp::writer::Protocol::Resp2
+            && client.in_pubsub()
+            && !matches!(
+                spec.name,
+                "ping"
+                    | "subscribe"
+                    | "ssubscribe"
+                    | "unsubscribe"
+                    | "sunsubscribe"
+                    | "psubscribe"
+                    | "punsubscribe"
+                    | "quit"
+                    | "reset"
+            )
+        {
+            let err = ReplyError::PubSubContext(spec.full_name());
+            self.reject(client, out, Some(spec), &err);
             return Outcome::Done;
         }
         if self.loading && spec.flags & flags::LOADING == 0 {

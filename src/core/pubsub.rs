@@ -249,6 +249,45 @@ impl Core {
         }
     }
 
+    /// After `user`'s rules changed from `before` (ACL SETUSER, ACL LOAD): closes the
+    /// clients authenticated as it whose subscriptions are no longer all allowed
+    /// (Redis's `ACLKillPubsubClientsIfNeeded`), dropping their subscriptions at once so
+    /// the next PUBLISH no longer counts them. `running`, the client that changed the
+    /// rules, is out of the table: it is closed after its reply if it is one of them.
+    pub fn kill_pubsub_clients_if_needed(
+        &mut self,
+        user: &super::acl::UserRef,
+        before: &super::acl::User,
+        running: &mut Client,
+    ) {
+        if user.borrow().channels_cover(before) {
+            return;
+        }
+        let of_user = |c: &Client| {
+            c.user
+                .as_ref()
+                .is_some_and(|u| std::rc::Rc::ptr_eq(u, user))
+        };
+        let u = user.borrow();
+        let doomed: Vec<u64> = self
+            .clients
+            .values()
+            .filter(|c| of_user(c) && c.in_pubsub() && !u.allows_subscriptions(&c.subs))
+            .map(|c| c.id)
+            .collect();
+        if of_user(running) && running.in_pubsub() && !u.allows_subscriptions(&running.subs) {
+            running.close_after_reply = true;
+        }
+        drop(u);
+        for id in doomed {
+            if let Some(mut c) = self.clients.remove(&id) {
+                self.unsubscribe_everything(&mut c);
+                let _ = c.tx.send(ClientMsg::Close);
+                self.clients.insert(id, c);
+            }
+        }
+    }
+
     /// The output buffer limit that applies to `client` now: class `pubsub` while it is
     /// subscribed to anything, else `normal`.
     pub fn output_limit(&self, client: &Client) -> BufferLimit {

@@ -129,6 +129,17 @@ pub async fn serve<S>(
     let mut last_activity = Instant::now();
     loop {
         if !blocked {
+            // Messages queued before these commands ran (Pub/Sub messages, MONITOR
+            // lines) come before their replies, as Redis appends both to one buffer.
+            while let Some(msg) = rx.try_recv_write() {
+                let bytes: &[u8] = match &msg {
+                    ClientMsg::Write(b) => b,
+                    ClientMsg::Shared(b) => b,
+                    _ => &[],
+                };
+                out.buf.extend_from_slice(bytes);
+                output.remove_queued(bytes.len());
+            }
             let woken_before = core.borrow().stats.unblocked_served;
             let next = process_batch(
                 &core,
