@@ -416,3 +416,40 @@ fn config_set_accepts_every_redis_class_letter() {
     let err = r.cmd_str(&["CONFIG", "SET", "notify-keyspace-events", "KEq"]);
     assert!(err.starts_with(b"-ERR"), "{:?}", escape(&err));
 }
+
+/// A RESP3 client subscribed to its own events gets them after the reply of the command
+/// that caused them, never inside it, as Redis does since 7.2 (`pending_push_messages`;
+/// 7.0 wrote them mid-reply, splitting XREADGROUP's map).
+#[test]
+fn own_events_follow_the_reply_of_the_command_that_caused_them() {
+    let server = start_server();
+    let mut r = server.raw();
+    r.hello3();
+    r.cmd_str(&["CONFIG", "SET", "notify-keyspace-events", "Et"]);
+    r.cmd_str(&["PSUBSCRIBE", "__keyevent*"]);
+    let push = |event: &str| {
+        format!(
+            ">4\r\n$8\r\npmessage\r\n$11\r\n__keyevent*\r\n${}\r\n__keyevent@0__:{event}\r\n$1\r\ns\r\n",
+            15 + event.len()
+        )
+    };
+    assert_eq!(
+        escape(&r.cmd_str(&["XADD", "s", "1-1", "f", "v"])),
+        escape(b"$3\r\n1-1\r\n")
+    );
+    assert_eq!(escape(&r.read_reply()), escape(push("xadd").as_bytes()));
+    r.cmd_str(&["XGROUP", "CREATE", "s", "g", "0"]);
+    assert_eq!(
+        escape(&r.read_reply()),
+        escape(push("xgroup-create").as_bytes())
+    );
+    let read = r.cmd_str(&["XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">"]);
+    assert_eq!(
+        escape(&read),
+        escape(b"%1\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n1-1\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n")
+    );
+    assert_eq!(
+        escape(&r.read_reply()),
+        escape(push("xgroup-createconsumer").as_bytes())
+    );
+}
