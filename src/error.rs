@@ -9,6 +9,17 @@
 use std::borrow::Cow;
 use std::fmt;
 
+/// Why a queued command may no longer run at EXEC ([`ReplyError::NoPermChanged`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangedReason {
+    /// The command or subcommand is no longer allowed.
+    Command,
+    /// One of its keys is no longer allowed.
+    Key,
+    /// One of its channels is no longer allowed.
+    Channel,
+}
+
 /// An error reply. `Display` gives the wire text without the leading `-`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReplyError {
@@ -96,9 +107,15 @@ pub enum ReplyError {
     /// the EXEC call. This command is no longer allowed for the following reason: <why>`
     /// (a queued command the user may no longer run).
     NoPermChanged {
-        /// The check denied a key (else the command or subcommand).
-        key: bool,
+        /// What the check denied.
+        reason: ChangedReason,
     },
+    /// `NOPERM this user has no permissions to access one of the channels used as
+    /// arguments`
+    NoPermChannel,
+    /// `ERR Can't execute '<name>': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT /
+    /// RESET are allowed in this context` (a RESP2 client in Pub/Sub mode)
+    PubSubContext(&'static str),
     /// `ERR invalid expire time in '<name>' command` (EXPIRE family overflow)
     InvalidExpireTime(&'static str),
     /// `ERR Unsupported option <opt>` (EXPIRE family flags)
@@ -218,14 +235,22 @@ impl fmt::Display for ReplyError {
             NoPermKey => f.write_str(
                 "NOPERM this user has no permissions to access one of the keys used as arguments",
             ),
-            NoPermChanged { key } => write!(
+            NoPermChanged { reason } => write!(
                 f,
                 "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: {}",
-                if *key {
-                    "no permission to touch the specified keys"
-                } else {
-                    "no permission to execute the command or subcommand"
+                match reason {
+                    ChangedReason::Key => "no permission to touch the specified keys",
+                    ChangedReason::Command => "no permission to execute the command or subcommand",
+                    ChangedReason::Channel =>
+                        "no permission to access one of the channels used as arguments",
                 }
+            ),
+            PubSubContext(name) => write!(
+                f,
+                "ERR Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
+            ),
+            NoPermChannel => f.write_str(
+                "NOPERM this user has no permissions to access one of the channels used as arguments",
             ),
             WrongPass => {
                 f.write_str("WRONGPASS invalid username-password pair or user is disabled.")

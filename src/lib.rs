@@ -10,6 +10,7 @@
 //! core/      keyspace, clients, command model and dispatch, ACL, blocking, effects
 //! config     redis.conf directives                              logging
 //! stream/    IDs, rax, listpack nodes, groups      resp/  bytes in, bytes out
+//! pubsub/    channel, pattern and shard-channel tables (plain data)
 //! error      client-visible error texts
 //! util, short_bytes, alloc                                      leaves
 //! ```
@@ -25,6 +26,7 @@ pub mod core;
 pub mod error;
 pub mod logging;
 pub mod persist;
+pub mod pubsub;
 pub mod rdb;
 pub mod resp;
 pub mod server;

@@ -138,6 +138,27 @@ impl Deref for ShortBytes {
     }
 }
 
+impl PartialEq for ShortBytes {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for ShortBytes {}
+
+/// Hashes as the bytes do, so tables keyed by `ShortBytes` are searched with a `&[u8]`.
+impl std::hash::Hash for ShortBytes {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (**self).hash(state)
+    }
+}
+
+impl std::borrow::Borrow<[u8]> for ShortBytes {
+    fn borrow(&self) -> &[u8] {
+        self
+    }
+}
+
 impl Default for ShortBytes {
     fn default() -> Self {
         ShortBytes::EMPTY

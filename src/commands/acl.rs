@@ -175,6 +175,7 @@ fn acl_setuser(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         ));
     }
     let rules = &ctx.argv[3..];
+    let before = ctx.core.acl.get(name).map(|u| u.borrow().clone());
     ctx.core.acl.set_user(name, rules).map_err(|(i, e)| {
         ReplyError::owned(format!(
             "ERR Error in ACL SETUSER modifier '{}': {}",
@@ -182,6 +183,11 @@ fn acl_setuser(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             e.message()
         ))
     })?;
+    // Subscribers that lost a channel they listen to are disconnected.
+    if let (Some(before), Some(user)) = (before, ctx.core.acl.get(name)) {
+        ctx.core
+            .kill_pubsub_clients_if_needed(&user, &before, ctx.client);
+    }
     ctx.out.ok();
     Ok(())
 }
@@ -367,7 +373,13 @@ fn acl_file(ctx: &Ctx<'_>) -> Result<std::path::PathBuf, ReplyError> {
 fn acl_load(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let path = acl_file(ctx)?;
     let users = acl::file::load(&path).map_err(|e| ReplyError::owned(format!("ERR {e}")))?;
+    let default_before = ctx.core.acl.default_user().borrow().clone();
     let replaced = ctx.core.acl.replace_users(users);
+    // The default user keeps its clients; those whose subscriptions it no longer allows
+    // go, as after ACL SETUSER.
+    let default = ctx.core.acl.default_user();
+    ctx.core
+        .kill_pubsub_clients_if_needed(&default, &default_before, ctx.client);
     ctx.core.disconnect_users(&replaced);
     close_if_user_in(ctx, &replaced);
     ctx.out.ok();
@@ -419,6 +431,13 @@ fn acl_dryrun(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         Err(acl::Denied::Key(pos)) => ctx.out.bulk(
             format!(
                 "This user has no permissions to access the '{}' key",
+                crate::error::lossy(&target[pos])
+            )
+            .as_bytes(),
+        ),
+        Err(acl::Denied::Channel(pos)) => ctx.out.bulk(
+            format!(
+                "This user has no permissions to access the '{}' channel",
                 crate::error::lossy(&target[pos])
             )
             .as_bytes(),

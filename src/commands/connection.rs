@@ -197,6 +197,14 @@ const CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
 ];
 
 fn ping(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    if ctx.argv.len() <= 2 && ctx.client.in_pubsub() && ctx.client.proto == Protocol::Resp2 {
+        // Subscribed RESP2 clients read only arrays: `[pong, ""]` or `[pong, msg]`.
+        ctx.out.array(2);
+        ctx.out.bulk(b"pong");
+        ctx.out
+            .bulk(ctx.argv.get(1).map_or(&b""[..], |m| m.as_ref()));
+        return Ok(());
+    }
     match ctx.argv.len() {
         1 => ctx.out.simple(b"PONG"),
         2 => ctx.out.bulk(&ctx.argv[1]),
@@ -348,6 +356,7 @@ fn reset(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     ctx.client.multi = None;
     ctx.client.multi_error = false;
     ctx.core.unwatch_all(ctx.client);
+    ctx.core.unsubscribe_everything(ctx.client);
     ctx.client.db = 0;
     ctx.client.proto = Protocol::Resp2;
     ctx.out.proto = Protocol::Resp2;

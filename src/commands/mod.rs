@@ -22,6 +22,7 @@ pub mod effects;
 pub mod keys;
 pub mod latency;
 pub mod memory;
+pub mod pubsub;
 pub mod reply;
 pub mod server;
 pub mod slowlog;
@@ -66,6 +67,7 @@ pub static FAMILIES: &[&[CommandSpec]] = &[
     xackdel::COMMANDS,
     xnack::COMMANDS,
     xidmp::COMMANDS,
+    pubsub::COMMANDS,
 ];
 
 /// All top-level commands, in table order (the rows themselves: usable before a core

@@ -435,9 +435,11 @@ pub fn info_text(ctx: &Ctx<'_>, sections: &[String]) -> String {
         push_section(
             "Clients",
             format!(
-                "connected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:{blocked}\r\ntracking_clients:0\r\npubsub_clients:0\r\nwatching_clients:{}\r\nclients_in_timeout_table:{blocked}\r\ntotal_watched_keys:{}\r\ntotal_blocking_keys:{}\r\ntotal_blocking_keys_on_nokey:{}\r\n",
+                "connected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:{blocked}\r\ntracking_clients:0\r\npubsub_clients:{}\r\nwatching_clients:{}\r\nclients_in_timeout_table:{blocked}\r\ntotal_watched_keys:{}\r\ntotal_blocking_keys:{}\r\ntotal_blocking_keys_on_nokey:{}\r\n",
                 core.connected_clients(),
                 core.config.get_i64("maxclients"),
+                core.clients.values().filter(|c| c.in_pubsub()).count()
+                    + usize::from(ctx.client.in_pubsub()),
                 core.clients
                     .values()
                     .filter(|c| !c.watched.is_empty())
@@ -469,7 +471,7 @@ pub fn info_text(ctx: &Ctx<'_>, sections: &[String]) -> String {
         push_section(
             "Stats",
             format!(
-                "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:0\r\npubsub_patterns:0\r\ntotal_error_replies:{}\r\nclient_query_buffer_limit_disconnections:{}\r\nclient_output_buffer_limit_disconnections:{}\r\n",
+                "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\ntotal_error_replies:{}\r\nclient_query_buffer_limit_disconnections:{}\r\nclient_output_buffer_limit_disconnections:{}\r\n",
                 s.total_connections_received,
                 s.total_commands_processed,
                 s.net_input_bytes,
@@ -478,6 +480,9 @@ pub fn info_text(ctx: &Ctx<'_>, sections: &[String]) -> String {
                 s.expired_keys,
                 s.keyspace_hits,
                 s.keyspace_misses,
+                core.pubsub.len(crate::pubsub::Kind::Channel),
+                core.pubsub.len(crate::pubsub::Kind::Pattern),
+                core.pubsub.len(crate::pubsub::Kind::Shard),
                 s.errors.values().sum::<u64>(),
                 s.client_query_buffer_limit_disconnections,
                 s.client_output_buffer_limit_disconnections,

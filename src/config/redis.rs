@@ -432,13 +432,6 @@ pub const REDIS_ONLY: &[Directive] = &[
         help: "Process management that streamd leaves to the service manager.",
     },
     Directive {
-        name: "acl-pubsub-default",
-        default: "resetchannels",
-        kind: Kind::Enum(&["allchannels", "resetchannels"]),
-        mutable: true,
-        help: "Pub/Sub channel permissions; streamd has no Pub/Sub yet.",
-    },
-    Directive {
         name: "sanitize-dump-payload",
         default: "no",
         kind: Kind::Enum(&["no", "yes", "clients"]),

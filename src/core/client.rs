@@ -13,6 +13,9 @@ use std::rc::Rc;
 pub enum ClientMsg {
     /// Bytes to write (a MONITOR line, or the reply of a blocked command once served).
     Write(Vec<u8>),
+    /// Bytes to write that other clients get too (a Pub/Sub message frame, built once
+    /// per publish and shared by every subscriber with the same protocol).
+    Shared(bytes::Bytes),
     /// The client was blocked and is now served: write these bytes and resume reading.
     Unblocked(Vec<u8>),
     /// Close the connection (CLIENT KILL, SHUTDOWN).
@@ -90,6 +93,9 @@ pub struct Client {
     pub tx: super::mailbox::Sender,
     /// Pending output shared with the connection task (`client-output-buffer-limit`).
     pub output: Rc<OutputState>,
+    /// Pub/Sub subscriptions (channels, patterns, shard channels); the server's side
+    /// of them is `Core::pubsub`, and the two change together (`pubsub` module doc).
+    pub subs: crate::pubsub::ClientSubs,
 }
 
 impl Client {
@@ -127,6 +133,7 @@ impl Client {
             blocked: None,
             tx,
             output: Rc::default(),
+            subs: Default::default(),
         }
     }
 
@@ -142,6 +149,13 @@ impl Client {
         String::from_utf8_lossy(&self.username()).into_owned()
     }
 
+    /// True while subscribed to any channel, pattern or shard channel (Redis's
+    /// `CLIENT_PUBSUB`): RESP2 clients then accept only the subscribe family, PING,
+    /// QUIT and RESET, and the `pubsub` class of `client-output-buffer-limit` applies.
+    pub fn in_pubsub(&self) -> bool {
+        self.subs.total() > 0
+    }
+
     /// Queues `msg` for the connection task, counting its bytes as pending output; a
     /// client whose pending output goes over `limit` is killed (its connection closes
     /// and drops what is queued).
@@ -151,6 +165,7 @@ impl Client {
         }
         let len = match &msg {
             ClientMsg::Write(b) | ClientMsg::Unblocked(b) => b.len(),
+            ClientMsg::Shared(b) => b.len(),
             ClientMsg::Close => 0,
         };
         self.output.add_queued(len);
@@ -163,15 +178,19 @@ impl Client {
 
     /// The CLIENT LIST / CLIENT INFO line for this client (no trailing newline).
     pub fn info_line(&self, now_ms: u64) -> String {
+        // Redis's order (networking.c `getClientInfoString`).
         let mut flags = String::new();
+        if self.monitor {
+            flags.push('O');
+        }
+        if self.in_pubsub() {
+            flags.push('P');
+        }
         if self.multi.is_some() {
             flags.push('x');
         }
         if self.blocked.is_some() {
             flags.push('b');
-        }
-        if self.monitor {
-            flags.push('O');
         }
         if self.no_evict {
             flags.push('e');
@@ -188,7 +207,7 @@ impl Client {
                 .unwrap_or_default()
         };
         format!(
-            "id={} addr={} laddr={} fd=8 name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} watch={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd=8 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr,
             self.laddr,
@@ -197,6 +216,9 @@ impl Client {
             now_ms.saturating_sub(self.last_interaction_ms) / 1000,
             flags,
             self.db,
+            self.subs.count(crate::pubsub::Kind::Channel),
+            self.subs.count(crate::pubsub::Kind::Pattern),
+            self.subs.count(crate::pubsub::Kind::Shard),
             self.multi.as_ref().map(|q| q.len() as i64).unwrap_or(-1),
             self.watched.len(),
             self.last_cmd,

@@ -50,12 +50,15 @@ pub mod flags {
     pub const STALE: u32 = 1 << 10;
     /// Not allowed from scripts.
     pub const NOSCRIPT: u32 = 1 << 11;
+    /// A Pub/Sub command (implies the `@pubsub` ACL category).
+    pub const PUBSUB: u32 = 1 << 12;
     /// Flag names in `COMMAND INFO` order, with their bit.
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
         (READONLY, "readonly"),
         (DENYOOM, "denyoom"),
         (ADMIN, "admin"),
+        (PUBSUB, "pubsub"),
         (NOSCRIPT, "noscript"),
         (BLOCKING, "blocking"),
         (LOADING, "loading"),
@@ -268,6 +271,9 @@ impl CommandSpec {
         if self.flags & flags::ADMIN != 0 {
             cats.push("@admin");
             cats.push("@dangerous");
+        }
+        if self.flags & flags::PUBSUB != 0 {
+            cats.push("@pubsub");
         }
         if self.flags & flags::FAST != 0 {
             cats.push("@fast");

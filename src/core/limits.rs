@@ -1,5 +1,5 @@
 //! Per-client resource limits: the idle `timeout`, `tcp-keepalive`, and the output
-//! buffer limit of `client-output-buffer-limit` (class `normal`), as the core caches
+//! buffer limits of `client-output-buffer-limit` (classes `normal` and `pubsub`), as the core caches
 //! them from the config for the connection tasks to read.
 //!
 //! A client's *pending output* is every reply byte produced for it and not yet handed to
@@ -38,6 +38,9 @@ pub struct ClientLimits {
     pub tcp_keepalive: Option<Duration>,
     /// Output buffer limit of normal clients.
     pub output: BufferLimit,
+    /// Output buffer limit of clients in Pub/Sub mode (class `pubsub`: subscribed to
+    /// anything, as Redis's `getClientType` decides).
+    pub pubsub: BufferLimit,
     /// `maxmemory` in bytes (0 = none).
     pub maxmemory: u64,
     /// What the request parser accepts (`proto-max-bulk-len`,
@@ -61,6 +64,7 @@ impl ClientLimits {
             timeout: secs("timeout"),
             tcp_keepalive: secs("tcp-keepalive"),
             output: config.output_buffer_limit("normal"),
+            pubsub: config.output_buffer_limit("pubsub"),
             maxmemory: u64::try_from(config.get_i64("maxmemory")).unwrap_or(0),
             parser: crate::resp::parser::ParserLimits {
                 proto_max_bulk_len: config.get_i64("proto-max-bulk-len").max(0) as u64,

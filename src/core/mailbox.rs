@@ -1,5 +1,5 @@
 //! The queue from the core to one connection task: replies for a client that was
-//! blocked, MONITOR lines, and the order to close.
+//! blocked, MONITOR lines, Pub/Sub messages, and the order to close.
 //!
 //! The whole server runs on one thread, and each queue has one sender (the [`Client`]
 //! in the core) and one receiver (its connection task), so the queue is a `VecDeque`
@@ -88,6 +88,20 @@ impl Receiver {
     }
 }
 
+impl Receiver {
+    /// The next message if it is bytes to write ([`ClientMsg::Write`] or
+    /// [`ClientMsg::Shared`]), without waiting: the connection gathers the writes queued
+    /// behind the one it received into a single socket write (a subscriber of a busy
+    /// channel gets many messages per wake-up).
+    pub fn try_recv_write(&mut self) -> Option<ClientMsg> {
+        let mut queue = self.0.queue.borrow_mut();
+        match queue.front() {
+            Some(ClientMsg::Write(_)) | Some(ClientMsg::Shared(_)) => queue.pop_front(),
+            _ => None,
+        }
+    }
+}
+
 impl Drop for Receiver {
     fn drop(&mut self) {
         self.0.receiver_gone.set(true);
@@ -116,6 +130,7 @@ mod tests {
         match m {
             Some(ClientMsg::Write(b)) => format!("write {}", String::from_utf8_lossy(&b)),
             Some(ClientMsg::Unblocked(b)) => format!("unblocked {}", String::from_utf8_lossy(&b)),
+            Some(ClientMsg::Shared(b)) => format!("shared {}", String::from_utf8_lossy(&b)),
             Some(ClientMsg::Close) => "close".into(),
             None => "none".into(),
         }
@@ -146,6 +161,21 @@ mod tests {
             drop(tx);
             let got = reader.await.expect("reader finished");
             assert_eq!(got, ["write a", "unblocked b", "close", "none"]);
+        });
+    }
+
+    #[test]
+    fn queued_writes_are_taken_up_to_the_first_other_message() {
+        let (tx, mut rx) = mailbox();
+        tx.send(write("a")).expect("receiver alive");
+        tx.send(ClientMsg::Shared(bytes::Bytes::from_static(b"b")))
+            .expect("receiver alive");
+        tx.send(ClientMsg::Close).expect("receiver alive");
+        assert_eq!(text(rx.try_recv_write()), "write a");
+        assert_eq!(text(rx.try_recv_write()), "shared b");
+        assert_eq!(text(rx.try_recv_write()), "none");
+        local(async move {
+            assert_eq!(text(rx.recv().await), "close");
         });
     }
 

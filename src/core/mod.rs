@@ -30,7 +30,9 @@ pub mod keyspace;
 pub mod latency;
 pub mod limits;
 pub mod mailbox;
+pub mod notify;
 pub mod persistence;
+pub mod pubsub;
 pub mod slowlog;
 pub mod waker_slot;
 
@@ -65,6 +67,9 @@ pub fn redis_version(compat: (u8, u8)) -> String {
 /// The core as the runtime's tasks share it: one thread, borrowed for one batch at a
 /// time.
 pub type SharedCore = Rc<RefCell<Core>>;
+
+/// The connected clients by id (see [`Core::clients`]).
+pub type ClientTable = HashMap<u64, Client, foldhash::fast::FixedState>;
 
 /// Per-command counters (INFO commandstats).
 #[derive(Debug, Default, Clone)]
@@ -144,7 +149,7 @@ pub struct Core {
     /// Connected clients other than the one executing right now. Every batch of commands
     /// takes its client out and puts it back, so the table hashes with foldhash: ids are
     /// the server's own sequence numbers, nothing a client could choose to collide.
-    pub clients: HashMap<u64, Client, foldhash::fast::FixedState>,
+    pub clients: ClientTable,
     /// Next client id to hand out.
     pub next_client_id: u64,
     /// Statistics.
@@ -198,6 +203,15 @@ pub struct Core {
     /// Highest heap use seen (MEMORY STATS `peak.allocated`), updated by `cron` and
     /// whenever it is read ([`Core::peak_memory`]); CONFIG RESETSTAT restarts it.
     pub peak_allocated: usize,
+    /// Pub/Sub channels, patterns and shard channels with their subscribers (the
+    /// clients keep their own side, `Client::subs`).
+    pub pubsub: crate::pubsub::PubSub,
+    /// Clients out of `clients` right now (the running command's, one being
+    /// re-executed after a block) with the Pub/Sub messages published to them
+    /// meanwhile (`core/pubsub.rs`); usually one entry or none.
+    pub detached: Vec<pubsub::Detached>,
+    /// Cached `notify-keyspace-events` as class bits (`notify::class`); 0 = off.
+    pub notify_flags: u32,
 }
 
 /// Everything a command handler may touch.
@@ -251,6 +265,11 @@ impl Ctx<'_> {
     ) -> (Option<&mut Stream>, &mut RespWriter) {
         self.expire_if_needed(key);
         let idx = self.client.db;
+        if self.core.notify_flags & notify::class::KEY_MISS != 0
+            && !self.core.dbs[idx].keys.contains_key(key)
+        {
+            self.notify_keymiss(key);
+        }
         let core = &mut *self.core;
         let found = core.dbs[idx].get_mut_hashed(hash, key);
         if found.is_some() {
@@ -272,14 +291,8 @@ impl Ctx<'_> {
     /// `DEL`). Nothing expires while loading: the log says when keys went.
     pub fn expire_if_needed(&mut self, key: &[u8]) {
         let idx = self.client.db;
-        if self.core.loading {
-            return;
-        }
-        if self.core.dbs[idx].expire_if_needed(key, self.now_ms) {
-            self.core.stats.expired_keys += 1;
-            self.core.key_deleted(idx, key);
-            self.core.propagate(idx, &[b"DEL".as_slice(), key]);
-        }
+        let now_ms = self.now_ms;
+        self.core.expire_if_needed(idx, key, now_ms);
     }
 
     /// Logs the deterministic effect of the running write command in the client's
@@ -410,6 +423,9 @@ impl Core {
             latency: Default::default(),
             startup_allocated: 0,
             peak_allocated: 0,
+            pubsub: Default::default(),
+            detached: Vec::new(),
+            notify_flags: 0,
             config,
         };
         core.refresh_config_cache();
@@ -434,6 +450,11 @@ impl Core {
         self.compat =
             crate::config::compat_version(self.config.get("compat-version").unwrap_or(""));
         self.limits = limits::ClientLimits::from_config(&self.config);
+        acl::set_pubsub_default(self.config.get("acl-pubsub-default") == Some("allchannels"));
+        self.notify_flags = crate::config::keyspace_event_flags(
+            self.config.get("notify-keyspace-events").unwrap_or(""),
+        )
+        .unwrap_or(0);
         self.slowlog.slower_than = self.config.get_i64("slowlog-log-slower-than");
         self.slowlog.max_len = self.config.get_i64("slowlog-max-len").max(0) as usize;
         self.slowlog.trim();
@@ -584,6 +605,14 @@ impl Core {
             {
                 c.user = Some(self.acl.default_user());
                 c.authenticated = false;
+                // Gone at once from Pub/Sub too, as Redis frees such clients.
+                for kind in [
+                    crate::pubsub::Kind::Channel,
+                    crate::pubsub::Kind::Pattern,
+                    crate::pubsub::Kind::Shard,
+                ] {
+                    self.pubsub.unsubscribe_all(kind, &mut c.subs, c.id);
+                }
                 let _ = c.tx.send(ClientMsg::Close);
             }
         }
@@ -609,7 +638,10 @@ impl Core {
         };
         let result = {
             let u = user.borrow();
-            if u.all_commands() && u.all_keys() {
+            if u.all_commands()
+                && u.all_keys()
+                && (u.all_channels() || acl::channel_args(spec, argv.len()).is_none())
+            {
                 Ok(())
             } else {
                 u.check(spec, argv)
@@ -622,6 +654,7 @@ impl Core {
                     Bytes::from_static(spec.full_name().as_bytes()),
                 ),
                 acl::Denied::Key(pos) => (acl::log::Reason::Key, argv[pos].clone()),
+                acl::Denied::Channel(pos) => (acl::log::Reason::Channel, argv[pos].clone()),
             };
             self.acl_log(client, reason, context, object, client.username());
         }
@@ -670,6 +703,24 @@ impl Core {
                 v.0 += 1;
             }
         }
+    }
+
+    /// Deletes `key` of database `db` if its TTL passed at `now_ms` (lazy expiry, in
+    /// any database); nothing expires while loading. See [`Core::expired`].
+    pub fn expire_if_needed(&mut self, db: usize, key: &[u8], now_ms: u64) {
+        if !self.loading && self.dbs[db].expire_if_needed(key, now_ms) {
+            self.expired(db, key);
+        }
+    }
+
+    /// The side effects of `key` having been removed from `db` because its TTL passed
+    /// (Redis: `deleteExpiredKeyAndPropagate`): the `expired` notification, the
+    /// `expired_keys` count, WATCH and blocked readers, and a `DEL` in the log.
+    pub fn expired(&mut self, db: usize, key: &[u8]) {
+        self.notify_keyspace_event(notify::class::EXPIRED, "expired", key, db);
+        self.stats.expired_keys += 1;
+        self.key_deleted(db, key);
+        self.propagate(db, &[b"DEL".as_slice(), key]);
     }
 
     /// Side effects of a key disappearing (expiry, DEL, FLUSH): WATCH invalidation and
@@ -831,10 +882,12 @@ impl Core {
         id
     }
 
-    /// Forgets a disconnected client: its watches, its MONITOR and blocked state.
+    /// Forgets a disconnected client: its watches, subscriptions, MONITOR and blocked
+    /// state.
     pub fn remove_client(&mut self, id: u64) {
         if let Some(mut c) = self.clients.remove(&id) {
             self.unwatch_all(&mut c);
+            self.unsubscribe_everything(&mut c);
             if let Some(state) = c.blocked.take() {
                 self.blocked
                     .remove(id, state.db, &state.keys, state.deadline_ms);
@@ -926,6 +979,27 @@ impl Core {
             self.reject(client, out, Some(spec), &ReplyError::Oom);
             return Outcome::Done;
         }
+        // RESP2 clients in Pub/Sub mode read only subscription frames (RESP3 ones can
+        // tell pushes from replies).
+        if client.proto == crate::resp::writer::Protocol::Resp2
+            && client.in_pubsub()
+            && !matches!(
+                spec.name,
+                "ping"
+                    | "subscribe"
+                    | "ssubscribe"
+                    | "unsubscribe"
+                    | "sunsubscribe"
+                    | "psubscribe"
+                    | "punsubscribe"
+                    | "quit"
+                    | "reset"
+            )
+        {
+            let err = ReplyError::PubSubContext(spec.full_name());
+            self.reject(client, out, Some(spec), &err);
+            return Outcome::Done;
+        }
         if self.loading && spec.flags & flags::LOADING == 0 {
             self.reject(client, out, Some(spec), &LOADING);
             return Outcome::Done;
@@ -964,6 +1038,9 @@ impl Core {
         if is_exec {
             self.persist.exec_begin();
         }
+        // Messages published to this client while its command runs go into its reply
+        // (core/pubsub.rs).
+        let detached = self.detach(client);
         let result = {
             let mut ctx = Ctx {
                 core: self,
@@ -974,6 +1051,11 @@ impl Core {
             };
             (spec.handler)(&mut ctx)
         };
+        if detached {
+            self.attach(client.id, out);
+        } else {
+            self.flush_pushes(client.id, out);
+        }
         if is_exec {
             self.persist.exec_end();
         }
@@ -1121,10 +1203,8 @@ impl Core {
                 continue;
             }
             let gone = self.dbs[db].active_expire(now, 200);
-            self.stats.expired_keys += gone.len() as u64;
             for k in gone {
-                self.key_deleted(db, &k);
-                self.propagate(db, &[b"DEL".as_slice(), &k]);
+                self.expired(db, &k);
             }
         }
         // IDMP expiry: bounded work per tick over all databases.

@@ -22,6 +22,25 @@ use tokio::time::Instant;
 /// Read buffer size per read call (Redis's PROTO_IOBUF_LEN).
 const PROTO_IOBUF_LEN: usize = 16 * 1024;
 
+/// Most bytes of queued messages gathered into one socket write.
+const GATHER_MAX: usize = 256 * 1024;
+
+/// A message's bytes, owned or shared with other clients' mailboxes.
+enum Chunk {
+    Owned(Vec<u8>),
+    Shared(bytes::Bytes),
+}
+
+impl std::ops::Deref for Chunk {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Chunk::Owned(v) => v,
+            Chunk::Shared(b) => b,
+        }
+    }
+}
+
 /// What the batch processing asks the connection loop to do next.
 enum Next {
     /// Keep reading.
@@ -110,6 +129,17 @@ pub async fn serve<S>(
     let mut last_activity = Instant::now();
     loop {
         if !blocked {
+            // Messages queued before these commands ran (Pub/Sub messages, MONITOR
+            // lines) come before their replies, as Redis appends both to one buffer.
+            while let Some(msg) = rx.try_recv_write() {
+                let bytes: &[u8] = match &msg {
+                    ClientMsg::Write(b) => b,
+                    ClientMsg::Shared(b) => b,
+                    _ => &[],
+                };
+                out.buf.extend_from_slice(bytes);
+                output.remove_queued(bytes.len());
+            }
             let woken_before = core.borrow().stats.unblocked_served;
             let next = process_batch(
                 &core,
@@ -168,8 +198,9 @@ pub async fn serve<S>(
             },
             msg = rx.recv() => {
                 let (bytes, unblocked) = match msg {
-                    Some(ClientMsg::Write(bytes)) => (bytes, false),
-                    Some(ClientMsg::Unblocked(bytes)) => (bytes, true),
+                    Some(ClientMsg::Write(bytes)) => (Chunk::Owned(bytes), false),
+                    Some(ClientMsg::Shared(bytes)) => (Chunk::Shared(bytes), false),
+                    Some(ClientMsg::Unblocked(bytes)) => (Chunk::Owned(bytes), true),
                     Some(ClientMsg::Close) | None => break,
                 };
                 if unblocked {
@@ -179,8 +210,32 @@ pub async fn serve<S>(
                         break;
                     }
                 }
-                let written = write_out(&mut socket, &bytes, &output).await;
+                // Writes queued behind this one (a subscriber's messages) go out in the
+                // same socket write.
+                let mut gathered = Vec::new();
+                let bytes: &[u8] = match rx.try_recv_write() {
+                    None => &bytes,
+                    Some(next) => {
+                        gathered.extend_from_slice(&bytes);
+                        let mut next = Some(next);
+                        while let Some(m) = next {
+                            match &m {
+                                ClientMsg::Write(b) => gathered.extend_from_slice(b),
+                                ClientMsg::Shared(b) => gathered.extend_from_slice(b),
+                                _ => {}
+                            }
+                            next = if gathered.len() < GATHER_MAX {
+                                rx.try_recv_write()
+                            } else {
+                                None
+                            };
+                        }
+                        &gathered
+                    }
+                };
+                let written = write_out(&mut socket, bytes, &output).await;
                 output.remove_queued(bytes.len());
+                core.borrow_mut().stats.net_output_bytes += bytes.len() as u64;
                 if written.is_err() {
                     break;
                 }
@@ -249,6 +304,8 @@ fn process_batch(
     };
     parser.set_limits(parser_limits(&core));
     core.begin_batch();
+    // Out of the table for the batch: Pub/Sub messages for it wait in the core.
+    core.detach(&client);
     let mut next = Next::Read;
     loop {
         parser.set_authenticated(!core.auth_required(&client));
@@ -257,9 +314,10 @@ fn process_batch(
                 let outcome = core.execute(&mut client, argv, out);
                 if !core.ready_keys.is_empty() {
                     core.handle_ready_keys();
+                    core.flush_pushes(id, out);
                 }
                 let pending = out.buf.len() + output.queued();
-                if output.check(core.limits.output, pending) {
+                if output.check(core.output_limit(&client), pending) {
                     out.buf.clear();
                     next = Next::Kill;
                     break;
@@ -296,6 +354,7 @@ fn process_batch(
             }
         }
     }
+    core.attach(id, out);
     core.clients.insert(id, client);
     next
 }

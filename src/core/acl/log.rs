@@ -21,6 +21,8 @@ pub enum Reason {
     Command,
     /// A key is not allowed.
     Key,
+    /// A channel or pattern is not allowed.
+    Channel,
     /// AUTH / HELLO AUTH failed.
     Auth,
 }
@@ -31,6 +33,7 @@ impl Reason {
         match self {
             Reason::Command => "command",
             Reason::Key => "key",
+            Reason::Channel => "channel",
             Reason::Auth => "auth",
         }
     }

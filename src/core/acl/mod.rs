@@ -26,10 +26,45 @@
 //! argument such as `+select|0`), then every key against the patterns, using the key's
 //! [`keyflags`](crate::core::command::keyflags) for `%R~`/`%W~` patterns.
 //!
-//! Not implemented: selectors (`(...)` rules; refused with `Syntax error`) and pub/sub
-//! channel checks (streamd has no pub/sub; `&pattern` rules are kept and shown only).
+//! Channels (Redis 7.0): after the keys, the channels a command names (SUBSCRIBE,
+//! SSUBSCRIBE and PUBLISH/SPUBLISH: channel names, matched against the user's `&`
+//! patterns as globs; PSUBSCRIBE: patterns, which must equal one of the user's patterns
+//! literally) must be allowed unless the user has `allchannels`. New users and `reset`
+//! get `allchannels` when `acl-pubsub-default` says so ([`set_pubsub_default`]). When a
+//! user's channel rules shrink, its subscribed clients whose subscriptions are no
+//! longer allowed are disconnected (`Core::kill_pubsub_clients_if_needed`).
+//!
+//! Not implemented: selectors (`(...)` rules; refused with `Syntax error`).
 
 pub mod file;
+
+thread_local! {
+    /// `acl-pubsub-default` is `allchannels` (the core runs on one thread and refreshes
+    /// it from the config; see [`set_pubsub_default`]).
+    static PUBSUB_DEFAULT_ALL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Sets what `acl-pubsub-default` gives new users and `reset`: every channel (`true`,
+/// `allchannels`) or none (`resetchannels`, Redis 7's default).
+pub fn set_pubsub_default(all_channels: bool) {
+    PUBSUB_DEFAULT_ALL.with(|c| c.set(all_channels));
+}
+
+fn pubsub_default_all() -> bool {
+    PUBSUB_DEFAULT_ALL.with(|c| c.get())
+}
+
+/// The channel arguments of `spec` as Redis's `getChannelsFromCommand` finds them for
+/// the ACL check: (first position, one past the last, names are patterns). The
+/// unsubscribe commands and PUBSUB name channels too but need no permission.
+pub fn channel_args(spec: &CommandSpec, argc: usize) -> Option<(usize, usize, bool)> {
+    match spec.name {
+        "subscribe" | "ssubscribe" => Some((1, argc, false)),
+        "psubscribe" => Some((1, argc, true)),
+        "publish" | "spublish" => Some((1, 2.min(argc), false)),
+        _ => None,
+    }
+}
 pub mod log;
 pub mod sha256;
 
@@ -209,6 +244,8 @@ pub enum Denied {
     Command,
     /// The key at this argv position (ACL log reason `key`).
     Key(usize),
+    /// The channel or pattern at this argv position (ACL log reason `channel`).
+    Channel(usize),
 }
 
 impl Denied {
@@ -217,13 +254,18 @@ impl Denied {
         match self {
             Denied::Command => ReplyError::NoPermCommand(spec.full_name()),
             Denied::Key(_) => ReplyError::NoPermKey,
+            Denied::Channel(_) => ReplyError::NoPermChannel,
         }
     }
 
     /// The NOPERM error for a queued command this denial stops at EXEC.
     pub fn changed_reply(self) -> ReplyError {
         ReplyError::NoPermChanged {
-            key: matches!(self, Denied::Key(_)),
+            reason: match self {
+                Denied::Command => crate::error::ChangedReason::Command,
+                Denied::Key(_) => crate::error::ChangedReason::Key,
+                Denied::Channel(_) => crate::error::ChangedReason::Channel,
+            },
         }
     }
 }
@@ -264,7 +306,7 @@ pub struct User {
     patterns: Vec<KeyPattern>,
     /// `allchannels` / `&*`.
     all_channels: bool,
-    /// Channel patterns (kept and shown; streamd has no pub/sub).
+    /// Channel patterns, in the order added (empty with `all_channels`).
     channels: Vec<Bytes>,
 }
 
@@ -273,7 +315,8 @@ pub type UserRef = Rc<RefCell<User>>;
 
 impl User {
     /// A new user as `ACL SETUSER name` creates it: off, no passwords, no commands, no
-    /// keys, no channels (Redis 7.0's `acl-pubsub-default resetchannels`).
+    /// keys, and no channels or all of them as `acl-pubsub-default` says (Redis 7's
+    /// default `resetchannels`: none).
     pub fn new(name: &[u8]) -> User {
         User {
             name: Bytes::copy_from_slice(name),
@@ -286,7 +329,7 @@ impl User {
             first_args: BTreeMap::new(),
             all_keys: false,
             patterns: Vec::new(),
-            all_channels: false,
+            all_channels: pubsub_default_all(),
             channels: Vec::new(),
         }
     }
@@ -304,6 +347,11 @@ impl User {
     /// True when every command is allowed (the fast path of [`User::check`]).
     pub fn all_commands(&self) -> bool {
         self.all_commands
+    }
+
+    /// True when every channel is allowed (`allchannels`).
+    pub fn all_channels(&self) -> bool {
+        self.all_channels
     }
 
     /// True when every key is allowed.
@@ -352,10 +400,15 @@ impl User {
         } else if is("clearselectors") {
             // No selectors exist to clear.
         } else if is("reset") {
+            let channels = if pubsub_default_all() {
+                "allchannels"
+            } else {
+                "resetchannels"
+            };
             for rule in [
                 "resetpass",
                 "resetkeys",
-                "resetchannels",
+                channels,
                 "off",
                 "sanitize-payload",
                 "-@all",
@@ -542,7 +595,52 @@ impl User {
                 }
             }
         }
+        if !self.all_channels
+            && let Some((first, end, pattern)) = channel_args(spec, argv.len())
+        {
+            for (pos, name) in argv.iter().enumerate().take(end).skip(first) {
+                if !self.channel_allowed(name, pattern) {
+                    return Err(Denied::Channel(pos));
+                }
+            }
+        }
         Ok(())
+    }
+
+    /// Redis's `ACLCheckChannelAgainstList`: a channel name matches one of the user's
+    /// patterns as a glob; a pattern (PSUBSCRIBE) must equal one of them literally.
+    pub fn channel_allowed(&self, name: &[u8], is_pattern: bool) -> bool {
+        self.all_channels
+            || self.channels.iter().any(|p| {
+                if is_pattern {
+                    p.as_ref() == name
+                } else {
+                    crate::util::glob_match(p, name, false)
+                }
+            })
+    }
+
+    /// True when every channel `before` allowed is still allowed (Redis's shortcut in
+    /// `ACLKillPubsubClientsIfNeeded`: `allchannels` now, or every old pattern kept).
+    pub fn channels_cover(&self, before: &User) -> bool {
+        self.all_channels
+            || (!before.all_channels && before.channels.iter().all(|c| self.channels.contains(c)))
+    }
+
+    /// True when every subscription in `subs` is allowed (patterns literally, channels
+    /// and shard channels as names).
+    pub fn allows_subscriptions(&self, subs: &crate::pubsub::ClientSubs) -> bool {
+        use crate::pubsub::Kind;
+        self.all_channels
+            || (subs
+                .names(Kind::Pattern)
+                .all(|p| self.channel_allowed(p, true))
+                && subs
+                    .names(Kind::Channel)
+                    .all(|c| self.channel_allowed(c, false))
+                && subs
+                    .names(Kind::Shard)
+                    .all(|c| self.channel_allowed(c, false)))
     }
 
     /// Redis's `ACLSelectorCheckKey`: some pattern matches the key and grants the access
