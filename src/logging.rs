@@ -15,9 +15,12 @@ pub fn init(config: &Config) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
     let json = config.get("log-format") == Some("json");
     let logfile = config.get("logfile").unwrap_or("").to_string();
+    // Colours only for a terminal: under systemd, stdout is the journal, which shows a line
+    // with escape codes as a blob.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_target(false);
+        .with_target(false)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()));
     let result = if logfile.is_empty() {
         if json {
             builder.json().try_init()

@@ -71,7 +71,7 @@ fn bulk_set(reply: &[u8]) -> BTreeSet<String> {
 
 #[test]
 fn acl_commands_reply_like_redis() {
-    let Some(r) = redis_server() else { return };
+    let r = redis_server();
     let s = start_server();
     let (mut redis, mut ours) = (r.raw(), s.raw());
     let script: &[&[&str]] = &[
@@ -238,7 +238,7 @@ fn acl_commands_reply_like_redis() {
 
 #[test]
 fn stream_permissions_and_noperm_errors_match_redis() {
-    let Some(r) = redis_server() else { return };
+    let r = redis_server();
     let s = start_server();
     let (mut redis_admin, mut ours_admin) = (r.raw(), s.raw());
     same(
@@ -299,7 +299,7 @@ fn stream_permissions_and_noperm_errors_match_redis() {
 
 #[test]
 fn permissions_changed_after_queueing_fail_at_exec() {
-    let Some(r) = redis_server() else { return };
+    let r = redis_server();
     let s = start_server();
     let (mut redis_admin, mut ours_admin) = (r.raw(), s.raw());
     let (mut redis, mut ours) = (r.raw(), s.raw());
@@ -655,14 +655,16 @@ fn a_broken_aclfile_refuses_to_start() {
 /// Runs `script` with bash in a new network namespace whose loopback interface also has
 /// the documentation address 192.0.2.10: a connection to that address comes from a
 /// non-loopback address, all inside the namespace. `None` when namespaces are unavailable
-/// (not root).
+/// (not root); a panic with the install hint when `unshare` or `ip` is missing.
 fn in_private_netns(script: &str) -> Option<String> {
-    let setup = "ip link set lo up && ip addr add 192.0.2.10/32 dev lo || exit 99\n";
-    let out = Command::new("unshare")
+    let ip = common::require_program("ip", "iproute2");
+    let ip = ip.display();
+    let setup = format!("{ip} link set lo up && {ip} addr add 192.0.2.10/32 dev lo || exit 99\n");
+    let out = Command::new(common::require_program("unshare", "util-linux"))
         .args(["-n", "bash", "-c"])
         .arg(format!("{setup}{script}"))
         .output()
-        .ok()?;
+        .expect("run unshare");
     if out.status.code() == Some(99) || !out.status.success() {
         eprintln!(
             "skipping: cannot make a network namespace ({})",
@@ -732,7 +734,7 @@ fn protected_mode_refuses_remote_clients_of_an_open_server_like_redis() {
 
 #[test]
 fn command_info_shows_the_key_flags_acl_checks_use() {
-    let Some(r) = redis_server() else { return };
+    let r = redis_server();
     let s = start_server();
     let (mut redis, mut ours) = (r.raw(), s.raw());
     // From each key spec's `flags` to the end: the key specs (and the empty subcommands).
@@ -769,7 +771,7 @@ fn command_info_shows_the_key_flags_acl_checks_use() {
 
 #[test]
 fn monitor_hides_credentials_and_admin_commands_like_redis() {
-    let Some(r) = redis_server() else { return };
+    let r = redis_server();
     let s = start_server();
     let (mut redis, mut ours) = (r.raw(), s.raw());
     same(

@@ -251,7 +251,7 @@ async fn restore(con: &mut MultiplexedConnection, key: &str, payload: &[u8]) -> 
 
 #[tokio::test]
 async fn a_stream_made_in_redis_restores_into_streamd_with_identical_replies() {
-    let Some(redis) = redis_server() else { return };
+    let redis = redis_server();
     let sd = start_server();
     let (mut r, mut s) = (client(redis.port).await, client(sd.port).await);
     build(
@@ -284,7 +284,7 @@ async fn a_stream_made_in_redis_restores_into_streamd_with_identical_replies() {
 
 #[tokio::test]
 async fn a_stream_made_in_streamd_restores_into_redis_with_identical_replies() {
-    let Some(redis) = redis_server() else { return };
+    let redis = redis_server();
     let sd = start_server();
     let (mut r, mut s) = (client(redis.port).await, client(sd.port).await);
     let script = Script {
@@ -312,7 +312,7 @@ async fn a_stream_made_in_streamd_restores_into_redis_with_identical_replies() {
 
 #[tokio::test]
 async fn consumers_never_active_need_type_21_which_redis_7_0_refuses_and_streamd_reads() {
-    let Some(redis) = redis_server() else { return };
+    let redis = redis_server();
     let sd = start_server();
     let mut s = client(sd.port).await;
     qs(&mut s, "XADD k 1-1 f v").await;
@@ -474,15 +474,14 @@ fn idmp_state_travels_in_type_26_and_nacked_entries_in_type_27() {
     let dup = bulk_text(&r.cmd_str(&["XADD", "k27", "IDMP", "p1", "i1", "*", "f", "z"]));
     assert_eq!(dup, first);
 
-    if let Some(redis) = redis_server() {
-        let mut raw = redis.raw();
-        for p in [&p26, &p27] {
-            let reply = raw.cmd(&[b"RESTORE", b"x", b"0", p]);
-            assert_eq!(
-                escape(&reply),
-                escape(b"-ERR DUMP payload version or checksum are wrong\r\n")
-            );
-        }
+    let redis = redis_server();
+    let mut raw = redis.raw();
+    for p in [&p26, &p27] {
+        let reply = raw.cmd(&[b"RESTORE", b"x", b"0", p]);
+        assert_eq!(
+            escape(&reply),
+            escape(b"-ERR DUMP payload version or checksum are wrong\r\n")
+        );
     }
 }
 
@@ -525,7 +524,7 @@ fn an_rdb_14_file_with_a_type_27_stream_is_imported() {
 /// Exact error replies, compared with Redis's.
 #[test]
 fn restore_errors_match_redis() {
-    let Some(redis) = redis_server() else { return };
+    let redis = redis_server();
     let sd = start_server();
     let (mut r, mut s) = (redis.raw(), sd.raw());
     for raw in [&mut r, &mut s] {
@@ -595,7 +594,7 @@ fn restore_errors_match_redis() {
 /// A string's DUMP payload, as Redis made it.
 #[test]
 fn non_stream_payloads_are_refused_naming_the_type() {
-    let Some(redis) = redis_server() else { return };
+    let redis = redis_server();
     let sd = start_server();
     let (mut r, mut s) = (redis.raw(), sd.raw());
     r.cmd(&[b"SET", b"str", b"hello"]);
@@ -625,7 +624,7 @@ fn refooter(body: &[u8], version: u16) -> Vec<u8> {
 
 #[tokio::test]
 async fn damaged_payloads_are_refused_and_change_nothing() {
-    let Some(redis) = redis_server() else { return };
+    let redis = redis_server();
     let sd = start_server();
     let mut r = client(redis.port).await;
     build(
@@ -749,7 +748,7 @@ fn import(rdb: &Path, dir: &Path) -> common::Server {
 
 #[tokio::test]
 async fn a_dump_rdb_saved_by_redis_is_imported() {
-    let Some(redis) = redis_server() else { return };
+    let redis = redis_server();
     let mut r = client(redis.port).await;
     build(
         &mut r,
@@ -854,7 +853,7 @@ fn streamd_import_fails(rdb: &Path, dir: &Path) -> String {
 
 #[tokio::test]
 async fn a_corrupt_file_or_a_used_directory_is_refused() {
-    let Some(redis) = redis_server() else { return };
+    let redis = redis_server();
     let mut r = client(redis.port).await;
     qs(&mut r, "XADD s 1-1 f v").await;
     qs(&mut r, "SAVE").await;

@@ -641,7 +641,7 @@ fn run_tool(program: &str, args: &[&str], deadline: Duration) -> Output {
     assert!(
         std::path::Path::new(&path).exists(),
         "{path} not found: these tests need it; install it with `apt-get install redis-tools` \
-         (CI's .ci/run does)"
+         (scripts/test does)"
     );
     let mut child = Command::new(&path)
         .args(args)

@@ -17,6 +17,7 @@
 
 use super::{CommandSpec, flags::*, is, parse_i64};
 use crate::core::Ctx;
+use crate::core::notify::class;
 use crate::error::ReplyError;
 use crate::rdb::payload::{self, RestoreError};
 use crate::rdb::types;
@@ -174,6 +175,7 @@ fn restore(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         && !ctx.core.loading
     {
         if deleted {
+            ctx.notify(class::GENERIC, "del", key);
             ctx.core.dirty += 1;
             ctx.propagate(&[b"DEL".as_slice(), key]);
         }
@@ -185,8 +187,10 @@ fn restore(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     if let Some(at) = at {
         d.set_expire(key, at);
     }
+    ctx.notify(class::NEW, "new", key);
     ctx.core.touch_key(db, key);
     ctx.core.ready_keys.push((db, key.clone()));
+    ctx.notify(class::GENERIC, "restore", key);
     ctx.core.dirty += 1;
     let ttl_text = itoa::Buffer::new().format(at.unwrap_or(0)).to_string();
     ctx.propagate(&[

@@ -24,6 +24,7 @@
 //! never seen, counted or copied.
 
 use super::{CommandSpec, flags::*, is, parse_i64};
+use crate::core::notify::class;
 use crate::core::{Core, Ctx};
 use crate::error::{ReplyError, lossy};
 use crate::stream::Stream;
@@ -388,19 +389,6 @@ const LFU_NOT_SELECTED: ReplyError = ReplyError::msg(
 
 // --- helpers ---------------------------------------------------------------------------
 
-/// Deletes `key` from database `db` if its TTL passed, with a deletion's side effects
-/// (the any-database form of `Ctx::expire_if_needed`).
-fn expire_in(core: &mut Core, db: usize, key: &[u8], now_ms: u64) {
-    if core.loading {
-        return;
-    }
-    if core.dbs[db].expire_if_needed(key, now_ms) {
-        core.stats.expired_keys += 1;
-        core.key_deleted(db, key);
-        core.propagate(db, &[b"DEL".as_slice(), key]);
-    }
-}
-
 /// Side effects of a key being created or overwritten in `db`: WATCH invalidation and
 /// waking blocked readers (Redis: `signalModifiedKey` + `signalKeyAsReady` in `dbAdd`).
 fn key_created(core: &mut Core, db: usize, key: &Bytes) {
@@ -439,6 +427,7 @@ fn del(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         ctx.expire_if_needed(key);
         if ctx.core.dbs[db].remove(key).is_some() {
             ctx.core.key_deleted(db, key);
+            ctx.notify(class::GENERIC, "del", key);
             ctx.core.dirty += 1;
             deleted += 1;
         }
@@ -666,8 +655,11 @@ fn rename_generic(ctx: &mut Ctx<'_>, nx: bool) -> Result<(), ReplyError> {
     if let Some(at) = expire {
         d.set_expire(dst, at);
     }
+    ctx.notify(class::NEW, "new", dst);
     ctx.core.key_deleted(db, src);
     key_created(ctx.core, db, dst);
+    ctx.notify(class::GENERIC, "rename_from", src);
+    ctx.notify(class::GENERIC, "rename_to", dst);
     ctx.core.dirty += 1;
     ctx.propagate(argv);
     reply_done(ctx, true);
@@ -718,7 +710,7 @@ fn copy(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         return Ok(());
     };
     let expire = ctx.core.dbs[src_db].expires.get(&src[..]).copied();
-    expire_in(ctx.core, args.dst_db, dst, ctx.now_ms);
+    ctx.core.expire_if_needed(args.dst_db, dst, ctx.now_ms);
     if ctx.core.dbs[args.dst_db].keys.contains_key(dst) {
         if !args.replace {
             ctx.out.integer(0);
@@ -732,7 +724,11 @@ fn copy(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     if let Some(at) = expire {
         d.set_expire(dst, at);
     }
+    ctx.core
+        .notify_keyspace_event(class::NEW, "new", dst, args.dst_db);
     key_created(ctx.core, args.dst_db, dst);
+    ctx.core
+        .notify_keyspace_event(class::GENERIC, "copy_to", dst, args.dst_db);
     ctx.core.dirty += 1;
     ctx.propagate(argv);
     ctx.out.integer(1);
@@ -754,7 +750,7 @@ fn move_(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         ctx.out.integer(0);
         return Ok(());
     }
-    expire_in(ctx.core, dst_db, key, ctx.now_ms);
+    ctx.core.expire_if_needed(dst_db, key, ctx.now_ms);
     if ctx.core.dbs[dst_db].keys.contains_key(key) {
         ctx.out.integer(0);
         return Ok(());
@@ -767,8 +763,14 @@ fn move_(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     if let Some(at) = expire {
         d.set_expire(key, at);
     }
+    ctx.core
+        .notify_keyspace_event(class::NEW, "new", key, dst_db);
     ctx.core.key_deleted(src_db, key);
     key_created(ctx.core, dst_db, key);
+    ctx.core
+        .notify_keyspace_event(class::GENERIC, "move_from", key, src_db);
+    ctx.core
+        .notify_keyspace_event(class::GENERIC, "move_to", key, dst_db);
     ctx.core.dirty += 1;
     ctx.propagate(argv);
     ctx.out.integer(1);
@@ -901,6 +903,7 @@ fn expire_generic(
         Ok(at) if at > ctx.now_ms || ctx.core.loading => {
             ctx.core.dbs[db].set_expire(key, at);
             ctx.modified(key);
+            ctx.notify(class::GENERIC, "expire", key);
             ctx.propagate(&[
                 b"PEXPIREAT".as_slice(),
                 key,
@@ -910,6 +913,7 @@ fn expire_generic(
         _ => {
             ctx.core.dbs[db].remove(key);
             ctx.core.key_deleted(db, key);
+            ctx.notify(class::GENERIC, "del", key);
             ctx.core.dirty += 1;
             ctx.propagate(&[b"DEL".as_slice(), key]);
         }
@@ -968,6 +972,7 @@ fn persist(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     ctx.expire_if_needed(key);
     if ctx.core.dbs[db].expires.remove(&key[..]).is_some() {
         ctx.modified(key);
+        ctx.notify(class::GENERIC, "persist", key);
         ctx.propagate(argv);
         ctx.out.integer(1);
     } else {

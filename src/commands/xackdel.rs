@@ -39,6 +39,7 @@
 
 use super::{CommandSpec, flags::*, is, parse_i64};
 use crate::core::Ctx;
+use crate::core::notify::class;
 use crate::error::{ReplyError, c_str_prefix};
 use crate::resp::Argv;
 use crate::stream::id::parse_strict_id;
@@ -214,6 +215,7 @@ fn xackdel(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let ids = args.ids(argv)?;
     let mut results = Vec::with_capacity(ids.len());
     let mut acked = 0u64;
+    let mut deleted = 0u64;
     for id in ids {
         let mut g = stream.group_mut(group).expect("checked above");
         if !g.ack(id) {
@@ -223,7 +225,7 @@ fn xackdel(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         acked += 1;
         if may_delete(stream, id, args.policy) {
             // An entry already gone (XDEL, trimming) still counts as deleted.
-            stream.delete(id);
+            deleted += u64::from(stream.delete(id));
             results.push(DELETED);
         } else {
             results.push(STILL_REFERENCED);
@@ -234,6 +236,10 @@ fn xackdel(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         ctx.modified(key);
         ctx.core.dirty += acked - 1;
         ctx.propagate(argv);
+    }
+    // Redis 8.2 announces the entries it removed from the stream as `xdel`.
+    if deleted > 0 {
+        ctx.notify(class::STREAM, "xdel", key);
     }
     reply_results(ctx, &results);
     Ok(())
@@ -271,6 +277,9 @@ fn xdelex(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         ctx.modified(key);
         ctx.core.dirty += deleted.saturating_sub(1);
         ctx.propagate(argv);
+    }
+    if deleted > 0 {
+        ctx.notify(class::STREAM, "xdel", key);
     }
     reply_results(ctx, &results);
     Ok(())

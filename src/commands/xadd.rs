@@ -38,6 +38,7 @@
 use super::reply::StreamReply;
 use super::{CommandSpec, flags::*, is, parse_i64};
 use crate::core::Ctx;
+use crate::core::notify::class;
 use crate::error::ReplyError;
 use crate::resp::Argv;
 use crate::stream::id::{XAddId, parse_strict_id, parse_xadd_id};
@@ -481,6 +482,7 @@ impl<'a> XAdd<'a> {
         // ID is resolved first; appending cannot fail after that): `Some(new producer)`.
         let mut recorded = None;
         let key_hash = ctx.db().hash_key(&self.key);
+        let mut created = false;
         let id = match ctx.lookup_hashed(key_hash, &self.key) {
             Some(stream) => {
                 let resolved = self.resolve_id(stream, now_ms);
@@ -506,7 +508,10 @@ impl<'a> XAdd<'a> {
                 ctx.out.null();
                 return Ok(());
             }
-            None => self.resolve_id(&Stream::new(), now_ms)?,
+            None => {
+                created = true;
+                self.resolve_id(&Stream::new(), now_ms)?
+            }
         };
         let defaults = ctx.core.idmp_defaults;
         let db = ctx.db();
@@ -532,6 +537,15 @@ impl<'a> XAdd<'a> {
         }
         ctx.out.bulk_id(id);
         ctx.modified(&self.key);
+        // Redis's order: `new` as the key is added, `xadd`, then `xtrim` if the trim
+        // removed something (nothing else can be seen in between).
+        if created {
+            ctx.notify(class::NEW, "new", &self.key);
+        }
+        ctx.notify(class::STREAM, "xadd", &self.key);
+        if removed > 0 {
+            ctx.notify(class::STREAM, "xtrim", &self.key);
+        }
         if ctx.propagates() {
             let (id_text, id_len) = id.format();
             let mut len_text = itoa::Buffer::new();
@@ -653,6 +667,7 @@ impl XTrim {
         };
         if deleted > 0 {
             modified_by(ctx, &self.key, deleted);
+            ctx.notify(class::STREAM, "xtrim", &self.key);
             propagate_trim(ctx, &self.key, len_after, self.trim.policy);
         }
         ctx.out.integer(i64::try_from(deleted).unwrap_or(i64::MAX));
@@ -693,6 +708,7 @@ impl XDel {
         let deleted = ids.iter().filter(|&&id| stream.delete(id)).count() as u64;
         if deleted > 0 {
             modified_by(ctx, &self.key, deleted);
+            ctx.notify(class::STREAM, "xdel", &self.key);
             let argv = ctx.argv;
             ctx.propagate(argv);
         }
@@ -772,6 +788,7 @@ impl XSetId {
             stream.set_max_deleted_entry_id(self.max_deleted_id);
         }
         ctx.modified(&self.key);
+        ctx.notify(class::STREAM, "xsetid", &self.key);
         let argv = ctx.argv;
         ctx.propagate(argv);
         ctx.out.ok();

@@ -30,6 +30,7 @@ use super::xrange::{lookup_for_reply, write_entry};
 use super::{CommandSpec, flags::*, is, parse_i64};
 use crate::commands::effects::{GroupEffects, log_effects};
 use crate::core::Ctx;
+use crate::core::notify::class;
 use crate::error::{ReplyError, lossy};
 use crate::resp::Argv;
 use crate::stream::StreamId;
@@ -257,6 +258,9 @@ fn xclaim(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     if changes > 0 {
         ctx.modified(key);
         ctx.core.dirty += changes - 1;
+        if fx.consumer_created {
+            ctx.notify(class::STREAM, "xgroup-createconsumer", key);
+        }
         log_effects(ctx, key, group, Some(consumer), &fx);
     }
     Ok(())
@@ -390,6 +394,9 @@ fn xautoclaim(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     if changes > 0 {
         ctx.modified(key);
         ctx.core.dirty += changes - 1;
+        if fx.consumer_created {
+            ctx.notify(class::STREAM, "xgroup-createconsumer", key);
+        }
         fx.ids.extend_from_slice(&claimed);
         fx.ids.extend_from_slice(&deleted);
         log_effects(ctx, key, group, Some(consumer), &fx);

@@ -19,6 +19,7 @@
 
 use super::{CommandSpec, flags::*, is, parse_i64};
 use crate::core::Ctx;
+use crate::core::notify::class;
 use crate::error::{ReplyError, lossy};
 use crate::resp::Argv;
 use crate::stream::Stream;
@@ -266,6 +267,11 @@ fn xgroup_create(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         return Err(BUSYGROUP);
     }
     ctx.modified(key);
+    // MKSTREAM's `new` comes first, as Redis adds the key before creating the group.
+    if !exists {
+        ctx.notify(class::NEW, "new", key);
+    }
+    ctx.notify(class::STREAM, "xgroup-create", key);
     // Logged with `$` resolved and the read counter as set (persist/groups.rs).
     let (id_text, id_len) = id.format();
     let read = entries_read.map_or_else(|| "-1".to_string(), |n| n.to_string());
@@ -302,6 +308,7 @@ fn xgroup_setid(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         .expect("checked above")
         .set_last_id(id, entries_read);
     ctx.modified(key);
+    ctx.notify(class::STREAM, "xgroup-setid", key);
     let (id_text, id_len) = id.format();
     let read = entries_read.map_or_else(|| "-1".to_string(), |n| n.to_string());
     ctx.propagate(&[
@@ -329,6 +336,7 @@ fn xgroup_destroy(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         return Ok(());
     }
     ctx.modified(key);
+    ctx.notify(class::STREAM, "xgroup-destroy", key);
     ctx.signal_ready(key);
     ctx.propagate(argv);
     ctx.out.integer(1);
@@ -347,6 +355,7 @@ fn xgroup_createconsumer(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let created = g.create_consumer(consumer, now);
     if created {
         ctx.modified(key);
+        ctx.notify(class::STREAM, "xgroup-createconsumer", key);
         ctx.propagate(argv);
         crate::commands::effects::log_consumer(ctx, key, group, consumer);
     }
@@ -366,6 +375,7 @@ fn xgroup_delconsumer(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let pending = g.delete_consumer(consumer);
     if pending.is_some() {
         ctx.modified(key);
+        ctx.notify(class::STREAM, "xgroup-delconsumer", key);
         ctx.propagate(argv);
     }
     let pending = pending.unwrap_or(0);

@@ -43,6 +43,7 @@ use super::xrange::{write_entry, write_range};
 use super::{CommandSpec, flags::*, is, parse_i64};
 use crate::commands::effects::{GroupEffects, log_effects};
 use crate::core::Ctx;
+use crate::core::notify::class;
 use crate::error::{ReplyError, lossy};
 use crate::resp::Argv;
 use crate::resp::writer::{DeferredLen, RespWriter};
@@ -355,6 +356,15 @@ fn xread(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         };
         from.push(f);
     }
+    if ctx.core.notify_flags & class::KEY_MISS != 0 {
+        // Redis looks every key up a second time to serve it, so a missing key makes a
+        // second `keymiss`, after those of the first pass.
+        for key in keys {
+            if !ctx.core.dbs[ctx.client.db].keys.contains_key(key) {
+                ctx.notify(class::KEY_MISS, "keymiss", key);
+            }
+        }
+    }
     // Serve what is there.
     let resp3 = ctx.out.is_resp3();
     let mut served = 0;
@@ -509,6 +519,9 @@ fn xreadgroup(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         if dirty > 0 {
             ctx.modified(key);
             ctx.core.dirty += dirty - 1;
+        }
+        if fx.consumer_created {
+            ctx.notify(class::STREAM, "xgroup-createconsumer", key);
         }
         // Deliveries and claims are logged as the PEL state they produced.
         log_effects(ctx, key, group, Some(consumer), &fx);

@@ -217,6 +217,13 @@ pub const DIRECTIVES: &[Directive] = &[
         help: "Write the process id to this file; empty for none.",
     },
     Directive {
+        name: "supervised",
+        default: "no",
+        kind: Kind::Enum(&["upstart", "systemd", "auto", "no"]),
+        mutable: false,
+        help: "Tell a service manager when the server is ready: systemd sends READY=1 to NOTIFY_SOCKET once listening with the data loaded (for Type=notify units), auto does so when NOTIFY_SOCKET is set, no never; upstart is accepted and has no effect.",
+    },
+    Directive {
         name: "requirepass",
         default: "",
         kind: Kind::Str,
@@ -446,7 +453,7 @@ pub const DIRECTIVES: &[Directive] = &[
         default: "",
         kind: Kind::KeyspaceEvents,
         mutable: true,
-        help: "Keyspace notification classes (accepted and shown; not yet delivered).",
+        help: "Keyspace notification classes (Redis's letters; empty = off).",
     },
     Directive {
         name: "hz",
@@ -844,55 +851,90 @@ fn canonical(d: &Directive, value: &str, current: &str) -> Result<String, String
     }
 }
 
-/// The keyspace notification classes of `notify-keyspace-events`, in the order Redis
-/// writes them back (`notify.c`): letter and bit.
-const KEYSPACE_CLASSES: [(char, u16); 14] = [
-    ('g', 1 << 2),
-    ('$', 1 << 3),
-    ('l', 1 << 4),
-    ('s', 1 << 5),
-    ('h', 1 << 6),
-    ('z', 1 << 7),
-    ('x', 1 << 8),
-    ('e', 1 << 9),
-    ('t', 1 << 10),
-    ('d', 1 << 13),
-    ('n', 1 << 14),
-    ('K', 1 << 0),
-    ('E', 1 << 1),
-    ('m', 1 << 11),
-];
+/// The keyspace notification classes of `notify-keyspace-events` as bits, with Redis's
+/// values (`server.h` `NOTIFY_*`): what [`keyspace_event_flags`] returns and the core
+/// caches (`core/notify.rs` publishes an event only when its class bit is set).
+pub mod notify_class {
+    /// `K`: publish on `__keyspace@<db>__:<key>`.
+    pub const KEYSPACE: u32 = 1 << 0;
+    /// `E`: publish on `__keyevent@<db>__:<event>`.
+    pub const KEYEVENT: u32 = 1 << 1;
+    /// `g`: generic commands (DEL, EXPIRE, RENAME, COPY, RESTORE, ...).
+    pub const GENERIC: u32 = 1 << 2;
+    /// `$`: string commands.
+    pub const STRING: u32 = 1 << 3;
+    /// `l`: list commands.
+    pub const LIST: u32 = 1 << 4;
+    /// `s`: set commands.
+    pub const SET: u32 = 1 << 5;
+    /// `h`: hash commands.
+    pub const HASH: u32 = 1 << 6;
+    /// `z`: sorted set commands.
+    pub const ZSET: u32 = 1 << 7;
+    /// `x`: a key removed because its TTL passed (`expired`).
+    pub const EXPIRED: u32 = 1 << 8;
+    /// `e`: a key evicted for maxmemory (`evicted`).
+    pub const EVICTED: u32 = 1 << 9;
+    /// `t`: stream commands.
+    pub const STREAM: u32 = 1 << 10;
+    /// `m`: a read of a missing key (`keymiss`); not part of `A`.
+    pub const KEY_MISS: u32 = 1 << 11;
+    /// `d`: module key types.
+    pub const MODULE: u32 = 1 << 13;
+    /// `n`: a key added to the dataset (`new`); not part of `A`.
+    pub const NEW: u32 = 1 << 14;
+    /// `A`: every type class (`g$lshzxetd`), not `K`, `E`, `m` or `n`.
+    pub const ALL: u32 =
+        GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE;
+}
 
-/// The classes `A` stands for: every type class, not `K`, `E`, `m` or `n`.
-const KEYSPACE_ALL: u16 = (1 << 2)
-    | (1 << 3)
-    | (1 << 4)
-    | (1 << 5)
-    | (1 << 6)
-    | (1 << 7)
-    | (1 << 8)
-    | (1 << 9)
-    | (1 << 10)
-    | (1 << 13);
+/// The classes in the order Redis writes them back (`notify.c`): letter and bit.
+const KEYSPACE_CLASSES: [(char, u32); 14] = {
+    use notify_class::*;
+    [
+        ('g', GENERIC),
+        ('$', STRING),
+        ('l', LIST),
+        ('s', SET),
+        ('h', HASH),
+        ('z', ZSET),
+        ('x', EXPIRED),
+        ('e', EVICTED),
+        ('t', STREAM),
+        ('d', MODULE),
+        ('n', NEW),
+        ('K', KEYSPACE),
+        ('E', KEYEVENT),
+        ('m', KEY_MISS),
+    ]
+};
 
-/// Canonical text of a `notify-keyspace-events` value (`Ex` → `xE`, all type classes →
-/// `A`), or `None` for a letter Redis does not know.
-fn keyspace_events(value: &str) -> Option<String> {
-    let mut flags = 0u16;
+/// The class bits of a `notify-keyspace-events` value (Redis:
+/// `keyspaceEventsStringToFlags`), or `None` for a letter Redis does not know.
+pub fn keyspace_event_flags(value: &str) -> Option<u32> {
+    let mut flags = 0;
     for c in value.chars() {
         flags |= if c == 'A' {
-            KEYSPACE_ALL
+            notify_class::ALL
         } else {
             KEYSPACE_CLASSES.iter().find(|(l, _)| *l == c)?.1
         };
     }
+    Some(flags)
+}
+
+/// Canonical text of a `notify-keyspace-events` value (`Ex` → `xE`, all type classes →
+/// `A`), or `None` for a letter Redis does not know (Redis:
+/// `keyspaceEventsFlagsToString`).
+fn keyspace_events(value: &str) -> Option<String> {
+    let flags = keyspace_event_flags(value)?;
     let mut out = String::new();
-    let all = flags & KEYSPACE_ALL == KEYSPACE_ALL;
+    let all = flags & notify_class::ALL == notify_class::ALL;
     if all {
         out.push('A');
     }
     for (letter, bit) in KEYSPACE_CLASSES {
-        let in_all = bit & KEYSPACE_ALL != 0;
+        let in_all = bit & notify_class::ALL != 0;
         if flags & bit != 0 && !(all && in_all) {
             out.push(letter);
         }

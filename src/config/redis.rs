@@ -409,13 +409,6 @@ pub const REDIS_ONLY: &[Directive] = &[
         help: "Replication settings; streamd has no replication yet.",
     },
     Directive {
-        name: "supervised",
-        default: "no",
-        kind: Kind::Enum(&["upstart", "systemd", "auto", "no"]),
-        mutable: false,
-        help: "Process management that streamd leaves to the service manager.",
-    },
-    Directive {
         name: "syslog-facility",
         default: "local0",
         kind: Kind::Enum(&[

@@ -30,6 +30,7 @@ pub mod keyspace;
 pub mod latency;
 pub mod limits;
 pub mod mailbox;
+pub mod notify;
 pub mod persistence;
 pub mod pubsub;
 pub mod slowlog;
@@ -209,6 +210,8 @@ pub struct Core {
     /// re-executed after a block) with the Pub/Sub messages published to them
     /// meanwhile (`core/pubsub.rs`); usually one entry or none.
     pub detached: Vec<pubsub::Detached>,
+    /// Cached `notify-keyspace-events` as class bits (`notify::class`); 0 = off.
+    pub notify_flags: u32,
 }
 
 /// Everything a command handler may touch.
@@ -262,6 +265,11 @@ impl Ctx<'_> {
     ) -> (Option<&mut Stream>, &mut RespWriter) {
         self.expire_if_needed(key);
         let idx = self.client.db;
+        if self.core.notify_flags & notify::class::KEY_MISS != 0
+            && !self.core.dbs[idx].keys.contains_key(key)
+        {
+            self.notify_keymiss(key);
+        }
         let core = &mut *self.core;
         let found = core.dbs[idx].get_mut_hashed(hash, key);
         if found.is_some() {
@@ -283,14 +291,8 @@ impl Ctx<'_> {
     /// `DEL`). Nothing expires while loading: the log says when keys went.
     pub fn expire_if_needed(&mut self, key: &[u8]) {
         let idx = self.client.db;
-        if self.core.loading {
-            return;
-        }
-        if self.core.dbs[idx].expire_if_needed(key, self.now_ms) {
-            self.core.stats.expired_keys += 1;
-            self.core.key_deleted(idx, key);
-            self.core.propagate(idx, &[b"DEL".as_slice(), key]);
-        }
+        let now_ms = self.now_ms;
+        self.core.expire_if_needed(idx, key, now_ms);
     }
 
     /// Logs the deterministic effect of the running write command in the client's
@@ -423,6 +425,7 @@ impl Core {
             peak_allocated: 0,
             pubsub: Default::default(),
             detached: Vec::new(),
+            notify_flags: 0,
             config,
         };
         core.refresh_config_cache();
@@ -448,6 +451,10 @@ impl Core {
             crate::config::compat_version(self.config.get("compat-version").unwrap_or(""));
         self.limits = limits::ClientLimits::from_config(&self.config);
         acl::set_pubsub_default(self.config.get("acl-pubsub-default") == Some("allchannels"));
+        self.notify_flags = crate::config::keyspace_event_flags(
+            self.config.get("notify-keyspace-events").unwrap_or(""),
+        )
+        .unwrap_or(0);
         self.slowlog.slower_than = self.config.get_i64("slowlog-log-slower-than");
         self.slowlog.max_len = self.config.get_i64("slowlog-max-len").max(0) as usize;
         self.slowlog.trim();
@@ -696,6 +703,24 @@ impl Core {
                 v.0 += 1;
             }
         }
+    }
+
+    /// Deletes `key` of database `db` if its TTL passed at `now_ms` (lazy expiry, in
+    /// any database); nothing expires while loading. See [`Core::expired`].
+    pub fn expire_if_needed(&mut self, db: usize, key: &[u8], now_ms: u64) {
+        if !self.loading && self.dbs[db].expire_if_needed(key, now_ms) {
+            self.expired(db, key);
+        }
+    }
+
+    /// The side effects of `key` having been removed from `db` because its TTL passed
+    /// (Redis: `deleteExpiredKeyAndPropagate`): the `expired` notification, the
+    /// `expired_keys` count, WATCH and blocked readers, and a `DEL` in the log.
+    pub fn expired(&mut self, db: usize, key: &[u8]) {
+        self.notify_keyspace_event(notify::class::EXPIRED, "expired", key, db);
+        self.stats.expired_keys += 1;
+        self.key_deleted(db, key);
+        self.propagate(db, &[b"DEL".as_slice(), key]);
     }
 
     /// Side effects of a key disappearing (expiry, DEL, FLUSH): WATCH invalidation and
@@ -1178,10 +1203,8 @@ impl Core {
                 continue;
             }
             let gone = self.dbs[db].active_expire(now, 200);
-            self.stats.expired_keys += gone.len() as u64;
             for k in gone {
-                self.key_deleted(db, &k);
-                self.propagate(db, &[b"DEL".as_slice(), &k]);
+                self.expired(db, &k);
             }
         }
         // IDMP expiry: bounded work per tick over all databases.

@@ -14,6 +14,7 @@ pub mod connection;
 pub mod idle_poll;
 pub mod keepalive;
 pub mod metrics;
+pub mod notify;
 pub mod protected;
 pub mod tls;
 
@@ -99,13 +100,15 @@ fn spawn_client(
 
 /// Serves `listeners` until SHUTDOWN or a signal, while `loading` (the dataset load,
 /// `persist::run_loader`) runs to completion; a load error stops the server. Must run
-/// inside a `LocalSet`.
+/// inside a `LocalSet`. With `supervised systemd` it sends `READY=1` once loaded and
+/// `STOPPING=1` when it stops ([`notify`]).
 pub async fn run(
     listeners: Listeners,
     core: SharedCore,
     loading: impl std::future::Future<Output = Result<(), crate::persist::PersistError>>,
 ) -> std::io::Result<StopReason> {
     let stop = Rc::new(Notify::new());
+    let notifier = notify::Notifier::from_config(&core.borrow().config);
     tokio::pin!(loading);
     let mut loaded = false;
     spawn_cron(core.clone());
@@ -125,6 +128,8 @@ pub async fn run(
                     tracing::error!("{e}");
                     return Err(std::io::Error::other(e.to_string()));
                 }
+                // Listening and loaded: a client connecting now is served.
+                notifier.ready();
             }
             accepted = accept(listeners.plain.as_ref()) => match accepted {
                 Ok((socket, peer)) => spawn_client(socket, peer, None, &core, &stop, &idle_poll),
@@ -145,14 +150,17 @@ pub async fn run(
             },
             _ = stop.notified() => {
                 tracing::warn!("User requested shutdown...");
+                notifier.stopping();
                 return Ok(StopReason::Shutdown);
             }
             _ = sigterm.recv() => {
                 tracing::warn!("Received SIGTERM scheduling shutdown...");
+                notifier.stopping();
                 return Ok(StopReason::Signal);
             }
             _ = sigint.recv() => {
                 tracing::warn!("Received SIGINT scheduling shutdown...");
+                notifier.stopping();
                 return Ok(StopReason::Signal);
             }
         }

@@ -12,6 +12,7 @@
 //! - [`client`] / [`client_resp3`]: redis-rs multiplexed async connections built with no
 //!   response timeout (`reference/rust-crates.md`, trap 1).
 //! - [`redis_server`]: the reference server for differential tests.
+//! - [`require_program`]: an external program a test runs, or a panic with the install hint.
 
 #![allow(dead_code)]
 
@@ -250,17 +251,34 @@ impl RedisServer {
 /// Where the reference server is expected (`apt-get install redis-server`).
 pub const REDIS_SERVER_BIN: &str = "/usr/bin/redis-server";
 
-/// Starts the reference `redis-server` (foreground child, no persistence), or returns `None`
-/// after saying why on stderr if the binary is not installed.
-pub fn redis_server() -> Option<RedisServer> {
+/// The path of `program` (searched in `PATH`, then `/usr/sbin` and `/sbin`), or a panic
+/// naming the Debian `package` to install: a test that needs an external program fails
+/// without it, never skips. `scripts/test` installs every package of
+/// `scripts/system-packages` before it runs the tests.
+pub fn require_program(program: &str, package: &str) -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "{program} not found: this test needs it; install it with \
+                 `sudo apt-get install {package}`, or run the tests with scripts/test, which does"
+            )
+        })
+}
+
+/// Starts the reference `redis-server` (foreground child, no persistence). Panics with the
+/// install hint when it is not installed: a comparison with Redis never passes without Redis.
+pub fn redis_server() -> RedisServer {
     let program = Path::new(REDIS_SERVER_BIN);
-    if !program.exists() {
-        eprintln!(
-            "{REDIS_SERVER_BIN} not found: the differential tests need the reference server; \
-             install it with `apt-get install redis-server` (CI's .ci/run does)"
-        );
-        return None;
-    }
+    assert!(
+        program.exists(),
+        "{REDIS_SERVER_BIN} not found: the tests that compare with Redis need Debian's \
+         redis-server; install it with `sudo apt-get install redis-server`, or run the tests \
+         with scripts/test, which does"
+    );
     let inner = Process::spawn("redis-server", program, &|port, dir| {
         [
             "--port",
@@ -280,10 +298,10 @@ pub fn redis_server() -> Option<RedisServer> {
         .map(|s| s.to_string())
         .collect()
     });
-    Some(RedisServer {
+    RedisServer {
         port: inner.port,
         inner,
-    })
+    }
 }
 
 /// Encodes `args` as a RESP array of bulk strings.
