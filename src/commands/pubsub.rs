@@ -192,15 +192,21 @@ fn sunsubscribe(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     unsubscribe_kind(ctx, Kind::Shard)
 }
 
+/// PUBLISH. A subscriber publishing to itself reads its message first and then the count,
+/// as Redis 7.0 writes it (and `../shared/checks/pubsub` compares against 7.0); inside
+/// MULTI the message is in EXEC's reply where the PUBLISH ran. Keyspace events a client
+/// raises itself follow the reply instead (see `core/pubsub.rs`).
 fn publish(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
-    let n = ctx.publish(&ctx.argv[1], &ctx.argv[2]);
+    let n = ctx.core.publish(&ctx.argv[1], &ctx.argv[2]);
+    ctx.core.flush_pushes(ctx.client.id, ctx.out);
     ctx.out.integer(n as i64);
     Ok(())
 }
 
+/// SPUBLISH, with PUBLISH's order for a subscriber publishing to itself.
 fn spublish(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let n = ctx.core.spublish(&ctx.argv[1], &ctx.argv[2]);
-    ctx.flush_pushes();
+    ctx.core.flush_pushes(ctx.client.id, ctx.out);
     ctx.out.integer(n as i64);
     Ok(())
 }

@@ -1038,7 +1038,7 @@ impl Core {
         if is_exec {
             self.persist.exec_begin();
         }
-        // Messages published to this client while its command runs go into its reply
+        // Messages published to this client while its command runs wait in the core
         // (core/pubsub.rs).
         let detached = self.detach(client);
         let result = {
@@ -1051,9 +1051,11 @@ impl Core {
             };
             (spec.handler)(&mut ctx)
         };
+        // After the reply, as Redis 7.2+ appends `pending_push_messages`; a command
+        // queued in MULTI leaves its messages to follow EXEC's whole reply.
         if detached {
             self.attach(client.id, out);
-        } else {
+        } else if !client.in_exec {
             self.flush_pushes(client.id, out);
         }
         if is_exec {

@@ -12,21 +12,25 @@
 //!      reply writer where the message was published (see below)
 //! ```
 //!
-//! **Order for the running client.** Redis appends a message to the subscriber's output
-//! buffer at publish time, so a client that publishes to itself (RESP3), or is
-//! subscribed to the keyspace events its own command raises, reads the message before
-//! the command's reply if the command published before replying (PUBLISH, DEL), after
-//! it otherwise (XADD replies first). Here the running client is not in
-//! `Core::clients` (its batch holds it), so [`Core::publish`] keeps what it gets in
-//! [`Core::detached`], and it is moved into the client's writer: by
-//! [`Ctx::flush_pushes`](super::Ctx::flush_pushes) at the point a handler publishes
-//! (PUBLISH, and keyspace notifications emitted through a `Ctx`), and otherwise by the
-//! dispatcher right after the handler returns, before an error reply. The connection's
-//! batch keeps its client detached between commands too, so messages published while
-//! blocked clients are served after its command still reach it, after that reply.
+//! **Order for the running client.** The running client is not in `Core::clients` (its
+//! batch holds it), so [`Core::publish`] keeps what it gets in [`Core::detached`], and it
+//! is moved into the client's writer in one of two places:
+//!
+//! - PUBLISH and SPUBLISH move it at once, before writing their count: a subscriber
+//!   publishing to itself reads its message, then the count, and inside MULTI the message
+//!   sits in EXEC's reply where the PUBLISH ran — Redis 7.0's order, which
+//!   `../shared/checks/pubsub` compares against;
+//! - everything else published while a command runs (the keyspace events of the client's
+//!   own writes) goes in after the command's reply, and after EXEC's whole reply in a
+//!   transaction: Redis 7.2+'s `pending_push_messages`, which keeps a reply such as
+//!   XREADGROUP's from being split by a push (7.0 wrote events where they were raised).
+//!
+//! The connection's batch keeps its client detached between commands too, so messages
+//! published while blocked clients are served after its command still reach it, after
+//! that reply.
 
+use super::Core;
 use super::client::{Client, ClientMsg};
-use super::{Core, Ctx};
 use crate::config::BufferLimit;
 use crate::pubsub::Kind;
 use crate::resp::writer::{Protocol, RespWriter};
@@ -330,25 +334,5 @@ impl Core {
             let d = self.detached.swap_remove(i);
             out.buf.extend_from_slice(&d.pushes);
         }
-    }
-}
-
-impl Ctx<'_> {
-    /// Moves the messages published to the running client so far into its reply, at
-    /// this point of it: handlers call it where Redis would have appended them, before
-    /// writing a reply that comes after a publish (PUBLISH itself, a command whose
-    /// keyspace notification precedes its reply).
-    pub fn flush_pushes(&mut self) {
-        if !self.core.detached.is_empty() {
-            self.core.flush_pushes(self.client.id, self.out);
-        }
-    }
-
-    /// [`Core::publish`] from a handler, with the running client's own copy put in its
-    /// reply right away.
-    pub fn publish(&mut self, channel: &[u8], message: &[u8]) -> usize {
-        let n = self.core.publish(channel, message);
-        self.flush_pushes();
-        n
     }
 }
