@@ -1,4 +1,4 @@
-//! Client limits: `maxclients`, `timeout` (never for blocked or MONITOR clients),
+//! Client limits: `maxclients`, `timeout` (never for blocked, MONITOR or subscribed clients),
 //! `tcp-keepalive`, `client-query-buffer-limit`, `client-output-buffer-limit`, and
 //! `maxmemory` with `noeviction`. Where Redis 7 has the same behaviour, the same bytes
 //! are sent to `redis-server` and the replies compared.

@@ -602,6 +602,26 @@ fn client_list_and_info_count_subscriptions() {
     );
 }
 
+/// `timeout` never closes a subscriber (it waits for messages, as Redis's
+/// `clientsCronHandleTimeout` knows), while an idle ordinary client goes.
+#[test]
+fn idle_timeout_spares_subscribers() {
+    let server = start_server_with(&["--timeout", "1"]);
+    let mut subscriber = server.raw();
+    subscriber.cmd_str(&["SUBSCRIBE", "quiet"]);
+    let mut idle = server.raw();
+    idle.cmd_str(&["PING"]);
+    std::thread::sleep(Duration::from_millis(2500));
+    idle.set_timeout(Duration::from_secs(5));
+    assert!(idle.is_closed(), "the idle client was not closed");
+    let mut publisher = server.raw();
+    assert_eq!(publisher.cmd_str(&["PUBLISH", "quiet", "still"]), b":1\r\n");
+    assert_eq!(
+        subscriber.read_reply(),
+        b"*3\r\n$7\r\nmessage\r\n$5\r\nquiet\r\n$5\r\nstill\r\n"
+    );
+}
+
 /// Closing a subscriber's connection frees its subscriptions.
 #[test]
 fn a_closed_subscriber_leaves_no_subscription_behind() {

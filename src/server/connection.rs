@@ -2,7 +2,7 @@
 //!
 //! The same code serves plain TCP and TLS clients: [`serve`] is generic over the
 //! stream. Limits enforced here (see `core/limits.rs`): `maxclients` at admission, the idle
-//! `timeout` (never for blocked or MONITOR clients), the output buffer limit after every
+//! `timeout` (never for blocked, MONITOR or subscribed clients), the output buffer limit after every
 //! command of a batch and while a write is stuck, and the query buffer limit (the parser;
 //! the connection is closed without a reply, as Redis does).
 
@@ -267,11 +267,16 @@ pub async fn serve<S>(
 }
 
 /// When an idle client must be closed: `timeout` after its last activity, unless it is
-/// blocked or a MONITOR (Redis's `clientsCronHandleTimeout` spares both).
+/// blocked, a MONITOR or a subscriber (Redis's `clientsCronHandleTimeout` spares all three).
 fn idle_deadline(core: &SharedCore, id: u64, blocked: bool, last: Instant) -> Option<Instant> {
     let core = core.borrow();
     let timeout = core.limits.timeout?;
-    if blocked || core.clients.get(&id).is_some_and(|c| c.monitor) {
+    if blocked
+        || core
+            .clients
+            .get(&id)
+            .is_some_and(|c| c.monitor || c.in_pubsub())
+    {
         return None;
     }
     Some(last + timeout)
