@@ -594,7 +594,26 @@ fn client_list_and_info_count_subscriptions() {
     ] {
         assert!(info.contains(field), "{field} missing in {info}");
     }
+    // TYPE pubsub is the subscriber alone, TYPE normal everyone else.
+    let only = |raw: &mut Raw, t: &str| {
+        let text =
+            String::from_utf8_lossy(&raw.cmd_str(&["CLIENT", "LIST", "TYPE", t])).into_owned();
+        text.lines().filter(|l| l.contains("id=")).count()
+    };
+    assert_eq!(only(&mut other, "pubsub"), 1);
+    assert_eq!(only(&mut other, "normal"), 1);
+    assert_eq!(only(&mut other, "master"), 0);
     c.cmd_str(&["RESET"]);
+    assert_eq!(only(&mut other, "pubsub"), 0);
+    assert_eq!(only(&mut other, "normal"), 2);
+    c.cmd_str(&["SUBSCRIBE", "again"]);
+    assert_eq!(
+        other.cmd_str(&["CLIENT", "KILL", "TYPE", "pubsub"]),
+        b":1\r\n"
+    );
+    assert_eq!(other.cmd_str(&["PUBLISH", "again", "x"]), b":0\r\n");
+    c.set_timeout(Duration::from_secs(5));
+    assert!(c.is_closed());
     let info = String::from_utf8_lossy(&other.cmd_str(&["INFO", "stats"])).into_owned();
     assert!(
         info.contains("pubsub_channels:0\r\npubsub_patterns:0\r\npubsubshard_channels:0"),

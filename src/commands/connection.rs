@@ -440,19 +440,11 @@ fn client_setinfo(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 fn client_list(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let argv = ctx.argv;
     let mut only_ids: Option<Vec<u64>> = None;
+    let mut only_type = None;
     let mut i = 2;
     while i < argv.len() {
         if is(&argv[i], "TYPE") && i + 1 < argv.len() {
-            let t = &argv[i + 1];
-            if !(is(t, "normal") || is(t, "master") || is(t, "replica") || is(t, "pubsub")) {
-                return Err(ReplyError::owned(format!(
-                    "ERR Unknown client type '{}'",
-                    String::from_utf8_lossy(t)
-                )));
-            }
-            if !is(t, "normal") {
-                only_ids = Some(Vec::new());
-            }
+            only_type = Some(client_type_by_name(&argv[i + 1])?);
             i += 2;
         } else if is(&argv[i], "ID") && i + 1 < argv.len() {
             let mut ids = only_ids.take().unwrap_or_default();
@@ -470,13 +462,17 @@ fn client_list(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         }
     }
     let now = ctx.now_ms;
+    let wanted = |c: &crate::core::client::Client| only_type.is_none_or(|t| client_type(c) == t);
     let mut lines: Vec<(u64, String)> = ctx
         .core
         .clients
         .values()
+        .filter(|c| wanted(c))
         .map(|c| (c.id, c.info_line(now)))
         .collect();
-    lines.push((ctx.client.id, ctx.client.info_line(now)));
+    if wanted(ctx.client) {
+        lines.push((ctx.client.id, ctx.client.info_line(now)));
+    }
     lines.sort_by_key(|(id, _)| *id);
     let mut text = String::new();
     for (id, line) in lines {
@@ -487,6 +483,28 @@ fn client_list(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     }
     ctx.out.verbatim(text.as_bytes());
     Ok(())
+}
+
+/// Redis's client classes (`getClientType`): `pubsub` while subscribed to anything, else
+/// `normal` (MONITOR clients included); streamd has no `master` or `replica` clients.
+fn client_type(c: &crate::core::client::Client) -> &'static str {
+    if c.in_pubsub() { "pubsub" } else { "normal" }
+}
+
+/// A `TYPE` argument of CLIENT LIST / CLIENT KILL (Redis's `getClientTypeByName`).
+fn client_type_by_name(name: &[u8]) -> Result<&'static str, ReplyError> {
+    for t in ["normal", "pubsub", "master"] {
+        if is(name, t) {
+            return Ok(t);
+        }
+    }
+    if is(name, "replica") || is(name, "slave") {
+        return Ok("replica");
+    }
+    Err(ReplyError::owned(format!(
+        "ERR Unknown client type '{}'",
+        String::from_utf8_lossy(name)
+    )))
 }
 
 fn client_info(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
@@ -512,6 +530,7 @@ fn client_kill(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let mut addr_filter = None;
     let mut laddr_filter = None;
     let mut user_filter: Option<bytes::Bytes> = None;
+    let mut type_filter = None;
     let mut skipme = true;
     let mut i = 2;
     while i + 1 < argv.len() {
@@ -542,8 +561,10 @@ fn client_kill(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
                 )));
             }
             user_filter = Some(v.clone());
-        } else if is(&argv[i], "TYPE") || is(&argv[i], "MAXAGE") {
-            // Accepted filters that match every normal client.
+        } else if is(&argv[i], "TYPE") {
+            type_filter = Some(client_type_by_name(v)?);
+        } else if is(&argv[i], "MAXAGE") {
+            // Accepted; it matches every client.
         } else {
             return Err(ReplyError::Syntax);
         }
@@ -559,6 +580,7 @@ fn client_kill(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
                 && addr_filter.as_ref().is_none_or(|a| &c.addr == a)
                 && laddr_filter.as_ref().is_none_or(|a| &c.laddr == a)
                 && user_filter.as_ref().is_none_or(|u| c.username() == u)
+                && type_filter.is_none_or(|t| client_type(c) == t)
         },
         skipme,
     );
@@ -573,11 +595,21 @@ fn kill_matching(
     pred: impl Fn(&crate::core::client::Client) -> bool,
     skipme: bool,
 ) -> usize {
-    let mut n = 0;
-    for c in ctx.core.clients.values() {
-        if pred(c) {
+    let doomed: Vec<u64> = ctx
+        .core
+        .clients
+        .values()
+        .filter(|c| pred(c))
+        .map(|c| c.id)
+        .collect();
+    let mut n = doomed.len();
+    for id in doomed {
+        if let Some(mut c) = ctx.core.clients.remove(&id) {
+            // Out of Pub/Sub at once, as Redis frees the client: the next PUBLISH does
+            // not count it.
+            ctx.core.unsubscribe_everything(&mut c);
             c.send(ClientMsg::Close, Default::default());
-            n += 1;
+            ctx.core.clients.insert(id, c);
         }
     }
     if !skipme && pred(ctx.client) {
@@ -643,7 +675,7 @@ fn client_help(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             "    Kill connection made from <ip:port>.",
             "KILL <option> <value> [<option> <value> [...]]",
             "    Kill connections. Options are: ID <client-id>, ADDR <ip:port>, LADDR <ip:port>, SKIPME (YES|NO).",
-            "LIST [TYPE normal] [ID <id> [<id> ...]]",
+            "LIST [TYPE normal|pubsub] [ID <id> [<id> ...]]",
             "    Return information about client connections.",
             "NO-EVICT (ON|OFF)",
             "    Protect current client connection from eviction.",
