@@ -87,6 +87,11 @@ fn config_set_replies_match_redis() {
         &["slave-read-only", "no"],
         &["no-such-option", "1"],
         &["hz"],
+        &["latency-tracking-info-percentiles", "abc"],
+        &["latency-tracking-info-percentiles", "50 200"],
+        &["latency-tracking-info-percentiles", "-1"],
+        &["latency-tracking-info-percentiles", "50,99"],
+        &["latency-tracking-info-percentiles", "50 99.9"],
     ];
     for case in cases {
         let mut argv = vec!["CONFIG", "SET"];
@@ -102,6 +107,7 @@ fn config_set_replies_match_redis() {
         "notify-keyspace-events",
         "shutdown-on-sigint",
         "maxmemory-clients",
+        "latency-tracking-info-percentiles",
     ] {
         assert_eq!(
             config_get(&mut ours, name),

@@ -41,6 +41,9 @@ pub enum Kind {
     Str,
     /// A list of `seconds changes` pairs, or empty (the `save` directive).
     SavePoints,
+    /// Space-separated percentiles, each in `[0, 100]`, or empty
+    /// (`latency-tracking-info-percentiles`).
+    Percentiles,
     /// `<class> <hard> <soft> <soft-seconds>` groups (the `client-output-buffer-limit`
     /// directive); classes not named keep their value.
     BufferLimits,
@@ -527,7 +530,7 @@ pub const DIRECTIVES: &[Directive] = &[
     Directive {
         name: "latency-tracking-info-percentiles",
         default: "50 99 99.9",
-        kind: Kind::Str,
+        kind: Kind::Percentiles,
         mutable: true,
         help: "The percentiles INFO latencystats shows, space-separated, each 0 to 100.",
     },
@@ -749,6 +752,24 @@ fn canonical(d: &Directive, value: &str, current: &str) -> Result<String, String
             }
         }
         Kind::Str => Ok(value.to_string()),
+        Kind::Percentiles => {
+            let mut shown = Vec::new();
+            for part in value.split_whitespace() {
+                let p: f64 = part
+                    .parse()
+                    .ok()
+                    .filter(|p: &f64| !p.is_nan())
+                    .ok_or_else(|| format!("Invalid {} parameters", d.name))?;
+                if !(0.0..=100.0).contains(&p) {
+                    return Err(format!(
+                        "{} parameters should sit between [0.0,100.0]",
+                        d.name
+                    ));
+                }
+                shown.push(p.to_string());
+            }
+            Ok(shown.join(" "))
+        }
         Kind::SavePoints => {
             let parts: Vec<&str> = value.split_whitespace().collect();
             if !parts.len().is_multiple_of(2) || parts.iter().any(|p| p.parse::<u64>().is_err()) {

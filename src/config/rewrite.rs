@@ -136,7 +136,9 @@ fn directive_lines(d: &Directive, value: &str) -> Vec<(String, bool)> {
             }
         }
         Kind::Str if name == "bind" => vec![(format!("{name} {value}"), force)],
-        Kind::Str | Kind::KeyspaceEvents => vec![(format!("{name} {}", repr(value)), force)],
+        Kind::Str | Kind::KeyspaceEvents | Kind::Percentiles => {
+            vec![(format!("{name} {}", repr(value)), force)]
+        }
         Kind::Memory { .. } => vec![(format!("{name} {}", memory_text(value)), force)],
         Kind::Bool
         | Kind::Int { .. }
