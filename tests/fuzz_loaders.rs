@@ -237,18 +237,18 @@ fn save_v1(core: &Core) -> Vec<u8> {
                     .expect("mem");
             }
             for e in s.range(StreamId::MIN, StreamId::MAX, false) {
-                let mut argv = vec![b"XADD".to_vec(), key.to_vec(), snapshot::id_text(e.id)];
+                let mut argv = vec![b"XADD".to_vec(), key.to_vec(), e.id.to_text()];
                 argv.extend(e.elements().map(|v| v.to_vec()));
                 w.record(&argv).expect("mem");
             }
             w.record(&[
                 &b"XSETID"[..],
                 key,
-                &snapshot::id_text(s.last_id()),
+                &s.last_id().to_text(),
                 b"ENTRIESADDED",
                 s.entries_added().to_string().as_bytes(),
                 b"MAXDELETEDID",
-                &snapshot::id_text(s.max_deleted_entry_id()),
+                &s.max_deleted_entry_id().to_text(),
             ])
             .expect("mem");
             persist::groups::write_groups(&mut w, key, s).expect("mem");

@@ -18,12 +18,6 @@
 use crate::core::Ctx;
 use crate::stream::{Stream, StreamId};
 
-/// A stream ID's `ms-seq` text.
-fn id_text(id: StreamId) -> Vec<u8> {
-    let (buf, len) = id.format();
-    buf[..len].to_vec()
-}
-
 /// What a group command changed in one stream's group, for [`log_effects`].
 #[derive(Debug, Default, Clone)]
 pub struct GroupEffects {
@@ -93,7 +87,7 @@ pub fn log_effects(
                     group.to_vec(),
                     owner.to_vec(),
                     b"0".to_vec(),
-                    id_text(id),
+                    id.to_text(),
                     b"TIME".to_vec(),
                     int(p.delivery_time),
                     b"RETRYCOUNT".to_vec(),
@@ -105,11 +99,11 @@ pub fn log_effects(
                     b"STREAMD.NACK".to_vec(),
                     key.to_vec(),
                     group.to_vec(),
-                    id_text(id),
+                    id.to_text(),
                     int(p.delivery_count),
                 ],
             },
-            None => vec![b"XACK".to_vec(), key.to_vec(), group.to_vec(), id_text(id)],
+            None => vec![b"XACK".to_vec(), key.to_vec(), group.to_vec(), id.to_text()],
         };
         records.push(rec);
     }
@@ -119,7 +113,7 @@ pub fn log_effects(
             b"SETID".to_vec(),
             key.to_vec(),
             group.to_vec(),
-            id_text(g.last_id()),
+            g.last_id().to_text(),
             b"ENTRIESREAD".to_vec(),
             signed(g.entries_read()),
         ]);

@@ -27,7 +27,7 @@
 //! go straight to the group engine (pending entries whose stream entry was deleted are
 //! kept, which `XCLAIM ... FORCE` would drop).
 
-use super::snapshot::{SnapshotWriter, id_text};
+use super::snapshot::SnapshotWriter;
 use crate::commands::effects::{consumer_record, int, signed};
 use crate::core::Core;
 use crate::resp::Argv;
@@ -43,7 +43,7 @@ pub fn write_groups<W: Write>(w: &mut SnapshotWriter<W>, key: &[u8], s: &Stream)
             b"STREAMD.GROUP".as_slice(),
             key,
             name,
-            &id_text(g.last_id()),
+            &g.last_id().to_text(),
             &signed(g.entries_read()),
         ])?;
         for p in g.by_time() {
@@ -52,7 +52,7 @@ pub fn write_groups<W: Write>(w: &mut SnapshotWriter<W>, key: &[u8], s: &Stream)
                     b"STREAMD.NACK".as_slice(),
                     key,
                     name,
-                    &id_text(p.id),
+                    &p.id.to_text(),
                     &int(p.delivery_count),
                 ])?,
                 Some(owner) => w.record(&[
@@ -60,7 +60,7 @@ pub fn write_groups<W: Write>(w: &mut SnapshotWriter<W>, key: &[u8], s: &Stream)
                     key,
                     name,
                     owner,
-                    &id_text(p.id),
+                    &p.id.to_text(),
                     &int(p.delivery_time),
                     &int(p.delivery_count),
                 ])?,

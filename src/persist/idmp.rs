@@ -21,7 +21,7 @@
 //! require the entry to exist (an iid outlives a deleted or trimmed entry), which the
 //! client command `XIDMPRECORD` does.
 
-use super::snapshot::{SnapshotWriter, id_text};
+use super::snapshot::SnapshotWriter;
 use crate::commands::effects::idmp_state_record;
 use crate::core::Core;
 use crate::resp::Argv;
@@ -37,7 +37,7 @@ pub fn write_idmp<W: Write>(w: &mut SnapshotWriter<W>, key: &[u8], s: &Stream) -
     let state = s.idmp().expect("state_record found it");
     for (pid, iids) in state.producers() {
         for (iid, id) in iids {
-            w.record(&[&b"STREAMD.IID"[..], key, pid, iid, &id_text(id)])?;
+            w.record(&[&b"STREAMD.IID"[..], key, pid, iid, &id.to_text()])?;
         }
     }
     Ok(())

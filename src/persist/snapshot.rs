@@ -178,12 +178,6 @@ pub fn write_dataset<W: Write>(w: &mut SnapshotWriter<W>, dbs: &[Db]) -> io::Res
     Ok(())
 }
 
-/// `ms-seq` text of an ID.
-pub fn id_text(id: StreamId) -> Vec<u8> {
-    let (buf, len) = id.format();
-    buf[..len].to_vec()
-}
-
 /// One stream: entries, metadata, groups.
 fn write_stream<W: Write>(w: &mut SnapshotWriter<W>, key: &[u8], s: &Stream) -> io::Result<()> {
     if s.is_empty() {
@@ -194,11 +188,11 @@ fn write_stream<W: Write>(w: &mut SnapshotWriter<W>, key: &[u8], s: &Stream) -> 
     w.record(&[
         &b"XSETID"[..],
         key,
-        &id_text(s.last_id()),
+        &s.last_id().to_text(),
         b"ENTRIESADDED",
         itoa::Buffer::new().format(s.entries_added()).as_bytes(),
         b"MAXDELETEDID",
-        &id_text(s.max_deleted_entry_id()),
+        &s.max_deleted_entry_id().to_text(),
     ])?;
     super::groups::write_groups(w, key, s)?;
     super::idmp::write_idmp(w, key, s)

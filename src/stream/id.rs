@@ -119,6 +119,12 @@ impl StreamId {
         out.extend_from_slice(buf.format(self.seq).as_bytes());
     }
 
+    /// `ms-seq` as owned bytes (the form log records, effects and snapshots carry).
+    pub fn to_text(&self) -> Vec<u8> {
+        let (buf, len) = self.format();
+        buf[..len].to_vec()
+    }
+
     /// `ms-seq` as bytes in a fixed buffer: returns the buffer and the used length.
     pub fn format(&self) -> ([u8; 41], usize) {
         let mut out = [0u8; 41];
