@@ -487,9 +487,12 @@ fn installed(core: &mut Core) -> &mut Persist {
 /// both can be changed at once.
 fn with_persist<R>(core: &mut Core, f: impl FnOnce(&mut Persist, &mut Core) -> R) -> R {
     installed(core);
-    core.with_persistence(|p, core| match p.as_any_mut().downcast_mut::<Persist>() {
-        Some(p) => f(p, core),
-        None => f(&mut Persist::default(), core),
+    core.with_persistence(|p, core| {
+        let p = p
+            .as_any_mut()
+            .downcast_mut::<Persist>()
+            .expect("installed above");
+        f(p, core)
     })
 }
 
