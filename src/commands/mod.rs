@@ -23,6 +23,7 @@ pub mod keys;
 pub mod latency;
 pub mod memory;
 pub mod pubsub;
+pub mod replication;
 pub mod reply;
 pub mod server;
 pub mod slowlog;
@@ -50,6 +51,7 @@ pub static FAMILIES: &[&[CommandSpec]] = &[
     connection::COMMANDS,
     server::COMMANDS,
     slowlog::COMMANDS,
+    replication::COMMANDS,
     latency::COMMANDS,
     memory::COMMANDS,
     acl::COMMANDS,

@@ -1063,6 +1063,14 @@ impl Config {
             .map(String::as_str)
     }
 
+    /// Sets `name` to `value` (already canonical) from inside the server, as REPLICAOF
+    /// does to `replicaof` so CONFIG REWRITE and CONFIG GET see the current primary.
+    pub fn set_value(&mut self, name: &'static str, value: String) {
+        if let Some(d) = directive(name) {
+            self.values.insert(d.name, value);
+        }
+    }
+
     /// A numeric directive's value (0 if it is not numeric).
     pub fn get_i64(&self, name: &str) -> i64 {
         self.get(name).and_then(|v| v.parse().ok()).unwrap_or(0)

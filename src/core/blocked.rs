@@ -35,6 +35,11 @@ pub struct BlockedClients {
 }
 
 impl BlockedClients {
+    /// Every (db, key) someone waits on.
+    pub fn all_keys(&self) -> Vec<(usize, Bytes)> {
+        self.by_key.keys().cloned().collect()
+    }
+
     /// Registers `client` on `keys` of `db` with an optional deadline.
     pub fn add(&mut self, client: u64, db: usize, keys: &[Bytes], deadline_ms: Option<u64>) {
         for k in keys {

@@ -22,6 +22,34 @@ pub enum ClientMsg {
     Close,
 }
 
+/// What a connection is to replication (CLIENT LIST flags `S` and `M`, CLIENT KILL
+/// TYPE).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ClientRepl {
+    /// An ordinary client.
+    #[default]
+    Normal,
+    /// A replica of this server (after PSYNC/SYNC).
+    Replica,
+    /// This server's primary (the link's client).
+    Master,
+}
+
+/// What a would-be replica said in REPLCONF before its PSYNC.
+#[derive(Debug, Clone, Default)]
+pub struct ReplConf {
+    /// `listening-port`.
+    pub port: u16,
+    /// `ip-address`.
+    pub ip: Option<String>,
+    /// `capa eof`.
+    pub capa_eof: bool,
+    /// `capa psync2`.
+    pub capa_psync2: bool,
+    /// `capa streamd`: another streamd (native stream and snapshots).
+    pub native: bool,
+}
+
 /// Blocking state of a client waiting in XREAD/XREADGROUP BLOCK.
 #[derive(Debug, Clone)]
 pub struct BlockState {
@@ -96,6 +124,10 @@ pub struct Client {
     /// Pub/Sub subscriptions (channels, patterns, shard channels); the server's side
     /// of them is `Core::pubsub`, and the two change together (`pubsub` module doc).
     pub subs: crate::pubsub::ClientSubs,
+    /// Replica, primary or neither.
+    pub repl: ClientRepl,
+    /// REPLCONF settings before PSYNC.
+    pub repl_conf: Option<Box<ReplConf>>,
 }
 
 impl Client {
@@ -134,6 +166,8 @@ impl Client {
             tx,
             output: Rc::default(),
             subs: Default::default(),
+            repl: ClientRepl::Normal,
+            repl_conf: None,
         }
     }
 
@@ -180,6 +214,11 @@ impl Client {
     pub fn info_line(&self, now_ms: u64) -> String {
         // Redis's order (networking.c `getClientInfoString`).
         let mut flags = String::new();
+        match self.repl {
+            ClientRepl::Replica => flags.push('S'),
+            ClientRepl::Master => flags.push('M'),
+            ClientRepl::Normal => {}
+        }
         if self.monitor {
             flags.push('O');
         }

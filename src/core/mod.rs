@@ -33,6 +33,7 @@ pub mod mailbox;
 pub mod notify;
 pub mod persistence;
 pub mod pubsub;
+pub mod replication;
 pub mod slowlog;
 pub mod waker_slot;
 
@@ -212,6 +213,9 @@ pub struct Core {
     pub detached: Vec<pubsub::Detached>,
     /// Cached `notify-keyspace-events` as class bits (`notify::class`); 0 = off.
     pub notify_flags: u32,
+    /// Replication: id, offset, backlog, replicas, the link to a primary, WAIT
+    /// (`core/replication.rs`).
+    pub repl: replication::Replication,
 }
 
 /// Everything a command handler may touch.
@@ -426,6 +430,7 @@ impl Core {
             pubsub: Default::default(),
             detached: Vec::new(),
             notify_flags: 0,
+            repl: Default::default(),
             config,
         };
         core.refresh_config_cache();
@@ -515,7 +520,7 @@ impl Core {
     /// Would [`Core::propagate`] record anything: an append-only log is open and the
     /// server is not loading.
     pub fn propagates(&self) -> bool {
-        !self.loading && self.persist.recording()
+        !self.loading && (self.persist.recording() || self.repl.feeding())
     }
 
     /// Appends the effect `argv` (a command in replayable, deterministic form) on
@@ -530,6 +535,12 @@ impl Core {
         if let Some(buf) = self.persist.effect_begin(db) {
             crate::resp::writer::command(buf, argv);
             self.persist.effect_end();
+        }
+        if self.repl.feeding() {
+            self.repl.feed(db, argv);
+            if !self.repl.in_command() {
+                self.repl_flush();
+            }
         }
     }
 
@@ -708,7 +719,8 @@ impl Core {
     /// Deletes `key` of database `db` if its TTL passed at `now_ms` (lazy expiry, in
     /// any database); nothing expires while loading. See [`Core::expired`].
     pub fn expire_if_needed(&mut self, db: usize, key: &[u8], now_ms: u64) {
-        if !self.loading && self.dbs[db].expire_if_needed(key, now_ms) {
+        // A replica leaves expiry to its primary, whose DEL arrives in the stream.
+        if !self.loading && !self.repl.is_replica() && self.dbs[db].expire_if_needed(key, now_ms) {
             self.expired(db, key);
         }
     }
@@ -894,6 +906,10 @@ impl Core {
             }
         }
         self.monitors.retain(|&m| m != id);
+        self.repl.waiters.retain(|w| w.client_id != id);
+        if self.repl.replicas.remove(&id).is_some() {
+            tracing::info!(client_id = id, "Connection with replica lost.");
+        }
     }
 
     /// Drops all of a client's watched keys.
@@ -1010,6 +1026,10 @@ impl Core {
             self.reject(client, out, Some(spec), &ReplyError::owned(why));
             return Outcome::Done;
         }
+        if let Some(err) = self.replication_refusal(client, spec) {
+            self.reject(client, out, Some(spec), &err);
+            return Outcome::Done;
+        }
         if client.multi.is_some() && spec.flags & flags::NO_MULTI_QUEUE == 0 {
             if let Some(queue) = client.multi.as_mut() {
                 queue.push(argv);
@@ -1038,6 +1058,7 @@ impl Core {
         if is_exec {
             self.persist.exec_begin();
         }
+        self.repl.enter();
         // Messages published to this client while its command runs wait in the core
         // (core/pubsub.rs).
         let detached = self.detach(client);
@@ -1060,6 +1081,9 @@ impl Core {
         }
         if is_exec {
             self.persist.exec_end();
+        }
+        if self.repl.leave() {
+            self.repl_flush();
         }
         let ended = Instant::now();
         let usec = ended.saturating_duration_since(started).as_micros() as u64;
@@ -1201,7 +1225,7 @@ impl Core {
             db.rehash(ACTIVE_REHASH_BUCKETS);
         }
         for db in 0..self.dbs.len() {
-            if self.dbs[db].expires.is_empty() {
+            if self.dbs[db].expires.is_empty() || self.repl.is_replica() {
                 continue;
             }
             let gone = self.dbs[db].active_expire(now, 200);
@@ -1216,6 +1240,7 @@ impl Core {
         }
         self.handle_ready_keys();
         self.peak_memory();
+        self.repl_cron(now);
         self.with_persistence(|p, core| p.cron(core));
     }
 }

@@ -51,6 +51,7 @@ pub mod manifest;
 pub mod record;
 pub mod sink;
 pub mod snapshot;
+pub mod sync;
 
 use crate::core::persistence::Persistence;
 use crate::core::{Core, SharedCore, ShutdownKind, unix_ms};
@@ -897,6 +898,7 @@ impl Loader {
                 "DB loaded from disk: {secs:.3} seconds"
             );
         }
+        sync::restore_state(core);
         let (plan, names) = (self.plan, self.names);
         with_persist(core, |p, core| open_log(p, core, plan, names))
     }
@@ -1407,6 +1409,9 @@ fn shutdown_with(p: &mut Persist, core: &mut Core, kind: ShutdownKind) -> Result
         tracing::info!(file = %path.display(), "Saving the final snapshot before exiting.");
         snapshot::save(&path, &core.dbs, unix_ms())?;
         core.dirty = 0;
+    }
+    if save || p.aof.is_some() {
+        sync::save_state_logged(core);
     }
     Ok(())
 }

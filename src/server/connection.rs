@@ -182,6 +182,24 @@ pub async fn serve<S>(
             if core.borrow().shutdown.is_some() {
                 stop.notify_one();
             }
+            // PSYNC/SYNC accepted: from now on this connection carries the stream.
+            if core
+                .borrow()
+                .clients
+                .get(&id)
+                .is_some_and(|c| c.repl == crate::core::client::ClientRepl::Replica)
+            {
+                crate::replication::primary::serve(
+                    &mut socket,
+                    &core,
+                    id,
+                    &mut parser,
+                    &mut inbuf,
+                    &mut rx,
+                )
+                .await;
+                break;
+            }
             match next {
                 Next::Close | Next::Kill => break,
                 Next::Blocked => blocked = true,

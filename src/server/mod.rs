@@ -128,7 +128,9 @@ pub async fn run(
                     tracing::error!("{e}");
                     return Err(std::io::Error::other(e.to_string()));
                 }
-                // Listening and loaded: a client connecting now is served.
+                // Listening and loaded: a client connecting now is served, and a
+                // replica connects to its primary.
+                crate::replication::start(&core);
                 notifier.ready();
             }
             accepted = accept(listeners.plain.as_ref()) => match accepted {

@@ -1,0 +1,752 @@
+//! Replication as the core sees it: the replication ID and offset, the backlog the
+//! effect stream is fed into, what the primary knows of its replicas, what a replica
+//! knows of its link to its primary, and the clients waiting in WAIT.
+//!
+//! This is plain data. The sockets (a primary streaming to its replicas, a replica's
+//! link to its primary) are `replication/`'s, a layer above, which reads and writes
+//! this state in short borrows of the core; the command surface (REPLICAOF, PSYNC,
+//! REPLCONF, WAIT, ROLE, INFO replication) is `commands/replication.rs`.
+//!
+//! **The stream.** Every effect a write command hands to [`Core::propagate`] is also
+//! encoded here, when a backlog exists (the first replica creates it, as Redis's
+//! `createReplicationBacklog`): a `SELECT` when the effect's database is not the
+//! stream's, then the effect's RESP array. The effects of one command (or one EXEC)
+//! are gathered first and wrapped in `MULTI`/`EXEC` when there are several, so a
+//! replica applies them at once (Redis 7.0 does the same in `propagatePendingCommands`).
+//! The offset is the number of stream bytes ever produced under the current history
+//! (Redis's `master_repl_offset`), so a replica that has applied `n` bytes is at `n`.
+//!
+//! ```text
+//!  offset:     start                                   master_repl_offset
+//!                │◀──────────── backlog bytes ────────────▶│
+//!  replica A:              sent ▲        (streaming: reads from its own offset)
+//!  replica B:  sent ▲ (full sync in progress: holds the backlog from its sync offset)
+//! ```
+//!
+//! The backlog keeps at least `repl-backlog-size` bytes, and more while a connected
+//! replica still has to read them (Redis 7.0 shares one buffer between the backlog and
+//! the replicas' output the same way); a replica further behind than the `replica`
+//! class of `client-output-buffer-limit` allows is dropped instead.
+//!
+//! **Records a Redis replica cannot apply.** The stream is one byte sequence for every
+//! replica, so offsets mean the same for all of them (PSYNC, WAIT, failover). Effects
+//! that only streamd understands (`STREAMD.*`, Redis 8 options) are kept as *patches*:
+//! the offset and same-length replacement bytes a Redis replica gets instead (its Redis
+//! 7.0 form after `\n` padding, which Redis skips; see `replication/redis_forms.rs`,
+//! which installs the translation with [`set_translator`]).
+
+use super::Core;
+use bytes::Bytes;
+use std::collections::{BTreeMap, VecDeque};
+use std::rc::Rc;
+use tokio::sync::Notify;
+
+/// How a record is rewritten for a replica that is not streamd: `None` when it goes as
+/// it is, else exactly `encoded_len` replacement bytes.
+pub type Translator = fn(argv: &[&[u8]], encoded_len: usize) -> Option<Vec<u8>>;
+
+static TRANSLATOR: std::sync::OnceLock<Translator> = std::sync::OnceLock::new();
+
+/// Installs the translation of records for replicas that are not streamd (the
+/// replication layer does at start-up).
+pub fn set_translator(t: Translator) {
+    let _ = TRANSLATOR.set(t);
+}
+
+fn translate(argv: &[&[u8]], encoded_len: usize) -> Option<Vec<u8>> {
+    TRANSLATOR.get().and_then(|t| t(argv, encoded_len))
+}
+
+/// `*1\r\n$5\r\nMULTI\r\n`.
+const MULTI: &[u8] = b"*1\r\n$5\r\nMULTI\r\n";
+/// `*1\r\n$4\r\nEXEC\r\n`.
+const EXEC: &[u8] = b"*1\r\n$4\r\nEXEC\r\n";
+
+/// Replacement bytes for a Redis replica at one stream offset.
+#[derive(Debug, Clone)]
+struct Patch {
+    /// Stream offset of the record's first byte (0-based: byte `at` is the `at+1`-th).
+    at: u64,
+    /// Same length as the record.
+    bytes: Box<[u8]>,
+}
+
+/// The replication backlog: the most recent stream bytes and their patches.
+#[derive(Debug, Default)]
+pub struct Backlog {
+    buf: VecDeque<u8>,
+    /// Offset of `buf[0]` (bytes before it are gone).
+    start: u64,
+    patches: VecDeque<Patch>,
+}
+
+impl Backlog {
+    /// Offset of the first byte held.
+    pub fn start(&self) -> u64 {
+        self.start
+    }
+
+    /// Bytes held.
+    pub fn histlen(&self) -> u64 {
+        self.buf.len() as u64
+    }
+
+    /// Copies up to `max` bytes from offset `from` (which must be held), with the
+    /// patches applied when `native` is false.
+    pub fn read(&self, from: u64, max: usize, native: bool) -> Vec<u8> {
+        let Some(skip) = from.checked_sub(self.start) else {
+            return Vec::new();
+        };
+        let skip = skip as usize;
+        if skip >= self.buf.len() {
+            return Vec::new();
+        }
+        let n = max.min(self.buf.len() - skip);
+        let mut out: Vec<u8> = self.buf.range(skip..skip + n).copied().collect();
+        if !native {
+            let end = from + n as u64;
+            let first = self
+                .patches
+                .partition_point(|p| p.at + p.bytes.len() as u64 <= from);
+            for p in self.patches.iter().skip(first) {
+                if p.at >= end {
+                    break;
+                }
+                for (i, &b) in p.bytes.iter().enumerate() {
+                    let o = p.at + i as u64;
+                    if o >= from && o < end {
+                        out[(o - from) as usize] = b;
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Drops bytes before `offset`.
+    fn trim_to(&mut self, offset: u64) {
+        if offset <= self.start {
+            return;
+        }
+        let n = ((offset - self.start) as usize).min(self.buf.len());
+        self.buf.drain(..n);
+        self.start += n as u64;
+        while self
+            .patches
+            .front()
+            .is_some_and(|p| p.at + p.bytes.len() as u64 <= self.start)
+        {
+            self.patches.pop_front();
+        }
+    }
+}
+
+/// Where a replica of this server is in its life (INFO's `state=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplicaState {
+    /// PSYNC answered with a full sync that has not started (`wait_bgsave`).
+    WaitBgsave,
+    /// The snapshot is being produced or sent (`send_bulk`).
+    SendBulk,
+    /// Streaming (`online`).
+    Online,
+}
+
+impl ReplicaState {
+    /// Redis's name for the state.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReplicaState::WaitBgsave => "wait_bgsave",
+            ReplicaState::SendBulk => "send_bulk",
+            ReplicaState::Online => "online",
+        }
+    }
+}
+
+/// What the primary knows of one connected replica.
+#[derive(Debug, Clone)]
+pub struct ReplicaInfo {
+    /// The replica's address as it announced it (or its peer address).
+    pub ip: String,
+    /// `REPLCONF listening-port`.
+    pub port: u16,
+    /// Where it is.
+    pub state: ReplicaState,
+    /// Stream offset up to which it has been sent bytes.
+    pub sent: u64,
+    /// Offset it acknowledged (`REPLCONF ACK`).
+    pub ack: u64,
+    /// Offset its log made durable (`REPLCONF ACK ... FACK`).
+    pub fack: u64,
+    /// Unix ms of its last ACK.
+    pub ack_ms: u64,
+    /// It announced `capa streamd`: it gets the native stream and snapshots.
+    pub native: bool,
+    /// `capa eof` (diskless payloads).
+    pub capa_eof: bool,
+    /// `capa psync2`.
+    pub capa_psync2: bool,
+    /// Too far behind: its sender must close the connection.
+    pub drop: bool,
+    /// It asked with the old SYNC (no `+FULLRESYNC` line before the payload).
+    pub old_sync: bool,
+}
+
+/// A replica's link to its primary (INFO's `master_link_status` and friends).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkState {
+    /// Must connect (`connect`).
+    Connect,
+    /// Connecting or in the handshake (`connecting`, `handshake`).
+    Connecting,
+    /// Receiving the full sync (`sync`).
+    Sync,
+    /// Streaming (`connected`).
+    Connected,
+}
+
+/// What a replica knows of its primary.
+#[derive(Debug, Clone)]
+pub struct MasterInfo {
+    /// `REPLICAOF host port`.
+    pub host: String,
+    /// Its port.
+    pub port: u16,
+    /// Link state.
+    pub state: LinkState,
+    /// Unix ms of the last bytes from the primary.
+    pub last_io_ms: u64,
+    /// Unix ms when the link went down (or was never up), for
+    /// `master_link_down_since_seconds`.
+    pub down_since_ms: u64,
+    /// Payload bytes expected (-1 unknown, EOF-marked) and received during a sync.
+    pub sync_total: i64,
+    /// Payload bytes received so far.
+    pub sync_read: u64,
+    /// Unix ms the sync began.
+    pub sync_start_ms: u64,
+    /// The primary's client id while the link is up.
+    pub client_id: Option<u64>,
+}
+
+/// A client blocked in WAIT (or WAITAOF).
+#[derive(Debug, Clone)]
+pub struct Waiter {
+    /// The client.
+    pub client_id: u64,
+    /// The offset its replicas must reach.
+    pub offset: u64,
+    /// How many replicas.
+    pub replicas: u64,
+    /// WAITAOF: how many local fsyncs (0 or 1), else `None` for WAIT.
+    pub aof_local: Option<u64>,
+    /// Unix ms deadline, `None` for none.
+    pub deadline_ms: Option<u64>,
+}
+
+/// Replication statistics for INFO stats.
+#[derive(Debug, Default, Clone)]
+pub struct ReplStats {
+    /// Full syncs served.
+    pub sync_full: u64,
+    /// Partial resyncs accepted.
+    pub sync_partial_ok: u64,
+    /// Partial resyncs refused (a full sync followed).
+    pub sync_partial_err: u64,
+}
+
+/// The core's replication state (see the module doc).
+#[derive(Debug)]
+pub struct Replication {
+    /// The current history's id (40 hex characters).
+    pub replid: String,
+    /// The previous history's id (zeros when none), for PSYNC after a failover.
+    pub replid2: String,
+    /// Last offset (+1) valid under `replid2`, -1 when none.
+    pub second_replid_offset: i64,
+    /// Stream bytes produced under the history (`master_repl_offset`).
+    pub offset: u64,
+    /// The backlog, once a replica ever connected.
+    pub backlog: Option<Backlog>,
+    /// Connected replicas by client id.
+    pub replicas: BTreeMap<u64, ReplicaInfo>,
+    /// This server's primary, when it is a replica.
+    pub master: Option<MasterInfo>,
+    /// Bumped on every REPLICAOF, so the link task drops a link to a former primary.
+    pub link_generation: u64,
+    /// Wakes the link task (REPLICAOF).
+    pub link_changed: Rc<Notify>,
+    /// Wakes the replicas' senders (new stream bytes, a replica to drop).
+    pub wake: Rc<Notify>,
+    /// True while the core applies commands from its primary: their effects go to the
+    /// log only (the link feeds the primary's own bytes on to sub-replicas).
+    pub applying_master: bool,
+    /// A command from the primary asked for an ACK (`REPLCONF GETACK`).
+    pub ack_requested: bool,
+    /// Clients in WAIT / WAITAOF.
+    pub waiters: Vec<Waiter>,
+    /// A `REPLCONF GETACK *` is in the stream since the last write.
+    pub getack_pending: bool,
+    /// Replicas counted good for `min-replicas-to-write`.
+    pub good_replicas: u64,
+    /// Unix ms of the last PING fed to the stream.
+    pub last_ping_ms: u64,
+    /// Unix ms since when there have been no replicas (for `repl-backlog-ttl`).
+    pub no_replicas_since_ms: u64,
+    /// Offset the local log has made durable (WAITAOF's local count).
+    pub fsynced_offset: u64,
+    /// Commands from a primary this server does not know, by name (logged once each).
+    pub unknown_from_master: BTreeMap<String, u64>,
+    /// INFO stats counters.
+    pub stats: ReplStats,
+    /// On a replica: the database its primary's stream has selected, so a partial
+    /// resync continues in it (Redis keeps it in the cached primary client).
+    pub master_db: Option<usize>,
+    /// Effects of the running command not yet in the backlog.
+    pending: Vec<u8>,
+    /// Patches of `pending` (offsets relative to it).
+    pending_patches: Vec<(usize, Box<[u8]>)>,
+    /// Records in `pending` (SELECT not counted).
+    pending_records: u32,
+    /// Bytes of the SELECT that opens `pending`, if any.
+    pending_select: usize,
+    /// Nesting of `Core::call` (effects flush when it returns to 0).
+    depth: u32,
+    /// Database the stream has selected (`None`: the next effect sends SELECT).
+    selected_db: Option<usize>,
+}
+
+impl Default for Replication {
+    fn default() -> Self {
+        Replication {
+            replid: random_replid(),
+            replid2: "0".repeat(40),
+            second_replid_offset: -1,
+            offset: 0,
+            backlog: None,
+            replicas: BTreeMap::new(),
+            master: None,
+            link_generation: 0,
+            link_changed: Rc::new(Notify::new()),
+            wake: Rc::new(Notify::new()),
+            applying_master: false,
+            ack_requested: false,
+            waiters: Vec::new(),
+            getack_pending: false,
+            good_replicas: 0,
+            last_ping_ms: 0,
+            no_replicas_since_ms: super::unix_ms(),
+            fsynced_offset: 0,
+            unknown_from_master: BTreeMap::new(),
+            stats: ReplStats::default(),
+            master_db: None,
+            pending: Vec::new(),
+            pending_patches: Vec::new(),
+            pending_records: 0,
+            pending_select: 0,
+            depth: 0,
+            selected_db: None,
+        }
+    }
+}
+
+/// A fresh replication id: 40 random hex characters (Redis's `changeReplicationId`).
+pub fn random_replid() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut out = String::with_capacity(40);
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let mut i = 0u64;
+    while out.len() < 40 {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u128(seed);
+        h.write_u64(i);
+        h.write_u32(std::process::id());
+        out.push_str(&format!("{:016x}", h.finish()));
+        i += 1;
+    }
+    out.truncate(40);
+    out
+}
+
+impl Replication {
+    /// True when this server follows a primary.
+    pub fn is_replica(&self) -> bool {
+        self.master.is_some()
+    }
+
+    /// True when effects must be encoded into the stream.
+    pub fn feeding(&self) -> bool {
+        self.backlog.is_some() && !self.applying_master
+    }
+
+    /// Creates the backlog at the current offset if there is none.
+    pub fn ensure_backlog(&mut self) {
+        if self.backlog.is_none() {
+            self.backlog = Some(Backlog {
+                buf: VecDeque::new(),
+                start: self.offset,
+                patches: VecDeque::new(),
+            });
+            self.selected_db = None;
+        }
+    }
+
+    /// A new history (Redis's `changeReplicationId` + `clearReplicationId2`): the
+    /// backlog is dropped, so every replica must sync in full.
+    pub fn new_history(&mut self) {
+        self.replid = random_replid();
+        self.replid2 = "0".repeat(40);
+        self.second_replid_offset = -1;
+        self.backlog = None;
+        self.selected_db = None;
+    }
+
+    /// Promotion (Redis's `shiftReplicationId`): the current history becomes the second
+    /// one, valid up to this offset, and a new id starts from here, so replicas of the
+    /// old primary can continue with a partial resync.
+    pub fn shift_history(&mut self) {
+        self.replid2 = std::mem::replace(&mut self.replid, random_replid());
+        self.second_replid_offset = self.offset as i64 + 1;
+    }
+
+    /// The next effect selects its database again (a full sync starts at this point:
+    /// the replica does not know which database the stream had selected).
+    pub fn force_select(&mut self) {
+        self.selected_db = None;
+    }
+
+    /// True inside a command (its effects flush when it ends).
+    pub fn in_command(&self) -> bool {
+        self.depth > 0
+    }
+
+    /// Enters a command (`Core::call`).
+    pub fn enter(&mut self) {
+        self.depth += 1;
+    }
+
+    /// Leaves a command; true when its effects must be flushed.
+    pub fn leave(&mut self) -> bool {
+        self.depth = self.depth.saturating_sub(1);
+        self.depth == 0 && !self.pending.is_empty()
+    }
+
+    /// Encodes one effect on database `db` into the pending stream bytes.
+    pub fn feed<A: AsRef<[u8]>>(&mut self, db: usize, argv: &[A]) {
+        if self.selected_db != Some(db) {
+            let before = self.pending.len();
+            let text = itoa::Buffer::new().format(db).to_string();
+            crate::resp::writer::command(
+                &mut self.pending,
+                &[b"SELECT".as_slice(), text.as_bytes()],
+            );
+            if before == 0 {
+                self.pending_select = self.pending.len();
+            } else {
+                self.pending_records += 1;
+            }
+            self.selected_db = Some(db);
+        }
+        self.record(argv);
+    }
+
+    /// Encodes one database-independent record (PING, REPLCONF GETACK).
+    fn record<A: AsRef<[u8]>>(&mut self, argv: &[A]) {
+        let at = self.pending.len();
+        crate::resp::writer::command(&mut self.pending, argv);
+        let len = self.pending.len() - at;
+        let parts: Vec<&[u8]> = argv.iter().map(|a| a.as_ref()).collect();
+        if let Some(p) = translate(&parts, len) {
+            self.pending_patches.push((at, p.into_boxed_slice()));
+        }
+        self.pending_records += 1;
+    }
+
+    /// Moves the pending bytes into the backlog (wrapped in MULTI/EXEC when several
+    /// records), then trims it; true when anything moved.
+    pub fn flush(&mut self, backlog_size: u64, replica_hard_limit: u64) -> bool {
+        if self.pending.is_empty() {
+            return false;
+        }
+        let pending = std::mem::take(&mut self.pending);
+        let patches = std::mem::take(&mut self.pending_patches);
+        let wrap = self.pending_records > 1;
+        let select = std::mem::take(&mut self.pending_select);
+        self.pending_records = 0;
+        let Some(b) = self.backlog.as_mut() else {
+            return false;
+        };
+        let base = self.offset;
+        let mut shift = 0u64;
+        b.buf.extend(&pending[..select]);
+        if wrap {
+            b.buf.extend(MULTI);
+            shift = MULTI.len() as u64;
+        }
+        b.buf.extend(&pending[select..]);
+        if wrap {
+            b.buf.extend(EXEC);
+        }
+        for (at, bytes) in patches {
+            let at = at as u64;
+            let at = if at >= select as u64 { at + shift } else { at };
+            b.patches.push_back(Patch {
+                at: base + at,
+                bytes,
+            });
+        }
+        self.offset += pending.len() as u64
+            + if wrap {
+                (MULTI.len() + EXEC.len()) as u64
+            } else {
+                0
+            };
+        self.getack_pending = false;
+        self.trim(backlog_size, replica_hard_limit);
+        true
+    }
+
+    /// Appends a record the primary sent (a replica forwarding its primary's stream to
+    /// its own replicas), already in the database it names.
+    pub fn feed_from_master(&mut self, argv: &[Bytes], backlog_size: u64, hard_limit: u64) -> u64 {
+        let mut bytes = Vec::new();
+        crate::resp::writer::command(&mut bytes, argv);
+        let len = bytes.len() as u64;
+        if let Some(b) = self.backlog.as_mut() {
+            let parts: Vec<&[u8]> = argv.iter().map(|a| a.as_ref()).collect();
+            if let Some(p) = translate(&parts, bytes.len()) {
+                b.patches.push_back(Patch {
+                    at: self.offset,
+                    bytes: p.into_boxed_slice(),
+                });
+            }
+            b.buf.extend(&bytes);
+        }
+        self.offset += len;
+        self.trim(backlog_size, hard_limit);
+        len
+    }
+
+    /// Feeds a record outside any command (PING, REPLCONF GETACK) straight into the
+    /// backlog.
+    pub fn feed_control(&mut self, argv: &[&[u8]], backlog_size: u64, hard_limit: u64) {
+        if self.backlog.is_none() {
+            return;
+        }
+        self.record(argv);
+        self.flush(backlog_size, hard_limit);
+    }
+
+    /// Keeps `backlog_size` bytes and whatever a connected replica still needs; marks
+    /// replicas more than `hard_limit` bytes behind (0 = no limit) for dropping.
+    fn trim(&mut self, backlog_size: u64, hard_limit: u64) {
+        let offset = self.offset;
+        let mut floor = offset.saturating_sub(backlog_size);
+        for r in self.replicas.values_mut() {
+            if r.drop {
+                continue;
+            }
+            if hard_limit > 0 && offset - r.sent.min(offset) > hard_limit {
+                r.drop = true;
+                continue;
+            }
+            floor = floor.min(r.sent);
+        }
+        if let Some(b) = self.backlog.as_mut() {
+            b.trim_to(floor);
+        }
+    }
+
+    /// Can PSYNC `replid` `psync_offset` (the next byte the replica wants) continue
+    /// from the backlog? Redis's `masterTryPartialResynchronization` rules.
+    pub fn can_continue(&self, replid: &str, psync_offset: i64) -> bool {
+        let Some(b) = self.backlog.as_ref() else {
+            return false;
+        };
+        if replid != self.replid
+            && (replid != self.replid2 || psync_offset > self.second_replid_offset)
+        {
+            return false;
+        }
+        let first = b.start as i64 + 1;
+        psync_offset >= first && psync_offset <= b.start as i64 + b.histlen() as i64 + 1
+    }
+
+    /// Replicas whose acknowledged offset reached `offset`.
+    pub fn acked(&self, offset: u64) -> u64 {
+        self.replicas.values().filter(|r| r.ack >= offset).count() as u64
+    }
+
+    /// Replicas whose durable offset reached `offset`.
+    pub fn facked(&self, offset: u64) -> u64 {
+        self.replicas.values().filter(|r| r.fack >= offset).count() as u64
+    }
+}
+
+impl Core {
+    /// Why `client` may not run `spec` given the server's replication role, if it may
+    /// not (Redis's `processCommand`: `-NOREPLICAS` under `min-replicas-to-write`,
+    /// `-READONLY` on a read-only replica, `-MASTERDOWN` on a replica whose link is
+    /// down with `replica-serve-stale-data no`). The primary's own client is exempt.
+    pub fn replication_refusal(
+        &self,
+        client: &super::client::Client,
+        spec: &super::command::CommandSpec,
+    ) -> Option<crate::error::ReplyError> {
+        use super::command::flags;
+        use crate::error::ReplyError;
+        if client.repl == super::client::ClientRepl::Master {
+            return None;
+        }
+        let write = spec.flags & flags::WRITE != 0;
+        if write && !self.repl.is_replica() {
+            let min = self.config.get_i64("min-replicas-to-write");
+            if min > 0
+                && self.config.get_i64("min-replicas-max-lag") > 0
+                && self.repl.good_replicas < min as u64
+            {
+                return Some(ReplyError::msg(
+                    "NOREPLICAS Not enough good replicas to write.",
+                ));
+            }
+        }
+        let master = self.repl.master.as_ref()?;
+        if write && self.config.get_bool("replica-read-only") {
+            return Some(ReplyError::msg(
+                "READONLY You can't write against a read only replica.",
+            ));
+        }
+        if master.state != LinkState::Connected
+            && !self.config.get_bool("replica-serve-stale-data")
+            && spec.flags & flags::STALE == 0
+        {
+            return Some(ReplyError::msg(
+                "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
+            ));
+        }
+        None
+    }
+
+    /// The `repl-backlog-size` in bytes.
+    pub fn repl_backlog_size(&self) -> u64 {
+        self.config.get_i64("repl-backlog-size").max(16 * 1024) as u64
+    }
+
+    /// The hard limit of the `replica` class of `client-output-buffer-limit` (0 none).
+    pub fn replica_hard_limit(&self) -> u64 {
+        self.config.output_buffer_limit("slave").hard
+    }
+
+    /// Moves the running command's effects into the backlog and wakes the senders.
+    pub fn repl_flush(&mut self) {
+        let (size, hard) = (self.repl_backlog_size(), self.replica_hard_limit());
+        if self.repl.flush(size, hard) {
+            self.repl.wake.notify_waiters();
+        }
+    }
+
+    /// Feeds a control record (PING, REPLCONF GETACK) and wakes the senders.
+    pub fn repl_control(&mut self, argv: &[&[u8]]) {
+        let (size, hard) = (self.repl_backlog_size(), self.replica_hard_limit());
+        self.repl.feed_control(argv, size, hard);
+        self.repl.wake.notify_waiters();
+    }
+
+    /// Answers WAIT / WAITAOF clients whose replicas caught up or whose time ran out
+    /// (`now_ms`), after an ACK or from the cron.
+    pub fn serve_waiters(&mut self, now_ms: u64) {
+        if self.repl.waiters.is_empty() {
+            return;
+        }
+        let waiters = std::mem::take(&mut self.repl.waiters);
+        let mut kept = Vec::new();
+        for w in waiters {
+            let replicas = match w.aof_local {
+                None => self.repl.acked(w.offset),
+                Some(_) => self.repl.facked(w.offset),
+            };
+            let local = u64::from(self.repl.fsynced_offset >= w.offset && self.persist.recording());
+            let done_replicas = replicas >= w.replicas;
+            let done_local = w.aof_local.is_none_or(|n| local >= n);
+            let timed_out = w.deadline_ms.is_some_and(|d| now_ms >= d);
+            if !(timed_out || done_replicas && done_local) {
+                kept.push(w);
+                continue;
+            }
+            let Some(mut client) = self.clients.remove(&w.client_id) else {
+                continue;
+            };
+            let mut out = crate::resp::writer::RespWriter::new(client.proto);
+            match w.aof_local {
+                None => out.integer(replicas as i64),
+                Some(_) => {
+                    out.array(2);
+                    out.integer(local as i64);
+                    out.integer(replicas as i64);
+                }
+            }
+            client.blocked = None;
+            client.send(
+                super::client::ClientMsg::Unblocked(out.take()),
+                self.limits.output,
+            );
+            let name = if w.aof_local.is_some() {
+                "waitaof"
+            } else {
+                "wait"
+            };
+            let stat = self.stats.commands.entry(name).or_default();
+            stat.calls += 1;
+            self.stats.total_commands_processed += 1;
+            self.clients.insert(w.client_id, client);
+        }
+        self.repl.waiters.extend(kept);
+    }
+
+    /// Replication chores of the `hz` cron: PING every `repl-ping-replica-period`, WAIT
+    /// timeouts and GETACKs, the good-replica count, the backlog's time to live.
+    pub fn repl_cron(&mut self, now_ms: u64) {
+        if !self.repl.replicas.is_empty() && !self.repl.is_replica() {
+            let period = self.config.get_i64("repl-ping-replica-period").max(1) as u64 * 1000;
+            if now_ms.saturating_sub(self.repl.last_ping_ms) >= period {
+                self.repl.last_ping_ms = now_ms;
+                self.repl_control(&[b"PING"]);
+            }
+        }
+        if !self.repl.waiters.is_empty()
+            && !self.repl.getack_pending
+            && !self.repl.replicas.is_empty()
+        {
+            self.repl.getack_pending = true;
+            self.repl_control(&[b"REPLCONF", b"GETACK", b"*"]);
+            self.repl.getack_pending = true;
+        }
+        self.serve_waiters(now_ms);
+        let max_lag = self.config.get_i64("min-replicas-max-lag").max(0) as u64 * 1000;
+        self.repl.good_replicas = self
+            .repl
+            .replicas
+            .values()
+            .filter(|r| {
+                r.state == ReplicaState::Online && now_ms.saturating_sub(r.ack_ms) <= max_lag
+            })
+            .count() as u64;
+        if self.repl.replicas.is_empty() {
+            let ttl = self.config.get_i64("repl-backlog-ttl").max(0) as u64 * 1000;
+            if ttl > 0
+                && !self.repl.is_replica()
+                && self.repl.backlog.is_some()
+                && now_ms.saturating_sub(self.repl.no_replicas_since_ms) >= ttl
+            {
+                // Redis frees the backlog and changes the id, so a later replica cannot
+                // continue a history whose bytes are gone.
+                self.repl.new_history();
+            }
+        } else {
+            self.repl.no_replicas_since_ms = now_ms;
+        }
+    }
+}

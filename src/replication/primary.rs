@@ -1,0 +1,289 @@
+//! The primary's side of one replica connection, from the moment PSYNC (or SYNC) was
+//! accepted (`commands/replication.rs`) until the connection ends.
+//!
+//! ```text
+//!  full sync:  wait repl-diskless-sync-delay ─▶ clone the keyspace at offset O (one
+//!              borrow of the core) ─▶ "+FULLRESYNC <replid> <O>" ─▶ serialize the clone
+//!              on a thread ("\n" every second meanwhile) ─▶ "$<len>\r\n" <payload>
+//!  then:       the stream from the replica's offset, read out of the backlog
+//!              (with patches for a replica that is not streamd), and REPLCONF ACKs read
+//!              back and run as commands
+//! ```
+//!
+//! The payload is streamd's own snapshot for a replica that announced `capa streamd`,
+//! and an RDB (version 10, what Redis 7.0 loads) for any other. It is produced off the
+//! core from a clone that shares the stream nodes, as BGSAVE does; the backlog keeps
+//! every byte from O meanwhile, so the replica continues exactly where the clone was.
+
+use crate::core::client::ClientMsg;
+use crate::core::mailbox::Receiver;
+use crate::core::replication::ReplicaState;
+use crate::core::{SharedCore, unix_ms};
+use crate::resp::parser::RequestParser;
+use crate::resp::writer::RespWriter;
+use bytes::BytesMut;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// Most stream bytes sent to a replica in one write.
+const CHUNK: usize = 256 * 1024;
+
+/// Serves the replica `id` on `socket` until it disconnects, is dropped (too far
+/// behind, CLIENT KILL) or the server stops. `parser`/`inbuf` hold what the replica
+/// sent after its PSYNC.
+pub async fn serve<S>(
+    socket: &mut S,
+    core: &SharedCore,
+    id: u64,
+    parser: &mut RequestParser,
+    inbuf: &mut BytesMut,
+    rx: &mut Receiver,
+) where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let full = {
+        let c = core.borrow();
+        c.repl
+            .replicas
+            .get(&id)
+            .is_some_and(|r| r.state == ReplicaState::WaitBgsave)
+    };
+    if full && full_sync(socket, core, id, rx).await.is_err() {
+        return;
+    }
+    stream(socket, core, id, parser, inbuf, rx).await;
+}
+
+/// Waits the diskless delay, clones, serializes and sends the payload.
+async fn full_sync<S>(
+    socket: &mut S,
+    core: &SharedCore,
+    id: u64,
+    rx: &mut Receiver,
+) -> Result<(), ()>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let (delay, max) = {
+        let c = core.borrow();
+        (
+            c.config.get_i64("repl-diskless-sync-delay").max(0) as u64,
+            c.config.get_i64("repl-diskless-sync-max-replicas").max(0) as usize,
+        )
+    };
+    let start = tokio::time::Instant::now();
+    while start.elapsed() < Duration::from_secs(delay) {
+        let waiting = core
+            .borrow()
+            .repl
+            .replicas
+            .values()
+            .filter(|r| r.state == ReplicaState::WaitBgsave)
+            .count();
+        if max > 0 && waiting >= max {
+            break;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+            msg = rx.recv() => if matches!(msg, Some(ClientMsg::Close) | None) { return Err(()) },
+        }
+    }
+    // The point in time: clone and offset in one borrow.
+    let (dbs, offset, replid, native, old_sync, defaults, stream_db) = {
+        let mut c = core.borrow_mut();
+        let started = std::time::Instant::now();
+        let dbs = c.dbs.clone();
+        let offset = c.repl.offset;
+        c.repl.force_select();
+        let replid = c.repl.replid.clone();
+        let defaults = c.idmp_defaults;
+        let Some(r) = c.repl.replicas.get_mut(&id) else {
+            return Err(());
+        };
+        r.state = ReplicaState::SendBulk;
+        r.sent = offset;
+        let (native, old_sync) = (r.native, r.old_sync);
+        tracing::info!(
+            replica_id = id,
+            offset,
+            clone_usec = started.elapsed().as_micros() as u64,
+            "Starting diskless full sync ({} payload)",
+            if native { "streamd snapshot" } else { "RDB" }
+        );
+        (
+            dbs,
+            offset,
+            replid,
+            native,
+            old_sync,
+            defaults,
+            c.repl.master_db.unwrap_or(0),
+        )
+    };
+    if !old_sync {
+        let line = format!("+FULLRESYNC {replid} {offset}\r\n");
+        socket.write_all(line.as_bytes()).await.map_err(|_| ())?;
+    }
+    let aux_replid = replid.clone();
+    let job = tokio::task::spawn_blocking(move || -> std::io::Result<Vec<u8>> {
+        if native {
+            crate::persist::sync::snapshot_bytes(&dbs, unix_ms())
+        } else {
+            let aux = [
+                ("redis-ver", "7.0.15".to_string()),
+                ("redis-bits", "64".to_string()),
+                ("ctime", (unix_ms() / 1000).to_string()),
+                ("used-mem", "0".to_string()),
+                ("repl-stream-db", stream_db.to_string()),
+                ("repl-id", aux_replid),
+                ("repl-offset", offset.to_string()),
+                ("aof-base", "0".to_string()),
+            ];
+            Ok(crate::rdb::file::write(&dbs, &aux, defaults))
+        }
+    });
+    tokio::pin!(job);
+    let payload = loop {
+        tokio::select! {
+            r = &mut job => match r {
+                Ok(Ok(p)) => break p,
+                Ok(Err(e)) => {
+                    tracing::warn!(replica_id = id, error = %e, "could not produce the full sync payload");
+                    return Err(());
+                }
+                Err(e) => {
+                    tracing::warn!(replica_id = id, error = %e, "the full sync job failed");
+                    return Err(());
+                }
+            },
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {
+                // Keeps the replica from timing out while the payload is produced.
+                socket.write_all(b"\n").await.map_err(|_| ())?;
+            }
+            msg = rx.recv() => if matches!(msg, Some(ClientMsg::Close) | None) { return Err(()) },
+        }
+    };
+    let header = format!("${}\r\n", payload.len());
+    socket.write_all(header.as_bytes()).await.map_err(|_| ())?;
+    socket.write_all(&payload).await.map_err(|_| ())?;
+    {
+        let mut c = core.borrow_mut();
+        c.stats.net_output_bytes += payload.len() as u64;
+        if let Some(r) = c.repl.replicas.get_mut(&id) {
+            r.state = ReplicaState::Online;
+            r.ack_ms = unix_ms();
+        }
+    }
+    tracing::info!(
+        replica_id = id,
+        bytes = payload.len(),
+        "Synchronization with replica succeeded"
+    );
+    Ok(())
+}
+
+/// Streams the backlog to the replica and runs what it sends (REPLCONF ACK).
+async fn stream<S>(
+    socket: &mut S,
+    core: &SharedCore,
+    id: u64,
+    parser: &mut RequestParser,
+    inbuf: &mut BytesMut,
+    rx: &mut Receiver,
+) where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let wake = core.borrow().repl.wake.clone();
+    let mut ping = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        let notified = wake.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let chunk = {
+            let mut c = core.borrow_mut();
+            let offset = c.repl.offset;
+            let (start, end) = match &c.repl.backlog {
+                Some(b) => (b.start(), b.start() + b.histlen()),
+                None => (offset, offset),
+            };
+            let Some(r) = c.repl.replicas.get(&id) else {
+                return;
+            };
+            if r.drop || r.sent < start {
+                tracing::warn!(
+                    replica_id = id,
+                    "Client scheduled to be closed ASAP for overcoming of output buffer limits."
+                );
+                c.stats.client_output_buffer_limit_disconnections += 1;
+                return;
+            }
+            let (sent, native) = (r.sent, r.native);
+            if sent < end {
+                let bytes = c
+                    .repl
+                    .backlog
+                    .as_ref()
+                    .map(|b| b.read(sent, CHUNK, native))
+                    .unwrap_or_default();
+                if let Some(r) = c.repl.replicas.get_mut(&id) {
+                    r.sent += bytes.len() as u64;
+                }
+                c.stats.net_output_bytes += bytes.len() as u64;
+                bytes
+            } else {
+                Vec::new()
+            }
+        };
+        if !chunk.is_empty() {
+            if socket.write_all(&chunk).await.is_err() {
+                return;
+            }
+            continue;
+        }
+        tokio::select! {
+            _ = &mut notified => {}
+            _ = ping.tick() => {}
+            read = socket.read_buf(inbuf) => match read {
+                Ok(0) | Err(_) => return,
+                Ok(n) => {
+                    core.borrow_mut().stats.net_input_bytes += n as u64;
+                    if !run_replica_commands(core, id, parser, inbuf) {
+                        return;
+                    }
+                }
+            },
+            msg = rx.recv() => match msg {
+                Some(ClientMsg::Close) | None => return,
+                _ => {}
+            },
+        }
+    }
+}
+
+/// Runs the commands a replica sent (REPLCONF ACK, keepalive newlines); their replies
+/// are dropped, as Redis sends a replica none. False on a protocol error.
+fn run_replica_commands(
+    core: &SharedCore,
+    id: u64,
+    parser: &mut RequestParser,
+    inbuf: &mut BytesMut,
+) -> bool {
+    let mut c = core.borrow_mut();
+    let Some(mut client) = c.clients.remove(&id) else {
+        return false;
+    };
+    c.begin_batch();
+    let mut out = RespWriter::default();
+    let ok = loop {
+        match parser.parse(inbuf) {
+            Ok(Some(argv)) => {
+                c.execute(&mut client, argv, &mut out);
+                out.buf.clear();
+            }
+            Ok(None) => break true,
+            Err(_) => break false,
+        }
+    };
+    c.clients.insert(id, client);
+    ok
+}

@@ -1,0 +1,640 @@
+//! The replica's link to its primary: one task for the server's life, which connects
+//! whenever `REPLICAOF` (or the `replicaof` directive) names a primary, and runs the
+//! handshake, the full or partial sync and the command stream.
+//!
+//! ```text
+//!  connect ─▶ PING ─▶ [AUTH [masteruser] masterauth] ─▶ REPLCONF listening-port <p>
+//!  ─▶ [REPLCONF ip-address <ip>] ─▶ REPLCONF capa eof capa psync2 capa streamd
+//!  ─▶ PSYNC <replid> <offset+1>
+//!       +CONTINUE [<new id>]          the stream follows from our offset
+//!       +FULLRESYNC <replid> <offset> then "$<len>\r\n" or "$EOF:<40 bytes>\r\n" and
+//!                                     the payload (streamd snapshot or Redis RDB),
+//!                                     loaded in place of the dataset, then the stream
+//!  stream: every command runs as the primary's client (no replies; READONLY does not
+//!          apply), is counted into our offset and fed on to our own replicas;
+//!          REPLCONF ACK <offset> [FACK <durable offset>] every second and on GETACK
+//! ```
+//!
+//! A failed or cut link is retried every second. The dataset is replaced only once a
+//! whole payload arrived and loaded: a primary that dies during a full sync leaves
+//! the replica with its previous data, still a replica, retrying.
+
+use crate::core::client::{Client, ClientMsg, ClientRepl};
+use crate::core::replication::LinkState;
+use crate::core::{SharedCore, unix_ms};
+use crate::resp::parser::{ParserLimits, RequestParser};
+use crate::resp::writer::RespWriter;
+use bytes::{Buf, Bytes, BytesMut};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Why a link attempt ended.
+#[derive(Debug)]
+enum LinkEnd {
+    /// REPLICAOF changed the primary (or made this server a primary).
+    Changed,
+    /// I/O failed, timed out, or the primary refused; retry.
+    Failed(String),
+}
+
+type LinkResult<T> = Result<T, LinkEnd>;
+
+/// The link task: waits for a primary to follow, follows it, and retries.
+pub async fn run(core: SharedCore) {
+    let changed = core.borrow().repl.link_changed.clone();
+    loop {
+        let target = {
+            let c = core.borrow();
+            c.repl
+                .master
+                .as_ref()
+                .map(|m| (c.repl.link_generation, m.host.clone(), m.port))
+        };
+        let Some((generation, host, port)) = target else {
+            changed.notified().await;
+            continue;
+        };
+        match link(&core, generation, &host, port).await {
+            LinkEnd::Changed => continue,
+            LinkEnd::Failed(why) => {
+                tracing::warn!(primary = %format!("{host}:{port}"), "replication link: {why}");
+                link_down(&core, generation);
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                    _ = changed.notified() => {}
+                }
+            }
+        }
+    }
+}
+
+/// Marks the link down (if it is still the current one).
+fn link_down(core: &SharedCore, generation: u64) {
+    let mut c = core.borrow_mut();
+    if c.repl.link_generation != generation {
+        return;
+    }
+    let now = unix_ms();
+    if let Some(m) = c.repl.master.as_mut() {
+        if m.state == LinkState::Connected {
+            m.down_since_ms = now;
+        }
+        m.state = LinkState::Connect;
+        m.client_id = None;
+    }
+}
+
+fn current(core: &SharedCore, generation: u64) -> LinkResult<()> {
+    if core.borrow().repl.link_generation == generation {
+        Ok(())
+    } else {
+        Err(LinkEnd::Changed)
+    }
+}
+
+fn set_state(core: &SharedCore, state: LinkState) {
+    if let Some(m) = core.borrow_mut().repl.master.as_mut() {
+        m.state = state;
+        m.last_io_ms = unix_ms();
+    }
+}
+
+/// One connection to the primary, from connect to the end of the stream.
+async fn link(core: &SharedCore, generation: u64, host: &str, port: u16) -> LinkEnd {
+    match link_inner(core, generation, host, port).await {
+        Ok(()) => LinkEnd::Failed("connection closed".into()),
+        Err(e) => e,
+    }
+}
+
+/// Bytes read from the primary that no one consumed yet, and the socket.
+struct Conn {
+    sock: TcpStream,
+    buf: BytesMut,
+    timeout: Duration,
+}
+
+impl Conn {
+    /// Reads more bytes; an error on EOF or timeout.
+    async fn fill(&mut self) -> LinkResult<()> {
+        if self.buf.capacity() - self.buf.len() < 16 * 1024 {
+            self.buf.reserve(64 * 1024);
+        }
+        match tokio::time::timeout(self.timeout, self.sock.read_buf(&mut self.buf)).await {
+            Err(_) => Err(LinkEnd::Failed("timeout reading from the primary".into())),
+            Ok(Err(e)) => Err(LinkEnd::Failed(format!("read error: {e}"))),
+            Ok(Ok(0)) => Err(LinkEnd::Failed("the primary closed the connection".into())),
+            Ok(Ok(_)) => Ok(()),
+        }
+    }
+
+    /// One line without its CRLF (keepalive newlines come back as empty lines).
+    async fn line(&mut self) -> LinkResult<String> {
+        loop {
+            if let Some(i) = self.buf.iter().position(|&b| b == b'\n') {
+                let mut l = self.buf.split_to(i + 1);
+                l.truncate(i);
+                if l.last() == Some(&b'\r') {
+                    l.truncate(i - 1);
+                }
+                return Ok(String::from_utf8_lossy(&l).into_owned());
+            }
+            if self.buf.len() > 64 * 1024 {
+                return Err(LinkEnd::Failed("line too long from the primary".into()));
+            }
+            self.fill().await?;
+        }
+    }
+
+    /// Sends `argv` and reads the one-line reply (skipping keepalive newlines).
+    async fn call(&mut self, argv: &[&[u8]]) -> LinkResult<String> {
+        let mut out = Vec::new();
+        crate::resp::writer::command(&mut out, argv);
+        self.send(&out).await?;
+        loop {
+            let l = self.line().await?;
+            if !l.is_empty() {
+                return Ok(l);
+            }
+        }
+    }
+
+    async fn send(&mut self, bytes: &[u8]) -> LinkResult<()> {
+        match tokio::time::timeout(self.timeout, self.sock.write_all(bytes)).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(LinkEnd::Failed(format!("write error: {e}"))),
+            Err(_) => Err(LinkEnd::Failed("timeout writing to the primary".into())),
+        }
+    }
+}
+
+async fn link_inner(core: &SharedCore, generation: u64, host: &str, port: u16) -> LinkResult<()> {
+    set_state(core, LinkState::Connecting);
+    let timeout = Duration::from_secs(core.borrow().config.get_i64("repl-timeout").max(1) as u64);
+    let sock = match tokio::time::timeout(timeout, TcpStream::connect((host, port))).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => {
+            return Err(LinkEnd::Failed(format!(
+                "Error condition on socket for SYNC: {e}"
+            )));
+        }
+        Err(_) => {
+            return Err(LinkEnd::Failed(
+                "Timeout connecting to the MASTER...".into(),
+            ));
+        }
+    };
+    let _ = sock.set_nodelay(true);
+    tracing::info!(primary = %format!("{host}:{port}"), "Connecting to MASTER: MASTER <-> REPLICA sync started");
+    let mut conn = Conn {
+        sock,
+        buf: BytesMut::with_capacity(64 * 1024),
+        timeout,
+    };
+    let pong = conn.call(&[b"PING"]).await?;
+    if !pong.starts_with('+')
+        && !pong.starts_with("-NOAUTH")
+        && !pong.starts_with("-NOPERM")
+        && !pong.starts_with("-ERR operation not permitted")
+    {
+        return Err(LinkEnd::Failed(format!(
+            "Error reply to PING from master: '{pong}'"
+        )));
+    }
+    current(core, generation)?;
+    let (auth, user, listen, announce_ip) = {
+        let c = core.borrow();
+        let announce_port = c.config.get_i64("replica-announce-port");
+        (
+            c.config.get("masterauth").unwrap_or("").to_string(),
+            c.config.get("masteruser").unwrap_or("").to_string(),
+            if announce_port > 0 {
+                announce_port as u16
+            } else {
+                c.port
+            },
+            c.config
+                .get("replica-announce-ip")
+                .unwrap_or("")
+                .to_string(),
+        )
+    };
+    if !auth.is_empty() {
+        let r = if user.is_empty() {
+            conn.call(&[b"AUTH", auth.as_bytes()]).await?
+        } else {
+            conn.call(&[b"AUTH", user.as_bytes(), auth.as_bytes()])
+                .await?
+        };
+        if r.starts_with('-') {
+            return Err(LinkEnd::Failed(format!("Unable to AUTH to MASTER: {r}")));
+        }
+    }
+    let port_text = listen.to_string();
+    let _ = conn
+        .call(&[b"REPLCONF", b"listening-port", port_text.as_bytes()])
+        .await?;
+    if !announce_ip.is_empty() {
+        let _ = conn
+            .call(&[b"REPLCONF", b"ip-address", announce_ip.as_bytes()])
+            .await?;
+    }
+    let _ = conn
+        .call(&[
+            b"REPLCONF",
+            b"capa",
+            b"eof",
+            b"capa",
+            b"psync2",
+            b"capa",
+            b"streamd",
+        ])
+        .await?;
+    current(core, generation)?;
+    let (replid, offset) = {
+        let c = core.borrow();
+        (c.repl.replid.clone(), c.repl.offset)
+    };
+    let want = (offset + 1).to_string();
+    let reply = conn
+        .call(&[b"PSYNC", replid.as_bytes(), want.as_bytes()])
+        .await?;
+    current(core, generation)?;
+    if let Some(rest) = reply.strip_prefix("+FULLRESYNC ") {
+        let mut parts = rest.split(' ');
+        let new_id = parts.next().unwrap_or("").to_string();
+        let new_offset: u64 = parts.next().and_then(|o| o.parse().ok()).unwrap_or(0);
+        tracing::info!(replid = %new_id, offset = new_offset, "Full resync from master");
+        full_sync(core, generation, &mut conn, new_id, new_offset).await?;
+    } else if let Some(rest) = reply.strip_prefix("+CONTINUE") {
+        let new_id = rest.trim();
+        let mut c = core.borrow_mut();
+        if !new_id.is_empty() && new_id != c.repl.replid {
+            // The primary's history has a new id (it was promoted): ours becomes the
+            // second one, and our own replicas must sync again to learn it.
+            tracing::info!(replid = %new_id, "Master replication ID changed");
+            c.repl.replid2 = std::mem::replace(&mut c.repl.replid, new_id.to_string());
+            c.repl.second_replid_offset = c.repl.offset as i64 + 1;
+            disconnect_replicas(&mut c);
+        }
+        c.repl.ensure_backlog();
+        tracing::info!("MASTER <-> REPLICA sync: Master accepted a Partial Resynchronization.");
+    } else if reply.starts_with("-NOMASTERLINK") || reply.starts_with("-LOADING") {
+        return Err(LinkEnd::Failed(format!(
+            "Master is currently unable to PSYNC but should be in the future: {reply}"
+        )));
+    } else {
+        return Err(LinkEnd::Failed(format!(
+            "Unexpected reply to PSYNC from master: {reply}"
+        )));
+    }
+    stream(core, generation, conn, host, port).await
+}
+
+/// Closes the connections of this server's own replicas (their history changed).
+fn disconnect_replicas(c: &mut crate::core::Core) {
+    let ids: Vec<u64> = c.repl.replicas.keys().copied().collect();
+    for id in ids {
+        if let Some(cl) = c.clients.get(&id) {
+            let _ = cl.tx.send(ClientMsg::Close);
+        }
+        c.repl.replicas.remove(&id);
+    }
+}
+
+/// Receives and loads the payload of a full sync.
+async fn full_sync(
+    core: &SharedCore,
+    generation: u64,
+    conn: &mut Conn,
+    replid: String,
+    offset: u64,
+) -> LinkResult<()> {
+    set_state(core, LinkState::Sync);
+    {
+        let mut c = core.borrow_mut();
+        if let Some(m) = c.repl.master.as_mut() {
+            m.sync_start_ms = unix_ms();
+            m.sync_read = 0;
+            m.sync_total = -1;
+        }
+    }
+    let header = loop {
+        let l = conn.line().await?;
+        if l.is_empty() {
+            set_state(core, LinkState::Sync);
+            continue;
+        }
+        break l;
+    };
+    if header.starts_with('-') {
+        return Err(LinkEnd::Failed(format!(
+            "MASTER aborted replication with an error: {header}"
+        )));
+    }
+    let Some(spec) = header.strip_prefix('$') else {
+        return Err(LinkEnd::Failed(format!(
+            "Bad protocol from MASTER, the first byte is not '$': {header}"
+        )));
+    };
+    let payload = if let Some(mark) = spec.strip_prefix("EOF:") {
+        let mark = mark.as_bytes().to_vec();
+        if mark.len() != 40 {
+            return Err(LinkEnd::Failed("bad EOF mark from the primary".into()));
+        }
+        loop {
+            if conn.buf.len() >= 40 && conn.buf[conn.buf.len() - 40..] == mark[..] {
+                let mut p = std::mem::take(&mut conn.buf);
+                p.truncate(p.len() - 40);
+                break p.freeze();
+            }
+            progress(core, conn.buf.len() as u64, -1);
+            current(core, generation)?;
+            conn.fill().await?;
+        }
+    } else {
+        let total: usize = spec
+            .trim()
+            .parse()
+            .map_err(|_| LinkEnd::Failed(format!("bad payload length from the primary: {spec}")))?;
+        while conn.buf.len() < total {
+            progress(core, conn.buf.len() as u64, total as i64);
+            current(core, generation)?;
+            conn.fill().await?;
+        }
+        conn.buf.split_to(total).freeze()
+    };
+    current(core, generation)?;
+    tracing::info!(
+        bytes = payload.len(),
+        "MASTER <-> REPLICA sync: received the payload; loading it"
+    );
+    load_payload(core, &payload, replid, offset).map_err(LinkEnd::Failed)
+}
+
+fn progress(core: &SharedCore, read: u64, total: i64) {
+    if let Some(m) = core.borrow_mut().repl.master.as_mut() {
+        m.sync_read = read;
+        m.sync_total = total;
+        m.last_io_ms = unix_ms();
+    }
+}
+
+/// Loads a received payload in place of the dataset and takes the primary's history.
+fn load_payload(
+    core: &SharedCore,
+    payload: &[u8],
+    replid: String,
+    offset: u64,
+) -> Result<(), String> {
+    let mut c = core.borrow_mut();
+    let started = std::time::Instant::now();
+    if payload.starts_with(b"REDIS") {
+        let databases = c.dbs.len();
+        let defaults = c.idmp_defaults;
+        let (dbs, stats) =
+            crate::rdb::file::read(payload, databases, unix_ms(), defaults, &mut |_, _| {})
+                .map_err(|e| format!("the primary's RDB does not load: {e}"))?;
+        if !stats.skipped.is_empty() {
+            let skipped: Vec<String> = stats
+                .skipped
+                .iter()
+                .map(|(t, n)| format!("{t}={n}"))
+                .collect();
+            tracing::warn!(
+                skipped = %skipped.join(","),
+                "the primary's dataset holds keys of types streamd does not store; they were skipped"
+            );
+        }
+        c.dbs = dbs;
+        c.touch_all(None);
+    } else {
+        let dir = crate::persist::dump_path(&c)
+            .parent()
+            .map(std::path::Path::to_path_buf)
+            .unwrap_or_default();
+        let tmp = dir.join(format!("temp-sync-{}.snap", std::process::id()));
+        std::fs::write(&tmp, payload).map_err(|e| format!("cannot store the sync payload: {e}"))?;
+        let r = crate::persist::sync::load_snapshot_file(&mut c, &tmp);
+        let _ = std::fs::remove_file(&tmp);
+        r.map_err(|e| format!("the primary's snapshot does not load: {e}"))?;
+    }
+    // Readers blocked on this replica see the new data.
+    let waited: Vec<(usize, Bytes)> = c.blocked.all_keys();
+    for (db, key) in waited {
+        c.signal_ready(db, &key);
+    }
+    c.handle_ready_keys();
+    disconnect_replicas(&mut c);
+    c.repl.replid = replid;
+    c.repl.replid2 = "0".repeat(40);
+    c.repl.second_replid_offset = -1;
+    c.repl.offset = offset;
+    c.repl.backlog = None;
+    c.repl.ensure_backlog();
+    c.repl.master_db = Some(0);
+    c.dirty += 1;
+    tracing::info!(
+        keys = c.dbs.iter().map(|d| d.len()).sum::<usize>(),
+        secs = started.elapsed().as_secs_f64(),
+        "MASTER <-> REPLICA sync: Finished with success"
+    );
+    crate::persist::sync::after_full_sync(&mut c);
+    Ok(())
+}
+
+/// Applies the primary's command stream until the link ends.
+async fn stream(
+    core: &SharedCore,
+    generation: u64,
+    mut conn: Conn,
+    host: &str,
+    port: u16,
+) -> LinkResult<()> {
+    let (tx, mut rx) = crate::core::mailbox::mailbox();
+    let id = {
+        let mut c = core.borrow_mut();
+        let laddr = conn
+            .sock
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        let mut client = Client::new(0, format!("{host}:{port}"), laddr, true, unix_ms(), tx);
+        client.repl = ClientRepl::Master;
+        client.db = c.repl.master_db.unwrap_or(0);
+        let id = c.add_client(client);
+        let now = unix_ms();
+        if let Some(m) = c.repl.master.as_mut() {
+            m.state = LinkState::Connected;
+            m.client_id = Some(id);
+            m.last_io_ms = now;
+        }
+        id
+    };
+    tracing::info!("MASTER <-> REPLICA sync: the link is up, applying the stream");
+    let r = stream_loop(core, generation, &mut conn, id, &mut rx).await;
+    let mut c = core.borrow_mut();
+    if let Some(client) = c.clients.get(&id) {
+        c.repl.master_db = Some(client.db);
+    }
+    c.remove_client(id);
+    r
+}
+
+async fn stream_loop(
+    core: &SharedCore,
+    generation: u64,
+    conn: &mut Conn,
+    id: u64,
+    rx: &mut crate::core::mailbox::Receiver,
+) -> LinkResult<()> {
+    let limits: ParserLimits = core.borrow().limits.parser;
+    let mut parser = RequestParser::new(limits);
+    parser.set_authenticated(true);
+    let mut ack_timer = tokio::time::interval(Duration::from_secs(1));
+    // Send the first ACK at once: the primary learns our offset.
+    send_ack(core, conn).await?;
+    loop {
+        if !conn.buf.is_empty() {
+            let ack = apply(core, id, &mut parser, &mut conn.buf)?;
+            if ack {
+                send_ack(core, conn).await?;
+            }
+            // Effects of the primary's commands go to our log like any write.
+            if crate::persist::commit(core).await.is_err() {
+                return Err(LinkEnd::Failed(
+                    "the append only file cannot be made durable".into(),
+                ));
+            }
+            let mut c = core.borrow_mut();
+            if c.persist.recording() {
+                c.repl.fsynced_offset = c.repl.offset;
+            }
+        }
+        current(core, generation)?;
+        let timeout = conn.timeout;
+        tokio::select! {
+            r = tokio::time::timeout(timeout, conn.sock.read_buf(&mut conn.buf)) => match r {
+                Err(_) => return Err(LinkEnd::Failed("MASTER timeout: no data nor PING received...".into())),
+                Ok(Err(e)) => return Err(LinkEnd::Failed(format!("read error: {e}"))),
+                Ok(Ok(0)) => return Err(LinkEnd::Failed("Connection with master lost.".into())),
+                Ok(Ok(n)) => {
+                    let mut c = core.borrow_mut();
+                    c.stats.net_input_bytes += n as u64;
+                    if let Some(m) = c.repl.master.as_mut() {
+                        m.last_io_ms = unix_ms();
+                    }
+                }
+            },
+            _ = ack_timer.tick() => send_ack(core, conn).await?,
+            msg = rx.recv() => match msg {
+                Some(ClientMsg::Close) | None => {
+                    current(core, generation)?;
+                    return Err(LinkEnd::Failed("the primary's client was killed".into()));
+                }
+                _ => {}
+            },
+        }
+        if conn.buf.capacity() - conn.buf.len() < 16 * 1024 {
+            conn.buf.reserve(64 * 1024);
+        }
+    }
+}
+
+/// `REPLCONF ACK <offset> FACK <durable offset>`.
+async fn send_ack(core: &SharedCore, conn: &mut Conn) -> LinkResult<()> {
+    let (off, fack) = {
+        let c = core.borrow();
+        (c.repl.offset, c.repl.fsynced_offset)
+    };
+    let (off, fack) = (off.to_string(), fack.to_string());
+    let mut out = Vec::new();
+    crate::resp::writer::command(
+        &mut out,
+        &[
+            b"REPLCONF".as_slice(),
+            b"ACK",
+            off.as_bytes(),
+            b"FACK",
+            fack.as_bytes(),
+        ],
+    );
+    conn.send(&out).await
+}
+
+/// Runs every complete command in `buf` as the primary's client; true when one asked
+/// for an ACK.
+fn apply(
+    core: &SharedCore,
+    id: u64,
+    parser: &mut RequestParser,
+    buf: &mut BytesMut,
+) -> LinkResult<bool> {
+    let mut c = core.borrow_mut();
+    let Some(mut client) = c.clients.remove(&id) else {
+        return Err(LinkEnd::Failed("the primary's client is gone".into()));
+    };
+    c.begin_batch();
+    let (size, hard) = (c.repl_backlog_size(), c.replica_hard_limit());
+    let mut out = RespWriter::default();
+    let mut result = Ok(());
+    loop {
+        // Keepalive newlines between commands carry nothing.
+        while buf.first() == Some(&b'\n') {
+            buf.advance(1);
+        }
+        match parser.parse(buf) {
+            Ok(Some(argv)) => {
+                let known = argv
+                    .first()
+                    .is_some_and(|n| crate::core::command::lookup(n).is_some());
+                if known {
+                    c.repl.applying_master = true;
+                    c.execute(&mut client, argv.clone(), &mut out);
+                    c.repl.applying_master = false;
+                    if !c.ready_keys.is_empty() {
+                        c.handle_ready_keys();
+                    }
+                    if out.buf.first() == Some(&b'-') && !is_ack_command(&argv) {
+                        tracing::debug!(
+                            reply = %String::from_utf8_lossy(&out.buf[..out.buf.len().min(200)]),
+                            "a command from the primary failed"
+                        );
+                    }
+                    out.buf.clear();
+                } else {
+                    let name =
+                        String::from_utf8_lossy(argv.first().map(|a| a.as_ref()).unwrap_or(b""))
+                            .to_ascii_lowercase();
+                    let n = c.repl.unknown_from_master.entry(name.clone()).or_insert(0);
+                    *n += 1;
+                    if *n == 1 {
+                        tracing::warn!(
+                            command = %name,
+                            "the primary sent a command streamd does not implement; skipped (counted in INFO replication master_skipped_commands)"
+                        );
+                    }
+                }
+                c.repl.feed_from_master(&argv, size, hard);
+            }
+            Ok(None) => break,
+            Err(e) => {
+                result = Err(LinkEnd::Failed(format!(
+                    "protocol error from the primary: {}",
+                    e.0
+                )));
+                break;
+            }
+        }
+    }
+    c.repl.wake.notify_waiters();
+    let ack = std::mem::take(&mut c.repl.ack_requested);
+    c.clients.insert(id, client);
+    result.map(|()| ack)
+}
+
+fn is_ack_command(argv: &[Bytes]) -> bool {
+    argv.first()
+        .is_some_and(|n| n.eq_ignore_ascii_case(b"REPLCONF"))
+}
