@@ -485,10 +485,17 @@ fn client_list(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     Ok(())
 }
 
-/// Redis's client classes (`getClientType`): `pubsub` while subscribed to anything, else
-/// `normal` (MONITOR clients included); streamd has no `master` or `replica` clients.
+/// Redis's client classes (`getClientType`): `master` for the link to this server's
+/// primary, `replica` for a replica's connection, `pubsub` while subscribed to
+/// anything, else `normal` (MONITOR clients included).
 fn client_type(c: &crate::core::client::Client) -> &'static str {
-    if c.in_pubsub() { "pubsub" } else { "normal" }
+    use crate::core::client::ClientRepl;
+    match c.repl {
+        ClientRepl::Master => "master",
+        ClientRepl::Replica => "replica",
+        ClientRepl::Normal if c.in_pubsub() => "pubsub",
+        ClientRepl::Normal => "normal",
+    }
 }
 
 /// A `TYPE` argument of CLIENT LIST / CLIENT KILL (Redis's `getClientTypeByName`).

@@ -200,6 +200,10 @@ fn publish(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let n = ctx.core.publish(&ctx.argv[1], &ctx.argv[2]);
     ctx.core.flush_pushes(ctx.client.id, ctx.out);
     ctx.out.integer(n as i64);
+    // Subscribers on replicas get it too (Redis propagates PUBLISH to replicas only).
+    let db = ctx.client.db;
+    ctx.core
+        .propagate_to_replicas(db, &[b"PUBLISH".as_slice(), &ctx.argv[1], &ctx.argv[2]]);
     Ok(())
 }
 
@@ -208,6 +212,9 @@ fn spublish(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let n = ctx.core.spublish(&ctx.argv[1], &ctx.argv[2]);
     ctx.core.flush_pushes(ctx.client.id, ctx.out);
     ctx.out.integer(n as i64);
+    let db = ctx.client.db;
+    ctx.core
+        .propagate_to_replicas(db, &[b"SPUBLISH".as_slice(), &ctx.argv[1], &ctx.argv[2]]);
     Ok(())
 }
 

@@ -112,6 +112,9 @@ pub struct Directive {
 /// `i64::MAX`, the ceiling of most of Redis's long long ranges.
 const I64_MAX: i64 = i64::MAX;
 
+/// `i32::MAX`, the ceiling of Redis's int ranges.
+const I32_MAX: i64 = i32::MAX as i64;
+
 /// The values `compat-version` accepts, oldest first: Redis versions that changed the
 /// stream surface.
 pub const COMPAT_VERSIONS: &[&str] = &["7.4", "8.0", "8.2", "8.4", "8.6", "8.8", "8.10"];
@@ -564,6 +567,159 @@ pub const DIRECTIVES: &[Directive] = &[
         },
         mutable: true,
         help: "Streams with per-stream series in a scrape; the rest are counted, not listed.",
+    },
+    Directive {
+        name: "repl-diskless-sync",
+        default: "yes",
+        kind: Kind::Bool,
+        mutable: true,
+        help: "Full syncs stream the snapshot from memory (streamd always syncs diskless: the payload is produced from a copy-on-write clone, never written to the primary's disk); accepted for Redis's tools.",
+    },
+    Directive {
+        name: "replica-serve-stale-data",
+        default: "yes",
+        kind: Kind::Bool,
+        mutable: true,
+        help: "While the link to the primary is down (or syncing), a replica answers with the data it has (yes) or refuses most commands with -MASTERDOWN (no).",
+    },
+    Directive {
+        name: "replica-read-only",
+        default: "yes",
+        kind: Kind::Bool,
+        mutable: true,
+        help: "Replicas refuse write commands from clients with -READONLY.",
+    },
+    Directive {
+        name: "replica-announced",
+        default: "yes",
+        kind: Kind::Bool,
+        mutable: true,
+        help: "Whether Sentinel lists this replica (INFO replication replica_announced).",
+    },
+    Directive {
+        name: "replica-announce-ip",
+        default: "",
+        kind: Kind::Str,
+        mutable: true,
+        help: "The address a replica gives its primary (REPLCONF ip-address) instead of the connection's.",
+    },
+    Directive {
+        name: "masteruser",
+        default: "",
+        kind: Kind::Str,
+        mutable: true,
+        help: "The user a replica authenticates as to its primary (AUTH masteruser masterauth).",
+    },
+    Directive {
+        name: "masterauth",
+        default: "",
+        kind: Kind::Str,
+        mutable: true,
+        help: "The password a replica authenticates to its primary with.",
+    },
+    Directive {
+        name: "replica-priority",
+        default: "100",
+        kind: Kind::Int {
+            min: 0,
+            max: I32_MAX,
+        },
+        mutable: true,
+        help: "Sentinel promotes the replica with the lowest priority first; 0 never (INFO slave_priority).",
+    },
+    Directive {
+        name: "repl-diskless-sync-delay",
+        default: "5",
+        kind: Kind::Int {
+            min: 0,
+            max: I32_MAX,
+        },
+        mutable: true,
+        help: "Seconds a full sync waits for more replicas before it starts.",
+    },
+    Directive {
+        name: "replica-announce-port",
+        default: "0",
+        kind: Kind::Int { min: 0, max: 65535 },
+        mutable: true,
+        help: "The port a replica gives its primary (REPLCONF listening-port) instead of its own.",
+    },
+    Directive {
+        name: "repl-timeout",
+        default: "60",
+        kind: Kind::Int {
+            min: 1,
+            max: I32_MAX,
+        },
+        mutable: true,
+        help: "Seconds without data (or PINGs) after which a replication link is dropped and reconnected.",
+    },
+    Directive {
+        name: "repl-ping-replica-period",
+        default: "10",
+        kind: Kind::Int {
+            min: 1,
+            max: I32_MAX,
+        },
+        mutable: true,
+        help: "Seconds between the PINGs a primary sends its replicas in the stream.",
+    },
+    Directive {
+        name: "min-replicas-to-write",
+        default: "0",
+        kind: Kind::Int {
+            min: 0,
+            max: I32_MAX,
+        },
+        mutable: true,
+        help: "A primary refuses writes (-NOREPLICAS) while fewer replicas than this acknowledged within min-replicas-max-lag; 0 off.",
+    },
+    Directive {
+        name: "min-replicas-max-lag",
+        default: "10",
+        kind: Kind::Int {
+            min: 0,
+            max: I32_MAX,
+        },
+        mutable: true,
+        help: "Seconds since a replica's last ACK for it to count toward min-replicas-to-write.",
+    },
+    Directive {
+        name: "repl-diskless-sync-max-replicas",
+        default: "0",
+        kind: Kind::Int {
+            min: 0,
+            max: I32_MAX,
+        },
+        mutable: true,
+        help: "A full sync starts before its delay once this many replicas wait; 0 no limit.",
+    },
+    Directive {
+        name: "repl-backlog-size",
+        default: "1048576",
+        kind: Kind::Memory {
+            min: 1,
+            max: I64_MAX,
+        },
+        mutable: true,
+        help: "Bytes of the replication stream kept so a replica that reconnects can continue (partial resync).",
+    },
+    Directive {
+        name: "repl-backlog-ttl",
+        default: "3600",
+        kind: Kind::Int {
+            min: 0,
+            max: I64_MAX,
+        },
+        mutable: true,
+        help: "Seconds without replicas after which a primary frees its backlog (0 never).",
+    },
+    Directive {
+        name: "replicaof",
+        default: "",
+        kind: Kind::ReplicaOf,
+        mutable: false,
+        help: "The primary this server replicates (`replicaof <host> <port>`); REPLICAOF changes it and CONFIG REWRITE saves it.",
     },
 ];
 

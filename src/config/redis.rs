@@ -126,14 +126,7 @@ pub const REDIS_ONLY: &[Directive] = &[
         default: "no",
         kind: Kind::Bool,
         mutable: true,
-        help: "Replication settings; streamd has no replication yet.",
-    },
-    Directive {
-        name: "repl-diskless-sync",
-        default: "yes",
-        kind: Kind::Bool,
-        mutable: true,
-        help: "Replication settings; streamd has no replication yet.",
+        help: "Replication links always set TCP_NODELAY.",
     },
     Directive {
         name: "aof-rewrite-incremental-fsync",
@@ -189,28 +182,14 @@ pub const REDIS_ONLY: &[Directive] = &[
         default: "no",
         kind: Kind::Bool,
         mutable: true,
-        help: "Replication settings; streamd has no replication yet.",
-    },
-    Directive {
-        name: "replica-serve-stale-data",
-        default: "yes",
-        kind: Kind::Bool,
-        mutable: true,
-        help: "Replication settings; streamd has no replication yet.",
-    },
-    Directive {
-        name: "replica-read-only",
-        default: "yes",
-        kind: Kind::Bool,
-        mutable: true,
-        help: "Replication settings; streamd has no replication yet.",
+        help: "A full sync replaces the dataset at once; nothing is freed on a background thread.",
     },
     Directive {
         name: "replica-ignore-maxmemory",
         default: "yes",
         kind: Kind::Bool,
         mutable: true,
-        help: "Replication settings; streamd has no replication yet.",
+        help: "maxmemory-policy is noeviction only, so a replica never evicts on its own.",
     },
     Directive {
         name: "jemalloc-bg-thread",
@@ -283,13 +262,6 @@ pub const REDIS_ONLY: &[Directive] = &[
         help: "Redis Cluster settings; streamd runs standalone.",
     },
     Directive {
-        name: "replica-announced",
-        default: "yes",
-        kind: Kind::Bool,
-        mutable: true,
-        help: "Replication settings; streamd has no replication yet.",
-    },
-    Directive {
         name: "aof-disable-auto-gc",
         default: "no",
         kind: Kind::Bool,
@@ -301,7 +273,7 @@ pub const REDIS_ONLY: &[Directive] = &[
         default: "no",
         kind: Kind::Bool,
         mutable: true,
-        help: "Replication settings; streamd has no replication yet.",
+        help: "A replica whose log cannot be made durable stops applying the stream (Redis's default, no).",
     },
     Directive {
         name: "unixsocket",
@@ -309,20 +281,6 @@ pub const REDIS_ONLY: &[Directive] = &[
         kind: Kind::Str,
         mutable: false,
         help: "Unix socket and socket marks; streamd listens on TCP only.",
-    },
-    Directive {
-        name: "replica-announce-ip",
-        default: "",
-        kind: Kind::Str,
-        mutable: true,
-        help: "Replication settings; streamd has no replication yet.",
-    },
-    Directive {
-        name: "masteruser",
-        default: "",
-        kind: Kind::Str,
-        mutable: true,
-        help: "Replication settings; streamd has no replication yet.",
     },
     Directive {
         name: "cluster-announce-ip",
@@ -402,13 +360,6 @@ pub const REDIS_ONLY: &[Directive] = &[
         help: "Unix socket and socket marks; streamd listens on TCP only.",
     },
     Directive {
-        name: "masterauth",
-        default: "",
-        kind: Kind::Str,
-        mutable: true,
-        help: "Replication settings; streamd has no replication yet.",
-    },
-    Directive {
         name: "syslog-facility",
         default: "local0",
         kind: Kind::Enum(&[
@@ -422,7 +373,7 @@ pub const REDIS_ONLY: &[Directive] = &[
         default: "disabled",
         kind: Kind::Enum(&["disabled", "on-empty-db", "swapdb"]),
         mutable: true,
-        help: "Replication settings; streamd has no replication yet.",
+        help: "A replica stores the received payload in a temporary file and loads it from there (Redis's disabled).",
     },
     Directive {
         name: "oom-score-adj",
@@ -471,7 +422,7 @@ pub const REDIS_ONLY: &[Directive] = &[
         default: "ignore",
         kind: Kind::Enum(&["ignore", "panic", "panic-on-replicas"]),
         mutable: true,
-        help: "Replication settings; streamd has no replication yet.",
+        help: "Commands from the primary that fail are logged and skipped (Redis's default, ignore).",
     },
     Directive {
         name: "shutdown-on-sigint",
@@ -573,26 +524,6 @@ pub const REDIS_ONLY: &[Directive] = &[
         help: "Eviction tuning; `noeviction` is the only `maxmemory-policy`.",
     },
     Directive {
-        name: "replica-priority",
-        default: "100",
-        kind: Kind::Int {
-            min: 0,
-            max: I32_MAX,
-        },
-        mutable: true,
-        help: "Replication settings; streamd has no replication yet.",
-    },
-    Directive {
-        name: "repl-diskless-sync-delay",
-        default: "5",
-        kind: Kind::Int {
-            min: 0,
-            max: I32_MAX,
-        },
-        mutable: true,
-        help: "Replication settings; streamd has no replication yet.",
-    },
-    Directive {
         name: "maxmemory-samples",
         default: "5",
         kind: Kind::Int {
@@ -608,13 +539,6 @@ pub const REDIS_ONLY: &[Directive] = &[
         kind: Kind::Int { min: 0, max: 100 },
         mutable: true,
         help: "Eviction tuning; `noeviction` is the only `maxmemory-policy`.",
-    },
-    Directive {
-        name: "replica-announce-port",
-        default: "0",
-        kind: Kind::Int { min: 0, max: 65535 },
-        mutable: true,
-        help: "Replication settings; streamd has no replication yet.",
     },
     Directive {
         name: "cluster-port",
@@ -645,26 +569,6 @@ pub const REDIS_ONLY: &[Directive] = &[
         help: "Redis Cluster settings; streamd runs standalone.",
     },
     Directive {
-        name: "repl-timeout",
-        default: "60",
-        kind: Kind::Int {
-            min: 1,
-            max: I32_MAX,
-        },
-        mutable: true,
-        help: "Replication settings; streamd has no replication yet.",
-    },
-    Directive {
-        name: "repl-ping-replica-period",
-        default: "10",
-        kind: Kind::Int {
-            min: 1,
-            max: I32_MAX,
-        },
-        mutable: true,
-        help: "Replication settings; streamd has no replication yet.",
-    },
-    Directive {
         name: "list-compress-depth",
         default: "0",
         kind: Kind::Int {
@@ -682,26 +586,6 @@ pub const REDIS_ONLY: &[Directive] = &[
         help: "The active expiry cycle has a fixed effort.",
     },
     Directive {
-        name: "min-replicas-to-write",
-        default: "0",
-        kind: Kind::Int {
-            min: 0,
-            max: I32_MAX,
-        },
-        mutable: true,
-        help: "Replication settings; streamd has no replication yet.",
-    },
-    Directive {
-        name: "min-replicas-max-lag",
-        default: "10",
-        kind: Kind::Int {
-            min: 0,
-            max: I32_MAX,
-        },
-        mutable: true,
-        help: "Replication settings; streamd has no replication yet.",
-    },
-    Directive {
         name: "shutdown-timeout",
         default: "10",
         kind: Kind::Int {
@@ -710,16 +594,6 @@ pub const REDIS_ONLY: &[Directive] = &[
         },
         mutable: true,
         help: "Waiting for replicas before shutdown; streamd has no replication yet.",
-    },
-    Directive {
-        name: "repl-diskless-sync-max-replicas",
-        default: "0",
-        kind: Kind::Int {
-            min: 0,
-            max: I32_MAX,
-        },
-        mutable: true,
-        help: "Replication settings; streamd has no replication yet.",
     },
     Directive {
         name: "unixsocketperm",
@@ -757,16 +631,6 @@ pub const REDIS_ONLY: &[Directive] = &[
         },
         mutable: true,
         help: "Redis Cluster settings; streamd runs standalone.",
-    },
-    Directive {
-        name: "repl-backlog-size",
-        default: "1048576",
-        kind: Kind::Memory {
-            min: 1,
-            max: I64_MAX,
-        },
-        mutable: true,
-        help: "Replication settings; streamd has no replication yet.",
     },
     Directive {
         name: "cluster-link-sendbuf-limit",
@@ -864,16 +728,6 @@ pub const REDIS_ONLY: &[Directive] = &[
         kind: Kind::MemoryOrPercent { max: I64_MAX },
         mutable: true,
         help: "Eviction tuning; `noeviction` is the only `maxmemory-policy`.",
-    },
-    Directive {
-        name: "repl-backlog-ttl",
-        default: "3600",
-        kind: Kind::Int {
-            min: 0,
-            max: I64_MAX,
-        },
-        mutable: true,
-        help: "Replication settings; streamd has no replication yet.",
     },
     Directive {
         name: "tls-session-cache-size",
@@ -992,13 +846,6 @@ pub const REDIS_ONLY: &[Directive] = &[
         kind: Kind::OomScoreAdjValues,
         mutable: true,
         help: "Process management that streamd leaves to the service manager.",
-    },
-    Directive {
-        name: "replicaof",
-        default: "",
-        kind: Kind::ReplicaOf,
-        mutable: false,
-        help: "Replication settings; streamd has no replication yet.",
     },
 ];
 

@@ -544,6 +544,17 @@ impl Core {
         }
     }
 
+    /// Hands `argv` to the replicas only, not to the log (PUBLISH: Redis's
+    /// `PROPAGATE_REPL`).
+    pub fn propagate_to_replicas<A: AsRef<[u8]>>(&mut self, db: usize, argv: &[A]) {
+        if !self.loading && self.repl.feeding() {
+            self.repl.feed(db, argv);
+            if !self.repl.in_command() {
+                self.repl_flush();
+            }
+        }
+    }
+
     /// Installs the persistence layer effects go to and SAVE and the like run through.
     pub fn set_persistence(&mut self, persistence: Box<dyn Persistence>) {
         self.persist = persistence;
