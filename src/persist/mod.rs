@@ -287,6 +287,9 @@ pub struct LoadProgress {
 pub struct Persist {
     /// The log, when `appendonly yes` and it is open.
     pub aof: Option<Aof>,
+    /// (records appended, replication offset) at the last cron tick: when that many
+    /// records are durable, the stream up to that offset is (WAITAOF).
+    fsync_mark: (u64, u64),
     /// Nesting depth of EXEC (its effects are wrapped in MULTI/EXEC records).
     multi_depth: u32,
     /// A MULTI record was written for the running EXEC.
@@ -354,6 +357,7 @@ impl Persist {
 /// records the replies depend on as safe as `appendfsync` promises. `Err` means the
 /// fsync failed (the caller drops the replies and the server stops).
 pub async fn commit(core: &SharedCore) -> Result<(), String> {
+    let offset = core.borrow().repl.offset;
     let (pending, wait) = match commit_needs(&core.borrow()) {
         CommitNeeds::Nothing => return Ok(()),
         CommitNeeds::Write { pending, rotation } => (pending, rotation.map(Wait::Rotated)),
@@ -374,7 +378,16 @@ pub async fn commit(core: &SharedCore) -> Result<(), String> {
     }
     let r = match wait {
         None => return Ok(()),
-        Some(Wait::Durable(need, shared)) => shared.wait_durable(need).await,
+        Some(Wait::Durable(need, shared)) => {
+            let r = shared.wait_durable(need).await;
+            if r.is_ok() {
+                // Everything the replication stream held when this commit began is on
+                // disk now (WAITAOF's local count).
+                let mut c = core.borrow_mut();
+                c.repl.fsynced_offset = c.repl.fsynced_offset.max(offset);
+            }
+            r
+        }
         Some(Wait::Rotated((n, shared))) => shared.wait_rotated(n).await,
     };
     if let Err(e) = &r {
@@ -1565,6 +1578,21 @@ fn cron(p: &mut Persist, core: &mut Core) {
     }
     p.flush();
     if let Some(aof) = p.aof.as_ref() {
+        // WAITAOF's local count: once the records appended at the last tick are on
+        // disk, so is the replication stream up to the offset noted with them.
+        let durable = aof.writer.durability().durable();
+        let appended = aof.writer.appended();
+        let (mark, mark_offset) = p.fsync_mark;
+        if durable >= mark {
+            core.repl.fsynced_offset = core.repl.fsynced_offset.max(mark_offset);
+        }
+        if durable >= mark || appended < mark {
+            p.fsync_mark = (appended, core.repl.offset);
+        }
+        if appended == durable {
+            core.repl.fsynced_offset = core.repl.fsynced_offset.max(core.repl.offset);
+        }
+        core.serve_waiters(unix_ms());
         // The longest fsync since the last tick, for the latency monitor (the sync
         // thread cannot reach the core; the cron brings its figure over).
         let usec = aof
