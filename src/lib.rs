@@ -28,6 +28,7 @@ pub mod logging;
 pub mod persist;
 pub mod pubsub;
 pub mod rdb;
+pub mod replication;
 pub mod resp;
 pub mod server;
 pub mod short_bytes;
