@@ -10,11 +10,13 @@
 //! guarantees and the faults.
 
 pub mod primary;
+pub mod redis_forms;
 pub mod replica;
 
 /// Starts replication for a server that is about to serve: spawns the link task
 /// (on the current `LocalSet`) and follows the configured `replicaof`, if any.
 pub fn start(core: &crate::core::SharedCore) {
+    crate::core::replication::set_translator(redis_forms::patch);
     {
         let mut c = core.borrow_mut();
         let target = c.config.get("replicaof").unwrap_or("").to_string();
