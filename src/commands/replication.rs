@@ -10,7 +10,9 @@
 use super::{CommandSpec, flags::*, parse_i64};
 use crate::core::Ctx;
 use crate::core::client::{BlockState, ClientRepl, ReplConf};
-use crate::core::replication::{LinkState, MasterInfo, ReplicaInfo, ReplicaState, Waiter};
+use crate::core::replication::{
+    Failover, FailoverState, LinkState, ReplicaInfo, ReplicaState, Waiter,
+};
 use crate::core::{Core, unix_ms};
 use crate::error::ReplyError;
 
@@ -84,6 +86,14 @@ pub const COMMANDS: &[CommandSpec] = &[
         waitaof,
     ),
     cmd(
+        "failover",
+        -1,
+        ADMIN | NOSCRIPT | STALE,
+        "Starts a coordinated failover from a server to one of its replicas.",
+        "6.2.0",
+        failover,
+    ),
+    cmd(
         "role",
         1,
         NOSCRIPT | LOADING | STALE | FAST,
@@ -131,52 +141,14 @@ fn replicaof(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     Ok(())
 }
 
-/// Makes the server a replica of `host:port` (REPLICAOF, the `replicaof` directive):
-/// the link task connects and tries a partial resync with the current history.
+/// Makes the server a replica of `host:port` ([`Core::follow_master`]).
 pub fn follow(core: &mut Core, host: String, port: u16) {
-    let now = unix_ms();
-    core.repl.master = Some(MasterInfo {
-        host: host.clone(),
-        port,
-        state: LinkState::Connect,
-        last_io_ms: now,
-        down_since_ms: now,
-        sync_total: -1,
-        sync_read: 0,
-        sync_start_ms: 0,
-        client_id: None,
-    });
-    core.repl.link_generation += 1;
-    core.repl.waiters.clear();
-    core.config.set_value("replicaof", format!("{host} {port}"));
-    drop_master_client(core);
-    core.repl.link_changed.notify_one();
+    core.follow_master(host, port);
 }
 
-/// Makes a replica a primary (REPLICAOF NO ONE, FAILOVER's target): the history shifts
-/// so the other replicas of the old primary can continue from this one.
+/// Makes a replica a primary ([`Core::become_primary`]).
 pub fn promote(core: &mut Core) {
-    core.repl.shift_history();
-    core.repl.ensure_backlog();
-    core.repl.master = None;
-    core.repl.link_generation += 1;
-    core.config.set_value("replicaof", String::new());
-    drop_master_client(core);
-    core.repl.link_changed.notify_one();
-}
-
-fn drop_master_client(core: &mut Core) {
-    let ids: Vec<u64> = core
-        .clients
-        .values()
-        .filter(|c| c.repl == ClientRepl::Master)
-        .map(|c| c.id)
-        .collect();
-    for id in ids {
-        if let Some(c) = core.clients.get(&id) {
-            let _ = c.tx.send(crate::core::client::ClientMsg::Close);
-        }
-    }
+    core.become_primary();
 }
 
 fn replconf(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
@@ -254,6 +226,25 @@ fn conf<'a>(ctx: &'a mut Ctx<'_>) -> &'a mut ReplConf {
 fn psync(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     if ctx.client.repl == ClientRepl::Replica {
         return Ok(());
+    }
+    // PSYNC <replid> <offset> FAILOVER: our primary hands over to us (its FAILOVER).
+    if ctx.argv.len() > 3
+        && ctx.arg(0).eq_ignore_ascii_case(b"psync")
+        && ctx.arg(3).eq_ignore_ascii_case(b"failover")
+    {
+        if ctx.arg(1).as_ref() != ctx.core.repl.replid.as_bytes() {
+            return Err(ReplyError::msg(
+                "ERR PSYNC FAILOVER replid must match my replid.",
+            ));
+        }
+        if ctx.core.repl.is_replica() {
+            ctx.core.become_primary();
+            tracing::info!(
+                "MASTER MODE enabled (failover request from 'id={} addr={}')",
+                ctx.client.id,
+                ctx.client.addr
+            );
+        }
     }
     if let Some(m) = &ctx.core.repl.master
         && m.state != LinkState::Connected
@@ -333,6 +324,98 @@ fn psync(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     }
     ctx.core.repl.replicas.insert(ctx.client.id, info);
     ctx.client.repl = ClientRepl::Replica;
+    Ok(())
+}
+
+fn failover(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    if argv.len() == 2 && argv[1].eq_ignore_ascii_case(b"abort") {
+        if ctx.core.repl.failover.is_none() {
+            return Err(ReplyError::msg("ERR No failover in progress."));
+        }
+        let was_in_progress = ctx
+            .core
+            .repl
+            .failover
+            .as_ref()
+            .is_some_and(|f| f.state == FailoverState::InProgress);
+        ctx.core.end_failover("Failover manually aborted");
+        if was_in_progress {
+            ctx.core.become_primary();
+        }
+        ctx.out.ok();
+        return Ok(());
+    }
+    let (mut timeout, mut force, mut target) = (0i64, false, None::<(String, u16)>);
+    let mut j = 1;
+    while j < argv.len() {
+        let a = &argv[j];
+        if a.eq_ignore_ascii_case(b"timeout") && j + 1 < argv.len() && timeout == 0 {
+            timeout = parse_i64(&argv[j + 1])?;
+            if timeout <= 0 {
+                return Err(ReplyError::msg(
+                    "ERR FAILOVER timeout must be greater than 0",
+                ));
+            }
+            j += 2;
+        } else if a.eq_ignore_ascii_case(b"to") && j + 2 < argv.len() && target.is_none() {
+            let port = parse_i64(&argv[j + 2])?;
+            let host = String::from_utf8_lossy(&argv[j + 1]).into_owned();
+            target = Some((host, u16::try_from(port).unwrap_or(0)));
+            j += 3;
+        } else if a.eq_ignore_ascii_case(b"force") && !force {
+            force = true;
+            j += 1;
+        } else {
+            return Err(ReplyError::Syntax);
+        }
+    }
+    let core = &mut *ctx.core;
+    if core.repl.failover.is_some() {
+        return Err(ReplyError::msg("ERR FAILOVER already in progress."));
+    }
+    if core.repl.is_replica() {
+        return Err(ReplyError::msg(
+            "ERR FAILOVER is not valid when server is a replica.",
+        ));
+    }
+    if core.repl.replicas.is_empty() {
+        return Err(ReplyError::msg("ERR FAILOVER requires connected replicas."));
+    }
+    if force && (timeout == 0 || target.is_none()) {
+        return Err(ReplyError::msg(
+            "ERR FAILOVER with force option requires both a timeout and target HOST and IP.",
+        ));
+    }
+    if let Some((host, port)) = &target {
+        let Some(r) = core
+            .repl
+            .replicas
+            .values()
+            .find(|r| r.ip == *host && r.port == *port)
+        else {
+            return Err(ReplyError::msg(
+                "ERR FAILOVER target HOST and PORT is not a replica.",
+            ));
+        };
+        if r.state != ReplicaState::Online {
+            return Err(ReplyError::msg(
+                "ERR FAILOVER target replica is not online.",
+            ));
+        }
+        tracing::info!("FAILOVER requested to {host}:{port}.");
+    } else {
+        tracing::info!("FAILOVER requested to any replica.");
+    }
+    core.repl.failover = Some(Failover {
+        target,
+        force,
+        deadline_ms: (timeout > 0).then(|| ctx.now_ms.saturating_add(timeout as u64)),
+        state: FailoverState::WaitingForSync,
+        started_ms: 0,
+        paused: Vec::new(),
+    });
+    ctx.out.ok();
     Ok(())
 }
 
@@ -550,7 +633,12 @@ pub fn info(core: &Core) -> String {
     };
     let _ = write!(
         s,
-        "master_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_replid2:{}\r\nmaster_repl_offset:{}\r\nsecond_repl_offset:{}\r\nrepl_backlog_active:{active}\r\nrepl_backlog_size:{}\r\nrepl_backlog_first_byte_offset:{first}\r\nrepl_backlog_histlen:{histlen}\r\n",
+        "master_failover_state:{}\r\nmaster_replid:{}\r\nmaster_replid2:{}\r\nmaster_repl_offset:{}\r\nsecond_repl_offset:{}\r\nrepl_backlog_active:{active}\r\nrepl_backlog_size:{}\r\nrepl_backlog_first_byte_offset:{first}\r\nrepl_backlog_histlen:{histlen}\r\n",
+        match r.failover.as_ref().map(|f| f.state) {
+            None => "no-failover",
+            Some(FailoverState::WaitingForSync) => "waiting-for-sync",
+            Some(FailoverState::InProgress) => "failover-in-progress",
+        },
         r.replid,
         r.replid2,
         r.offset,

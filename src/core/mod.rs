@@ -1041,6 +1041,9 @@ impl Core {
             self.reject(client, out, Some(spec), &err);
             return Outcome::Done;
         }
+        if self.repl.failover.is_some() && self.hold_for_failover(client, spec, &argv) {
+            return Outcome::Blocked;
+        }
         if client.multi.is_some() && spec.flags & flags::NO_MULTI_QUEUE == 0 {
             if let Some(queue) = client.multi.as_mut() {
                 queue.push(argv);

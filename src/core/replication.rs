@@ -229,6 +229,33 @@ pub struct MasterInfo {
     pub client_id: Option<u64>,
 }
 
+/// Where a FAILOVER is (INFO's `master_failover_state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailoverState {
+    /// Writes are held until the target acknowledged everything (`waiting-for-sync`).
+    WaitingForSync,
+    /// This server follows the target and asked it to take over
+    /// (`failover-in-progress`).
+    InProgress,
+}
+
+/// A FAILOVER command in progress.
+#[derive(Debug, Clone)]
+pub struct Failover {
+    /// `TO host port`, or the replica chosen once caught up.
+    pub target: Option<(String, u16)>,
+    /// `FORCE`: fail over at the timeout even if the target is behind.
+    pub force: bool,
+    /// `TIMEOUT`, as a unix ms deadline.
+    pub deadline_ms: Option<u64>,
+    /// Where it is.
+    pub state: FailoverState,
+    /// Unix ms it entered `InProgress`.
+    pub started_ms: u64,
+    /// Clients whose write commands are held meanwhile.
+    pub paused: Vec<u64>,
+}
+
 /// A client blocked in WAIT (or WAITAOF).
 #[derive(Debug, Clone)]
 pub struct Waiter {
@@ -297,6 +324,10 @@ pub struct Replication {
     pub fsynced_offset: u64,
     /// Commands from a primary this server does not know, by name (logged once each).
     pub unknown_from_master: BTreeMap<String, u64>,
+    /// A FAILOVER in progress.
+    pub failover: Option<Failover>,
+    /// The link's next PSYNC asks the primary to take over (`PSYNC ... FAILOVER`).
+    pub psync_failover: bool,
     /// INFO stats counters.
     pub stats: ReplStats,
     /// On a replica: the database its primary's stream has selected, so a partial
@@ -339,6 +370,8 @@ impl Default for Replication {
             fsynced_offset: 0,
             unknown_from_master: BTreeMap::new(),
             stats: ReplStats::default(),
+            failover: None,
+            psync_failover: false,
             master_db: None,
             pending: Vec::new(),
             pending_patches: Vec::new(),
@@ -587,6 +620,207 @@ impl Replication {
 }
 
 impl Core {
+    /// Makes the server a replica of `host:port` (REPLICAOF, the `replicaof` directive,
+    /// FAILOVER): the link task connects and tries a partial resync with the current
+    /// history (Redis's `replicationSetMaster` with `replicationCacheMasterUsingMyself`).
+    pub fn follow_master(&mut self, host: String, port: u16) {
+        let now = super::unix_ms();
+        self.repl.master = Some(MasterInfo {
+            host: host.clone(),
+            port,
+            state: LinkState::Connect,
+            last_io_ms: now,
+            down_since_ms: now,
+            sync_total: -1,
+            sync_read: 0,
+            sync_start_ms: 0,
+            client_id: None,
+        });
+        self.repl.link_generation += 1;
+        self.config.set_value("replicaof", format!("{host} {port}"));
+        self.close_master_client();
+        self.repl.link_changed.notify_one();
+        // WAIT has no meaning on a replica: its waiters get what they have.
+        let now = super::unix_ms();
+        for w in self.repl.waiters.iter_mut() {
+            w.deadline_ms = Some(now);
+        }
+        self.serve_waiters(now);
+    }
+
+    /// Makes a replica a primary (REPLICAOF NO ONE, PSYNC ... FAILOVER): the history
+    /// shifts so the other replicas of the old primary can continue from this one, and
+    /// this server's own replicas reconnect to learn the new id (Redis's
+    /// `replicationUnsetMaster`).
+    pub fn become_primary(&mut self) {
+        self.repl.shift_history();
+        self.repl.ensure_backlog();
+        self.repl.force_select();
+        self.repl.master = None;
+        self.repl.link_generation += 1;
+        self.config.set_value("replicaof", String::new());
+        self.close_master_client();
+        let replicas: Vec<u64> = self.repl.replicas.keys().copied().collect();
+        for id in replicas {
+            if let Some(c) = self.clients.get(&id) {
+                let _ = c.tx.send(super::client::ClientMsg::Close);
+            }
+            self.repl.replicas.remove(&id);
+        }
+        self.repl.link_changed.notify_one();
+    }
+
+    fn close_master_client(&mut self) {
+        for c in self.clients.values() {
+            if c.repl == super::client::ClientRepl::Master {
+                let _ = c.tx.send(super::client::ClientMsg::Close);
+            }
+        }
+    }
+
+    /// During a FAILOVER, holds `client`'s write command until the failover ends
+    /// (Redis pauses writers with `CLIENT_PAUSE_WRITE`); true when it was held.
+    pub fn hold_for_failover(
+        &mut self,
+        client: &mut super::client::Client,
+        spec: &super::command::CommandSpec,
+        argv: &crate::resp::Argv,
+    ) -> bool {
+        use super::command::flags;
+        let Some(f) = self.repl.failover.as_mut() else {
+            return false;
+        };
+        if client.repl != super::client::ClientRepl::Normal
+            || (client.multi.is_some() && spec.name != "exec")
+        {
+            return false;
+        }
+        let writes = spec.flags & flags::WRITE != 0
+            || (spec.name == "exec"
+                && client.multi.as_ref().is_some_and(|q| {
+                    q.iter().any(|a| {
+                        a.first()
+                            .and_then(|n| super::command::lookup(n))
+                            .is_some_and(|s| s.flags & flags::WRITE != 0)
+                    })
+                }));
+        if !writes {
+            return false;
+        }
+        f.paused.push(client.id);
+        client.blocked = Some(super::client::BlockState {
+            argv: argv.clone(),
+            db: client.db,
+            keys: Vec::new(),
+            deadline_ms: None,
+            unblock_on_nokey: false,
+        });
+        true
+    }
+
+    /// Ends a FAILOVER (done or aborted): the held writers run now (on a server that
+    /// became a replica they get `-READONLY`, as in Redis).
+    pub fn end_failover(&mut self, why: &str) {
+        let Some(f) = self.repl.failover.take() else {
+            return;
+        };
+        tracing::info!("FAILOVER ended: {why}");
+        for id in f.paused {
+            let Some(mut client) = self.clients.remove(&id) else {
+                continue;
+            };
+            if let Some(state) = client.blocked.take() {
+                let mut out = crate::resp::writer::RespWriter::new(client.proto);
+                self.begin_batch();
+                let saved = client.db;
+                client.db = state.db;
+                let outcome = self.execute(&mut client, state.argv, &mut out);
+                if client.db == state.db {
+                    client.db = saved;
+                }
+                if outcome == super::Outcome::Done {
+                    client.send(
+                        super::client::ClientMsg::Unblocked(out.take()),
+                        self.limits.output,
+                    );
+                }
+                self.handle_ready_keys();
+            }
+            self.clients.insert(id, client);
+        }
+    }
+
+    /// FAILOVER's progress, from the cron: once the target replica (or any, without
+    /// TO) acknowledged everything, this server follows it and asks it, with `PSYNC
+    /// ... FAILOVER`, to become the primary; on timeout it aborts, or fails over anyway
+    /// with FORCE.
+    fn failover_cron(&mut self, now_ms: u64) {
+        let Some(f) = self.repl.failover.as_ref() else {
+            return;
+        };
+        match f.state {
+            FailoverState::WaitingForSync => {
+                let timed_out = f.deadline_ms.is_some_and(|d| now_ms >= d);
+                let offset = self.repl.offset;
+                let caught_up = self
+                    .repl
+                    .replicas
+                    .values()
+                    .filter(|r| r.state == ReplicaState::Online)
+                    .find(|r| match &f.target {
+                        Some((h, p)) => r.ip == *h && r.port == *p,
+                        None => r.ack >= offset,
+                    })
+                    .filter(|r| r.ack >= offset)
+                    .map(|r| (r.ip.clone(), r.port));
+                let target = match (caught_up, timed_out, f.force) {
+                    (Some(t), _, _) => t,
+                    (None, true, true) => match f.target.clone() {
+                        Some(t) => t,
+                        None => return self.end_failover("no target"),
+                    },
+                    (None, true, false) => {
+                        return self.end_failover("Replica never caught up before timeout");
+                    }
+                    (None, false, _) => {
+                        if !self.repl.getack_pending {
+                            self.repl_control(&[b"REPLCONF", b"GETACK", b"*"]);
+                            self.repl.getack_pending = true;
+                        }
+                        return;
+                    }
+                };
+                tracing::info!(
+                    "Failover target {}:{} is synced, failing over.",
+                    target.0,
+                    target.1
+                );
+                if let Some(f) = self.repl.failover.as_mut() {
+                    f.state = FailoverState::InProgress;
+                    f.target = Some(target.clone());
+                    f.started_ms = now_ms;
+                }
+                self.repl.psync_failover = true;
+                let paused = self.repl.failover.take();
+                self.follow_master(target.0, target.1);
+                self.repl.failover = paused;
+            }
+            FailoverState::InProgress => {
+                let connected = self
+                    .repl
+                    .master
+                    .as_ref()
+                    .is_some_and(|m| m.state == LinkState::Connected);
+                if connected {
+                    self.end_failover("Failover target is the primary now");
+                } else if now_ms.saturating_sub(f.started_ms) > 60_000 {
+                    self.repl.psync_failover = false;
+                    self.end_failover("the target never took over");
+                }
+            }
+        }
+    }
+
     /// Why `client` may not run `spec` given the server's replication role, if it may
     /// not (Redis's `processCommand`: `-NOREPLICAS` under `min-replicas-to-write`,
     /// `-READONLY` on a read-only replica, `-MASTERDOWN` on a replica whose link is
@@ -724,6 +958,7 @@ impl Core {
             self.repl_control(&[b"REPLCONF", b"GETACK", b"*"]);
             self.repl.getack_pending = true;
         }
+        self.failover_cron(now_ms);
         self.serve_waiters(now_ms);
         let max_lag = self.config.get_i64("min-replicas-max-lag").max(0) as u64 * 1000;
         self.repl.good_replicas = self
