@@ -13,8 +13,12 @@
 //! - `client`: the RESP client (pipelined sends, reply framing, a small reply parser).
 //! - `measure`: phases (time, `used_memory`, server CPU from `/proc`), samples, medians.
 //! - `driver`: the closed-loop request driver most workloads share.
-//! - `workloads`: the registry and one file per family (write, read, groups, live, memory).
+//! - `workloads`: the registry and one file per family (write, read, groups, live, memory,
+//!   pubsub, replication).
 //! - `report`: the Markdown table and JSON lines.
+//!
+//! The `repl/*` workloads start their own servers instead (A = streamd, B = redis-server,
+//! a primary with 0, 1 or 2 replicas each round) and run only when named: `--only repl`.
 
 mod client;
 mod driver;
@@ -23,18 +27,23 @@ mod report;
 mod workloads;
 
 use std::io::Write as _;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use measure::{Sample, Summary};
 use report::Side;
-use workloads::{Ctx, Workload};
+use workloads::{Ctx, Program, Workload};
 
 /// The scale at which a full run of every workload takes about ten minutes on the 2-core
 /// development machine (5 rounds, both servers).
 const DEFAULT_SCALE: f64 = 0.5;
 
+/// Entries loaded before each `repl/fullsync-*` round unless `--sync-entries` says.
+const DEFAULT_SYNC_ENTRIES: u64 = 5_000_000;
+
 const USAGE: &str = "\
 usage: streamd-bench --a HOST:PORT [--b HOST:PORT] [options] [WORKLOAD...]
+       streamd-bench --only repl [--streamd PATH] [--sync-entries N] [options]
 
   --a, --b ADDR     servers to compare (B optional; ratios are A/B)
   --rounds N        rounds per server, alternating A B, B A, ... (default 5)
@@ -44,6 +53,12 @@ usage: streamd-bench --a HOST:PORT [--b HOST:PORT] [options] [WORKLOAD...]
   --timeout SECS    bound on every connect/write/reply (default 30)
   --json            one JSON object per workload and server (and per ratio) per line
   --list            print the workload names and exit
+
+  repl/* (replication) starts its own servers each round, A = streamd and B =
+  redis-server (from PATH), and runs only when named; --a/--b are not used for it:
+  --streamd PATH    the streamd binary (default: streamd next to this executable);
+                    a redis-server path here makes A Redis too (Redis-vs-Redis check)
+  --sync-entries N  entries loaded before each full sync (default 5000000)
 ";
 
 /// Command-line options.
@@ -57,6 +72,10 @@ struct Args {
     timeout: Duration,
     json: bool,
     list: bool,
+    /// `--streamd`: the binary `repl/*` starts for A.
+    streamd: Option<PathBuf>,
+    /// Entries loaded before a `repl/fullsync-*`.
+    sync_entries: u64,
 }
 
 fn parse_args(argv: impl IntoIterator<Item = String>) -> Result<Args, String> {
@@ -69,6 +88,8 @@ fn parse_args(argv: impl IntoIterator<Item = String>) -> Result<Args, String> {
         timeout: Duration::from_secs(30),
         json: false,
         list: false,
+        streamd: None,
+        sync_entries: DEFAULT_SYNC_ENTRIES,
     };
     let mut it = argv.into_iter();
     while let Some(flag) = it.next() {
@@ -104,6 +125,14 @@ fn parse_args(argv: impl IntoIterator<Item = String>) -> Result<Args, String> {
                     .filter(|s| !s.is_empty())
                     .map(String::from),
             ),
+            "--streamd" => args.streamd = Some(PathBuf::from(value()?)),
+            "--sync-entries" => {
+                args.sync_entries = value()?
+                    .parse()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .ok_or("--sync-entries needs a positive integer")?
+            }
             "--json" => args.json = true,
             "--list" => args.list = true,
             "-h" | "--help" => return Err(USAGE.to_string()),
@@ -111,7 +140,10 @@ fn parse_args(argv: impl IntoIterator<Item = String>) -> Result<Args, String> {
             other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }
     }
-    if args.a.is_empty() && !args.list {
+    // Only workloads that start their own servers may go without --a.
+    let own_only =
+        !args.only.is_empty() && args.only.iter().all(|o| workloads::starts_own_servers(o));
+    if args.a.is_empty() && !args.list && !own_only {
         return Err(format!("--a is required\n{USAGE}"));
     }
     Ok(args)
@@ -130,9 +162,11 @@ fn main() {
             std::process::exit(2);
         }
     };
+    // A family that starts its own servers runs only when named (--list shows it anyway).
     let chosen: Vec<Workload> = workloads::all()
         .into_iter()
         .filter(|w| workloads::selected(&w.name, &args.only))
+        .filter(|w| args.list || !args.only.is_empty() || !workloads::starts_own_servers(&w.name))
         .collect();
     if args.list {
         let names: String = chosen.iter().map(|w| format!("{}\n", w.name)).collect();
@@ -143,6 +177,30 @@ fn main() {
         eprintln!("no workload matches {:?}; see --list", args.only);
         std::process::exit(2);
     }
+    let programs = if chosen
+        .iter()
+        .any(|w| workloads::starts_own_servers(&w.name))
+    {
+        match Program::streamd(args.streamd.clone()).and_then(|a| Ok((a, Program::redis()?))) {
+            Ok((a, b)) => {
+                if a.name == b.name {
+                    eprintln!(
+                        "note: repl/* A is {} too (--streamd {}): a sanity run, ratios \
+                         should be near 1",
+                        a.name,
+                        a.path.display()
+                    );
+                }
+                Some((a, b))
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                std::process::exit(2);
+            }
+        }
+    } else {
+        None
+    };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -154,7 +212,7 @@ fn main() {
         }
     };
     let local = tokio::task::LocalSet::new();
-    let failed = local.block_on(&runtime, run_all(&args, &chosen));
+    let failed = local.block_on(&runtime, run_all(&args, &chosen, programs.as_ref()));
     if failed > 0 {
         eprintln!("streamd-bench: {failed} workload side(s) failed");
         std::process::exit(1);
@@ -174,11 +232,26 @@ fn emit(text: &str) {
     }
 }
 
-/// Runs every chosen workload; returns how many server sides failed.
-async fn run_all(args: &Args, chosen: &[Workload]) -> usize {
-    let servers: Vec<(&'static str, &str)> = std::iter::once(("A", args.a.as_str()))
-        .chain(args.b.as_deref().map(|b| ("B", b)))
-        .collect();
+/// Runs every chosen workload; returns how many server sides failed. `programs` are the
+/// servers (A, B) that workloads starting their own run.
+async fn run_all(args: &Args, chosen: &[Workload], programs: Option<&(Program, Program)>) -> usize {
+    let given: Vec<(&'static str, String, Option<Program>)> =
+        std::iter::once(("A", args.a.clone(), None))
+            .chain(args.b.clone().map(|b| ("B", b, None)))
+            .collect();
+    let started_by_us: Vec<(&'static str, String, Option<Program>)> = programs
+        .map(|(a, b)| {
+            [("A", a), ("B", b)]
+                .map(|(n, p)| {
+                    (
+                        n,
+                        format!("{} {}", p.name, p.path.display()),
+                        Some(p.clone()),
+                    )
+                })
+                .to_vec()
+        })
+        .unwrap_or_default();
     let epoch = Instant::now();
     let started = Instant::now();
     if !args.json {
@@ -186,6 +259,11 @@ async fn run_all(args: &Args, chosen: &[Workload]) -> usize {
     }
     let mut failed = 0;
     for (k, w) in chosen.iter().enumerate() {
+        let servers = if workloads::starts_own_servers(&w.name) {
+            &started_by_us
+        } else {
+            &given
+        };
         let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); servers.len()];
         let mut errors: Vec<Option<String>> = vec![None; servers.len()];
         for round in 0..args.rounds {
@@ -198,7 +276,7 @@ async fn run_all(args: &Args, chosen: &[Workload]) -> usize {
                 if errors[s].is_some() {
                     continue;
                 }
-                let (name, addr) = servers[s];
+                let (name, addr, spawn) = &servers[s];
                 eprint!(
                     "[{}/{} {:>4.0}s] {} round {}/{} {name} ... ",
                     k + 1,
@@ -211,10 +289,12 @@ async fn run_all(args: &Args, chosen: &[Workload]) -> usize {
                 let _ = std::io::stderr().flush();
                 let ctx = Ctx {
                     addr: addr.to_string(),
-                    local: is_local(addr),
+                    local: spawn.is_some() || is_local(addr),
                     scale: args.scale,
                     timeout: args.timeout,
                     epoch,
+                    spawn: spawn.clone(),
+                    sync_entries: args.sync_entries,
                 };
                 // Every wait inside is bounded; this bounds the round as a whole too.
                 let limit = args.timeout * 20;
@@ -245,7 +325,7 @@ async fn run_all(args: &Args, chosen: &[Workload]) -> usize {
         let sides: Vec<Side> = servers
             .iter()
             .enumerate()
-            .map(|(s, (name, addr))| Side {
+            .map(|(s, (name, addr, _))| Side {
                 name,
                 addr: addr.to_string(),
                 result: match errors[s].take() {
@@ -287,6 +367,15 @@ mod tests {
         assert!(parse("--a x --rounds").is_err());
         assert!(parse("--a x --bogus").is_err());
         assert!(parse("--list").is_ok_and(|a| a.list));
+        // The replication family starts its own servers: no --a needed for it alone.
+        let r = parse("--only repl/wait1-r1 repl --streamd /x/streamd --sync-entries 1000")
+            .expect("valid");
+        assert_eq!(
+            (r.streamd, r.sync_entries),
+            (Some(PathBuf::from("/x/streamd")), 1000)
+        );
+        assert!(parse("--only repl,xadd").is_err());
+        assert!(parse("--only repl --sync-entries 0").is_err());
         assert!(is_local("127.0.0.1:6379") && !is_local("10.0.0.1:6379"));
     }
 }

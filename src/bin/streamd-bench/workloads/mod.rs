@@ -4,12 +4,17 @@
 //!
 //! Sizes are the full sizes (1M entries, 100k PEL, 100k streams) times `--scale`;
 //! timed phases last [`TIMED_SECS`] times `--scale` (at least half a second).
+//!
+//! The `repl/*` family is the exception to "a flushed server": it starts its own servers
+//! (streamd for A, `redis-server` for B) every round, and runs only when named
+//! ([`OWN_SERVERS`]).
 
 mod groups;
 mod live;
 mod memory;
 mod pubsub;
 mod read;
+mod replication;
 mod write;
 
 use std::io;
@@ -17,6 +22,8 @@ use std::time::{Duration, Instant};
 
 use crate::client::{Conn, info_field};
 use crate::measure::{Phase, Rng, Sample};
+
+pub use replication::Program;
 
 /// Length of a timed phase at scale 1.
 pub const TIMED_SECS: f64 = 3.0;
@@ -33,6 +40,10 @@ pub struct Ctx {
     pub timeout: Duration,
     /// Origin of the microsecond timestamps carried inside entries.
     pub epoch: Instant,
+    /// The server program `repl/*` starts (`addr` is then only a label).
+    pub spawn: Option<replication::Program>,
+    /// Entries loaded before a `repl/fullsync-*` (not scaled).
+    pub sync_entries: u64,
 }
 
 impl Ctx {
@@ -151,6 +162,8 @@ pub enum Kind {
         /// Connections blocked in `XREAD BLOCK 0`, one key each.
         readers: usize,
     },
+    /// Replication, on servers the workload starts itself.
+    Repl(replication::Repl),
 }
 
 /// One named workload variant.
@@ -301,7 +314,21 @@ pub fn all() -> Vec<Workload> {
             },
         ));
     }
+    for (v, r, latency) in replication::variants() {
+        out.push(w(format!("repl/{v}"), "entry", latency, Kind::Repl(r)));
+    }
     out
+}
+
+/// Families that start their own servers (so ignore `--a`/`--b`) and run only when named
+/// in `--only`: a default run stays the one against the given servers.
+pub const OWN_SERVERS: &[&str] = &["repl"];
+
+/// Whether the workload `name` (or the `--only` entry naming it) belongs to a family of
+/// [`OWN_SERVERS`].
+pub fn starts_own_servers(name: &str) -> bool {
+    let family = name.split('/').next().unwrap_or(name);
+    OWN_SERVERS.contains(&family)
 }
 
 /// Whether `name` is selected by the `--only` list (family or full names; empty = all).
@@ -341,6 +368,7 @@ pub async fn run(w: &Workload, ctx: &Ctx) -> io::Result<Sample> {
             per_client,
             distinct,
         } => pubsub::memory(ctx, clients, per_client, distinct).await,
+        Kind::Repl(r) => replication::run(ctx, r).await,
     }
 }
 
