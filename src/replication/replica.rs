@@ -257,9 +257,14 @@ async fn link_inner(core: &SharedCore, generation: u64, host: &str, port: u16) -
         (c.repl.replid.clone(), c.repl.offset)
     };
     let want = (offset + 1).to_string();
-    let reply = conn
-        .call(&[b"PSYNC", replid.as_bytes(), want.as_bytes()])
-        .await?;
+    let failover = std::mem::take(&mut core.borrow_mut().repl.psync_failover);
+    let reply = if failover {
+        conn.call(&[b"PSYNC", replid.as_bytes(), want.as_bytes(), b"FAILOVER"])
+            .await?
+    } else {
+        conn.call(&[b"PSYNC", replid.as_bytes(), want.as_bytes()])
+            .await?
+    };
     current(core, generation)?;
     if let Some(rest) = reply.strip_prefix("+FULLRESYNC ") {
         let mut parts = rest.split(' ');
