@@ -99,6 +99,7 @@ pub fn serve(config: config::Config) -> std::io::Result<()> {
         let core = Rc::new(RefCell::new(core));
         let loading = persist::run_loader(core.clone(), loader);
         let reason = server::run(listeners, core.clone(), loading).await?;
+        replication::wait_before_shutdown(&core).await;
         if reason == server::StopReason::Signal {
             // SHUTDOWN did this in its handler (so it could report errors).
             let mut c = core.borrow_mut();

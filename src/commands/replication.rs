@@ -413,7 +413,6 @@ fn failover(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         deadline_ms: (timeout > 0).then(|| ctx.now_ms.saturating_add(timeout as u64)),
         state: FailoverState::WaitingForSync,
         started_ms: 0,
-        paused: Vec::new(),
     });
     ctx.out.ok();
     Ok(())

@@ -721,6 +721,16 @@ pub const DIRECTIVES: &[Directive] = &[
         mutable: false,
         help: "The primary this server replicates (`replicaof <host> <port>`); REPLICAOF changes it and CONFIG REWRITE saves it.",
     },
+    Directive {
+        name: "shutdown-timeout",
+        default: "10",
+        kind: Kind::Int {
+            min: 0,
+            max: I32_MAX,
+        },
+        mutable: true,
+        help: "SHUTDOWN/SIGTERM of a primary holds writes and waits up to this many seconds for lagging replicas to acknowledge everything.",
+    },
 ];
 
 /// A configuration error, worded like Redis's.

@@ -586,16 +586,6 @@ pub const REDIS_ONLY: &[Directive] = &[
         help: "The active expiry cycle has a fixed effort.",
     },
     Directive {
-        name: "shutdown-timeout",
-        default: "10",
-        kind: Kind::Int {
-            min: 0,
-            max: I32_MAX,
-        },
-        mutable: true,
-        help: "Waiting for replicas before shutdown; streamd has no replication yet.",
-    },
-    Directive {
         name: "unixsocketperm",
         default: "0",
         kind: Kind::Octal { max: 511 },

@@ -1002,7 +1002,13 @@ impl Core {
                 return Outcome::Done;
             }
         }
-        if self.limits.maxmemory > 0 && Self::denied_on_oom(client, spec) && self.over_maxmemory() {
+        // The primary's own client is never refused for memory (Redis exempts it too:
+        // the replica must apply what the primary did).
+        if self.limits.maxmemory > 0
+            && client.repl != client::ClientRepl::Master
+            && Self::denied_on_oom(client, spec)
+            && self.over_maxmemory()
+        {
             self.reject(client, out, Some(spec), &ReplyError::Oom);
             return Outcome::Done;
         }
@@ -1041,7 +1047,9 @@ impl Core {
             self.reject(client, out, Some(spec), &err);
             return Outcome::Done;
         }
-        if self.repl.failover.is_some() && self.hold_for_failover(client, spec, &argv) {
+        if (self.repl.failover.is_some() || self.repl.pause_writes)
+            && self.hold_for_failover(client, spec, &argv)
+        {
             return Outcome::Blocked;
         }
         if client.multi.is_some() && spec.flags & flags::NO_MULTI_QUEUE == 0 {

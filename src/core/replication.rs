@@ -252,8 +252,6 @@ pub struct Failover {
     pub state: FailoverState,
     /// Unix ms it entered `InProgress`.
     pub started_ms: u64,
-    /// Clients whose write commands are held meanwhile.
-    pub paused: Vec<u64>,
 }
 
 /// A client blocked in WAIT (or WAITAOF).
@@ -326,6 +324,10 @@ pub struct Replication {
     pub unknown_from_master: BTreeMap<String, u64>,
     /// A FAILOVER in progress.
     pub failover: Option<Failover>,
+    /// Writes are held (a shutdown waiting for its replicas, `shutdown-timeout`).
+    pub pause_writes: bool,
+    /// Clients whose write commands are held (FAILOVER, shutdown).
+    pub paused: Vec<u64>,
     /// The link's next PSYNC asks the primary to take over (`PSYNC ... FAILOVER`).
     pub psync_failover: bool,
     /// INFO stats counters.
@@ -371,6 +373,8 @@ impl Default for Replication {
             unknown_from_master: BTreeMap::new(),
             stats: ReplStats::default(),
             failover: None,
+            pause_writes: false,
+            paused: Vec::new(),
             psync_failover: false,
             master_db: None,
             pending: Vec::new(),
@@ -687,9 +691,9 @@ impl Core {
         argv: &crate::resp::Argv,
     ) -> bool {
         use super::command::flags;
-        let Some(f) = self.repl.failover.as_mut() else {
+        if self.repl.failover.is_none() && !self.repl.pause_writes {
             return false;
-        };
+        }
         if client.repl != super::client::ClientRepl::Normal
             || (client.multi.is_some() && spec.name != "exec")
         {
@@ -707,7 +711,7 @@ impl Core {
         if !writes {
             return false;
         }
-        f.paused.push(client.id);
+        self.repl.paused.push(client.id);
         client.blocked = Some(super::client::BlockState {
             argv: argv.clone(),
             db: client.db,
@@ -721,11 +725,16 @@ impl Core {
     /// Ends a FAILOVER (done or aborted): the held writers run now (on a server that
     /// became a replica they get `-READONLY`, as in Redis).
     pub fn end_failover(&mut self, why: &str) {
-        let Some(f) = self.repl.failover.take() else {
+        if self.repl.failover.take().is_none() {
             return;
-        };
+        }
         tracing::info!("FAILOVER ended: {why}");
-        for id in f.paused {
+        self.resume_paused();
+    }
+
+    /// Runs the write commands held by a FAILOVER or a shutdown's wait.
+    pub fn resume_paused(&mut self) {
+        for id in std::mem::take(&mut self.repl.paused) {
             let Some(mut client) = self.clients.remove(&id) else {
                 continue;
             };
@@ -957,6 +966,22 @@ impl Core {
             self.repl.getack_pending = true;
             self.repl_control(&[b"REPLCONF", b"GETACK", b"*"]);
             self.repl.getack_pending = true;
+        }
+        // A replica silent (no ACK) for repl-timeout is dropped, as Redis does.
+        let timeout = self.config.get_i64("repl-timeout").max(1) as u64 * 1000;
+        let mut dropped = false;
+        for r in self.repl.replicas.values_mut() {
+            if r.state == ReplicaState::Online
+                && now_ms.saturating_sub(r.ack_ms) > timeout
+                && !r.drop
+            {
+                tracing::warn!(replica = %format!("{}:{}", r.ip, r.port), "Disconnecting timedout replica (streaming sync)");
+                r.drop = true;
+                dropped = true;
+            }
+        }
+        if dropped {
+            self.repl.wake.notify_waiters();
         }
         self.failover_cron(now_ms);
         self.serve_waiters(now_ms);

@@ -28,3 +28,54 @@ pub fn start(core: &crate::core::SharedCore) {
     }
     tokio::task::spawn_local(replica::run(core.clone()));
 }
+
+/// Before a primary stops (SIGTERM, SHUTDOWN): holds new writes and gives lagging
+/// replicas up to `shutdown-timeout` seconds to acknowledge everything, so a clean stop
+/// loses nothing a replica could have had (Redis 7.0's `isReadyToShutdown` wait).
+pub async fn wait_before_shutdown(core: &crate::core::SharedCore) {
+    let (secs, behind) = {
+        let c = core.borrow();
+        let offset = c.repl.offset;
+        let behind =
+            c.repl.replicas.values().any(|r| {
+                r.state == crate::core::replication::ReplicaState::Online && r.ack < offset
+            });
+        (
+            c.config.get_i64("shutdown-timeout").max(0) as u64,
+            behind && !c.repl.is_replica(),
+        )
+    };
+    if !behind || secs == 0 {
+        return;
+    }
+    tracing::info!("Waiting for replicas before shutting down.");
+    core.borrow_mut().repl.pause_writes = true;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(secs);
+    let mut asked = false;
+    while tokio::time::Instant::now() < deadline {
+        {
+            let mut c = core.borrow_mut();
+            let offset = c.repl.offset;
+            let lagging = c
+                .repl
+                .replicas
+                .values()
+                .filter(|r| {
+                    r.state == crate::core::replication::ReplicaState::Online && r.ack < offset
+                })
+                .count();
+            if lagging == 0 {
+                tracing::info!("Replicas caught up; shutting down.");
+                return;
+            }
+            if !asked {
+                c.repl_control(&[b"REPLCONF", b"GETACK", b"*"]);
+                asked = true;
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    tracing::warn!(
+        "Lagging replica(s) did not catch up within shutdown-timeout; shutting down anyway."
+    );
+}
