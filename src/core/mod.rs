@@ -455,6 +455,7 @@ impl Core {
         self.compat =
             crate::config::compat_version(self.config.get("compat-version").unwrap_or(""));
         self.limits = limits::ClientLimits::from_config(&self.config);
+        self.refresh_repl_limits();
         acl::set_pubsub_default(self.config.get("acl-pubsub-default") == Some("allchannels"));
         self.notify_flags = crate::config::keyspace_event_flags(
             self.config.get("notify-keyspace-events").unwrap_or(""),

@@ -53,8 +53,20 @@ pub fn set_translator(t: Translator) {
     let _ = TRANSLATOR.set(t);
 }
 
-fn translate(argv: &[&[u8]], encoded_len: usize) -> Option<Vec<u8>> {
-    TRANSLATOR.get().and_then(|t| t(argv, encoded_len))
+/// Runs the installed translator on `argv` (on the stack for up to 16 arguments, the
+/// hot effects' size).
+fn translate_argv<A: AsRef<[u8]>>(argv: &[A], encoded_len: usize) -> Option<Vec<u8>> {
+    let t = TRANSLATOR.get()?;
+    if argv.len() <= 16 {
+        let mut parts: [&[u8]; 16] = [&[]; 16];
+        for (p, a) in parts.iter_mut().zip(argv) {
+            *p = a.as_ref();
+        }
+        t(&parts[..argv.len()], encoded_len)
+    } else {
+        let parts: Vec<&[u8]> = argv.iter().map(|a| a.as_ref()).collect();
+        t(&parts, encoded_len)
+    }
 }
 
 /// `*1\r\n$5\r\nMULTI\r\n`.
@@ -102,7 +114,15 @@ impl Backlog {
             return Vec::new();
         }
         let n = max.min(self.buf.len() - skip);
-        let mut out: Vec<u8> = self.buf.range(skip..skip + n).copied().collect();
+        let mut out: Vec<u8> = Vec::with_capacity(n);
+        let (a, b) = self.buf.as_slices();
+        if skip < a.len() {
+            let end = (skip + n).min(a.len());
+            out.extend_from_slice(&a[skip..end]);
+            out.extend_from_slice(&b[..n - (end - skip)]);
+        } else {
+            out.extend_from_slice(&b[skip - a.len()..skip - a.len() + n]);
+        }
         if !native {
             let end = from + n as u64;
             let first = self
@@ -322,6 +342,9 @@ pub struct Replication {
     pub fsynced_offset: u64,
     /// Commands from a primary this server does not know, by name (logged once each).
     pub unknown_from_master: BTreeMap<String, u64>,
+    /// Cached `repl-backlog-size` and the `replica` class hard limit (refreshed with
+    /// the config cache), read on every flush.
+    pub limits: (u64, u64),
     /// A FAILOVER in progress.
     pub failover: Option<Failover>,
     /// Writes are held (a shutdown waiting for its replicas, `shutdown-timeout`).
@@ -372,6 +395,7 @@ impl Default for Replication {
             fsynced_offset: 0,
             unknown_from_master: BTreeMap::new(),
             stats: ReplStats::default(),
+            limits: (1024 * 1024, 256 * 1024 * 1024),
             failover: None,
             pause_writes: false,
             paused: Vec::new(),
@@ -495,8 +519,7 @@ impl Replication {
         let at = self.pending.len();
         crate::resp::writer::command(&mut self.pending, argv);
         let len = self.pending.len() - at;
-        let parts: Vec<&[u8]> = argv.iter().map(|a| a.as_ref()).collect();
-        if let Some(p) = translate(&parts, len) {
+        if let Some(p) = translate_argv(argv, len) {
             self.pending_patches.push((at, p.into_boxed_slice()));
         }
         self.pending_records += 1;
@@ -553,8 +576,7 @@ impl Replication {
         crate::resp::writer::command(&mut bytes, argv);
         let len = bytes.len() as u64;
         if let Some(b) = self.backlog.as_mut() {
-            let parts: Vec<&[u8]> = argv.iter().map(|a| a.as_ref()).collect();
-            if let Some(p) = translate(&parts, bytes.len()) {
+            if let Some(p) = translate_argv(argv, bytes.len()) {
                 b.patches.push_back(Patch {
                     at: self.offset,
                     bytes: p.into_boxed_slice(),
@@ -873,14 +895,23 @@ impl Core {
         None
     }
 
-    /// The `repl-backlog-size` in bytes.
+    /// The `repl-backlog-size` in bytes (cached).
     pub fn repl_backlog_size(&self) -> u64 {
-        self.config.get_i64("repl-backlog-size").max(16 * 1024) as u64
+        self.repl.limits.0
     }
 
-    /// The hard limit of the `replica` class of `client-output-buffer-limit` (0 none).
+    /// The hard limit of the `replica` class of `client-output-buffer-limit` (0 none;
+    /// cached).
     pub fn replica_hard_limit(&self) -> u64 {
-        self.config.output_buffer_limit("slave").hard
+        self.repl.limits.1
+    }
+
+    /// Re-reads the replication settings cached for the hot path.
+    pub fn refresh_repl_limits(&mut self) {
+        self.repl.limits = (
+            self.config.get_i64("repl-backlog-size").max(16 * 1024) as u64,
+            self.config.output_buffer_limit("slave").hard,
+        );
     }
 
     /// Moves the running command's effects into the backlog and wakes the senders.
