@@ -172,7 +172,7 @@ fn restore(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     // While loading, the log says when keys went: a past deadline is kept as it is.
     if let Some(at) = at
         && at <= ctx.now_ms
-        && !ctx.core.loading
+        && !ctx.core.replaying()
     {
         if deleted {
             ctx.notify(class::GENERIC, "del", key);

@@ -900,7 +900,7 @@ fn expire_generic(
     match u64::try_from(when) {
         // While loading, a deadline in the past is kept as it is: the log records when
         // the key went (Redis: `checkAlreadyExpired`).
-        Ok(at) if at > ctx.now_ms || ctx.core.loading => {
+        Ok(at) if at > ctx.now_ms || ctx.core.replaying() => {
             ctx.core.dbs[db].set_expire(key, at);
             ctx.modified(key);
             ctx.notify(class::GENERIC, "expire", key);

@@ -466,7 +466,7 @@ impl<'a> XAdd<'a> {
     pub fn exec(self, ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         let limits = ctx.core.node_limits;
         let now_ms = ctx.now_ms;
-        let loading = ctx.core.loading;
+        let loading = ctx.core.replaying();
         // IDMPAUTO's iid, derived once from the fields and values.
         let auto;
         let idmp = match &self.idmp {
@@ -601,7 +601,9 @@ fn xadd(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let mode = ParseMode {
         xadd: true,
         idmp: ctx.core.supports(8, 6),
-        from_log: ctx.core.loading,
+        // The primary's stream carries the same forms as the log (an IDMP XADD with the
+        // ID it generated), so a replica takes them as a replay does.
+        from_log: ctx.core.replaying(),
     };
     XAdd::parse_with(argv, mode)?.exec(ctx)
 }

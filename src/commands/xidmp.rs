@@ -129,7 +129,7 @@ fn xcfgset(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     }
     let cfg = XCfgSet::parse(&argv[2..])?;
     let defaults = ctx.core.idmp_defaults;
-    let loading = ctx.core.loading;
+    let loading = ctx.core.replaying();
     let stream = ctx.db().get_mut(key).expect("checked above");
     let state = stream.idmp_mut(defaults);
     let mut changed = state.configure(cfg.duration, cfg.maxsize);
@@ -165,7 +165,7 @@ fn xidmprecord(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         return Err(EMPTY_IID);
     }
     let id = parse_strict_id(&argv[4])?;
-    let now = (!ctx.core.loading).then_some(ctx.now_ms);
+    let now = (!ctx.core.replaying()).then_some(ctx.now_ms);
     let defaults = ctx.core.idmp_defaults;
     let stream = ctx.lookup(key).ok_or(ReplyError::NoSuchKey)?;
     if stream.get(id).is_none() {

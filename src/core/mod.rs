@@ -490,7 +490,15 @@ impl Core {
     /// True when clients may see a feature of Redis `major.minor`: `compat-version` is at
     /// least that, or the dataset is being loaded (the log may use anything).
     pub fn supports(&self, major: u8, minor: u8) -> bool {
-        self.loading || self.compat >= (major, minor)
+        self.replaying() || self.compat >= (major, minor)
+    }
+
+    /// True while the commands running are deterministic effects being replayed: the
+    /// log at start-up, or the stream from this server's primary. They may use every
+    /// form the log uses (an IDMP XADD with its ID, a deadline already past), whatever
+    /// `compat-version` shows clients.
+    pub fn replaying(&self) -> bool {
+        self.loading || self.repl.applying_master
     }
 
     /// True when `maxmemory` is set and the memory in use is above it (Redis's
@@ -967,7 +975,7 @@ impl Core {
         };
         // Commands newer than `compat-version` do not exist for clients.
         let Some(spec) = command::lookup(name)
-            .filter(|s| self.loading || command::since_version(s.since) <= self.compat)
+            .filter(|s| self.replaying() || command::since_version(s.since) <= self.compat)
         else {
             let err = crate::error::unknown_command(&argv);
             self.reject(client, out, None, &err);

@@ -238,6 +238,24 @@ pub struct Replayer {
     pub failed: u64,
 }
 
+/// True for the loader-only `STREAMD.*` records (state that no client command sets).
+pub fn is_internal(name: &[u8]) -> bool {
+    name.len() > 8 && name[..8].eq_ignore_ascii_case(b"STREAMD.")
+}
+
+/// Applies one `STREAMD.*` record on database `db`: stream nodes, IDMP state, group and
+/// consumer state (the log at start-up, snapshots, and a streamd primary's stream).
+pub fn apply_internal(core: &mut Core, db: usize, argv: &Argv) -> Result<(), String> {
+    let name = &argv[0];
+    if name.eq_ignore_ascii_case(super::snapshot::NODES_RECORD) {
+        return super::snapshot::apply_nodes(core, db, argv);
+    }
+    if super::idmp::apply_internal(core, db, argv)? {
+        return Ok(());
+    }
+    super::groups::apply_internal(core, db, argv)
+}
+
 impl Default for Replayer {
     fn default() -> Self {
         Self::new()
@@ -333,19 +351,9 @@ impl Replayer {
             self.client.db = db;
             return Ok(());
         }
-        if name.len() > 8 && name[..8].eq_ignore_ascii_case(b"STREAMD.") {
+        if is_internal(name) {
             let db = self.client.db;
-            let applied = if name.eq_ignore_ascii_case(super::snapshot::NODES_RECORD) {
-                super::snapshot::apply_nodes(core, db, &argv)
-            } else {
-                super::idmp::apply_internal(core, db, &argv).and_then(|done| {
-                    if done {
-                        Ok(())
-                    } else {
-                        super::groups::apply_internal(core, db, &argv)
-                    }
-                })
-            };
+            let applied = apply_internal(core, db, &argv);
             return applied.map_err(|why| PersistError::Replay {
                 path: path.to_path_buf(),
                 offset,

@@ -594,7 +594,25 @@ fn apply(
                 let known = argv
                     .first()
                     .is_some_and(|n| crate::core::command::lookup(n).is_some());
-                if known {
+                if argv
+                    .first()
+                    .is_some_and(|n| crate::persist::load::is_internal(n))
+                {
+                    // A streamd primary's state records (consumer times, NACKs, IDMP
+                    // state): applied as the log applies them, and logged here too.
+                    let db = client.db;
+                    c.repl.applying_master = true;
+                    match crate::persist::load::apply_internal(&mut c, db, &argv) {
+                        Ok(()) => {
+                            c.dirty += 1;
+                            c.propagate(db, &argv);
+                        }
+                        Err(why) => {
+                            tracing::warn!(%why, "a state record from the primary did not apply")
+                        }
+                    }
+                    c.repl.applying_master = false;
+                } else if known {
                     c.repl.applying_master = true;
                     c.execute(&mut client, argv.clone(), &mut out);
                     c.repl.applying_master = false;
