@@ -987,7 +987,7 @@ impl Core {
             let period = self.config.get_i64("repl-ping-replica-period").max(1) as u64 * 1000;
             if now_ms.saturating_sub(self.repl.last_ping_ms) >= period {
                 self.repl.last_ping_ms = now_ms;
-                self.repl_control(&[b"PING"]);
+                self.repl_control(&[b"ping"]);
             }
         }
         if !self.repl.waiters.is_empty()

@@ -22,6 +22,7 @@
 use crate::core::client::{Client, ClientMsg, ClientRepl};
 use crate::core::replication::LinkState;
 use crate::core::{SharedCore, unix_ms};
+use crate::resp::Argv;
 use crate::resp::parser::{ParserLimits, RequestParser};
 use crate::resp::writer::RespWriter;
 use bytes::{Buf, Bytes, BytesMut};
@@ -498,11 +499,12 @@ async fn stream_loop(
     let mut parser = RequestParser::new(limits);
     parser.set_authenticated(true);
     let mut ack_timer = tokio::time::interval(Duration::from_secs(1));
+    let mut tx: Option<Vec<Argv>> = None;
     // Send the first ACK at once: the primary learns our offset.
     send_ack(core, conn).await?;
     loop {
         if !conn.buf.is_empty() {
-            let ack = apply(core, id, &mut parser, &mut conn.buf)?;
+            let ack = apply(core, id, &mut parser, &mut conn.buf, &mut tx)?;
             if ack {
                 send_ack(core, conn).await?;
             }
@@ -569,12 +571,14 @@ async fn send_ack(core: &SharedCore, conn: &mut Conn) -> LinkResult<()> {
 }
 
 /// Runs every complete command in `buf` as the primary's client; true when one asked
-/// for an ACK.
+/// for an ACK. A transaction from the primary (`MULTI` ... `EXEC`) is gathered in `tx`
+/// (it may span reads) and run at its EXEC, in order, state records included.
 fn apply(
     core: &SharedCore,
     id: u64,
     parser: &mut RequestParser,
     buf: &mut BytesMut,
+    tx: &mut Option<Vec<Argv>>,
 ) -> LinkResult<bool> {
     let mut c = core.borrow_mut();
     let Some(mut client) = c.clients.remove(&id) else {
@@ -591,55 +595,29 @@ fn apply(
         }
         match parser.parse(buf) {
             Ok(Some(argv)) => {
-                let known = argv
-                    .first()
-                    .is_some_and(|n| crate::core::command::lookup(n).is_some());
-                if argv
-                    .first()
-                    .is_some_and(|n| crate::persist::load::is_internal(n))
-                {
-                    // A streamd primary's state records (consumer times, NACKs, IDMP
-                    // state): applied as the log applies them, and logged here too.
-                    let db = client.db;
-                    c.repl.applying_master = true;
-                    match crate::persist::load::apply_internal(&mut c, db, &argv) {
-                        Ok(()) => {
-                            c.dirty += 1;
-                            c.propagate(db, &argv);
-                        }
-                        Err(why) => {
-                            tracing::warn!(%why, "a state record from the primary did not apply")
-                        }
+                let name = argv.first().cloned().unwrap_or_default();
+                // A transaction counts toward our offset (and goes on to our replicas)
+                // only once applied whole, as Redis advances its offset at EXEC: a link
+                // lost in its middle resumes from before its MULTI.
+                if name.eq_ignore_ascii_case(b"MULTI") && tx.is_none() {
+                    *tx = Some(vec![argv]);
+                } else if name.eq_ignore_ascii_case(b"EXEC") && tx.is_some() {
+                    let mut queued = tx.take().unwrap_or_default();
+                    c.persist.exec_begin();
+                    for q in queued.iter().skip(1) {
+                        run_one(&mut c, &mut client, q.clone(), &mut out);
                     }
-                    c.repl.applying_master = false;
-                } else if known {
-                    c.repl.applying_master = true;
-                    c.execute(&mut client, argv.clone(), &mut out);
-                    c.repl.applying_master = false;
-                    if !c.ready_keys.is_empty() {
-                        c.handle_ready_keys();
+                    c.persist.exec_end();
+                    queued.push(argv);
+                    for q in &queued {
+                        c.repl.feed_from_master(q, size, hard);
                     }
-                    if out.buf.first() == Some(&b'-') && !is_ack_command(&argv) {
-                        tracing::debug!(
-                            reply = %String::from_utf8_lossy(&out.buf[..out.buf.len().min(200)]),
-                            "a command from the primary failed"
-                        );
-                    }
-                    out.buf.clear();
+                } else if let Some(queue) = tx.as_mut() {
+                    queue.push(argv);
                 } else {
-                    let name =
-                        String::from_utf8_lossy(argv.first().map(|a| a.as_ref()).unwrap_or(b""))
-                            .to_ascii_lowercase();
-                    let n = c.repl.unknown_from_master.entry(name.clone()).or_insert(0);
-                    *n += 1;
-                    if *n == 1 {
-                        tracing::warn!(
-                            command = %name,
-                            "the primary sent a command streamd does not implement; skipped (counted in INFO replication master_skipped_commands)"
-                        );
-                    }
+                    run_one(&mut c, &mut client, argv.clone(), &mut out);
+                    c.repl.feed_from_master(&argv, size, hard);
                 }
-                c.repl.feed_from_master(&argv, size, hard);
             }
             Ok(None) => break,
             Err(e) => {
@@ -655,6 +633,50 @@ fn apply(
     let ack = std::mem::take(&mut c.repl.ack_requested);
     c.clients.insert(id, client);
     result.map(|()| ack)
+}
+
+/// Runs one command from the primary: a `STREAMD.*` state record as the loader applies
+/// it (and logged here too), a known command through the normal path (its reply
+/// dropped), an unknown one skipped and counted.
+fn run_one(c: &mut crate::core::Core, client: &mut Client, argv: Argv, out: &mut RespWriter) {
+    let Some(name) = argv.first() else {
+        return;
+    };
+    c.repl.applying_master = true;
+    if crate::persist::load::is_internal(name) {
+        let db = client.db;
+        match crate::persist::load::apply_internal(c, db, &argv) {
+            Ok(()) => {
+                c.dirty += 1;
+                c.propagate(db, &argv);
+            }
+            Err(why) => tracing::warn!(%why, "a state record from the primary did not apply"),
+        }
+    } else if crate::core::command::lookup(name).is_some() {
+        let ack = is_ack_command(&argv);
+        c.execute(client, argv, out);
+        if !c.ready_keys.is_empty() {
+            c.handle_ready_keys();
+        }
+        if out.buf.first() == Some(&b'-') && !ack {
+            tracing::debug!(
+                reply = %String::from_utf8_lossy(&out.buf[..out.buf.len().min(200)]),
+                "a command from the primary failed"
+            );
+        }
+        out.buf.clear();
+    } else {
+        let name = String::from_utf8_lossy(name).to_ascii_lowercase();
+        let n = c.repl.unknown_from_master.entry(name.clone()).or_insert(0);
+        *n += 1;
+        if *n == 1 {
+            tracing::warn!(
+                command = %name,
+                "the primary sent a command streamd does not implement; skipped (counted in INFO replication master_skipped_commands)"
+            );
+        }
+    }
+    c.repl.applying_master = false;
 }
 
 fn is_ack_command(argv: &[Bytes]) -> bool {
