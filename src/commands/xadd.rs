@@ -236,7 +236,8 @@ pub struct ParseMode {
     pub xadd: bool,
     /// IDMP/IDMPAUTO are options (`compat-version` 8.6 or newer, or loading).
     pub idmp: bool,
-    /// The command comes from the log: IDMP with an explicit ID is accepted.
+    /// The command comes from the log or from this replica's primary: IDMP with an
+    /// explicit ID is accepted.
     pub from_log: bool,
 }
 
@@ -601,7 +602,9 @@ fn xadd(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let mode = ParseMode {
         xadd: true,
         idmp: ctx.core.supports(8, 6),
-        from_log: ctx.core.loading,
+        // The primary's stream carries the same forms as the log (an IDMP XADD with the
+        // ID it generated), so a replica takes them as a replay does.
+        from_log: ctx.core.loading || ctx.client.repl == crate::core::client::ClientRepl::Master,
     };
     XAdd::parse_with(argv, mode)?.exec(ctx)
 }
