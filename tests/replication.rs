@@ -1061,7 +1061,8 @@ fn assert_same_streamd_data(a: &mut Conn, b: &mut Conn) {
 
 #[test]
 fn a_replica_gets_every_write_and_both_sides_report_it() {
-    let primary = Node::streamd("primary", &[]);
+    // No periodic PING while the offsets are compared (the first goes out at once).
+    let primary = Node::streamd("primary", &["--repl-ping-replica-period", "3600"]);
     let replica = Node::streamd("replica", &[]);
     let (mut p, mut r) = (primary.conn(), replica.conn());
     // Some data goes in the full sync's payload, the rest through the stream.
@@ -1361,6 +1362,45 @@ fn a_cleanly_restarted_replica_continues_and_a_killed_one_syncs_in_full() {
     assert_eq!(p.stat("sync_partial_ok"), partial);
     wait_acked(&mut p, 1);
     assert_same_streamd_data(&mut p, &mut replica.conn());
+}
+
+/// A primary stopped cleanly keeps its history (`replication.state`), so its replica
+/// continues after the restart; after kill -9 the history is new and the replica syncs in
+/// full. The replica follows through a proxy, as the restarted primary has a new port.
+#[test]
+fn a_cleanly_restarted_primary_lets_its_replica_continue_and_a_killed_one_does_not() {
+    let mut primary = Node::streamd("primary", &["--appendonly", "yes"]);
+    let proxy = Proxy::start(primary.port);
+    let replica = Node::streamd("replica", &[]);
+    let mut r = replica.conn();
+    follow(&mut r, proxy.port);
+    let mut p = primary.conn();
+    stream_workload(&mut p, "a-");
+    wait_acked(&mut p, 1);
+    let replid = p.info_field("replication", "master_replid");
+
+    primary.sigterm();
+    wait_info(&mut r, "replication", "master_link_status", "down");
+    primary.start();
+    proxy.set_upstream(primary.port);
+    let mut p = primary.conn();
+    assert_eq!(p.info_field("replication", "master_replid"), replid);
+    wait_info(&mut r, "replication", "master_link_status", "up");
+    wait_stat(&mut p, "sync_partial_ok", 1);
+    assert_eq!(p.stat("sync_full"), 0, "the replica continued");
+    stream_workload(&mut p, "b-");
+    wait_acked(&mut p, 1);
+    assert_same_streamd_data(&mut p, &mut r);
+
+    primary.kill9();
+    wait_info(&mut r, "replication", "master_link_status", "down");
+    primary.start();
+    proxy.set_upstream(primary.port);
+    let mut p = primary.conn();
+    assert_ne!(p.info_field("replication", "master_replid"), replid);
+    wait_stat(&mut p, "sync_full", 1);
+    wait_acked(&mut p, 1);
+    assert_same_streamd_data(&mut p, &mut r);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1673,10 +1713,10 @@ fn a_server_made_replica_of_itself_stays_up_with_its_link_down() {
         c.run(&format!("REPLICAOF 127.0.0.1 {}", node.port)),
         V::Status("OK".into())
     );
-    // Each attempt is a connection to itself; let a few fail.
-    wait_for("three link attempts", || {
+    // Each attempt is a connection to itself; let a couple fail.
+    wait_for("two link attempts", || {
         let n = c.stat("total_connections_received");
-        if n >= connections + 3 {
+        if n >= connections + 2 {
             Ok(())
         } else {
             Err(n.to_string())
@@ -2066,6 +2106,11 @@ fn redis_group_workload(c: &mut Conn, key: &str) {
     ));
 }
 
+/// Needs the Redis-forms translator (`replication/redis_forms.rs`, installed with
+/// `core::replication::set_translator`): without it a Redis 7.0 replica gets streamd's
+/// `STREAMD.CONSUMER` records inside the primary's MULTI blocks, refuses them as unknown
+/// commands and discards each whole block (EXECABORT), so the groups' reads, claims and
+/// acknowledgements never reach it.
 #[test]
 fn a_redis_replica_follows_a_streamd_primary() {
     if !have_redis("a_redis_replica_follows_a_streamd_primary") {
