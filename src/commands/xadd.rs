@@ -236,7 +236,8 @@ pub struct ParseMode {
     pub xadd: bool,
     /// IDMP/IDMPAUTO are options (`compat-version` 8.6 or newer, or loading).
     pub idmp: bool,
-    /// The command comes from the log: IDMP with an explicit ID is accepted.
+    /// The command comes from the log or from this replica's primary: IDMP with an
+    /// explicit ID is accepted.
     pub from_log: bool,
 }
 

@@ -353,13 +353,28 @@ impl Persist {
     }
 }
 
+/// When every record appended is on disk, so is the replication stream up to now
+/// (WAITAOF's local count, a replica's FACK).
+fn note_all_durable(core: &mut Core) {
+    let done = state(core).and_then(|p| p.aof.as_ref()).is_some_and(|aof| {
+        aof.writer.pending_len() == 0 && aof.writer.durability().durable() >= aof.writer.appended()
+    });
+    if done {
+        core.repl.fsynced_offset = core.repl.fsynced_offset.max(core.repl.offset);
+    }
+}
+
 /// Called by connection tasks after a batch and before writing its replies: makes the
 /// records the replies depend on as safe as `appendfsync` promises. `Err` means the
 /// fsync failed (the caller drops the replies and the server stops).
 pub async fn commit(core: &SharedCore) -> Result<(), String> {
     let offset = core.borrow().repl.offset;
-    let (pending, wait) = match commit_needs(&core.borrow()) {
-        CommitNeeds::Nothing => return Ok(()),
+    let needs = commit_needs(&core.borrow());
+    let (pending, wait) = match needs {
+        CommitNeeds::Nothing => {
+            note_all_durable(&mut core.borrow_mut());
+            return Ok(());
+        }
         CommitNeeds::Write { pending, rotation } => (pending, rotation.map(Wait::Rotated)),
         CommitNeeds::Durable {
             pending,

@@ -505,18 +505,17 @@ async fn stream_loop(
     loop {
         if !conn.buf.is_empty() {
             let ack = apply(core, id, &mut parser, &mut conn.buf, &mut tx)?;
-            if ack {
-                send_ack(core, conn).await?;
-            }
             // Effects of the primary's commands go to our log like any write.
             if crate::persist::commit(core).await.is_err() {
                 return Err(LinkEnd::Failed(
                     "the append only file cannot be made durable".into(),
                 ));
             }
-            let mut c = core.borrow_mut();
-            if c.persist.recording() {
-                c.repl.fsynced_offset = c.repl.offset;
+            // `commit` moved `fsynced_offset` if it waited for an fsync (appendfsync
+            // always); under everysec the cron moves it once the records are on disk.
+            // Only now: the ACK's FACK then covers this batch (WAITAOF counts on it).
+            if ack {
+                send_ack(core, conn).await?;
             }
         }
         current(core, generation)?;
