@@ -891,6 +891,25 @@ impl Core {
     /// CLIENT UNBLOCK: ends another client's block with the timeout reply or the
     /// UNBLOCKED error; false if it is not blocked.
     pub fn unblock_client(&mut self, id: u64, with_error: bool) -> bool {
+        // A WAIT/WAITAOF client answers what it has (Redis's timeout reply for it).
+        if let Some(w) = self.repl.waiters.iter_mut().find(|w| w.client_id == id) {
+            if with_error {
+                self.repl.waiters.retain(|w| w.client_id != id);
+                if let Some(c) = self.clients.get_mut(&id) {
+                    c.blocked = None;
+                    c.send(
+                        ClientMsg::Unblocked(
+                            b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n".to_vec(),
+                        ),
+                        self.limits.output,
+                    );
+                }
+            } else {
+                w.deadline_ms = Some(0);
+                self.serve_waiters(unix_ms());
+            }
+            return true;
+        }
         let Some(mut client) = self.clients.remove(&id) else {
             return false;
         };
