@@ -369,7 +369,10 @@ async fn full_sync(
             current(core, generation)?;
             conn.fill().await?;
         }
-        conn.buf.split_to(total).freeze()
+        let payload = conn.buf.split_to(total).freeze();
+        // What follows the payload must not keep its allocation alive.
+        conn.buf = BytesMut::from(&conn.buf[..]);
+        payload
     };
     current(core, generation)?;
     tracing::info!(
