@@ -345,6 +345,9 @@ pub struct Replication {
     /// Cached `repl-backlog-size` and the `replica` class hard limit (refreshed with
     /// the config cache), read on every flush.
     pub limits: (u64, u64),
+    /// Cached `min-replicas-to-write` (0 when `min-replicas-max-lag` is 0) and
+    /// `replica-read-only`, read by every write command.
+    pub write_rules: (u64, bool),
     /// A FAILOVER in progress.
     pub failover: Option<Failover>,
     /// Writes are held (a shutdown waiting for its replicas, `shutdown-timeout`).
@@ -396,6 +399,7 @@ impl Default for Replication {
             unknown_from_master: BTreeMap::new(),
             stats: ReplStats::default(),
             limits: (1024 * 1024, 256 * 1024 * 1024),
+            write_rules: (0, true),
             failover: None,
             pause_writes: false,
             paused: Vec::new(),
@@ -867,19 +871,14 @@ impl Core {
             return None;
         }
         let write = spec.flags & flags::WRITE != 0;
-        if write && !self.repl.is_replica() {
-            let min = self.config.get_i64("min-replicas-to-write");
-            if min > 0
-                && self.config.get_i64("min-replicas-max-lag") > 0
-                && self.repl.good_replicas < min as u64
-            {
-                return Some(ReplyError::msg(
-                    "NOREPLICAS Not enough good replicas to write.",
-                ));
-            }
+        let (min, read_only) = self.repl.write_rules;
+        if write && min > 0 && !self.repl.is_replica() && self.repl.good_replicas < min {
+            return Some(ReplyError::msg(
+                "NOREPLICAS Not enough good replicas to write.",
+            ));
         }
         let master = self.repl.master.as_ref()?;
-        if write && self.config.get_bool("replica-read-only") {
+        if write && read_only {
             return Some(ReplyError::msg(
                 "READONLY You can't write against a read only replica.",
             ));
@@ -911,6 +910,12 @@ impl Core {
         self.repl.limits = (
             self.config.get_i64("repl-backlog-size").max(16 * 1024) as u64,
             self.config.output_buffer_limit("slave").hard,
+        );
+        let min = self.config.get_i64("min-replicas-to-write").max(0) as u64;
+        let lag = self.config.get_i64("min-replicas-max-lag");
+        self.repl.write_rules = (
+            if lag > 0 { min } else { 0 },
+            self.config.get_bool("replica-read-only"),
         );
     }
 

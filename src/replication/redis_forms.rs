@@ -321,6 +321,15 @@ fn xadd_form(argv: &[&[u8]]) -> RedisForm {
     if argv.len() < 2 {
         return RedisForm::Same;
     }
+    // The common effect, `XADD key <id> ...`: no option (no option word starts with a
+    // digit), nothing to rewrite.
+    if argv
+        .get(2)
+        .and_then(|a| a.first())
+        .is_some_and(u8::is_ascii_digit)
+    {
+        return RedisForm::Same;
+    }
     let Some(o) = add_trim_options(argv, true) else {
         return RedisForm::Same;
     };
