@@ -199,9 +199,6 @@ async fn stream<S>(
         let notified = wake.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        // Let the other ready connections run their batches first, so one write carries
-        // what all of them produced (Redis writes to replicas once per event loop turn).
-        tokio::task::yield_now().await;
         let chunk = {
             let mut c = core.borrow_mut();
             let offset = c.repl.offset;

@@ -520,6 +520,9 @@ async fn stream_loop(
             if ack {
                 send_ack(core, conn).await?;
             }
+            // The primary's client is one client among others, as in Redis's event loop:
+            // readers this batch woke (and every other client) run before the next read.
+            tokio::task::yield_now().await;
         }
         current(core, generation)?;
         let timeout = conn.timeout;
