@@ -623,7 +623,12 @@ pub fn info(core: &Core) -> String {
             rep.port,
             rep.state.name(),
             rep.ack,
-            now.saturating_sub(rep.ack_ms) / 1000
+            // Redis: the seconds since the last ACK once online, else 0.
+            if rep.state == ReplicaState::Online {
+                now.saturating_sub(rep.ack_ms) / 1000
+            } else {
+                0
+            }
         );
     }
     let (active, first, histlen) = match &r.backlog {
