@@ -15,6 +15,10 @@
 //!                              15 fields: the first 13 above, entries, groups
 //! ```
 //!
+//! streamd's own settings add fields only where they are set, so that without them
+//! every reply keeps Redis's shape: after `iids-duplicates`, `max-age`, `max-bytes` and
+//! `retention-refs` (when not KEEPREF) of the stream's retention (XCFGSET).
+//!
 //! The consumer-group parts are small functions ([`write_full_groups`], [`write_groups`],
 //! [`write_consumers`]); `entries-read` and `lag` follow reference §3.3 (null when
 //! unknown). The IDMP fields show the stream's IDMP state (stream/idmp.rs), or the
@@ -31,7 +35,7 @@ use crate::error::{ReplyError, lossy};
 use crate::resp::Argv;
 use crate::resp::writer::RespWriter;
 use crate::stream::group::{ConsumerGroup, StreamCounters};
-use crate::stream::{Stream, StreamId};
+use crate::stream::{RefPolicy, Stream, StreamId};
 
 const STREAM: &[&str] = &["@stream"];
 
@@ -196,6 +200,38 @@ fn write_common_fields(out: &mut RespWriter, stream: &Stream, shape: Shape) {
     if shape.idmp {
         write_idmp_fields(out, stream, shape.defaults);
     }
+    write_retention_fields(out, stream);
+}
+
+/// streamd's retention fields, each only when set (so a stream without retention keeps
+/// Redis's shape): `max-age` (ms), `max-bytes`, and `retention-refs` when it is not the
+/// default KEEPREF ([`retention_field_count`] counts them).
+fn write_retention_fields(out: &mut RespWriter, stream: &Stream) {
+    let r = stream.retention();
+    if r.max_age_ms != 0 {
+        out.bulk(b"max-age");
+        out.integer(uint(r.max_age_ms));
+    }
+    if r.max_bytes != 0 {
+        out.bulk(b"max-bytes");
+        out.integer(uint(r.max_bytes));
+    }
+    if r.refs != RefPolicy::KeepRef {
+        out.bulk(b"retention-refs");
+        out.bulk(if r.refs == RefPolicy::Acked {
+            b"acked"
+        } else {
+            b"delref"
+        });
+    }
+}
+
+/// How many fields [`write_retention_fields`] writes for `stream` (must agree with it).
+fn retention_field_count(stream: &Stream) -> usize {
+    let r = stream.retention();
+    usize::from(r.max_age_ms != 0)
+        + usize::from(r.max_bytes != 0)
+        + usize::from(r.refs != RefPolicy::KeepRef)
 }
 
 /// The six IDMP fields (always present since 8.6, even for a stream that never used
@@ -383,7 +419,7 @@ fn xinfo_stream(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let stream = stream.ok_or(ReplyError::NoSuchKey)?;
     match parsed? {
         XInfoStream::Summary => {
-            out.map(10 + idmp_fields);
+            out.map(10 + idmp_fields + retention_field_count(stream));
             write_common_fields(out, stream, shape);
             out.bulk(b"groups");
             out.integer(i64::try_from(stream.groups().len()).unwrap_or(i64::MAX));
@@ -399,7 +435,7 @@ fn xinfo_stream(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             }
         }
         XInfoStream::Full { count } => {
-            out.map(9 + idmp_fields);
+            out.map(9 + idmp_fields + retention_field_count(stream));
             write_common_fields(out, stream, shape);
             out.bulk(b"entries");
             write_range(out, stream, StreamId::MIN, StreamId::MAX, false, count);
