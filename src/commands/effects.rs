@@ -16,6 +16,8 @@
 //! XCFGSET <key> MAXAGE <ms> MAXBYTES <bytes> RETENTION-REFS <policy>
 //!                                                        the stream's retention settings
 //! XTRIM <key> MINID = <id> [DELREF|ACKED]                a retention trim (core/lifecycle.rs)
+//! XGROUP SETDLQ <key> <group> <dlq-key> MAXDELIVERIES <n> | NONE
+//!                                                        the group's dead-letter stream
 //! ```
 
 use crate::core::Ctx;

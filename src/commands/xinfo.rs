@@ -17,7 +17,9 @@
 //!
 //! streamd's own settings add fields only where they are set, so that without them
 //! every reply keeps Redis's shape: after `iids-duplicates`, `max-age`, `max-bytes` and
-//! `retention-refs` (when not KEEPREF) of the stream's retention (XCFGSET).
+//! `retention-refs` (when not KEEPREF) of the stream's retention (XCFGSET); after a
+//! group's last field (`lag` in XINFO GROUPS, `nacked-count` in FULL), `dlq-key` and
+//! `max-deliveries` of its dead-letter stream (XGROUP SETDLQ).
 //!
 //! The consumer-group parts are small functions ([`write_full_groups`], [`write_groups`],
 //! [`write_consumers`]); `entries-read` and `lag` follow reference §3.3 (null when
@@ -295,7 +297,7 @@ pub fn write_full_groups(out: &mut RespWriter, stream: &Stream, count: usize, na
     let c = counters(stream);
     out.array(stream.groups().len());
     for g in stream.groups().iter() {
-        out.map(if nacked { 8 } else { 7 });
+        out.map(if nacked { 8 } else { 7 } + dead_letter_field_count(g));
         out.bulk(b"name");
         out.bulk(g.name());
         out.bulk(b"last-delivered-id");
@@ -310,6 +312,7 @@ pub fn write_full_groups(out: &mut RespWriter, stream: &Stream, count: usize, na
             out.bulk(b"nacked-count");
             out.integer(int(g.nacked_count()));
         }
+        write_dead_letter_fields(out, g);
         out.bulk(b"pending");
         out.array(g.pel_count().min(limit));
         for e in g.pel_range(StreamId::MIN, StreamId::MAX).take(limit) {
@@ -352,7 +355,7 @@ pub fn write_groups(out: &mut RespWriter, stream: &Stream) {
     let c = counters(stream);
     out.array(stream.groups().len());
     for g in stream.groups().iter() {
-        out.map(6);
+        out.map(6 + dead_letter_field_count(g));
         out.bulk(b"name");
         out.bulk(g.name());
         out.bulk(b"consumers");
@@ -365,7 +368,24 @@ pub fn write_groups(out: &mut RespWriter, stream: &Stream) {
         write_entries_read(out, g);
         out.bulk(b"lag");
         write_lag(out, g, &c);
+        write_dead_letter_fields(out, g);
     }
+}
+
+/// streamd's dead-letter fields of a group, only when it has a dead-letter stream (so a
+/// group without one keeps Redis's shape): `dlq-key` and `max-deliveries`.
+fn write_dead_letter_fields(out: &mut RespWriter, g: &ConsumerGroup) {
+    if let Some(d) = g.dead_letter() {
+        out.bulk(b"dlq-key");
+        out.bulk(&d.key);
+        out.bulk(b"max-deliveries");
+        out.integer(uint(d.max_deliveries));
+    }
+}
+
+/// How many fields [`write_dead_letter_fields`] writes (must agree with it).
+fn dead_letter_field_count(g: &ConsumerGroup) -> usize {
+    if g.dead_letter().is_some() { 2 } else { 0 }
 }
 
 /// `XINFO CONSUMERS`' reply for `group`: an array of 4-field consumer maps (name,

@@ -23,6 +23,8 @@
 //! XCFGSET <key> MAXAGE <ms> MAXBYTES <bytes> RETENTION-REFS <policy>
 //!                                                      streams with retention settings
 //! STREAMD.GROUP <key> <group> <last_id> <entries_read|-1>
+//! XGROUP SETDLQ <key> <group> <dlq-key> MAXDELIVERIES <n>
+//!                                                      groups with a dead-letter stream
 //! STREAMD.NACK <key> <group> <id> <delivery_count>     unowned entries, NACK-zone order
 //! STREAMD.PENDING <key> <group> <consumer> <id> <delivery_time> <delivery_count>
 //!                                                      owned entries, oldest delivery first
