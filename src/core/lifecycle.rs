@@ -109,8 +109,9 @@ impl Core {
     }
 
     /// Rewrites nodes with too many tombstones, key by key from the pass's cursor,
-    /// within the tick's budget.
-    fn reclaim_pass(&mut self) {
+    /// within one tick's budget (what the cron runs; tests and tools call it directly to
+    /// reclaim without the clock-driven retention sweep).
+    pub fn reclaim_pass(&mut self) {
         let ratio = self.reclaim_ratio;
         if ratio >= 1.0 {
             return;
