@@ -201,13 +201,21 @@ fn acl_commands_reply_like_redis() {
                 .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
         );
     }
-    // ACL CAT <category>: the same commands, plus the stream commands newer than 7.0.
+    // ACL CAT <category>: the same commands, plus the stream commands newer than 7.0 and
+    // streamd's own (XGROUP SETDLQ).
     let (a, b) = both(&mut redis, &mut ours, &["ACL", "CAT", "stream"]);
     let (a, b) = (bulk_set(&a), bulk_set(&b));
-    let newer: BTreeSet<String> = ["xackdel", "xdelex", "xnack", "xcfgset", "xidmprecord"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let newer: BTreeSet<String> = [
+        "xackdel",
+        "xdelex",
+        "xnack",
+        "xcfgset",
+        "xidmprecord",
+        "xgroup|setdlq",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     assert!(
         a.is_subset(&b),
         "missing from streamd: {:?}",

@@ -4,8 +4,9 @@
 //!
 //! `cargo fuzz` needs a nightly toolchain, so this is a proptest harness run by
 //! `cargo test`. Each case takes one seed file of the checked-in corpus
-//! (`tests/data/fuzz/`: a log with every record form, a version 2 snapshot of the
-//! dataset it builds, and the same dataset as a version 1 snapshot), applies one to four
+//! (`tests/data/fuzz/`: a log with every record form, a version 3 snapshot of the
+//! dataset it builds, its tombstones reclaimed, and the same dataset as a version 1
+//! snapshot), applies one to four
 //! mutations, and feeds the result to three targets:
 //!
 //! - the **snapshot loader** (start-up with `appendonly no` and the file as `dump.snap`);
@@ -45,7 +46,7 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/fuzz");
 const SEED_LOG: &str = "seed.incr.log";
-const SEED_SNAP_V2: &str = "seed-v2.snap";
+const SEED_SNAP_V3: &str = "seed-v3.snap";
 const SEED_SNAP_V1: &str = "seed-v1.snap";
 
 /// The most a load may allocate beyond what it started with: a fixed allowance (read
@@ -131,6 +132,31 @@ fn seed_log() -> Vec<u8> {
     r(&["XDEL", "bids", &id(50), &id(51), &id(52)]);
     r(&["XDEL", "bids", &id(260)]);
     r(&["XTRIM", "bids", "MAXLEN", "=", "240"]);
+    // Enough deletions in one node for reclamation to rewrite it in the snapshot seed.
+    for i in (100..=160u64).filter(|i| i % 10 != 0) {
+        r(&["XDEL", "bids", &id(i)]);
+    }
+    // Retention and dead-letter settings, and a retention trim as the log carries it.
+    r(&[
+        "XCFGSET",
+        "bids",
+        "MAXAGE",
+        "604800000",
+        "MAXBYTES",
+        "10000000",
+        "RETENTION-REFS",
+        "DELREF",
+    ]);
+    r(&["XTRIM", "bids", "MINID", "=", &id(24), "DELREF"]);
+    r(&[
+        "XGROUP",
+        "SETDLQ",
+        "bids",
+        "g1",
+        "dead",
+        "MAXDELIVERIES",
+        "3",
+    ]);
     r(&["XGROUP", "CREATE", "bids", "g2", "$", "ENTRIESREAD", "240"]);
     r(&["MULTI"]);
     r(&["XADD", "bids", &id(300), "bidder", "9", "amount", "9"]);
@@ -251,6 +277,13 @@ fn save_v1(core: &Core) -> Vec<u8> {
                 &s.max_deleted_entry_id().to_text(),
             ])
             .expect("mem");
+            let retention = s.retention();
+            if retention != Default::default() {
+                w.record(&streamd::commands::effects::retention_record(
+                    key, &retention,
+                ))
+                .expect("mem");
+            }
             persist::groups::write_groups(&mut w, key, s).expect("mem");
             if let Some(at) = db.expires.get(key) {
                 w.record(&[&b"PEXPIREAT"[..], key, at.to_string().as_bytes()])
@@ -277,10 +310,23 @@ fn fix_file_crc(bytes: &mut [u8]) {
 /// The three seed files, as the generator makes them.
 fn generate_corpus() -> Vec<(&'static str, Vec<u8>)> {
     let log = seed_log();
-    let core = load_log(&log).expect("the seed log loads");
-    let v2 = save_bytes(&core);
+    let mut core = load_log(&log).expect("the seed log loads");
+    reclaim_all(&mut core);
+    let v3 = save_bytes(&core);
     let v1 = save_v1(&core);
-    vec![(SEED_LOG, log), (SEED_SNAP_V2, v2), (SEED_SNAP_V1, v1)]
+    vec![(SEED_LOG, log), (SEED_SNAP_V3, v3), (SEED_SNAP_V1, v1)]
+}
+
+/// Runs the reclamation pass until no stream waits for it, as the cron would after the
+/// load (the retention sweep, which reads the clock, is left out).
+fn reclaim_all(core: &mut Core) {
+    for _ in 0..1000 {
+        if core.dbs.iter().all(|db| db.reclaim_key_count() == 0) {
+            return;
+        }
+        core.reclaim_pass();
+    }
+    panic!("reclamation does not finish");
 }
 
 fn corpus_file(name: &str) -> Vec<u8> {
@@ -302,14 +348,15 @@ fn dump(core: &Core, layout: bool) -> String {
             let s = db.keys.get(key).expect("a listed key");
             let _ = writeln!(
                 out,
-                "db {i} key {:?} len {} first {} last {} added {} maxdel {} ttl {:?}",
+                "db {i} key {:?} len {} first {} last {} added {} maxdel {} ttl {:?} retention {:?}",
                 bytes::Bytes::copy_from_slice(key),
                 s.len(),
                 s.first_id(),
                 s.last_id(),
                 s.entries_added(),
                 s.max_deleted_entry_id(),
-                db.expires.get(key)
+                db.expires.get(key),
+                s.retention()
             );
             let fwd: Vec<_> = s.range(StreamId::MIN, StreamId::MAX, false).collect();
             let mut rev: Vec<StreamId> = s
@@ -333,10 +380,11 @@ fn dump(core: &Core, layout: bool) -> String {
                 .iter()
                 .map(|g| {
                     let mut t = format!(
-                        "  group {} last {} read {:?}\n",
+                        "  group {} last {} read {:?} dlq {:?}\n",
                         String::from_utf8_lossy(g.name()),
                         g.last_id(),
-                        g.entries_read()
+                        g.entries_read(),
+                        g.dead_letter()
                     );
                     for p in g.by_time() {
                         let _ = writeln!(
@@ -663,14 +711,14 @@ fn apply(file: &mut Vec<u8>, m: &Mutation, snapshot: bool) {
 #[derive(Debug, Clone, Copy)]
 enum Seed {
     Log,
-    SnapV2,
+    SnapV3,
     SnapV1,
 }
 
 fn seed_bytes(seed: Seed) -> Vec<u8> {
     corpus_file(match seed {
         Seed::Log => SEED_LOG,
-        Seed::SnapV2 => SEED_SNAP_V2,
+        Seed::SnapV3 => SEED_SNAP_V3,
         Seed::SnapV1 => SEED_SNAP_V1,
     })
 }
@@ -736,7 +784,7 @@ proptest! {
         muts in prop::collection::vec(mutation(), 1..4),
         fix_crc in prop::bool::weighted(0.85),
     ) {
-        let mut f = seed_bytes(if v1 { Seed::SnapV1 } else { Seed::SnapV2 });
+        let mut f = seed_bytes(if v1 { Seed::SnapV1 } else { Seed::SnapV3 });
         for m in &muts {
             apply(&mut f, m, true);
         }
@@ -806,14 +854,20 @@ fn corpus_is_what_the_generator_writes() {
 #[test]
 fn the_seeds_load_to_the_same_dataset() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let from_log = load_log(&corpus_file(SEED_LOG)).expect("log");
-    let v2 = load_snapshot(&corpus_file(SEED_SNAP_V2)).expect("v2");
+    let mut from_log = load_log(&corpus_file(SEED_LOG)).expect("log");
+    let v3 = load_snapshot(&corpus_file(SEED_SNAP_V3)).expect("v3");
     let v1 = load_snapshot(&corpus_file(SEED_SNAP_V1)).expect("v1");
-    assert_eq!(dump(&v2, true), dump(&from_log, true));
+    // Reclamation changes the node bytes and nothing else.
+    let unreclaimed = dump(&from_log, false);
+    reclaim_all(&mut from_log);
+    assert_eq!(dump(&from_log, false), unreclaimed);
+    assert_eq!(dump(&v3, true), dump(&from_log, true));
     assert_eq!(dump(&v1, false), dump(&from_log, false));
     let d = dump(&from_log, true);
     for want in [
-        "db 0 key b\"bids\" len 240",
+        "db 0 key b\"bids\" len 181",
+        "max_age_ms: 604800000, max_bytes: 10000000, refs: DelRef",
+        "dlq Some(DeadLetter { key: [100, 101, 97, 100], max_deliveries: 3 })",
         "db 0 key b\"t\" len 1",
         "db 3 key b\"empty\" len 0",
         "db 15 key b\"last\"",
@@ -825,7 +879,16 @@ fn the_seeds_load_to_the_same_dataset() {
         assert!(d.contains(want), "{want:?} missing from\n{d}");
     }
     assert_eq!(d.matches("  node ").count(), 6, "{d}");
-    for core in [&from_log, &v2, &v1] {
+    // The snapshot seed holds a reclaimed node (and so does the log's dataset once the
+    // reclamation pass ran).
+    let reclaimed = |core: &Core| {
+        core.dbs[0]
+            .keys
+            .get(b"bids")
+            .is_some_and(|s| s.node_listpacks().any(|(_, lp)| lp.gone() > 0))
+    };
+    assert!(reclaimed(&v3) && reclaimed(&from_log));
+    for core in [&from_log, &v3, &v1] {
         assert_consistent(core);
     }
 }
@@ -871,7 +934,7 @@ fn check_aof_fix_cuts_a_damaged_transaction_from_its_multi() {
 #[test]
 fn a_crc_valid_snapshot_with_a_damaged_node_is_refused() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let good = corpus_file(SEED_SNAP_V2);
+    let good = corpus_file(SEED_SNAP_V3);
     let h = snapshot::HEADER_LEN as usize;
     let (recs, _) = split_records(&good, h, good.len() - snapshot::TRAILER_LEN as usize);
     let k = (0..recs.len())

@@ -13,10 +13,16 @@
 //! XGROUP SETID <key> <group> <last_id> ENTRIESREAD <n|-1> the group's read position moved
 //! STREAMD.CONSUMER <key> <group> <consumer> <seen_time> <active_time|-1>
 //! STREAMD.IDMP <key> <duration> <maxsize> <iids_added> <iids_duplicates>
+//! XCFGSET <key> MAXAGE <ms> MAXBYTES <bytes> RETENTION-REFS <policy>
+//!                                                        the stream's retention settings
+//! XTRIM <key> MINID = <id> [DELREF|ACKED]                a retention trim (core/lifecycle.rs)
+//! XGROUP SETDLQ <key> <group> <dlq-key> MAXDELIVERIES <n> | NONE
+//!                                                        the group's dead-letter stream
 //! ```
 
 use crate::core::Ctx;
-use crate::stream::{Stream, StreamId};
+use crate::stream::lifecycle::Retention;
+use crate::stream::{RefPolicy, Stream, StreamId};
 
 /// What a group command changed in one stream's group, for [`log_effects`].
 #[derive(Debug, Default, Clone)]
@@ -180,4 +186,24 @@ pub fn idmp_state_record(key: &[u8], s: &Stream) -> Option<Vec<Vec<u8>>> {
         int(i.iids_added()),
         int(i.iids_duplicates()),
     ])
+}
+
+/// `XCFGSET key MAXAGE <ms> MAXBYTES <bytes> RETENTION-REFS <policy>`: a stream's
+/// retention settings as the log and snapshots carry them.
+pub fn retention_record(key: &[u8], r: &Retention) -> Vec<Vec<u8>> {
+    let refs: &[u8] = match r.refs {
+        RefPolicy::KeepRef => b"KEEPREF",
+        RefPolicy::DelRef => b"DELREF",
+        RefPolicy::Acked => b"ACKED",
+    };
+    vec![
+        b"XCFGSET".to_vec(),
+        key.to_vec(),
+        b"MAXAGE".to_vec(),
+        int(r.max_age_ms),
+        b"MAXBYTES".to_vec(),
+        int(r.max_bytes),
+        b"RETENTION-REFS".to_vec(),
+        refs.to_vec(),
+    ]
 }

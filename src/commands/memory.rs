@@ -11,6 +11,7 @@
 use super::{CommandSpec, flags::*, is, parse_i64};
 use crate::core::{Core, Ctx};
 use crate::error::ReplyError;
+use crate::stream::memory::key_overhead;
 use std::fmt::Write as _;
 
 const fn sub(
@@ -314,13 +315,6 @@ fn memory_usage(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         None => ctx.out.null(),
     }
     Ok(())
-}
-
-/// Bytes the key name and its table entry take, as Redis counts them for MEMORY USAGE
-/// (`sdsZmallocSize` of the key plus `dictEntryMemUsage`): a 3-byte sds header, the
-/// name and its terminator rounded to 8 bytes, and a 24-byte dict entry.
-fn key_overhead(key: &[u8]) -> usize {
-    (key.len() + 4).next_multiple_of(8) + DICT_ENTRY
 }
 
 fn memory_help(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {

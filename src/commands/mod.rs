@@ -17,6 +17,7 @@
 
 pub mod acl;
 pub mod connection;
+pub mod deadletter;
 pub mod dump;
 pub mod effects;
 pub mod keys;

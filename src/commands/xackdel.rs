@@ -239,6 +239,7 @@ fn xackdel(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     }
     // Redis 8.2 announces the entries it removed from the stream as `xdel`.
     if deleted > 0 {
+        ctx.db().note_reclaim(key);
         ctx.notify(class::STREAM, "xdel", key);
     }
     reply_results(ctx, &results);
@@ -279,6 +280,7 @@ fn xdelex(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         ctx.propagate(argv);
     }
     if deleted > 0 {
+        ctx.db().note_reclaim(key);
         ctx.notify(class::STREAM, "xdel", key);
     }
     reply_results(ctx, &results);

@@ -38,11 +38,13 @@
 use super::reply::StreamReply;
 use super::{CommandSpec, flags::*, is, parse_i64};
 use crate::core::Ctx;
+use crate::core::lifecycle::XADD_RETENTION_BUDGET;
 use crate::core::notify::class;
 use crate::error::ReplyError;
 use crate::resp::Argv;
 use crate::stream::id::{XAddId, parse_strict_id, parse_xadd_id};
 use crate::stream::idmp::{Check, IdmpKey, auto_iid};
+use crate::stream::memory::key_overhead;
 use crate::stream::{RefPolicy, Stream, StreamId, TrimSpec, TrimStrategy};
 use bytes::Bytes;
 
@@ -515,6 +517,8 @@ impl<'a> XAdd<'a> {
             }
         };
         let defaults = ctx.core.idmp_defaults;
+        // Retention is the primary's to apply: loading and a replica replay its trims.
+        let retain = !loading && !ctx.core.repl.is_replica();
         let db = ctx.db();
         let stream = db.get_or_create_hashed(key_hash, &self.key);
         stream.append(id, self.elements, &limits);
@@ -523,6 +527,14 @@ impl<'a> XAdd<'a> {
             None => 0,
         };
         let len_after = stream.len();
+        // MAXAGE / MAXBYTES (XCFGSET), after the command's own trim, within a budget.
+        let retention = if retain {
+            let mut budget = XADD_RETENTION_BUDGET;
+            stream.apply_retention(now_ms, key_overhead(&self.key), &limits, &mut budget)
+        } else {
+            None
+        };
+        let tombstones = removed > 0 && self.trim.is_some_and(|t| leaves_tombstones(&t));
         let mut first_use = false;
         if let Some(key) = &idmp {
             first_use = stream.idmp().is_none();
@@ -536,6 +548,9 @@ impl<'a> XAdd<'a> {
                 db.note_idmp(&self.key);
             }
         }
+        if tombstones {
+            db.note_reclaim(&self.key);
+        }
         ctx.out.bulk_id(id);
         ctx.modified(&self.key);
         // Redis's order: `new` as the key is added, `xadd`, then `xtrim` if the trim
@@ -544,7 +559,7 @@ impl<'a> XAdd<'a> {
             ctx.notify(class::NEW, "new", &self.key);
         }
         ctx.notify(class::STREAM, "xadd", &self.key);
-        if removed > 0 {
+        if removed > 0 || retention.is_some() {
             ctx.notify(class::STREAM, "xtrim", &self.key);
         }
         if ctx.propagates() {
@@ -571,6 +586,11 @@ impl<'a> XAdd<'a> {
             effect.push(&id_text[..id_len]);
             effect.extend(self.elements.iter().map(|e| &e[..]));
             ctx.propagate(&effect);
+        }
+        if let Some(t) = &retention {
+            // Logged after the XADD, as the exact trim it was.
+            let db = ctx.client.db;
+            ctx.core.retention_trimmed(db, &self.key, t);
         }
         if first_use {
             // The settings the stream's IDMP state got, so replay does not depend on
@@ -634,6 +654,13 @@ fn propagate_trim(ctx: &mut Ctx<'_>, key: &[u8], len_after: u64, policy: RefPoli
     ctx.propagate(&effect);
 }
 
+/// True when a trim that removed entries may have left tombstones behind (so the key
+/// goes to the reclamation pass): every trim but a KEEPREF `~` one, which drops whole
+/// nodes only.
+pub fn leaves_tombstones(trim: &TrimSpec) -> bool {
+    !(trim.approx && trim.policy == RefPolicy::KeepRef)
+}
+
 fn modified_by(ctx: &mut Ctx<'_>, key: &[u8], n: u64) {
     ctx.modified(key);
     ctx.core.dirty += n.saturating_sub(1);
@@ -670,6 +697,9 @@ impl XTrim {
         };
         if deleted > 0 {
             modified_by(ctx, &self.key, deleted);
+            if leaves_tombstones(&self.trim) {
+                ctx.db().note_reclaim(&self.key);
+            }
             ctx.notify(class::STREAM, "xtrim", &self.key);
             propagate_trim(ctx, &self.key, len_after, self.trim.policy);
         }
@@ -711,6 +741,7 @@ impl XDel {
         let deleted = ids.iter().filter(|&&id| stream.delete(id)).count() as u64;
         if deleted > 0 {
             modified_by(ctx, &self.key, deleted);
+            ctx.db().note_reclaim(&self.key);
             ctx.notify(class::STREAM, "xdel", &self.key);
             let argv = ctx.argv;
             ctx.propagate(argv);

@@ -24,10 +24,16 @@
 //! counts against COUNT), an owned entry not idle enough is passed over, anything else is
 //! claimed (+1 delivery unless JUSTID). The cursor is the next PEL entry after the last
 //! one looked at. Both commands create the consumer if needed and mark it seen.
+//!
+//! With a dead-letter stream on the group (XGROUP SETDLQ), a claim that counts as a
+//! delivery (not JUSTID, not RETRYCOUNT) and would take an entry's delivery count above
+//! MAXDELIVERIES moves the entry there instead (commands/deadletter.rs): it is not in the
+//! reply, and it is acknowledged.
 
 use super::reply::StreamReply;
 use super::xrange::{lookup_for_reply, write_entry};
 use super::{CommandSpec, flags::*, is, parse_i64};
+use crate::commands::deadletter::{self, Move};
 use crate::commands::effects::{GroupEffects, log_effects};
 use crate::core::Ctx;
 use crate::core::notify::class;
@@ -202,6 +208,7 @@ fn xclaim(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         return Err(no_group(key, group));
     }
     let parsed = XClaim::parse(argv, now)?;
+    let moves_allowed = deadletter::allowed(ctx.core);
     let (stream, out) = lookup_for_reply(ctx, key);
     let stream = stream.expect("checked above");
     let mut changes = 0u64;
@@ -219,6 +226,17 @@ fn xclaim(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         g.touch(cid, now);
         cid
     };
+    // A claim that counts as a delivery may send the entry to the dead-letter stream.
+    let dead_letter = match (parsed.justid, parsed.retry_count) {
+        (false, None) => stream
+            .groups()
+            .get(group)
+            .and_then(|g| g.dead_letter())
+            .cloned(),
+        _ => None,
+    };
+    let dead_letter = dead_letter.filter(|_| moves_allowed);
+    let mut moves = Vec::new();
     let header = out.defer_len();
     let mut n = 0;
     for arg in &argv[5..parsed.ids_end] {
@@ -243,6 +261,13 @@ fn xclaim(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             count: parsed.delivery_count(created),
             force: parsed.force,
         };
+        if let Some(d) = &dead_letter
+            && g.claim_count(id, &spec, now)
+                .is_some_and(|c| c > d.max_deliveries)
+        {
+            moves.push(Move::of(stream, group, id));
+            continue;
+        }
         if let ClaimOutcome::Claimed { .. } = g.claim(cid, id, &spec, now) {
             changes += 1;
             fx.ids.push(id);
@@ -255,6 +280,9 @@ fn xclaim(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         }
     }
     out.finish_array(header, n);
+    if let Some(d) = &dead_letter {
+        changes += deadletter::move_entries(ctx, key, group, &d.key, &moves, &mut fx);
+    }
     if changes > 0 {
         ctx.modified(key);
         ctx.core.dirty += changes - 1;
@@ -316,10 +344,18 @@ fn xautoclaim(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let (key, group, consumer) = (&argv[1], &argv[2], &argv[3]);
     let now = ctx.now_ms;
     let parsed = XAutoClaim::parse(argv)?;
+    let moves_allowed = deadletter::allowed(ctx.core);
     let (stream, out) = lookup_for_reply(ctx, key);
     let Some(stream) = stream.filter(|s| s.groups().get(group).is_some()) else {
         return Err(no_group(key, group));
     };
+    let dead_letter = stream
+        .groups()
+        .get(group)
+        .and_then(|g| g.dead_letter())
+        .filter(|_| !parsed.justid && moves_allowed)
+        .cloned();
+    let mut moves = Vec::new();
     let mut changes = 0u64;
     let mut fx = GroupEffects::default();
     let cid = {
@@ -366,6 +402,15 @@ fn xautoclaim(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             left -= 1;
             continue;
         }
+        if let Some(d) = &dead_letter
+            && g.claim_count(id, &spec, now)
+                .is_some_and(|c| c > d.max_deliveries)
+        {
+            // Not claimed: dead-lettered after the walk. It counts against COUNT.
+            moves.push(Move::of(stream, group, id));
+            left -= 1;
+            continue;
+        }
         if let ClaimOutcome::Claimed { .. } = g.claim(cid, id, &spec, now) {
             claimed.push(id);
             changes += 1;
@@ -391,14 +436,17 @@ fn xautoclaim(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     for &id in &deleted {
         out.bulk_id(id);
     }
+    fx.ids.extend_from_slice(&claimed);
+    fx.ids.extend_from_slice(&deleted);
+    if let Some(d) = &dead_letter {
+        changes += deadletter::move_entries(ctx, key, group, &d.key, &moves, &mut fx);
+    }
     if changes > 0 {
         ctx.modified(key);
         ctx.core.dirty += changes - 1;
         if fx.consumer_created {
             ctx.notify(class::STREAM, "xgroup-createconsumer", key);
         }
-        fx.ids.extend_from_slice(&claimed);
-        fx.ids.extend_from_slice(&deleted);
         log_effects(ctx, key, group, Some(consumer), &fx);
     }
     Ok(())

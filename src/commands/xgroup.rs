@@ -16,6 +16,11 @@
 //!
 //! So `XGROUP CREATE nokey g bad-id` reports the missing key, not the ID. A failed CREATE
 //! never creates the key: MKSTREAM is applied only once nothing can fail any more.
+//!
+//! `XGROUP SETDLQ key group dlq-key MAXDELIVERIES n | NONE` is streamd's own (the
+//! group's dead-letter stream, commands/deadletter.rs). `XGROUP HELP` keeps Redis's text,
+//! so clients comparing it with Redis see no difference; docs/beyond-redis.md documents
+//! the subcommand.
 
 use super::{CommandSpec, flags::*, is, parse_i64};
 use crate::core::Ctx;
@@ -23,7 +28,7 @@ use crate::core::notify::class;
 use crate::error::{ReplyError, lossy};
 use crate::resp::Argv;
 use crate::stream::Stream;
-use crate::stream::group::StreamCounters;
+use crate::stream::group::{DeadLetter, StreamCounters};
 use crate::stream::id::{parse_id, parse_strict_id};
 
 const STREAM: &[&str] = &["@stream"];
@@ -34,6 +39,10 @@ const KEY_REQUIRED: ReplyError = ReplyError::msg(
 const BUSYGROUP: ReplyError = ReplyError::msg("BUSYGROUP Consumer Group name already exists");
 const ENTRIESREAD_NEGATIVE: ReplyError =
     ReplyError::msg("ERR value for ENTRIESREAD must be positive or -1");
+const MAXDELIVERIES_NOT_POSITIVE: ReplyError =
+    ReplyError::msg("ERR MAXDELIVERIES must be a positive integer");
+const DLQ_IS_THE_STREAM: ReplyError =
+    ReplyError::msg("ERR the dead-letter stream must be another key than the group's stream");
 
 /// This family's rows of the command table.
 pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
@@ -120,6 +129,19 @@ const XGROUP_SUBCOMMANDS: &[CommandSpec] = &[
         "5.0.0",
         xgroup_setid,
     ),
+    CommandSpec {
+        flags: WRITE | MOVABLEKEYS,
+        key_flags: &[super::keyflags::RW_UPDATE[0], super::keyflags::RW_INSERT[0]],
+        ..sub(
+            "xgroup|setdlq",
+            -5,
+            WRITE,
+            "Sets or clears the dead-letter stream of a consumer group (streamd).",
+            // streamd's own: no Redis version has it (this is streamd's version).
+            "0.1.0",
+            xgroup_setdlq,
+        )
+    },
     CommandSpec {
         name: "xgroup|help",
         arity: 2,
@@ -322,6 +344,69 @@ fn xgroup_setid(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     ]);
     ctx.out.ok();
     Ok(())
+}
+
+/// `XGROUP SETDLQ key group dlq-key MAXDELIVERIES n` / `XGROUP SETDLQ key group NONE`
+/// (streamd's own; commands/deadletter.rs): sets or clears the group's dead-letter
+/// stream. Checks in XGROUP's order: the key, the group, the argument count and words,
+/// then the values (MAXDELIVERIES a positive integer, the dead-letter key another key).
+/// `+OK`; logged as given (normalised) when it changed something.
+fn xgroup_setdlq(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let (key, group) = (&argv[2], &argv[3]);
+    let stream = ctx.lookup(key).ok_or(KEY_REQUIRED)?;
+    if stream.groups().get(group).is_none() {
+        return Err(no_group(key, group));
+    }
+    let dlq = match argv.len() {
+        5 if is(&argv[4], "NONE") => None,
+        7 if is(&argv[5], "MAXDELIVERIES") => {
+            let n = parse_i64(&argv[6])
+                .ok()
+                .and_then(|n| u64::try_from(n).ok())
+                .filter(|&n| n >= 1)
+                .ok_or(MAXDELIVERIES_NOT_POSITIVE)?;
+            if argv[4] == *key {
+                return Err(DLQ_IS_THE_STREAM);
+            }
+            Some(DeadLetter {
+                key: argv[4].as_ref().into(),
+                max_deliveries: n,
+            })
+        }
+        _ => return Err(subcommand_syntax(argv)),
+    };
+    let record = setdlq_record(key, group, dlq.as_ref());
+    let changed = stream
+        .group_mut(group)
+        .expect("checked above")
+        .set_dead_letter(dlq);
+    if changed {
+        ctx.modified(key);
+        ctx.propagate(&record);
+    }
+    ctx.out.ok();
+    Ok(())
+}
+
+/// `XGROUP SETDLQ <key> <group> <dlq-key> MAXDELIVERIES <n>`, or `... NONE` without a
+/// dead-letter stream: the form the log and snapshots carry.
+pub fn setdlq_record(key: &[u8], group: &[u8], dlq: Option<&DeadLetter>) -> Vec<Vec<u8>> {
+    let mut r = vec![
+        b"XGROUP".to_vec(),
+        b"SETDLQ".to_vec(),
+        key.to_vec(),
+        group.to_vec(),
+    ];
+    match dlq {
+        Some(d) => r.extend([
+            d.key.to_vec(),
+            b"MAXDELIVERIES".to_vec(),
+            crate::commands::effects::int(d.max_deliveries),
+        ]),
+        None => r.push(b"NONE".to_vec()),
+    }
+    r
 }
 
 /// `XGROUP DESTROY key group`: `:1` and a wake-up for blocked XREADGROUP readers (who

@@ -1,11 +1,21 @@
 //! The idempotent-production commands besides XADD's options: `XCFGSET` (8.6) sets a
 //! stream's IDMP settings and `XIDMPRECORD` (8.6.2) records one pid/iid → entry mapping
-//! (reference §2.18, §2.19; state in stream/idmp.rs).
+//! (reference §2.18, §2.19; state in stream/idmp.rs). XCFGSET also sets streamd's own
+//! retention settings (stream/lifecycle.rs, docs/beyond-redis.md).
 //!
 //! ```text
 //! XCFGSET key [IDMP-DURATION seconds] [IDMP-MAXSIZE n]        +OK
+//!             [MAXAGE ms] [MAXBYTES bytes] [RETENTION-REFS KEEPREF|DELREF|ACKED]
 //! XIDMPRECORD key pid iid entry-id                            +OK
 //! ```
+//!
+//! The retention options (0 = off) are checked like the IDMP ones: repeated, not an
+//! integer, negative, or an unknown policy word. They leave the IDMP state alone (a
+//! stream gets none from them), and the IDMP options leave retention alone. A change to
+//! retention is logged as `XCFGSET key MAXAGE a MAXBYTES b RETENTION-REFS p` with all
+//! three resulting values, apart from the IDMP record, so each record replays on its own
+//! and the IDMP one stays Redis's. Setting retention trims nothing by itself: the next
+//! XADD or the background sweep does (core/lifecycle.rs).
 //!
 //! XCFGSET checks the key first (`no such key`), then its options in order: a repeated
 //! option, a non-integer value, a value out of range; an option with no value or an
@@ -22,8 +32,10 @@
 use super::{CommandSpec, flags::*, is, parse_i64};
 use crate::core::Ctx;
 use crate::error::ReplyError;
+use crate::stream::RefPolicy;
 use crate::stream::id::parse_strict_id;
 use crate::stream::idmp::{DURATION_MAX, DURATION_MIN, MAXSIZE_MAX, MAXSIZE_MIN};
+use crate::stream::lifecycle::Retention;
 
 const STREAM: &[&str] = &["@stream"];
 
@@ -34,6 +46,13 @@ const DURATION_RANGE: ReplyError =
 const MAXSIZE_RANGE: ReplyError =
     ReplyError::msg("ERR IDMP-MAXSIZE must be between 1 and 10000 entries");
 const NO_PARAMETER: ReplyError = ReplyError::msg("ERR At least one parameter must be specified");
+const MAXAGE_TWICE: ReplyError = ReplyError::msg("ERR MAXAGE specified multiple times");
+const MAXBYTES_TWICE: ReplyError = ReplyError::msg("ERR MAXBYTES specified multiple times");
+const REFS_TWICE: ReplyError = ReplyError::msg("ERR RETENTION-REFS specified multiple times");
+const MAXAGE_NEGATIVE: ReplyError = ReplyError::msg("ERR MAXAGE must be >= 0");
+const MAXBYTES_NEGATIVE: ReplyError = ReplyError::msg("ERR MAXBYTES must be >= 0");
+const BAD_REFS: ReplyError =
+    ReplyError::msg("ERR RETENTION-REFS must be KEEPREF, DELREF, or ACKED");
 const EMPTY_PID: ReplyError = ReplyError::msg("ERR producer ID must be non-empty");
 const EMPTY_IID: ReplyError = ReplyError::msg("ERR idempotent ID must be non-empty");
 const NO_SUCH_MESSAGE: ReplyError = ReplyError::msg("ERR No such message in stream");
@@ -81,6 +100,33 @@ pub struct XCfgSet {
     pub duration: Option<u32>,
     /// IDMP-MAXSIZE.
     pub maxsize: Option<u32>,
+    /// MAXAGE, ms (0 = off).
+    pub max_age: Option<u64>,
+    /// MAXBYTES (0 = off).
+    pub max_bytes: Option<u64>,
+    /// RETENTION-REFS.
+    pub refs: Option<RefPolicy>,
+}
+
+impl XCfgSet {
+    /// True when a retention option was given.
+    fn sets_retention(&self) -> bool {
+        self.max_age.is_some() || self.max_bytes.is_some() || self.refs.is_some()
+    }
+
+    /// `current` with the retention options given applied.
+    fn retention(&self, current: Retention) -> Retention {
+        Retention {
+            max_age_ms: self.max_age.unwrap_or(current.max_age_ms),
+            max_bytes: self.max_bytes.unwrap_or(current.max_bytes),
+            refs: self.refs.unwrap_or(current.refs),
+        }
+    }
+}
+
+/// A non-negative integer option value.
+fn parse_non_negative(arg: &[u8], negative: ReplyError) -> Result<u64, ReplyError> {
+    u64::try_from(parse_i64(arg)?).map_err(|_| negative)
 }
 
 impl XCfgSet {
@@ -109,12 +155,36 @@ impl XCfgSet {
                     return Err(MAXSIZE_RANGE);
                 }
                 cfg.maxsize = Some(v as u32);
+            } else if is(opt, "MAXAGE") && more >= 1 {
+                if cfg.max_age.is_some() {
+                    return Err(MAXAGE_TWICE);
+                }
+                cfg.max_age = Some(parse_non_negative(&args[i + 1], MAXAGE_NEGATIVE)?);
+            } else if is(opt, "MAXBYTES") && more >= 1 {
+                if cfg.max_bytes.is_some() {
+                    return Err(MAXBYTES_TWICE);
+                }
+                cfg.max_bytes = Some(parse_non_negative(&args[i + 1], MAXBYTES_NEGATIVE)?);
+            } else if is(opt, "RETENTION-REFS") && more >= 1 {
+                if cfg.refs.is_some() {
+                    return Err(REFS_TWICE);
+                }
+                let w = &args[i + 1];
+                cfg.refs = Some(if is(w, "KEEPREF") {
+                    RefPolicy::KeepRef
+                } else if is(w, "DELREF") {
+                    RefPolicy::DelRef
+                } else if is(w, "ACKED") {
+                    RefPolicy::Acked
+                } else {
+                    return Err(BAD_REFS);
+                });
             } else {
                 return Err(ReplyError::Syntax);
             }
             i += 2;
         }
-        if cfg.duration.is_none() && cfg.maxsize.is_none() {
+        if cfg.duration.is_none() && cfg.maxsize.is_none() && !cfg.sets_retention() {
             return Err(NO_PARAMETER);
         }
         Ok(cfg)
@@ -128,9 +198,21 @@ fn xcfgset(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         return Err(ReplyError::NoSuchKey);
     }
     let cfg = XCfgSet::parse(&argv[2..])?;
+    if cfg.duration.is_some() || cfg.maxsize.is_some() {
+        configure_idmp(ctx, key, &cfg);
+    }
+    if cfg.sets_retention() {
+        configure_retention(ctx, key, &cfg);
+    }
+    ctx.out.ok();
+    Ok(())
+}
+
+/// XCFGSET's IDMP options: applied, and logged with both resulting values if changed.
+fn configure_idmp(ctx: &mut Ctx<'_>, key: &[u8], cfg: &XCfgSet) {
     let defaults = ctx.core.idmp_defaults;
     let loading = ctx.core.replaying();
-    let stream = ctx.db().get_mut(key).expect("checked above");
+    let stream = ctx.db().get_mut(key).expect("checked by the caller");
     let state = stream.idmp_mut(defaults);
     let mut changed = state.configure(cfg.duration, cfg.maxsize);
     if loading && !changed {
@@ -151,8 +233,22 @@ fn xcfgset(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             m.format(maxsize).as_bytes(),
         ]);
     }
-    ctx.out.ok();
-    Ok(())
+}
+
+/// XCFGSET's retention options: applied, the key noted for the retention sweep, and
+/// logged with all three resulting values if anything changed.
+fn configure_retention(ctx: &mut Ctx<'_>, key: &[u8], cfg: &XCfgSet) {
+    let db = ctx.db();
+    let stream = db.get_mut(key).expect("checked by the caller");
+    let r = cfg.retention(stream.retention());
+    if !stream.set_retention(r) {
+        return;
+    }
+    if !r.is_off() {
+        db.note_retention(key);
+    }
+    ctx.modified(key);
+    ctx.propagate(&crate::commands::effects::retention_record(key, &r));
 }
 
 fn xidmprecord(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
@@ -208,7 +304,24 @@ mod tests {
             parse(&["idmp-maxsize", "5", "IDMP-DURATION", "86400"]),
             Ok(XCfgSet {
                 duration: Some(86400),
-                maxsize: Some(5)
+                maxsize: Some(5),
+                ..XCfgSet::default()
+            })
+        );
+        assert_eq!(
+            parse(&[
+                "maxage",
+                "30000",
+                "RETENTION-REFS",
+                "acked",
+                "MAXBYTES",
+                "0"
+            ]),
+            Ok(XCfgSet {
+                max_age: Some(30000),
+                max_bytes: Some(0),
+                refs: Some(RefPolicy::Acked),
+                ..XCfgSet::default()
             })
         );
         let cases: &[(&[&str], &str)] = &[
@@ -248,6 +361,29 @@ mod tests {
                 &["IDMP-MAXSIZE", "5", "IDMP-MAXSIZE", "x"],
                 "ERR IDMP-MAXSIZE specified multiple times",
             ),
+            (&["MAXAGE", "-1"], "ERR MAXAGE must be >= 0"),
+            (&["MAXBYTES", "-5"], "ERR MAXBYTES must be >= 0"),
+            (
+                &["MAXAGE", "1d"],
+                "ERR value is not an integer or out of range",
+            ),
+            (
+                &["MAXAGE", "1", "MAXAGE", "2"],
+                "ERR MAXAGE specified multiple times",
+            ),
+            (
+                &["MAXBYTES", "1", "MAXBYTES", "2"],
+                "ERR MAXBYTES specified multiple times",
+            ),
+            (
+                &["RETENTION-REFS", "ACKED", "RETENTION-REFS", "DELREF"],
+                "ERR RETENTION-REFS specified multiple times",
+            ),
+            (
+                &["RETENTION-REFS", "NONE"],
+                "ERR RETENTION-REFS must be KEEPREF, DELREF, or ACKED",
+            ),
+            (&["MAXAGE"], "ERR syntax error"),
         ];
         for (args, text) in cases {
             assert_eq!(parse(args).unwrap_err(), *text, "{args:?}");

@@ -15,6 +15,12 @@
 //!                              15 fields: the first 13 above, entries, groups
 //! ```
 //!
+//! streamd's own settings add fields only where they are set, so that without them
+//! every reply keeps Redis's shape: after `iids-duplicates`, `max-age`, `max-bytes` and
+//! `retention-refs` (when not KEEPREF) of the stream's retention (XCFGSET); after a
+//! group's last field (`lag` in XINFO GROUPS, `nacked-count` in FULL), `dlq-key` and
+//! `max-deliveries` of its dead-letter stream (XGROUP SETDLQ).
+//!
 //! The consumer-group parts are small functions ([`write_full_groups`], [`write_groups`],
 //! [`write_consumers`]); `entries-read` and `lag` follow reference §3.3 (null when
 //! unknown). The IDMP fields show the stream's IDMP state (stream/idmp.rs), or the
@@ -31,7 +37,7 @@ use crate::error::{ReplyError, lossy};
 use crate::resp::Argv;
 use crate::resp::writer::RespWriter;
 use crate::stream::group::{ConsumerGroup, StreamCounters};
-use crate::stream::{Stream, StreamId};
+use crate::stream::{RefPolicy, Stream, StreamId};
 
 const STREAM: &[&str] = &["@stream"];
 
@@ -196,6 +202,38 @@ fn write_common_fields(out: &mut RespWriter, stream: &Stream, shape: Shape) {
     if shape.idmp {
         write_idmp_fields(out, stream, shape.defaults);
     }
+    write_retention_fields(out, stream);
+}
+
+/// streamd's retention fields, each only when set (so a stream without retention keeps
+/// Redis's shape): `max-age` (ms), `max-bytes`, and `retention-refs` when it is not the
+/// default KEEPREF ([`retention_field_count`] counts them).
+fn write_retention_fields(out: &mut RespWriter, stream: &Stream) {
+    let r = stream.retention();
+    if r.max_age_ms != 0 {
+        out.bulk(b"max-age");
+        out.integer(uint(r.max_age_ms));
+    }
+    if r.max_bytes != 0 {
+        out.bulk(b"max-bytes");
+        out.integer(uint(r.max_bytes));
+    }
+    if r.refs != RefPolicy::KeepRef {
+        out.bulk(b"retention-refs");
+        out.bulk(if r.refs == RefPolicy::Acked {
+            b"acked"
+        } else {
+            b"delref"
+        });
+    }
+}
+
+/// How many fields [`write_retention_fields`] writes for `stream` (must agree with it).
+fn retention_field_count(stream: &Stream) -> usize {
+    let r = stream.retention();
+    usize::from(r.max_age_ms != 0)
+        + usize::from(r.max_bytes != 0)
+        + usize::from(r.refs != RefPolicy::KeepRef)
 }
 
 /// The six IDMP fields (always present since 8.6, even for a stream that never used
@@ -259,7 +297,7 @@ pub fn write_full_groups(out: &mut RespWriter, stream: &Stream, count: usize, na
     let c = counters(stream);
     out.array(stream.groups().len());
     for g in stream.groups().iter() {
-        out.map(if nacked { 8 } else { 7 });
+        out.map(if nacked { 8 } else { 7 } + dead_letter_field_count(g));
         out.bulk(b"name");
         out.bulk(g.name());
         out.bulk(b"last-delivered-id");
@@ -274,6 +312,7 @@ pub fn write_full_groups(out: &mut RespWriter, stream: &Stream, count: usize, na
             out.bulk(b"nacked-count");
             out.integer(int(g.nacked_count()));
         }
+        write_dead_letter_fields(out, g);
         out.bulk(b"pending");
         out.array(g.pel_count().min(limit));
         for e in g.pel_range(StreamId::MIN, StreamId::MAX).take(limit) {
@@ -316,7 +355,7 @@ pub fn write_groups(out: &mut RespWriter, stream: &Stream) {
     let c = counters(stream);
     out.array(stream.groups().len());
     for g in stream.groups().iter() {
-        out.map(6);
+        out.map(6 + dead_letter_field_count(g));
         out.bulk(b"name");
         out.bulk(g.name());
         out.bulk(b"consumers");
@@ -329,7 +368,24 @@ pub fn write_groups(out: &mut RespWriter, stream: &Stream) {
         write_entries_read(out, g);
         out.bulk(b"lag");
         write_lag(out, g, &c);
+        write_dead_letter_fields(out, g);
     }
+}
+
+/// streamd's dead-letter fields of a group, only when it has a dead-letter stream (so a
+/// group without one keeps Redis's shape): `dlq-key` and `max-deliveries`.
+fn write_dead_letter_fields(out: &mut RespWriter, g: &ConsumerGroup) {
+    if let Some(d) = g.dead_letter() {
+        out.bulk(b"dlq-key");
+        out.bulk(&d.key);
+        out.bulk(b"max-deliveries");
+        out.integer(uint(d.max_deliveries));
+    }
+}
+
+/// How many fields [`write_dead_letter_fields`] writes (must agree with it).
+fn dead_letter_field_count(g: &ConsumerGroup) -> usize {
+    if g.dead_letter().is_some() { 2 } else { 0 }
 }
 
 /// `XINFO CONSUMERS`' reply for `group`: an array of 4-field consumer maps (name,
@@ -383,7 +439,7 @@ fn xinfo_stream(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let stream = stream.ok_or(ReplyError::NoSuchKey)?;
     match parsed? {
         XInfoStream::Summary => {
-            out.map(10 + idmp_fields);
+            out.map(10 + idmp_fields + retention_field_count(stream));
             write_common_fields(out, stream, shape);
             out.bulk(b"groups");
             out.integer(i64::try_from(stream.groups().len()).unwrap_or(i64::MAX));
@@ -399,7 +455,7 @@ fn xinfo_stream(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             }
         }
         XInfoStream::Full { count } => {
-            out.map(9 + idmp_fields);
+            out.map(9 + idmp_fields + retention_field_count(stream));
             write_common_fields(out, stream, shape);
             out.bulk(b"entries");
             write_range(out, stream, StreamId::MIN, StreamId::MAX, false, count);

@@ -22,8 +22,15 @@
 //! XNACK option '<x>'`), a missing IDS block, then every ID, strictly, before anything
 //! changes. When something was NACKed the command is logged verbatim and blocked
 //! `XREADGROUP ... CLAIM` readers of the key are woken: the entries are claimable now.
+//!
+//! FATAL on a group with a dead-letter stream (XGROUP SETDLQ) moves each entry there at
+//! once instead (commands/deadletter.rs; a FORCE-d entry that was not pending too, with 0
+//! deliveries), and acknowledges it; the reply counts the entries moved, and the log
+//! gets the moves' XADD and XACK records instead of the XNACK.
 
 use super::{CommandSpec, flags::*, is, parse_i64};
+use crate::commands::deadletter::{self, Move};
+use crate::commands::effects::{GroupEffects, log_effects};
 use crate::core::Ctx;
 use crate::error::{ReplyError, c_str_prefix, lossy};
 use crate::resp::Argv;
@@ -144,6 +151,7 @@ fn xnack(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let (key, group) = (&argv[1], &argv[2]);
     // Parsing is pure; its errors are reported only after the NOGROUP check.
     let parsed = XNack::parse(argv);
+    let moves_allowed = deadletter::allowed(ctx.core);
     let Some(stream) = ctx.lookup(key).filter(|s| s.groups().get(group).is_some()) else {
         return Err(ReplyError::NoGroupKeyOrGroup {
             key: lossy(key),
@@ -152,6 +160,17 @@ fn xnack(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     };
     let args = parsed?;
     let ids = args.ids(argv)?;
+    // FATAL with a dead-letter stream moves the entries there instead of NACKing them.
+    let dead_letter = match args.mode {
+        NackMode::Fatal => stream
+            .groups()
+            .get(group)
+            .and_then(|g| g.dead_letter())
+            .filter(|_| moves_allowed)
+            .cloned(),
+        _ => None,
+    };
+    let mut moves = Vec::new();
     let mut nacked = 0u64;
     for id in ids {
         let pending = stream.groups().get(group).is_some_and(|g| g.is_pending(id));
@@ -160,10 +179,22 @@ fn xnack(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         if !pending && !forced {
             continue;
         }
+        if dead_letter.is_some() {
+            moves.push(Move::of(stream, group, id));
+            continue;
+        }
         let mut g = stream.group_mut(group).expect("checked above");
         if g.nack(id, args.mode, args.retry_count, args.force) {
             nacked += 1;
         }
+    }
+    if let Some(d) = &dead_letter {
+        let mut fx = GroupEffects::default();
+        let moved = deadletter::move_entries(ctx, key, group, &d.key, &moves, &mut fx);
+        log_effects(ctx, key, group, None, &fx);
+        ctx.core.dirty += moved.saturating_sub(1);
+        ctx.out.integer(i64::try_from(moved).unwrap_or(i64::MAX));
+        return Ok(());
     }
     if nacked > 0 {
         ctx.modified(key);

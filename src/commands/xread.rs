@@ -23,6 +23,11 @@
 //! "unblock on no key", so a deleted key, FLUSH, RENAME or XGROUP DESTROY re-executes it
 //! and it answers NOGROUP; each new entry goes to the first re-executed consumer (fan-in).
 //!
+//! With a dead-letter stream on the group (XGROUP SETDLQ, commands/deadletter.rs), a
+//! history read or CLAIM that would take an entry's delivery count above MAXDELIVERIES
+//! leaves it out of the reply and moves it there, acknowledged; `>` deliveries of new
+//! entries (the first delivery) never move anything.
+//!
 //! `MAXCOUNT` and `MAXSIZE` (8.10) cap one call across all its streams ([`Caps`]): the
 //! total number of entries, and the total bytes of the entries as encoded in the reply
 //! (each `[id, [fields…]]` item, in the client's protocol). Streams are filled in
@@ -41,6 +46,7 @@ use super::reply::StreamReply;
 use super::xgroup::counters;
 use super::xrange::{write_entry, write_range};
 use super::{CommandSpec, flags::*, is, parse_i64};
+use crate::commands::deadletter::{self, Move};
 use crate::commands::effects::{GroupEffects, log_effects};
 use crate::core::Ctx;
 use crate::core::notify::class;
@@ -503,6 +509,7 @@ fn xreadgroup(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         from.push((parse_group_from(id)?, hash));
     }
     let now = ctx.now_ms;
+    let moves_allowed = deadletter::allowed(ctx.core);
     let mut served = 0;
     for (key, &(f, hash)) in keys.iter().zip(&from) {
         let (stream, out) = ctx.lookup_hashed_with_out(hash, key);
@@ -514,8 +521,21 @@ fn xreadgroup(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             now,
         };
         let mut fx = GroupEffects::default();
-        let (replied, dirty) = read.serve(out, stream, key, f, &mut state, &mut fx);
+        let mut dead = DeadLetters::default();
+        if moves_allowed {
+            dead.settings = stream
+                .groups()
+                .get(group)
+                .and_then(|g| g.dead_letter())
+                .cloned();
+        }
+        let (replied, mut dirty) = read.serve(out, stream, key, f, &mut state, &mut fx, &mut dead);
         served += usize::from(replied);
+        if let Some(d) = &dead.settings
+            && !dead.moves.is_empty()
+        {
+            dirty += deadletter::move_entries(ctx, key, group, &d.key, &dead.moves, &mut fx);
+        }
         if dirty > 0 {
             ctx.modified(key);
             ctx.core.dirty += dirty - 1;
@@ -571,6 +591,25 @@ struct ReadState {
     caps: Caps,
 }
 
+/// What one stream's read sends to the group's dead-letter stream: the settings (when
+/// moves may happen) and the entries that go (commands/deadletter.rs).
+#[derive(Default)]
+struct DeadLetters {
+    /// The group's dead-letter stream; `None` when it has none or moves may not happen.
+    settings: Option<crate::stream::group::DeadLetter>,
+    /// The entries whose next delivery would exceed MAXDELIVERIES.
+    moves: Vec<Move>,
+}
+
+impl DeadLetters {
+    /// True when a delivery that gives an entry `count` deliveries must not happen.
+    fn over(&self, count: Option<u64>) -> bool {
+        self.settings
+            .as_ref()
+            .is_some_and(|d| count.is_some_and(|c| c > d.max_deliveries))
+    }
+}
+
 /// One XREADGROUP's reader: the group, the consumer and the options.
 struct GroupRead<'a> {
     group: &'a [u8],
@@ -594,6 +633,7 @@ impl GroupRead<'_> {
     /// made (Redis: one for a created consumer, one per stream for deliveries, one per
     /// claim; none for history reads, which Redis does not propagate; streamd logs their
     /// delivery-count bumps, see persist/groups.rs).
+    #[allow(clippy::too_many_arguments)]
     fn serve(
         &self,
         out: &mut RespWriter,
@@ -602,6 +642,7 @@ impl GroupRead<'_> {
         from: GroupFrom,
         state: &mut ReadState,
         fx: &mut GroupEffects,
+        dead: &mut DeadLetters,
     ) -> (bool, u64) {
         let (cid, created) = {
             let mut g = stream.group_mut(self.group).expect("validated");
@@ -613,18 +654,20 @@ impl GroupRead<'_> {
         let dirty = u64::from(created);
         match from {
             GroupFrom::History(after) => {
-                fx.ids = self.serve_history(out, stream, key, cid, after, state);
+                fx.ids = self.serve_history(out, stream, key, cid, after, state, dead);
                 (true, dirty)
             }
             GroupFrom::New => {
-                let (replied, changes) = self.serve_new(out, stream, key, cid, state, fx);
+                let (replied, changes) = self.serve_new(out, stream, key, cid, state, fx, dead);
                 (replied, dirty + changes)
             }
         }
     }
 
-    /// History: the consumer's pending entries after `after`, each delivered once more.
+    /// History: the consumer's pending entries after `after`, each delivered once more
+    /// (or, past the group's MAXDELIVERIES, moved to its dead-letter stream instead).
     /// Returns the IDs whose delivery count and time changed (to be logged).
+    #[allow(clippy::too_many_arguments)]
     fn serve_history(
         &self,
         out: &mut RespWriter,
@@ -633,6 +676,7 @@ impl GroupRead<'_> {
         cid: crate::stream::group::ConsumerId,
         after: StreamId,
         state: &mut ReadState,
+        dead: &mut DeadLetters,
     ) -> Vec<StreamId> {
         let start = after.incr().expect("the maximum ID reads as >");
         let ids: Vec<StreamId> = stream
@@ -649,6 +693,17 @@ impl GroupRead<'_> {
         let mut redelivered = Vec::new();
         for id in ids {
             let entry = stream.get(id);
+            if entry.is_some()
+                && dead.over(
+                    stream
+                        .groups()
+                        .get(self.group)
+                        .and_then(|g| g.redeliver_count(cid, id)),
+                )
+            {
+                dead.moves.push(Move::of(stream, self.group, id));
+                continue;
+            }
             let kept = state.caps.write(out, |out| match &entry {
                 Some(e) => write_entry(out, e),
                 None => {
@@ -673,7 +728,9 @@ impl GroupRead<'_> {
         redelivered
     }
 
-    /// `>`: claimable entries first (with CLAIM), then entries after the group's last_id.
+    /// `>`: claimable entries first (with CLAIM; past the group's MAXDELIVERIES, moved to
+    /// its dead-letter stream instead), then entries after the group's last_id.
+    #[allow(clippy::too_many_arguments)]
     fn serve_new(
         &self,
         out: &mut RespWriter,
@@ -682,6 +739,7 @@ impl GroupRead<'_> {
         cid: crate::stream::group::ConsumerId,
         state: &mut ReadState,
         fx: &mut GroupEffects,
+        dead: &mut DeadLetters,
     ) -> (bool, u64) {
         if state.caps.exhausted() {
             return (false, 0);
@@ -723,6 +781,15 @@ impl GroupRead<'_> {
             force: false,
         };
         for (id, time, count) in claims {
+            if dead.over(
+                stream
+                    .groups()
+                    .get(self.group)
+                    .and_then(|g| g.claim_count(id, &spec, self.now)),
+            ) {
+                dead.moves.push(Move::of(stream, self.group, id));
+                continue;
+            }
             let e = stream.get(id).expect("checked above");
             let idle = i64::try_from(self.now.saturating_sub(time)).unwrap_or(i64::MAX);
             let count = i64::try_from(count).unwrap_or(i64::MAX);

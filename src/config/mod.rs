@@ -44,6 +44,8 @@ pub enum Kind {
     /// Space-separated percentiles, each in `[0, 100]`, or empty
     /// (`latency-tracking-info-percentiles`).
     Percentiles,
+    /// A decimal fraction in `[0, 1]` (`stream-node-reclaim-ratio`).
+    Ratio,
     /// `<class> <hard> <soft> <soft-seconds>` groups (the `client-output-buffer-limit`
     /// directive); classes not named keep their value.
     BufferLimits,
@@ -360,6 +362,13 @@ pub const DIRECTIVES: &[Directive] = &[
         kind: Kind::Int { min: 1, max: 10000 },
         mutable: true,
         help: "Default IDMP entries kept per producer for new streams.",
+    },
+    Directive {
+        name: "stream-node-reclaim-ratio",
+        default: "0.5",
+        kind: Kind::Ratio,
+        mutable: true,
+        help: "Rewrite a stream node without its deleted entries once they are more than this share of it, a node at a time in the background (0..1; 1 = never). streamd's own.",
     },
     Directive {
         name: "compat-version",
@@ -935,6 +944,18 @@ fn canonical(d: &Directive, value: &str, current: &str) -> Result<String, String
                 shown.push(p.to_string());
             }
             Ok(shown.join(" "))
+        }
+        Kind::Ratio => {
+            let r: f64 = value
+                .trim()
+                .parse()
+                .ok()
+                .filter(|r: &f64| r.is_finite())
+                .ok_or_else(|| "argument couldn't be parsed into a number".to_string())?;
+            if !(0.0..=1.0).contains(&r) {
+                return Err("argument must be between 0 and 1 inclusive".into());
+            }
+            Ok(r.to_string())
         }
         Kind::SavePoints => {
             let parts: Vec<&str> = value.split_whitespace().collect();

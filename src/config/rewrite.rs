@@ -141,6 +141,7 @@ fn directive_lines(d: &Directive, value: &str) -> Vec<(String, bool)> {
         }
         Kind::Memory { .. } => vec![(format!("{name} {}", memory_text(value)), force)],
         Kind::Bool
+        | Kind::Ratio
         | Kind::Int { .. }
         | Kind::IntClamped { .. }
         | Kind::Enum(_)

@@ -320,7 +320,8 @@ impl CommandSpec {
 }
 
 /// Keys of commands whose key positions depend on their arguments (XREAD,
-/// XREADGROUP: the first half of what follows STREAMS). Redis describes this as a key
+/// XREADGROUP: the first half of what follows STREAMS; XGROUP SETDLQ: the dead-letter
+/// key when one is given). Redis describes this as a key
 /// spec (search for the keyword `STREAMS`, then keys up to half of the rest); the
 /// table has no other movable-key form, so the rule is written here by name rather
 /// than as a key-spec field on every row.
@@ -333,6 +334,10 @@ fn movable_keys(spec: &CommandSpec, argv: &Argv) -> Vec<usize> {
             let rest = argv.len() - pos - 1;
             (pos + 1..pos + 1 + rest / 2).collect()
         }
+        // XGROUP SETDLQ key group <dlq-key MAXDELIVERIES n | NONE>: the stream, and the
+        // dead-letter stream it will write to.
+        "xgroup|setdlq" if argv.len() >= 7 => vec![2, 4],
+        "xgroup|setdlq" if argv.len() >= 3 => vec![2],
         _ => Vec::new(),
     }
 }

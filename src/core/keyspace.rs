@@ -8,9 +8,15 @@
 //! Expiry: `expires` holds the absolute unix-ms deadline of keys that have one.
 //! Expired keys are removed lazily when looked up (by the caller, through
 //! [`Db::expire_if_needed`]) and actively by a periodic sampler ([`Db::active_expire`]).
+//!
+//! Background stream work keeps its own sets of keys, so no pass walks the keyspace:
+//! streams that track IDMP producers (IDMP expiry, [`Db::expire_idmp`]), streams with
+//! retention settings and streams that deletions may have left with nodes to reclaim
+//! (`core/lifecycle.rs`). Each set is a superset, cleaned up by its pass, with a cursor so
+//! that a pass resumes where the last one stopped.
 
 use super::dict::Dict;
-use crate::stream::Stream;
+use crate::stream::{Stream, StreamId};
 use bytes::Bytes;
 use std::collections::{BTreeSet, HashMap};
 use std::ops::Bound;
@@ -31,6 +37,29 @@ pub struct Db {
     idmp_keys: BTreeSet<Bytes>,
     /// Where the IDMP expiry pass resumes: the last key it finished.
     idmp_cursor: Option<Bytes>,
+    /// Keys whose streams have retention settings (MAXAGE/MAXBYTES): the retention
+    /// sweep visits only these. A superset: a key leaves when the sweep finds it gone or
+    /// its retention off.
+    retention_keys: BTreeSet<Bytes>,
+    /// Where the retention sweep resumes: the last key it finished.
+    retention_cursor: Option<Bytes>,
+    /// Keys whose streams deletions may have left with nodes to reclaim. A superset: a
+    /// key leaves when the reclamation pass has looked at all of its nodes.
+    reclaim_keys: BTreeSet<Bytes>,
+    /// Where the reclamation pass resumes: a key, and the last node of it looked at.
+    reclaim_cursor: Option<(Bytes, Option<StreamId>)>,
+}
+
+/// The key of `set` after `cursor` (or the first one, when there is none after it or no
+/// cursor): round-robin over a key set.
+fn next_key(set: &BTreeSet<Bytes>, cursor: Option<&Bytes>) -> Option<Bytes> {
+    cursor
+        .and_then(|c| {
+            set.range::<Bytes, _>((Bound::Excluded(c), Bound::Unbounded))
+                .next()
+        })
+        .or_else(|| set.first())
+        .cloned()
 }
 
 impl Db {
@@ -74,6 +103,14 @@ impl Db {
         if stream.idmp().is_some_and(|i| i.has_producers()) {
             self.note_idmp(key);
         }
+        if !stream.retention().is_off() {
+            self.note_retention(key);
+        }
+        // A stream brought in whole (RENAME, COPY, RESTORE of a Redis payload) may hold
+        // tombstones: the reclamation pass has a look.
+        if !stream.is_empty() {
+            self.note_reclaim(key);
+        }
         self.expires.remove(key);
         self.keys.insert(key, stream);
     }
@@ -111,6 +148,9 @@ impl Db {
         if v.idmp().is_some() {
             self.idmp_keys.remove(key);
         }
+        if !v.retention().is_off() {
+            self.retention_keys.remove(key);
+        }
         Some(v)
     }
 
@@ -120,6 +160,71 @@ impl Db {
         self.expires.clear();
         self.idmp_keys.clear();
         self.idmp_cursor = None;
+        self.retention_keys.clear();
+        self.retention_cursor = None;
+        self.reclaim_keys.clear();
+        self.reclaim_cursor = None;
+    }
+
+    /// Notes that the stream at `key` has retention settings, for the retention sweep.
+    pub fn note_retention(&mut self, key: &[u8]) {
+        if !self.retention_keys.contains(key) {
+            self.retention_keys.insert(Bytes::copy_from_slice(key));
+        }
+    }
+
+    /// Notes that deletions may have left the stream at `key` with nodes to reclaim.
+    pub fn note_reclaim(&mut self, key: &[u8]) {
+        if !self.reclaim_keys.contains(key) {
+            self.reclaim_keys.insert(Bytes::copy_from_slice(key));
+        }
+    }
+
+    /// Number of keys the retention sweep visits (INFO, tests).
+    pub fn retention_key_count(&self) -> usize {
+        self.retention_keys.len()
+    }
+
+    /// Number of keys waiting for the reclamation pass (INFO, tests).
+    pub fn reclaim_key_count(&self) -> usize {
+        self.reclaim_keys.len()
+    }
+
+    /// The next key for the retention sweep (round-robin from its cursor), or `None`
+    /// when there is none.
+    pub fn retention_next(&self) -> Option<Bytes> {
+        next_key(&self.retention_keys, self.retention_cursor.as_ref())
+    }
+
+    /// The retention sweep finished `key`: it resumes after it next time, and forgets it
+    /// when `keep` is false (gone, or retention off).
+    pub fn retention_done(&mut self, key: &Bytes, keep: bool) {
+        if !keep {
+            self.retention_keys.remove(key);
+        }
+        self.retention_cursor = Some(key.clone());
+    }
+
+    /// Where the reclamation pass goes on: the key, and the last node of it already
+    /// looked at (`None`: from its first node). `None` when no key waits.
+    pub fn reclaim_next(&self) -> Option<(Bytes, Option<StreamId>)> {
+        if let Some((key, after)) = &self.reclaim_cursor
+            && self.reclaim_keys.contains(key)
+            && after.is_some()
+        {
+            return Some((key.clone(), *after));
+        }
+        let cursor = self.reclaim_cursor.as_ref().map(|(k, _)| k);
+        next_key(&self.reclaim_keys, cursor).map(|k| (k, None))
+    }
+
+    /// The reclamation pass stopped in `key` after node `after` (`Some`: resume there),
+    /// or went through all of it (`None`: the key leaves the set).
+    pub fn reclaim_progress(&mut self, key: &Bytes, after: Option<StreamId>) {
+        if after.is_none() {
+            self.reclaim_keys.remove(key);
+        }
+        self.reclaim_cursor = Some((key.clone(), after));
     }
 
     /// Notes that the stream at `key` now tracks IDMP producers, for the expiry pass.
@@ -138,15 +243,7 @@ impl Db {
         let mut visited = 0;
         let total = self.idmp_keys.len();
         while *budget > 0 && visited < total {
-            let next = match &self.idmp_cursor {
-                Some(c) => self
-                    .idmp_keys
-                    .range::<Bytes, _>((Bound::Excluded(c), Bound::Unbounded))
-                    .next()
-                    .cloned(),
-                None => None,
-            };
-            let Some(key) = next.or_else(|| self.idmp_keys.first().cloned()) else {
+            let Some(key) = next_key(&self.idmp_keys, self.idmp_cursor.as_ref()) else {
                 return;
             };
             visited += 1;

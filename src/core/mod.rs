@@ -28,6 +28,7 @@ pub mod command;
 pub mod dict;
 pub mod keyspace;
 pub mod latency;
+pub mod lifecycle;
 pub mod limits;
 pub mod mailbox;
 pub mod notify;
@@ -142,6 +143,9 @@ pub struct Core {
     /// Cached `stream-idmp-duration` and `stream-idmp-maxsize`: the IDMP settings a
     /// stream gets when it first uses IDMP.
     pub idmp_defaults: (i64, i64),
+    /// `stream-node-reclaim-ratio`: a node is rewritten without its tombstones once they
+    /// are more than this share of its entries (1 = never; core/lifecycle.rs).
+    pub reclaim_ratio: f64,
     /// Cached `compat-version` as `(major, minor)`: features newer than it are hidden
     /// from clients (never from the loader).
     pub compat: (u8, u8),
@@ -401,6 +405,7 @@ impl Core {
         let mut core = Core {
             node_limits: NodeLimits::default(),
             idmp_defaults: (100, 100),
+            reclaim_ratio: 0.5,
             compat: (8, 10),
             dbs: (0..ndb).map(|_| Db::default()).collect(),
             clients: HashMap::default(),
@@ -452,6 +457,11 @@ impl Core {
             self.config.get_i64("stream-idmp-duration"),
             self.config.get_i64("stream-idmp-maxsize"),
         );
+        self.reclaim_ratio = self
+            .config
+            .get("stream-node-reclaim-ratio")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0.5);
         self.compat =
             crate::config::compat_version(self.config.get("compat-version").unwrap_or(""));
         self.limits = limits::ClientLimits::from_config(&self.config);
@@ -1264,7 +1274,8 @@ impl Core {
     }
 
     /// Periodic work (Redis `serverCron`): active expiry (logged as `DEL`), a share of
-    /// any ongoing keyspace rehash (Redis's `activerehashing`), then the persistence chores ([`Persistence::cron`]: write pending records, reap background
+    /// any ongoing keyspace rehash (Redis's `activerehashing`), IDMP expiry, the stream
+    /// lifecycle passes (retention, reclamation: lifecycle.rs), then the persistence chores ([`Persistence::cron`]: write pending records, reap background
     /// saves, save rules, automatic rewrite). Nothing runs while loading.
     pub fn cron(&mut self) {
         if self.loading {
@@ -1288,6 +1299,8 @@ impl Core {
         for db in &mut self.dbs {
             db.expire_idmp(now, &mut budget);
         }
+        // Retention and tombstone reclamation, bounded the same way (lifecycle.rs).
+        self.lifecycle_cron(now);
         self.handle_ready_keys();
         self.peak_memory();
         self.repl_cron(now);

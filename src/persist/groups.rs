@@ -19,9 +19,11 @@
 //! records are read from the group as it is then. Unlike Redis, history
 //! reads (`XREADGROUP ... 0`) log their delivery-count bumps, so counts survive a restart.
 //!
-//! **In snapshots**, [`write_groups`] writes each group as `STREAMD.GROUP`, its pending
-//! entries in delivery-time order (`STREAMD.NACK` / `STREAMD.PENDING`, each reloading in
-//! O(1)) and its consumers' times (`STREAMD.CONSUMER`); see snapshot.rs.
+//! **In snapshots**, [`write_groups`] writes each group as `STREAMD.GROUP`, its
+//! dead-letter stream if it has one (`XGROUP SETDLQ`, the client form, replayed through
+//! the command path), its pending entries in delivery-time order (`STREAMD.NACK` /
+//! `STREAMD.PENDING`, each reloading in O(1)) and its consumers' times
+//! (`STREAMD.CONSUMER`); see snapshot.rs.
 //!
 //! [`apply_internal`] applies the `STREAMD.*` records. Only the loader accepts them; they
 //! go straight to the group engine (pending entries whose stream entry was deleted are
@@ -29,6 +31,7 @@
 
 use super::snapshot::SnapshotWriter;
 use crate::commands::effects::{consumer_record, int, signed};
+use crate::commands::xgroup::setdlq_record;
 use crate::core::Core;
 use crate::resp::Argv;
 use crate::stream::group::{ClaimSpec, DeliveryCount, NackMode};
@@ -46,6 +49,9 @@ pub fn write_groups<W: Write>(w: &mut SnapshotWriter<W>, key: &[u8], s: &Stream)
             &g.last_id().to_text(),
             &signed(g.entries_read()),
         ])?;
+        if let Some(d) = g.dead_letter() {
+            w.record(&setdlq_record(key, name, Some(d)))?;
+        }
         for p in g.by_time() {
             match p.owner {
                 None => w.record(&[

@@ -892,7 +892,16 @@ impl Loader {
 
     /// Runs the whole load at once (DEBUG RELOAD / LOADAOF, tests).
     pub fn run_to_end(mut self, core: &mut Core) -> Result<(), PersistError> {
-        while !self.step(core, Duration::from_secs(3600))? {}
+        // As `run_loader` does: the replay is a load (no expiry, no retention, no
+        // dead-letter moves, nothing logged), whatever the caller's core said before.
+        let was = core.loading;
+        core.loading = true;
+        let r = (|| {
+            while !self.step(core, Duration::from_secs(3600))? {}
+            Ok(())
+        })();
+        core.loading = was;
+        r?;
         self.finish(core)
     }
 

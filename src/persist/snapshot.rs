@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! offset 0   "STRMSNAP"                      magic, 8 bytes
-//!        8   version         u32 LE          SNAPSHOT_VERSION (2; version 1 is still read)
+//!        8   version         u32 LE          SNAPSHOT_VERSION (3; versions 1 and 2 are still read)
 //!       12   flags           u32 LE          0 (reserved)
 //!       16   created         u64 LE          unix ms when the dataset was taken
 //!       24   records ...                     framed records (record.rs), below
@@ -20,7 +20,11 @@
 //!                                                      ~1 MiB of nodes per record
 //! XADD <key> MAXLEN 0 0-1 x y                          instead, for a stream with no entries
 //! XSETID <key> <last_id> ENTRIESADDED <n> MAXDELETEDID <id>
+//! XCFGSET <key> MAXAGE <ms> MAXBYTES <bytes> RETENTION-REFS <policy>
+//!                                                      streams with retention settings
 //! STREAMD.GROUP <key> <group> <last_id> <entries_read|-1>
+//! XGROUP SETDLQ <key> <group> <dlq-key> MAXDELIVERIES <n>
+//!                                                      groups with a dead-letter stream
 //! STREAMD.NACK <key> <group> <id> <delivery_count>     unowned entries, NACK-zone order
 //! STREAMD.PENDING <key> <group> <consumer> <id> <delivery_time> <delivery_count>
 //!                                                      owned entries, oldest delivery first
@@ -35,7 +39,8 @@
 //! **Nodes as they are.** In `STREAMD.NODES`, `<master>` is a node's master ID as the 16
 //! bytes of its index key (`ms` then `seq`, big-endian: `StreamId::to_key`) and `<node>`
 //! the node's bytes exactly as listpack.rs draws them (header with live/deleted counters
-//! and Redis size, master entry, entries with their tombstones). Loading inserts each
+//! and Redis size, the `gone` count of a node reclamation rewrote, master entry,
+//! entries with the tombstones still in the node). Loading inserts each
 //! node into the stream's index as it is ([`Stream::push_node`]): no entry is decoded or
 //! re-appended, so a snapshot loads in one pass over its bytes and keeps the node layout
 //! (`XINFO STREAM`'s `radix-tree-keys`/`-nodes` are the same after a restart). Because
@@ -68,8 +73,10 @@
 use super::PersistError;
 use super::manifest::{sync_dir, tmp_path};
 use super::record;
+use crate::commands::effects::retention_record;
 use crate::core::Core;
 use crate::core::keyspace::Db;
+use crate::stream::lifecycle::Retention;
 use crate::stream::{Stream, StreamId};
 use bytes::Bytes;
 use std::fs::File;
@@ -78,9 +85,11 @@ use std::path::Path;
 
 /// The magic bytes at offset 0.
 pub const MAGIC: &[u8; 8] = b"STRMSNAP";
-/// The format version this build writes: 2 stores stream nodes as they are
-/// (`STREAMD.NODES`). Version 1 (every entry as an `XADD` record) is still read.
-pub const SNAPSHOT_VERSION: u32 = 2;
+/// The format version this build writes: 3 adds reclaimed nodes (listpack.rs: the
+/// RECLAIMED header bit and `gone` count) and the retention and dead-letter records
+/// (`XCFGSET ... MAXAGE`, `XGROUP SETDLQ`); 2 stored stream nodes as they are
+/// (`STREAMD.NODES`); 1 wrote every entry as an `XADD` record. All three are read.
+pub const SNAPSHOT_VERSION: u32 = 3;
 /// The oldest format version this build reads.
 pub const MIN_SNAPSHOT_VERSION: u32 = 1;
 /// Header bytes before the first record.
@@ -194,6 +203,10 @@ fn write_stream<W: Write>(w: &mut SnapshotWriter<W>, key: &[u8], s: &Stream) -> 
         b"MAXDELETEDID",
         &s.max_deleted_entry_id().to_text(),
     ])?;
+    let retention = s.retention();
+    if retention != Retention::default() {
+        w.record(&retention_record(key, &retention))?;
+    }
     super::groups::write_groups(w, key, s)?;
     super::idmp::write_idmp(w, key, s)
 }
@@ -366,7 +379,7 @@ mod tests {
         assert_eq!(size as usize, bytes.len());
         assert_eq!(records, 1);
         assert_eq!(&bytes[0..8], b"STRMSNAP");
-        assert_eq!(&bytes[8..12], &2u32.to_le_bytes());
+        assert_eq!(&bytes[8..12], &3u32.to_le_bytes());
         assert_eq!(&bytes[12..16], &[0, 0, 0, 0]);
         assert_eq!(&bytes[16..24], &0x0102_0304_0506_0708u64.to_le_bytes());
         let n = bytes.len();

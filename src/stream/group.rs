@@ -284,6 +284,17 @@ pub enum ClaimOutcome {
     NotPending,
 }
 
+/// Where a group moves entries delivered too often (`XGROUP SETDLQ`, streamd's own; see
+/// docs/beyond-redis.md): the delivery that would take an entry's count above
+/// `max_deliveries` appends it to the stream at `key` instead, and acknowledges it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadLetter {
+    /// The dead-letter stream's key, in the group's database (never the group's own).
+    pub key: Box<[u8]>,
+    /// Deliveries an entry may have; at least 1.
+    pub max_deliveries: u64,
+}
+
 /// XNACK's mode (reference §2.15).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NackMode {
@@ -886,6 +897,8 @@ pub struct ConsumerGroup {
     consumer_slots: Vec<ConsumerSlot>,
     /// Vacant indices of `consumer_slots`.
     consumer_free: Vec<u32>,
+    /// The dead-letter stream (XGROUP SETDLQ), boxed: most groups have none.
+    dlq: Option<Box<DeadLetter>>,
 }
 
 impl ConsumerGroup {
@@ -899,7 +912,47 @@ impl ConsumerGroup {
             consumers: Rax::new(),
             consumer_slots: Vec::new(),
             consumer_free: Vec::new(),
+            dlq: None,
         }
+    }
+
+    /// The group's dead-letter stream and its delivery limit, if set (XGROUP SETDLQ).
+    pub fn dead_letter(&self) -> Option<&DeadLetter> {
+        self.dlq.as_deref()
+    }
+
+    /// The delivery count [`GroupMut::claim`] would give `id` with `spec` at `now_ms`, or
+    /// `None` when it would not claim it (not pending without FORCE, or owned and not
+    /// idle enough). Must agree with [`GroupMut::claim`], which uses it.
+    pub fn claim_count(&self, id: StreamId, spec: &ClaimSpec, now_ms: u64) -> Option<u64> {
+        let previous = match self.pel.get(&self.slab, id) {
+            Some(i) => {
+                let s = self.slab.slot(i);
+                if s.owner() != NO_OWNER
+                    && spec.min_idle > 0
+                    && now_ms.saturating_sub(s.delivery_time()) < spec.min_idle
+                {
+                    return None;
+                }
+                self.slab.count(i)
+            }
+            None if spec.force => 0,
+            None => return None,
+        };
+        Some(match spec.count {
+            DeliveryCount::Increment => cap_count(previous.saturating_add(1)),
+            DeliveryCount::Keep => previous,
+            DeliveryCount::Set(n) => cap_count(n),
+        })
+    }
+
+    /// The delivery count a history read by `c` would give `id` ([`GroupMut::redeliver`]),
+    /// or `None` when `id` is not pending with `c` as its owner.
+    pub fn redeliver_count(&self, c: ConsumerId, id: StreamId) -> Option<u64> {
+        let owner = self.index_of(c);
+        let i = self.pel.get(&self.slab, id)?;
+        (self.slab.slot(i).owner() == owner)
+            .then(|| cap_count(self.slab.count(i).saturating_add(1)))
     }
 
     /// The group's name.
@@ -1436,6 +1489,11 @@ impl Groups {
         }
     }
 
+    /// See [`GroupSet::is_pending_anywhere`].
+    pub fn is_pending_anywhere(&self, id: StreamId) -> bool {
+        self.set.as_ref().is_some_and(|s| s.is_pending_anywhere(id))
+    }
+
     /// See [`GroupSet::min_last_id`].
     pub fn min_last_id(&self) -> Option<StreamId> {
         self.set.as_ref().and_then(|s| s.min_last_id())
@@ -1515,6 +1573,16 @@ impl GroupSet {
         if id > self.min_last_id {
             return true;
         }
+        match self.refs.contains(&id.to_key()) {
+            Some(held) => held,
+            None => self.list.iter().any(|g| g.is_pending(id)),
+        }
+    }
+
+    /// True if `id` is pending in some group's PEL (NACKed entries included): the
+    /// reverse index with two groups or more, the one group's PEL otherwise. Unlike
+    /// [`GroupSet::is_referenced`], IDs a group has not read yet do not count.
+    pub fn is_pending_anywhere(&self, id: StreamId) -> bool {
         match self.refs.contains(&id.to_key()) {
             Some(held) => held,
             None => self.list.iter().any(|g| g.is_pending(id)),
@@ -1673,6 +1741,17 @@ impl GroupMut<'_> {
         self.groups.refresh_min_last_id();
     }
 
+    /// XGROUP SETDLQ: sets or (with `None`) clears the dead-letter stream. True if that
+    /// changed anything.
+    pub fn set_dead_letter(&mut self, dlq: Option<DeadLetter>) -> bool {
+        let g = self.group();
+        if g.dlq.as_deref() == dlq.as_ref() {
+            return false;
+        }
+        g.dlq = dlq.map(Box::new);
+        true
+    }
+
     /// XCLAIM LASTID: raises `last_id` to `id` if greater; `entries_read` is unchanged.
     /// True if it changed.
     pub fn raise_last_id(&mut self, id: StreamId) -> bool {
@@ -1829,24 +1908,19 @@ impl GroupMut<'_> {
     ) -> ClaimOutcome {
         let (g, refs) = self.parts();
         let owner = g.index_of(c);
+        let Some(count) = g.claim_count(id, spec, now_ms) else {
+            return if g.is_pending(id) {
+                ClaimOutcome::NotIdle
+            } else {
+                ClaimOutcome::NotPending
+            };
+        };
         let i = match g.pel.get(&g.slab, id) {
             Some(i) => i,
-            None if spec.force => g.insert_pending(id, NO_OWNER, 0, 0, refs),
-            None => return ClaimOutcome::NotPending,
+            None => g.insert_pending(id, NO_OWNER, 0, 0, refs),
         };
         let s = g.slab.slot(i);
-        if s.owner() != NO_OWNER
-            && spec.min_idle > 0
-            && now_ms.saturating_sub(s.delivery_time()) < spec.min_idle
-        {
-            return ClaimOutcome::NotIdle;
-        }
         let previous_count = g.slab.count(i);
-        let count = match spec.count {
-            DeliveryCount::Increment => cap_count(previous_count.saturating_add(1)),
-            DeliveryCount::Keep => previous_count,
-            DeliveryCount::Set(n) => cap_count(n),
-        };
         let time = spec.delivery_time.min(now_ms);
         g.redeliver_slot(i, owner, time, count);
         consumer_in(&mut g.consumer_slots, owner).active_time = signed_or_unset(Some(now_ms));

@@ -10,19 +10,27 @@
 //! # Byte layout
 //!
 //! ```text
-//! +-------+---------+-------------+---------+-----+---------+---------+-----+---------+
-//! | live  | deleted | redis-bytes | nfields | fld1| ... fldN| entry 0 | ... | entry K |
-//! | u32LE | u32 LE  | u32 LE      | varint  |elem |    elem |         |     |         |
-//! +-------+---------+-------------+---------+-----+---------+---------+-----+---------+
-//!  0       4         8             12 ----- master entry ----  entries, oldest first
+//! +-------+---------+-------------+--------+---------+-----+---------+---------+-----+
+//! | live  | deleted | redis-bytes | [gone] | nfields | fld1| ... fldN| entry 0 | ... |
+//! | u32LE | u32 LE  | u32 LE      | u32 LE | varint  |elem |    elem |         |     |
+//! +-------+---------+-------------+--------+---------+-----+---------+---------+-----+
+//!  0       4         8             12       12 or 16 - master entry -  entries, oldest first
+//!                    bit 31 of `deleted` set: RECLAIMED, and `gone` is present
 //! ```
 //!
-//! * `live`, `deleted`: entries not flagged / flagged deleted. `live + deleted` is the
-//!   number of entries physically present; it is what `stream-node-max-entries` limits.
-//! * `redis-bytes`: the size this node *would* have in Redis's own listpack encoding,
-//!   minus the two elements holding the live and deleted counters (their size depends on
-//!   the counters, so [`Listpack::redis_bytes`] adds them when asked). The stream uses it
-//!   to roll over to a new node exactly where Redis does (`stream-node-max-bytes`).
+//! * `live`, `deleted`: entries not flagged / flagged deleted (bits 0..=30 of the second
+//!   word). `live + deleted` is the number of entries physically present.
+//! * RECLAIMED (bit 31 of the `deleted` word) and `gone`: the node was rewritten without
+//!   some of its tombstones ([`Listpack::reclaim`]); `gone` (>= 1) counts the tombstones
+//!   no longer present. Redis never drops a tombstone, so its node still holds them: the
+//!   entries Redis counts are `live + deleted + gone` ([`Listpack::total_entries`]),
+//!   which is what `stream-node-max-entries` limits, so node boundaries stay Redis's.
+//!   A node that was never reclaimed has no `gone` word and its master entry at 12.
+//! * `redis-bytes`: the size this node *would* have in Redis's own listpack encoding
+//!   (tombstones, reclaimed ones too, included), minus the two elements holding the live
+//!   and deleted counters (their size depends on the counters, so
+//!   [`Listpack::redis_bytes`] adds them when asked). The stream uses it to roll over to
+//!   a new node exactly where Redis does (`stream-node-max-bytes`).
 //! * master entry: the number of field names, then the field names of the node's first
 //!   entry. Later entries whose field names are exactly these store only their values.
 //!
@@ -60,7 +68,11 @@
 //! Invariants: `live + deleted` equals the number of entries; entry IDs strictly increase
 //! and are `>=` the master ID; every back-len equals its entry's head-to-last-value
 //! length; `redis-bytes` equals what Redis's listpack would hold (see
-//! [`Listpack::redis_bytes`], which must agree with `streamAppendItem`'s encoding).
+//! [`Listpack::redis_bytes`], which must agree with `streamAppendItem`'s encoding): for
+//! a node that was never reclaimed, exactly the size of its entries; for a reclaimed one,
+//! at least that (the `gone` tombstones' share cannot be checked). A reclaimed node keeps
+//! its master entry (its master ID stays the index key and the base of every delta) and
+//! its last entry, deleted or not, so [`Listpack::last_id`] is what Redis's node says.
 //!
 //! # Memory
 //!
@@ -146,12 +158,18 @@ const FLAG_SAMEFIELDS: u8 = 2;
 
 /// Offset of the live-entry counter (u32 LE).
 const HDR_LIVE: usize = 0;
-/// Offset of the deleted-entry counter (u32 LE).
+/// Offset of the deleted-entry counter (u32 LE; bit 31 is [`HDR_RECLAIMED`]).
 const HDR_DELETED: usize = 4;
 /// Offset of the Redis-encoding size without its two counters (u32 LE).
 const HDR_REDIS: usize = 8;
-/// Size of the fixed header; the master entry starts here.
+/// Size of the fixed header; the master entry starts here, or after `gone`.
 const HDR_SIZE: usize = 12;
+/// Offset of the reclaimed-tombstone count (u32 LE), present only with [`HDR_RECLAIMED`].
+const HDR_GONE: usize = 12;
+/// Bit of the `deleted` word saying the node was reclaimed and `gone` follows the header.
+const HDR_RECLAIMED: u32 = 1 << 31;
+/// The tombstone count in the `deleted` word.
+const DELETED_MASK: u32 = HDR_RECLAIMED - 1;
 
 /// Bits of the first head byte that hold the flags.
 const HEAD_TAG_BITS: u32 = 2;
@@ -702,23 +720,40 @@ impl Listpack {
         u64::from(self.get_u32(HDR_LIVE))
     }
 
-    /// Number of entries flagged deleted.
+    /// Number of entries flagged deleted that are still in the node.
     pub fn deleted(&self) -> u64 {
-        u64::from(self.get_u32(HDR_DELETED))
+        u64::from(self.get_u32(HDR_DELETED) & DELETED_MASK)
     }
 
-    /// Live plus deleted: the entries physically in the node (what
-    /// `stream-node-max-entries` limits).
-    pub fn total_entries(&self) -> u64 {
+    /// Tombstones [`Listpack::reclaim`] took out of the node (0 for a node never
+    /// reclaimed); Redis's node would still hold them.
+    pub fn gone(&self) -> u64 {
+        if self.get_u32(HDR_DELETED) & HDR_RECLAIMED == 0 {
+            0
+        } else {
+            u64::from(self.get_u32(HDR_GONE))
+        }
+    }
+
+    /// Live plus deleted: the entries physically in the node.
+    pub fn physical_entries(&self) -> u64 {
         self.live() + self.deleted()
     }
 
-    /// The size in bytes the node would have as a Redis listpack (`lpBytes`). Must agree
-    /// with the sizes [`Listpack::new`] and [`Listpack::append`] add up.
+    /// The entries Redis's node would hold: live, deleted and reclaimed tombstones (what
+    /// `stream-node-max-entries` limits).
+    pub fn total_entries(&self) -> u64 {
+        self.physical_entries() + self.gone()
+    }
+
+    /// The size in bytes the node would have as a Redis listpack (`lpBytes`), reclaimed
+    /// tombstones included. Must agree with the sizes [`Listpack::new`] and
+    /// [`Listpack::append`] add up.
     pub fn redis_bytes(&self) -> usize {
+        let tombstones = i64::try_from(self.deleted() + self.gone()).unwrap_or(i64::MAX);
         self.get_u32(HDR_REDIS) as usize
             + redis_int_size(i64::from(self.get_u32(HDR_LIVE)))
-            + redis_int_size(i64::from(self.get_u32(HDR_DELETED)))
+            + redis_int_size(tombstones)
     }
 
     /// Bytes used by header, master entry and entries.
@@ -766,9 +801,19 @@ impl Listpack {
         }
     }
 
+    /// Where the master entry starts: after the header, and after `gone` in a reclaimed
+    /// node.
+    fn master_start(&self) -> usize {
+        if self.get_u32(HDR_DELETED) & HDR_RECLAIMED == 0 {
+            HDR_SIZE
+        } else {
+            HDR_GONE + 4
+        }
+    }
+
     /// The master entry's shape.
     pub fn master(&self) -> Master {
-        let mut pos = HDR_SIZE;
+        let mut pos = self.master_start();
         let buf = self.data();
         let nfields = usize::try_from(get_uvarint(buf, &mut pos)).expect("field count fits");
         let fields = pos;
@@ -901,7 +946,68 @@ impl Listpack {
         let data = self.data_mut();
         data[start] |= FLAG_DELETED;
         set_u32(data, HDR_LIVE, get_u32(data, HDR_LIVE) - 1);
+        // The count is far below bit 31 (a node holds fewer than 2^31 entries): adding
+        // one leaves the RECLAIMED bit alone.
         set_u32(data, HDR_DELETED, get_u32(data, HDR_DELETED) + 1);
+    }
+
+    /// The node rewritten without its tombstones, or `None` when there is none to drop.
+    /// Kept: every live entry, the master entry, the last entry (deleted or not, so
+    /// [`Listpack::last_id`] and with it `MINID ~` trimming see what Redis's node says),
+    /// and every tombstone `keep` asks for (one a consumer group's PEL still holds, so
+    /// that a later DELREF trim still finds it). Entries are copied byte for byte: their
+    /// deltas are against the master ID, which does not change. `live`, `redis-bytes`
+    /// and the Redis entry count ([`Listpack::total_entries`]) are unchanged; the
+    /// dropped tombstones move from `deleted` to `gone`. One pass over the node and one
+    /// allocation of the new size (in the cheaper of the two forms, see "Memory").
+    pub fn reclaim(
+        &self,
+        master: StreamId,
+        mut keep: impl FnMut(StreamId) -> bool,
+    ) -> Option<Listpack> {
+        if self.deleted() == 0 {
+            return None;
+        }
+        let m = self.master();
+        let len = self.len();
+        let data = self.data();
+        // First pass: which entries go (the last entry always stays).
+        let mut spans: Vec<(usize, usize)> = Vec::new();
+        let mut dropped = 0u64;
+        let mut pos = m.entries;
+        let mut run_start = pos;
+        while pos < len {
+            let e = self.entry_at(master, &m, pos);
+            if e.is_deleted() && e.end < len && !keep(e.id) {
+                if run_start < e.start {
+                    spans.push((run_start, e.start));
+                }
+                run_start = e.end;
+                dropped += 1;
+            }
+            pos = e.end;
+        }
+        if dropped == 0 {
+            return None;
+        }
+        if run_start < len {
+            spans.push((run_start, len));
+        }
+        let kept: usize = spans.iter().map(|(a, b)| b - a).sum();
+        let mut out = Vec::with_capacity(HDR_GONE + 4 + (m.entries - m.fields) + 10 + kept);
+        let deleted = u32::try_from(self.deleted() - dropped).expect("fewer than 2^31");
+        let gone = u32::try_from(self.gone() + dropped).expect("fewer than 2^31 entries");
+        out.extend_from_slice(&data[..HDR_SIZE]);
+        set_u32(&mut out, HDR_DELETED, deleted | HDR_RECLAIMED);
+        out.extend_from_slice(&gone.to_le_bytes());
+        // The master entry: its field count and names, as they are.
+        out.extend_from_slice(&data[self.master_start()..m.entries]);
+        for (a, b) in spans {
+            out.extend_from_slice(&data[a..b]);
+        }
+        Some(Listpack {
+            buf: Buf::exact(&out),
+        })
     }
 }
 
@@ -1011,7 +1117,8 @@ impl Listpack {
     /// entry IDs are `>= master`, strictly increasing and do not overflow, every back-len
     /// is the exact encoding of its entry's length (reverse walks land on entry heads),
     /// the live and deleted counters match the flags, at least one entry is live, and
-    /// `redis-bytes` is what appending the same entries would have added up. Costs one
+    /// `redis-bytes` is what appending the same entries would have added up (at least
+    /// that, for a reclaimed node, whose `gone` must be at least 1). Costs one
     /// pass over the node, then a copy into the node's own allocation (see "Memory");
     /// nothing is allocated for a node that is refused.
     pub fn from_bytes(
@@ -1026,9 +1133,20 @@ impl Listpack {
         }
         let header =
             |off: usize| u32::from_le_bytes([buf[off], buf[off + 1], buf[off + 2], buf[off + 3]]);
-        let (live_hdr, deleted_hdr, redis_hdr) =
+        let (live_hdr, deleted_word, redis_hdr) =
             (header(HDR_LIVE), header(HDR_DELETED), header(HDR_REDIS));
+        let reclaimed = deleted_word & HDR_RECLAIMED != 0;
+        let deleted_hdr = deleted_word & DELETED_MASK;
         let mut pos = HDR_SIZE;
+        if reclaimed {
+            if buf.len() < HDR_GONE + 4 {
+                return Err(NodeError("shorter than a reclaimed node's header"));
+            }
+            if header(HDR_GONE) == 0 {
+                return Err(NodeError("a reclaimed node without reclaimed entries"));
+            }
+            pos = HDR_GONE + 4;
+        }
         let nfields = try_uvarint(&buf, &mut pos)?;
         let mut redis = (REDIS_LP_EMPTY + redis_int_size(0)) as u64
             + redis_int_size(i64::try_from(nfields).unwrap_or(i64::MAX)) as u64;
@@ -1095,7 +1213,11 @@ impl Listpack {
         let (Some(first_live), Some(last)) = (first_live, prev) else {
             return Err(NodeError("a node without live entries"));
         };
-        if redis.min(u64::from(u32::MAX)) != u64::from(redis_hdr) {
+        // A reclaimed node's Redis size also covers the tombstones it no longer holds.
+        let redis = redis.min(u64::from(u32::MAX));
+        if (reclaimed && redis > u64::from(redis_hdr))
+            || (!reclaimed && redis != u64::from(redis_hdr))
+        {
             return Err(NodeError("the Redis-size field does not match the entries"));
         }
         let lp = Listpack {
@@ -1561,6 +1683,104 @@ mod tests {
         }
         // Flips inside string payloads must be accepted: they are data, not structure.
         assert!(accepted >= 8 * 300, "{accepted}");
+    }
+
+    /// A node of `n` entries `f <i>` with IDs `10+i-0`, the ones in `dead` deleted.
+    fn node_with_tombstones(n: u64, dead: &[u64]) -> (Listpack, StreamId) {
+        let master = id(10, 0);
+        let mut lp = Listpack::new(&[&b"f"[..], b"0"]);
+        for i in 1..n {
+            let v = i.to_string();
+            lp.append(master, id(10 + i, 0), &[&b"f"[..], v.as_bytes()], 4096);
+        }
+        for &d in dead {
+            let e = lp
+                .entries(master)
+                .find(|e| e.id == id(10 + d, 0))
+                .expect("an entry");
+            lp.mark_deleted(e.start);
+        }
+        (lp, master)
+    }
+
+    #[test]
+    fn reclaim_drops_tombstones_but_the_last_and_the_kept_ones() {
+        let (lp, master) = node_with_tombstones(10, &[0, 2, 3, 5, 9]);
+        let before = collect(&lp, master);
+        let r = lp
+            .reclaim(master, |i| i == id(15, 0))
+            .expect("tombstones to drop");
+        // 0, 2 and 3 go; 5 is kept on request, 9 because it is the last entry.
+        assert_eq!((r.live(), r.deleted(), r.gone()), (5, 2, 3));
+        assert_eq!(r.total_entries(), lp.total_entries());
+        assert_eq!(r.redis_bytes(), lp.redis_bytes());
+        assert_eq!(r.last_id(master), lp.last_id(master));
+        let after = walk(&r, master);
+        let want: Vec<_> = before
+            .iter()
+            .filter(|e| !e.1 || e.0 == id(15, 0) || e.0 == id(19, 0))
+            .cloned()
+            .collect();
+        assert_eq!(after, want);
+        assert!(r.len() < lp.len());
+        // Back from its bytes, and again: the second reclaim adds to `gone`.
+        let (back, summary) = Listpack::from_bytes(r.as_bytes().to_vec(), master).unwrap();
+        assert_eq!(back, r);
+        assert_eq!(summary.last, id(19, 0));
+        assert_eq!(summary.first_live, id(11, 0));
+        let again = back.reclaim(master, |_| false).expect("5 can go now");
+        assert_eq!((again.deleted(), again.gone()), (1, 4));
+        assert!(back.reclaim(master, |i| i == id(15, 0)).is_none());
+        // Nothing to drop: no tombstones, or only the last entry.
+        let (plain, m) = node_with_tombstones(3, &[]);
+        assert!(plain.reclaim(m, |_| false).is_none());
+        let (tail_only, m) = node_with_tombstones(3, &[2]);
+        assert!(tail_only.reclaim(m, |_| false).is_none());
+    }
+
+    #[test]
+    fn a_reclaimed_node_takes_appends_and_deletes() {
+        let (lp, master) = node_with_tombstones(6, &[1, 2, 3]);
+        let mut r = lp.reclaim(master, |_| false).expect("three to drop");
+        let redis = r.redis_bytes();
+        r.append(master, id(100, 3), &[&b"g"[..], b"x"], 4096);
+        assert_eq!(r.total_entries(), 7);
+        assert!(r.redis_bytes() > redis);
+        let e = r.entries(master).find(|e| e.id == id(14, 0)).expect("live");
+        r.mark_deleted(e.start);
+        assert_eq!((r.live(), r.deleted(), r.gone()), (3, 1, 3));
+        let (back, _) = Listpack::from_bytes(r.as_bytes().to_vec(), master).unwrap();
+        assert_eq!(walk(&back, master), collect(&r, master));
+        assert_eq!(back.redis_bytes(), r.redis_bytes());
+        // A reclaimed header cut short, or claiming nothing gone, is refused.
+        let mut zero = r.as_bytes().to_vec();
+        zero[HDR_GONE..HDR_GONE + 4].copy_from_slice(&0u32.to_le_bytes());
+        assert_eq!(
+            Listpack::from_bytes(zero, master).unwrap_err(),
+            NodeError("a reclaimed node without reclaimed entries")
+        );
+        assert!(Listpack::from_bytes(r.as_bytes()[..14].to_vec(), master).is_err());
+        // Its Redis size may exceed what the entries add up to, never fall short of it.
+        let mut small = r.as_bytes().to_vec();
+        small[HDR_REDIS..HDR_REDIS + 4].copy_from_slice(&1u32.to_le_bytes());
+        assert!(Listpack::from_bytes(small, master).is_err());
+    }
+
+    #[test]
+    fn every_bit_flip_of_a_reclaimed_node_is_refused_or_harmless() {
+        let (lp, master) = varied_node();
+        let mut lp = lp;
+        lp.append(master, id(u64::MAX, 2), &[&b"z"[..], b"1"], 4096);
+        let r = lp.reclaim(master, |_| false).expect("the tombstone goes");
+        for byte in 0..r.len() {
+            for bit in 0..8 {
+                let mut v = r.as_bytes().to_vec();
+                v[byte] ^= 1 << bit;
+                if let Ok((flipped, _)) = Listpack::from_bytes(v, master) {
+                    walk(&flipped, master);
+                }
+            }
+        }
     }
 
     mod props {

@@ -15,3 +15,12 @@ pub const RAX_NODE_ESTIMATE: usize = 48;
 /// The usable size of an allocation of `size` bytes: its jemalloc size class (the
 /// allocator's rule, kept beside it in [`crate::alloc`]).
 pub use crate::alloc::usable_size;
+
+/// Bytes a key's name and table entry take, as Redis counts them for `MEMORY USAGE`
+/// (`sdsZmallocSize` of the key plus `dictEntryMemUsage`): a 3-byte sds header, the name
+/// and its terminator rounded to 8 bytes, and a 24-byte dict entry. MEMORY USAGE adds it
+/// to [`super::Stream::memory_usage`]; MAXBYTES compares the same sum with its cap.
+pub fn key_overhead(key: &[u8]) -> usize {
+    const DICT_ENTRY: usize = 24;
+    (key.len() + 4).next_multiple_of(8) + DICT_ENTRY
+}

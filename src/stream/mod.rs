@@ -11,6 +11,8 @@
 //!  └ extra: boxed, absent until a stream needs one of
 //!      ├ groups                consumer groups (group.rs)
 //!      ├ idmp                  idempotent producers, boxed again (idmp.rs)
+//!      ├ lifecycle             retention settings and their bookkeeping, boxed again
+//!      │                       (lifecycle.rs: XCFGSET MAXAGE / MAXBYTES / RETENTION-REFS)
 //!      └ max_deleted_entry_id  (0-0 until an XDEL-like command or XSETID sets it)
 //! ```
 //!
@@ -31,7 +33,9 @@
 //!
 //! Deletion flags an entry in place; a node whose last live entry goes is freed. Trimming
 //! (MAXLEN/MINID, exact or `~`, LIMIT, KEEPREF/DELREF/ACKED) follows `streamTrim`; see
-//! [`Stream::trim`].
+//! [`Stream::trim`]. Unlike Redis, a node whose tombstones pass a share of its entries is
+//! rewritten without them, a node at a time (lifecycle.rs, [`Stream::reclaim`]), and a
+//! stream can carry retention settings that trim it by age and by size.
 //!
 //! Invariants: every node in the index has at least one live entry; the sum of the
 //! nodes' live counts is `length`; every entry ID is `<= last_id`.
@@ -39,6 +43,7 @@
 pub mod group;
 pub mod id;
 pub mod idmp;
+pub mod lifecycle;
 pub mod listpack;
 pub mod memory;
 pub mod rax;
@@ -190,6 +195,9 @@ struct Extra {
     /// Idempotent-production state (idmp.rs); `None` until the stream first uses IDMP,
     /// XCFGSET or XIDMPRECORD.
     idmp: Option<Box<idmp::Idmp>>,
+    /// Retention settings and their bookkeeping (lifecycle.rs); `None` while retention
+    /// is off.
+    lifecycle: Option<Box<lifecycle::Lifecycle>>,
     /// Largest ID removed by XDEL/XDELEX/XACKDEL (not raised by trimming).
     max_deleted_entry_id: StreamId,
 }
@@ -225,11 +233,13 @@ impl Nodes {
         c.next().map(|(k, lp)| (master_of(k), lp))
     }
 
-    /// Removes the node keyed by `master`.
-    fn remove_node(&mut self, master: StreamId) {
+    /// Removes the node keyed by `master`; returns what its allocations cost
+    /// ([`Listpack::heap_size`]).
+    fn remove_node(&mut self, master: StreamId) -> usize {
         self.index
             .remove(&master.to_key())
-            .expect("removing a node that exists");
+            .expect("removing a node that exists")
+            .heap_size()
     }
 
     /// The ID of the first live entry, `0-0` when empty: the first node's first live
@@ -257,8 +267,15 @@ impl Nodes {
         c.next().map(|(k, lp)| (master_of(k), lp))
     }
 
-    /// `streamTrim`. See [`Stream::trim`].
-    fn trim<R: GroupRefs>(&mut self, spec: &TrimSpec, limits: &NodeLimits, refs: &mut R) -> u64 {
+    /// `streamTrim`. See [`Stream::trim`]. Adds the bytes of the nodes it frees to
+    /// `freed`.
+    fn trim<R: GroupRefs>(
+        &mut self,
+        spec: &TrimSpec,
+        limits: &NodeLimits,
+        refs: &mut R,
+        freed: &mut usize,
+    ) -> u64 {
         let policy = spec.policy;
         // Whole eligible nodes go at once under KEEPREF, and under any policy when there
         // are no groups (nothing is referenced then: the same outcome as entry by entry).
@@ -287,7 +304,7 @@ impl Nodes {
                 TrimStrategy::MinId(min) => lp.last_id(master) < min,
             };
             if eligible && whole_nodes {
-                self.remove_node(master);
+                *freed += self.remove_node(master);
                 self.length -= entries;
                 deleted += entries;
                 after = Some(master);
@@ -325,7 +342,7 @@ impl Nodes {
                 deleted += 1;
             }
             if lp.live() == 0 {
-                self.remove_node(master);
+                *freed += self.remove_node(master);
             }
             if !eligible {
                 break;
@@ -477,6 +494,9 @@ impl Stream {
             "elements come in field/value pairs"
         );
         let max_bytes = limits.effective_max_bytes();
+        // With MAXBYTES set, the node bytes are kept up to date (lifecycle.rs).
+        let heap = self.heap_counter();
+        let (mut added, mut removed) = (0, 0);
         let nodes = &mut self.nodes;
         let tail = match nodes.index.last_mut() {
             None => None,
@@ -484,8 +504,14 @@ impl Stream {
                 let raw_len: usize = elements.iter().map(|e| e.len()).sum();
                 let full = lp.redis_bytes().saturating_add(raw_len) >= max_bytes
                     || (limits.max_entries != 0 && lp.total_entries() >= limits.max_entries as u64);
+                if heap {
+                    removed = lp.heap_size();
+                }
                 if full {
                     lp.shrink_to_fit();
+                    if heap {
+                        added = lp.heap_size();
+                    }
                     None
                 } else {
                     Some((master_of(key), lp))
@@ -493,14 +519,26 @@ impl Stream {
             }
         };
         match tail {
-            Some((master, lp)) => lp.append(master, id, elements, max_bytes),
+            Some((master, lp)) => {
+                lp.append(master, id, elements, max_bytes);
+                if heap {
+                    added = lp.heap_size();
+                }
+            }
             None => {
-                nodes.index.insert(&id.to_key(), Listpack::new(elements));
+                let lp = Listpack::new(elements);
+                if heap {
+                    added += lp.heap_size();
+                }
+                nodes.index.insert(&id.to_key(), lp);
             }
         }
         nodes.length += 1;
         self.last_id = id;
         self.entries_added += 1;
+        if heap {
+            self.heap_changed(added, removed);
+        }
     }
 
     /// Entries with `start <= id <= end`, ascending (`rev` false) or descending.
@@ -570,9 +608,10 @@ impl Stream {
         }
         lp.mark_deleted(e.start);
         if lp.live() == 0 {
-            nodes.remove_node(master);
+            let freed = nodes.remove_node(master);
+            self.heap_changed(0, freed);
         }
-        nodes.length -= 1;
+        self.nodes.length -= 1;
         if id > self.max_deleted_entry_id() {
             self.extra_mut().max_deleted_entry_id = id;
         }
@@ -592,10 +631,15 @@ impl Stream {
     /// references, DELREF also drops each removed ID from every group's PEL. Only
     /// entry-by-entry work on a node that is entirely in range continues to the next node.
     pub fn trim(&mut self, spec: &TrimSpec, limits: &NodeLimits) -> u64 {
-        match &mut self.extra {
-            Some(x) => self.nodes.trim(spec, limits, &mut x.groups),
-            None => self.nodes.trim(spec, limits, &mut Groups::default()),
-        }
+        let mut freed = 0;
+        let deleted = match &mut self.extra {
+            Some(x) => self.nodes.trim(spec, limits, &mut x.groups, &mut freed),
+            None => self
+                .nodes
+                .trim(spec, limits, &mut Groups::default(), &mut freed),
+        };
+        self.heap_changed(0, freed);
+        deleted
     }
 
     /// The nodes in ID order with their master IDs, tombstones still inside (DUMP writes
@@ -627,12 +671,14 @@ impl Stream {
         }
         let last = lp.last_id(master);
         lp.shrink_to_fit();
+        let added = lp.heap_size();
         let nodes = &mut self.nodes;
         nodes.length += lp.live();
         nodes.index.insert(&master.to_key(), lp);
         if last > self.last_id {
             self.last_id = last;
         }
+        self.heap_changed(added, 0);
         true
     }
 
@@ -659,11 +705,13 @@ impl Stream {
             ));
         }
         let (lp, summary) = Listpack::from_bytes(bytes, master)?;
+        let added = lp.heap_size();
         let nodes = &mut self.nodes;
         nodes.length += lp.live();
         self.entries_added = self.entries_added.saturating_add(lp.total_entries());
         nodes.index.insert(&master.to_key(), lp);
         self.last_id = summary.last;
+        self.heap_changed(added, 0);
         Ok(())
     }
 
@@ -682,19 +730,25 @@ impl Stream {
     /// IDMP state. Consumer groups are not counted here.
     pub fn memory_usage(&self) -> usize {
         let nodes: usize = self.nodes.index.iter().map(|(_, lp)| lp.heap_size()).sum();
+        self.memory_with_nodes(nodes) + self.idmp().map_or(0, |i| i.memory_usage())
+    }
+
+    /// [`Stream::memory_usage`] without the IDMP state, given the bytes of the nodes:
+    /// the header, the nodes, the index's tree nodes and the boxed extra state (and the
+    /// retention box in it). Must agree with [`Stream::memory_usage`], which uses it.
+    fn memory_with_nodes(&self, nodes: usize) -> usize {
         let tree = if self.nodes.index.len() > 1 {
             self.nodes.index.node_count() * memory::RAX_NODE_ESTIMATE
         } else {
             0
         };
-        std::mem::size_of::<Stream>()
-            + nodes
-            + tree
-            + self
-                .extra
-                .as_ref()
-                .map_or(0, |_| memory::usable_size(std::mem::size_of::<Extra>()))
-            + self.idmp().map_or(0, |i| i.memory_usage())
+        let extra = self.extra.as_ref().map_or(0, |x| {
+            memory::usable_size(std::mem::size_of::<Extra>())
+                + x.lifecycle.as_ref().map_or(0, |_| {
+                    memory::usable_size(std::mem::size_of::<lifecycle::Lifecycle>())
+                })
+        });
+        std::mem::size_of::<Stream>() + nodes + tree + extra
     }
 
     /// The IDMP state, created with `defaults` (`stream-idmp-duration`,
@@ -890,7 +944,7 @@ mod tests {
             assert!(lp.live() >= 1, "node {master} has no live entry");
             live += lp.live();
             let entries: Vec<_> = lp.entries(master).collect();
-            assert_eq!(entries.len() as u64, lp.total_entries());
+            assert_eq!(entries.len() as u64, lp.physical_entries());
             assert_eq!(
                 entries.iter().filter(|e| !e.is_deleted()).count() as u64,
                 lp.live()
@@ -1272,9 +1326,12 @@ mod tests {
             referenced: [3, 5, 6].map(|i| id(i, 0)).into(),
             removed: vec![],
         };
-        let n = s
-            .nodes
-            .trim(&minid(id(6, 0), true, RefPolicy::Acked), &lim, &mut refs);
+        let n = s.nodes.trim(
+            &minid(id(6, 0), true, RefPolicy::Acked),
+            &lim,
+            &mut refs,
+            &mut 0,
+        );
         assert_eq!(n, 3);
         assert_eq!(ids(&s, false), vec![id(3, 0), id(5, 0), id(6, 0)]);
         assert_eq!(s.first_id(), id(3, 0));
@@ -1293,8 +1350,12 @@ mod tests {
             removed: vec![],
         };
         assert_eq!(
-            s.nodes
-                .trim(&minid(id(5, 0), true, RefPolicy::Acked), &lim, &mut refs),
+            s.nodes.trim(
+                &minid(id(5, 0), true, RefPolicy::Acked),
+                &lim,
+                &mut refs,
+                &mut 0
+            ),
             2
         );
         assert_eq!(ids(&s, false), vec![id(3, 0), id(4, 0)]);
@@ -1311,9 +1372,12 @@ mod tests {
             referenced: [3].map(|i| id(i, 0)).into(),
             removed: vec![],
         };
-        let n = s
-            .nodes
-            .trim(&minid(id(6, 0), true, RefPolicy::Acked), &lim, &mut refs);
+        let n = s.nodes.trim(
+            &minid(id(6, 0), true, RefPolicy::Acked),
+            &lim,
+            &mut refs,
+            &mut 0,
+        );
         assert_eq!(n, 4);
         assert_eq!(ids(&s, false), vec![id(3, 0), id(6, 0)]);
         check_invariants(&s);
@@ -1358,9 +1422,12 @@ mod tests {
             referenced: BTreeSet::new(),
             removed: vec![],
         };
-        let n = s
-            .nodes
-            .trim(&minid(id(4, 0), false, RefPolicy::DelRef), &lim, &mut refs);
+        let n = s.nodes.trim(
+            &minid(id(4, 0), false, RefPolicy::DelRef),
+            &lim,
+            &mut refs,
+            &mut 0,
+        );
         assert_eq!(n, 2);
         // The tombstone 2-0 is cleaned up too.
         assert_eq!(refs.removed, vec![id(1, 0), id(2, 0), id(3, 0)]);
@@ -1704,7 +1771,7 @@ mod tests {
                                 .collect();
                             let mut refs = Refs { referenced: referenced.clone(), removed: vec![] };
                             let policy = if acked { RefPolicy::Acked } else { RefPolicy::DelRef };
-                            let removed = s.nodes.trim(&minid(m, false, policy), &lim, &mut refs);
+                            let removed = s.nodes.trim(&minid(m, false, policy), &lim, &mut refs, &mut 0);
                             let gone: Vec<StreamId> = model
                                 .keys()
                                 .copied()
