@@ -104,6 +104,7 @@ pub fn move_entries(
     }
     if handled > 0 {
         ctx.modified(key);
+        ctx.core.stats.stream_dead_lettered_entries += handled;
     }
     handled
 }

@@ -216,7 +216,7 @@ fn xackdel(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let mut results = Vec::with_capacity(ids.len());
     let mut acked = 0u64;
     let mut deleted = 0u64;
-    for id in ids {
+    for &id in &ids {
         let mut g = stream.group_mut(group).expect("checked above");
         if !g.ack(id) {
             results.push(NO_ID);
@@ -239,7 +239,7 @@ fn xackdel(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     }
     // Redis 8.2 announces the entries it removed from the stream as `xdel`.
     if deleted > 0 {
-        ctx.db().note_reclaim(key);
+        reclaim(ctx, key, &ids);
         ctx.notify(class::STREAM, "xdel", key);
     }
     reply_results(ctx, &results);
@@ -261,7 +261,7 @@ fn xdelex(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     };
     let mut results = Vec::with_capacity(ids.len());
     let mut deleted = 0u64;
-    for id in ids {
+    for &id in &ids {
         let r = if !may_delete(stream, id, args.policy) {
             STILL_REFERENCED
         } else if stream.delete(id) {
@@ -280,11 +280,25 @@ fn xdelex(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         ctx.propagate(argv);
     }
     if deleted > 0 {
-        ctx.db().note_reclaim(key);
+        reclaim(ctx, key, &ids);
         ctx.notify(class::STREAM, "xdel", key);
     }
     reply_results(ctx, &results);
     Ok(())
+}
+
+/// Rewrites the nodes the deleted `ids` were in once their tombstones pass
+/// `stream-node-reclaim-ratio` (stream/lifecycle.rs), leaving larger nodes to the
+/// background pass.
+fn reclaim(ctx: &mut Ctx<'_>, key: &[u8], ids: &[StreamId]) {
+    let ratio = ctx.core.reclaim_ratio;
+    let db = ctx.db();
+    if db
+        .get_mut(key)
+        .is_some_and(|s| s.reclaim_after_delete(ids, ratio))
+    {
+        db.note_reclaim(key);
+    }
 }
 
 #[cfg(test)]

@@ -519,6 +519,7 @@ impl<'a> XAdd<'a> {
         let defaults = ctx.core.idmp_defaults;
         // Retention is the primary's to apply: loading and a replica replay its trims.
         let retain = !loading && !ctx.core.repl.is_replica();
+        let ratio = ctx.core.reclaim_ratio;
         let db = ctx.db();
         let stream = db.get_or_create_hashed(key_hash, &self.key);
         stream.append(id, self.elements, &limits);
@@ -534,7 +535,13 @@ impl<'a> XAdd<'a> {
         } else {
             None
         };
-        let tombstones = removed > 0 && self.trim.is_some_and(|t| leaves_tombstones(&t));
+        let mut to_pass = match &self.trim {
+            Some(t) if removed > 0 => stream.reclaim_after_trim(t.policy, ratio),
+            _ => false,
+        };
+        if let Some(t) = &retention {
+            to_pass |= stream.reclaim_after_trim(t.policy, ratio);
+        }
         let mut first_use = false;
         if let Some(key) = &idmp {
             first_use = stream.idmp().is_none();
@@ -548,7 +555,7 @@ impl<'a> XAdd<'a> {
                 db.note_idmp(&self.key);
             }
         }
-        if tombstones {
+        if to_pass {
             db.note_reclaim(&self.key);
         }
         ctx.out.bulk_id(id);
@@ -654,13 +661,6 @@ fn propagate_trim(ctx: &mut Ctx<'_>, key: &[u8], len_after: u64, policy: RefPoli
     ctx.propagate(&effect);
 }
 
-/// True when a trim that removed entries may have left tombstones behind (so the key
-/// goes to the reclamation pass): every trim but a KEEPREF `~` one, which drops whole
-/// nodes only.
-pub fn leaves_tombstones(trim: &TrimSpec) -> bool {
-    !(trim.approx && trim.policy == RefPolicy::KeepRef)
-}
-
 fn modified_by(ctx: &mut Ctx<'_>, key: &[u8], n: u64) {
     ctx.modified(key);
     ctx.core.dirty += n.saturating_sub(1);
@@ -690,14 +690,18 @@ impl XTrim {
 
     /// Trims; replies with the number of entries removed (0 for a missing key).
     pub fn exec(self, ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
-        let limits = ctx.core.node_limits;
-        let (deleted, len_after) = match ctx.lookup(&self.key) {
-            Some(stream) => (stream.trim(&self.trim, &limits), stream.len()),
-            None => (0, 0),
+        let (limits, ratio) = (ctx.core.node_limits, ctx.core.reclaim_ratio);
+        let (deleted, len_after, to_pass) = match ctx.lookup(&self.key) {
+            Some(stream) => {
+                let deleted = stream.trim(&self.trim, &limits);
+                let to_pass = deleted > 0 && stream.reclaim_after_trim(self.trim.policy, ratio);
+                (deleted, stream.len(), to_pass)
+            }
+            None => (0, 0, false),
         };
         if deleted > 0 {
             modified_by(ctx, &self.key, deleted);
-            if leaves_tombstones(&self.trim) {
+            if to_pass {
                 ctx.db().note_reclaim(&self.key);
             }
             ctx.notify(class::STREAM, "xtrim", &self.key);
@@ -740,8 +744,13 @@ impl XDel {
         let ids = self.ids?;
         let deleted = ids.iter().filter(|&&id| stream.delete(id)).count() as u64;
         if deleted > 0 {
+            // Nodes that passed stream-node-reclaim-ratio are rewritten now.
+            let ratio = ctx.core.reclaim_ratio;
+            let stream = ctx.db().get_mut(&self.key).expect("looked up above");
+            if stream.reclaim_after_delete(&ids, ratio) {
+                ctx.db().note_reclaim(&self.key);
+            }
             modified_by(ctx, &self.key, deleted);
-            ctx.db().note_reclaim(&self.key);
             ctx.notify(class::STREAM, "xdel", &self.key);
             let argv = ctx.argv;
             ctx.propagate(argv);

@@ -8,14 +8,23 @@
 //!  │                   MAXAGE/MAXBYTES applied (Stream::apply_retention) within
 //!  │                   RETENTION_SWEEP_BUDGET units for the whole tick; every trim it
 //!  │                   makes is logged as XTRIM key MINID = <id> [DELREF|ACKED]
-//!  └ reclamation       Db::reclaim_keys (noted by XDEL, XDELEX, XACKDEL and trims), node
-//!                      by node from a cursor (key, last node looked at): nodes whose
-//!                      tombstones pass stream-node-reclaim-ratio are rewritten without
-//!                      them (Stream::reclaim) within RECLAIM_BUDGET units a tick
+//!  └ reclamation       Db::reclaim_keys, node by node from a cursor (key, last node
+//!                      looked at): nodes whose tombstones pass stream-node-reclaim-ratio
+//!                      are rewritten without them (Stream::reclaim) within
+//!                      RECLAIM_BUDGET units a tick
 //! ```
+//!
+//! Most reclamation does not wait for the pass: a deleting command rewrites the nodes it
+//! touched at once, one bounded node each (stream/lifecycle.rs). The pass takes what is
+//! left: nodes above `INLINE_RECLAIM_MAX_BYTES`, streams brought in whole (RENAME, COPY,
+//! RESTORE), and ACKED trims, which may leave tombstones in many nodes.
 //!
 //! Both passes are bounded per tick, so a stream of any size costs at most one tick's
 //! budget of pause at a time; a stream that expires whole goes over several ticks. The
+//! tick's time is a latency-monitor event, `stream-lifecycle` (LATENCY LATEST, once
+//! `latency-monitor-threshold` is set), and the longest tick is INFO stats'
+//! `stream_lifecycle_max_tick_usec`, beside `stream_retention_trimmed_entries` and
+//! `stream_dead_lettered_entries`. The
 //! retention sweep does not run on a replica (its primary's trims arrive in the stream,
 //! as expiry's DELs do) nor while loading; reclamation changes nothing a client or the
 //! log can see, so it runs everywhere, replicas included.
@@ -27,13 +36,14 @@ use crate::stream::{RefPolicy, Stream};
 
 /// Units of retention work per cron tick, over all databases (one per stream visited,
 /// one per node dropped whole, one per entry looked at entry by entry). At the default
-/// `hz 10` a stream whose whole content expires loses up to this many nodes ten times a
-/// second (streamd-bench `lifecycle/sweep` measures the pause a tick takes).
-pub const RETENTION_SWEEP_BUDGET: usize = 2_000;
+/// `hz 10` a stream whose whole content expires loses up to this many nodes (100,000
+/// entries of 100-entry nodes) ten times a second, about 0.8 ms a tick
+/// (streamd-bench `lifecycle/sweep-1m` measures the pause a tick takes).
+pub const RETENTION_SWEEP_BUDGET: usize = 1_000;
 
 /// Units of retention work one XADD may spend on its own stream (as for the sweep): an
 /// XADD to a stream much over its limits trims part of the excess, the sweep the rest.
-pub const XADD_RETENTION_BUDGET: usize = 2_000;
+pub const XADD_RETENTION_BUDGET: usize = 1_000;
 
 /// Units of reclamation work per cron tick (one per node looked at, one per 256 bytes of
 /// node rewritten: about 1 MiB of nodes rewritten per tick at most).
@@ -45,10 +55,18 @@ impl Core {
         if self.loading {
             return;
         }
+        let started = std::time::Instant::now();
         if !self.repl.is_replica() {
             self.retention_sweep(now_ms);
         }
         self.reclaim_pass();
+        // The tick's pause, for INFO and the latency monitor (as Redis's `expire-cycle`).
+        let usec = started.elapsed().as_micros() as u64;
+        let stats = &mut self.stats;
+        stats.stream_lifecycle_max_tick_usec = stats.stream_lifecycle_max_tick_usec.max(usec);
+        if usec >= 1000 {
+            self.latency_sample("stream-lifecycle", usec / 1000);
+        }
     }
 
     /// Applies retention to the noted streams, round-robin, within the tick's budget.
@@ -75,6 +93,11 @@ impl Core {
                     continue;
                 }
                 let trim = stream.apply_retention(now_ms, key_overhead(&key), &limits, &mut budget);
+                if let Some(t) = &trim
+                    && stream.reclaim_after_trim(t.policy, self.reclaim_ratio)
+                {
+                    self.dbs[db].note_reclaim(&key);
+                }
                 if let Some(t) = trim {
                     self.notify_keyspace_event(super::notify::class::STREAM, "xtrim", &key, db);
                     self.retention_trimmed(db, &key, &t);
@@ -90,22 +113,24 @@ impl Core {
     }
 
     /// The side effects of a retention trim of `key` in `db` that Redis's XTRIM has
-    /// (the caller raises the `xtrim` event, once per command): WATCH invalidation, the
-    /// dirty count and the log record `XTRIM key MINID = <id> [DELREF|ACKED]`; plus the
-    /// key for the reclamation pass (an entry-by-entry trim leaves tombstones). It wakes
-    /// nobody, as XTRIM does not.
+    /// (the caller raises the `xtrim` event, once per command, and reclaims what the
+    /// trim left, [`Stream::reclaim_after_trim`]): WATCH invalidation, the dirty count and
+    /// the log record `XTRIM key MINID = <id> [DELREF|ACKED]`. It wakes nobody, as XTRIM
+    /// does not.
     pub fn retention_trimmed(&mut self, db: usize, key: &[u8], t: &RetentionTrim) {
         self.touch_key(db, key);
         self.dirty += t.removed.max(1);
-        self.dbs[db].note_reclaim(key);
-        let id = t.min_id.to_text();
-        let mut effect: Vec<&[u8]> = vec![b"XTRIM", key, b"MINID", b"=", &id];
-        match t.policy {
-            RefPolicy::KeepRef => {}
-            RefPolicy::DelRef => effect.push(b"DELREF"),
-            RefPolicy::Acked => effect.push(b"ACKED"),
+        self.stats.stream_retention_trimmed_entries += t.removed;
+        for min in t.min_ids() {
+            let id = min.to_text();
+            let mut effect: Vec<&[u8]> = vec![b"XTRIM", key, b"MINID", b"=", &id];
+            match t.policy {
+                RefPolicy::KeepRef => {}
+                RefPolicy::DelRef => effect.push(b"DELREF"),
+                RefPolicy::Acked => effect.push(b"ACKED"),
+            }
+            self.propagate(db, &effect);
         }
-        self.propagate(db, &effect);
     }
 
     /// Rewrites nodes with too many tombstones, key by key from the pass's cursor,

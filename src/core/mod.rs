@@ -121,6 +121,12 @@ pub struct Stats {
     pub client_query_buffer_limit_disconnections: u64,
     /// Clients closed for going over `client-output-buffer-limit`.
     pub client_output_buffer_limit_disconnections: u64,
+    /// Entries removed by retention (MAXAGE/MAXBYTES), on XADD and by the sweep.
+    pub stream_retention_trimmed_entries: u64,
+    /// Entries moved to dead-letter streams.
+    pub stream_dead_lettered_entries: u64,
+    /// The longest cron tick of the stream lifecycle passes, µs (lifecycle.rs).
+    pub stream_lifecycle_max_tick_usec: u64,
 }
 
 /// How the server should stop (SHUTDOWN / signals).

@@ -10,6 +10,7 @@
 //! ([`OWN_SERVERS`]).
 
 mod groups;
+mod lifecycle;
 mod live;
 mod memory;
 mod pubsub;
@@ -164,6 +165,16 @@ pub enum Kind {
     },
     /// Replication, on servers the workload starts itself.
     Repl(replication::Repl),
+    /// XADD to a stream keeping a time window: MAXAGE on streamd, the producer's MINID
+    /// on Redis.
+    XaddMaxAge {
+        /// Connections.
+        clients: usize,
+        /// Commands per write.
+        pipeline: usize,
+    },
+    /// A 1M-entry stream expiring whole at once: the longest pause while it goes.
+    Sweep,
 }
 
 /// One named workload variant.
@@ -314,6 +325,20 @@ pub fn all() -> Vec<Workload> {
             },
         ));
     }
+    for (clients, pipeline) in [(1, 1), (50, 1), (1, 32)] {
+        out.push(w(
+            format!("lifecycle/xadd-maxage-c{clients}-p{pipeline}"),
+            "entry",
+            "batch",
+            Kind::XaddMaxAge { clients, pipeline },
+        ));
+    }
+    out.push(w(
+        "lifecycle/sweep-1m".into(),
+        "entry",
+        "ping-during-sweep",
+        Kind::Sweep,
+    ));
     for (v, r, latency) in replication::variants() {
         out.push(w(format!("repl/{v}"), "entry", latency, Kind::Repl(r)));
     }
@@ -369,6 +394,10 @@ pub async fn run(w: &Workload, ctx: &Ctx) -> io::Result<Sample> {
             distinct,
         } => pubsub::memory(ctx, clients, per_client, distinct).await,
         Kind::Repl(r) => replication::run(ctx, r).await,
+        Kind::XaddMaxAge { clients, pipeline } => {
+            lifecycle::xadd_maxage(ctx, clients, pipeline).await
+        }
+        Kind::Sweep => lifecycle::sweep(ctx).await,
     }
 }
 
