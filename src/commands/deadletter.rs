@@ -67,7 +67,7 @@ impl Move {
 
 /// True when entries may move now: the server neither loads its log nor follows a
 /// primary (there the records say what moved). Callers ask before they borrow the
-/// stream, then read the group's [`DeadLetter`] from it.
+/// stream, then read the group's [`DeadLetter`](crate::stream::group::DeadLetter) from it.
 pub fn allowed(core: &Core) -> bool {
     !core.loading && !core.repl.is_replica()
 }

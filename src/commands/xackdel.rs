@@ -208,6 +208,7 @@ fn xackdel(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let argv = ctx.argv;
     let (key, group) = (&argv[1], &argv[2]);
     let args = DelArgs::parse(argv, 3)?;
+    let ratio = ctx.core.reclaim_ratio;
     let Some(stream) = ctx.lookup(key).filter(|s| s.groups().get(group).is_some()) else {
         reply_all_missing(ctx, args.numids);
         return Ok(());
@@ -216,6 +217,7 @@ fn xackdel(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let mut results = Vec::with_capacity(ids.len());
     let mut acked = 0u64;
     let mut deleted = 0u64;
+    let mut to_pass = false;
     for &id in &ids {
         let mut g = stream.group_mut(group).expect("checked above");
         if !g.ack(id) {
@@ -225,11 +227,16 @@ fn xackdel(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         acked += 1;
         if may_delete(stream, id, args.policy) {
             // An entry already gone (XDEL, trimming) still counts as deleted.
-            deleted += u64::from(stream.delete(id));
+            let (gone, left) = stream.delete_reclaiming(id, ratio);
+            deleted += u64::from(gone);
+            to_pass |= left;
             results.push(DELETED);
         } else {
             results.push(STILL_REFERENCED);
         }
+    }
+    if to_pass {
+        ctx.db().note_reclaim(key);
     }
     if acked > 0 {
         // Redis counts one change per acknowledgement.
@@ -239,7 +246,6 @@ fn xackdel(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     }
     // Redis 8.2 announces the entries it removed from the stream as `xdel`.
     if deleted > 0 {
-        reclaim(ctx, key, &ids);
         ctx.notify(class::STREAM, "xdel", key);
     }
     reply_results(ctx, &results);
@@ -250,6 +256,7 @@ fn xdelex(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let argv = ctx.argv;
     let key = &argv[1];
     let args = DelArgs::parse(argv, 2)?;
+    let ratio = ctx.core.reclaim_ratio;
     let Some(stream) = ctx.lookup(key) else {
         reply_all_missing(ctx, args.numids);
         return Ok(());
@@ -261,14 +268,19 @@ fn xdelex(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     };
     let mut results = Vec::with_capacity(ids.len());
     let mut deleted = 0u64;
+    let mut to_pass = false;
     for &id in &ids {
         let r = if !may_delete(stream, id, args.policy) {
             STILL_REFERENCED
-        } else if stream.delete(id) {
-            deleted += 1;
-            DELETED
         } else {
-            NO_ID
+            let (gone, left) = stream.delete_reclaiming(id, ratio);
+            to_pass |= left;
+            if gone {
+                deleted += 1;
+                DELETED
+            } else {
+                NO_ID
+            }
         };
         results.push(r);
     }
@@ -279,26 +291,14 @@ fn xdelex(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         ctx.core.dirty += deleted.saturating_sub(1);
         ctx.propagate(argv);
     }
+    if to_pass {
+        ctx.db().note_reclaim(key);
+    }
     if deleted > 0 {
-        reclaim(ctx, key, &ids);
         ctx.notify(class::STREAM, "xdel", key);
     }
     reply_results(ctx, &results);
     Ok(())
-}
-
-/// Rewrites the nodes the deleted `ids` were in once their tombstones pass
-/// `stream-node-reclaim-ratio` (stream/lifecycle.rs), leaving larger nodes to the
-/// background pass.
-fn reclaim(ctx: &mut Ctx<'_>, key: &[u8], ids: &[StreamId]) {
-    let ratio = ctx.core.reclaim_ratio;
-    let db = ctx.db();
-    if db
-        .get_mut(key)
-        .is_some_and(|s| s.reclaim_after_delete(ids, ratio))
-    {
-        db.note_reclaim(key);
-    }
 }
 
 #[cfg(test)]

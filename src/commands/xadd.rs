@@ -737,19 +737,23 @@ impl XDel {
 
     /// Deletes; replies with the number of entries deleted.
     pub fn exec(self, ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+        let ratio = ctx.core.reclaim_ratio;
         let Some(stream) = ctx.lookup(&self.key) else {
             ctx.out.integer(0);
             return Ok(());
         };
         let ids = self.ids?;
-        let deleted = ids.iter().filter(|&&id| stream.delete(id)).count() as u64;
+        // Nodes that pass stream-node-reclaim-ratio are rewritten as they do.
+        let (mut deleted, mut to_pass) = (0u64, false);
+        for &id in &ids {
+            let (gone, left) = stream.delete_reclaiming(id, ratio);
+            deleted += u64::from(gone);
+            to_pass |= left;
+        }
+        if to_pass {
+            ctx.db().note_reclaim(&self.key);
+        }
         if deleted > 0 {
-            // Nodes that passed stream-node-reclaim-ratio are rewritten now.
-            let ratio = ctx.core.reclaim_ratio;
-            let stream = ctx.db().get_mut(&self.key).expect("looked up above");
-            if stream.reclaim_after_delete(&ids, ratio) {
-                ctx.db().note_reclaim(&self.key);
-            }
             modified_by(ctx, &self.key, deleted);
             ctx.notify(class::STREAM, "xdel", &self.key);
             let argv = ctx.argv;

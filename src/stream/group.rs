@@ -925,7 +925,13 @@ impl ConsumerGroup {
     /// `None` when it would not claim it (not pending without FORCE, or owned and not
     /// idle enough). Must agree with [`GroupMut::claim`], which uses it.
     pub fn claim_count(&self, id: StreamId, spec: &ClaimSpec, now_ms: u64) -> Option<u64> {
-        let previous = match self.pel.get(&self.slab, id) {
+        self.claim_count_at(self.pel.get(&self.slab, id), spec, now_ms)
+    }
+
+    /// [`ConsumerGroup::claim_count`] for the slot the PEL lookup found (`None`: not
+    /// pending), so that a claim looks its entry up once.
+    fn claim_count_at(&self, found: Option<u32>, spec: &ClaimSpec, now_ms: u64) -> Option<u64> {
+        let previous = match found {
             Some(i) => {
                 let s = self.slab.slot(i);
                 if s.owner() != NO_OWNER
@@ -1908,14 +1914,15 @@ impl GroupMut<'_> {
     ) -> ClaimOutcome {
         let (g, refs) = self.parts();
         let owner = g.index_of(c);
-        let Some(count) = g.claim_count(id, spec, now_ms) else {
-            return if g.is_pending(id) {
+        let found = g.pel.get(&g.slab, id);
+        let Some(count) = g.claim_count_at(found, spec, now_ms) else {
+            return if found.is_some() {
                 ClaimOutcome::NotIdle
             } else {
                 ClaimOutcome::NotPending
             };
         };
-        let i = match g.pel.get(&g.slab, id) {
+        let i = match found {
             Some(i) => i,
             None => g.insert_pending(id, NO_OWNER, 0, 0, refs),
         };

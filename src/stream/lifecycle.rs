@@ -28,7 +28,7 @@
 //!
 //! **Reclamation** rewrites a node whose tombstones are more than `ratio` of its entries.
 //! A deleting command does it at once for the nodes it touched
-//! ([`Stream::reclaim_after_delete`], [`Stream::reclaim_head`] after a trim from the
+//! ([`Stream::delete_reclaiming`], [`Stream::reclaim_head`] after a trim from the
 //! front), up to [`INLINE_RECLAIM_MAX_BYTES`] a node; [`Stream::reclaim`], the background
 //! pass, visits nodes in ID order from a cursor for the rest (larger nodes, streams
 //! brought in whole by RENAME/COPY/RESTORE, trims that leave tombstones in many nodes),
@@ -121,7 +121,7 @@ pub struct ReclaimStep {
 pub const RECLAIM_BYTES_PER_UNIT: usize = 256;
 
 /// Nodes larger than this are not rewritten by the deleting command itself but left to
-/// the background pass ([`Stream::reclaim_after_delete`]); nodes are at most 4 KiB with
+/// the background pass ([`Stream::delete_reclaiming`]); nodes are at most 4 KiB with
 /// the default `stream-node-max-bytes`.
 pub const INLINE_RECLAIM_MAX_BYTES: usize = 64 * 1024;
 
@@ -432,33 +432,34 @@ impl Stream {
         Some(before.saturating_sub(after))
     }
 
-    /// What a deleting command does right after deleting `ids` (XDEL, XDELEX,
-    /// XACKDEL): each node that held one of them and now has tombstones over `ratio` is
-    /// rewritten at once, a node being at most [`INLINE_RECLAIM_MAX_BYTES`]: its rewrite
-    /// costs about what decoding it once does, and happens about twice in a node's life
-    /// however many entries go one by one. Returns true when a node was too large to
-    /// rewrite here, so the caller leaves the stream to the background pass.
-    pub fn reclaim_after_delete(&mut self, ids: &[StreamId], ratio: f64) -> bool {
-        let mut left = false;
-        let mut done: Option<StreamId> = None;
-        for &id in ids {
-            let Some((master, lp)) = self.nodes.node_for(id) else {
-                continue;
-            };
-            if done == Some(master) || !over_ratio(lp, ratio) {
-                continue;
-            }
-            done = Some(master);
-            if lp.len() > INLINE_RECLAIM_MAX_BYTES {
-                left = true;
-                continue;
-            }
-            self.reclaim_node(master);
+    /// What a deleting command does instead of [`Stream::delete`] (XDEL, XDELEX,
+    /// XACKDEL): deletes `id`, then, if its node now has tombstones over `ratio`,
+    /// rewrites that node at once, a node being at most [`INLINE_RECLAIM_MAX_BYTES`]: its
+    /// rewrite costs about what decoding it once does, and happens about twice in a
+    /// node's life however many entries go one by one; the ratio check is two header
+    /// words. Returns whether `id` was deleted, and whether its node was too large to
+    /// rewrite here (the caller then leaves the stream to the background pass).
+    pub fn delete_reclaiming(&mut self, id: StreamId, ratio: f64) -> (bool, bool) {
+        let Some(node) = self.delete_at(id) else {
+            return (false, false);
+        };
+        let Some(master) = node else {
+            return (true, false);
+        };
+        let Some(lp) = self.nodes.index.get(&master.to_key()) else {
+            return (true, false);
+        };
+        if !over_ratio(lp, ratio) {
+            return (true, false);
         }
-        left
+        if lp.len() > INLINE_RECLAIM_MAX_BYTES {
+            return (true, true);
+        }
+        self.reclaim_node(master);
+        (true, false)
     }
 
-    /// [`Stream::reclaim_after_delete`] for a trim that removed entries under `policy`
+    /// [`Stream::delete_reclaiming`] for a trim that removed entries under `policy`
     /// (XTRIM, XADD's trim clause, retention). A trim goes from the front, and only the
     /// node it stopped in keeps the tombstones it made ([`Stream::reclaim_head`]), except
     /// under ACKED with groups, which skips referenced entries and so may leave
@@ -955,7 +956,8 @@ mod tests {
                             if appended.is_empty() { continue }
                             let d = appended[i % appended.len()];
                             let was = model.remove(&d).is_some();
-                            prop_assert_eq!(live.delete(d), was);
+                            // What XDEL does: delete, and rewrite the node if it needs it.
+                            prop_assert_eq!(live.delete_reclaiming(d, 0.5).0, was);
                             prop_assert_eq!(replay.delete(d), was);
                         }
                         Op::MaxLen(n, approx) => {

@@ -589,10 +589,15 @@ impl Stream {
     /// Deletes one entry (XDEL): true if it was live. Raises `max_deleted_entry_id`
     /// and keeps `first_id` correct. A node whose last live entry goes is freed.
     pub fn delete(&mut self, id: StreamId) -> bool {
+        self.delete_at(id).is_some()
+    }
+
+    /// [`Stream::delete`], telling where: `None` if nothing was deleted, `Some(None)`
+    /// when the entry's node went with it, `Some(Some(master))` when the node (keyed
+    /// `master`) stays (lifecycle.rs then looks at its tombstones).
+    pub(crate) fn delete_at(&mut self, id: StreamId) -> Option<Option<StreamId>> {
         let nodes = &mut self.nodes;
-        let Some((master, _)) = nodes.node_for(id) else {
-            return false;
-        };
+        let (master, _) = nodes.node_for(id)?;
         let lp = nodes
             .index
             .get_mut(&master.to_key())
@@ -600,14 +605,15 @@ impl Stream {
         let m = lp.master();
         let pos = lp.seek_ge(master, &m, id);
         if pos >= lp.len() {
-            return false;
+            return None;
         }
         let e = lp.entry_at(master, &m, pos);
         if e.id != id || e.is_deleted() {
-            return false;
+            return None;
         }
         lp.mark_deleted(e.start);
-        if lp.live() == 0 {
+        let stays = lp.live() > 0;
+        if !stays {
             let freed = nodes.remove_node(master);
             self.heap_changed(0, freed);
         }
@@ -615,7 +621,7 @@ impl Stream {
         if id > self.max_deleted_entry_id() {
             self.extra_mut().max_deleted_entry_id = id;
         }
-        true
+        Some(stays.then_some(master))
     }
 
     /// Trims; returns the number of entries removed. Does not touch
