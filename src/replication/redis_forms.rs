@@ -65,6 +65,10 @@
 //! XNACK key g mode IDS n id... [RETRYCOUNT n] [FORCE]  padding                           (5)
 //!   (8.8, xnack.rs)
 //! XCFGSET key IDMP-DURATION s IDMP-MAXSIZE n (8.6)     padding                           (3)
+//! XCFGSET key MAXAGE|MAXBYTES|RETENTION-REFS ...       padding (streamd's lifecycle; the
+//!   (docs/beyond-redis.md)                               trims it makes are logged as XTRIM)
+//! XGROUP SETDLQ key g dlq MAXDELIVERIES n | NONE       padding (the entries it moves are
+//!   (deadletter.rs)                                      logged as XADD and XACK)
 //! XIDMPRECORD key pid iid id (8.6, xidmp.rs)           padding                           (3)
 //! STREAMD.NACK, STREAMD.CONSUMER, STREAMD.IDMP         padding (streamd's own records;
 //!   (effects.rs; snapshots also write STREAMD.GROUP,    7.0 keeps no unowned entries, no
@@ -177,6 +181,8 @@ pub fn redis_form(argv: &[&[u8]]) -> RedisForm {
     } else if named("RESTORE") {
         restore_form(argv)
     } else if named("XNACK") || named("XCFGSET") || named("XIDMPRECORD") {
+        RedisForm::Drop
+    } else if named("XGROUP") && argv.get(1).is_some_and(|sub| is(sub, "SETDLQ")) {
         RedisForm::Drop
     } else {
         RedisForm::Same
@@ -639,6 +645,10 @@ mod tests {
             "XNACK k g FAIL IDS 2 1-1 1-2 RETRYCOUNT 3 FORCE",
             "xnack k g silent IDS 1 1-1",
             "XCFGSET k IDMP-DURATION 100 IDMP-MAXSIZE 100",
+            "XCFGSET k MAXAGE 60000",
+            "XCFGSET k MAXBYTES 1000000 RETENTION-REFS ACKED",
+            "XGROUP SETDLQ k g dead MAXDELIVERIES 3",
+            "xgroup setdlq k g NONE",
             "XIDMPRECORD k p i 1-1",
             "XTRIM k MAXLEN = 2 ACKED",
             "XDELEX k ACKED IDS 1 1-1",
