@@ -108,7 +108,9 @@ fn bytes_per_stream(
     let before = allocated();
     for (i, (k, e)) in inputs.iter().enumerate() {
         let id = StreamId::new(1_700_000_000_000 + i as u64, 0);
-        db.get_or_create(k.as_bytes()).append(id, e, &lim);
+        db.stream_or_create(k.as_bytes())
+            .expect("a stream")
+            .append(id, e, &lim);
     }
     while db.rehash(1000) {}
     let per = (allocated() - before) as f64 / n as f64;
@@ -135,7 +137,7 @@ fn bytes_per_entry(n: usize) -> f64 {
     let inputs: Vec<[Bytes; 4]> = (0..n).map(random_bid).collect();
     let mut db = Db::default();
     let before = allocated();
-    let s = db.get_or_create(b"m");
+    let s = db.stream_or_create(b"m").expect("a stream");
     for (i, e) in inputs.iter().enumerate() {
         let id = StreamId::new(1_700_000_000_000 + (i / 900) as u64, (i % 900) as u64);
         s.append(id, e, &lim);

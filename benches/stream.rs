@@ -77,8 +77,11 @@ fn new_streams(bencher: Bencher) {
         .with_inputs(streamd::core::keyspace::Db::default)
         .bench_local_values(|mut db| {
             for (i, (k, e)) in keys.iter().zip(&entries).enumerate() {
-                db.get_or_create(k.as_bytes())
-                    .append(entry_id(i as u64), e, &lim);
+                db.stream_or_create(k.as_bytes()).expect("a stream").append(
+                    entry_id(i as u64),
+                    e,
+                    &lim,
+                );
             }
             db
         });

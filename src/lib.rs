@@ -33,6 +33,7 @@ pub mod resp;
 pub mod server;
 pub mod short_bytes;
 pub mod stream;
+pub mod types;
 pub mod util;
 
 use std::cell::RefCell;

@@ -33,6 +33,7 @@ use crate::core::{Core, Ctx};
 use crate::stream::id::XAddId;
 use crate::stream::memory::key_overhead;
 use crate::stream::{Stream, StreamId};
+use crate::types::Value;
 use bytes::Bytes;
 
 /// One entry on its way to the dead-letter stream.
@@ -95,6 +96,7 @@ pub fn move_entries(
         let acked = ctx
             .db()
             .get_mut(key)
+            .and_then(Value::as_stream_mut)
             .and_then(|s| s.group_mut(group))
             .is_some_and(|mut g| g.ack(m.id));
         if acked {
@@ -137,7 +139,10 @@ fn append(
     let (now_ms, limits) = (ctx.now_ms, ctx.core.node_limits);
     let created = !ctx.exists(dlq);
     let db = ctx.db();
-    let stream = db.get_or_create(dlq);
+    // A dead-letter key of another type takes nothing: the entry stays pending.
+    let Ok(stream) = db.stream_or_create(dlq) else {
+        return false;
+    };
     let Ok(new_id) = stream.next_id(XAddId::Auto, now_ms) else {
         if created {
             db.remove(dlq);

@@ -71,7 +71,7 @@ const BAD_DATA_FORMAT: ReplyError = ReplyError::msg("ERR Bad data format");
 fn dump(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let key = ctx.argv[1].clone();
     let defaults = ctx.core.idmp_defaults;
-    let Some(stream) = ctx.lookup(&key) else {
+    let Some(stream) = ctx.lookup(&key)? else {
         ctx.out.null();
         return Ok(());
     };

@@ -23,6 +23,7 @@
 use crate::core::Ctx;
 use crate::stream::lifecycle::Retention;
 use crate::stream::{RefPolicy, Stream, StreamId};
+use crate::types::Value;
 
 /// What a group command changed in one stream's group, for [`log_effects`].
 #[derive(Debug, Default, Clone)]
@@ -69,7 +70,11 @@ pub fn log_effects(
     if !core.propagates() || fx.is_empty() {
         return;
     }
-    let Some(g) = core.dbs[db].get(key).and_then(|s| s.groups().get(group)) else {
+    let Some(g) = core.dbs[db]
+        .get(key)
+        .and_then(Value::as_stream)
+        .and_then(|s| s.groups().get(group))
+    else {
         return;
     };
     let mut records: Vec<Vec<Vec<u8>>> = Vec::new();
@@ -147,6 +152,7 @@ pub fn log_consumer(ctx: &mut Ctx<'_>, key: &[u8], group: &[u8], consumer: &[u8]
     }
     let Some(c) = core.dbs[db]
         .get(key)
+        .and_then(Value::as_stream)
         .and_then(|s| s.groups().get(group))
         .and_then(|g| g.consumer_by_name(consumer))
     else {

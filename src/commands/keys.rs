@@ -2,8 +2,9 @@
 //! EXISTS, TYPE, KEYS, SCAN, RANDOMKEY, RENAME, RENAMENX, COPY, MOVE, the EXPIRE/TTL
 //! family, PERSIST, TOUCH, OBJECT and MEMORY USAGE.
 //!
-//! streamd stores only streams, so a key either holds a stream (`TYPE` → `stream`,
-//! `OBJECT ENCODING` → `stream`) or does not exist.
+//! A key holds one of six types (`types::Value`): `TYPE` names it, `OBJECT ENCODING`
+//! names the encoding a Redis would use for it at its size, `SCAN ... TYPE` filters on
+//! it; RENAME, COPY and MOVE carry any of them.
 //!
 //! Side effects every write here keeps, as Redis does:
 //!
@@ -28,6 +29,7 @@ use crate::core::notify::class;
 use crate::core::{Core, Ctx};
 use crate::error::{ReplyError, lossy};
 use crate::stream::Stream;
+use crate::types::{Kind, Value};
 use crate::util::glob_match;
 use bytes::Bytes;
 use std::hash::{BuildHasher, Hasher, RandomState};
@@ -442,7 +444,10 @@ fn del(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 /// EXISTS: how many of the keys exist, duplicates counted.
 fn exists(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let argv = ctx.argv;
-    let n = argv[1..].iter().filter(|k| ctx.lookup(k).is_some()).count();
+    let n = argv[1..]
+        .iter()
+        .filter(|k| ctx.lookup_value(k).is_some())
+        .count();
     ctx.out.integer(n as i64);
     Ok(())
 }
@@ -454,10 +459,9 @@ fn touch(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 
 fn type_(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let argv = ctx.argv;
-    let name: &[u8] = if ctx.lookup(&argv[1]).is_some() {
-        b"stream"
-    } else {
-        b"none"
+    let name: &[u8] = match ctx.lookup_value(&argv[1]) {
+        Some(v) => v.kind().name().as_bytes(),
+        None => b"none",
     };
     ctx.out.simple(name);
     Ok(())
@@ -519,8 +523,9 @@ struct Scan {
     cursor: u64,
     pattern: Option<Bytes>,
     count: usize,
-    /// TYPE filter: true when it names a type other than `stream` (no key matches).
-    other_type: bool,
+    /// TYPE filter: the type keys must have; `Some(None)` for a name that is no type
+    /// (no key matches, as in Redis 7.0).
+    kind: Option<Option<Kind>>,
 }
 
 impl Scan {
@@ -533,7 +538,7 @@ impl Scan {
             cursor,
             pattern: None,
             count: Self::DEFAULT_COUNT,
-            other_type: false,
+            kind: None,
         };
         let mut i = 2;
         while i < argv.len() {
@@ -548,7 +553,7 @@ impl Scan {
                 let p = &argv[i + 1];
                 scan.pattern = (p.as_ref() != b"*").then(|| p.clone());
             } else if is(&argv[i], "TYPE") && has_value {
-                scan.other_type = !is(&argv[i + 1], "stream");
+                scan.kind = Some(Kind::from_name(&argv[i + 1]));
             } else {
                 return Err(ReplyError::Syntax);
             }
@@ -572,12 +577,13 @@ fn scan(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         {
             continue;
         }
-        if args.other_type {
-            continue;
-        }
         ctx.expire_if_needed(&key);
-        if ctx.core.dbs[db].keys.contains_key(&key) {
-            found.push(key);
+        let kind = ctx.core.dbs[db].get(&key).map(Value::kind);
+        match (kind, args.kind) {
+            (None, _) => {}
+            (Some(_), None) => found.push(key),
+            (Some(k), Some(want)) if Some(k) == want => found.push(key),
+            _ => {}
         }
     }
     ctx.out.array(2);
@@ -705,7 +711,7 @@ fn copy(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     if args.dst_db == src_db && src == dst {
         return Err(SAME_OBJECT);
     }
-    let Some(stream) = ctx.lookup(src).map(|s| Stream::clone(s)) else {
+    let Some(stream) = ctx.lookup(src)?.map(|s| Stream::clone(s)) else {
         ctx.out.integer(0);
         return Ok(());
     };
@@ -944,7 +950,7 @@ fn pexpiretime(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 fn ttl_generic(ctx: &mut Ctx<'_>, millis: bool, absolute: bool) -> Result<(), ReplyError> {
     let argv = ctx.argv;
     let key = &argv[1];
-    if ctx.lookup(key).is_none() {
+    if ctx.lookup(key)?.is_none() {
         ctx.out.integer(-2);
         return Ok(());
     }
@@ -986,7 +992,7 @@ fn persist(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 /// OBJECT subcommands' lookup: true if the key exists, else replies null.
 fn object_lookup(ctx: &mut Ctx<'_>) -> bool {
     let argv = ctx.argv;
-    if ctx.lookup(&argv[2]).is_some() {
+    if ctx.lookup_value(&argv[2]).is_some() {
         true
     } else {
         ctx.out.null();
@@ -995,8 +1001,13 @@ fn object_lookup(ctx: &mut Ctx<'_>) -> bool {
 }
 
 fn object_encoding(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
-    if object_lookup(ctx) {
-        ctx.out.bulk(b"stream");
+    let argv = ctx.argv;
+    match ctx.lookup_value(&argv[2]) {
+        Some(v) => {
+            let name = v.encoding();
+            ctx.out.bulk(name.as_bytes());
+        }
+        None => ctx.out.null(),
     }
     Ok(())
 }

@@ -308,8 +308,8 @@ fn memory_usage(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     }
     let key = &argv[2];
     match ctx.core.dbs[ctx.client.db].get(key) {
-        Some(stream) => {
-            let usage = stream.memory_usage() + key_overhead(key);
+        Some(value) => {
+            let usage = value.memory_usage() + key_overhead(key);
             ctx.out.integer(i64::try_from(usage).unwrap_or(i64::MAX));
         }
         None => ctx.out.null(),

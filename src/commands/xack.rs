@@ -36,7 +36,7 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
 fn xack(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let argv = ctx.argv;
     let (key, group, ids) = (&argv[1], &argv[2], &argv[3..]);
-    let Some(mut g) = ctx.lookup(key).and_then(|s| s.group_mut(group)) else {
+    let Some(mut g) = ctx.lookup(key)?.and_then(|s| s.group_mut(group)) else {
         ctx.out.integer(0);
         return Ok(());
     };

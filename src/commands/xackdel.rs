@@ -209,7 +209,7 @@ fn xackdel(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let (key, group) = (&argv[1], &argv[2]);
     let args = DelArgs::parse(argv, 3)?;
     let ratio = ctx.core.reclaim_ratio;
-    let Some(stream) = ctx.lookup(key).filter(|s| s.groups().get(group).is_some()) else {
+    let Some(stream) = ctx.lookup(key)?.filter(|s| s.groups().get(group).is_some()) else {
         reply_all_missing(ctx, args.numids);
         return Ok(());
     };
@@ -257,7 +257,7 @@ fn xdelex(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let key = &argv[1];
     let args = DelArgs::parse(argv, 2)?;
     let ratio = ctx.core.reclaim_ratio;
-    let Some(stream) = ctx.lookup(key) else {
+    let Some(stream) = ctx.lookup(key)? else {
         reply_all_missing(ctx, args.numids);
         return Ok(());
     };

@@ -46,6 +46,7 @@ use crate::stream::id::{XAddId, parse_strict_id, parse_xadd_id};
 use crate::stream::idmp::{Check, IdmpKey, auto_iid};
 use crate::stream::memory::key_overhead;
 use crate::stream::{RefPolicy, Stream, StreamId, TrimSpec, TrimStrategy};
+use crate::types::Value;
 use bytes::Bytes;
 
 const STREAM: &[&str] = &["@stream"];
@@ -486,7 +487,7 @@ impl<'a> XAdd<'a> {
         let mut recorded = None;
         let key_hash = ctx.db().hash_key(&self.key);
         let mut created = false;
-        let id = match ctx.lookup_hashed(key_hash, &self.key) {
+        let id = match ctx.lookup_hashed(key_hash, &self.key)? {
             Some(stream) => {
                 let resolved = self.resolve_id(stream, now_ms);
                 if let Some(key) = &idmp
@@ -521,7 +522,7 @@ impl<'a> XAdd<'a> {
         let retain = !loading && !ctx.core.repl.is_replica();
         let ratio = ctx.core.reclaim_ratio;
         let db = ctx.db();
-        let stream = db.get_or_create_hashed(key_hash, &self.key);
+        let stream = db.stream_or_create_hashed(key_hash, &self.key)?;
         stream.append(id, self.elements, &limits);
         let removed = match &self.trim {
             Some(trim) => stream.trim(trim, &limits),
@@ -618,6 +619,7 @@ fn log_idmp_state(ctx: &mut Ctx<'_>, key: &[u8]) {
     let db = ctx.client.db;
     if let Some(record) = ctx.core.dbs[db]
         .get(key)
+        .and_then(Value::as_stream)
         .and_then(|s| crate::commands::effects::idmp_state_record(key, s))
     {
         ctx.propagate(&record);
@@ -691,7 +693,7 @@ impl XTrim {
     /// Trims; replies with the number of entries removed (0 for a missing key).
     pub fn exec(self, ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         let (limits, ratio) = (ctx.core.node_limits, ctx.core.reclaim_ratio);
-        let (deleted, len_after, to_pass) = match ctx.lookup(&self.key) {
+        let (deleted, len_after, to_pass) = match ctx.lookup(&self.key)? {
             Some(stream) => {
                 let deleted = stream.trim(&self.trim, &limits);
                 let to_pass = deleted > 0 && stream.reclaim_after_trim(self.trim.policy, ratio);
@@ -738,7 +740,7 @@ impl XDel {
     /// Deletes; replies with the number of entries deleted.
     pub fn exec(self, ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         let ratio = ctx.core.reclaim_ratio;
-        let Some(stream) = ctx.lookup(&self.key) else {
+        let Some(stream) = ctx.lookup(&self.key)? else {
             ctx.out.integer(0);
             return Ok(());
         };
@@ -815,7 +817,7 @@ impl XSetId {
 
     /// Checks the new values against the stream, then sets them.
     pub fn exec(self, ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
-        let stream = ctx.lookup(&self.key).ok_or(ReplyError::NoSuchKey)?;
+        let stream = ctx.lookup(&self.key)?.ok_or(ReplyError::NoSuchKey)?;
         if self.last_id < stream.max_deleted_entry_id() {
             return Err(XSETID_BELOW_MAX_DELETED);
         }

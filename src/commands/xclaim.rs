@@ -202,14 +202,14 @@ fn xclaim(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let (key, group, consumer) = (&argv[1], &argv[2], &argv[3]);
     let now = ctx.now_ms;
     if ctx
-        .lookup(key)
+        .lookup(key)?
         .is_none_or(|s| s.groups().get(group).is_none())
     {
         return Err(no_group(key, group));
     }
     let parsed = XClaim::parse(argv, now)?;
     let moves_allowed = deadletter::allowed(ctx.core);
-    let (stream, out) = lookup_for_reply(ctx, key);
+    let (stream, out) = lookup_for_reply(ctx, key)?;
     let stream = stream.expect("checked above");
     let mut changes = 0u64;
     // What to log, as resulting state (persist/groups.rs).
@@ -345,7 +345,7 @@ fn xautoclaim(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let now = ctx.now_ms;
     let parsed = XAutoClaim::parse(argv)?;
     let moves_allowed = deadletter::allowed(ctx.core);
-    let (stream, out) = lookup_for_reply(ctx, key);
+    let (stream, out) = lookup_for_reply(ctx, key)?;
     let Some(stream) = stream.filter(|s| s.groups().get(group).is_some()) else {
         return Err(no_group(key, group));
     };

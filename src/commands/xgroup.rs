@@ -263,7 +263,7 @@ fn xgroup_create(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let argv = ctx.argv;
     let opts = XGroupOptions::parse(argv, Sub::Create)?;
     let (key, group) = (&argv[2], &argv[3]);
-    let exists = ctx.lookup(key).is_some();
+    let exists = ctx.lookup(key)?.is_some();
     if !exists && !opts.mkstream {
         return Err(KEY_REQUIRED);
     }
@@ -271,7 +271,7 @@ fn xgroup_create(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         return Err(subcommand_syntax(argv));
     }
     let id = if argv[4].as_ref() == b"$" {
-        ctx.lookup(key).map(|s| s.last_id()).unwrap_or_default()
+        ctx.lookup(key)?.map(|s| s.last_id()).unwrap_or_default()
     } else {
         parse_strict_id(&argv[4])?
     };
@@ -281,9 +281,9 @@ fn xgroup_create(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         ctx.db().insert(key, Stream::new());
         ctx.signal_ready(key);
     }
-    let stream = ctx
-        .lookup(key)
-        .expect("the stream exists or was just created");
+    let Some(stream) = ctx.lookup(key)? else {
+        return Err(KEY_REQUIRED);
+    };
     let entries_read = cap_entries_read(opts.entries_read, stream);
     if !stream.groups_mut().create(group, id, entries_read) {
         return Err(BUSYGROUP);
@@ -312,7 +312,7 @@ fn xgroup_setid(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let argv = ctx.argv;
     let opts = XGroupOptions::parse(argv, Sub::SetId)?;
     let (key, group) = (&argv[2], &argv[3]);
-    let stream = ctx.lookup(key).ok_or(KEY_REQUIRED)?;
+    let stream = ctx.lookup(key)?.ok_or(KEY_REQUIRED)?;
     if stream.groups().get(group).is_none() {
         return Err(no_group(key, group));
     }
@@ -354,7 +354,7 @@ fn xgroup_setid(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 fn xgroup_setdlq(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let argv = ctx.argv;
     let (key, group) = (&argv[2], &argv[3]);
-    let stream = ctx.lookup(key).ok_or(KEY_REQUIRED)?;
+    let stream = ctx.lookup(key)?.ok_or(KEY_REQUIRED)?;
     if stream.groups().get(group).is_none() {
         return Err(no_group(key, group));
     }
@@ -414,7 +414,7 @@ pub fn setdlq_record(key: &[u8], group: &[u8], dlq: Option<&DeadLetter>) -> Vec<
 fn xgroup_destroy(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let argv = ctx.argv;
     let (key, group) = (&argv[2], &argv[3]);
-    let stream = ctx.lookup(key).ok_or(KEY_REQUIRED)?;
+    let stream = ctx.lookup(key)?.ok_or(KEY_REQUIRED)?;
     // Looked up first: a stream without groups keeps its boxed state unallocated.
     if stream.groups().get(group).is_none() || !stream.groups_mut().destroy(group) {
         ctx.out.integer(0);
@@ -433,7 +433,7 @@ fn xgroup_createconsumer(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let argv = ctx.argv;
     let (key, group, consumer) = (&argv[2], &argv[3], &argv[4]);
     let now = ctx.now_ms;
-    let stream = ctx.lookup(key).ok_or(KEY_REQUIRED)?;
+    let stream = ctx.lookup(key)?.ok_or(KEY_REQUIRED)?;
     let mut g = stream
         .group_mut(group)
         .ok_or_else(|| no_group(key, group))?;
@@ -453,7 +453,7 @@ fn xgroup_createconsumer(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 fn xgroup_delconsumer(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let argv = ctx.argv;
     let (key, group, consumer) = (&argv[2], &argv[3], &argv[4]);
-    let stream = ctx.lookup(key).ok_or(KEY_REQUIRED)?;
+    let stream = ctx.lookup(key)?.ok_or(KEY_REQUIRED)?;
     let mut g = stream
         .group_mut(group)
         .ok_or_else(|| no_group(key, group))?;

@@ -212,7 +212,7 @@ fn xcfgset(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 fn configure_idmp(ctx: &mut Ctx<'_>, key: &[u8], cfg: &XCfgSet) {
     let defaults = ctx.core.idmp_defaults;
     let loading = ctx.core.replaying();
-    let stream = ctx.db().get_mut(key).expect("checked by the caller");
+    let stream = ctx.db().get_stream_mut(key).expect("checked by the caller");
     let state = stream.idmp_mut(defaults);
     let mut changed = state.configure(cfg.duration, cfg.maxsize);
     if loading && !changed {
@@ -239,7 +239,7 @@ fn configure_idmp(ctx: &mut Ctx<'_>, key: &[u8], cfg: &XCfgSet) {
 /// logged with all three resulting values if anything changed.
 fn configure_retention(ctx: &mut Ctx<'_>, key: &[u8], cfg: &XCfgSet) {
     let db = ctx.db();
-    let stream = db.get_mut(key).expect("checked by the caller");
+    let stream = db.get_stream_mut(key).expect("checked by the caller");
     let r = cfg.retention(stream.retention());
     if !stream.set_retention(r) {
         return;
@@ -263,7 +263,7 @@ fn xidmprecord(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let id = parse_strict_id(&argv[4])?;
     let now = (!ctx.core.replaying()).then_some(ctx.now_ms);
     let defaults = ctx.core.idmp_defaults;
-    let stream = ctx.lookup(key).ok_or(ReplyError::NoSuchKey)?;
+    let stream = ctx.lookup(key)?.ok_or(ReplyError::NoSuchKey)?;
     if stream.get(id).is_none() {
         return Err(NO_SUCH_MESSAGE);
     }

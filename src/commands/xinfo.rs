@@ -435,7 +435,7 @@ fn xinfo_stream(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         defaults: ctx.core.idmp_defaults,
     };
     let idmp_fields = if shape.idmp { 6 } else { 0 };
-    let (stream, out) = lookup_for_reply(ctx, &argv[2]);
+    let (stream, out) = lookup_for_reply(ctx, &argv[2])?;
     let stream = stream.ok_or(ReplyError::NoSuchKey)?;
     match parsed? {
         XInfoStream::Summary => {
@@ -468,7 +468,7 @@ fn xinfo_stream(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 
 fn xinfo_groups(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let argv = ctx.argv;
-    let (stream, out) = lookup_for_reply(ctx, &argv[2]);
+    let (stream, out) = lookup_for_reply(ctx, &argv[2])?;
     write_groups(out, stream.ok_or(ReplyError::NoSuchKey)?);
     Ok(())
 }
@@ -476,7 +476,7 @@ fn xinfo_groups(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 fn xinfo_consumers(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let argv = ctx.argv;
     let now_ms = ctx.now_ms;
-    let (stream, out) = lookup_for_reply(ctx, &argv[2]);
+    let (stream, out) = lookup_for_reply(ctx, &argv[2])?;
     let stream = stream.ok_or(ReplyError::NoSuchKey)?;
     write_consumers(out, stream, &argv[2], &argv[3], now_ms)
 }

@@ -152,7 +152,7 @@ fn xnack(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     // Parsing is pure; its errors are reported only after the NOGROUP check.
     let parsed = XNack::parse(argv);
     let moves_allowed = deadletter::allowed(ctx.core);
-    let Some(stream) = ctx.lookup(key).filter(|s| s.groups().get(group).is_some()) else {
+    let Some(stream) = ctx.lookup(key)?.filter(|s| s.groups().get(group).is_some()) else {
         return Err(ReplyError::NoGroupKeyOrGroup {
             key: lossy(key),
             group: lossy(group),

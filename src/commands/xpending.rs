@@ -106,7 +106,7 @@ fn xpending(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let parsed = XPending::parse(argv)?;
     let (key, group) = (&argv[1], &argv[2]);
     let now = ctx.now_ms;
-    let (stream, out) = super::xrange::lookup_for_reply(ctx, key);
+    let (stream, out) = super::xrange::lookup_for_reply(ctx, key)?;
     let Some(g) = stream.and_then(|s| s.groups().get(group)) else {
         return Err(ReplyError::NoGroupKeyOrGroup {
             key: lossy(key),

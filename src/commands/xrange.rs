@@ -67,13 +67,14 @@ pub const COMMANDS: &[CommandSpec] = &[
 
 /// Looks `key` up like [`Ctx::lookup`] (lazy expiry, hit/miss counters) and returns the
 /// stream together with the reply writer, so a reply can be written while the stream is
-/// borrowed.
+/// borrowed; `WRONGTYPE` for a key of another type.
 pub fn lookup_for_reply<'c>(
     ctx: &'c mut Ctx<'_>,
     key: &[u8],
-) -> (Option<&'c mut Stream>, &'c mut RespWriter) {
+) -> Result<(Option<&'c mut Stream>, &'c mut RespWriter), ReplyError> {
     let hash = ctx.db().hash_key(key);
-    ctx.lookup_hashed_with_out(hash, key)
+    let (stream, out) = ctx.lookup_hashed_with_out(hash, key);
+    Ok((stream?, out))
 }
 
 /// Writes one entry: `[id, [f1, v1, f2, v2, ...]]` (Redis: the body of
@@ -159,7 +160,7 @@ impl XRange {
 
     /// Replies with the range.
     pub fn exec(self, ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
-        let (stream, out) = lookup_for_reply(ctx, &self.key);
+        let (stream, out) = lookup_for_reply(ctx, &self.key)?;
         let Some(stream) = stream else {
             out.array(0);
             return Ok(());
@@ -192,7 +193,7 @@ fn xrevrange(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 /// `XLEN key`: live entries, `0` for a missing key.
 fn xlen(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let key = &ctx.argv[1];
-    let len = ctx.lookup(key).map_or(0, |s| s.len());
+    let len = ctx.lookup(key)?.map_or(0, |s| s.len());
     ctx.out.integer(i64::try_from(len).unwrap_or(i64::MAX));
     Ok(())
 }

@@ -348,7 +348,7 @@ fn xread(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     // Resolve the IDs against the current streams (`$` = last_id now).
     let mut from = Vec::with_capacity(keys.len());
     for (key, id) in keys.iter().zip(opts.ids(argv)) {
-        let last_id = ctx.lookup(key).map(|s| s.last_id()).unwrap_or_default();
+        let last_id = ctx.lookup(key)?.map(|s| s.last_id()).unwrap_or_default();
         let f = if id.as_ref() == b"$" {
             ReadFrom::After(last_id)
         } else if id.as_ref() == b"+" {
@@ -377,7 +377,9 @@ fn xread(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let mut header = None;
     let db = &ctx.core.dbs[ctx.client.db];
     for (key, f) in keys.iter().zip(&from) {
-        let Some(stream) = db.get(key) else { continue };
+        let Some(stream) = db.get_stream(key) else {
+            continue;
+        };
         let (start, count) = match *f {
             ReadFrom::LastEntry => match stream.last_entry() {
                 Some(e) => (e.id, 1),
@@ -498,7 +500,7 @@ fn xreadgroup(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     for (key, id) in keys.iter().zip(opts.ids(argv)) {
         let hash = ctx.db().hash_key(key);
         if ctx
-            .lookup_hashed(hash, key)
+            .lookup_hashed(hash, key)?
             .is_none_or(|s| s.groups().get(group).is_none())
         {
             return Err(ReplyError::NoGroupReadGroup {
@@ -513,7 +515,9 @@ fn xreadgroup(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let mut served = 0;
     for (key, &(f, hash)) in keys.iter().zip(&from) {
         let (stream, out) = ctx.lookup_hashed_with_out(hash, key);
-        let stream = stream.expect("validated above, in the same command");
+        let Ok(Some(stream)) = stream else {
+            continue; // validated above, in the same command
+        };
         let read = GroupRead {
             group,
             consumer,
@@ -566,7 +570,10 @@ fn xreadgroup(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
                     .zip(&from)
                     .filter(|(_, (f, _))| matches!(f, GroupFrom::New))
                     .filter_map(|(k, _)| {
-                        db.get(k)?.groups().get(group)?.next_claimable_at(min_idle)
+                        db.get_stream(k)?
+                            .groups()
+                            .get(group)?
+                            .next_claimable_at(min_idle)
                     })
                     .min();
                 // A time already past means the head is claimable but was not served

@@ -1,6 +1,8 @@
-//! The keyspace: databases 0..n, each a map key → stream, with expiry times.
+//! The keyspace: databases 0..n, each a map key → value, with expiry times.
 //!
-//! streamd stores only streams, so a key's value is always a [`Stream`]. The map is a
+//! A key's value is a [`Value`]: a stream, or one of Redis's other five types
+//! (`types/`). Stream commands reach theirs through [`Db::stream`] and friends, which
+//! answer `WRONGTYPE` for a key of another type. The map is a
 //! [`Dict`] (Redis's chained hash table with incremental rehashing), whose reverse-binary
 //! cursor gives `SCAN` its guarantee: a key present for the whole scan is returned,
 //! whatever is inserted or deleted, and however the table is resized, in between.
@@ -16,7 +18,9 @@
 //! that a pass resumes where the last one stopped.
 
 use super::dict::Dict;
+use crate::error::ReplyError;
 use crate::stream::{Stream, StreamId};
+use crate::types::Value;
 use bytes::Bytes;
 use std::collections::{BTreeSet, HashMap};
 use std::ops::Bound;
@@ -27,8 +31,8 @@ const SCAN_BUCKETS_PER_KEY: usize = 10;
 /// One database.
 #[derive(Debug, Default, Clone)]
 pub struct Db {
-    /// Key → stream.
-    pub keys: Dict<Stream>,
+    /// Key → value.
+    pub keys: Dict<Value>,
     /// Key → absolute expiry time in unix ms (only keys with a TTL). Keys are boxed
     /// copies, never slices of a client's read buffer.
     pub expires: HashMap<Box<[u8]>, u64>,
@@ -88,52 +92,105 @@ impl Db {
         }
     }
 
-    /// The stream at `key`, ignoring expiry (callers expire first).
-    pub fn get(&self, key: &[u8]) -> Option<&Stream> {
+    /// The value at `key`, ignoring expiry (callers expire first).
+    pub fn get(&self, key: &[u8]) -> Option<&Value> {
         self.keys.get(key)
     }
 
-    /// The stream at `key`, mutable, ignoring expiry.
-    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Stream> {
+    /// The value at `key`, mutable, ignoring expiry.
+    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Value> {
         self.keys.get_mut(key)
     }
 
+    /// The stream at `key`, ignoring expiry; `None` when missing or of another type (for
+    /// the server's own passes over streams, which a client's key type cannot fail).
+    pub fn get_stream(&self, key: &[u8]) -> Option<&Stream> {
+        self.keys.get(key).and_then(Value::as_stream)
+    }
+
+    /// [`Db::get_stream`], mutable.
+    pub fn get_stream_mut(&mut self, key: &[u8]) -> Option<&mut Stream> {
+        self.keys.get_mut(key).and_then(Value::as_stream_mut)
+    }
+
+    /// The stream at `key`, ignoring expiry: `Ok(None)` when missing, `WRONGTYPE` when
+    /// the key holds another type.
+    pub fn stream(&self, key: &[u8]) -> Result<Option<&Stream>, ReplyError> {
+        match self.keys.get(key) {
+            None => Ok(None),
+            Some(Value::Stream(s)) => Ok(Some(s)),
+            Some(_) => Err(ReplyError::WrongType),
+        }
+    }
+
+    /// [`Db::stream`], mutable.
+    pub fn stream_mut(&mut self, key: &[u8]) -> Result<Option<&mut Stream>, ReplyError> {
+        match self.keys.get_mut(key) {
+            None => Ok(None),
+            Some(Value::Stream(s)) => Ok(Some(s)),
+            Some(_) => Err(ReplyError::WrongType),
+        }
+    }
+
     /// Inserts or replaces `key` (a replaced key loses its TTL, as SET/RENAME do).
-    pub fn insert(&mut self, key: &[u8], stream: Stream) {
-        if stream.idmp().is_some_and(|i| i.has_producers()) {
-            self.note_idmp(key);
-        }
-        if !stream.retention().is_off() {
-            self.note_retention(key);
-        }
-        // A stream brought in whole (RENAME, COPY, RESTORE of a Redis payload) may hold
-        // tombstones: the reclamation pass has a look.
-        if !stream.is_empty() {
-            self.note_reclaim(key);
+    pub fn insert(&mut self, key: &[u8], value: impl Into<Value>) {
+        let value = value.into();
+        if let Value::Stream(stream) = &value {
+            if stream.idmp().is_some_and(|i| i.has_producers()) {
+                self.note_idmp(key);
+            }
+            if !stream.retention().is_off() {
+                self.note_retention(key);
+            }
+            // A stream brought in whole (RENAME, COPY, RESTORE of a Redis payload) may
+            // hold tombstones: the reclamation pass has a look.
+            if !stream.is_empty() {
+                self.note_reclaim(key);
+            }
         }
         self.expires.remove(key);
-        self.keys.insert(key, stream);
+        self.keys.insert(key, value);
     }
 
-    /// The stream at `key`, created empty if missing.
-    pub fn get_or_create(&mut self, key: &[u8]) -> &mut Stream {
-        self.keys.get_or_insert_with(key, Stream::default)
+    /// Inserts or replaces `key`, keeping its TTL (SET KEEPTTL, a value rewritten in
+    /// place under a new encoding).
+    pub fn replace_keep_ttl(&mut self, key: &[u8], value: impl Into<Value>) {
+        let ttl = self.expires.get(key).copied();
+        self.insert(key, value);
+        if let Some(at) = ttl {
+            self.set_expire(key, at);
+        }
     }
 
-    /// The hash of `key` in the keyspace (see [`Db::get_or_create_hashed`]).
+    /// The stream at `key`, created empty if missing; `WRONGTYPE` for another type.
+    pub fn stream_or_create(&mut self, key: &[u8]) -> Result<&mut Stream, ReplyError> {
+        let hash = self.keys.hash_key(key);
+        self.stream_or_create_hashed(hash, key)
+    }
+
+    /// The hash of `key` in the keyspace (see [`Db::stream_or_create_hashed`]).
     pub fn hash_key(&self, key: &[u8]) -> u64 {
         self.keys.hash_key(key)
     }
 
-    /// The stream at `key` (whose [`Db::hash_key`] is `hash`), mutable, ignoring expiry.
-    pub fn get_mut_hashed(&mut self, hash: u64, key: &[u8]) -> Option<&mut Stream> {
+    /// The value at `key` (whose [`Db::hash_key`] is `hash`), mutable, ignoring expiry.
+    pub fn get_mut_hashed(&mut self, hash: u64, key: &[u8]) -> Option<&mut Value> {
         self.keys.get_mut_hashed(hash, key)
     }
 
-    /// [`Db::get_or_create`] with the key's hash already computed.
-    pub fn get_or_create_hashed(&mut self, hash: u64, key: &[u8]) -> &mut Stream {
-        self.keys
-            .get_or_insert_with_hashed(hash, key, Stream::default)
+    /// [`Db::stream_or_create`] with the key's hash already computed.
+    pub fn stream_or_create_hashed(
+        &mut self,
+        hash: u64,
+        key: &[u8],
+    ) -> Result<&mut Stream, ReplyError> {
+        match self
+            .keys
+            .get_or_insert_with_hashed(hash, key, || Value::Stream(Stream::default()))
+        {
+            Value::Stream(s) => Ok(s),
+            _ => Err(ReplyError::WrongType),
+        }
     }
 
     /// Sets `key`'s absolute expiry time (unix ms).
@@ -141,15 +198,17 @@ impl Db {
         self.expires.insert(key.into(), at_ms);
     }
 
-    /// Removes `key` with its TTL; returns the stream.
-    pub fn remove(&mut self, key: &[u8]) -> Option<Stream> {
+    /// Removes `key` with its TTL; returns its value.
+    pub fn remove(&mut self, key: &[u8]) -> Option<Value> {
         let v = self.keys.remove(key)?;
         self.expires.remove(key);
-        if v.idmp().is_some() {
-            self.idmp_keys.remove(key);
-        }
-        if !v.retention().is_off() {
-            self.retention_keys.remove(key);
+        if let Value::Stream(s) = &v {
+            if s.idmp().is_some() {
+                self.idmp_keys.remove(key);
+            }
+            if !s.retention().is_off() {
+                self.retention_keys.remove(key);
+            }
         }
         Some(v)
     }
@@ -248,7 +307,11 @@ impl Db {
             };
             visited += 1;
             *budget -= 1;
-            let state = self.keys.get_mut(&key).and_then(|s| s.idmp_state_mut());
+            let state = self
+                .keys
+                .get_mut(&key)
+                .and_then(Value::as_stream_mut)
+                .and_then(|s| s.idmp_state_mut());
             let complete = match state {
                 Some(state) => {
                     let complete = state.expire(now_ms, budget);

@@ -84,7 +84,7 @@ impl Core {
                 budget -= 1;
                 // Expired keys are not swept (lazy or active expiry removes them).
                 let expired = self.dbs[db].is_expired(&key, now_ms);
-                let Some(stream) = self.dbs[db].get_mut(&key).filter(|_| !expired) else {
+                let Some(stream) = self.dbs[db].get_stream_mut(&key).filter(|_| !expired) else {
                     self.dbs[db].retention_done(&key, false);
                     continue;
                 };
@@ -150,7 +150,7 @@ impl Core {
                     break;
                 };
                 visited += 1;
-                let step = match self.dbs[db].get_mut(&key) {
+                let step = match self.dbs[db].get_stream_mut(&key) {
                     Some(stream) => Stream::reclaim(stream, after, ratio, &mut budget),
                     None => Default::default(),
                 };

@@ -43,6 +43,7 @@ use crate::error::ReplyError;
 use crate::resp::Argv;
 use crate::resp::writer::RespWriter;
 use crate::stream::{NodeLimits, Stream};
+use crate::types::{Thresholds, Value};
 use blocked::BlockedClients;
 use bytes::Bytes;
 use client::{BlockState, Client, ClientMsg};
@@ -152,6 +153,8 @@ pub struct Core {
     /// `stream-node-reclaim-ratio`: a node is rewritten without its tombstones once they
     /// are more than this share of its entries (1 = never; core/lifecycle.rs).
     pub reclaim_ratio: f64,
+    /// The collections' encoding thresholds (`hash-max-listpack-entries` and friends).
+    pub thresholds: Thresholds,
     /// Cached `compat-version` as `(major, minor)`: features newer than it are hidden
     /// from clients (never from the loader).
     pub compat: (u8, u8),
@@ -258,25 +261,21 @@ impl Ctx<'_> {
         &mut self.core.dbs[idx]
     }
 
-    /// The stream at `key` after lazy expiry (and keyspace hit/miss accounting).
-    pub fn lookup(&mut self, key: &[u8]) -> Option<&mut Stream> {
+    /// The value at `key` after lazy expiry (and keyspace hit/miss accounting): what
+    /// the commands of every type start from (Redis's `lookupKeyRead`/`Write`).
+    pub fn lookup_value(&mut self, key: &[u8]) -> Option<&mut Value> {
         let hash = self.db().hash_key(key);
-        self.lookup_hashed(hash, key)
+        self.lookup_value_hashed_with_out(hash, key).0
     }
 
-    /// [`Ctx::lookup`] with `hash` = [`Db::hash_key`]`(key)` already computed, for a
-    /// command that reaches the same key again (XADD creates it after the checks).
-    pub fn lookup_hashed(&mut self, hash: u64, key: &[u8]) -> Option<&mut Stream> {
-        self.lookup_hashed_with_out(hash, key).0
-    }
-
-    /// [`Ctx::lookup_hashed`] that also hands out the reply writer, for a read command
-    /// that writes replies from the stream it holds (one hash and one probe per key).
-    pub fn lookup_hashed_with_out(
+    /// [`Ctx::lookup_value`] with the key's hash already computed, also handing out
+    /// the reply writer (one hash and one probe per key for a command that replies
+    /// from the value it holds).
+    pub fn lookup_value_hashed_with_out(
         &mut self,
         hash: u64,
         key: &[u8],
-    ) -> (Option<&mut Stream>, &mut RespWriter) {
+    ) -> (Option<&mut Value>, &mut RespWriter) {
         self.expire_if_needed(key);
         let idx = self.client.db;
         if self.core.notify_flags & notify::class::KEY_MISS != 0
@@ -292,6 +291,40 @@ impl Ctx<'_> {
             core.stats.keyspace_misses += 1;
         }
         (found, &mut *self.out)
+    }
+
+    /// The stream at `key` after lazy expiry (and keyspace hit/miss accounting);
+    /// `WRONGTYPE` when the key holds another type.
+    pub fn lookup(&mut self, key: &[u8]) -> Result<Option<&mut Stream>, ReplyError> {
+        let hash = self.db().hash_key(key);
+        self.lookup_hashed(hash, key)
+    }
+
+    /// [`Ctx::lookup`] with `hash` = [`Db::hash_key`]`(key)` already computed, for a
+    /// command that reaches the same key again (XADD creates it after the checks).
+    pub fn lookup_hashed(
+        &mut self,
+        hash: u64,
+        key: &[u8],
+    ) -> Result<Option<&mut Stream>, ReplyError> {
+        self.lookup_hashed_with_out(hash, key).0
+    }
+
+    /// [`Ctx::lookup_hashed`] that also hands out the reply writer, for a read command
+    /// that writes replies from the stream it holds (one hash and one probe per key).
+    #[allow(clippy::type_complexity)]
+    pub fn lookup_hashed_with_out(
+        &mut self,
+        hash: u64,
+        key: &[u8],
+    ) -> (Result<Option<&mut Stream>, ReplyError>, &mut RespWriter) {
+        let (found, out) = self.lookup_value_hashed_with_out(hash, key);
+        let stream = match found {
+            None => Ok(None),
+            Some(Value::Stream(s)) => Ok(Some(s)),
+            Some(_) => Err(ReplyError::WrongType),
+        };
+        (stream, out)
     }
 
     /// True if `key` exists (after lazy expiry).
@@ -412,6 +445,7 @@ impl Core {
             node_limits: NodeLimits::default(),
             idmp_defaults: (100, 100),
             reclaim_ratio: 0.5,
+            thresholds: Thresholds::default(),
             compat: (8, 10),
             dbs: (0..ndb).map(|_| Db::default()).collect(),
             clients: HashMap::default(),
@@ -468,6 +502,16 @@ impl Core {
             .get("stream-node-reclaim-ratio")
             .and_then(|v| v.parse().ok())
             .unwrap_or(0.5);
+        let size = |name: &str| usize::try_from(self.config.get_i64(name)).unwrap_or(0);
+        self.thresholds = Thresholds {
+            hash_max_listpack_entries: size("hash-max-listpack-entries"),
+            hash_max_listpack_value: size("hash-max-listpack-value"),
+            list_max_listpack_size: self.config.get_i64("list-max-listpack-size"),
+            list_compress_depth: size("list-compress-depth"),
+            set_max_intset_entries: size("set-max-intset-entries"),
+            zset_max_listpack_entries: size("zset-max-listpack-entries"),
+            zset_max_listpack_value: size("zset-max-listpack-value"),
+        };
         self.compat =
             crate::config::compat_version(self.config.get("compat-version").unwrap_or(""));
         self.limits = limits::ClientLimits::from_config(&self.config);

@@ -120,8 +120,8 @@ pub fn apply_internal(core: &mut Core, db: usize, argv: &Argv) -> Result<(), Str
     }
     let (key, group) = (&argv[1], &argv[2]);
     let stream = core.dbs[db]
-        .get_mut(key)
-        .ok_or_else(|| "no such key".to_string())?;
+        .get_stream_mut(key)
+        .ok_or_else(|| "no such stream".to_string())?;
     if name == b"STREAMD.GROUP" {
         let last = parse_id(&argv[3])?;
         let read = parse_opt(&argv[4])?;

@@ -58,8 +58,8 @@ pub fn apply_internal(core: &mut Core, db: usize, argv: &Argv) -> Result<bool, S
     let defaults = core.idmp_defaults;
     let d = &mut core.dbs[db];
     let stream = d
-        .get_mut(&argv[1])
-        .ok_or_else(|| "no such key".to_string())?;
+        .get_stream_mut(&argv[1])
+        .ok_or_else(|| "no such stream".to_string())?;
     if name == b"STREAMD.IDMP" {
         let nums = argv[2..]
             .iter()

@@ -27,6 +27,7 @@ use crate::core::client::Client;
 use crate::core::{Core, unix_ms};
 use crate::resp::Argv;
 use crate::resp::writer::{Protocol, RespWriter};
+use crate::types::Value;
 use bytes::{Buf, Bytes, BytesMut};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -409,14 +410,16 @@ impl Replayer {
         let limits = core.node_limits;
         let db = &mut core.dbs[self.client.db];
         match db.get_mut(&argv[1]) {
-            Some(stream) if id > stream.last_id() => stream.append(id, &argv[3..], &limits),
+            Some(Value::Stream(stream)) if id > stream.last_id() => {
+                stream.append(id, &argv[3..], &limits)
+            }
             Some(_) => return false,
             None if id.is_zero() => return false,
             // A new key gets its own copy of the name (not a slice of the record buffer).
-            None => {
-                db.get_or_create(&Bytes::copy_from_slice(&argv[1]))
-                    .append(id, &argv[3..], &limits)
-            }
+            None => match db.stream_or_create(&Bytes::copy_from_slice(&argv[1])) {
+                Ok(stream) => stream.append(id, &argv[3..], &limits),
+                Err(_) => return false,
+            },
         }
         core.dirty += 1;
         true

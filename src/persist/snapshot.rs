@@ -33,6 +33,12 @@
 //!                                                      streams with IDMP state (idmp.rs)
 //! STREAMD.IID <key> <pid> <iid> <entry-id>             each tracked iid, per producer in
 //!                                                      insertion order
+//! SET <key> <bytes>                                   a string
+//! RPUSH <key> <element> ...                            a list, head first, ~1 MiB a record
+//! HSET <key> <field> <value> ...                       a hash, ~1 MiB of pairs a record
+//! SADD <key> <member> ...                              a set, ~1 MiB a record
+//! ZADD <key> <score> <member> ...                      a sorted set, ascending; each score
+//!                                                      the shortest text of its double
 //! PEXPIREAT <key> <unix ms>                            keys with a TTL
 //! ```
 //!
@@ -78,6 +84,7 @@ use crate::core::Core;
 use crate::core::keyspace::Db;
 use crate::stream::lifecycle::Retention;
 use crate::stream::{Stream, StreamId};
+use crate::types::Value;
 use bytes::Bytes;
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
@@ -173,8 +180,11 @@ pub fn write_dataset<W: Write>(w: &mut SnapshotWriter<W>, dbs: &[Db]) -> io::Res
             b"SELECT".as_slice(),
             itoa::Buffer::new().format(i).as_bytes(),
         ])?;
-        for (key, stream) in &db.keys {
-            write_stream(w, key, stream)?;
+        for (key, value) in &db.keys {
+            match value {
+                Value::Stream(stream) => write_stream(w, key, stream)?,
+                other => write_value(w, key, other)?,
+            }
             if let Some(at) = db.expires.get(key) {
                 w.record(&[
                     b"PEXPIREAT".as_slice(),
@@ -185,6 +195,62 @@ pub fn write_dataset<W: Write>(w: &mut SnapshotWriter<W>, dbs: &[Db]) -> io::Res
         }
     }
     Ok(())
+}
+
+/// Most bytes of elements one record of a collection carries before the next record
+/// goes on with the rest (so no record is huge, as with `STREAMD.NODES`).
+const COLLECTION_RECORD_BYTES: usize = 1 << 20;
+
+/// Writes a string, list, hash, set or sorted set as the client commands that rebuild
+/// it: `SET`, then `RPUSH` / `HSET` / `SADD` / `ZADD` records of up to about 1 MiB of
+/// elements each, in the value's own order. A sorted set's scores are written as the
+/// shortest decimal text that reads back to the same double (`inf`/`-inf` included).
+fn write_value<W: Write>(w: &mut SnapshotWriter<W>, key: &[u8], value: &Value) -> io::Result<()> {
+    fn chunked<'a, W: Write>(
+        w: &mut SnapshotWriter<W>,
+        head: &[&[u8]],
+        items: impl Iterator<Item = Vec<std::borrow::Cow<'a, [u8]>>>,
+    ) -> io::Result<()> {
+        let mut args: Vec<std::borrow::Cow<'a, [u8]>> = Vec::new();
+        let mut bytes = 0;
+        for item in items {
+            bytes += item.iter().map(|a| a.len() + 16).sum::<usize>();
+            args.extend(item);
+            if bytes >= COLLECTION_RECORD_BYTES {
+                let argv: Vec<&[u8]> = head
+                    .iter()
+                    .copied()
+                    .chain(args.iter().map(|a| &a[..]))
+                    .collect();
+                w.record(&argv)?;
+                args.clear();
+                bytes = 0;
+            }
+        }
+        if !args.is_empty() {
+            let argv: Vec<&[u8]> = head
+                .iter()
+                .copied()
+                .chain(args.iter().map(|a| &a[..]))
+                .collect();
+            w.record(&argv)?;
+        }
+        Ok(())
+    }
+    match value {
+        Value::String(s) => w.record(&[b"SET".as_slice(), key, &s.to_bytes()]),
+        Value::List(l) => chunked(w, &[b"RPUSH", key], l.iter().map(|e| vec![e])),
+        Value::Hash(h) => chunked(w, &[b"HSET", key], h.iter().map(|(f, v)| vec![f, v])),
+        Value::Set(s) => chunked(w, &[b"SADD", key], s.iter().map(|m| vec![m])),
+        Value::ZSet(z) => chunked(
+            w,
+            &[b"ZADD", key],
+            z.iter().map(|(m, score)| {
+                vec![std::borrow::Cow::Owned(format!("{score}").into_bytes()), m]
+            }),
+        ),
+        Value::Stream(s) => write_stream(w, key, s),
+    }
 }
 
 /// One stream: entries, metadata, groups.
@@ -260,8 +326,11 @@ pub fn apply_nodes(core: &mut Core, db: usize, argv: &[Bytes]) -> Result<(), Str
     }
     let db = &mut core.dbs[db];
     let stream = match db.get_mut(&argv[1]) {
-        Some(s) => s,
-        None => db.get_or_create(&Bytes::copy_from_slice(&argv[1])),
+        Some(Value::Stream(s)) => s,
+        Some(_) => return Err("the key holds another type".into()),
+        None => db
+            .stream_or_create(&Bytes::copy_from_slice(&argv[1]))
+            .map_err(|e| e.to_string())?,
     };
     for (i, pair) in argv[2..].chunks_exact(2).enumerate() {
         let master = StreamId::from_key(&pair[0])

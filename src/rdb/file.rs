@@ -33,6 +33,7 @@ use super::types::{
 };
 use super::{RdbError, Reader, crc64, stream};
 use crate::core::keyspace::Db;
+use crate::types::Value;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -380,9 +381,14 @@ pub fn write(dbs: &[Db], aux: &[(&str, String)], idmp_defaults: stream::IdmpDefa
                 out.push(0xFC);
                 out.extend_from_slice(&at.to_le_bytes());
             }
-            out.push(STREAM_LISTPACKS_2);
-            string(&mut out, key);
-            stream::write(&mut out, s, STREAM_LISTPACKS_2, idmp_defaults);
+            match s {
+                Value::Stream(s) => {
+                    out.push(STREAM_LISTPACKS_2);
+                    string(&mut out, key);
+                    stream::write(&mut out, s, STREAM_LISTPACKS_2, idmp_defaults);
+                }
+                other => super::values::write(&mut out, Some(key), other),
+            }
         }
     }
     out.push(0xFF);
@@ -447,7 +453,7 @@ mod tests {
         assert_eq!(stats.expired, 1);
         assert_eq!(stats.skipped.get("string"), Some(&1));
         assert_eq!(stats.skipped.get("list"), Some(&1));
-        assert_eq!(dbs[0].get(b"st").map(|s| s.len()), Some(1));
+        assert_eq!(dbs[0].get_stream(b"st").map(|s| s.len()), Some(1));
         assert!(dbs[0].get(b"gone").is_none());
     }
 

@@ -74,6 +74,7 @@ pub mod listpack;
 pub mod lzf;
 pub mod payload;
 pub mod stream;
+pub mod values;
 
 use std::borrow::Cow;
 use std::fmt;

@@ -28,6 +28,7 @@
 use crate::core::{Core, SharedCore, unix_ms};
 use crate::persist::FsyncStats;
 use crate::stream::Stream;
+use crate::types::Value;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
@@ -307,9 +308,11 @@ impl Snapshot {
                     return true;
                 }
                 let streams = &mut self.streams;
-                self.pos.1 = db
-                    .keys
-                    .scan(self.pos.1, |k, s| streams.push(stream_row(dbi, k, s, now)));
+                self.pos.1 = db.keys.scan(self.pos.1, |k, v| {
+                    if let Value::Stream(s) = v {
+                        streams.push(stream_row(dbi, k, s, now));
+                    }
+                });
                 if self.pos.1 == 0 {
                     break;
                 }
