@@ -180,9 +180,11 @@ pub fn redis_form(argv: &[&[u8]]) -> RedisForm {
         xdelex_form(argv)
     } else if named("RESTORE") {
         restore_form(argv)
-    } else if named("XNACK") || named("XCFGSET") || named("XIDMPRECORD") {
-        RedisForm::Drop
-    } else if named("XGROUP") && argv.get(1).is_some_and(|sub| is(sub, "SETDLQ")) {
+    } else if named("XNACK")
+        || named("XCFGSET")
+        || named("XIDMPRECORD")
+        || (named("XGROUP") && argv.get(1).is_some_and(|sub| is(sub, "SETDLQ")))
+    {
         RedisForm::Drop
     } else {
         RedisForm::Same
