@@ -276,7 +276,7 @@ fn psync(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         native: conf.native,
         capa_eof: conf.capa_eof,
         capa_psync2: conf.capa_psync2,
-        drop: false,
+        drop: None,
         old_sync: false,
     };
     let mut partial = false;
@@ -658,9 +658,4 @@ pub fn info(core: &Core) -> String {
         let _ = write!(s, "master_skipped_commands:{}\r\n", list.join(","));
     }
     s
-}
-
-/// The WAIT/WAITAOF state of a client for CLIENT LIST: blocked without keys.
-pub fn is_waiting(core: &Core, id: u64) -> bool {
-    core.repl.waiters.iter().any(|w| w.client_id == id)
 }

@@ -183,6 +183,16 @@ impl ReplicaState {
     }
 }
 
+/// Why a replica's connection is closed by the primary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DropReason {
+    /// More than the replica class's hard output limit behind (counted in INFO stats
+    /// `client_output_buffer_limit_disconnections`, as Redis counts it).
+    OutputLimit,
+    /// No ACK for `repl-timeout` seconds.
+    Timeout,
+}
+
 /// What the primary knows of one connected replica.
 #[derive(Debug, Clone)]
 pub struct ReplicaInfo {
@@ -206,8 +216,8 @@ pub struct ReplicaInfo {
     pub capa_eof: bool,
     /// `capa psync2`.
     pub capa_psync2: bool,
-    /// Too far behind: its sender must close the connection.
-    pub drop: bool,
+    /// Why its sender must close the connection, once it must.
+    pub drop: Option<DropReason>,
     /// It asked with the old SYNC (no `+FULLRESYNC` line before the payload).
     pub old_sync: bool,
 }
@@ -243,8 +253,6 @@ pub struct MasterInfo {
     pub sync_total: i64,
     /// Payload bytes received so far.
     pub sync_read: u64,
-    /// Unix ms the sync began.
-    pub sync_start_ms: u64,
     /// The primary's client id while the link is up.
     pub client_id: Option<u64>,
 }
@@ -609,11 +617,11 @@ impl Replication {
         let offset = self.offset;
         let mut floor = offset.saturating_sub(backlog_size);
         for r in self.replicas.values_mut() {
-            if r.drop {
+            if r.drop.is_some() {
                 continue;
             }
             if hard_limit > 0 && offset - r.sent.min(offset) > hard_limit {
-                r.drop = true;
+                r.drop = Some(DropReason::OutputLimit);
                 continue;
             }
             floor = floor.min(r.sent);
@@ -663,7 +671,6 @@ impl Core {
             down_since_ms: now,
             sync_total: -1,
             sync_read: 0,
-            sync_start_ms: 0,
             client_id: None,
         });
         self.repl.link_generation += 1;
@@ -1009,10 +1016,10 @@ impl Core {
         for r in self.repl.replicas.values_mut() {
             if r.state == ReplicaState::Online
                 && now_ms.saturating_sub(r.ack_ms) > timeout
-                && !r.drop
+                && r.drop.is_none()
             {
                 tracing::warn!(replica = %format!("{}:{}", r.ip, r.port), "Disconnecting timedout replica (streaming sync)");
-                r.drop = true;
+                r.drop = Some(DropReason::Timeout);
                 dropped = true;
             }
         }

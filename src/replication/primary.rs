@@ -17,7 +17,7 @@
 
 use crate::core::client::ClientMsg;
 use crate::core::mailbox::Receiver;
-use crate::core::replication::ReplicaState;
+use crate::core::replication::{DropReason, ReplicaState};
 use crate::core::{SharedCore, unix_ms};
 use crate::resp::parser::RequestParser;
 use crate::resp::writer::RespWriter;
@@ -209,7 +209,11 @@ async fn stream<S>(
             let Some(r) = c.repl.replicas.get(&id) else {
                 return;
             };
-            if r.drop || r.sent < start {
+            if r.drop == Some(DropReason::Timeout) {
+                // Its connection closes; the warning was logged when it timed out.
+                return;
+            }
+            if r.drop.is_some() || r.sent < start {
                 tracing::warn!(
                     replica_id = id,
                     "Client scheduled to be closed ASAP for overcoming of output buffer limits."

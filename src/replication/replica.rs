@@ -321,7 +321,6 @@ async fn full_sync(
     {
         let mut c = core.borrow_mut();
         if let Some(m) = c.repl.master.as_mut() {
-            m.sync_start_ms = unix_ms();
             m.sync_read = 0;
             m.sync_total = -1;
         }
