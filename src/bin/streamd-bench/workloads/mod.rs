@@ -16,6 +16,7 @@ mod memory;
 mod pubsub;
 mod read;
 mod replication;
+mod types;
 mod write;
 
 use std::io;
@@ -175,6 +176,15 @@ pub enum Kind {
     },
     /// A 1M-entry stream expiring whole at once: the longest pause while it goes.
     Sweep,
+    /// Memory per element of one of the other Redis types.
+    TypesMem {
+        /// Which type.
+        kind: types::TypeKind,
+        /// Keys loaded.
+        keys: u64,
+        /// Elements per key.
+        per_key: u64,
+    },
 }
 
 /// One named workload variant.
@@ -339,6 +349,25 @@ pub fn all() -> Vec<Workload> {
         "ping-during-sweep",
         Kind::Sweep,
     ));
+    for &(name, kind) in types::TypeKind::ALL {
+        let shapes: &[(&str, u64, u64)] = if kind.is_string() {
+            &[("100k", 100_000, 1)]
+        } else {
+            &[("small", 10_000, 10), ("large", 1, 100_000)]
+        };
+        for &(shape, keys, per_key) in shapes {
+            out.push(w(
+                format!("types/mem-{name}-{shape}"),
+                "element",
+                "batch",
+                Kind::TypesMem {
+                    kind,
+                    keys,
+                    per_key,
+                },
+            ));
+        }
+    }
     for (v, r, latency) in replication::variants() {
         out.push(w(format!("repl/{v}"), "entry", latency, Kind::Repl(r)));
     }
@@ -398,6 +427,11 @@ pub async fn run(w: &Workload, ctx: &Ctx) -> io::Result<Sample> {
             lifecycle::xadd_maxage(ctx, clients, pipeline).await
         }
         Kind::Sweep => lifecycle::sweep(ctx).await,
+        Kind::TypesMem {
+            kind,
+            keys,
+            per_key,
+        } => types::memory(ctx, kind, keys, per_key).await,
     }
 }
 
