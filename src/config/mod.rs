@@ -350,6 +350,66 @@ pub const DIRECTIVES: &[Directive] = &[
         help: "Most entries per stream node (0 = no count limit).",
     },
     Directive {
+        name: "hash-max-listpack-entries",
+        default: "512",
+        kind: Kind::Int {
+            min: 0,
+            max: I64_MAX,
+        },
+        mutable: true,
+        help: "Most fields a hash keeps in its packed form (OBJECT ENCODING listpack) before it becomes a hash table.",
+    },
+    Directive {
+        name: "hash-max-listpack-value",
+        default: "64",
+        kind: Kind::Memory {
+            min: 0,
+            max: I64_MAX,
+        },
+        mutable: true,
+        help: "Longest field or value (bytes) a hash keeps in its packed form.",
+    },
+    Directive {
+        name: "list-max-listpack-size",
+        default: "-2",
+        kind: Kind::Int {
+            min: -I32_MAX - 1,
+            max: I32_MAX,
+        },
+        mutable: true,
+        help: "Size of a list node: positive = most elements per node, -1..-5 = at most 4, 8, 16, 32 or 64 KiB per node.",
+    },
+    Directive {
+        name: "set-max-intset-entries",
+        default: "512",
+        kind: Kind::Int {
+            min: 0,
+            max: I64_MAX,
+        },
+        mutable: true,
+        help: "Most members a set of integers keeps in its packed form (OBJECT ENCODING intset).",
+    },
+    Directive {
+        name: "zset-max-listpack-entries",
+        default: "128",
+        kind: Kind::Int {
+            min: 0,
+            max: I64_MAX,
+        },
+        mutable: true,
+        help: "Most members a sorted set keeps in its packed form (OBJECT ENCODING listpack) before it becomes a skiplist.",
+    },
+    Directive {
+        name: "zset-max-listpack-value",
+        default: "64",
+        kind: Kind::Memory {
+            min: 0,
+            max: I64_MAX,
+        },
+        mutable: true,
+        help: "Longest member (bytes) a sorted set keeps in its packed form.",
+    },
+    Directive {
         name: "stream-idmp-duration",
         default: "100",
         kind: Kind::Int { min: 1, max: 86400 },

@@ -456,16 +456,6 @@ pub const REDIS_ONLY: &[Directive] = &[
         help: "Redis Cluster settings; streamd runs standalone.",
     },
     Directive {
-        name: "list-max-listpack-size",
-        default: "-2",
-        kind: Kind::Int {
-            min: -I32_MAX - 1,
-            max: I32_MAX,
-        },
-        mutable: true,
-        help: "Encoding of hashes, lists, sets, sorted sets or HyperLogLogs; streamd stores only streams.",
-    },
-    Directive {
         name: "cluster-migration-barrier",
         default: "1",
         kind: Kind::Int {
@@ -633,36 +623,6 @@ pub const REDIS_ONLY: &[Directive] = &[
         help: "Redis Cluster settings; streamd runs standalone.",
     },
     Directive {
-        name: "hash-max-listpack-entries",
-        default: "512",
-        kind: Kind::Int {
-            min: 0,
-            max: I64_MAX,
-        },
-        mutable: true,
-        help: "Encoding of hashes, lists, sets, sorted sets or HyperLogLogs; streamd stores only streams.",
-    },
-    Directive {
-        name: "set-max-intset-entries",
-        default: "512",
-        kind: Kind::Int {
-            min: 0,
-            max: I64_MAX,
-        },
-        mutable: true,
-        help: "Encoding of hashes, lists, sets, sorted sets or HyperLogLogs; streamd stores only streams.",
-    },
-    Directive {
-        name: "zset-max-listpack-entries",
-        default: "128",
-        kind: Kind::Int {
-            min: 0,
-            max: I64_MAX,
-        },
-        mutable: true,
-        help: "Encoding of hashes, lists, sets, sorted sets or HyperLogLogs; streamd stores only streams.",
-    },
-    Directive {
         name: "active-defrag-ignore-bytes",
         default: "104857600",
         kind: Kind::Memory {
@@ -671,26 +631,6 @@ pub const REDIS_ONLY: &[Directive] = &[
         },
         mutable: true,
         help: "Active defragmentation of jemalloc; streamd's allocator is not jemalloc.",
-    },
-    Directive {
-        name: "hash-max-listpack-value",
-        default: "64",
-        kind: Kind::Memory {
-            min: 0,
-            max: I64_MAX,
-        },
-        mutable: true,
-        help: "Encoding of hashes, lists, sets, sorted sets or HyperLogLogs; streamd stores only streams.",
-    },
-    Directive {
-        name: "zset-max-listpack-value",
-        default: "64",
-        kind: Kind::Memory {
-            min: 0,
-            max: I64_MAX,
-        },
-        mutable: true,
-        help: "Encoding of hashes, lists, sets, sorted sets or HyperLogLogs; streamd stores only streams.",
     },
     Directive {
         name: "hll-sparse-max-bytes",
