@@ -1,0 +1,808 @@
+//! The hash family: every command of Redis 7.0's `@hash` category (HDEL HEXISTS HGET
+//! HGETALL HINCRBY HINCRBYFLOAT HKEYS HLEN HMGET HMSET HRANDFIELD HSCAN HSET HSETNX
+//! HSTRLEN HVALS), plus the lookup helpers the set family shares.
+//!
+//! Reply shapes (RESP2 / RESP3) as Redis 7.0 writes them:
+//!
+//! ```text
+//! HGETALL        *2n f v ...  /  %n f v ...      missing key: *0 / %0
+//! HKEYS HVALS    *n ...                           missing key: *0
+//! HRANDFIELD k   $field or null
+//! HRANDFIELD k n *n ...; WITHVALUES: *2n f v ... / *n *2 f v ...; missing key: *0
+//! HSCAN          *2 $cursor *m (field value ...)  missing key: *2 $0 *0
+//! ```
+//!
+//! Writes follow Redis's order of effects: `new` when the key is created, then the
+//! command's event (`hset`, `hdel`, `hincrby`, `hincrbyfloat`), then `del` when the
+//! last field went. HINCRBYFLOAT is logged as `HSET key field <result>` (Redis's
+//! rewrite); every other write is logged as sent, and only when it changed something.
+
+use super::{CommandSpec, flags::*, is, keyflags, parse_i64};
+use crate::core::Ctx;
+use crate::core::notify::class;
+use crate::error::ReplyError;
+use crate::resp::writer::RespWriter;
+use crate::types::hash::Item;
+use crate::types::{Hash, Kind, Value};
+use crate::util::glob_match;
+
+const HASH: &[&str] = &["@hash"];
+
+/// A single-key hash command row.
+const fn row(
+    name: &'static str,
+    arity: i32,
+    flags: u32,
+    summary: &'static str,
+    since: &'static str,
+    handler: super::Handler,
+    key_flags: &'static [u32],
+) -> CommandSpec {
+    CommandSpec {
+        key_flags,
+        ..CommandSpec::new(name, arity, flags, "hash", summary, since, handler)
+            .keys(1, 1, 1)
+            .categories(HASH)
+    }
+}
+
+use keyflags::{ACCESS, DELETE, INSERT, RO, RW, UPDATE};
+const RO_: &[u32] = &[RO];
+const RO_ACCESS: &[u32] = &[RO | ACCESS];
+const RW_ACCESS_UPDATE: &[u32] = &[RW | ACCESS | UPDATE];
+
+/// This family's rows of the command table.
+pub const COMMANDS: &[CommandSpec] = &[
+    row(
+        "hdel",
+        -3,
+        WRITE | FAST,
+        "Delete one or more hash fields",
+        "2.0.0",
+        hdel,
+        &[RW | DELETE],
+    ),
+    row(
+        "hexists",
+        3,
+        READONLY | FAST,
+        "Determine if a hash field exists",
+        "2.0.0",
+        hexists,
+        RO_,
+    ),
+    row(
+        "hget",
+        3,
+        READONLY | FAST,
+        "Get the value of a hash field",
+        "2.0.0",
+        hget,
+        RO_ACCESS,
+    ),
+    row(
+        "hgetall",
+        2,
+        READONLY,
+        "Get all the fields and values in a hash",
+        "2.0.0",
+        hgetall,
+        RO_ACCESS,
+    ),
+    row(
+        "hincrby",
+        4,
+        WRITE | DENYOOM | FAST,
+        "Increment the integer value of a hash field by the given number",
+        "2.0.0",
+        hincrby,
+        RW_ACCESS_UPDATE,
+    ),
+    row(
+        "hincrbyfloat",
+        4,
+        WRITE | DENYOOM | FAST,
+        "Increment the float value of a hash field by the given amount",
+        "2.6.0",
+        hincrbyfloat,
+        RW_ACCESS_UPDATE,
+    ),
+    row(
+        "hkeys",
+        2,
+        READONLY,
+        "Get all the fields in a hash",
+        "2.0.0",
+        hkeys,
+        RO_ACCESS,
+    ),
+    row(
+        "hlen",
+        2,
+        READONLY | FAST,
+        "Get the number of fields in a hash",
+        "2.0.0",
+        hlen,
+        RO_,
+    ),
+    row(
+        "hmget",
+        -3,
+        READONLY | FAST,
+        "Get the values of all the given hash fields",
+        "2.0.0",
+        hmget,
+        RO_ACCESS,
+    ),
+    row(
+        "hmset",
+        -4,
+        WRITE | DENYOOM | FAST,
+        "Set multiple hash fields to multiple values",
+        "2.0.0",
+        hset,
+        &[RW | UPDATE],
+    ),
+    row(
+        "hrandfield",
+        -2,
+        READONLY,
+        "Get one or multiple random fields from a hash",
+        "6.2.0",
+        hrandfield,
+        RO_ACCESS,
+    ),
+    row(
+        "hscan",
+        -3,
+        READONLY,
+        "Incrementally iterate hash fields and associated values",
+        "2.8.0",
+        hscan,
+        RO_ACCESS,
+    ),
+    row(
+        "hset",
+        -4,
+        WRITE | DENYOOM | FAST,
+        "Set the string value of a hash field",
+        "2.0.0",
+        hset,
+        &[RW | UPDATE],
+    ),
+    row(
+        "hsetnx",
+        4,
+        WRITE | DENYOOM | FAST,
+        "Set the value of a hash field, only if the field does not exist",
+        "2.0.0",
+        hsetnx,
+        &[RW | INSERT],
+    ),
+    row(
+        "hstrlen",
+        3,
+        READONLY | FAST,
+        "Get the length of the value of a hash field",
+        "3.2.0",
+        hstrlen,
+        RO_,
+    ),
+    row(
+        "hvals",
+        2,
+        READONLY,
+        "Get all the values in a hash",
+        "2.0.0",
+        hvals,
+        RO_ACCESS,
+    ),
+];
+
+// --- errors ------------------------------------------------------------------------------
+
+const NOT_INTEGER: ReplyError = ReplyError::msg("ERR hash value is not an integer");
+const NOT_FLOAT: ReplyError = ReplyError::msg("ERR hash value is not a float");
+const OVERFLOW: ReplyError = ReplyError::msg("ERR increment or decrement would overflow");
+const INVALID_FLOAT: ReplyError = ReplyError::msg("ERR value is not a valid float");
+const NAN_OR_INF: ReplyError = ReplyError::msg("ERR value is NaN or Infinity");
+const PRODUCES_NAN: ReplyError = ReplyError::msg("ERR increment would produce NaN or Infinity");
+const OUT_OF_RANGE: ReplyError = ReplyError::msg("ERR value is out of range");
+/// `getRangeLongFromObjectOrReply(-LONG_MAX, LONG_MAX)`'s error.
+pub(super) const COUNT_RANGE: ReplyError = ReplyError::msg(
+    "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+);
+
+// --- shared lookups ----------------------------------------------------------------------
+
+/// A read lookup (Redis: `lookupKeyRead`: lazy expiry, hit/miss counters), with the
+/// reply writer.
+pub(super) fn read_value<'c>(
+    ctx: &'c mut Ctx<'_>,
+    key: &[u8],
+) -> (Option<&'c mut Value>, &'c mut RespWriter) {
+    let h = ctx.db().hash_key(key);
+    ctx.lookup_value_hashed_with_out(h, key)
+}
+
+/// A write lookup (Redis: `lookupKeyWrite`: lazy expiry, no read statistics).
+pub(super) fn write_value<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Option<&'c mut Value> {
+    ctx.expire_if_needed(key);
+    ctx.db().get_mut(key)
+}
+
+/// The value at `key`, created by `make` if missing; also whether it was created (the
+/// caller emits `new` before its own event). `WRONGTYPE` for a key of another kind.
+pub(super) fn value_or_create<'c>(
+    ctx: &'c mut Ctx<'_>,
+    key: &[u8],
+    kind: Kind,
+    make: fn() -> Value,
+) -> Result<(&'c mut Value, bool), ReplyError> {
+    ctx.expire_if_needed(key);
+    let db = ctx.client.db;
+    let keys = &mut ctx.core.dbs[db].keys;
+    let h = keys.hash_key(key);
+    let mut created = false;
+    let v = keys.get_or_insert_with_hashed(h, key, || {
+        created = true;
+        make()
+    });
+    if v.kind() != kind {
+        return Err(ReplyError::WrongType);
+    }
+    Ok((v, created))
+}
+
+/// Removes `key` (its collection became empty) with Redis's side effects: `del`,
+/// WATCH, blocked readers.
+pub(super) fn delete_emptied(ctx: &mut Ctx<'_>, key: &[u8]) {
+    let db = ctx.client.db;
+    ctx.core.dbs[db].remove(key);
+    ctx.core.key_deleted(db, key);
+    ctx.notify(class::GENERIC, "del", key);
+}
+
+fn as_hash(v: Option<&mut Value>) -> Result<Option<&mut Hash>, ReplyError> {
+    match v {
+        None => Ok(None),
+        Some(Value::Hash(h)) => Ok(Some(h)),
+        Some(_) => Err(ReplyError::WrongType),
+    }
+}
+
+fn new_hash() -> Value {
+    Value::Hash(Box::default())
+}
+
+/// The hash at `key` for a write, created if missing (and whether it was).
+fn hash_or_create<'c>(
+    ctx: &'c mut Ctx<'_>,
+    key: &[u8],
+) -> Result<(&'c mut Hash, bool), ReplyError> {
+    match value_or_create(ctx, key, Kind::Hash, new_hash)? {
+        (Value::Hash(h), created) => Ok((h, created)),
+        _ => Err(ReplyError::WrongType),
+    }
+}
+
+/// Writes an item as a bulk string.
+fn bulk_item(out: &mut RespWriter, item: Item<'_>) {
+    match item {
+        Item::Str(s) => out.bulk(s),
+        Item::Int(v) => out.bulk_int(v),
+    }
+}
+
+// --- writes ------------------------------------------------------------------------------
+
+/// HSET key field value [field value ...] (number of new fields) and HMSET (OK).
+fn hset(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    if argv.len() % 2 == 1 {
+        return Err(ReplyError::arity(&argv[0]));
+    }
+    let key = &argv[1];
+    let t = ctx.core.thresholds;
+    let (h, created) = hash_or_create(ctx, key)?;
+    h.prepare(&argv[2..], &t);
+    let mut added = 0;
+    for pair in argv[2..].chunks_exact(2) {
+        added += i64::from(h.insert(&pair[0], &pair[1], &t));
+    }
+    if argv[0].len() > 1 && argv[0][1].eq_ignore_ascii_case(&b's') {
+        ctx.out.integer(added);
+    } else {
+        ctx.out.ok();
+    }
+    if created {
+        ctx.notify(class::NEW, "new", key);
+    }
+    ctx.modified(key);
+    ctx.notify(class::HASH, "hset", key);
+    ctx.propagate(argv);
+    Ok(())
+}
+
+/// HSETNX key field value: 1 if set, 0 if the field existed.
+fn hsetnx(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let key = &argv[1];
+    let t = ctx.core.thresholds;
+    let (h, created) = hash_or_create(ctx, key)?;
+    if h.contains(&argv[2]) {
+        ctx.out.integer(0);
+        return Ok(());
+    }
+    h.prepare(&argv[2..4], &t);
+    h.insert(&argv[2], &argv[3], &t);
+    ctx.out.integer(1);
+    if created {
+        ctx.notify(class::NEW, "new", key);
+    }
+    ctx.modified(key);
+    ctx.notify(class::HASH, "hset", key);
+    ctx.propagate(argv);
+    Ok(())
+}
+
+/// HDEL key field [field ...]: how many were removed.
+fn hdel(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let key = &argv[1];
+    let Some(h) = as_hash(write_value(ctx, key))? else {
+        ctx.out.integer(0);
+        return Ok(());
+    };
+    let mut deleted = 0;
+    let mut emptied = false;
+    for f in &argv[2..] {
+        if h.remove(f) {
+            deleted += 1;
+            if h.is_empty() {
+                emptied = true;
+                break;
+            }
+        }
+    }
+    ctx.out.integer(deleted);
+    if deleted > 0 {
+        ctx.modified(key);
+        ctx.notify(class::HASH, "hdel", key);
+        if emptied {
+            delete_emptied(ctx, key);
+        }
+        ctx.propagate(argv);
+    }
+    Ok(())
+}
+
+/// HINCRBY key field increment.
+fn hincrby(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let key = &argv[1];
+    let incr = parse_i64(&argv[3])?;
+    let t = ctx.core.thresholds;
+    let (h, created) = hash_or_create(ctx, key)?;
+    let old = match h.get_item(&argv[2]) {
+        None => 0,
+        Some(Item::Int(v)) => v,
+        Some(Item::Str(s)) => crate::stream::id::string2ll(s).ok_or(NOT_INTEGER)?,
+    };
+    let new = old.checked_add(incr).ok_or(OVERFLOW)?;
+    h.insert(&argv[2], itoa::Buffer::new().format(new).as_bytes(), &t);
+    ctx.out.integer(new);
+    if created {
+        ctx.notify(class::NEW, "new", key);
+    }
+    ctx.modified(key);
+    ctx.notify(class::HASH, "hincrby", key);
+    ctx.propagate(argv);
+    Ok(())
+}
+
+/// Redis's `string2ld` on f64: no leading space, the whole text a float, no NaN.
+/// (Redis computes in `long double`; see docs/compatibility.md.)
+fn parse_float(s: &[u8]) -> Option<f64> {
+    if s.is_empty() || s.len() > 5 * 1024 || s[0].is_ascii_whitespace() {
+        return None;
+    }
+    let text = std::str::from_utf8(s).ok()?;
+    let lower = text.trim_start_matches(['+', '-']).to_ascii_lowercase();
+    // Rust reads "nan" and "infinity" like strtold; strtold also reads hex floats,
+    // which Rust does not (they are refused here; Redis would accept them).
+    if lower.starts_with("nan") {
+        return None;
+    }
+    let v: f64 = text.parse().ok()?;
+    (!v.is_nan()).then_some(v)
+}
+
+/// `ld2string(..., LD_STR_HUMAN)`: `%.17Lf` without trailing zeros (and `-0` as `0`).
+pub(super) fn human_float(v: f64) -> String {
+    let mut s = format!("{v:.17}");
+    if s.contains('.') {
+        while s.ends_with('0') {
+            s.pop();
+        }
+        if s.ends_with('.') {
+            s.pop();
+        }
+    }
+    if s == "-0" {
+        s = "0".to_string();
+    }
+    s
+}
+
+/// HINCRBYFLOAT key field increment: the new value, logged as HSET.
+fn hincrbyfloat(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let key = &argv[1];
+    let incr = parse_float(&argv[3]).ok_or(INVALID_FLOAT)?;
+    if incr.is_infinite() {
+        return Err(NAN_OR_INF);
+    }
+    let t = ctx.core.thresholds;
+    let (h, created) = hash_or_create(ctx, key)?;
+    let old = match h.get_item(&argv[2]) {
+        None => 0.0,
+        Some(Item::Int(v)) => v as f64,
+        Some(Item::Str(s)) => parse_float(s).ok_or(NOT_FLOAT)?,
+    };
+    let new = old + incr;
+    if !new.is_finite() {
+        return Err(PRODUCES_NAN);
+    }
+    let text = human_float(new);
+    h.insert(&argv[2], text.as_bytes(), &t);
+    ctx.out.bulk(text.as_bytes());
+    if created {
+        ctx.notify(class::NEW, "new", key);
+    }
+    ctx.modified(key);
+    ctx.notify(class::HASH, "hincrbyfloat", key);
+    ctx.propagate(&[b"HSET".as_slice(), key, &argv[2], text.as_bytes()]);
+    Ok(())
+}
+
+// --- reads -------------------------------------------------------------------------------
+
+/// HGET key field.
+fn hget(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let (v, out) = read_value(ctx, &argv[1]);
+    match as_hash(v)?.and_then(|h| h.get_item(&argv[2])) {
+        Some(item) => bulk_item(out, item),
+        None => out.null(),
+    }
+    Ok(())
+}
+
+/// HMGET key field [field ...].
+fn hmget(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let (v, out) = read_value(ctx, &argv[1]);
+    let h = as_hash(v)?;
+    out.array(argv.len() - 2);
+    for f in &argv[2..] {
+        match h.as_ref().and_then(|h| h.get_item(f)) {
+            Some(item) => bulk_item(out, item),
+            None => out.null(),
+        }
+    }
+    Ok(())
+}
+
+/// HEXISTS key field.
+fn hexists(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let (v, out) = read_value(ctx, &argv[1]);
+    let found = as_hash(v)?.is_some_and(|h| h.contains(&argv[2]));
+    out.integer(i64::from(found));
+    Ok(())
+}
+
+/// HLEN key.
+fn hlen(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let (v, out) = read_value(ctx, &argv[1]);
+    let n = as_hash(v)?.map_or(0, |h| h.len());
+    out.integer(n as i64);
+    Ok(())
+}
+
+/// HSTRLEN key field.
+fn hstrlen(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let (v, out) = read_value(ctx, &argv[1]);
+    let n = as_hash(v)?
+        .and_then(|h| h.get_item(&argv[2]))
+        .map_or(0, Item::text_len);
+    out.integer(n as i64);
+    Ok(())
+}
+
+/// What HGETALL, HKEYS and HVALS write of each pair.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Keys,
+    Values,
+    Both,
+}
+
+fn getall(ctx: &mut Ctx<'_>, part: Part) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let (v, out) = read_value(ctx, &argv[1]);
+    let Some(h) = as_hash(v)? else {
+        if part == Part::Both {
+            out.map(0);
+        } else {
+            out.array(0);
+        }
+        return Ok(());
+    };
+    if part == Part::Both {
+        out.map(h.len());
+    } else {
+        out.array(h.len());
+    }
+    for (f, v) in h.items() {
+        if part != Part::Values {
+            bulk_item(out, f);
+        }
+        if part != Part::Keys {
+            bulk_item(out, v);
+        }
+    }
+    Ok(())
+}
+
+/// HGETALL key (a map in RESP3).
+fn hgetall(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    getall(ctx, Part::Both)
+}
+
+/// HKEYS key.
+fn hkeys(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    getall(ctx, Part::Keys)
+}
+
+/// HVALS key.
+fn hvals(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    getall(ctx, Part::Values)
+}
+
+/// A random-count argument (`getRangeLongFromObjectOrReply(-LONG_MAX, LONG_MAX)`).
+pub(super) fn parse_count(arg: &[u8]) -> Result<i64, ReplyError> {
+    let n = parse_i64(arg)?;
+    if n == i64::MIN {
+        return Err(COUNT_RANGE);
+    }
+    Ok(n)
+}
+
+/// Redis's `HRANDFIELD_SUB_STRATEGY_MUL` / `SRANDMEMBER_SUB_STRATEGY_MUL`: above this
+/// ratio of size to count, distinct random picks are drawn directly.
+pub(super) const SUB_STRATEGY_MUL: usize = 3;
+
+/// Picks `count` distinct indices below `size` (`count < size`), in Redis's manner: a
+/// whole copy thinned at random when the count is close to the size, random draws
+/// otherwise. The order is the one a reply lists them in.
+pub(super) fn distinct_indices(size: usize, count: usize) -> Vec<usize> {
+    use crate::types::set::rand_below;
+    if count * SUB_STRATEGY_MUL > size {
+        let mut keep: Vec<usize> = (0..size).collect();
+        while keep.len() > count {
+            let i = rand_below(keep.len());
+            keep.swap_remove(i);
+        }
+        keep.sort_unstable();
+        keep
+    } else {
+        let mut seen = std::collections::HashSet::with_capacity(count);
+        let mut picked = Vec::with_capacity(count);
+        while picked.len() < count {
+            let i = rand_below(size);
+            if seen.insert(i) {
+                picked.push(i);
+            }
+        }
+        picked
+    }
+}
+
+/// HRANDFIELD key [count [WITHVALUES]].
+fn hrandfield(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    if argv.len() == 2 {
+        let (v, out) = read_value(ctx, &argv[1]);
+        match as_hash(v)?.and_then(|h| h.random()) {
+            Some((f, _)) => bulk_item(out, f),
+            None => out.null(),
+        }
+        return Ok(());
+    }
+    let l = parse_count(&argv[2])?;
+    let withvalues = match argv.len() {
+        3 => false,
+        4 if is(&argv[3], "WITHVALUES") => {
+            if !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&l) {
+                return Err(OUT_OF_RANGE);
+            }
+            true
+        }
+        _ => return Err(ReplyError::Syntax),
+    };
+    let (v, out) = read_value(ctx, &argv[1]);
+    let Some(h) = as_hash(v)? else {
+        out.array(0);
+        return Ok(());
+    };
+    let resp3 = out.is_resp3();
+    let pair = |out: &mut RespWriter, f: Item<'_>, v: Item<'_>| {
+        if withvalues && resp3 {
+            out.array(2);
+        }
+        bulk_item(out, f);
+        if withvalues {
+            bulk_item(out, v);
+        }
+    };
+    let header = |out: &mut RespWriter, n: usize| {
+        out.array(if withvalues && !resp3 { n * 2 } else { n });
+    };
+    let size = h.len();
+    let count = l.unsigned_abs() as usize;
+    if count == 0 {
+        out.array(0);
+        return Ok(());
+    }
+    if l < 0 || count == 1 {
+        header(out, count);
+        for _ in 0..count {
+            if let Some((f, v)) = h.random() {
+                pair(out, f, v);
+            }
+        }
+        return Ok(());
+    }
+    if count >= size {
+        header(out, size);
+        for (f, v) in h.items() {
+            pair(out, f, v);
+        }
+        return Ok(());
+    }
+    if matches!(h, Hash::Table(_)) && count * SUB_STRATEGY_MUL <= size {
+        // Few picks from a large table: random slots until enough distinct fields.
+        header(out, count);
+        let mut seen = std::collections::HashSet::with_capacity(count);
+        while seen.len() < count {
+            if let Some((f, v)) = h.random()
+                && seen.insert(f.to_cow().into_owned())
+            {
+                pair(out, f, v);
+            }
+        }
+        return Ok(());
+    }
+    let mut picked = distinct_indices(size, count);
+    header(out, count);
+    if let Hash::Packed(_) = h {
+        picked.sort_unstable();
+    }
+    // A packed hash (at most 512 pairs) or a count above a third of the size: one walk.
+    let items: Vec<(Item<'_>, Item<'_>)> = h.items().collect();
+    for i in picked {
+        if let Some(&(f, v)) = items.get(i) {
+            pair(out, f, v);
+        }
+    }
+    Ok(())
+}
+
+/// Options of HSCAN/SSCAN after the cursor (Redis's `scanGenericCommand`, step 1).
+pub(super) struct ScanOpts {
+    /// COUNT (default 10).
+    pub count: usize,
+    /// MATCH pattern, `None` for none or `*`.
+    pub pattern: Option<bytes::Bytes>,
+}
+
+/// Parses `[MATCH p] [COUNT n]` from `argv[3..]`.
+pub(super) fn parse_scan_opts(argv: &[bytes::Bytes]) -> Result<ScanOpts, ReplyError> {
+    let mut opts = ScanOpts {
+        count: 10,
+        pattern: None,
+    };
+    let mut i = 3;
+    while i < argv.len() {
+        let more = i + 1 < argv.len();
+        if is(&argv[i], "COUNT") && more {
+            let n = parse_i64(&argv[i + 1])?;
+            if n < 1 {
+                return Err(ReplyError::Syntax);
+            }
+            opts.count = usize::try_from(n).unwrap_or(usize::MAX);
+        } else if is(&argv[i], "MATCH") && more {
+            let p = &argv[i + 1];
+            opts.pattern = (p.as_ref() != b"*").then(|| p.clone());
+        } else {
+            return Err(ReplyError::Syntax);
+        }
+        i += 2;
+    }
+    Ok(opts)
+}
+
+/// Writes the empty scan reply `[0, []]`.
+pub(super) fn empty_scan(out: &mut RespWriter) {
+    out.array(2);
+    out.bulk(b"0");
+    out.array(0);
+}
+
+/// HSCAN key cursor [MATCH pattern] [COUNT count].
+fn hscan(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let cursor = super::keys::parse_scan_cursor(&argv[2])?;
+    let (v, out) = read_value(ctx, &argv[1]);
+    let Some(h) = as_hash(v)? else {
+        empty_scan(out);
+        return Ok(());
+    };
+    let opts = parse_scan_opts(argv)?;
+    let mut found: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    let next = h.scan(cursor, opts.count, |f, v| {
+        let keep = opts
+            .pattern
+            .as_ref()
+            .is_none_or(|p| f.with_bytes(|f| glob_match(p, f, false)));
+        if keep {
+            found.push((f.to_cow().into_owned(), v.to_cow().into_owned()));
+        }
+    });
+    out.array(2);
+    out.bulk(itoa::Buffer::new().format(next).as_bytes());
+    out.array(found.len() * 2);
+    for (f, v) in &found {
+        out.bulk(f);
+        out.bulk(v);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floats_print_as_redis_prints_them() {
+        assert_eq!(human_float(3.75), "3.75");
+        assert_eq!(human_float(1000.0), "1000");
+        assert_eq!(human_float(-0.0), "0");
+        assert_eq!(human_float(-2.25), "-2.25");
+        assert_eq!(human_float(0.5), "0.5");
+    }
+
+    #[test]
+    fn floats_parse_as_string2ld() {
+        assert_eq!(parse_float(b"1e3"), Some(1000.0));
+        assert_eq!(parse_float(b" 1"), None);
+        assert_eq!(parse_float(b"nan"), None);
+        assert_eq!(parse_float(b""), None);
+        assert_eq!(parse_float(b"inf"), Some(f64::INFINITY));
+        assert_eq!(parse_float(b"1x"), None);
+    }
+
+    #[test]
+    fn distinct_indices_are_distinct_and_in_range() {
+        for (size, count) in [(10, 9), (10, 2), (100, 3), (5, 1)] {
+            let v = distinct_indices(size, count);
+            let set: std::collections::HashSet<_> = v.iter().collect();
+            assert_eq!(set.len(), count);
+            assert!(v.iter().all(|&i| i < size));
+        }
+    }
+}
