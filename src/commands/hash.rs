@@ -272,7 +272,7 @@ fn as_hash(v: Option<&mut Value>) -> Result<Option<&mut Hash>, ReplyError> {
 }
 
 fn new_hash() -> Value {
-    Value::Hash(Box::default())
+    Value::Hash(Hash::default())
 }
 
 /// The hash at `key` for a write, created if missing (and whether it was).

@@ -263,7 +263,7 @@ fn as_set(v: Option<&mut Value>) -> Result<Option<&mut Set>, ReplyError> {
 }
 
 fn new_set() -> Value {
-    Value::Set(Box::default())
+    Value::Set(Set::default())
 }
 
 /// Writes a member as a bulk string.
@@ -287,7 +287,7 @@ fn check_sets(ctx: &mut Ctx<'_>, keys: &[Bytes]) -> Result<(), ReplyError> {
 fn sets_of<'d>(db: &'d crate::core::keyspace::Db, keys: &[Bytes]) -> Vec<Option<&'d Set>> {
     keys.iter()
         .map(|k| match db.get(k) {
-            Some(Value::Set(s)) => Some(&**s),
+            Some(Value::Set(s)) => Some(s),
             _ => None,
         })
         .collect()
@@ -395,7 +395,7 @@ fn combine_store(ctx: &mut Ctx<'_>, op: Op, event: &str) -> Result<(), ReplyErro
     let existed = ctx.core.dbs[db].keys.contains_key(dst);
     let n = result.len();
     if n > 0 {
-        ctx.core.dbs[db].insert(dst, Value::Set(Box::new(result)));
+        ctx.core.dbs[db].insert(dst, Value::Set(result));
         ctx.out.integer(n as i64);
         if !existed {
             ctx.notify(class::NEW, "new", dst);

@@ -10,10 +10,10 @@
 //!   field and value together.
 //!
 //! ```text
-//! Packed: one Vec<u8>, no header (length and count live in the Hash itself)
-//!   +-------+---------+-------+---------+-----+
-//!   | field | value   | field | value   | ... |       pairs in insertion order
-//!   +-------+---------+-------+---------+-----+
+//! Packed: one exact-size Box<[u8]> (an empty hash allocates nothing)
+//!   +-----------+-------+---------+-------+---------+-----+
+//!   | count u16 | field | value   | field | value   | ... |   pairs in insertion order;
+//!   +-----------+-------+---------+-------+---------+-----+   count saturates at 65535
 //!   item = header | payload
 //!     0xxxxxxx                      string of 0..=127 bytes follows
 //!     10xxxxxx yyyyyyyy             string of (x << 8 | y) bytes (up to 16383)
@@ -29,12 +29,13 @@
 //! ```
 //!
 //! Against Redis's listpack (a 6-byte header, an EOF byte, and a back-length byte after
-//! every item) the packed form saves two bytes per pair plus seven per hash; its integer
-//! items are never longer than Redis's. The table saves the `dictEntry` and both sds
+//! every item) the packed form saves two bytes per pair plus five per hash; its integer
+//! items are never longer than Redis's. A `Hash` is 16 bytes and lives unboxed in its
+//! keyspace slot (`Value::Hash`), so a small hash is one allocation, as in Redis. The table saves the `dictEntry` and both sds
 //! allocations of Redis's `hashtable` for short pairs (see `types/set.rs`).
 
 use super::Thresholds;
-use super::set::{KeyOf, Table, rand_below, reserve_class};
+use super::set::{KeyOf, Table, edit_exact, rand_below};
 use crate::short_bytes::ShortBytes;
 use crate::stream::id::string2ll;
 use std::borrow::Cow;
@@ -169,20 +170,39 @@ fn item_eq(item: Item<'_>, key: &[u8], key_int: Option<i64>) -> bool {
 
 // --- packed ------------------------------------------------------------------------------
 
-/// The `listpack` form: pairs in one byte array (module doc).
+/// The `listpack` form: pairs in one exact-size byte array (module doc).
 #[derive(Debug, Clone, Default)]
 pub struct Packed {
-    /// Encoded items, field then value, pair after pair.
-    bytes: Vec<u8>,
-    /// Number of pairs.
-    len: u32,
+    /// `count (u16 LE, saturating) | field | value | ...`; empty: no pairs, no
+    /// allocation.
+    bytes: Box<[u8]>,
 }
 
+/// Bytes of the pair count in front of the items.
+const COUNT: usize = 2;
+
 impl Packed {
+    /// Number of pairs (the header, or a walk once it saturated, as Redis's listpack
+    /// header does at 65535).
+    fn len(&self) -> usize {
+        match self.bytes.get(..COUNT) {
+            None => 0,
+            Some(&[a, b]) if u16::from_le_bytes([a, b]) < u16::MAX => {
+                usize::from(u16::from_le_bytes([a, b]))
+            }
+            Some(_) => self.pairs().count(),
+        }
+    }
+
+    fn set_len(b: &mut [u8], n: usize) {
+        let n = u16::try_from(n).unwrap_or(u16::MAX).to_le_bytes();
+        b[..COUNT].copy_from_slice(&n);
+    }
+
     /// Iterates `(field, value, start of the pair, start of the value, end)`.
     fn pairs(&self) -> impl Iterator<Item = (Item<'_>, Item<'_>, usize, usize, usize)> {
         let b = &self.bytes;
-        let mut pos = 0;
+        let mut pos = COUNT;
         std::iter::from_fn(move || {
             if pos >= b.len() {
                 return None;
@@ -207,10 +227,41 @@ impl Packed {
     }
 
     fn push(&mut self, field: &[u8], value: &[u8]) {
-        reserve_class(&mut self.bytes, item_size(field) + item_size(value));
-        encode_item(field, &mut self.bytes);
-        encode_item(value, &mut self.bytes);
-        self.len += 1;
+        let n = self.len() + 1;
+        edit_exact(&mut self.bytes, |b| {
+            b.reserve_exact(COUNT.saturating_sub(b.len()) + item_size(field) + item_size(value));
+            if b.is_empty() {
+                b.extend_from_slice(&[0; COUNT]);
+            }
+            encode_item(field, b);
+            encode_item(value, b);
+            Packed::set_len(b, n);
+        });
+    }
+
+    fn replace_value(&mut self, vpos: usize, end: usize, value: &[u8]) {
+        let mut enc = Vec::with_capacity(item_size(value));
+        encode_item(value, &mut enc);
+        if enc.len() == end - vpos {
+            self.bytes[vpos..end].copy_from_slice(&enc);
+            return;
+        }
+        edit_exact(&mut self.bytes, |b| {
+            b.reserve_exact(enc.len().saturating_sub(end - vpos));
+            b.splice(vpos..end, enc);
+        });
+    }
+
+    fn remove_pair(&mut self, start: usize, end: usize) {
+        let n = self.len() - 1;
+        if n == 0 {
+            self.bytes = Box::new([]);
+            return;
+        }
+        edit_exact(&mut self.bytes, |b| {
+            b.drain(start..end);
+            Packed::set_len(b, n);
+        });
     }
 }
 
@@ -277,7 +328,7 @@ pub enum Hash {
     /// `listpack`.
     Packed(Packed),
     /// `hashtable`.
-    Table(Table<FieldOf>),
+    Table(Box<Table<FieldOf>>),
 }
 
 impl Default for Hash {
@@ -295,7 +346,7 @@ impl Hash {
     /// Number of fields (`HLEN`).
     pub fn len(&self) -> usize {
         match self {
-            Hash::Packed(p) => p.len as usize,
+            Hash::Packed(p) => p.len(),
             Hash::Table(t) => t.len(),
         }
     }
@@ -308,11 +359,11 @@ impl Hash {
     /// Converts to the table form (Redis: `hashTypeConvert`).
     fn convert(&mut self) {
         if let Hash::Packed(p) = self {
-            let mut t = Table::with_capacity(p.len as usize);
+            let mut t = Table::with_capacity(p.len());
             for (f, v, ..) in p.pairs() {
                 f.with_bytes(|f| v.with_bytes(|v| t.insert_new(element(f, v))));
             }
-            *self = Hash::Table(t);
+            *self = Hash::Table(Box::new(t));
         }
     }
 
@@ -339,16 +390,11 @@ impl Hash {
         match self {
             Hash::Packed(p) => {
                 if let Some((_, _, vpos, end)) = p.find(field) {
-                    let mut enc = Vec::with_capacity(item_size(value));
-                    encode_item(value, &mut enc);
-                    if enc.len() > end - vpos {
-                        reserve_class(&mut p.bytes, enc.len() - (end - vpos));
-                    }
-                    p.bytes.splice(vpos..end, enc);
+                    p.replace_value(vpos, end, value);
                     return false;
                 }
                 p.push(field, value);
-                if p.len as usize > t.hash_max_listpack_entries {
+                if p.len() > t.hash_max_listpack_entries {
                     self.convert();
                 }
                 true
@@ -371,8 +417,7 @@ impl Hash {
         match self {
             Hash::Packed(p) => match p.find(field) {
                 Some((_, start, _, end)) => {
-                    p.bytes.drain(start..end);
-                    p.len -= 1;
+                    p.remove_pair(start, end);
                     true
                 }
                 None => false,
@@ -421,11 +466,8 @@ impl Hash {
     /// A pair chosen uniformly at random (`None` when empty).
     pub fn random(&self) -> Option<(Item<'_>, Item<'_>)> {
         match self {
-            Hash::Packed(p) if p.len == 0 => None,
-            Hash::Packed(p) => p
-                .pairs()
-                .nth(rand_below(p.len as usize))
-                .map(|(f, v, ..)| (f, v)),
+            Hash::Packed(p) if p.len() == 0 => None,
+            Hash::Packed(p) => p.pairs().nth(rand_below(p.len())).map(|(f, v, ..)| (f, v)),
             Hash::Table(t) => t.random_slot().and_then(|i| t.at(i)).map(|e| {
                 let (f, v) = split(e);
                 (Item::Str(f), Item::Str(v))
@@ -468,14 +510,15 @@ impl Hash {
         }
     }
 
-    /// Bytes allocated: the value's own box and everything it owns, at the allocator's
-    /// size classes.
+    /// Bytes allocated for everything the hash owns (not the hash itself, which lives
+    /// in its keyspace slot), at the allocator's size classes.
     pub fn heap_size(&self) -> usize {
-        crate::alloc::usable_size(std::mem::size_of::<Hash>())
-            + match self {
-                Hash::Packed(p) => crate::alloc::usable_size(p.bytes.capacity()),
-                Hash::Table(t) => t.heap_size(),
+        match self {
+            Hash::Packed(p) => crate::alloc::usable_size(p.bytes.len()),
+            Hash::Table(t) => {
+                crate::alloc::usable_size(std::mem::size_of::<Table<FieldOf>>()) + t.heap_size()
             }
+        }
     }
 }
 
@@ -515,6 +558,11 @@ mod tests {
             assert_eq!(out.len(), item_size(&s));
             assert_eq!(&*decode_item(&out, 0).0.to_cow(), &s[..]);
         }
+    }
+
+    #[test]
+    fn a_hash_is_16_bytes() {
+        assert_eq!(std::mem::size_of::<Hash>(), 16);
     }
 
     #[test]

@@ -9,10 +9,10 @@
 //!   members.
 //!
 //! ```text
-//! IntSet   width = 2 | 4 | 8 (bytes per member, grows, never shrinks)
-//!          +--------+--------+-----+--------+
-//!          | m0 LE  | m1 LE  | ... | mn LE  |   m0 < m1 < ... < mn, bytes.len() = n * width
-//!          +--------+--------+-----+--------+
+//! IntSet   one exact-size Box<[u8]> (empty: no allocation, width 2)
+//!          +-------+--------+--------+-----+--------+
+//!          | width | m0 LE  | m1 LE  | ... | mn LE  |   width = 2 | 4 | 8 (grows, never
+//!          +-------+--------+--------+-----+--------+   shrinks); m0 < m1 < ... < mn
 //!
 //! Table    capacity = 2^k slots of 24 bytes, linear probing, no tombstones
 //!          +------------+------------+------------+------------+-----
@@ -25,7 +25,8 @@
 //!
 //! A set member is the whole element; a hash entry is `varint(field len) | field |
 //! value` in one element ([`super::hash`]), so a short pair costs no allocation at all.
-//! Per member that is 24 bytes over the load factor (kept between 3/16 and 3/4), against
+//! A `Set` is 16 bytes and lives unboxed in its keyspace slot (`Value::Set`), so a small
+//! set is one allocation. Per large-set member that is 24 bytes over the load factor (kept between 3/16 and 3/4), against
 //! Redis's 8-byte bucket + 24-byte `dictEntry` + an sds allocation per member.
 //!
 //! The table answers what the commands need beyond lookups: a fair random element (a
@@ -331,22 +332,12 @@ impl<K: KeyOf> Table<K> {
 
 // --- intset ------------------------------------------------------------------------------
 
-/// Redis's `intset`: sorted fixed-width little-endian integers (module doc).
-#[derive(Debug, Clone)]
+/// Redis's `intset`: sorted fixed-width little-endian integers (module doc), in one
+/// exact-size allocation whose first byte is the width.
+#[derive(Debug, Clone, Default)]
 pub struct IntSet {
-    /// Bytes per member: 2, 4 or 8.
-    width: u8,
-    /// `len * width` bytes, members ascending.
-    bytes: Vec<u8>,
-}
-
-impl Default for IntSet {
-    fn default() -> Self {
-        IntSet {
-            width: 2,
-            bytes: Vec::new(),
-        }
-    }
+    /// `width | m0 | m1 | ...` (empty: no members, width 2); members ascending.
+    bytes: Box<[u8]>,
 }
 
 /// The width an integer needs.
@@ -360,21 +351,34 @@ fn width_of(v: i64) -> u8 {
     }
 }
 
+/// `bytes` with `edit` applied to it as a vector: one reallocation to the exact size
+/// (as Redis reallocates its intsets and listpacks on every change).
+pub(crate) fn edit_exact(bytes: &mut Box<[u8]>, edit: impl FnOnce(&mut Vec<u8>)) {
+    let mut v = std::mem::take(bytes).into_vec();
+    edit(&mut v);
+    *bytes = v.into_boxed_slice();
+}
+
 impl IntSet {
+    /// Bytes per member.
+    fn width(&self) -> usize {
+        usize::from(self.bytes.first().copied().unwrap_or(2))
+    }
+
     /// Number of members.
     pub fn len(&self) -> usize {
-        self.bytes.len() / usize::from(self.width)
+        self.bytes.len().saturating_sub(1) / self.width()
     }
 
     /// True when empty.
     pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
+        self.len() == 0
     }
 
     /// Member `i` (ascending order).
     pub fn get(&self, i: usize) -> i64 {
-        let w = usize::from(self.width);
-        let b = &self.bytes[i * w..i * w + w];
+        let w = self.width();
+        let b = &self.bytes[1 + i * w..1 + i * w + w];
         match b {
             [a, b] => i64::from(i16::from_le_bytes([*a, *b])),
             [a, b, c, d] => i64::from(i32::from_le_bytes([*a, *b, *c, *d])),
@@ -405,37 +409,37 @@ impl IntSet {
         self.search(v).is_ok()
     }
 
-    fn encode(v: i64, w: u8, out: &mut [u8]) {
-        let le = v.to_le_bytes();
-        out.copy_from_slice(&le[..usize::from(w)]);
-    }
-
     /// Adds `v`; true if it was not there.
     pub fn insert(&mut self, v: i64) -> bool {
         let need = width_of(v);
-        if need > self.width {
-            let n = self.len();
-            let mut wide = vec![0u8; (n + 1) * usize::from(need)];
+        let w = self.width();
+        if usize::from(need) > w || self.bytes.is_empty() {
             // A wider value is either below or above every member.
-            let shift = usize::from(v < 0);
-            for i in 0..n {
-                let j = (i + shift) * usize::from(need);
-                Self::encode(self.get(i), need, &mut wide[j..j + usize::from(need)]);
+            let n = self.len();
+            let nw = usize::from(need).max(w);
+            let mut wide = Vec::with_capacity(1 + (n + 1) * nw);
+            wide.push(nw as u8);
+            let put = |x: i64, out: &mut Vec<u8>| out.extend_from_slice(&x.to_le_bytes()[..nw]);
+            if v < 0 && usize::from(need) > w {
+                put(v, &mut wide);
             }
-            let j = if v < 0 { 0 } else { n * usize::from(need) };
-            Self::encode(v, need, &mut wide[j..j + usize::from(need)]);
-            self.width = need;
-            self.bytes = wide;
+            for i in 0..n {
+                put(self.get(i), &mut wide);
+            }
+            if v >= 0 || usize::from(need) <= w {
+                put(v, &mut wide);
+            }
+            self.bytes = wide.into_boxed_slice();
             return true;
         }
         match self.search(v) {
             Ok(_) => false,
             Err(i) => {
-                let w = usize::from(self.width);
-                let mut b = [0u8; 8];
-                Self::encode(v, self.width, &mut b[..w]);
-                reserve_class(&mut self.bytes, w);
-                self.bytes.splice(i * w..i * w, b[..w].iter().copied());
+                let at = 1 + i * w;
+                edit_exact(&mut self.bytes, |b| {
+                    b.reserve_exact(w);
+                    b.splice(at..at, v.to_le_bytes()[..w].iter().copied());
+                });
                 true
             }
         }
@@ -445,8 +449,7 @@ impl IntSet {
     pub fn remove(&mut self, v: i64) -> bool {
         match self.search(v) {
             Ok(i) => {
-                let w = usize::from(self.width);
-                self.bytes.drain(i * w..i * w + w);
+                self.remove_index(i);
                 true
             }
             Err(_) => false,
@@ -455,8 +458,11 @@ impl IntSet {
 
     /// Removes member `i`.
     pub fn remove_index(&mut self, i: usize) {
-        let w = usize::from(self.width);
-        self.bytes.drain(i * w..i * w + w);
+        let w = self.width();
+        let at = 1 + i * w;
+        edit_exact(&mut self.bytes, |b| {
+            b.drain(at..at + w);
+        });
     }
 
     /// Members ascending.
@@ -466,18 +472,7 @@ impl IntSet {
 
     /// Bytes allocated.
     pub fn heap_size(&self) -> usize {
-        crate::alloc::usable_size(self.bytes.capacity())
-    }
-}
-
-/// Makes room for `more` bytes in `v`, growing to the end of the allocator's size class
-/// (no slack beyond what the allocation costs anyway, and a reallocation only when a
-/// class boundary is crossed).
-pub(crate) fn reserve_class(v: &mut Vec<u8>, more: usize) {
-    let need = v.len() + more;
-    if need > v.capacity() {
-        let cap = crate::alloc::usable_size(need);
-        v.reserve_exact(cap - v.len());
+        crate::alloc::usable_size(self.bytes.len())
     }
 }
 
@@ -516,7 +511,7 @@ pub enum Set {
     /// All members canonical integers, at most `set-max-intset-entries`.
     Ints(IntSet),
     /// Anything else.
-    Table(Table<Whole>),
+    Table(Box<Table<Whole>>),
 }
 
 impl Default for Set {
@@ -551,7 +546,7 @@ impl Set {
             for v in s.iter() {
                 t.insert_new(ShortBytes::new(itoa::Buffer::new().format(v).as_bytes()));
             }
-            *self = Set::Table(t);
+            *self = Set::Table(Box::new(t));
         }
     }
 
@@ -679,14 +674,15 @@ impl Set {
         }
     }
 
-    /// Bytes allocated: the value's own box and everything it owns, at the allocator's
-    /// size classes.
+    /// Bytes allocated for everything the set owns (not the set itself, which lives in
+    /// its keyspace slot), at the allocator's size classes.
     pub fn heap_size(&self) -> usize {
-        crate::alloc::usable_size(std::mem::size_of::<Set>())
-            + match self {
-                Set::Ints(s) => s.heap_size(),
-                Set::Table(t) => t.heap_size(),
+        match self {
+            Set::Ints(s) => s.heap_size(),
+            Set::Table(t) => {
+                crate::alloc::usable_size(std::mem::size_of::<Table<Whole>>()) + t.heap_size()
             }
+        }
     }
 }
 
@@ -695,8 +691,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_slot_is_24_bytes() {
+    fn a_slot_is_24_bytes_and_a_set_16() {
         assert_eq!(std::mem::size_of::<Option<ShortBytes>>(), 24);
+        assert_eq!(std::mem::size_of::<Set>(), 16);
     }
 
     #[test]
