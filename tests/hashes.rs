@@ -70,7 +70,7 @@ fn hash_replies_and_errors_match_redis_in_both_protocols() {
             &["HINCRBYFLOAT", "fl", "d", "1e-5000"],
             &["HINCRBYFLOAT", "fl", "d", ".5"],
             &["HINCRBYFLOAT", "fl", "d", "-3."],
-            &["HGETALL", "fl"],
+            &["HMGET", "fl", "a", "b", "c", "d"],
             &["HINCRBYFLOAT", "p", "x", "inf"],
             &["HINCRBYFLOAT", "p", "x", "nan"],
             &["HINCRBYFLOAT", "p", "x", " 1"],
