@@ -208,6 +208,12 @@ const INVALID_FLOAT: ReplyError = ReplyError::msg("ERR value is not a valid floa
 const NAN_OR_INF: ReplyError = ReplyError::msg("ERR value is NaN or Infinity");
 const PRODUCES_NAN: ReplyError = ReplyError::msg("ERR increment would produce NaN or Infinity");
 const OUT_OF_RANGE: ReplyError = ReplyError::msg("ERR value is out of range");
+/// The most repeats a negative HRANDFIELD/SRANDMEMBER count may ask for. Redis 7.0
+/// starts writing any count (and runs out of memory on absurd ones); a reply of more
+/// than 2^31 elements is refused here with `ERR value is out of range` instead.
+pub(super) const REPEAT_LIMIT: usize = i32::MAX as usize;
+/// `ERR value is out of range`.
+pub(super) const OUT_OF_RANGE_ERR: ReplyError = OUT_OF_RANGE;
 /// `getRangeLongFromObjectOrReply(-LONG_MAX, LONG_MAX)`'s error.
 pub(super) const COUNT_RANGE: ReplyError = ReplyError::msg(
     "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
@@ -631,6 +637,9 @@ fn hrandfield(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     if count == 0 {
         out.array(0);
         return Ok(());
+    }
+    if l < 0 && count > REPEAT_LIMIT {
+        return Err(OUT_OF_RANGE);
     }
     if l < 0 || count == 1 {
         header(out, count);

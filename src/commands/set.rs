@@ -21,8 +21,8 @@
 //! `del` when a set is emptied.
 
 use super::hash::{
-    SUB_STRATEGY_MUL, delete_emptied, distinct_indices, empty_scan, parse_count, parse_scan_opts,
-    read_value, value_or_create, write_value,
+    OUT_OF_RANGE_ERR, REPEAT_LIMIT, SUB_STRATEGY_MUL, delete_emptied, distinct_indices, empty_scan,
+    parse_count, parse_scan_opts, read_value, value_or_create, write_value,
 };
 use super::{CommandSpec, flags::*, is, keyflags, parse_i64};
 use crate::core::Ctx;
@@ -761,6 +761,9 @@ fn srandmember(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     if count == 0 {
         out.array(0);
         return Ok(());
+    }
+    if l < 0 && count > REPEAT_LIMIT {
+        return Err(OUT_OF_RANGE_ERR);
     }
     if l < 0 || count == 1 {
         out.array(count);
