@@ -231,9 +231,13 @@ fn set_replies_and_errors_match_redis_in_both_protocols() {
 }
 
 fn events_of(port: u16, cmds: &[&[&str]]) -> Vec<String> {
+    events_with(port, "KEA", cmds)
+}
+
+fn events_with(port: u16, flags: &str, cmds: &[&[&str]]) -> Vec<String> {
     let mut c = Raw::connect(port);
     c.cmd_str(&["FLUSHALL"]);
-    c.cmd_str(&["CONFIG", "SET", "notify-keyspace-events", "KEA"]);
+    c.cmd_str(&["CONFIG", "SET", "notify-keyspace-events", flags]);
     let mut sub = Raw::connect(port);
     sub.cmd_str(&["PSUBSCRIBE", "__keyevent@0__:*", "done"]);
     for cmd in cmds {
@@ -290,6 +294,34 @@ fn set_keyspace_events_match_redis() {
     let ours = events_of(s.port, cmds);
     assert!(ours.len() > 15, "{ours:?}");
     assert_eq!(ours, events_of(r.port, cmds));
+}
+
+#[test]
+fn keymiss_events_of_hash_and_set_reads_match_redis() {
+    let (s, r) = (start_server(), redis_server());
+    let cmds: &[&[&str]] = &[
+        &["HGET", "m1", "f"],
+        &["HMGET", "m2", "f"],
+        &["HGETALL", "m3"],
+        &["HRANDFIELD", "m4", "2"],
+        &["HSCAN", "m5", "0"],
+        &["HSET", "w1", "f", "v"],
+        &["HDEL", "w2", "f"],
+        &["SISMEMBER", "m6", "a"],
+        &["SMEMBERS", "m7"],
+        &["SINTER", "m8", "m9"],
+        &["SINTERSTORE", "d", "m10", "m11"],
+        &["SUNIONSTORE", "d", "m12"],
+        &["SINTERCARD", "1", "m13"],
+        &["SRANDMEMBER", "m14"],
+        &["SPOP", "w3"],
+        &["SMOVE", "w4", "w5", "a"],
+        &["SADD", "w6", "a"],
+        &["SSCAN", "m15", "0"],
+    ];
+    let ours = events_with(s.port, "Em", cmds);
+    assert!(ours.len() > 10, "{ours:?}");
+    assert_eq!(ours, events_with(r.port, "Em", cmds));
 }
 
 #[test]
