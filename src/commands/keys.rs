@@ -490,7 +490,7 @@ fn keys(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 /// Parses a SCAN cursor as Redis's `parseScanCursorOrReply` does with `strtoul`: an
 /// optional sign (a negative value wraps), decimal digits, nothing else; an empty
 /// string is 0; leading white space and overflow are refused.
-fn parse_scan_cursor(arg: &[u8]) -> Result<u64, ReplyError> {
+pub fn parse_scan_cursor(arg: &[u8]) -> Result<u64, ReplyError> {
     let (negative, digits) = match arg.first() {
         None => return Ok(0),
         Some(b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r') => return Err(INVALID_CURSOR),
@@ -950,7 +950,7 @@ fn pexpiretime(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 fn ttl_generic(ctx: &mut Ctx<'_>, millis: bool, absolute: bool) -> Result<(), ReplyError> {
     let argv = ctx.argv;
     let key = &argv[1];
-    if ctx.lookup(key)?.is_none() {
+    if ctx.lookup_value(key).is_none() {
         ctx.out.integer(-2);
         return Ok(());
     }

@@ -20,6 +20,7 @@ pub mod connection;
 pub mod deadletter;
 pub mod dump;
 pub mod effects;
+pub mod hash;
 pub mod keys;
 pub mod latency;
 pub mod memory;
@@ -27,6 +28,7 @@ pub mod pubsub;
 pub mod replication;
 pub mod reply;
 pub mod server;
+pub mod set;
 pub mod slowlog;
 pub mod transaction;
 pub mod xack;
@@ -71,6 +73,8 @@ pub static FAMILIES: &[&[CommandSpec]] = &[
     xnack::COMMANDS,
     xidmp::COMMANDS,
     pubsub::COMMANDS,
+    hash::COMMANDS,
+    set::COMMANDS,
 ];
 
 /// All top-level commands, in table order (the rows themselves: usable before a core

@@ -338,8 +338,22 @@ fn movable_keys(spec: &CommandSpec, argv: &Argv) -> Vec<usize> {
         // dead-letter stream it will write to.
         "xgroup|setdlq" if argv.len() >= 7 => vec![2, 4],
         "xgroup|setdlq" if argv.len() >= 3 => vec![2],
+        // SINTERCARD numkeys key [key ...] (types-hs: Redis's keynum key spec).
+        "sintercard" => keynum_keys(argv, 1),
         _ => Vec::new(),
     }
+}
+
+/// Keys of a `numkeys key [key ...]` command whose count is at `argv[at]`: the keys
+/// that count names, as far as the arguments go (none for a count that is not a
+/// positive integer).
+fn keynum_keys(argv: &Argv, at: usize) -> Vec<usize> {
+    let n = argv
+        .get(at)
+        .and_then(|a| std::str::from_utf8(a).ok())
+        .and_then(|a| a.parse::<usize>().ok())
+        .unwrap_or(0);
+    (at + 1..(at + 1 + n).min(argv.len())).collect()
 }
 
 /// The installed table: the families' rows and the name index over them.

@@ -131,8 +131,37 @@ fn reads_with_keymiss(command: &[u8]) -> bool {
     ];
     READS
         .iter()
+        .chain(HASH_SET_READS)
         .any(|c| command.eq_ignore_ascii_case(c.as_bytes()))
 }
+
+/// The hash and set commands that read their keys with `lookupKeyRead` (types-hs; the
+/// *STORE commands read their sources this way too, not their destination).
+const HASH_SET_READS: &[&str] = &[
+    "hget",
+    "hmget",
+    "hlen",
+    "hstrlen",
+    "hexists",
+    "hgetall",
+    "hkeys",
+    "hvals",
+    "hrandfield",
+    "hscan",
+    "sismember",
+    "smismember",
+    "scard",
+    "srandmember",
+    "sscan",
+    "smembers",
+    "sinter",
+    "sintercard",
+    "sinterstore",
+    "sunion",
+    "sunionstore",
+    "sdiff",
+    "sdiffstore",
+];
 
 #[cfg(test)]
 mod tests {

@@ -116,10 +116,10 @@ pub enum Value {
     String(StringValue),
     /// A list.
     List(Box<List>),
-    /// A hash.
-    Hash(Box<Hash>),
-    /// A set.
-    Set(Box<Set>),
+    /// A hash (16 bytes: unboxed, its one allocation is its data).
+    Hash(Hash),
+    /// A set (16 bytes: unboxed, its one allocation is its data).
+    Set(Set),
     /// A sorted set.
     ZSet(Box<ZSet>),
     /// A stream.

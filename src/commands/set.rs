@@ -1,0 +1,840 @@
+//! The set family: every command of Redis 7.0's `@set` category (SADD SCARD SDIFF
+//! SDIFFSTORE SINTER SINTERCARD SINTERSTORE SISMEMBER SMEMBERS SMISMEMBER SMOVE SPOP
+//! SRANDMEMBER SREM SSCAN SUNION SUNIONSTORE; SORT belongs to the lists).
+//!
+//! Reply shapes (RESP2 / RESP3) as Redis 7.0 writes them:
+//!
+//! ```text
+//! SMEMBERS SINTER SUNION SDIFF   *n ... / ~n ...          missing keys: empty sets
+//! SPOP k n                       *n ... / ~n ...          missing key: *0 / ~0
+//! SRANDMEMBER k n                *n ... (an array in RESP3 too; missing key: *0)
+//! SPOP k, SRANDMEMBER k          $member or null
+//! SSCAN                          *2 $cursor *m ...
+//! ```
+//!
+//! Effects: SPOP is logged as `SREM key member` (one per popped member, as 7.0 does;
+//! the core wraps several in MULTI/EXEC), or as `DEL key` when it took every member.
+//! The *STORE commands overwrite their destination whatever its type (a wrong-typed
+//! *source* is WRONGTYPE), delete it when the result is empty, and are logged as sent.
+//! Events: `sadd`, `srem`, `spop`, SMOVE's `srem` + `sadd`, `sinterstore` /
+//! `sunionstore` / `sdiffstore`, `new` before the first event of a created key and
+//! `del` when a set is emptied.
+
+use super::hash::{
+    OUT_OF_RANGE_ERR, REPEAT_LIMIT, SUB_STRATEGY_MUL, delete_emptied, distinct_indices, empty_scan,
+    parse_count, parse_scan_opts, read_value, value_or_create, write_value,
+};
+use super::{CommandSpec, flags::*, is, keyflags, parse_i64};
+use crate::core::Ctx;
+use crate::core::notify::class;
+use crate::error::ReplyError;
+use crate::resp::writer::RespWriter;
+use crate::types::set::Member;
+use crate::types::{Kind, Set, Value};
+use crate::util::glob_match;
+use bytes::Bytes;
+
+const SET: &[&str] = &["@set"];
+
+/// A set command row with keys `first..=last`.
+#[allow(clippy::too_many_arguments)]
+const fn row(
+    name: &'static str,
+    arity: i32,
+    flags: u32,
+    summary: &'static str,
+    since: &'static str,
+    handler: super::Handler,
+    keys: (i32, i32),
+    key_flags: &'static [u32],
+) -> CommandSpec {
+    CommandSpec {
+        key_flags,
+        ..CommandSpec::new(name, arity, flags, "set", summary, since, handler)
+            .keys(keys.0, keys.1, 1)
+            .categories(SET)
+    }
+}
+
+use keyflags::{ACCESS, DELETE, INSERT, OW, RO, RW, UPDATE};
+const ONE: (i32, i32) = (1, 1);
+const ALL: (i32, i32) = (1, -1);
+const RO_: &[u32] = &[RO];
+const RO_ACCESS: &[u32] = &[RO | ACCESS];
+
+/// This family's rows of the command table.
+pub const COMMANDS: &[CommandSpec] = &[
+    row(
+        "sadd",
+        -3,
+        WRITE | DENYOOM | FAST,
+        "Add one or more members to a set",
+        "1.0.0",
+        sadd,
+        ONE,
+        &[RW | INSERT],
+    ),
+    row(
+        "scard",
+        2,
+        READONLY | FAST,
+        "Get the number of members in a set",
+        "1.0.0",
+        scard,
+        ONE,
+        RO_,
+    ),
+    row(
+        "sdiff",
+        -2,
+        READONLY,
+        "Subtract multiple sets",
+        "1.0.0",
+        sdiff,
+        ALL,
+        RO_ACCESS,
+    ),
+    row(
+        "sdiffstore",
+        -3,
+        WRITE | DENYOOM,
+        "Subtract multiple sets and store the resulting set in a key",
+        "1.0.0",
+        sdiffstore,
+        ALL,
+        &[OW | UPDATE, RO | ACCESS],
+    ),
+    row(
+        "sinter",
+        -2,
+        READONLY,
+        "Intersect multiple sets",
+        "1.0.0",
+        sinter,
+        ALL,
+        RO_ACCESS,
+    ),
+    CommandSpec {
+        first_key: 0,
+        last_key: 0,
+        key_step: 0,
+        ..row(
+            "sintercard",
+            -3,
+            READONLY | MOVABLEKEYS,
+            "Intersect multiple sets and return the cardinality of the result",
+            "7.0.0",
+            sintercard,
+            ONE,
+            RO_ACCESS,
+        )
+    },
+    row(
+        "sinterstore",
+        -3,
+        WRITE | DENYOOM,
+        "Intersect multiple sets and store the resulting set in a key",
+        "1.0.0",
+        sinterstore,
+        ALL,
+        &[RW | UPDATE, RO | ACCESS],
+    ),
+    row(
+        "sismember",
+        3,
+        READONLY | FAST,
+        "Determine if a given value is a member of a set",
+        "1.0.0",
+        sismember,
+        ONE,
+        RO_,
+    ),
+    row(
+        "smembers",
+        2,
+        READONLY,
+        "Get all the members in a set",
+        "1.0.0",
+        smembers,
+        ONE,
+        RO_ACCESS,
+    ),
+    row(
+        "smismember",
+        -3,
+        READONLY | FAST,
+        "Returns the membership associated with the given elements for a set",
+        "6.2.0",
+        smismember,
+        ONE,
+        RO_ACCESS,
+    ),
+    row(
+        "smove",
+        4,
+        WRITE | FAST,
+        "Move a member from one set to another",
+        "1.0.0",
+        smove,
+        (1, 2),
+        &[RW | ACCESS | DELETE, RW | INSERT],
+    ),
+    row(
+        "spop",
+        -2,
+        WRITE | FAST,
+        "Remove and return one or multiple random members from a set",
+        "1.0.0",
+        spop,
+        ONE,
+        &[RW | ACCESS | DELETE],
+    ),
+    row(
+        "srandmember",
+        -2,
+        READONLY,
+        "Get one or multiple random members from a set",
+        "1.0.0",
+        srandmember,
+        ONE,
+        RO_ACCESS,
+    ),
+    row(
+        "srem",
+        -3,
+        WRITE | FAST,
+        "Remove one or more members from a set",
+        "1.0.0",
+        srem,
+        ONE,
+        &[RW | DELETE],
+    ),
+    row(
+        "sscan",
+        -3,
+        READONLY,
+        "Incrementally iterate Set elements",
+        "2.8.0",
+        sscan,
+        ONE,
+        RO_ACCESS,
+    ),
+    row(
+        "sunion",
+        -2,
+        READONLY,
+        "Add multiple sets",
+        "1.0.0",
+        sunion,
+        ALL,
+        RO_ACCESS,
+    ),
+    row(
+        "sunionstore",
+        -3,
+        WRITE | DENYOOM,
+        "Add multiple sets and store the resulting set in a key",
+        "1.0.0",
+        sunionstore,
+        ALL,
+        &[OW | UPDATE, RO | ACCESS],
+    ),
+];
+
+// --- errors ------------------------------------------------------------------------------
+
+const MUST_BE_POSITIVE: ReplyError = ReplyError::msg("ERR value is out of range, must be positive");
+const NUMKEYS: ReplyError = ReplyError::msg("ERR numkeys should be greater than 0");
+const TOO_MANY_KEYS: ReplyError =
+    ReplyError::msg("ERR Number of keys can't be greater than number of args");
+const LIMIT_NEGATIVE: ReplyError = ReplyError::msg("ERR LIMIT can't be negative");
+
+/// Redis's `SPOP_MOVE_STRATEGY_MUL`.
+const SPOP_MOVE_STRATEGY_MUL: usize = 5;
+
+// --- helpers -----------------------------------------------------------------------------
+
+fn as_set(v: Option<&mut Value>) -> Result<Option<&mut Set>, ReplyError> {
+    match v {
+        None => Ok(None),
+        Some(Value::Set(s)) => Ok(Some(s)),
+        Some(_) => Err(ReplyError::WrongType),
+    }
+}
+
+fn new_set() -> Value {
+    Value::Set(Set::default())
+}
+
+/// Writes a member as a bulk string.
+fn bulk_member(out: &mut RespWriter, m: Member<'_>) {
+    match m {
+        Member::Int(v) => out.bulk_int(v),
+        Member::Bytes(b) => out.bulk(b),
+    }
+}
+
+/// Looks every key up as a read (expiry, statistics) and checks that each is a set or
+/// missing; Redis checks every key before computing anything.
+fn check_sets(ctx: &mut Ctx<'_>, keys: &[Bytes]) -> Result<(), ReplyError> {
+    for k in keys {
+        as_set(read_value(ctx, k).0)?;
+    }
+    Ok(())
+}
+
+/// The sets at `keys` (after [`check_sets`]), `None` for a missing key.
+fn sets_of<'d>(db: &'d crate::core::keyspace::Db, keys: &[Bytes]) -> Vec<Option<&'d Set>> {
+    keys.iter()
+        .map(|k| match db.get(k) {
+            Some(Value::Set(s)) => Some(s),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Which combination of sets.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Inter,
+    Union,
+    Diff,
+}
+
+/// Computes the combination into a new set (built the way Redis builds its result:
+/// an intset that converts as members require).
+fn combine(sets: &[Option<&Set>], op: Op, t: &crate::types::Thresholds) -> Set {
+    let mut out = Set::new();
+    let add = |m: Member<'_>, out: &mut Set| m.with_bytes(|b| out.insert(b, t));
+    match op {
+        Op::Inter => {
+            if sets.iter().any(Option::is_none) {
+                return out;
+            }
+            let mut present: Vec<&Set> = sets.iter().flatten().copied().collect();
+            present.sort_by_key(|s| s.len());
+            if let Some((first, rest)) = present.split_first() {
+                for m in first.members() {
+                    if rest.iter().all(|s| s.contains_member(m)) {
+                        add(m, &mut out);
+                    }
+                }
+            }
+        }
+        Op::Union => {
+            for s in sets.iter().flatten() {
+                for m in s.members() {
+                    add(m, &mut out);
+                }
+            }
+        }
+        Op::Diff => {
+            if let Some(Some(first)) = sets.first() {
+                for m in first.members() {
+                    if !sets[1..].iter().flatten().any(|s| s.contains_member(m)) {
+                        add(m, &mut out);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// SINTER/SUNION/SDIFF (and SMEMBERS): the result as a set reply.
+fn combine_reply(ctx: &mut Ctx<'_>, keys: &[Bytes], op: Op) -> Result<(), ReplyError> {
+    check_sets(ctx, keys)?;
+    let db = ctx.client.db;
+    let sets = sets_of(&ctx.core.dbs[db], keys);
+    let out = &mut *ctx.out;
+    if op == Op::Inter {
+        // Replied straight from the smallest set, as Redis does.
+        if sets.iter().any(Option::is_none) {
+            out.set(0);
+            return Ok(());
+        }
+        let mut present: Vec<&Set> = sets.iter().flatten().copied().collect();
+        present.sort_by_key(|s| s.len());
+        let Some((first, rest)) = present.split_first() else {
+            out.set(0);
+            return Ok(());
+        };
+        let found: Vec<Member<'_>> = first
+            .members()
+            .filter(|m| {
+                rest.iter()
+                    .all(|s| std::ptr::eq(*s, *first) || s.contains_member(*m))
+            })
+            .collect();
+        out.set(found.len());
+        for m in found {
+            bulk_member(out, m);
+        }
+        return Ok(());
+    }
+    let t = ctx.core.thresholds;
+    let result = combine(&sets, op, &t);
+    out.set(result.len());
+    for m in result.members() {
+        bulk_member(out, m);
+    }
+    Ok(())
+}
+
+/// SINTERSTORE/SUNIONSTORE/SDIFFSTORE: stores the result at `argv[1]` (or deletes it
+/// when empty) and replies its size.
+fn combine_store(ctx: &mut Ctx<'_>, op: Op, event: &str) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let dst = &argv[1];
+    let keys = &argv[2..];
+    check_sets(ctx, keys)?;
+    let db = ctx.client.db;
+    let t = ctx.core.thresholds;
+    let result = combine(&sets_of(&ctx.core.dbs[db], keys), op, &t);
+    ctx.expire_if_needed(dst);
+    let existed = ctx.core.dbs[db].keys.contains_key(dst);
+    let n = result.len();
+    if n > 0 {
+        ctx.core.dbs[db].insert(dst, Value::Set(result));
+        ctx.out.integer(n as i64);
+        if !existed {
+            ctx.notify(class::NEW, "new", dst);
+        }
+        ctx.modified(dst);
+        ctx.notify(class::SET, event, dst);
+        ctx.propagate(argv);
+    } else {
+        ctx.out.integer(0);
+        if existed {
+            ctx.core.dbs[db].remove(dst);
+            ctx.core.key_deleted(db, dst);
+            ctx.core.dirty += 1;
+            ctx.notify(class::GENERIC, "del", dst);
+            ctx.propagate(argv);
+        }
+    }
+    Ok(())
+}
+
+// --- commands ----------------------------------------------------------------------------
+
+/// SADD key member [member ...]: how many were added.
+fn sadd(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let key = &argv[1];
+    let t = ctx.core.thresholds;
+    let (v, created) = value_or_create(ctx, key, Kind::Set, new_set)?;
+    let Value::Set(s) = v else {
+        return Err(ReplyError::WrongType);
+    };
+    let mut added = 0;
+    for m in &argv[2..] {
+        added += i64::from(s.insert(m, &t));
+    }
+    ctx.out.integer(added);
+    if created {
+        ctx.notify(class::NEW, "new", key);
+    }
+    if added > 0 {
+        ctx.modified(key);
+        ctx.notify(class::SET, "sadd", key);
+        ctx.propagate(argv);
+    }
+    Ok(())
+}
+
+/// SREM key member [member ...]: how many were removed.
+fn srem(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let key = &argv[1];
+    let Some(s) = as_set(write_value(ctx, key))? else {
+        ctx.out.integer(0);
+        return Ok(());
+    };
+    let mut removed = 0;
+    let mut emptied = false;
+    for m in &argv[2..] {
+        if s.remove(m) {
+            removed += 1;
+            if s.is_empty() {
+                emptied = true;
+                break;
+            }
+        }
+    }
+    ctx.out.integer(removed);
+    if removed > 0 {
+        ctx.modified(key);
+        ctx.notify(class::SET, "srem", key);
+        if emptied {
+            delete_emptied(ctx, key);
+        }
+        ctx.propagate(argv);
+    }
+    Ok(())
+}
+
+/// SMOVE source destination member.
+fn smove(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let (src, dst, member) = (&argv[1], &argv[2], &argv[3]);
+    let db = ctx.client.db;
+    ctx.expire_if_needed(src);
+    ctx.expire_if_needed(dst);
+    let kinds = |k: &[u8]| ctx.core.dbs[db].get(k).map(Value::kind);
+    let (sk, dk) = (kinds(src), kinds(dst));
+    if sk.is_none() {
+        ctx.out.integer(0);
+        return Ok(());
+    }
+    if sk != Some(Kind::Set) || dk.is_some_and(|k| k != Kind::Set) {
+        return Err(ReplyError::WrongType);
+    }
+    if src == dst {
+        let found = as_set(ctx.core.dbs[db].get_mut(src))?.is_some_and(|s| s.contains(member));
+        ctx.out.integer(i64::from(found));
+        return Ok(());
+    }
+    let Some(s) = as_set(ctx.core.dbs[db].get_mut(src))? else {
+        ctx.out.integer(0);
+        return Ok(());
+    };
+    if !s.remove(member) {
+        ctx.out.integer(0);
+        return Ok(());
+    }
+    let emptied = s.is_empty();
+    ctx.notify(class::SET, "srem", src);
+    if emptied {
+        delete_emptied(ctx, src);
+    }
+    let t = ctx.core.thresholds;
+    let (v, created) = value_or_create(ctx, dst, Kind::Set, new_set)?;
+    let added = match v {
+        Value::Set(d) => d.insert(member, &t),
+        _ => false,
+    };
+    if created {
+        ctx.notify(class::NEW, "new", dst);
+    }
+    ctx.modified(src);
+    if added {
+        ctx.modified(dst);
+        ctx.notify(class::SET, "sadd", dst);
+    }
+    ctx.out.integer(1);
+    ctx.propagate(argv);
+    Ok(())
+}
+
+/// SISMEMBER key member.
+fn sismember(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let (v, out) = read_value(ctx, &argv[1]);
+    let found = as_set(v)?.is_some_and(|s| s.contains(&argv[2]));
+    out.integer(i64::from(found));
+    Ok(())
+}
+
+/// SMISMEMBER key member [member ...].
+fn smismember(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let (v, out) = read_value(ctx, &argv[1]);
+    let s = as_set(v)?;
+    out.array(argv.len() - 2);
+    for m in &argv[2..] {
+        out.integer(i64::from(s.as_ref().is_some_and(|s| s.contains(m))));
+    }
+    Ok(())
+}
+
+/// SCARD key.
+fn scard(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let (v, out) = read_value(ctx, &argv[1]);
+    let n = as_set(v)?.map_or(0, |s| s.len());
+    out.integer(n as i64);
+    Ok(())
+}
+
+/// SMEMBERS key (Redis runs it as a one-key SINTER).
+fn smembers(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    combine_reply(ctx, &argv[1..2], Op::Inter)
+}
+
+/// SINTER key [key ...].
+fn sinter(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    combine_reply(ctx, &argv[1..], Op::Inter)
+}
+
+/// SUNION key [key ...].
+fn sunion(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    combine_reply(ctx, &argv[1..], Op::Union)
+}
+
+/// SDIFF key [key ...].
+fn sdiff(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    combine_reply(ctx, &argv[1..], Op::Diff)
+}
+
+/// SINTERSTORE destination key [key ...].
+fn sinterstore(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    combine_store(ctx, Op::Inter, "sinterstore")
+}
+
+/// SUNIONSTORE destination key [key ...].
+fn sunionstore(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    combine_store(ctx, Op::Union, "sunionstore")
+}
+
+/// SDIFFSTORE destination key [key ...].
+fn sdiffstore(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    combine_store(ctx, Op::Diff, "sdiffstore")
+}
+
+/// SINTERCARD numkeys key [key ...] [LIMIT limit].
+fn sintercard(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let numkeys = parse_i64(&argv[1]).map_err(|_| NUMKEYS)?;
+    if numkeys < 1 {
+        return Err(NUMKEYS);
+    }
+    if numkeys > argv.len() as i64 - 2 {
+        return Err(TOO_MANY_KEYS);
+    }
+    let numkeys = numkeys as usize;
+    let mut limit = 0usize;
+    let mut j = 2 + numkeys;
+    while j < argv.len() {
+        if is(&argv[j], "LIMIT") && j + 1 < argv.len() {
+            let l = parse_i64(&argv[j + 1]).map_err(|_| LIMIT_NEGATIVE)?;
+            if l < 0 {
+                return Err(LIMIT_NEGATIVE);
+            }
+            limit = usize::try_from(l).unwrap_or(usize::MAX);
+            j += 2;
+        } else {
+            return Err(ReplyError::Syntax);
+        }
+    }
+    let keys = &argv[2..2 + numkeys];
+    check_sets(ctx, keys)?;
+    let db = ctx.client.db;
+    let sets = sets_of(&ctx.core.dbs[db], keys);
+    let mut n = 0usize;
+    if !sets.iter().any(Option::is_none) {
+        let mut present: Vec<&Set> = sets.iter().flatten().copied().collect();
+        present.sort_by_key(|s| s.len());
+        if let Some((first, rest)) = present.split_first() {
+            for m in first.members() {
+                if rest.iter().all(|s| s.contains_member(m)) {
+                    n += 1;
+                    if limit != 0 && n >= limit {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    ctx.out.integer(n as i64);
+    Ok(())
+}
+
+/// SPOP key [count].
+fn spop(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let key = &argv[1];
+    match argv.len() {
+        2 => {}
+        3 => return spop_count(ctx),
+        _ => return Err(ReplyError::Syntax),
+    }
+    let Some(s) = as_set(write_value(ctx, key))? else {
+        ctx.out.null();
+        return Ok(());
+    };
+    let Some(m) = s.pop_random() else {
+        ctx.out.null();
+        return Ok(());
+    };
+    let emptied = s.is_empty();
+    ctx.notify(class::SET, "spop", key);
+    ctx.propagate(&[b"SREM".as_slice(), key, &m]);
+    ctx.out.bulk(&m);
+    if emptied {
+        delete_emptied(ctx, key);
+    }
+    ctx.modified(key);
+    Ok(())
+}
+
+/// SPOP key count (Redis's `spopWithCountCommand`, its three cases).
+fn spop_count(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let key = &argv[1];
+    let count = parse_i64(&argv[2]).map_err(|_| MUST_BE_POSITIVE)?;
+    let count = usize::try_from(count).map_err(|_| MUST_BE_POSITIVE)?;
+    let t = ctx.core.thresholds;
+    ctx.expire_if_needed(key);
+    let db = ctx.client.db;
+    let Some(s) = as_set(ctx.core.dbs[db].get_mut(key))? else {
+        ctx.out.set(0);
+        return Ok(());
+    };
+    if count == 0 {
+        ctx.out.set(0);
+        return Ok(());
+    }
+    let size = s.len();
+    if count >= size {
+        // Everything: the reply is the whole set, the effect a DEL.
+        let out = &mut *ctx.out;
+        out.set(size);
+        for m in s.members() {
+            bulk_member(out, m);
+        }
+        ctx.notify(class::SET, "spop", key);
+        delete_emptied(ctx, key);
+        ctx.propagate(&[b"DEL".as_slice(), key]);
+        ctx.modified(key);
+        return Ok(());
+    }
+    let remaining = size - count;
+    let mut popped: Vec<Vec<u8>> = Vec::with_capacity(count);
+    if remaining * SPOP_MOVE_STRATEGY_MUL > count {
+        for _ in 0..count {
+            if let Some(m) = s.pop_random() {
+                popped.push(m);
+            }
+        }
+    } else {
+        // Most of the set goes: draw the members that stay into a new set (whose
+        // encoding is chosen afresh, as Redis's new set's is) and pop the rest.
+        let mut kept = Set::new();
+        for _ in 0..remaining {
+            if let Some(m) = s.pop_random() {
+                kept.insert(&m, &t);
+            }
+        }
+        popped.extend(s.iter().map(|m| m.into_owned()));
+        *s = kept;
+    }
+    ctx.notify(class::SET, "spop", key);
+    ctx.out.set(popped.len());
+    for m in &popped {
+        ctx.out.bulk(m);
+    }
+    for m in &popped {
+        ctx.propagate(&[b"SREM".as_slice(), key, m]);
+    }
+    ctx.modified(key);
+    Ok(())
+}
+
+/// SRANDMEMBER key [count].
+fn srandmember(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    match argv.len() {
+        2 => {
+            let (v, out) = read_value(ctx, &argv[1]);
+            match as_set(v)?.and_then(|s| s.random()) {
+                Some(m) => bulk_member(out, m),
+                None => out.null(),
+            }
+            return Ok(());
+        }
+        3 => {}
+        _ => return Err(ReplyError::Syntax),
+    }
+    let l = parse_count(&argv[2])?;
+    let (v, out) = read_value(ctx, &argv[1]);
+    let Some(s) = as_set(v)? else {
+        out.array(0);
+        return Ok(());
+    };
+    let count = l.unsigned_abs() as usize;
+    let size = s.len();
+    if count == 0 {
+        out.array(0);
+        return Ok(());
+    }
+    if l < 0 && count > REPEAT_LIMIT {
+        return Err(OUT_OF_RANGE_ERR);
+    }
+    if l < 0 || count == 1 {
+        out.array(count);
+        for _ in 0..count {
+            if let Some(m) = s.random() {
+                bulk_member(out, m);
+            }
+        }
+        return Ok(());
+    }
+    if count >= size {
+        out.array(size);
+        for m in s.members() {
+            bulk_member(out, m);
+        }
+        return Ok(());
+    }
+    out.array(count);
+    match &*s {
+        Set::Ints(ints) => {
+            for i in distinct_indices(size, count) {
+                out.bulk_int(ints.get(i));
+            }
+        }
+        Set::Table(_) if count * SUB_STRATEGY_MUL > size => {
+            let all: Vec<Member<'_>> = s.members().collect();
+            for i in distinct_indices(size, count) {
+                bulk_member(out, all[i]);
+            }
+        }
+        Set::Table(_) => {
+            let mut seen = std::collections::HashSet::with_capacity(count);
+            while seen.len() < count {
+                if let Some(Member::Bytes(b)) = s.random()
+                    && seen.insert(b)
+                {
+                    out.bulk(b);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// SSCAN key cursor [MATCH pattern] [COUNT count].
+fn sscan(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let cursor = super::keys::parse_scan_cursor(&argv[2])?;
+    let (v, out) = read_value(ctx, &argv[1]);
+    let Some(s) = as_set(v)? else {
+        empty_scan(out);
+        return Ok(());
+    };
+    let opts = parse_scan_opts(argv)?;
+    let mut found: Vec<Vec<u8>> = Vec::new();
+    let next = s.scan(cursor, opts.count, |m| {
+        m.with_bytes(|b| {
+            if opts
+                .pattern
+                .as_ref()
+                .is_none_or(|p| glob_match(p, b, false))
+            {
+                found.push(b.to_vec());
+            }
+        })
+    });
+    out.array(2);
+    out.bulk(itoa::Buffer::new().format(next).as_bytes());
+    out.array(found.len());
+    for m in &found {
+        out.bulk(m);
+    }
+    Ok(())
+}

@@ -1,0 +1,216 @@
+//! Support shared by `tests/hashes.rs` and `tests/sets.rs`: a small RESP2/RESP3 reply
+//! parser, the normalisations a differential comparison needs where Redis leaves the
+//! order or the choice unspecified (unordered replies sorted, random ones compared by
+//! shape), a runner that sends the same commands to streamd and to redis-server, and a
+//! streamd node restarted on the same data directory.
+
+#![allow(dead_code)]
+
+use super::common::{Raw, escape, free_port};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A parsed reply.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum V {
+    /// `+ - : , # ( _` lines: the type byte and the text.
+    Line(u8, Vec<u8>),
+    /// `$` / `=` bulk (None for `$-1`).
+    Bulk(Option<Vec<u8>>),
+    /// `* ~ % >` aggregates (a map's pairs flattened; None for `*-1`).
+    Agg(u8, Option<Vec<V>>),
+}
+
+/// Parses one reply at `pos`: the value and the position after it.
+pub fn parse(buf: &[u8], pos: usize) -> (V, usize) {
+    let end = pos
+        + buf[pos..]
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .expect("CRLF");
+    let (t, head, next) = (buf[pos], &buf[pos + 1..end], end + 2);
+    let num = || -> i64 { std::str::from_utf8(head).unwrap().parse().unwrap() };
+    match t {
+        b'$' | b'=' => {
+            let n = num();
+            if n < 0 {
+                return (V::Bulk(None), next);
+            }
+            let n = n as usize;
+            (V::Bulk(Some(buf[next..next + n].to_vec())), next + n + 2)
+        }
+        b'*' | b'~' | b'%' | b'>' => {
+            let n = num();
+            if n < 0 {
+                return (V::Agg(t, None), next);
+            }
+            let n = if t == b'%' { 2 * n } else { n } as usize;
+            let mut items = Vec::with_capacity(n);
+            let mut p = next;
+            for _ in 0..n {
+                let (v, q) = parse(buf, p);
+                items.push(v);
+                p = q;
+            }
+            (V::Agg(t, Some(items)), p)
+        }
+        _ => (V::Line(t, head.to_vec()), next),
+    }
+}
+
+/// How a reply is compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Byte for byte.
+    Exact,
+    /// Aggregate elements as a multiset (SMEMBERS, HKEYS of a large hash).
+    Sorted,
+    /// Map pairs as a multiset (HGETALL, HSCAN's flat pairs).
+    Pairs,
+    /// Types and sizes only (random choices).
+    Shape,
+}
+
+fn shape(v: &V) -> V {
+    match v {
+        V::Agg(t, Some(items)) => V::Agg(*t, Some(items.iter().map(shape).collect())),
+        V::Bulk(Some(_)) => V::Bulk(Some(Vec::new())),
+        V::Line(t, text) if *t == b'-' => V::Line(*t, text.clone()),
+        V::Line(t, _) => V::Line(*t, Vec::new()),
+        other => other.clone(),
+    }
+}
+
+/// The reply normalised for `mode`.
+pub fn normalise(raw: &[u8], mode: Mode) -> V {
+    let v = parse(raw, 0).0;
+    match (mode, v) {
+        (Mode::Exact, v) => v,
+        (Mode::Sorted, V::Agg(t, Some(mut items))) => {
+            items.sort();
+            V::Agg(t, Some(items))
+        }
+        (Mode::Pairs, V::Agg(t, Some(items))) => {
+            let mut pairs: Vec<V> = items
+                .chunks(2)
+                .map(|p| V::Agg(b'*', Some(p.to_vec())))
+                .collect();
+            pairs.sort();
+            V::Agg(t, Some(pairs))
+        }
+        (Mode::Shape, v) => shape(&v),
+        (_, v) => v,
+    }
+}
+
+/// Sends every case to both servers on connections of protocol `proto` and returns the
+/// divergences (command, streamd's bytes, Redis's bytes).
+pub fn differential(sport: u16, rport: u16, proto: u8, cases: &[(Mode, Vec<&str>)]) -> Vec<String> {
+    let (mut s, mut r) = (Raw::connect(sport), Raw::connect(rport));
+    if proto == 3 {
+        s.hello3();
+        r.hello3();
+    }
+    let mut bad = Vec::new();
+    for (mode, args) in cases {
+        let (a, b) = (s.cmd_str(args), r.cmd_str(args));
+        let same = if *mode == Mode::Exact {
+            a == b
+        } else {
+            normalise(&a, *mode) == normalise(&b, *mode)
+        };
+        if !same {
+            bad.push(format!(
+                "RESP{proto} {:?}\n  streamd {}\n  redis   {}",
+                args,
+                escape(&a),
+                escape(&b)
+            ));
+        }
+    }
+    bad
+}
+
+/// Exact-byte cases.
+pub fn exact<'a>(cases: &[&[&'a str]]) -> Vec<(Mode, Vec<&'a str>)> {
+    cases.iter().map(|c| (Mode::Exact, c.to_vec())).collect()
+}
+
+/// A streamd process on a given data directory (kept across restarts), killed on drop.
+pub struct Node {
+    /// Its port.
+    pub port: u16,
+    child: Child,
+}
+
+impl Node {
+    /// Starts streamd on `dir` with `args` and waits for PONG (loading done).
+    pub fn start(dir: &Path, args: &[&str]) -> Node {
+        let port = free_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_streamd"))
+            .args([
+                "--port",
+                &port.to_string(),
+                "--dir",
+                &dir.display().to_string(),
+            ])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn streamd");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(mut r) = Raw::try_connect(port)
+                && r.cmd_str(&["PING"]) == b"+PONG\r\n"
+            {
+                break;
+            }
+            assert!(Instant::now() < deadline, "streamd did not start on {port}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Node { port, child }
+    }
+
+    /// A raw connection.
+    pub fn raw(&self) -> Raw {
+        Raw::connect(self.port)
+    }
+
+    /// Stops it with SIGTERM-like SHUTDOWN and waits for the exit.
+    pub fn stop(mut self) {
+        let mut r = self.raw();
+        r.send(&super::common::encode_cmd(&[b"SHUTDOWN"]));
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Every byte of every file under `dir`, concatenated (to look for logged effects).
+pub fn dir_bytes(dir: &Path) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if let Ok(b) = std::fs::read(&p) {
+                out.extend(b);
+            }
+        }
+    }
+    out
+}
+
+/// How many times `needle` occurs in `hay`.
+pub fn count(hay: &[u8], needle: &[u8]) -> usize {
+    hay.windows(needle.len()).filter(|w| *w == needle).count()
+}
