@@ -22,12 +22,14 @@ pub mod dump;
 pub mod effects;
 pub mod keys;
 pub mod latency;
+pub mod list;
 pub mod memory;
 pub mod pubsub;
 pub mod replication;
 pub mod reply;
 pub mod server;
 pub mod slowlog;
+pub mod sort;
 pub mod transaction;
 pub mod xack;
 pub mod xackdel;
@@ -71,6 +73,8 @@ pub static FAMILIES: &[&[CommandSpec]] = &[
     xnack::COMMANDS,
     xidmp::COMMANDS,
     pubsub::COMMANDS,
+    list::COMMANDS,
+    sort::COMMANDS,
 ];
 
 /// All top-level commands, in table order (the rows themselves: usable before a core
