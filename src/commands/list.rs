@@ -383,7 +383,7 @@ pub fn parse_timeout_secs(arg: &[u8]) -> Result<u64, ReplyError> {
     }
     let ms = (v * 1000.0).ceil();
     // (long long) of an out-of-range value is LLONG_MIN on x86: negative.
-    if !ms.is_finite() || ms >= 9.223372036854775807e18 || ms < 0.0 {
+    if !ms.is_finite() || !(0.0..9.223_372_036_854_776e18).contains(&ms) {
         return Err(NEGATIVE);
     }
     Ok(ms as u64)
@@ -433,36 +433,40 @@ fn delete_if_empty(ctx: &mut Ctx<'_>, key: &[u8]) -> bool {
     empty
 }
 
-/// LPUSH/RPUSH/LPUSHX/RPUSHX.
+/// LPUSH/RPUSH/LPUSHX/RPUSHX: one lookup when the list exists.
 fn push_generic(ctx: &mut Ctx<'_>, end: End, only_existing: bool) -> Result<(), ReplyError> {
-    let key = ctx.arg(1).clone();
-    let exists = get_list_strict(ctx, &key)?.is_some();
-    if !exists {
-        if only_existing {
+    let argv = ctx.argv;
+    let key = &argv[1];
+    let th = ctx.core.thresholds;
+    let push_all = |l: &mut List| {
+        for e in &argv[2..] {
+            match end {
+                End::Left => l.push_front(e, &th),
+                End::Right => l.push_back(e, &th),
+            }
+        }
+        l.len()
+    };
+    let len = match ctx.lookup_value(key) {
+        Some(Value::List(l)) => push_all(l),
+        Some(_) => return Err(ReplyError::WrongType),
+        None if only_existing => {
             ctx.out.integer(0);
             return Ok(());
         }
-        create(ctx, &key);
-    }
-    let argv = ctx.argv;
-    let th = ctx.core.thresholds;
-    let idx = ctx.client.db;
-    let len = match ctx.core.dbs[idx].get_mut(&key) {
-        Some(Value::List(l)) => {
-            for e in &argv[2..] {
-                match end {
-                    End::Left => l.push_front(e, &th),
-                    End::Right => l.push_back(e, &th),
-                }
-            }
-            l.len()
+        None => {
+            let mut l = List::with_thresholds(&th);
+            let len = push_all(&mut l);
+            ctx.db().insert(key, Value::List(Box::new(l)));
+            ctx.signal_ready(key);
+            ctx.notify(class::NEW, "new", key);
+            len
         }
-        _ => 0,
     };
     ctx.out.integer(len as i64);
-    ctx.modified(&key);
+    ctx.modified(key);
     ctx.core.dirty += argv.len() as u64 - 3;
-    ctx.notify(class::LIST, end.push_event(), &key);
+    ctx.notify(class::LIST, end.push_event(), key);
     ctx.propagate(argv);
     Ok(())
 }
@@ -517,6 +521,16 @@ fn popped(ctx: &mut Ctx<'_>, key: &[u8], end: End, n: usize) {
     ctx.core.dirty += (n as u64).saturating_sub(1);
 }
 
+/// [`popped`] when the caller knows whether the list became empty.
+fn popped_known(ctx: &mut Ctx<'_>, key: &[u8], end: End, emptied: bool) {
+    ctx.notify(class::LIST, end.pop_event(), key);
+    if emptied {
+        ctx.db().remove(key);
+        ctx.notify(class::GENERIC, "del", key);
+    }
+    ctx.modified(key);
+}
+
 /// LPOP/RPOP key [count].
 fn pop_generic(ctx: &mut Ctx<'_>, end: End) -> Result<(), ReplyError> {
     if ctx.argv.len() > 3 {
@@ -526,27 +540,37 @@ fn pop_generic(ctx: &mut Ctx<'_>, end: End) -> Result<(), ReplyError> {
         Some(a) => Some(parse_positive(a)?),
         None => None,
     };
-    let key = ctx.arg(1).clone();
-    if get_list(ctx, &key)?.is_none() {
-        match count {
-            Some(_) => ctx.out.null_array(),
-            None => ctx.out.null(),
-        }
-        return Ok(());
-    }
-    match count {
-        None => {
-            let idx = ctx.client.db;
-            let core = &mut *ctx.core;
-            let out = &mut *ctx.out;
-            if let Some(Value::List(list)) = core.dbs[idx].get_mut(&key) {
+    let argv = ctx.argv;
+    let key = &argv[1];
+    if count.is_none() {
+        // The hot path: one lookup, the element written straight from the node.
+        let hash = ctx.db().hash_key(key);
+        let (found, out) = ctx.lookup_value_hashed_with_out(hash, key);
+        let emptied = match found {
+            None => {
+                out.null();
+                return Ok(());
+            }
+            Some(Value::List(list)) => {
                 match end {
                     End::Left => list.pop_front_with(|b| out.bulk(b)),
                     End::Right => list.pop_back_with(|b| out.bulk(b)),
                 };
+                list.is_empty()
             }
-            popped(ctx, &key, end, 1);
-        }
+            Some(_) => return Err(ReplyError::WrongType),
+        };
+        popped_known(ctx, key, end, emptied);
+        ctx.propagate(argv);
+        return Ok(());
+    }
+    let key = key.clone();
+    if get_list(ctx, &key)?.is_none() {
+        ctx.out.null_array();
+        return Ok(());
+    }
+    match count {
+        None => {}
         Some(0) => {
             ctx.out.array(0);
             return Ok(());

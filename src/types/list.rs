@@ -51,6 +51,7 @@
 //! list (that came with 7.2).
 
 use super::Thresholds;
+use crate::alloc::usable_size;
 use std::borrow::Cow;
 use std::collections::VecDeque;
 
@@ -313,16 +314,7 @@ impl Node {
 
     /// Replaces bytes `range` of the buffer with `with`, growing by about an eighth.
     fn splice(&mut self, at: usize, remove: usize, with: &[u8]) {
-        let new_len = self.buf.len() - remove + with.len();
-        if new_len > self.buf.capacity() {
-            let cap = self.buf.capacity();
-            let target = if new_len <= 64 {
-                new_len.next_power_of_two().max(16)
-            } else {
-                new_len.max(cap + cap / 8).next_multiple_of(16)
-            };
-            self.buf.reserve_exact(target - self.buf.len());
-        }
+        self.grow_for(with.len().saturating_sub(remove));
         if remove == with.len() {
             self.buf[at..at + remove].copy_from_slice(with);
         } else {
@@ -330,11 +322,31 @@ impl Node {
         }
     }
 
+    /// Makes room for `extra` more bytes, growing by about an eighth to a whole
+    /// allocator size class (what the allocation costs anyway).
+    fn grow_for(&mut self, extra: usize) {
+        let new_len = self.buf.len() + extra;
+        if new_len > self.buf.capacity() {
+            let cap = self.buf.capacity();
+            let target = usable_size(new_len.max(cap + cap / 8));
+            self.buf.reserve_exact(target - self.buf.len());
+        }
+    }
+
+    /// Appends the encoding of `elem`; returns its size.
+    fn encode_at_end(&mut self, elem: &[u8]) -> usize {
+        // Header (<= 5) + payload + backlen (<= 5); an integer is at most 9 + 1.
+        self.grow_for(elem.len() + 10);
+        let before = self.buf.len();
+        encode(elem, &mut self.buf);
+        self.buf.len() - before
+    }
+
     /// Releases slack beyond an eighth of the length (after removals).
     fn shrink(&mut self) {
         let len = self.buf.len();
         if self.buf.capacity() > len + len / 4 + 64 {
-            self.buf.shrink_to(len + len / 8);
+            self.buf.shrink_to(usable_size(len + len / 8));
         }
     }
 }
@@ -391,10 +403,11 @@ impl List {
         self.len == 0
     }
 
-    /// Can a node of `bytes` and `count` entries take an entry of `add` more bytes?
+    /// Can a node of `bytes` and `count` entries take an element of `add` bytes (Redis's
+    /// estimate: the element's own length plus 8)?
     fn allows(&self, bytes: usize, count: u32, add: usize) -> bool {
         let new_sz = bytes + LP_OVERHEAD + add + SIZE_ESTIMATE_OVERHEAD;
-        if self.fill < 0 || self.fill == 0 {
+        if self.fill <= 0 {
             new_sz <= size_limit(self.fill)
         } else {
             new_sz <= SIZE_SAFETY_LIMIT && (count as i64) < self.fill as i64
@@ -413,18 +426,15 @@ impl List {
 
     /// Appends `elem` at the tail (RPUSH).
     pub fn push_back(&mut self, elem: &[u8], _t: &Thresholds) {
-        let mut enc = Vec::with_capacity(elem.len() + 10);
-        encode(elem, &mut enc);
         let fits = self
             .nodes
             .back()
-            .is_some_and(|n| self.allows(n.buf.len(), n.count, enc.len()));
+            .is_some_and(|n| self.allows(n.buf.len(), n.count, elem.len()));
         if !fits {
-            self.nodes.push_back(Node::default());
+            self.add_node(false);
         }
         if let Some(n) = self.nodes.back_mut() {
-            let at = n.buf.len();
-            n.splice(at, 0, &enc);
+            n.encode_at_end(elem);
             n.count += 1;
         }
         self.len += 1;
@@ -432,17 +442,17 @@ impl List {
 
     /// Prepends `elem` at the head (LPUSH).
     pub fn push_front(&mut self, elem: &[u8], _t: &Thresholds) {
-        let mut enc = Vec::with_capacity(elem.len() + 10);
-        encode(elem, &mut enc);
         let fits = self
             .nodes
             .front()
-            .is_some_and(|n| self.allows(n.buf.len(), n.count, enc.len()));
+            .is_some_and(|n| self.allows(n.buf.len(), n.count, elem.len()));
         if !fits {
-            self.nodes.push_front(Node::default());
+            self.add_node(true);
         }
         if let Some(n) = self.nodes.front_mut() {
-            n.splice(0, 0, &enc);
+            // Encoded at the end, then rotated to the front: one memmove, no temporary.
+            let k = n.encode_at_end(elem);
+            n.buf.rotate_right(k);
             n.count += 1;
         }
         self.len += 1;
@@ -554,7 +564,7 @@ impl List {
         if j == 0 && k > 0 {
             let p = &self.nodes[k - 1];
             let (pb, pc) = (p.buf.len(), p.count);
-            if self.allows(pb, pc, enc.len()) {
+            if self.allows(pb, pc, elem.len()) {
                 let p = &mut self.nodes[k - 1];
                 p.splice(pb, 0, &enc);
                 p.count += 1;
@@ -671,24 +681,24 @@ impl List {
             self.len -= n.count as usize;
             self.nodes.pop_back();
         }
-        if drop_head > 0 {
-            if let Some(n) = self.nodes.front_mut() {
-                let off = n.offset_of(drop_head);
-                n.buf.drain(..off);
-                n.count -= drop_head as u32;
-                n.shrink();
-                self.len -= drop_head;
-            }
+        if drop_head > 0
+            && let Some(n) = self.nodes.front_mut()
+        {
+            let off = n.offset_of(drop_head);
+            n.buf.drain(..off);
+            n.count -= drop_head as u32;
+            n.shrink();
+            self.len -= drop_head;
         }
-        if drop_tail > 0 {
-            if let Some(n) = self.nodes.back_mut() {
-                let keep = n.count as usize - drop_tail;
-                let off = n.offset_of(keep);
-                n.buf.truncate(off);
-                n.count -= drop_tail as u32;
-                n.shrink();
-                self.len -= drop_tail;
-            }
+        if drop_tail > 0
+            && let Some(n) = self.nodes.back_mut()
+        {
+            let keep = n.count as usize - drop_tail;
+            let off = n.offset_of(keep);
+            n.buf.truncate(off);
+            n.count -= drop_tail as u32;
+            n.shrink();
+            self.len -= drop_tail;
         }
     }
 
@@ -767,11 +777,31 @@ impl List {
         "quicklist"
     }
 
-    /// Bytes allocated: the list header, the node array and every node's buffer.
+    /// Bytes allocated, each allocation at its allocator size class: the list header
+    /// (its box), the node array and every node's buffer.
     pub fn heap_size(&self) -> usize {
-        std::mem::size_of::<List>()
-            + self.nodes.capacity() * std::mem::size_of::<Node>()
-            + self.nodes.iter().map(|n| n.buf.capacity()).sum::<usize>()
+        usable_size(std::mem::size_of::<List>())
+            + usable_size(self.nodes.capacity() * std::mem::size_of::<Node>())
+            + self
+                .nodes
+                .iter()
+                .map(|n| usable_size(n.buf.capacity()))
+                .sum::<usize>()
+    }
+
+    /// Adds a node at one end, keeping the node array exact while it is small (most
+    /// lists have one node) and amortised beyond.
+    fn add_node(&mut self, front: bool) {
+        if self.nodes.len() < 8 {
+            self.nodes.reserve_exact(1);
+        } else {
+            self.nodes.reserve(1);
+        }
+        if front {
+            self.nodes.push_front(Node::default());
+        } else {
+            self.nodes.push_back(Node::default());
+        }
     }
 
     /// Number of nodes (tests and diagnostics).
