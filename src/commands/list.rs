@@ -861,7 +861,7 @@ fn lpos(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             if matches >= rank {
                 if count != -1 {
                     hits.push(at);
-                    if count != 0 && matches - rank + 1 >= count {
+                    if count != 0 && matches.wrapping_sub(rank).wrapping_add(1) >= count {
                         break;
                     }
                 } else {
