@@ -335,8 +335,14 @@ impl Node {
 
     /// Appends the encoding of `elem`; returns its size.
     fn encode_at_end(&mut self, elem: &[u8]) -> usize {
-        // Header (<= 5) + payload + backlen (<= 5); an integer is at most 9 + 1.
-        self.grow_for(elem.len() + 10);
+        // The most the entry can take: header + payload + backlen for a string (an
+        // integer's entry is never longer than its text + 2).
+        let most = match elem.len() {
+            0..=63 => elem.len() + 2,
+            64..=4095 => elem.len() + 4,
+            n => n + 10,
+        };
+        self.grow_for(most);
         let before = self.buf.len();
         encode(elem, &mut self.buf);
         self.buf.len() - before
