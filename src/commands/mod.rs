@@ -23,6 +23,7 @@ pub mod effects;
 pub mod hash;
 pub mod keys;
 pub mod latency;
+pub mod list;
 pub mod memory;
 pub mod pubsub;
 pub mod replication;
@@ -30,6 +31,7 @@ pub mod reply;
 pub mod server;
 pub mod set;
 pub mod slowlog;
+pub mod sort;
 pub mod transaction;
 pub mod xack;
 pub mod xackdel;
@@ -75,6 +77,8 @@ pub static FAMILIES: &[&[CommandSpec]] = &[
     pubsub::COMMANDS,
     hash::COMMANDS,
     set::COMMANDS,
+    list::COMMANDS,
+    sort::COMMANDS,
 ];
 
 /// All top-level commands, in table order (the rows themselves: usable before a core

@@ -339,21 +339,47 @@ fn movable_keys(spec: &CommandSpec, argv: &Argv) -> Vec<usize> {
         "xgroup|setdlq" if argv.len() >= 7 => vec![2, 4],
         "xgroup|setdlq" if argv.len() >= 3 => vec![2],
         // SINTERCARD numkeys key [key ...] (types-hs: Redis's keynum key spec).
-        "sintercard" => keynum_keys(argv, 1),
+        "sintercard" => numkeys_keys(argv, 1),
+        // LMPOP numkeys key... / BLMPOP timeout numkeys key...
+        "lmpop" => numkeys_keys(argv, 1),
+        "blmpop" => numkeys_keys(argv, 2),
+        // SORT key ... [STORE dst]: the key, and the STORE destination (SORT_RO has no
+        // STORE, so a `STORE` word there is no key).
+        "sort" | "sort_ro" if argv.len() >= 2 => {
+            let mut keys = vec![1];
+            let mut i = 2;
+            while i < argv.len() {
+                let a = &argv[i];
+                if a.eq_ignore_ascii_case(b"limit") {
+                    i += 3;
+                    continue;
+                }
+                if spec.name == "sort" && a.eq_ignore_ascii_case(b"store") && i + 1 < argv.len() {
+                    keys.push(i + 1);
+                    i += 2;
+                    continue;
+                }
+                if a.eq_ignore_ascii_case(b"by") || a.eq_ignore_ascii_case(b"get") {
+                    i += 1;
+                }
+                i += 1;
+            }
+            keys
+        }
         _ => Vec::new(),
     }
 }
 
-/// Keys of a `numkeys key [key ...]` command whose count is at `argv[at]`: the keys
-/// that count names, as far as the arguments go (none for a count that is not a
-/// positive integer).
-fn keynum_keys(argv: &Argv, at: usize) -> Vec<usize> {
+/// The `numkeys` keys after `argv[at]` (LMPOP `at` = 1, BLMPOP 2), as far as the
+/// arguments go.
+fn numkeys_keys(argv: &Argv, at: usize) -> Vec<usize> {
     let n = argv
         .get(at)
         .and_then(|a| std::str::from_utf8(a).ok())
-        .and_then(|a| a.parse::<usize>().ok())
+        .and_then(|t| t.parse::<u64>().ok())
         .unwrap_or(0);
-    (at + 1..(at + 1 + n).min(argv.len())).collect()
+    let last = (at as u64).saturating_add(n).min(argv.len() as u64 - 1) as usize;
+    (at + 1..=last).collect()
 }
 
 /// The installed table: the families' rows and the name index over them.

@@ -190,6 +190,9 @@ pub struct Core {
     pub block_timer: Rc<Notify>,
     /// While a blocked command is re-executed: its original deadline.
     pub reprocessing: Option<Option<u64>>,
+    /// While a blocked command is re-executed because a key was signalled ready: that
+    /// key (list pops serve from it only, as Redis 7.0's `serveClientsBlockedOnListKey`).
+    pub reprocess_key: Option<Bytes>,
     /// Unix ms of the current batch: the command time of every command in it (one
     /// clock read per batch, not per command).
     pub batch_now_ms: u64,
@@ -462,6 +465,7 @@ impl Core {
             blocked: BlockedClients::default(),
             block_timer: Rc::new(Notify::new()),
             reprocessing: None,
+            reprocess_key: None,
             batch_now_ms: unix_ms(),
             clock: Instant::now(),
             persist: Box::new(NoPersistence),
@@ -852,7 +856,9 @@ impl Core {
                         // XREAD is not woken by a deletion (reference §3.4).
                         let exists = self.dbs.get(db).is_some_and(|d| d.keys.contains_key(&key));
                         if state.unblock_on_nokey || exists {
+                            self.reprocess_key = Some(key.clone());
                             self.reprocess(&mut client, state);
+                            self.reprocess_key = None;
                         }
                     }
                     self.clients.insert(id, client);

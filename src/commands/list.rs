@@ -1,0 +1,1128 @@
+//! The list family (Redis 7.0's `@list` category minus SORT, which is `sort.rs`):
+//! LPUSH RPUSH LPUSHX RPUSHX LPOP RPOP LLEN LINDEX LSET LINSERT LRANGE LREM LTRIM LPOS
+//! LMOVE RPOPLPUSH LMPOP and the blocking BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP.
+//!
+//! Replies are Redis 7.0's, RESP2 and RESP3 alike (lists reply arrays in both):
+//!
+//! ```text
+//! LPOP k        $elem | null                    LPOP k n     *n elems | null array (no key)
+//!                                                             *0 (n = 0 on an existing key)
+//! BLPOP k.. t   *2 $key $elem | null array      LMPOP ...    *2 $key *n elems | null array
+//! BLMOVE ...    $elem | null array on timeout, null bulk when it cannot block (MULTI)
+//! ```
+//!
+//! Blocking follows Redis 7.0: a client blocks only when every key is missing (a key of
+//! another type is WRONGTYPE at once). When one of its keys is signalled ready the core
+//! re-executes the command with [`Core::reprocess_key`](crate::core::Core) naming that
+//! key, and the command then serves from that key only, as Redis 7.0's
+//! `serveClientsBlockedOnListKey` does; a key that is not a list counts as empty then,
+//! so a key turned into a string neither wakes nor answers the client. Served pops are
+//! propagated as LPOP/RPOP (LPOP/RPOP with the count for BLMPOP and LMPOP, as 7.0
+//! rewrites them) and BLMOVE/BRPOPLPUSH as LMOVE/RPOPLPUSH.
+
+use super::{CommandSpec, flags::*, is, keyflags};
+use crate::core::Ctx;
+use crate::core::notify::class;
+use crate::error::ReplyError;
+use crate::types::Value;
+use crate::types::list::{List, Needle};
+use bytes::Bytes;
+
+const LIST: &[&str] = &["@list"];
+const RW_ACCESS_DELETE: &[u32] = &[keyflags::RW | keyflags::ACCESS | keyflags::DELETE];
+const RO_ACCESS: &[u32] = &[keyflags::RO | keyflags::ACCESS];
+const MOVE_KEYS: &[u32] = &[
+    keyflags::RW | keyflags::ACCESS | keyflags::DELETE,
+    keyflags::RW | keyflags::INSERT,
+];
+
+/// A list command row with keys `first..=last`.
+#[allow(clippy::too_many_arguments)]
+const fn row(
+    name: &'static str,
+    arity: i32,
+    flags: u32,
+    keys: (i32, i32),
+    key_flags: &'static [u32],
+    summary: &'static str,
+    since: &'static str,
+    handler: super::Handler,
+) -> CommandSpec {
+    let spec = CommandSpec::new(name, arity, flags, "list", summary, since, handler)
+        .keys(keys.0, keys.1, 1)
+        .categories(LIST);
+    CommandSpec { key_flags, ..spec }
+}
+
+const PUSH_KEYS: &[u32] = keyflags::RW_INSERT;
+
+/// This family's rows of the command table.
+pub const COMMANDS: &[CommandSpec] = &[
+    row(
+        "blmove",
+        6,
+        WRITE | DENYOOM | NOSCRIPT | BLOCKING,
+        (1, 2),
+        MOVE_KEYS,
+        "Pop an element from a list, push it to another list and return it; or block until one is available",
+        "6.2.0",
+        blmove,
+    ),
+    CommandSpec {
+        first_key: 0,
+        last_key: 0,
+        key_step: 0,
+        ..row(
+            "blmpop",
+            -5,
+            WRITE | BLOCKING | MOVABLEKEYS,
+            (0, 0),
+            RW_ACCESS_DELETE,
+            "Pop elements from a list, or block until one is available",
+            "7.0.0",
+            blmpop,
+        )
+    },
+    row(
+        "blpop",
+        -3,
+        WRITE | NOSCRIPT | BLOCKING,
+        (1, -2),
+        RW_ACCESS_DELETE,
+        "Remove and get the first element in a list, or block until one is available",
+        "2.0.0",
+        blpop,
+    ),
+    row(
+        "brpop",
+        -3,
+        WRITE | NOSCRIPT | BLOCKING,
+        (1, -2),
+        RW_ACCESS_DELETE,
+        "Remove and get the last element in a list, or block until one is available",
+        "2.0.0",
+        brpop,
+    ),
+    row(
+        "brpoplpush",
+        4,
+        WRITE | DENYOOM | NOSCRIPT | BLOCKING,
+        (1, 2),
+        MOVE_KEYS,
+        "Pop an element from a list, push it to another list and return it; or block until one is available",
+        "2.2.0",
+        brpoplpush,
+    ),
+    row(
+        "lindex",
+        3,
+        READONLY,
+        (1, 1),
+        RO_ACCESS,
+        "Get an element from a list by its index",
+        "1.0.0",
+        lindex,
+    ),
+    row(
+        "linsert",
+        5,
+        WRITE | DENYOOM,
+        (1, 1),
+        keyflags::RW_INSERT,
+        "Insert an element before or after another element in a list",
+        "2.2.0",
+        linsert,
+    ),
+    row(
+        "llen",
+        2,
+        READONLY | FAST,
+        (1, 1),
+        keyflags::RO_ONLY,
+        "Get the length of a list",
+        "1.0.0",
+        llen,
+    ),
+    row(
+        "lmove",
+        5,
+        WRITE | DENYOOM,
+        (1, 2),
+        MOVE_KEYS,
+        "Pop an element from a list, push it to another list and return it",
+        "6.2.0",
+        lmove,
+    ),
+    CommandSpec {
+        first_key: 0,
+        last_key: 0,
+        key_step: 0,
+        ..row(
+            "lmpop",
+            -4,
+            WRITE | MOVABLEKEYS,
+            (0, 0),
+            RW_ACCESS_DELETE,
+            "Pop elements from a list",
+            "7.0.0",
+            lmpop,
+        )
+    },
+    row(
+        "lpop",
+        -2,
+        WRITE | FAST,
+        (1, 1),
+        RW_ACCESS_DELETE,
+        "Remove and get the first elements in a list",
+        "1.0.0",
+        lpop,
+    ),
+    row(
+        "lpos",
+        -3,
+        READONLY,
+        (1, 1),
+        RO_ACCESS,
+        "Return the index of matching elements on a list",
+        "6.0.6",
+        lpos,
+    ),
+    row(
+        "lpush",
+        -3,
+        WRITE | DENYOOM | FAST,
+        (1, 1),
+        PUSH_KEYS,
+        "Prepend one or multiple elements to a list",
+        "1.0.0",
+        lpush,
+    ),
+    row(
+        "lpushx",
+        -3,
+        WRITE | DENYOOM | FAST,
+        (1, 1),
+        PUSH_KEYS,
+        "Prepend an element to a list, only if the list exists",
+        "2.2.0",
+        lpushx,
+    ),
+    row(
+        "lrange",
+        4,
+        READONLY,
+        (1, 1),
+        RO_ACCESS,
+        "Get a range of elements from a list",
+        "1.0.0",
+        lrange,
+    ),
+    row(
+        "lrem",
+        4,
+        WRITE,
+        (1, 1),
+        keyflags::RW_DELETE,
+        "Remove elements from a list",
+        "1.0.0",
+        lrem,
+    ),
+    row(
+        "lset",
+        4,
+        WRITE | DENYOOM,
+        (1, 1),
+        keyflags::RW_UPDATE,
+        "Set the value of an element in a list by its index",
+        "1.0.0",
+        lset,
+    ),
+    row(
+        "ltrim",
+        4,
+        WRITE,
+        (1, 1),
+        keyflags::RW_DELETE,
+        "Trim a list to the specified range",
+        "1.0.0",
+        ltrim,
+    ),
+    row(
+        "rpop",
+        -2,
+        WRITE | FAST,
+        (1, 1),
+        RW_ACCESS_DELETE,
+        "Remove and get the last elements in a list",
+        "1.0.0",
+        rpop,
+    ),
+    row(
+        "rpoplpush",
+        3,
+        WRITE | DENYOOM,
+        (1, 2),
+        MOVE_KEYS,
+        "Remove the last element in a list, prepend it to another list and return it",
+        "1.2.0",
+        rpoplpush,
+    ),
+    row(
+        "rpush",
+        -3,
+        WRITE | DENYOOM | FAST,
+        (1, 1),
+        PUSH_KEYS,
+        "Append one or multiple elements to a list",
+        "1.0.0",
+        rpush,
+    ),
+    row(
+        "rpushx",
+        -3,
+        WRITE | DENYOOM | FAST,
+        (1, 1),
+        PUSH_KEYS,
+        "Append an element to a list, only if the list exists",
+        "2.2.0",
+        rpushx,
+    ),
+];
+
+/// Which end of a list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// The head (`LEFT`, LPOP, LPUSH).
+    Left,
+    /// The tail (`RIGHT`, RPOP, RPUSH).
+    Right,
+}
+
+impl End {
+    /// `LEFT` / `RIGHT` (case-insensitive), else `ERR syntax error`.
+    fn parse(arg: &[u8]) -> Result<End, ReplyError> {
+        if is(arg, "left") {
+            Ok(End::Left)
+        } else if is(arg, "right") {
+            Ok(End::Right)
+        } else {
+            Err(ReplyError::Syntax)
+        }
+    }
+
+    fn pop_event(self) -> &'static str {
+        match self {
+            End::Left => "lpop",
+            End::Right => "rpop",
+        }
+    }
+
+    fn push_event(self) -> &'static str {
+        match self {
+            End::Left => "lpush",
+            End::Right => "rpush",
+        }
+    }
+
+    fn pop_name(self) -> &'static [u8] {
+        match self {
+            End::Left => b"LPOP",
+            End::Right => b"RPOP",
+        }
+    }
+
+    fn word(self) -> &'static [u8] {
+        match self {
+            End::Left => b"LEFT",
+            End::Right => b"RIGHT",
+        }
+    }
+}
+
+/// A strict `long` argument (`ERR value is not an integer or out of range`).
+fn parse_long(arg: &[u8]) -> Result<i64, ReplyError> {
+    super::parse_i64(arg)
+}
+
+/// Redis's `getRangeLongFromObjectOrReply` with a message: `msg` both when the argument
+/// is not an integer and when it is outside `min..=max`.
+fn parse_range(arg: &[u8], min: i64, msg: &'static str) -> Result<i64, ReplyError> {
+    match crate::stream::id::string2ll(arg) {
+        Some(v) if v >= min => Ok(v),
+        _ => Err(ReplyError::msg(msg)),
+    }
+}
+
+/// A positive count (`getPositiveLongFromObjectOrReply` without a message).
+fn parse_positive(arg: &[u8]) -> Result<i64, ReplyError> {
+    parse_range(arg, 0, "ERR value is out of range, must be positive")
+}
+
+/// A blocking timeout in seconds (a float, as Redis's `getTimeoutFromObjectOrReply`
+/// with `UNIT_SECONDS`): milliseconds, rounded up; 0 waits forever.
+pub fn parse_timeout_secs(arg: &[u8]) -> Result<u64, ReplyError> {
+    const NOT_FLOAT: ReplyError = ReplyError::msg("ERR timeout is not a float or out of range");
+    const NEGATIVE: ReplyError = ReplyError::msg("ERR timeout is negative");
+    let text = std::str::from_utf8(arg).map_err(|_| NOT_FLOAT)?;
+    if text.is_empty()
+        || text.len() >= 5 * 1024
+        || text.starts_with(|c: char| c.is_ascii_whitespace())
+    {
+        return Err(NOT_FLOAT);
+    }
+    let lower = text.to_ascii_lowercase();
+    let body = lower.trim_start_matches(['+', '-']);
+    // strtold's words are inf/infinity/nan only; Rust's parser agrees on those.
+    if body.starts_with("nan") {
+        return Err(NOT_FLOAT);
+    }
+    let v: f64 = text.parse().map_err(|_| NOT_FLOAT)?;
+    if v.is_infinite() && !(body == "inf" || body == "infinity") {
+        return Err(NOT_FLOAT);
+    }
+    let ms = (v * 1000.0).ceil();
+    // (long long) of an out-of-range value is LLONG_MIN on x86: negative.
+    if !ms.is_finite() || !(0.0..9.223_372_036_854_776e18).contains(&ms) {
+        return Err(NEGATIVE);
+    }
+    Ok(ms as u64)
+}
+
+/// The list at `key`, `WRONGTYPE` for another type. While a blocked command is
+/// re-executed a non-list counts as missing (Redis 7.0 does not serve from it).
+fn get_list<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Result<Option<&'c mut List>, ReplyError> {
+    let reprocessing = ctx.core.reprocessing.is_some();
+    match ctx.lookup_value(key) {
+        None => Ok(None),
+        Some(Value::List(l)) => Ok(Some(l)),
+        Some(_) if reprocessing => Ok(None),
+        Some(_) => Err(ReplyError::WrongType),
+    }
+}
+
+/// The list at `key` for a write: `WRONGTYPE` for another type, also while
+/// re-executing (the destination of BLMOVE: Redis 7.0 answers the error).
+fn get_list_strict<'c>(
+    ctx: &'c mut Ctx<'_>,
+    key: &[u8],
+) -> Result<Option<&'c mut List>, ReplyError> {
+    match ctx.lookup_value(key) {
+        None => Ok(None),
+        Some(Value::List(l)) => Ok(Some(l)),
+        Some(_) => Err(ReplyError::WrongType),
+    }
+}
+
+/// Creates an empty list at `key` (Redis's `dbAdd`: the key is signalled ready for
+/// blocked clients and the `new` event fires).
+fn create(ctx: &mut Ctx<'_>, key: &[u8]) {
+    let list = List::with_thresholds(&ctx.core.thresholds);
+    ctx.db().insert(key, Value::List(Box::new(list)));
+    ctx.signal_ready(key);
+    ctx.notify(class::NEW, "new", key);
+}
+
+/// Deletes `key` if its list became empty, with the `del` event.
+fn delete_if_empty(ctx: &mut Ctx<'_>, key: &[u8]) -> bool {
+    let empty = matches!(ctx.db().get(key), Some(Value::List(l)) if l.is_empty());
+    if empty {
+        ctx.db().remove(key);
+        ctx.notify(class::GENERIC, "del", key);
+    }
+    empty
+}
+
+/// LPUSH/RPUSH/LPUSHX/RPUSHX: one lookup when the list exists.
+fn push_generic(ctx: &mut Ctx<'_>, end: End, only_existing: bool) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let key = &argv[1];
+    let th = ctx.core.thresholds;
+    let push_all = |l: &mut List| {
+        for e in &argv[2..] {
+            match end {
+                End::Left => l.push_front(e, &th),
+                End::Right => l.push_back(e, &th),
+            }
+        }
+        l.len()
+    };
+    let len = match ctx.lookup_value(key) {
+        Some(Value::List(l)) => push_all(l),
+        Some(_) => return Err(ReplyError::WrongType),
+        None if only_existing => {
+            ctx.out.integer(0);
+            return Ok(());
+        }
+        None => {
+            let mut l = List::with_thresholds(&th);
+            let len = push_all(&mut l);
+            ctx.db().insert(key, Value::List(Box::new(l)));
+            ctx.signal_ready(key);
+            ctx.notify(class::NEW, "new", key);
+            len
+        }
+    };
+    ctx.out.integer(len as i64);
+    ctx.modified(key);
+    ctx.core.dirty += argv.len() as u64 - 3;
+    ctx.notify(class::LIST, end.push_event(), key);
+    ctx.propagate(argv);
+    Ok(())
+}
+
+fn lpush(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    push_generic(ctx, End::Left, false)
+}
+
+fn rpush(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    push_generic(ctx, End::Right, false)
+}
+
+fn lpushx(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    push_generic(ctx, End::Left, true)
+}
+
+fn rpushx(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    push_generic(ctx, End::Right, true)
+}
+
+/// Pops up to `count` elements from `end` of the list at `key` (which exists and is
+/// a list), writing them as an array; with `with_key`, as `[key, [elems]]`. Then the
+/// events, deletion of an emptied key, WATCH and dirty. Returns how many.
+fn pop_range_reply(ctx: &mut Ctx<'_>, key: &[u8], end: End, count: usize, with_key: bool) -> usize {
+    let idx = ctx.client.db;
+    let core = &mut *ctx.core;
+    let out = &mut *ctx.out;
+    let Some(Value::List(l)) = core.dbs[idx].get_mut(key) else {
+        return 0;
+    };
+    let n = count.min(l.len());
+    if with_key {
+        out.array(2);
+        out.bulk(key);
+    }
+    out.array(n);
+    for _ in 0..n {
+        match end {
+            End::Left => l.pop_front_with(|b| out.bulk(b)),
+            End::Right => l.pop_back_with(|b| out.bulk(b)),
+        };
+    }
+    popped(ctx, key, end, n);
+    n
+}
+
+/// The side effects of `n` elements popped from `end` of `key`.
+fn popped(ctx: &mut Ctx<'_>, key: &[u8], end: End, n: usize) {
+    ctx.notify(class::LIST, end.pop_event(), key);
+    delete_if_empty(ctx, key);
+    ctx.modified(key);
+    ctx.core.dirty += (n as u64).saturating_sub(1);
+}
+
+/// [`popped`] when the caller knows whether the list became empty.
+fn popped_known(ctx: &mut Ctx<'_>, key: &[u8], end: End, emptied: bool) {
+    ctx.notify(class::LIST, end.pop_event(), key);
+    if emptied {
+        ctx.db().remove(key);
+        ctx.notify(class::GENERIC, "del", key);
+    }
+    ctx.modified(key);
+}
+
+/// LPOP/RPOP key [count].
+fn pop_generic(ctx: &mut Ctx<'_>, end: End) -> Result<(), ReplyError> {
+    if ctx.argv.len() > 3 {
+        return Err(ReplyError::arity(ctx.arg(0)));
+    }
+    let count = match ctx.argv.get(2) {
+        Some(a) => Some(parse_positive(a)?),
+        None => None,
+    };
+    let argv = ctx.argv;
+    let key = &argv[1];
+    if count.is_none() {
+        // The hot path: one lookup, the element written straight from the node.
+        let hash = ctx.db().hash_key(key);
+        let (found, out) = ctx.lookup_value_hashed_with_out(hash, key);
+        let emptied = match found {
+            None => {
+                out.null();
+                return Ok(());
+            }
+            Some(Value::List(list)) => {
+                match end {
+                    End::Left => list.pop_front_with(|b| out.bulk(b)),
+                    End::Right => list.pop_back_with(|b| out.bulk(b)),
+                };
+                list.is_empty()
+            }
+            Some(_) => return Err(ReplyError::WrongType),
+        };
+        popped_known(ctx, key, end, emptied);
+        ctx.propagate(argv);
+        return Ok(());
+    }
+    let key = key.clone();
+    if get_list(ctx, &key)?.is_none() {
+        ctx.out.null_array();
+        return Ok(());
+    }
+    match count {
+        None => {}
+        Some(0) => {
+            ctx.out.array(0);
+            return Ok(());
+        }
+        Some(n) => {
+            pop_range_reply(ctx, &key, end, n as usize, false);
+        }
+    }
+    ctx.propagate(ctx.argv);
+    Ok(())
+}
+
+fn lpop(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    pop_generic(ctx, End::Left)
+}
+
+fn rpop(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    pop_generic(ctx, End::Right)
+}
+
+fn llen(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let key = ctx.arg(1).clone();
+    let n = get_list_strict(ctx, &key)?.map_or(0, |l| l.len());
+    ctx.out.integer(n as i64);
+    Ok(())
+}
+
+/// `index` (negative from the tail) as a position in a list of `len`, if in range.
+fn normalize(index: i64, len: usize) -> Option<usize> {
+    let len = len as i64;
+    let i = if index < 0 {
+        len.checked_add(index)?
+    } else {
+        index
+    };
+    (0..len).contains(&i).then_some(i as usize)
+}
+
+fn lindex(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let key = ctx.arg(1).clone();
+    let hash = ctx.db().hash_key(&key);
+    let (found, out) = ctx.lookup_value_hashed_with_out(hash, &key);
+    let list = match found {
+        None => {
+            out.null();
+            return Ok(());
+        }
+        Some(Value::List(l)) => l,
+        Some(_) => return Err(ReplyError::WrongType),
+    };
+    let index = parse_long(&argv[2])?;
+    match normalize(index, list.len()).and_then(|i| list.get(i)) {
+        Some(e) => out.bulk(&e),
+        None => out.null(),
+    }
+    Ok(())
+}
+
+fn lset(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let key = ctx.arg(1).clone();
+    let argv = ctx.argv;
+    let Some(list) = get_list_strict(ctx, &key)? else {
+        return Err(ReplyError::NoSuchKey);
+    };
+    let index = parse_long(&argv[2])?;
+    let Some(i) = normalize(index, list.len()) else {
+        return Err(ReplyError::msg("ERR index out of range"));
+    };
+    list.set(i, &argv[3]);
+    ctx.out.ok();
+    ctx.modified(&key);
+    ctx.notify(class::LIST, "lset", &key);
+    ctx.propagate(argv);
+    Ok(())
+}
+
+fn linsert(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let after = if is(&argv[2], "after") {
+        true
+    } else if is(&argv[2], "before") {
+        false
+    } else {
+        return Err(ReplyError::Syntax);
+    };
+    let key = argv[1].clone();
+    let th = ctx.core.thresholds;
+    let Some(list) = get_list_strict(ctx, &key)? else {
+        ctx.out.integer(0);
+        return Ok(());
+    };
+    let pivot = Needle::new(&argv[3]);
+    let mut it = list.iter();
+    let mut pos = None;
+    let mut i = 0;
+    while let Some(e) = it.next_elem() {
+        if pivot.matches(e) {
+            pos = Some(i);
+            break;
+        }
+        i += 1;
+    }
+    let Some(p) = pos else {
+        ctx.out.integer(-1);
+        return Ok(());
+    };
+    list.insert(if after { p + 1 } else { p }, &argv[4], &th);
+    let len = list.len();
+    ctx.modified(&key);
+    ctx.notify(class::LIST, "linsert", &key);
+    ctx.out.integer(len as i64);
+    ctx.propagate(argv);
+    Ok(())
+}
+
+/// (start, end) of Redis's range normalisation for LRANGE/LTRIM, or `None` when empty.
+fn range(start: i64, end: i64, len: usize) -> Option<(usize, usize)> {
+    let llen = len as i64;
+    let mut s = if start < 0 {
+        llen.saturating_add(start)
+    } else {
+        start
+    };
+    let mut e = if end < 0 {
+        llen.saturating_add(end)
+    } else {
+        end
+    };
+    if s < 0 {
+        s = 0;
+    }
+    if s > e || s >= llen {
+        return None;
+    }
+    if e >= llen {
+        e = llen - 1;
+    }
+    Some((s as usize, e as usize))
+}
+
+fn lrange(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let start = parse_long(&ctx.argv[2])?;
+    let end = parse_long(&ctx.argv[3])?;
+    let key = ctx.arg(1).clone();
+    let hash = ctx.db().hash_key(&key);
+    let (found, out) = ctx.lookup_value_hashed_with_out(hash, &key);
+    let list = match found {
+        None => {
+            out.array(0);
+            return Ok(());
+        }
+        Some(Value::List(l)) => l,
+        Some(_) => return Err(ReplyError::WrongType),
+    };
+    match range(start, end, list.len()) {
+        None => out.array(0),
+        Some((s, e)) => {
+            out.array(e - s + 1);
+            let mut it = list.iter_from(s);
+            for _ in s..=e {
+                if let Some(el) = it.next_elem() {
+                    el.with_bytes(|b| out.bulk(b));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn ltrim(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let start = parse_long(&argv[2])?;
+    let end = parse_long(&argv[3])?;
+    let key = argv[1].clone();
+    let Some(list) = get_list_strict(ctx, &key)? else {
+        ctx.out.ok();
+        return Ok(());
+    };
+    let before = list.len();
+    match range(start, end, before) {
+        None => list.retain_range(1, 0),
+        Some((s, e)) => list.retain_range(s, e),
+    }
+    let removed = before - list.len();
+    ctx.notify(class::LIST, "ltrim", &key);
+    delete_if_empty(ctx, &key);
+    ctx.modified(&key);
+    ctx.core.dirty += (removed as u64).saturating_sub(1);
+    ctx.out.ok();
+    ctx.propagate(argv);
+    Ok(())
+}
+
+fn lrem(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let count = parse_long(&argv[2])?;
+    let key = argv[1].clone();
+    let Some(list) = get_list_strict(ctx, &key)? else {
+        ctx.out.integer(0);
+        return Ok(());
+    };
+    let removed = list.remove_matching(&Needle::new(&argv[3]), count);
+    if removed > 0 {
+        ctx.modified(&key);
+        ctx.core.dirty += removed as u64 - 1;
+        ctx.notify(class::LIST, "lrem", &key);
+    }
+    delete_if_empty(ctx, &key);
+    ctx.out.integer(removed as i64);
+    if removed > 0 {
+        ctx.propagate(argv);
+    }
+    Ok(())
+}
+
+fn lpos(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let mut rank: i64 = 1;
+    let mut count: i64 = -1;
+    let mut maxlen: i64 = 0;
+    let mut j = 3;
+    while j < argv.len() {
+        let more = j + 1 < argv.len();
+        if is(&argv[j], "rank") && more {
+            j += 1;
+            rank = parse_long(&argv[j])?;
+            if rank == 0 {
+                return Err(ReplyError::msg(
+                    "ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list",
+                ));
+            }
+        } else if is(&argv[j], "count") && more {
+            j += 1;
+            count = parse_range(&argv[j], 0, "ERR COUNT can't be negative")?;
+        } else if is(&argv[j], "maxlen") && more {
+            j += 1;
+            maxlen = parse_range(&argv[j], 0, "ERR MAXLEN can't be negative")?;
+        } else {
+            return Err(ReplyError::Syntax);
+        }
+        j += 1;
+    }
+    let from_tail = rank < 0;
+    if from_tail {
+        rank = rank.wrapping_neg();
+    }
+    let key = argv[1].clone();
+    let hash = ctx.db().hash_key(&key);
+    let (found, out) = ctx.lookup_value_hashed_with_out(hash, &key);
+    let list = match found {
+        None => {
+            if count != -1 {
+                out.array(0);
+            } else {
+                out.null();
+            }
+            return Ok(());
+        }
+        Some(Value::List(l)) => l,
+        Some(_) => return Err(ReplyError::WrongType),
+    };
+    let needle = Needle::new(&argv[2]);
+    let len = list.len();
+    let mut hits: Vec<i64> = Vec::new();
+    let mut single = None;
+    let mut matches: i64 = 0;
+    let mut index: i64 = 0;
+    let mut fwd = list.iter();
+    let mut rev = list.iter_rev();
+    loop {
+        if maxlen != 0 && index >= maxlen {
+            break;
+        }
+        let e = if from_tail {
+            rev.next_elem()
+        } else {
+            fwd.next_elem()
+        };
+        let Some(e) = e else { break };
+        if needle.matches(e) {
+            matches += 1;
+            let at = if from_tail {
+                len as i64 - index - 1
+            } else {
+                index
+            };
+            if matches >= rank {
+                if count != -1 {
+                    hits.push(at);
+                    if count != 0 && matches.wrapping_sub(rank).wrapping_add(1) >= count {
+                        break;
+                    }
+                } else {
+                    single = Some(at);
+                    break;
+                }
+            }
+        }
+        index += 1;
+    }
+    if count != -1 {
+        out.array(hits.len());
+        for h in hits {
+            out.integer(h);
+        }
+    } else {
+        match single {
+            Some(i) => out.integer(i),
+            None => out.null(),
+        }
+    }
+    Ok(())
+}
+
+/// LMOVE's work once `src` is known to hold a non-empty list: checks the
+/// destination's type, pops, pushes, replies with the element, and the events in
+/// Redis's order (`new`/`lpush`|`rpush` on the destination, then `lpop`|`rpop` and
+/// maybe `del` on the source).
+fn move_generic(
+    ctx: &mut Ctx<'_>,
+    src: &Bytes,
+    dst: &Bytes,
+    from: End,
+    to: End,
+) -> Result<(), ReplyError> {
+    let dst_exists = get_list_strict(ctx, dst)?.is_some();
+    let idx = ctx.client.db;
+    let th = ctx.core.thresholds;
+    let elem = match ctx.core.dbs[idx].get_mut(src) {
+        Some(Value::List(l)) => match from {
+            End::Left => l.pop_front(),
+            End::Right => l.pop_back(),
+        },
+        _ => None,
+    };
+    let Some(elem) = elem else {
+        ctx.out.null();
+        return Ok(());
+    };
+    if !dst_exists && src != dst {
+        create(ctx, dst);
+    }
+    if let Some(Value::List(l)) = ctx.core.dbs[idx].get_mut(dst) {
+        match to {
+            End::Left => l.push_front(&elem, &th),
+            End::Right => l.push_back(&elem, &th),
+        }
+    }
+    ctx.modified(dst);
+    ctx.notify(class::LIST, to.push_event(), dst);
+    ctx.out.bulk(&elem);
+    ctx.notify(class::LIST, from.pop_event(), src);
+    delete_if_empty(ctx, src);
+    ctx.modified(src);
+    ctx.core.dirty -= 1;
+    Ok(())
+}
+
+/// LMOVE / RPOPLPUSH / BLMOVE / BRPOPLPUSH, `timeout_ms` set for the blocking ones.
+fn lmove_command(
+    ctx: &mut Ctx<'_>,
+    from: End,
+    to: End,
+    timeout_ms: Option<u64>,
+    effect: &[&[u8]],
+) -> Result<(), ReplyError> {
+    let src = ctx.arg(1).clone();
+    let dst = ctx.arg(2).clone();
+    if get_list(ctx, &src)?.is_none() {
+        match timeout_ms {
+            Some(t) if ctx.can_block() => {
+                let argv = ctx.argv.clone();
+                ctx.block(vec![src], t, false, argv);
+            }
+            _ => ctx.out.null(),
+        }
+        return Ok(());
+    }
+    move_generic(ctx, &src, &dst, from, to)?;
+    ctx.propagate(effect);
+    Ok(())
+}
+
+fn lmove(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let from = End::parse(&ctx.argv[3])?;
+    let to = End::parse(&ctx.argv[4])?;
+    let effect: Vec<&[u8]> = ctx.argv.iter().map(|a| &a[..]).collect();
+    lmove_command(ctx, from, to, None, &effect)
+}
+
+fn rpoplpush(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let effect: Vec<&[u8]> = ctx.argv.iter().map(|a| &a[..]).collect();
+    lmove_command(ctx, End::Right, End::Left, None, &effect)
+}
+
+fn blmove(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let from = End::parse(&ctx.argv[3])?;
+    let to = End::parse(&ctx.argv[4])?;
+    let timeout = parse_timeout_secs(&ctx.argv[5])?;
+    let argv = ctx.argv;
+    let effect: [&[u8]; 5] = [b"LMOVE", &argv[1], &argv[2], from.word(), to.word()];
+    lmove_command(ctx, from, to, Some(timeout), &effect)
+}
+
+fn brpoplpush(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let timeout = parse_timeout_secs(&ctx.argv[3])?;
+    let argv = ctx.argv;
+    let effect: [&[u8]; 3] = [b"RPOPLPUSH", &argv[1], &argv[2]];
+    lmove_command(ctx, End::Right, End::Left, Some(timeout), &effect)
+}
+
+/// BLPOP/BRPOP/BLMPOP (and LMPOP with `timeout_ms` = None): serve from the first
+/// non-empty key (re-executing: from the key signalled ready), else block.
+fn pop_keys(
+    ctx: &mut Ctx<'_>,
+    keys: &[Bytes],
+    end: End,
+    count: Option<usize>,
+    timeout_ms: Option<u64>,
+) -> Result<(), ReplyError> {
+    let ready = if ctx.core.reprocessing.is_some() {
+        ctx.core.reprocess_key.clone()
+    } else {
+        None
+    };
+    for key in keys {
+        if ready.as_ref().is_some_and(|r| r != key) {
+            continue;
+        }
+        let len = match get_list(ctx, key)? {
+            Some(l) if !l.is_empty() => l.len(),
+            _ => continue,
+        };
+        match count {
+            Some(n) => {
+                let n = pop_range_reply(ctx, key, end, n, true);
+                let mut b = itoa::Buffer::new();
+                let effect: [&[u8]; 3] = [end.pop_name(), key, b.format(n.min(len)).as_bytes()];
+                ctx.propagate(&effect);
+            }
+            None => {
+                let idx = ctx.client.db;
+                let core = &mut *ctx.core;
+                let out = &mut *ctx.out;
+                if let Some(Value::List(l)) = core.dbs[idx].get_mut(key) {
+                    out.array(2);
+                    out.bulk(key);
+                    match end {
+                        End::Left => l.pop_front_with(|b| out.bulk(b)),
+                        End::Right => l.pop_back_with(|b| out.bulk(b)),
+                    };
+                }
+                popped(ctx, key, end, 1);
+                let effect: [&[u8]; 2] = [end.pop_name(), key];
+                ctx.propagate(&effect);
+            }
+        }
+        return Ok(());
+    }
+    match timeout_ms {
+        Some(t) if ctx.can_block() => {
+            let argv = ctx.argv.clone();
+            ctx.block(keys.to_vec(), t, false, argv);
+        }
+        _ => ctx.out.null_array(),
+    }
+    Ok(())
+}
+
+fn blpop(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let n = ctx.argv.len();
+    let timeout = parse_timeout_secs(&ctx.argv[n - 1])?;
+    let keys: Vec<Bytes> = ctx.argv[1..n - 1].to_vec();
+    pop_keys(ctx, &keys, End::Left, None, Some(timeout))
+}
+
+fn brpop(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let n = ctx.argv.len();
+    let timeout = parse_timeout_secs(&ctx.argv[n - 1])?;
+    let keys: Vec<Bytes> = ctx.argv[1..n - 1].to_vec();
+    pop_keys(ctx, &keys, End::Right, None, Some(timeout))
+}
+
+/// Parses `numkeys key... LEFT|RIGHT [COUNT n]` from `argv[at]`: (keys, end, count).
+fn parse_mpop(argv: &[Bytes], at: usize) -> Result<(Vec<Bytes>, End, usize), ReplyError> {
+    let numkeys = parse_range(&argv[at], 1, "ERR numkeys should be greater than 0")?;
+    let where_idx = (numkeys as u64)
+        .checked_add(at as u64 + 1)
+        .filter(|&w| w < argv.len() as u64)
+        .ok_or(ReplyError::Syntax)? as usize;
+    let end = End::parse(&argv[where_idx])?;
+    let mut count: i64 = -1;
+    let mut j = where_idx + 1;
+    while j < argv.len() {
+        let more = j + 1 < argv.len();
+        if count == -1 && is(&argv[j], "count") && more {
+            j += 1;
+            count = parse_range(&argv[j], 1, "ERR count should be greater than 0")?;
+        } else {
+            return Err(ReplyError::Syntax);
+        }
+        j += 1;
+    }
+    let count = if count == -1 { 1 } else { count };
+    let keys = argv[at + 1..where_idx].to_vec();
+    Ok((keys, end, usize::try_from(count).unwrap_or(usize::MAX)))
+}
+
+fn lmpop(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let (keys, end, count) = parse_mpop(ctx.argv, 1)?;
+    pop_keys(ctx, &keys, end, Some(count), None)
+}
+
+fn blmpop(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let (keys, end, count) = parse_mpop(ctx.argv, 2)?;
+    let timeout = parse_timeout_secs(&ctx.argv[1])?;
+    pop_keys(ctx, &keys, end, Some(count), Some(timeout))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts_parse_as_redis_does() {
+        assert_eq!(parse_timeout_secs(b"0"), Ok(0));
+        assert_eq!(parse_timeout_secs(b"0.01"), Ok(10));
+        assert_eq!(parse_timeout_secs(b"1.0001"), Ok(1001));
+        assert_eq!(parse_timeout_secs(b"1e1"), Ok(10000));
+        assert!(parse_timeout_secs(b"x").is_err());
+        assert!(parse_timeout_secs(b"nan").is_err());
+        assert!(parse_timeout_secs(b" 1").is_err());
+        assert_eq!(
+            parse_timeout_secs(b"-1").unwrap_err().to_string(),
+            "ERR timeout is negative"
+        );
+        assert_eq!(
+            parse_timeout_secs(b"").unwrap_err().to_string(),
+            "ERR timeout is not a float or out of range"
+        );
+    }
+
+    #[test]
+    fn ranges_normalise_like_redis() {
+        assert_eq!(range(0, -1, 3), Some((0, 2)));
+        assert_eq!(range(-100, 100, 3), Some((0, 2)));
+        assert_eq!(range(2, 1, 3), None);
+        assert_eq!(range(5, 10, 3), None);
+        assert_eq!(range(i64::MIN, i64::MAX, 3), Some((0, 2)));
+        assert_eq!(normalize(-1, 3), Some(2));
+        assert_eq!(normalize(3, 3), None);
+        assert_eq!(normalize(i64::MIN, 3), None);
+    }
+}
