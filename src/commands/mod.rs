@@ -40,6 +40,9 @@ pub mod xnack;
 pub mod xpending;
 pub mod xrange;
 pub mod xread;
+pub mod zset;
+pub mod zset_range;
+pub mod zset_store;
 
 use crate::core::Ctx;
 pub use crate::core::command::{
@@ -71,6 +74,7 @@ pub static FAMILIES: &[&[CommandSpec]] = &[
     xnack::COMMANDS,
     xidmp::COMMANDS,
     pubsub::COMMANDS,
+    zset::COMMANDS,
 ];
 
 /// All top-level commands, in table order (the rows themselves: usable before a core

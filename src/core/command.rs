@@ -338,8 +338,25 @@ fn movable_keys(spec: &CommandSpec, argv: &Argv) -> Vec<usize> {
         // dead-letter stream it will write to.
         "xgroup|setdlq" if argv.len() >= 7 => vec![2, 4],
         "xgroup|setdlq" if argv.len() >= 3 => vec![2],
+        // The sorted-set family's numkeys commands: the keys follow `numkeys`; the
+        // STORE forms also name their destination.
+        "zunion" | "zinter" | "zdiff" | "zintercard" | "zmpop" => numkeys_keys(argv, 1, false),
+        "zunionstore" | "zinterstore" | "zdiffstore" => numkeys_keys(argv, 2, true),
+        "bzmpop" => numkeys_keys(argv, 2, false),
         _ => Vec::new(),
     }
+}
+
+/// Keys after a `numkeys` argument at `at` (and the destination at 1 if `dest`).
+fn numkeys_keys(argv: &Argv, at: usize, dest: bool) -> Vec<usize> {
+    let n = argv
+        .get(at)
+        .and_then(|a| crate::stream::id::string2ll(a))
+        .unwrap_or(0)
+        .max(0) as usize;
+    let mut keys: Vec<usize> = if dest { vec![1] } else { Vec::new() };
+    keys.extend((at + 1..argv.len()).take(n));
+    keys
 }
 
 /// The installed table: the families' rows and the name index over them.
