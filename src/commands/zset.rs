@@ -804,9 +804,10 @@ fn zscan(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     out.array(2);
     out.bulk(next.to_string().as_bytes());
     out.array(items.len() * 2);
+    // Scores as strings in both protocols (Redis: `d2string`, `%.17g` as well).
     for (m, s) in items {
         out.bulk(m);
-        reply_score(out, s);
+        out.bulk(fmt_double(s).as_bytes());
     }
     Ok(())
 }
