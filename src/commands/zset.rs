@@ -533,6 +533,7 @@ fn zadd_generic(ctx: &mut Ctx<'_>, incr: bool) -> Result<(), ReplyError> {
                     }
                 }
             }
+            z.compact();
         }
         // A key created for nothing (only possible with a NaN increment on a new
         // key, which cannot happen, or XX) is not kept.

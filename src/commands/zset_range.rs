@@ -431,6 +431,7 @@ pub fn store_result(ctx: &mut Ctx<'_>, dst: &[u8], items: Vec<(Vec<u8>, f64)>, e
             z.push_sorted(m, *s, &t);
         }
         z.shrink_if_fits(&t);
+        z.compact();
         let existed = ctx.exists(dst);
         ctx.db().insert(dst, Value::ZSet(Box::new(z)));
         if !existed {

@@ -15,7 +15,9 @@
 //!
 //! score: varint x, then
 //!          x even   -> the score is the integer unzigzag(x >> 1)   (|s| <= 2^53, not -0)
-//!          x == 1   -> 8 bytes follow: the f64, little-endian      (anything else)
+//!          x odd    -> n = x >> 1 (1..=8) bytes follow: the n most significant bytes
+//!                      of the f64's bits, big-endian; the bits below are zero
+//!                      (1.5 = 3f f8 00.. -> 05 3f f8; 0.1 needs all 8)
 //!
 //! varint: LEB128, 7 bits a byte, low bits first, high bit = "more follows"
 //! ```
@@ -350,6 +352,16 @@ impl ZSet {
         end - start
     }
 
+    /// Gives back a small set's slack capacity (called once a command finished
+    /// growing it, so a set built by one ZADD costs what its entries take).
+    pub fn compact(&mut self) {
+        if let Repr::Packed(p) = &mut self.repr {
+            if p.buf.capacity() > p.buf.len() + p.buf.len() / 16 {
+                p.buf.shrink_to_fit();
+            }
+        }
+    }
+
     /// `OBJECT ENCODING`'s name for it.
     pub fn encoding(&self) -> &'static str {
         match &self.repr {
@@ -361,9 +373,9 @@ impl ZSet {
     /// Bytes allocated for the set: its header (the keyspace boxes it), the buffer or
     /// the blocks, index and member allocations.
     pub fn heap_size(&self) -> usize {
-        std::mem::size_of::<ZSet>()
+        usable_size(std::mem::size_of::<ZSet>())
             + match &self.repr {
-                Repr::Packed(p) => p.buf.capacity(),
+                Repr::Packed(p) => usable_size(p.buf.capacity()),
                 Repr::Sorted(s) => s.heap_size(),
             }
     }
@@ -516,8 +528,11 @@ fn encode_entry(out: &mut Vec<u8>, member: &[u8], score: f64) {
         let zig = ((i << 1) ^ (i >> 63)) as u64;
         put_varint(out, zig << 1);
     } else {
-        out.push(1);
-        out.extend_from_slice(&score.to_le_bytes());
+        let bits = score.to_bits().to_be_bytes();
+        let n = 8 - bits.iter().rev().take_while(|b| **b == 0).count();
+        let n = n.max(1);
+        out.push(((n as u8) << 1) | 1);
+        out.extend_from_slice(&bits[..n]);
     }
 }
 
@@ -532,8 +547,12 @@ fn decode(buf: &[u8], pos: usize) -> Option<(&[u8], f64, usize)> {
         let i = ((zig >> 1) as i64) ^ -((zig & 1) as i64);
         Some((member, i as f64, q))
     } else {
-        let bytes: [u8; 8] = buf.get(q..q + 8)?.try_into().ok()?;
-        Some((member, f64::from_le_bytes(bytes), q + 8))
+        let n = usize::try_from(x >> 1)
+            .ok()
+            .filter(|n| (1..=8).contains(n))?;
+        let mut bits = [0u8; 8];
+        bits[..n].copy_from_slice(buf.get(q..q + n)?);
+        Some((member, f64::from_bits(u64::from_be_bytes(bits)), q + n))
     }
 }
 
@@ -732,13 +751,16 @@ impl Sorted {
         }
         let (b, i) = self.locate(e.score, &e.member);
         let blk = &mut self.blocks[b];
+        if blk.len() == blk.capacity() {
+            // Grow by an eighth: a block wastes little.
+            blk.reserve_exact((blk.len() / 8).max(4));
+        }
         blk.insert(i, e);
         if blk.len() > BLOCK_MAX {
-            let tail: Vec<Entry> = blk.drain(BLOCK_MAX / 2..).collect();
-            blk.shrink_to(BLOCK_MAX);
-            let mut tail_vec = Vec::with_capacity(BLOCK_MAX / 2 + BLOCK_MAX / 4);
-            tail_vec.extend(tail);
-            self.blocks.insert(b + 1, tail_vec);
+            let mut tail = Vec::with_capacity(BLOCK_MAX / 2 + BLOCK_MAX / 8);
+            tail.extend(blk.drain(BLOCK_MAX / 2..));
+            blk.shrink_to(BLOCK_MAX / 2 + BLOCK_MAX / 8);
+            self.blocks.insert(b + 1, tail);
         }
     }
 
@@ -823,31 +845,44 @@ impl Sorted {
         self.shrink_index();
     }
 
+    /// Every allocation the structure owns, at its allocator size class: the box,
+    /// the block list, each block, the index's one allocation (slots, control bytes
+    /// and a trailing group of them) and each member's shared allocation.
     fn heap_size(&self) -> usize {
         let entry = std::mem::size_of::<Entry>();
-        std::mem::size_of::<Sorted>()
-            + self.blocks.capacity() * std::mem::size_of::<Vec<Entry>>()
+        let buckets = if self.index.capacity() == 0 {
+            0
+        } else {
+            (self.index.capacity() * 8 / 7).next_power_of_two()
+        };
+        usable_size(std::mem::size_of::<Sorted>())
+            + usable_size(self.blocks.capacity() * std::mem::size_of::<Vec<Entry>>())
             + self
                 .blocks
                 .iter()
-                .map(|b| b.capacity() * entry)
+                .map(|b| usable_size(b.capacity() * entry))
                 .sum::<usize>()
-            // hashbrown: one slot and one control byte per bucket, plus a group of
-            // trailing control bytes.
-            + self.index.capacity().next_power_of_two() * 8 / 7 * (entry + 1)
+            + if buckets == 0 {
+                0
+            } else {
+                usable_size(buckets * (entry + 1) + 16)
+            }
             + self
                 .blocks
                 .iter()
                 .flatten()
-                .map(|e| alloc_class(16 + e.member.len()))
+                .map(|e| usable_size(16 + e.member.len()))
                 .sum::<usize>()
     }
 }
 
-/// What the allocator hands out for a request of `n` bytes (glibc malloc: 8 bytes of
-/// header, 16-byte granules, at least 32).
-fn alloc_class(n: usize) -> usize {
-    (n + 8).div_ceil(16).max(2) * 16
+/// What the allocator hands out for `n` bytes (0 for nothing).
+fn usable_size(n: usize) -> usize {
+    if n == 0 {
+        0
+    } else {
+        crate::alloc::usable_size(n)
+    }
 }
 
 #[cfg(test)]
@@ -878,6 +913,10 @@ mod tests {
             -9_007_199_254_740_992.0,
             1e300,
             123456789.0,
+            0.1,
+            -0.5,
+            5e-324,
+            f64::MAX,
         ] {
             let mut buf = Vec::new();
             encode_entry(&mut buf, b"m", s);
@@ -887,6 +926,9 @@ mod tests {
         let mut buf = Vec::new();
         encode_entry(&mut buf, b"a", 1.0);
         assert_eq!(buf, [1, b'a', 4]);
+        let mut buf = Vec::new();
+        encode_entry(&mut buf, b"a", 1.5);
+        assert_eq!(buf, [1, b'a', 5, 0x3f, 0xf8]);
     }
 
     #[test]
