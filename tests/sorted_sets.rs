@@ -288,7 +288,7 @@ fn large_script(seed: u64) -> Vec<String> {
                 "ZUNIONSTORE U 2 L1 L2 AGGREGATE {}",
                 r.pick(&["SUM", "MIN", "MAX"])
             ),
-            13 => format!("ZINTER 2 L1 L2 WITHSCORES"),
+            13 => "ZINTER 2 L1 L2 WITHSCORES".to_string(),
             14 => format!("ZSCORE {k} {}", r.pick(&members)),
             _ => {
                 // Lexicographical ranges over one-score sets only (Redis leaves mixed

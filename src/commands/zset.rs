@@ -368,7 +368,7 @@ pub fn delete_if_empty(ctx: &mut Ctx<'_>, key: &[u8]) -> bool {
 /// blocked poppers) if missing. The caller checked the type.
 fn zset_or_create<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Option<&'c mut ZSet> {
     if ctx.db().get(key).is_none() {
-        ctx.db().insert(key, Value::ZSet(Box::new(ZSet::new())));
+        ctx.db().insert(key, Value::ZSet(Box::default()));
         ctx.notify(class::NEW, "new", key);
         ctx.signal_ready(key);
     }
@@ -488,7 +488,7 @@ fn zadd_generic(ctx: &mut Ctx<'_>, incr: bool) -> Result<(), ReplyError> {
             "ERR XX and NX options at the same time are not compatible",
         ));
     }
-    if (f.gt && f.nx) || (f.lt && f.nx) || (f.gt && f.lt) {
+    if (f.nx && (f.gt || f.lt)) || (f.gt && f.lt) {
         return Err(ReplyError::msg(
             "ERR GT, LT, and/or NX options at the same time are not compatible",
         ));

@@ -218,33 +218,33 @@ fn compute(
     match op {
         Op::Inter => {
             let mut n = 0usize;
-            if let Some((first, w0)) = srcs.first() {
-                if first.len() > 0 {
-                    let mut done = false;
-                    first.for_each(|m, s| {
-                        if done {
-                            return;
+            if let Some((first, w0)) = srcs.first()
+                && first.len() > 0
+            {
+                let mut done = false;
+                first.for_each(|m, s| {
+                    if done {
+                        return;
+                    }
+                    let mut score = w0 * s;
+                    if score.is_nan() {
+                        score = 0.0;
+                    }
+                    for (src, w) in &srcs[1..] {
+                        match src.find(m) {
+                            Some(v) => aggregate(&mut score, v * w, agg),
+                            None => return,
                         }
-                        let mut score = w0 * s;
-                        if score.is_nan() {
-                            score = 0.0;
+                    }
+                    if card {
+                        n += 1;
+                        if limit > 0 && n >= limit {
+                            done = true;
                         }
-                        for (src, w) in &srcs[1..] {
-                            match src.find(m) {
-                                Some(v) => aggregate(&mut score, v * w, agg),
-                                None => return,
-                            }
-                        }
-                        if card {
-                            n += 1;
-                            if limit > 0 && n >= limit {
-                                done = true;
-                            }
-                        } else {
-                            out.push((m.to_vec(), score));
-                        }
-                    });
-                }
+                    } else {
+                        out.push((m.to_vec(), score));
+                    }
+                });
             }
             if card {
                 return Outcome::Card(n);
@@ -453,7 +453,7 @@ fn parse_timeout(arg: &[u8]) -> Result<u64, ReplyError> {
         "ERR timeout is not a float or out of range",
     ))?;
     let ms = (secs * 1000.0).ceil();
-    if !ms.is_finite() || ms < 0.0 || ms >= 9.2e18 {
+    if !ms.is_finite() || !(0.0..9.2e18).contains(&ms) {
         return Err(ReplyError::msg("ERR timeout is negative"));
     }
     Ok(ms as u64)

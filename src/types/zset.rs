@@ -177,19 +177,18 @@ impl ZSet {
     /// Converts a large set back to a listpack if it fits `t` (Redis's
     /// `zsetConvertToListpackIfNeeded`, run on ZUNIONSTORE-style results).
     pub fn shrink_if_fits(&mut self, t: &Thresholds) {
-        if let Repr::Sorted(s) = &self.repr {
-            if s.len <= t.zset_max_listpack_entries
-                && s.blocks
-                    .iter()
-                    .flatten()
-                    .all(|e| e.member.len() <= t.zset_max_listpack_value)
-            {
-                let mut p = Packed::default();
-                for e in s.blocks.iter().flatten() {
-                    p.push_back(&e.member, e.score);
-                }
-                self.repr = Repr::Packed(p);
+        if let Repr::Sorted(s) = &self.repr
+            && s.len <= t.zset_max_listpack_entries
+            && s.blocks
+                .iter()
+                .flatten()
+                .all(|e| e.member.len() <= t.zset_max_listpack_value)
+        {
+            let mut p = Packed::default();
+            for e in s.blocks.iter().flatten() {
+                p.push_back(&e.member, e.score);
             }
+            self.repr = Repr::Packed(p);
         }
     }
 
@@ -200,15 +199,13 @@ impl ZSet {
         let after_last = self
             .last()
             .is_none_or(|(m, s)| cmp_entry(s, m, score, member) == Ordering::Less);
-        if after_last {
-            if let Repr::Packed(p) = &mut self.repr {
-                if (p.count as usize) < t.zset_max_listpack_entries
-                    && member.len() <= t.zset_max_listpack_value
-                {
-                    p.push_back(member, score);
-                    return;
-                }
-            }
+        if after_last
+            && let Repr::Packed(p) = &mut self.repr
+            && (p.count as usize) < t.zset_max_listpack_entries
+            && member.len() <= t.zset_max_listpack_value
+        {
+            p.push_back(member, score);
+            return;
         }
         self.insert(member, score, t);
     }
@@ -355,10 +352,10 @@ impl ZSet {
     /// Gives back a small set's slack capacity (called once a command finished
     /// growing it, so a set built by one ZADD costs what its entries take).
     pub fn compact(&mut self) {
-        if let Repr::Packed(p) = &mut self.repr {
-            if p.buf.capacity() > p.buf.len() + p.buf.len() / 16 {
-                p.buf.shrink_to_fit();
-            }
+        if let Repr::Packed(p) = &mut self.repr
+            && p.buf.capacity() > p.buf.len() + p.buf.len() / 16
+        {
+            p.buf.shrink_to_fit();
         }
     }
 
@@ -670,7 +667,7 @@ pub struct Sorted {
 }
 
 fn hash_member(m: &[u8]) -> u64 {
-    foldhash::fast::FixedState::with_seed(0x5eed_2e7).hash_one(m)
+    foldhash::fast::FixedState::with_seed(0x05ee_d2e7).hash_one(m)
 }
 
 impl Sorted {
@@ -767,11 +764,12 @@ impl Sorted {
     /// Takes (score, member)'s entry out of its block.
     fn unlink(&mut self, score: f64, member: &[u8]) {
         let (b, i) = self.locate(score, member);
-        if let Some(blk) = self.blocks.get_mut(b) {
-            if i < blk.len() && &blk[i].member[..] == member {
-                blk.remove(i);
-                self.rebalance(b);
-            }
+        if let Some(blk) = self.blocks.get_mut(b)
+            && i < blk.len()
+            && &blk[i].member[..] == member
+        {
+            blk.remove(i);
+            self.rebalance(b);
         }
     }
 
