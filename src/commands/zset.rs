@@ -697,7 +697,7 @@ fn zrandmember(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         };
         let size = z.len();
         let count = l.unsigned_abs() as usize;
-        if count == 0 {
+        if count == 0 || size == 0 {
             out.array(0);
             return Ok(());
         }
@@ -755,7 +755,9 @@ fn zrandmember(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 
 /// `ZSCAN key cursor [MATCH pattern] [COUNT count]`. A listpack-encoded set answers
 /// whole with cursor 0 (as Redis); a large one walks its order, the cursor being the
-/// rank to resume at.
+/// rank to resume at. Deviation from Redis (whose cursor walks hash buckets): members
+/// removed below the cursor between two calls shift the ranks, so a member present
+/// throughout may be skipped; Redis guarantees it is returned.
 fn zscan(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let argv = ctx.argv;
     let cursor: usize = std::str::from_utf8(&argv[2])
