@@ -364,20 +364,6 @@ pub fn delete_if_empty(ctx: &mut Ctx<'_>, key: &[u8]) -> bool {
     empty
 }
 
-/// The sorted set at `key`, created (with the `new` notification and a wake-up for
-/// blocked poppers) if missing. The caller checked the type.
-fn zset_or_create<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Option<&'c mut ZSet> {
-    if ctx.db().get(key).is_none() {
-        ctx.db().insert(key, Value::ZSet(Box::default()));
-        ctx.notify(class::NEW, "new", key);
-        ctx.signal_ready(key);
-    }
-    match ctx.db().get_mut(key) {
-        Some(Value::ZSet(z)) => Some(&mut **z),
-        _ => None,
-    }
-}
-
 // ---- ZADD / ZINCRBY -----------------------------------------------------------------
 
 /// Parsed ZADD flags (Redis: `ZADD_IN_*`).
@@ -441,6 +427,54 @@ fn add_one(
     }
 }
 
+/// What a ZADD did over its elements.
+#[derive(Debug, Default)]
+struct Tally {
+    added: i64,
+    updated: i64,
+    processed: i64,
+    /// The last processed element's score (the INCR reply).
+    last: f64,
+    /// An increment made a score NaN (the elements before it stay applied, as Redis).
+    nan: bool,
+}
+
+/// Applies the (score, member) pairs to `z`, stopping at a NaN increment.
+fn apply_adds<'m>(
+    z: &mut ZSet,
+    members: impl Iterator<Item = &'m [u8]>,
+    scores: &[f64],
+    f: AddFlags,
+    t: &crate::types::Thresholds,
+) -> Tally {
+    let mut tally = Tally::default();
+    for (member, score) in members.zip(scores) {
+        match add_one(z, member, *score, f, t) {
+            AddOutcome::Added(s) => {
+                tally.added += 1;
+                tally.processed += 1;
+                tally.last = s;
+            }
+            AddOutcome::Updated(s) => {
+                tally.updated += 1;
+                tally.processed += 1;
+                tally.last = s;
+            }
+            AddOutcome::Same(s) => {
+                tally.processed += 1;
+                tally.last = s;
+            }
+            AddOutcome::Nop => {}
+            AddOutcome::Nan => {
+                tally.nan = true;
+                break;
+            }
+        }
+    }
+    z.compact();
+    tally
+}
+
 fn zadd(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     zadd_generic(ctx, false)
 }
@@ -502,45 +536,30 @@ fn zadd_generic(ctx: &mut Ctx<'_>, incr: bool) -> Result<(), ReplyError> {
     for j in 0..elements {
         scores.push(parse_score(&argv[idx + 2 * j])?);
     }
-    let exists = lookup(ctx, key).0?.is_some();
-    let (mut added, mut updated, mut processed) = (0i64, 0i64, 0);
-    let mut last = 0.0;
-    let mut nan = false;
-    if exists || !f.xx {
-        let t = ctx.core.thresholds;
-        if let Some(z) = zset_or_create(ctx, key) {
-            for (j, score) in scores.iter().enumerate() {
-                let member = &argv[idx + 1 + 2 * j];
-                match add_one(z, member, *score, f, &t) {
-                    AddOutcome::Added(s) => {
-                        added += 1;
-                        processed += 1;
-                        last = s;
-                    }
-                    AddOutcome::Updated(s) => {
-                        updated += 1;
-                        processed += 1;
-                        last = s;
-                    }
-                    AddOutcome::Same(s) => {
-                        processed += 1;
-                        last = s;
-                    }
-                    AddOutcome::Nop => {}
-                    AddOutcome::Nan => {
-                        nan = true;
-                        break;
-                    }
-                }
+    let t = ctx.core.thresholds;
+    let members = (0..elements).map(|j| &argv[idx + 1 + 2 * j][..]);
+    let (z, _) = lookup(ctx, key);
+    let tally = match z? {
+        Some(z) => apply_adds(z, members, &scores, f, &t),
+        None if f.xx => Tally::default(),
+        None => {
+            let mut z = ZSet::new();
+            let tally = apply_adds(&mut z, members, &scores, f, &t);
+            if tally.added > 0 {
+                ctx.db().insert(key, Value::ZSet(Box::new(z)));
+                ctx.notify(class::NEW, "new", key);
+                ctx.signal_ready(key);
             }
-            z.compact();
+            tally
         }
-        // A key created for nothing (only possible with a NaN increment on a new
-        // key, which cannot happen, or XX) is not kept.
-        if added == 0 && !exists {
-            ctx.db().remove(key);
-        }
-    }
+    };
+    let Tally {
+        added,
+        updated,
+        processed,
+        last,
+        nan,
+    } = tally;
     if added + updated > 0 {
         ctx.modified(key);
         ctx.notify(class::ZSET, if f.incr { "zincr" } else { "zadd" }, key);
