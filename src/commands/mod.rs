@@ -44,6 +44,9 @@ pub mod xnack;
 pub mod xpending;
 pub mod xrange;
 pub mod xread;
+pub mod zset;
+pub mod zset_range;
+pub mod zset_store;
 
 use crate::core::Ctx;
 pub use crate::core::command::{
@@ -79,6 +82,7 @@ pub static FAMILIES: &[&[CommandSpec]] = &[
     set::COMMANDS,
     list::COMMANDS,
     sort::COMMANDS,
+    zset::COMMANDS,
 ];
 
 /// All top-level commands, in table order (the rows themselves: usable before a core

@@ -366,6 +366,15 @@ fn movable_keys(spec: &CommandSpec, argv: &Argv) -> Vec<usize> {
             }
             keys
         }
+        // The sorted-set family's numkeys commands: the keys follow `numkeys`; the
+        // STORE forms also name their destination.
+        "zunion" | "zinter" | "zdiff" | "zintercard" | "zmpop" => numkeys_keys(argv, 1),
+        "zunionstore" | "zinterstore" | "zdiffstore" => {
+            let mut keys = vec![1];
+            keys.extend(numkeys_keys(argv, 2));
+            keys
+        }
+        "bzmpop" => numkeys_keys(argv, 2),
         _ => Vec::new(),
     }
 }
