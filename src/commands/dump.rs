@@ -23,9 +23,9 @@ use crate::core::Ctx;
 use crate::core::notify::class;
 use crate::error::ReplyError;
 use crate::rdb::payload::{self, RestoreError};
+use crate::rdb::types;
 use crate::rdb::values::Loaded;
 use crate::types::Value;
-use crate::rdb::types;
 use bytes::Bytes;
 
 const KEYSPACE: &[&str] = &["@keyspace"];

@@ -16,7 +16,8 @@
 //!   0xF5 FUNCTION2    <library code: string>              ignored
 //!   0xF4 SLOT_INFO    <slot: len> <size: len> <expires size: len>
 //!   <type: u8> <key: string> <value>                      a key
-//!   0xFF EOF          then <CRC-64/Jones of every byte before it: u64 LE> (0 = none)
+//!   0xFF EOF          then <CRC-64/Jones of every byte before it: u64 LE> (0 = none;
+//!                     versions 1..=4 have no CRC and end at the EOF byte)
 //! ```
 //!
 //! Streams of every type Redis writes (15, 19, 21, 26, 27) are read by `stream.rs`;
@@ -259,17 +260,20 @@ pub fn read_with(
             }
         }
     }
-    // Everything up to and including the EOF opcode is checksummed.
-    let crc_at = r.offset();
-    let stored = r.bytes(8)?;
-    let mut a = [0u8; 8];
-    a.copy_from_slice(stored);
-    let stored = u64::from_le_bytes(a);
-    if stored != 0 && crc64::crc64(&data[..crc_at as usize]) != stored {
-        return Err(RdbError {
-            offset: crc_at,
-            what: "RDB checksum mismatch".into(),
-        });
+    // Everything up to and including the EOF opcode is checksummed (RDB 5 and later;
+    // the files of Redis before 2.6 end at the EOF opcode).
+    if version >= 5 {
+        let crc_at = r.offset();
+        let stored = r.bytes(8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(stored);
+        let stored = u64::from_le_bytes(a);
+        if stored != 0 && crc64::crc64(&data[..crc_at as usize]) != stored {
+            return Err(RdbError {
+                offset: crc_at,
+                what: "RDB checksum mismatch".into(),
+            });
+        }
     }
     if r.remaining() != 0 {
         return Err(r.err("data after the end of the RDB file"));
@@ -377,7 +381,8 @@ mod tests {
 
     const D: stream::IdmpDefaults = (100, 100);
 
-    /// A small RDB file: a string, a stream, an expired stream, a list, in db 0 and 1.
+    /// A small RDB file: a string, a stream, an expired stream, an expired string, in db
+    /// 0; a quicklist of one ziplist, an empty set and a module value in db 1.
     fn file() -> Vec<u8> {
         let mut f = b"REDIS0010".to_vec();
         f.push(0xFA);
@@ -405,12 +410,29 @@ mod tests {
         f.push(STREAM_LISTPACKS_2);
         write::string(&mut f, b"gone");
         stream::write(&mut f, &s, STREAM_LISTPACKS_2, D);
+        f.push(0xFC);
+        f.extend_from_slice(&1000u64.to_le_bytes());
+        f.push(0);
+        write::string(&mut f, b"gone-string");
+        write::string(&mut f, b"x");
         f.push(0xFE);
         write::len(&mut f, 1);
         f.push(14);
         write::string(&mut f, b"list");
         write::len(&mut f, 1);
-        write::string(&mut f, b"ziplist-bytes");
+        write::string(
+            &mut f,
+            &crate::rdb::ziplist::build::ziplist(&[Err(b"a"), Ok(7), Err(b"c")]),
+        );
+        f.push(2);
+        write::string(&mut f, b"empty");
+        write::len(&mut f, 0);
+        f.push(7);
+        write::string(&mut f, b"module");
+        write::len(&mut f, 12345); // module id
+        write::len(&mut f, 2); // an unsigned integer opcode
+        write::len(&mut f, 99);
+        write::len(&mut f, 0); // EOF
         f.push(0xFF);
         let crc = crc64::crc64(&f);
         f.extend_from_slice(&crc.to_le_bytes());
@@ -418,15 +440,33 @@ mod tests {
     }
 
     #[test]
-    fn streams_are_imported_and_other_types_counted() {
+    fn every_type_is_imported_and_modules_counted() {
         let (dbs, stats) = read(&file(), 16, 2000, D, &mut |_, _| {}).expect("reads");
         assert_eq!(stats.version, 10);
         assert_eq!(stats.streams, 1);
-        assert_eq!(stats.expired, 1);
-        assert_eq!(stats.skipped.get("string"), Some(&1));
-        assert_eq!(stats.skipped.get("list"), Some(&1));
+        assert_eq!(stats.expired, 2);
+        assert_eq!(stats.empty, 1);
+        assert_eq!(stats.imported.get("string"), Some(&1));
+        assert_eq!(stats.imported.get("list"), Some(&1));
+        assert_eq!(stats.imported.get("stream"), Some(&1));
+        assert_eq!(stats.skipped.get("module"), Some(&1));
+        assert_eq!(stats.skipped.len(), 1);
         assert_eq!(dbs[0].get_stream(b"st").map(|s| s.len()), Some(1));
         assert!(dbs[0].get(b"gone").is_none());
+        assert!(dbs[0].get(b"gone-string").is_none());
+        match dbs[0].get(b"plain") {
+            Some(Value::String(s)) => assert_eq!(&s.to_bytes()[..], b"value"),
+            other => panic!("{other:?}"),
+        }
+        match dbs[1].get(b"list") {
+            Some(Value::List(l)) => {
+                let items: Vec<Vec<u8>> = l.iter().map(|e| e.to_vec()).collect();
+                assert_eq!(items, [b"a".to_vec(), b"7".to_vec(), b"c".to_vec()]);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(dbs[1].get(b"empty").is_none());
+        assert!(dbs[1].get(b"module").is_none());
     }
 
     #[test]

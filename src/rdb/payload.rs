@@ -160,7 +160,8 @@ pub fn dump_value(v: &Value, defaults: IdmpDefaults) -> Vec<u8> {
 /// Reads a DUMP payload holding any value streamd stores; `th` are the thresholds the
 /// collection is built with, `now_ms` decides which hash field TTLs have passed
 /// (`values.rs`). An empty collection is a [`RestoreError::BadFormat`], as in Redis;
-/// a hash whose every field has expired is [`Loaded::Expired`].
+/// a hash whose every field has expired is [`Loaded::Expired`]. Unlike [`restore`],
+/// bytes after the value are accepted and ignored, as Redis 7.0's RESTORE does.
 pub fn restore_value(
     p: &[u8],
     defaults: IdmpDefaults,
@@ -188,9 +189,8 @@ pub fn restore_value(
         _ if t > types::NEWEST => return Err(RestoreError::NewerType(t)),
         _ => return Err(RestoreError::BadFormat(r.err("unknown value type"))),
     };
-    if r.remaining() != 0 {
-        return Err(RestoreError::BadFormat(r.err("data after the value")));
-    }
+    // Bytes after the value are ignored, as Redis's RESTORE ignores them (it reads one
+    // object from the payload and never looks further; only the CRC covers them).
     Ok(v)
 }
 

@@ -251,7 +251,11 @@ pub fn read(r: &mut Reader<'_>, t: u8, th: &Thresholds, now_ms: u64) -> Result<L
         }
         12 | 17 => {
             let blob = r.string()?;
-            let els = if t == 12 { zl(&blob, at)? } else { lp(&blob, at)? };
+            let els = if t == 12 {
+                zl(&blob, at)?
+            } else {
+                lp(&blob, at)?
+            };
             if els.len() % 2 != 0 {
                 return Err(bad(at, "sorted set with a member without a score"));
             }
@@ -283,7 +287,11 @@ pub fn read(r: &mut Reader<'_>, t: u8, th: &Thresholds, now_ms: u64) -> Result<L
         }
         13 | 16 => {
             let blob = r.string()?;
-            let els = if t == 13 { zl(&blob, at)? } else { lp(&blob, at)? };
+            let els = if t == 13 {
+                zl(&blob, at)?
+            } else {
+                lp(&blob, at)?
+            };
             if els.len() % 2 != 0 {
                 return Err(bad(at, "hash with a field without a value"));
             }
@@ -338,7 +346,10 @@ pub fn read(r: &mut Reader<'_>, t: u8, th: &Thresholds, now_ms: u64) -> Result<L
             let blob = r.string()?;
             let els = lp(&blob, at)?;
             if els.len() % 3 != 0 {
-                return Err(bad(at, "hash with field TTLs that is not field, value, TTL triplets"));
+                return Err(bad(
+                    at,
+                    "hash with field TTLs that is not field, value, TTL triplets",
+                ));
             }
             let mut h = Hash::new();
             let mut expired = 0u64;
@@ -351,7 +362,13 @@ pub fn read(r: &mut Reader<'_>, t: u8, th: &Thresholds, now_ms: u64) -> Result<L
                     expired += 1;
                     continue;
                 }
-                add_field(&mut h, &triplet[0].to_bytes(), &triplet[1].to_bytes(), th, at)?;
+                add_field(
+                    &mut h,
+                    &triplet[0].to_bytes(),
+                    &triplet[1].to_bytes(),
+                    th,
+                    at,
+                )?;
             }
             if h.is_empty() && expired > 0 {
                 return Ok(Loaded::Expired);
@@ -361,7 +378,10 @@ pub fn read(r: &mut Reader<'_>, t: u8, th: &Thresholds, now_ms: u64) -> Result<L
         _ => {
             return Err(bad(
                 at,
-                format!("RDB type {t} ({}) is not a string or collection", types::name(t)),
+                format!(
+                    "RDB type {t} ({}) is not a string or collection",
+                    types::name(t)
+                ),
             ));
         }
     };
@@ -429,7 +449,13 @@ fn add_field(h: &mut Hash, f: &[u8], v: &[u8], th: &Thresholds, at: u64) -> Resu
     }
 }
 
-fn add_scored(z: &mut ZSet, m: &[u8], score: f64, th: &Thresholds, at: u64) -> Result<(), RdbError> {
+fn add_scored(
+    z: &mut ZSet,
+    m: &[u8],
+    score: f64,
+    th: &Thresholds,
+    at: u64,
+) -> Result<(), RdbError> {
     if score.is_nan() {
         return Err(bad(at, "sorted set score is NaN"));
     }
@@ -463,5 +489,448 @@ fn text_double(r: &mut Reader<'_>) -> Result<f64, RdbError> {
         254 => Ok(f64::INFINITY),
         255 => Ok(f64::NEG_INFINITY),
         n => parse_double(r.bytes(usize::from(n))?).ok_or_else(|| bad(at, "bad sorted set score")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rdb::listpack::Builder;
+    use crate::rdb::write;
+    use crate::rdb::{intset, ziplist};
+    use proptest::prelude::*;
+    use std::collections::{BTreeMap, BTreeSet};
+
+    const NOW: u64 = 1_000_000;
+
+    /// A value as plain data, to compare with a model.
+    #[derive(Debug, Clone, PartialEq)]
+    enum Model {
+        Str(Vec<u8>),
+        List(Vec<Vec<u8>>),
+        Set(BTreeSet<Vec<u8>>),
+        Hash(BTreeMap<Vec<u8>, Vec<u8>>),
+        ZSet(Vec<(Vec<u8>, u64)>),
+    }
+
+    fn model(v: &Value) -> Model {
+        match v {
+            Value::String(s) => Model::Str(s.to_bytes().to_vec()),
+            Value::List(l) => Model::List(l.iter().map(|e| e.to_vec()).collect()),
+            Value::Set(s) => Model::Set(s.iter().map(|e| e.to_vec()).collect()),
+            Value::Hash(h) => {
+                Model::Hash(h.iter().map(|(f, v)| (f.to_vec(), v.to_vec())).collect())
+            }
+            // Scores as bits: exact, and -0.0 apart from 0.0.
+            Value::ZSet(z) => {
+                Model::ZSet(z.iter().map(|(m, s)| (m.to_vec(), s.to_bits())).collect())
+            }
+            Value::Stream(_) => unreachable!("no streams here"),
+        }
+    }
+
+    fn load(t: u8, body: &[u8]) -> Result<Loaded, RdbError> {
+        let mut r = Reader::new(body, 0);
+        let v = read(&mut r, t, &Thresholds::default(), NOW)?;
+        if r.remaining() != 0 {
+            return Err(r.err("left over"));
+        }
+        Ok(v)
+    }
+
+    fn value(t: u8, body: &[u8]) -> Model {
+        match load(t, body) {
+            Ok(Loaded::Value(v)) => model(&v),
+            other => panic!("type {t}: {other:?}"),
+        }
+    }
+
+    fn blob(b: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        write::string(&mut out, b);
+        out
+    }
+
+    fn lp(items: &[&[u8]]) -> Vec<u8> {
+        let mut b = Builder::new();
+        for i in items {
+            b.string(i);
+        }
+        b.finish()
+    }
+
+    fn zl(items: &[&[u8]]) -> Vec<u8> {
+        let parsed: Vec<Result<i64, &[u8]>> = items
+            .iter()
+            .map(|i| match crate::stream::id::string2ll(i) {
+                Some(v) => Ok(v),
+                None => Err(*i),
+            })
+            .collect();
+        ziplist::build::ziplist(&parsed)
+    }
+
+    fn strs(items: &[&[u8]]) -> Vec<Vec<u8>> {
+        items.iter().map(|i| i.to_vec()).collect()
+    }
+
+    #[test]
+    fn strings_in_every_form() {
+        assert_eq!(value(0, &blob(b"hi")), Model::Str(b"hi".to_vec()));
+        assert_eq!(value(0, &[0xC0, 0xF6]), Model::Str(b"-10".to_vec()));
+        assert_eq!(
+            value(0, &[0xC2, 0, 0, 0, 0x80]),
+            Model::Str(b"-2147483648".to_vec())
+        );
+        assert_eq!(
+            value(0, &[0xC3, 5, 22, 0x00, b'a', 0xE0, 12, 0x00]),
+            Model::Str(vec![b'a'; 22])
+        );
+    }
+
+    #[test]
+    fn lists_in_every_encoding() {
+        let items: &[&[u8]] = &[b"a", b"12", b"-5000", b"\x00bin", b"99999999999"];
+        let want = Model::List(strs(items));
+        let mut plain = Vec::new();
+        write::len(&mut plain, 5);
+        for i in items {
+            write::string(&mut plain, i);
+        }
+        assert_eq!(value(1, &plain), want);
+        assert_eq!(value(10, &blob(&zl(items))), want);
+        // Quicklist: two ziplists, and an empty one in between (skipped, as Redis does).
+        let mut q = Vec::new();
+        write::len(&mut q, 3);
+        q.extend(blob(&zl(&items[..2])));
+        q.extend(blob(&zl(&[])));
+        q.extend(blob(&zl(&items[2..])));
+        assert_eq!(value(14, &q), want);
+        // Quicklist 2: a packed node, a plain node, a packed node.
+        let mut q = Vec::new();
+        write::len(&mut q, 3);
+        write::len(&mut q, 2);
+        q.extend(blob(&lp(&items[..2])));
+        write::len(&mut q, 1);
+        q.extend(blob(items[2]));
+        write::len(&mut q, 2);
+        q.extend(blob(&lp(&items[3..])));
+        assert_eq!(value(18, &q), want);
+        let mut bad = Vec::new();
+        write::len(&mut bad, 1);
+        write::len(&mut bad, 3);
+        bad.extend(blob(b"x"));
+        assert!(load(18, &bad).is_err(), "unknown container");
+    }
+
+    #[test]
+    fn sets_in_every_encoding() {
+        let want = |m: &[&[u8]]| Model::Set(m.iter().map(|x| x.to_vec()).collect());
+        let mut plain = Vec::new();
+        write::len(&mut plain, 2);
+        write::string(&mut plain, b"x");
+        write::string(&mut plain, b"y");
+        assert_eq!(value(2, &plain), want(&[b"x", b"y"]));
+        assert_eq!(
+            value(11, &blob(&intset::build(&[-70000, -3, 5, 1 << 40]))),
+            want(&[b"-70000", b"-3", b"5", b"1099511627776"])
+        );
+        assert_eq!(
+            value(20, &blob(&lp(&[b"a", b"7", b"b"]))),
+            want(&[b"a", b"7", b"b"])
+        );
+        let mut dup = Vec::new();
+        write::len(&mut dup, 2);
+        write::string(&mut dup, b"x");
+        write::string(&mut dup, b"x");
+        assert!(load(2, &dup).is_err());
+        assert!(load(20, &blob(&lp(&[b"a", b"a"]))).is_err());
+    }
+
+    #[test]
+    fn sorted_sets_in_every_encoding() {
+        let want = Model::ZSet(vec![
+            (b"neg".to_vec(), (-1.5f64).to_bits()),
+            (b"int".to_vec(), 3f64.to_bits()),
+            (b"big".to_vec(), 1e300f64.to_bits()),
+            (b"inf".to_vec(), f64::INFINITY.to_bits()),
+        ]);
+        // Type 3: scores as text with a length byte, 254 = +inf.
+        let mut t3 = Vec::new();
+        write::len(&mut t3, 4);
+        for (m, s) in [
+            (&b"int"[..], &b"3"[..]),
+            (b"neg", b"-1.5"),
+            (b"big", b"1e+300"),
+        ] {
+            write::string(&mut t3, m);
+            t3.push(s.len() as u8);
+            t3.extend_from_slice(s);
+        }
+        write::string(&mut t3, b"inf");
+        t3.push(254);
+        assert_eq!(value(3, &t3), want);
+        let mut t5 = Vec::new();
+        write::len(&mut t5, 4);
+        for (m, s) in [
+            (&b"inf"[..], f64::INFINITY),
+            (b"int", 3.0),
+            (b"neg", -1.5),
+            (b"big", 1e300),
+        ] {
+            write::string(&mut t5, m);
+            t5.extend_from_slice(&s.to_le_bytes());
+        }
+        assert_eq!(value(5, &t5), want);
+        let pairs: &[&[u8]] = &[
+            b"neg", b"-1.5", b"int", b"3", b"big", b"1e+300", b"inf", b"inf",
+        ];
+        assert_eq!(value(12, &blob(&zl(pairs))), want);
+        assert_eq!(value(17, &blob(&lp(pairs))), want);
+        // Refusals: NaN (text, 253, binary), a duplicate, an odd element count.
+        assert!(load(17, &blob(&lp(&[b"a", b"nan"]))).is_err());
+        assert!(load(17, &blob(&lp(&[b"a", b"1", b"a", b"2"]))).is_err());
+        assert!(load(12, &blob(&zl(&[b"a", b"1", b"b"]))).is_err());
+        assert!(load(3, &[1, 1, b'a', 253]).is_err());
+        let mut nan = vec![1, 1, b'a'];
+        nan.extend_from_slice(&f64::NAN.to_le_bytes());
+        assert!(load(5, &nan).is_err());
+    }
+
+    #[test]
+    fn hashes_in_every_encoding() {
+        let want = Model::Hash(
+            [(&b"f"[..], &b"v"[..]), (b"n", b"100000"), (b"\x00", b"")]
+                .iter()
+                .map(|(f, v)| (f.to_vec(), v.to_vec()))
+                .collect(),
+        );
+        let flat: &[&[u8]] = &[b"f", b"v", b"n", b"100000", b"\x00", b""];
+        let mut plain = Vec::new();
+        write::len(&mut plain, 3);
+        for i in flat {
+            write::string(&mut plain, i);
+        }
+        assert_eq!(value(4, &plain), want);
+        let zm = b"\x03\x01f\x01\x02v..\x01n\x06\x00100000\x01\x00\x00\x00\xff";
+        assert_eq!(value(9, &blob(zm)), want);
+        assert_eq!(value(13, &blob(&zl(flat))), want);
+        assert_eq!(value(16, &blob(&lp(flat))), want);
+        assert!(load(16, &blob(&lp(&[b"f", b"1", b"f", b"2"]))).is_err());
+        assert!(load(13, &blob(&zl(&[b"f"]))).is_err());
+    }
+
+    /// Types 22–25: a field whose TTL passed is dropped, the others kept without TTL.
+    #[test]
+    fn hashes_with_field_ttls_keep_the_live_fields() {
+        let want = Model::Hash(
+            [(&b"keep"[..], &b"1"[..]), (b"later", b"2")]
+                .iter()
+                .map(|(f, v)| (f.to_vec(), v.to_vec()))
+                .collect(),
+        );
+        // 24: min expire, then (ttl relative to min + 1, field, value).
+        let min = NOW - 10;
+        let mut t24 = min.to_le_bytes().to_vec();
+        write::len(&mut t24, 3);
+        for (ttl, f, v) in [
+            (0u64, &b"keep"[..], &b"1"[..]),
+            (1, b"gone", b"x"),
+            (100, b"later", b"2"),
+        ] {
+            write::len(&mut t24, ttl);
+            write::string(&mut t24, f);
+            write::string(&mut t24, v);
+        }
+        assert_eq!(value(24, &t24), want);
+        // 22: absolute expiry times.
+        let mut t22 = Vec::new();
+        write::len(&mut t22, 3);
+        for (at, f, v) in [
+            (0u64, &b"keep"[..], &b"1"[..]),
+            (NOW, b"gone", b"x"),
+            (NOW + 1, b"later", b"2"),
+        ] {
+            write::len(&mut t22, at);
+            write::string(&mut t22, f);
+            write::string(&mut t22, v);
+        }
+        assert_eq!(value(22, &t22), want);
+        // 23 and 25: listpack triplets (field, value, absolute expiry or 0).
+        let mut b = Builder::new();
+        for (f, v, at) in [
+            (&b"keep"[..], &b"1"[..], 0i64),
+            (b"gone", b"x", 5),
+            (b"later", b"2", (NOW + 5) as i64),
+        ] {
+            b.string(f);
+            b.string(v);
+            b.int(at);
+        }
+        let triplets = b.finish();
+        assert_eq!(value(23, &blob(&triplets)), want);
+        let mut t25 = min.to_le_bytes().to_vec();
+        t25.extend(blob(&triplets));
+        assert_eq!(value(25, &t25), want);
+        // Every field expired: the key is expired.
+        let mut all = min.to_le_bytes().to_vec();
+        write::len(&mut all, 1);
+        write::len(&mut all, 1);
+        write::string(&mut all, b"f");
+        write::string(&mut all, b"v");
+        assert!(matches!(load(24, &all), Ok(Loaded::Expired)));
+        // An expiry beyond 2^48 - 1 is corrupt.
+        let mut far = Vec::new();
+        write::len(&mut far, 1);
+        write::len(&mut far, 1 << 50);
+        write::string(&mut far, b"f");
+        write::string(&mut far, b"v");
+        assert!(load(22, &far).is_err());
+        assert!(load(23, &blob(&lp(&[b"f", b"v"]))).is_err(), "not triplets");
+    }
+
+    #[test]
+    fn empty_collections_are_reported_empty() {
+        for (t, body) in [
+            (1u8, vec![0u8]),
+            (2, vec![0]),
+            (4, vec![0]),
+            (5, vec![0]),
+            (16, blob(&lp(&[]))),
+            (10, blob(&zl(&[]))),
+            (14, vec![0]),
+            (18, vec![0]),
+        ] {
+            assert!(matches!(load(t, &body), Ok(Loaded::Empty)), "type {t}");
+        }
+        assert!(
+            load(11, &blob(&intset::build(&[]))).is_err(),
+            "Redis refuses an empty intset"
+        );
+    }
+
+    fn element() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            any::<i64>().prop_map(|i| i.to_string().into_bytes()),
+            (-200i64..200).prop_map(|i| i.to_string().into_bytes()),
+            proptest::collection::vec(any::<u8>(), 0..70),
+            Just(b"007".to_vec()),
+            Just(vec![b'z'; 5000]),
+        ]
+    }
+
+    fn score() -> impl Strategy<Value = f64> {
+        prop_oneof![
+            any::<f64>().prop_filter("no NaN", |f| !f.is_nan()),
+            (-100i32..100).prop_map(f64::from),
+            Just(f64::INFINITY),
+            Just(f64::NEG_INFINITY),
+            Just(-0.0),
+        ]
+    }
+
+    fn a_value() -> impl Strategy<Value = Value> {
+        let th = Thresholds::default();
+        prop_oneof![
+            element().prop_map(|e| Value::String(StringValue::new(&e))),
+            proptest::collection::vec(element(), 1..40).prop_map(move |v| {
+                let mut l = List::new();
+                for e in v {
+                    l.push_back(&e, &th);
+                }
+                Value::List(Box::new(l))
+            }),
+            proptest::collection::btree_set(element(), 1..40).prop_map(move |v| {
+                let mut s = Set::new();
+                for e in v {
+                    s.insert(&e, &th);
+                }
+                Value::Set(Box::new(s))
+            }),
+            proptest::collection::btree_map(element(), element(), 1..40).prop_map(move |v| {
+                let mut h = Hash::new();
+                for (f, x) in v {
+                    h.insert(&f, &x, &th);
+                }
+                Value::Hash(Box::new(h))
+            }),
+            proptest::collection::btree_map(element(), score(), 1..40).prop_map(move |v| {
+                let mut z = ZSet::new();
+                for (m, s) in v {
+                    z.insert(&m, s, &th);
+                }
+                Value::ZSet(Box::new(z))
+            }),
+        ]
+    }
+
+    /// What a Redis-written compact encoding of the model would hold, as a type and body.
+    fn compact(m: &Model) -> Option<(u8, Vec<u8>)> {
+        fn as_refs(v: &[Vec<u8>]) -> Vec<&[u8]> {
+            v.iter().map(|x| &x[..]).collect()
+        }
+        Some(match m {
+            Model::List(v) => (18, {
+                let mut q = Vec::new();
+                write::len(&mut q, 1);
+                write::len(&mut q, 2);
+                q.extend(blob(&lp(&as_refs(v))));
+                q
+            }),
+            Model::Set(s) => {
+                let v: Vec<Vec<u8>> = s.iter().cloned().collect();
+                (20, blob(&lp(&as_refs(&v))))
+            }
+            Model::Hash(h) => {
+                let v: Vec<Vec<u8>> = h.iter().flat_map(|(f, x)| [f.clone(), x.clone()]).collect();
+                (16, blob(&lp(&as_refs(&v))))
+            }
+            Model::ZSet(z) => {
+                let v: Vec<Vec<u8>> = z
+                    .iter()
+                    .flat_map(|(m, s)| {
+                        [m.clone(), format!("{:?}", f64::from_bits(*s)).into_bytes()]
+                    })
+                    .collect();
+                (17, blob(&lp(&as_refs(&v))))
+            }
+            Model::Str(_) => return None,
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        /// write then read gives the same value; so does the listpack form of it.
+        #[test]
+        fn write_then_read_is_the_same_value(v in a_value()) {
+            let mut out = Vec::new();
+            write(&mut out, None, &v);
+            let m = model(&v);
+            prop_assert_eq!(value(out[0], &out[1..]), m.clone());
+            if let Some((t, body)) = compact(&m) {
+                prop_assert_eq!(value(t, &body), m);
+            }
+        }
+
+        /// Any bytes, under any type: an error or a value, never a panic.
+        #[test]
+        fn arbitrary_bytes_never_panic(t in 0u8..30, body in proptest::collection::vec(any::<u8>(), 0..120)) {
+            if is_value_type(t) {
+                let _ = load(t, &body);
+            }
+        }
+
+        /// Valid values with one byte flipped or cut short never panic.
+        #[test]
+        fn corrupted_values_never_panic(v in a_value(), at in any::<usize>(), bit in 0u8..8, cut in any::<bool>()) {
+            let mut out = Vec::new();
+            write(&mut out, None, &v);
+            let m = model(&v);
+            let (t, mut body) = compact(&m).unwrap_or((out[0], out[1..].to_vec()));
+            if body.is_empty() { return Ok(()); }
+            let i = at % body.len();
+            if cut { body.truncate(i); } else { body[i] ^= 1 << bit; }
+            let _ = load(t, &body);
+        }
     }
 }

@@ -94,10 +94,12 @@ impl<'a> Decoder<'a> {
     /// The next entry, `Ok(None)` at the end (after checking the count and the tail).
     pub fn next_elem(&mut self) -> Result<Option<Elem<'a>>, ZlError> {
         let start = self.pos;
-        let bad = |what| Err(ZlError {
-            offset: start,
-            what,
-        });
+        let bad = |what| {
+            Err(ZlError {
+                offset: start,
+                what,
+            })
+        };
         let b = self.buf;
         let end = b.len() - 1;
         if start >= end {
@@ -110,12 +112,16 @@ impl<'a> Decoder<'a> {
             return Ok(None);
         }
         let get = |from: usize, n: usize| -> Option<&'a [u8]> {
-            b.get(from..from.checked_add(n)?).filter(|_| from + n <= end)
+            b.get(from..from.checked_add(n)?)
+                .filter(|_| from + n <= end)
         };
         // prevlen
         let (prevlen, mut p) = match b[start] {
             0xFE => match get(start + 1, 4) {
-                Some(d) => (u32::from_le_bytes([d[0], d[1], d[2], d[3]]) as usize, start + 5),
+                Some(d) => (
+                    u32::from_le_bytes([d[0], d[1], d[2], d[3]]) as usize,
+                    start + 5,
+                ),
                 None => return bad("ziplist prevlen runs past the end"),
             },
             END => return bad("ziplist prevlen byte 0xFF"),
@@ -158,7 +164,9 @@ impl<'a> Decoder<'a> {
                     return bad("ziplist entry with an invalid encoding byte");
                 }
                 match get(p, 4) {
-                    Some(d) => string(u32::from_be_bytes([d[0], d[1], d[2], d[3]]) as usize, p + 4)?,
+                    Some(d) => {
+                        string(u32::from_be_bytes([d[0], d[1], d[2], d[3]]) as usize, p + 4)?
+                    }
                     None => return bad("ziplist string length runs past the end"),
                 }
             }

@@ -22,8 +22,11 @@ pub struct ZmError {
     pub what: &'static str,
 }
 
+/// A (field, value) pair borrowed from the zipmap.
+pub type Pair<'a> = (&'a [u8], &'a [u8]);
+
 /// The (field, value) pairs of a zipmap, in order.
-pub fn pairs(zm: &[u8]) -> Result<Vec<(&[u8], &[u8])>, ZmError> {
+pub fn pairs(zm: &[u8]) -> Result<Vec<Pair<'_>>, ZmError> {
     let bad = |offset, what| Err(ZmError { offset, what });
     if zm.len() < 2 || zm[zm.len() - 1] != 0xFF {
         return bad(0, "zipmap without its end byte");
