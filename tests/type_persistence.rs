@@ -837,14 +837,12 @@ fn a_redis_70_replica_of_streamd_gets_every_type() {
 // ---------------------------------------------------------------------------------------
 // streamd's snapshots.
 
+/// A model keyspace: (database, key) → what it holds.
+type Keys<T> = BTreeMap<(usize, Vec<u8>), T>;
+
 /// Applies snapshot records for the five types to a model keyspace, as the command path
 /// would (SET replaces; RPUSH/HSET/SADD/ZADD add; PEXPIREAT sets the TTL).
-fn replay(
-    path: &Path,
-) -> (
-    BTreeMap<(usize, Vec<u8>), M>,
-    BTreeMap<(usize, Vec<u8>), u64>,
-) {
+fn replay(path: &Path) -> (Keys<M>, Keys<u64>) {
     use streamd::persist::load::{FrameReader, Next};
     use streamd::persist::snapshot::{HEADER_LEN, TRAILER_LEN};
     let len = std::fs::metadata(path).expect("snapshot").len();
@@ -923,7 +921,7 @@ fn snapshot_records_hold_every_value_exactly() {
         M::Set(
             huge.iter()
                 .enumerate()
-                .map(|(i, v)| [v.clone(), i.to_le_bytes().to_vec()].concat())
+                .map(|(i, v)| [v.clone(), (i as u32).to_le_bytes().to_vec()].concat())
                 .collect(),
         ),
     ));
