@@ -27,7 +27,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use streamd::core::keyspace::Db;
 use streamd::rdb::payload;
-use streamd::rdb::values::Loaded;
+use streamd::rdb::values::{self, Loaded};
 use streamd::types::{Hash, List, Set, StringValue, Thresholds, Value, ZSet};
 
 const IDMP: (i64, i64) = (100, 100);
@@ -66,28 +66,28 @@ fn build(m: &M) -> Value {
             for e in v {
                 l.push_back(e, &th);
             }
-            Value::List(Box::new(l))
+            values::from_list(l)
         }
         M::Set(v) => {
             let mut s = Set::new();
             for e in v {
                 s.insert(e, &th);
             }
-            Value::Set(Box::new(s))
+            values::from_set(s)
         }
         M::Hash(v) => {
             let mut h = Hash::new();
             for (f, x) in v {
                 h.insert(f, x, &th);
             }
-            Value::Hash(Box::new(h))
+            values::from_hash(h)
         }
         M::ZSet(v) => {
             let mut z = ZSet::new();
             for (m, s) in v {
                 z.insert(m, f64::from_bits(*s), &th);
             }
-            Value::ZSet(Box::new(z))
+            values::from_zset(z)
         }
     }
 }

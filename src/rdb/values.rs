@@ -162,7 +162,7 @@ pub fn read(r: &mut Reader<'_>, t: u8, th: &Thresholds, now_ms: u64) -> Result<L
             for _ in 0..n {
                 l.push_back(&r.string()?, th);
             }
-            list(l)
+            from_list(l)
         }
         10 => {
             let blob = r.string()?;
@@ -170,7 +170,7 @@ pub fn read(r: &mut Reader<'_>, t: u8, th: &Thresholds, now_ms: u64) -> Result<L
             for e in zl(&blob, at)? {
                 l.push_back(&e.to_bytes(), th);
             }
-            list(l)
+            from_list(l)
         }
         14 => {
             let n = r.length()?;
@@ -182,7 +182,7 @@ pub fn read(r: &mut Reader<'_>, t: u8, th: &Thresholds, now_ms: u64) -> Result<L
                     l.push_back(&e.to_bytes(), th);
                 }
             }
-            list(l)
+            from_list(l)
         }
         18 => {
             let n = r.length()?;
@@ -201,7 +201,7 @@ pub fn read(r: &mut Reader<'_>, t: u8, th: &Thresholds, now_ms: u64) -> Result<L
                     _ => return Err(bad(at, "unknown quicklist node container")),
                 }
             }
-            list(l)
+            from_list(l)
         }
         2 => {
             let n = r.length()?;
@@ -212,7 +212,7 @@ pub fn read(r: &mut Reader<'_>, t: u8, th: &Thresholds, now_ms: u64) -> Result<L
                     return Err(bad(at, "duplicate set member"));
                 }
             }
-            set(s)
+            from_set(s)
         }
         11 => {
             let blob = r.string()?;
@@ -222,7 +222,7 @@ pub fn read(r: &mut Reader<'_>, t: u8, th: &Thresholds, now_ms: u64) -> Result<L
             for v in vals {
                 s.insert(buf.format(v).as_bytes(), th);
             }
-            set(s)
+            from_set(s)
         }
         20 => {
             let blob = r.string()?;
@@ -232,7 +232,7 @@ pub fn read(r: &mut Reader<'_>, t: u8, th: &Thresholds, now_ms: u64) -> Result<L
                     return Err(bad(at, "duplicate set member"));
                 }
             }
-            set(s)
+            from_set(s)
         }
         3 | 5 => {
             let n = r.length()?;
@@ -247,7 +247,7 @@ pub fn read(r: &mut Reader<'_>, t: u8, th: &Thresholds, now_ms: u64) -> Result<L
                 };
                 add_scored(&mut z, &member, score, th, at)?;
             }
-            zset(z)
+            from_zset(z)
         }
         12 | 17 => {
             let blob = r.string()?;
@@ -264,7 +264,7 @@ pub fn read(r: &mut Reader<'_>, t: u8, th: &Thresholds, now_ms: u64) -> Result<L
                 let score = elem_score(&pair[1]).ok_or_else(|| bad(at, "bad sorted set score"))?;
                 add_scored(&mut z, &pair[0].to_bytes(), score, th, at)?;
             }
-            zset(z)
+            from_zset(z)
         }
         4 => {
             let n = r.length()?;
@@ -275,7 +275,7 @@ pub fn read(r: &mut Reader<'_>, t: u8, th: &Thresholds, now_ms: u64) -> Result<L
                 let v = r.string()?;
                 add_field(&mut h, &f, &v, th, at)?;
             }
-            hash(h)
+            from_hash(h)
         }
         9 => {
             let blob = r.string()?;
@@ -283,7 +283,7 @@ pub fn read(r: &mut Reader<'_>, t: u8, th: &Thresholds, now_ms: u64) -> Result<L
             for (f, v) in zipmap::pairs(&blob).map_err(|e| bad(at, e.what))? {
                 add_field(&mut h, f, v, th, at)?;
             }
-            hash(h)
+            from_hash(h)
         }
         13 | 16 => {
             let blob = r.string()?;
@@ -299,7 +299,7 @@ pub fn read(r: &mut Reader<'_>, t: u8, th: &Thresholds, now_ms: u64) -> Result<L
             for pair in els.chunks_exact(2) {
                 add_field(&mut h, &pair[0].to_bytes(), &pair[1].to_bytes(), th, at)?;
             }
-            hash(h)
+            from_hash(h)
         }
         22 | 24 => {
             let min_expire = if t == 24 {
@@ -336,7 +336,7 @@ pub fn read(r: &mut Reader<'_>, t: u8, th: &Thresholds, now_ms: u64) -> Result<L
             if h.is_empty() && expired > 0 {
                 return Ok(Loaded::Expired);
             }
-            hash(h)
+            from_hash(h)
         }
         23 | 25 => {
             if t == 25 {
@@ -373,7 +373,7 @@ pub fn read(r: &mut Reader<'_>, t: u8, th: &Thresholds, now_ms: u64) -> Result<L
             if h.is_empty() && expired > 0 {
                 return Ok(Loaded::Expired);
             }
-            hash(h)
+            from_hash(h)
         }
         _ => {
             return Err(bad(
@@ -409,20 +409,33 @@ fn bad(at: u64, what: impl Into<std::borrow::Cow<'static, str>>) -> RdbError {
     }
 }
 
-fn list(l: List) -> Value {
-    Value::List(Box::new(l))
+// The four constructors below hold the one place that knows whether a `Value` variant
+// boxes its collection: `.into()` is `Box::new` for a boxed variant and the identity for
+// an unboxed one (which clippy calls a useless conversion), so the readers keep working
+// whichever representation a type's family chose.
+
+/// A list as a [`Value`].
+#[allow(clippy::useless_conversion)]
+pub fn from_list(l: List) -> Value {
+    Value::List(l.into())
 }
 
-fn set(s: Set) -> Value {
-    Value::Set(Box::new(s))
+/// A set as a [`Value`].
+#[allow(clippy::useless_conversion)]
+pub fn from_set(s: Set) -> Value {
+    Value::Set(s.into())
 }
 
-fn hash(h: Hash) -> Value {
-    Value::Hash(Box::new(h))
+/// A hash as a [`Value`].
+#[allow(clippy::useless_conversion)]
+pub fn from_hash(h: Hash) -> Value {
+    Value::Hash(h.into())
 }
 
-fn zset(z: ZSet) -> Value {
-    Value::ZSet(Box::new(z))
+/// A sorted set as a [`Value`].
+#[allow(clippy::useless_conversion)]
+pub fn from_zset(z: ZSet) -> Value {
+    Value::ZSet(z.into())
 }
 
 /// The elements of a ziplist blob that starts at `at`.
@@ -838,28 +851,28 @@ mod tests {
                 for e in v {
                     l.push_back(&e, &th);
                 }
-                Value::List(Box::new(l))
+                from_list(l)
             }),
             proptest::collection::btree_set(element(), 1..40).prop_map(move |v| {
                 let mut s = Set::new();
                 for e in v {
                     s.insert(&e, &th);
                 }
-                Value::Set(Box::new(s))
+                from_set(s)
             }),
             proptest::collection::btree_map(element(), element(), 1..40).prop_map(move |v| {
                 let mut h = Hash::new();
                 for (f, x) in v {
                     h.insert(&f, &x, &th);
                 }
-                Value::Hash(Box::new(h))
+                from_hash(h)
             }),
             proptest::collection::btree_map(element(), score(), 1..40).prop_map(move |v| {
                 let mut z = ZSet::new();
                 for (m, s) in v {
                     z.insert(&m, s, &th);
                 }
-                Value::ZSet(Box::new(z))
+                from_zset(z)
             }),
         ]
     }
