@@ -1,12 +1,15 @@
 //! DUMP and RESTORE (Redis `cluster.c` `dumpCommand` / `restoreCommand`): a key's value
-//! in Redis's serialization format, so streams move between Redis and streamd with the
-//! tools built on these two commands. The format lives in `rdb/`; this file is the
-//! command surface.
+//! in Redis's serialization format, so keys of every type move between Redis and
+//! streamd with the tools built on these two commands. The format lives in `rdb/`
+//! (`payload.rs`; `values.rs` for strings and collections, `stream.rs` for streams);
+//! this file is the command surface. DUMP writes what Redis 7.0 RESTOREs; RESTORE reads
+//! payloads of Redis 2.6 to 8.8 in every encoding they use, and replaces a key of any
+//! type with REPLACE (no WRONGTYPE: the old value is simply deleted first).
 //!
 //! `RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f]` checks, in Redis's
 //! order: the options (IDLETIME and FREQ exclude each other), BUSYKEY, the TTL, the
 //! payload footer (`DUMP payload version or checksum are wrong`), then the value (`Bad
-//! data format`, or an error naming a non-stream or too new type). Nothing changes
+//! data format`, or an error naming a module/array or too new type). Nothing changes
 //! until all of that passed. IDLETIME and FREQ are validated and then ignored: streamd
 //! keeps no access times or frequencies (OBJECT IDLETIME answers 0).
 //!
@@ -21,6 +24,8 @@ use crate::core::notify::class;
 use crate::error::ReplyError;
 use crate::rdb::payload::{self, RestoreError};
 use crate::rdb::types;
+use crate::rdb::values::Loaded;
+use crate::types::Value;
 use bytes::Bytes;
 
 const KEYSPACE: &[&str] = &["@keyspace"];
@@ -71,11 +76,11 @@ const BAD_DATA_FORMAT: ReplyError = ReplyError::msg("ERR Bad data format");
 fn dump(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let key = ctx.argv[1].clone();
     let defaults = ctx.core.idmp_defaults;
-    let Some(stream) = ctx.lookup(&key)? else {
+    let Some(value) = ctx.lookup_value(&key) else {
         ctx.out.null();
         return Ok(());
     };
-    let p = payload::dump(stream, defaults);
+    let p = payload::dump_value(value, defaults);
     ctx.out.bulk(&p);
     Ok(())
 }
@@ -125,20 +130,27 @@ impl Restore {
     }
 }
 
-/// The refusal for a payload that is not a stream type streamd reads.
+/// The refusal for a payload streamd does not read.
 fn restore_error(e: RestoreError) -> ReplyError {
     match e {
         RestoreError::VersionOrChecksum => VERSION_OR_CHECKSUM,
         RestoreError::BadFormat(_) => BAD_DATA_FORMAT,
-        RestoreError::NotStream(t) => ReplyError::owned(format!(
-            "ERR streamd stores only streams, and this DUMP payload holds a {} (RDB type {t})",
+        RestoreError::NotStream(t) | RestoreError::Unsupported(t) => ReplyError::owned(format!(
+            "ERR streamd does not store this type: the DUMP payload holds a {} (RDB type {t})",
             types::name(t)
         )),
         RestoreError::NewerType(t) => ReplyError::owned(format!(
             "ERR this DUMP payload holds RDB type {t}, newer than streamd knows; streamd \
-             reads stream types 15, 19, 21, 26 and 27 (Redis 5.0 to 8.8)"
+             reads RDB types up to 28 (Redis 8.8)"
         )),
     }
+}
+
+/// True when Redis 7.0 RESTOREs a (verified) string or collection payload as it is:
+/// version at most 10 and a type 7.0 knows (below 20).
+fn redis_70_reads(p: &[u8]) -> bool {
+    let n = p.len();
+    n >= 10 && p[0] < 20 && u16::from_le_bytes([p[n - 10], p[n - 9]]) <= 10
 }
 
 /// RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f].
@@ -153,7 +165,19 @@ fn restore(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     if ttl < 0 {
         return Err(INVALID_TTL);
     }
-    let stream = payload::restore(&argv[3], ctx.core.idmp_defaults).map_err(restore_error)?;
+    let loaded = payload::restore_value(
+        &argv[3],
+        ctx.core.idmp_defaults,
+        &ctx.core.thresholds,
+        ctx.now_ms,
+    )
+    .map_err(restore_error)?;
+    // A hash whose every field TTL has passed (Redis 7.4 types 24, 25) restores as a key
+    // that expired at once.
+    let value = match loaded {
+        Loaded::Value(v) => Some(v),
+        Loaded::Empty | Loaded::Expired => None,
+    };
     let db = ctx.client.db;
     let deleted = opts.replace && {
         ctx.expire_if_needed(key);
@@ -170,10 +194,8 @@ fn restore(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         (t, false) => Some(ctx.now_ms.saturating_add(t as u64)),
     };
     // While loading, the log says when keys went: a past deadline is kept as it is.
-    if let Some(at) = at
-        && at <= ctx.now_ms
-        && !ctx.core.replaying()
-    {
+    let gone = at.is_some_and(|at| at <= ctx.now_ms && !ctx.core.replaying());
+    let Some(value) = value.filter(|_| !gone) else {
         if deleted {
             ctx.notify(class::GENERIC, "del", key);
             ctx.core.dirty += 1;
@@ -181,9 +203,16 @@ fn restore(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         }
         ctx.out.ok();
         return Ok(());
-    }
+    };
+    // A string or collection in an encoding Redis 7.0 lacks (7.2's set listpack, 7.4's
+    // field-TTL hashes, or any payload of a version above 10) is logged in the form
+    // streamd's DUMP writes, so that a Redis 7.0 replica reads it and the log replays
+    // to what was restored (field TTLs already dropped). Streams are logged as given;
+    // the Redis-forms translation rewrites them for Redis replicas.
+    let logged = (!matches!(value, Value::Stream(_)) && !redis_70_reads(&argv[3]))
+        .then(|| payload::dump_value(&value, ctx.core.idmp_defaults));
     let d = &mut ctx.core.dbs[db];
-    d.insert(key, stream);
+    d.insert(key, value);
     if let Some(at) = at {
         d.set_expire(key, at);
     }
@@ -197,7 +226,7 @@ fn restore(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         b"RESTORE".as_slice(),
         key,
         ttl_text.as_bytes(),
-        &argv[3],
+        logged.as_deref().unwrap_or(&argv[3]),
         b"ABSTTL",
         b"REPLACE",
     ]);

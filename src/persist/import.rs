@@ -79,10 +79,17 @@ pub fn import(
         .iter()
         .map(|(t, n)| format!("{t}={n}"))
         .collect();
+    let imported: Vec<String> = stats
+        .imported
+        .iter()
+        .map(|(t, n)| format!("{t}={n}"))
+        .collect();
     tracing::info!(
+        imported = %if imported.is_empty() { "none".to_string() } else { imported.join(" ") },
         streams = stats.streams,
         entries = stats.entries,
         expired = stats.expired,
+        empty = stats.empty,
         skipped = %if skipped.is_empty() { "none".to_string() } else { skipped.join(" ") },
         rdb_version = stats.version,
         read_secs = format!("{read_secs:.3}"),

@@ -204,7 +204,9 @@ const COLLECTION_RECORD_BYTES: usize = 1 << 20;
 /// Writes a string, list, hash, set or sorted set as the client commands that rebuild
 /// it: `SET`, then `RPUSH` / `HSET` / `SADD` / `ZADD` records of up to about 1 MiB of
 /// elements each, in the value's own order. A sorted set's scores are written as the
-/// shortest decimal text that reads back to the same double (`inf`/`-inf` included).
+/// shortest decimal digits that read back to the same double, with an exponent when
+/// very large or small (`1e300`, `5e-324`; `inf`/`-inf`, `-0.0` included), so a score
+/// reloads bit for bit and no record holds a 300-digit number.
 fn write_value<W: Write>(w: &mut SnapshotWriter<W>, key: &[u8], value: &Value) -> io::Result<()> {
     fn chunked<'a, W: Write>(
         w: &mut SnapshotWriter<W>,
@@ -246,7 +248,10 @@ fn write_value<W: Write>(w: &mut SnapshotWriter<W>, key: &[u8], value: &Value) -
             w,
             &[b"ZADD", key],
             z.iter().map(|(m, score)| {
-                vec![std::borrow::Cow::Owned(format!("{score}").into_bytes()), m]
+                vec![
+                    std::borrow::Cow::Owned(format!("{score:?}").into_bytes()),
+                    m,
+                ]
             }),
         ),
         Value::Stream(s) => write_stream(w, key, s),

@@ -1,9 +1,10 @@
-//! Reading a whole `dump.rdb` for `streamd --import-rdb FILE`: every stream key goes
-//! into its database, other types are skipped and counted, and the result is written as
-//! a normal streamd snapshot before the server starts.
+//! Reading a whole `dump.rdb` for `streamd --import-rdb FILE` (and a streamd replica's
+//! full sync from a Redis primary): every key of a type streamd stores goes into its
+//! database, modules are skipped and counted, and the result is written as a normal
+//! streamd snapshot before the server starts.
 //!
 //! ```text
-//! "REDIS" <version: 4 ASCII digits, 0009..0014>
+//! "REDIS" <version: 4 ASCII digits, 0001..0014>
 //! then, until EOF, one of:
 //!   0xFA AUX          <name: string> <value: string>      redis-ver, ctime, ...
 //!   0xFE SELECTDB     <db: len>                           following keys go there
@@ -15,31 +16,39 @@
 //!   0xF5 FUNCTION2    <library code: string>              ignored
 //!   0xF4 SLOT_INFO    <slot: len> <size: len> <expires size: len>
 //!   <type: u8> <key: string> <value>                      a key
-//!   0xFF EOF          then <CRC-64/Jones of every byte before it: u64 LE> (0 = none)
+//!   0xFF EOF          then <CRC-64/Jones of every byte before it: u64 LE> (0 = none;
+//!                     versions 1..=4 have no CRC and end at the EOF byte)
 //! ```
 //!
-//! Streams of every type Redis writes (15, 19, 21, 26, 27) are read. Values of other
-//! types are skipped by walking their encodings (`rdb.h` types 0–5, 7, 9–14, 16–18,
-//! 20, 24, 25) without expanding them; a file holding a type streamd cannot walk (Redis
-//! 8.8's array, 28) or Redis 8.6's key-metadata opcode (243, module metadata attached to
-//! a key) is refused with the offset and what was found. The whole file is read into
-//! memory once; every length is checked against what is left, so a lying length is an
-//! error (with its offset), never a large allocation. A key whose expiry time has
-//! already passed is skipped, as Redis skips it when loading.
+//! Streams of every type Redis writes (15, 19, 21, 26, 27) are read by `stream.rs`;
+//! strings, lists, sets, sorted sets and hashes in every encoding Redis 2.0 to 8.x
+//! writes (types 0–5, 9–14, 16–18, 20, 22–25) by `values.rs`, which draws them and
+//! says what happens to a hash's field TTLs. Module values (type 7) are skipped by
+//! walking their opcodes and counted; a file holding a type streamd cannot walk (a 4.0
+//! release candidate's module type 6, Redis 8.8's array, 28) or Redis 8.6's
+//! key-metadata opcode (243, module metadata attached to a key) is refused with the
+//! offset and what was found. Files of RDB version 1 to 8 (Redis before 5.0) read
+//! too: their key encodings are a subset of the later ones.
+//!
+//! The whole file is read into memory once; every length is checked against what is
+//! left, so a lying length is an error (with its offset), never a large allocation. A
+//! key whose expiry time has already passed is skipped, as Redis skips it when loading;
+//! so is an empty collection (counted apart), as Redis's loader skips those.
 
 use super::types::{
     self, STREAM_LISTPACKS, STREAM_LISTPACKS_2, STREAM_LISTPACKS_3, STREAM_LISTPACKS_4,
     STREAM_LISTPACKS_5,
 };
+use super::values::{self, Loaded};
 use super::{RdbError, Reader, crc64, stream};
 use crate::core::keyspace::Db;
-use crate::types::Value;
+use crate::types::{Thresholds, Value};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-/// Oldest and newest RDB versions read (Redis 5.0 writes 9, 7.0 10, 7.2 11, 7.4 12, 8.6
-/// 13, 8.8 14).
-pub const VERSIONS: std::ops::RangeInclusive<u32> = 9..=14;
+/// Oldest and newest RDB versions read (Redis 2.0 writes 1..=4, 3.2 7, 4.0 8, 5.0 9, 7.0
+/// 10, 7.2 11, 7.4 12, 8.6 13, 8.8 14).
+pub const VERSIONS: std::ops::RangeInclusive<u32> = 1..=14;
 
 /// What an import found.
 #[derive(Debug, Default, Clone)]
@@ -50,10 +59,15 @@ pub struct ImportStats {
     pub streams: u64,
     /// Stream entries imported.
     pub entries: u64,
-    /// Keys of other types skipped, by type name.
+    /// Keys imported, by type name (`string`, `list`, `set`, `zset`, `hash`, `stream`).
+    pub imported: BTreeMap<&'static str, u64>,
+    /// Keys of other types skipped (modules), by type name.
     pub skipped: BTreeMap<&'static str, u64>,
-    /// Keys skipped because their TTL had passed.
+    /// Keys skipped because their TTL had passed (or, for a hash with field TTLs, every
+    /// field's had).
     pub expired: u64,
+    /// Empty collections skipped (as Redis's loader skips them).
+    pub empty: u64,
     /// File size in bytes.
     pub bytes: u64,
 }
@@ -62,12 +76,33 @@ pub struct ImportStats {
 pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
 
 /// Parses an RDB file image into `databases` databases; `idmp_defaults` are the
-/// server's settings for new streams (`rdb/stream.rs`).
+/// server's settings for new streams (`rdb/stream.rs`). Collections are built with
+/// Redis 7.0's default encoding thresholds ([`read_with`] takes others).
 pub fn read(
     data: &[u8],
     databases: usize,
     now_ms: u64,
     idmp_defaults: stream::IdmpDefaults,
+    progress: Progress<'_>,
+) -> Result<(Vec<Db>, ImportStats), RdbError> {
+    read_with(
+        data,
+        databases,
+        now_ms,
+        idmp_defaults,
+        &Thresholds::default(),
+        progress,
+    )
+}
+
+/// [`read`], building collections with the thresholds `th` (the server's configured
+/// `hash-max-listpack-entries` and friends).
+pub fn read_with(
+    data: &[u8],
+    databases: usize,
+    now_ms: u64,
+    idmp_defaults: stream::IdmpDefaults,
+    th: &Thresholds,
     progress: Progress<'_>,
 ) -> Result<(Vec<Db>, ImportStats), RdbError> {
     let mut dbs: Vec<Db> = (0..databases).map(|_| Db::default()).collect();
@@ -176,31 +211,45 @@ pub fn read(
                 let key_at = r.offset();
                 let key = r.string()?.into_owned();
                 let this_expire = expire.take();
-                match t {
+                let expired = this_expire.is_some_and(|e| e <= now_ms);
+                let value = match t {
                     STREAM_LISTPACKS | STREAM_LISTPACKS_2 | STREAM_LISTPACKS_3
                     | STREAM_LISTPACKS_4 | STREAM_LISTPACKS_5 => {
                         let s = stream::read(&mut r, t, idmp_defaults)?;
-                        if this_expire.is_some_and(|e| e <= now_ms) {
-                            stats.expired += 1;
-                        } else {
-                            let d = &mut dbs[db];
-                            if d.keys.contains_key(key.as_slice()) {
-                                return Err(RdbError {
-                                    offset: key_at,
-                                    what: "duplicate key".into(),
-                                });
-                            }
+                        if !expired {
                             stats.entries += s.len();
-                            d.insert(&key, s);
-                            if let Some(e) = this_expire {
-                                d.set_expire(&key, e);
-                            }
-                            stats.streams += 1;
                         }
+                        Loaded::Value(Value::Stream(s))
                     }
+                    t if values::is_value_type(t) => values::read(&mut r, t, th, now_ms)?,
                     _ => {
                         skip_value(&mut r, t, at)?;
                         *stats.skipped.entry(types::name(t)).or_insert(0) += 1;
+                        Loaded::Empty
+                    }
+                };
+                match value {
+                    _ if expired => stats.expired += 1,
+                    Loaded::Expired => stats.expired += 1,
+                    Loaded::Empty if values::is_value_type(t) => stats.empty += 1,
+                    Loaded::Empty => {}
+                    Loaded::Value(v) => {
+                        let d = &mut dbs[db];
+                        if d.keys.contains_key(key.as_slice()) {
+                            return Err(RdbError {
+                                offset: key_at,
+                                what: "duplicate key".into(),
+                            });
+                        }
+                        let kind = v.kind().name();
+                        d.insert(&key, v);
+                        if let Some(e) = this_expire {
+                            d.set_expire(&key, e);
+                        }
+                        *stats.imported.entry(kind).or_insert(0) += 1;
+                        if kind == "stream" {
+                            stats.streams += 1;
+                        }
                     }
                 }
                 keys += 1;
@@ -211,17 +260,20 @@ pub fn read(
             }
         }
     }
-    // Everything up to and including the EOF opcode is checksummed.
-    let crc_at = r.offset();
-    let stored = r.bytes(8)?;
-    let mut a = [0u8; 8];
-    a.copy_from_slice(stored);
-    let stored = u64::from_le_bytes(a);
-    if stored != 0 && crc64::crc64(&data[..crc_at as usize]) != stored {
-        return Err(RdbError {
-            offset: crc_at,
-            what: "RDB checksum mismatch".into(),
-        });
+    // Everything up to and including the EOF opcode is checksummed (RDB 5 and later;
+    // the files of Redis before 2.6 end at the EOF opcode).
+    if version >= 5 {
+        let crc_at = r.offset();
+        let stored = r.bytes(8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(stored);
+        let stored = u64::from_le_bytes(a);
+        if stored != 0 && crc64::crc64(&data[..crc_at as usize]) != stored {
+            return Err(RdbError {
+                offset: crc_at,
+                what: "RDB checksum mismatch".into(),
+            });
+        }
     }
     if r.remaining() != 0 {
         return Err(r.err("data after the end of the RDB file"));
@@ -256,96 +308,20 @@ fn skip_module_value(r: &mut Reader<'_>) -> Result<(), RdbError> {
     }
 }
 
-/// Skips `n` strings.
-fn skip_strings(r: &mut Reader<'_>, n: u64) -> Result<(), RdbError> {
-    for _ in 0..n {
-        r.skip_string()?;
-    }
-    Ok(())
-}
-
-/// Skips one value of type `t` (not a stream), whose type byte was at `type_at`.
+/// Skips one value of type `t` that is neither a stream nor a string or collection
+/// (`values::is_value_type`): a module value, whose type byte was at `type_at`.
 fn skip_value(r: &mut Reader<'_>, t: u8, type_at: u64) -> Result<(), RdbError> {
     match t {
-        types::STRING => r.skip_string(),
-        // list (linked list), set: n strings
-        1 | 2 => {
-            let n = r.length()?;
-            skip_strings(r, n)
-        }
-        // zset: n × (member, double as text: len byte, 253/254/255 = nan/+inf/-inf)
-        3 => {
-            let n = r.length()?;
-            for _ in 0..n {
-                r.skip_string()?;
-                let l = r.u8()?;
-                if l < 253 {
-                    r.bytes(usize::from(l))?;
-                }
-            }
-            Ok(())
-        }
-        // hash: n × (field, value)
-        4 => {
-            let n = r.length()?;
-            for _ in 0..n {
-                r.skip_string()?;
-                r.skip_string()?;
-            }
-            Ok(())
-        }
-        // zset 2: n × (member, binary double)
-        5 => {
-            let n = r.length()?;
-            for _ in 0..n {
-                r.skip_string()?;
-                r.bytes(8)?;
-            }
-            Ok(())
-        }
         // module 2: module id, then its opcodes
         7 => {
             r.length()?;
             skip_module_value(r)
         }
-        // one blob each: zipmap, ziplist, intset, zset ziplist, hash ziplist, hash
-        // listpack, zset listpack, set listpack
-        9..=13 | 16 | 17 | 20 => r.skip_string(),
-        // quicklist: n ziplists
-        14 => {
-            let n = r.length()?;
-            skip_strings(r, n)
-        }
-        // quicklist 2: n × (container kind, blob)
-        18 => {
-            let n = r.length()?;
-            for _ in 0..n {
-                r.length()?;
-                r.skip_string()?;
-            }
-            Ok(())
-        }
-        // hash with field TTLs (7.4): minimum expiry, n × (ttl, field, value)
-        24 => {
-            r.bytes(8)?;
-            let n = r.length()?;
-            for _ in 0..n {
-                r.length()?;
-                r.skip_string()?;
-                r.skip_string()?;
-            }
-            Ok(())
-        }
-        // listpack hash with field TTLs (7.4): minimum expiry, listpack
-        25 => {
-            r.bytes(8)?;
-            r.skip_string()
-        }
         t => Err(RdbError {
             offset: type_at,
             what: match types::name(t) {
                 "unknown" => format!("unknown value type {t}").into(),
-                name => format!("cannot skip a {name} of RDB type {t}").into(),
+                name => format!("cannot read a {name} of RDB type {t}").into(),
             },
         }),
     }
@@ -405,7 +381,8 @@ mod tests {
 
     const D: stream::IdmpDefaults = (100, 100);
 
-    /// A small RDB file: a string, a stream, an expired stream, a list, in db 0 and 1.
+    /// A small RDB file: a string, a stream, an expired stream, an expired string, in db
+    /// 0; a quicklist of one ziplist, an empty set and a module value in db 1.
     fn file() -> Vec<u8> {
         let mut f = b"REDIS0010".to_vec();
         f.push(0xFA);
@@ -433,12 +410,29 @@ mod tests {
         f.push(STREAM_LISTPACKS_2);
         write::string(&mut f, b"gone");
         stream::write(&mut f, &s, STREAM_LISTPACKS_2, D);
+        f.push(0xFC);
+        f.extend_from_slice(&1000u64.to_le_bytes());
+        f.push(0);
+        write::string(&mut f, b"gone-string");
+        write::string(&mut f, b"x");
         f.push(0xFE);
         write::len(&mut f, 1);
         f.push(14);
         write::string(&mut f, b"list");
         write::len(&mut f, 1);
-        write::string(&mut f, b"ziplist-bytes");
+        write::string(
+            &mut f,
+            &crate::rdb::ziplist::build::ziplist(&[Err(b"a"), Ok(7), Err(b"c")]),
+        );
+        f.push(2);
+        write::string(&mut f, b"empty");
+        write::len(&mut f, 0);
+        f.push(7);
+        write::string(&mut f, b"module");
+        write::len(&mut f, 12345); // module id
+        write::len(&mut f, 2); // an unsigned integer opcode
+        write::len(&mut f, 99);
+        write::len(&mut f, 0); // EOF
         f.push(0xFF);
         let crc = crc64::crc64(&f);
         f.extend_from_slice(&crc.to_le_bytes());
@@ -446,15 +440,33 @@ mod tests {
     }
 
     #[test]
-    fn streams_are_imported_and_other_types_counted() {
+    fn every_type_is_imported_and_modules_counted() {
         let (dbs, stats) = read(&file(), 16, 2000, D, &mut |_, _| {}).expect("reads");
         assert_eq!(stats.version, 10);
         assert_eq!(stats.streams, 1);
-        assert_eq!(stats.expired, 1);
-        assert_eq!(stats.skipped.get("string"), Some(&1));
-        assert_eq!(stats.skipped.get("list"), Some(&1));
+        assert_eq!(stats.expired, 2);
+        assert_eq!(stats.empty, 1);
+        assert_eq!(stats.imported.get("string"), Some(&1));
+        assert_eq!(stats.imported.get("list"), Some(&1));
+        assert_eq!(stats.imported.get("stream"), Some(&1));
+        assert_eq!(stats.skipped.get("module"), Some(&1));
+        assert_eq!(stats.skipped.len(), 1);
         assert_eq!(dbs[0].get_stream(b"st").map(|s| s.len()), Some(1));
         assert!(dbs[0].get(b"gone").is_none());
+        assert!(dbs[0].get(b"gone-string").is_none());
+        match dbs[0].get(b"plain") {
+            Some(Value::String(s)) => assert_eq!(&s.to_bytes()[..], b"value"),
+            other => panic!("{other:?}"),
+        }
+        match dbs[1].get(b"list") {
+            Some(Value::List(l)) => {
+                let items: Vec<Vec<u8>> = l.iter().map(|e| e.to_vec()).collect();
+                assert_eq!(items, [b"a".to_vec(), b"7".to_vec(), b"c".to_vec()]);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(dbs[1].get(b"empty").is_none());
+        assert!(dbs[1].get(b"module").is_none());
     }
 
     #[test]

@@ -70,11 +70,14 @@
 
 pub mod crc64;
 pub mod file;
+pub mod intset;
 pub mod listpack;
 pub mod lzf;
 pub mod payload;
 pub mod stream;
 pub mod values;
+pub mod ziplist;
+pub mod zipmap;
 
 use std::borrow::Cow;
 use std::fmt;

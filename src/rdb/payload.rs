@@ -19,6 +19,12 @@
 //! type 27  version 14  Redis 8.8+   NACKed (unowned) pending entries (XNACK)
 //! ```
 //!
+//! [`dump_value`] writes any other value in its plain encoding (`values.rs`: types 0, 1,
+//! 2, 4, 5) with version 10, which every Redis since 7.0 RESTOREs (and converts to its
+//! own compact encoding when the value is small); a stream goes through [`dump`].
+//! [`restore_value`] reads every type `values.rs` and `stream.rs` read, in every
+//! encoding, from payloads of Redis 2.6 to 8.8.
+//!
 //! [`restore`] checks the footer as Redis's `verifyDumpPayload` does — at least 10
 //! bytes, version not newer than [`MAX_VERSION`], CRC over everything before the CRC —
 //! then reads the value (types 15, 19, 21, 26, 27), which must use up the payload
@@ -84,8 +90,10 @@ use super::types::{
     self, STREAM_LISTPACKS, STREAM_LISTPACKS_2, STREAM_LISTPACKS_3, STREAM_LISTPACKS_4,
     STREAM_LISTPACKS_5,
 };
+use super::values::{self, Loaded};
 use super::{Reader, crc64};
 use crate::stream::Stream;
+use crate::types::{Thresholds, Value};
 
 /// The newest payload version accepted: Redis 8.8's (Redis 7.4 writes 12, 8.6 13).
 pub const MAX_VERSION: u16 = 14;
@@ -109,8 +117,11 @@ pub enum RestoreError {
     BadFormat(super::RdbError),
     /// A type number newer than any streamd knows (above 28, Redis 8.8's newest).
     NewerType(u8),
-    /// Not a stream (its type number).
+    /// Not a stream (its type number), for [`restore`].
     NotStream(u8),
+    /// A type streamd does not store (a module value, Redis 8.8's array), for
+    /// [`restore_value`].
+    Unsupported(u8),
 }
 
 /// Serializes `s` as a DUMP payload; `defaults` are the server's IDMP settings for new
@@ -130,6 +141,57 @@ pub fn dump(s: &Stream, defaults: IdmpDefaults) -> Vec<u8> {
     let crc = crc64::crc64(&out);
     out.extend_from_slice(&crc.to_le_bytes());
     out
+}
+
+/// Serializes any value as a DUMP payload Redis 7.0 RESTOREs: a stream as [`dump`]
+/// does, the other types in their plain encoding (`values.rs`) with version 10.
+pub fn dump_value(v: &Value, defaults: IdmpDefaults) -> Vec<u8> {
+    if let Value::Stream(s) = v {
+        return dump(s, defaults);
+    }
+    let mut out = Vec::with_capacity(64 + v.memory_usage());
+    values::write(&mut out, None, v);
+    out.extend_from_slice(&VERSION_FOR_TYPE_19.to_le_bytes());
+    let crc = crc64::crc64(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// Reads a DUMP payload holding any value streamd stores; `th` are the thresholds the
+/// collection is built with, `now_ms` decides which hash field TTLs have passed
+/// (`values.rs`). An empty collection is a [`RestoreError::BadFormat`], as in Redis;
+/// a hash whose every field has expired is [`Loaded::Expired`]. Unlike [`restore`],
+/// bytes after the value are accepted and ignored, as Redis 7.0's RESTORE does.
+pub fn restore_value(
+    p: &[u8],
+    defaults: IdmpDefaults,
+    th: &Thresholds,
+    now_ms: u64,
+) -> Result<Loaded, RestoreError> {
+    verify(p)?;
+    let body = &p[..p.len() - FOOTER];
+    let mut r = Reader::new(body, 0);
+    let t = r.u8().map_err(RestoreError::BadFormat)?;
+    let v = match t {
+        STREAM_LISTPACKS | STREAM_LISTPACKS_2 | STREAM_LISTPACKS_3 | STREAM_LISTPACKS_4
+        | STREAM_LISTPACKS_5 => Loaded::Value(Value::Stream(
+            stream::read(&mut r, t, defaults).map_err(RestoreError::BadFormat)?,
+        )),
+        t if values::is_value_type(t) => {
+            match values::read(&mut r, t, th, now_ms).map_err(RestoreError::BadFormat)? {
+                Loaded::Empty => {
+                    return Err(RestoreError::BadFormat(r.err("empty collection")));
+                }
+                v => v,
+            }
+        }
+        _ if types::name(t) != "unknown" => return Err(RestoreError::Unsupported(t)),
+        _ if t > types::NEWEST => return Err(RestoreError::NewerType(t)),
+        _ => return Err(RestoreError::BadFormat(r.err("unknown value type"))),
+    };
+    // Bytes after the value are ignored, as Redis's RESTORE ignores them (it reads one
+    // object from the payload and never looks further; only the CRC covers them).
+    Ok(v)
 }
 
 /// Checks the footer (Redis `verifyDumpPayload`); returns the RDB version.
