@@ -950,7 +950,7 @@ fn pexpiretime(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 fn ttl_generic(ctx: &mut Ctx<'_>, millis: bool, absolute: bool) -> Result<(), ReplyError> {
     let argv = ctx.argv;
     let key = &argv[1];
-    if ctx.lookup(key)?.is_none() {
+    if ctx.lookup_value(key).is_none() {
         ctx.out.integer(-2);
         return Ok(());
     }

@@ -28,6 +28,7 @@ pub mod replication;
 pub mod reply;
 pub mod server;
 pub mod slowlog;
+pub mod string;
 pub mod transaction;
 pub mod xack;
 pub mod xackdel;
@@ -71,6 +72,7 @@ pub static FAMILIES: &[&[CommandSpec]] = &[
     xnack::COMMANDS,
     xidmp::COMMANDS,
     pubsub::COMMANDS,
+    string::COMMANDS,
 ];
 
 /// All top-level commands, in table order (the rows themselves: usable before a core
