@@ -174,7 +174,9 @@ impl Value {
         const OBJECT: usize = 16;
         match self {
             Value::Stream(s) => s.memory_usage(),
-            Value::String(s) => OBJECT + s.heap_size(),
+            // A string has no header of its own: its 24 bytes sit in the key's dict
+            // slot, and only a long one allocates.
+            Value::String(s) => std::mem::size_of::<StringValue>() + s.heap_size(),
             Value::List(l) => OBJECT + l.heap_size(),
             Value::Hash(h) => OBJECT + h.heap_size(),
             Value::Set(s) => OBJECT + s.heap_size(),

@@ -218,7 +218,10 @@ impl StringValue {
             } else {
                 len
             };
-            let mut buf = vec![0u8; cap.max(needed)].into_boxed_slice();
+            // The allocator's size class holds a few more bytes for free (Redis's sds
+            // uses its allocation's usable size the same way).
+            let cap = crate::alloc::usable_size(cap.max(needed));
+            let mut buf = vec![0u8; cap].into_boxed_slice();
             self.with_bytes(|b| buf[..b.len()].copy_from_slice(b));
             self.0 = Repr::Raw { spare: 0, buf };
         }
@@ -264,13 +267,14 @@ impl StringValue {
         StringValue(Repr::Raw { spare: 0, buf })
     }
 
-    /// Bytes allocated outside the value itself (`int` and short `embstr` values
-    /// allocate nothing; a raw value's spare room counts, as Redis counts an sds's).
+    /// Bytes allocated outside the value itself, at the allocator's size-class
+    /// granularity (what `used_memory` is charged): `int` and short `embstr` values
+    /// allocate nothing; a raw value's spare room counts, as Redis counts an sds's.
     pub fn heap_size(&self) -> usize {
         match &self.0 {
             Repr::Int(_) | Repr::Short { .. } => 0,
-            Repr::Emb(b) => b.len(),
-            Repr::Raw { buf, .. } => buf.len(),
+            Repr::Emb(b) => crate::alloc::usable_size(b.len()),
+            Repr::Raw { buf, .. } => crate::alloc::usable_size(buf.len()),
         }
     }
 }
