@@ -535,11 +535,22 @@ fn keyspace_events_are_redis_7_0_events() {
         &["SET", "j", "v", "NX"],
         &["DECR", "j"],
         &["GET", "nokey"],
+        &["SET", "nokey", "v", "GET"],
+        &["MGET", "nokey2", "nokey3", "a"],
+        &["STRLEN", "nokey4"],
+        &["GETRANGE", "nokey5", "0", "1"],
+        &["LCS", "nokey6", "a"],
+        &["GETDEL", "nokey7"],
+        &["GETEX", "nokey8", "PERSIST"],
+        &["GETSET", "nokey9", "v"],
+        &["INCR", "nokey10"],
+        &["APPEND", "nokey11", "v"],
+        &["SET", "nokey12", "v", "NX"],
     ];
     let mut got = Vec::new();
     for port in [st.port, rd.port] {
         let mut c = Raw::connect(port);
-        c.cmd_str(&["CONFIG", "SET", "notify-keyspace-events", "KEA"]);
+        c.cmd_str(&["CONFIG", "SET", "notify-keyspace-events", "KEAm"]);
         let mut sub = Raw::connect(port);
         sub.cmd_str(&["PSUBSCRIBE", "__key*__:*"]);
         let mut events = Vec::new();
