@@ -32,6 +32,7 @@ pub mod server;
 pub mod set;
 pub mod slowlog;
 pub mod sort;
+pub mod string;
 pub mod transaction;
 pub mod xack;
 pub mod xackdel;
@@ -83,6 +84,7 @@ pub static FAMILIES: &[&[CommandSpec]] = &[
     list::COMMANDS,
     sort::COMMANDS,
     zset::COMMANDS,
+    string::COMMANDS,
 ];
 
 /// All top-level commands, in table order (the rows themselves: usable before a core

@@ -34,7 +34,8 @@
 //!  tables[1]  empty, except while rehashing: the new table (twice or a fraction the size)
 //! ```
 //!
-//! With the keyspace's 80-byte `Stream` a slot is 112 bytes, a jemalloc size class.
+//! With the keyspace's 24-byte `Value` (types/mod.rs) a slot is 56 bytes, in the 64-byte
+//! jemalloc size class.
 //!
 //! A key lives in bucket `hash(key) & (size - 1)`. The hash is SipHash with a key drawn
 //! at random per table set ([`RandomState`]), so clients cannot choose colliding keys.

@@ -186,7 +186,7 @@ impl Db {
     ) -> Result<&mut Stream, ReplyError> {
         match self
             .keys
-            .get_or_insert_with_hashed(hash, key, || Value::Stream(Stream::default()))
+            .get_or_insert_with_hashed(hash, key, || Value::Stream(Box::default()))
         {
             Value::Stream(s) => Ok(s),
             _ => Err(ReplyError::WrongType),

@@ -324,7 +324,7 @@ impl Ctx<'_> {
         let (found, out) = self.lookup_value_hashed_with_out(hash, key);
         let stream = match found {
             None => Ok(None),
-            Some(Value::Stream(s)) => Ok(Some(s)),
+            Some(Value::Stream(s)) => Ok(Some(&mut **s)),
             Some(_) => Err(ReplyError::WrongType),
         };
         (stream, out)

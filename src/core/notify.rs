@@ -108,7 +108,7 @@ impl Ctx<'_> {
 /// way; its destination, like every write command's keys, does not come through
 /// `Ctx::lookup`.
 fn reads_with_keymiss(command: &[u8]) -> bool {
-    const READS: [&str; 19] = [
+    const READS: [&str; 29] = [
         "xrange",
         "xrevrange",
         "xlen",
@@ -128,6 +128,17 @@ fn reads_with_keymiss(command: &[u8]) -> bool {
         "pexpiretime",
         "dump",
         "copy",
+        // strings (SET only reads through its GET option)
+        "get",
+        "getdel",
+        "getex",
+        "getset",
+        "set",
+        "getrange",
+        "substr",
+        "strlen",
+        "mget",
+        "lcs",
     ];
     READS
         .iter()

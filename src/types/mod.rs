@@ -107,9 +107,11 @@ impl Kind {
     }
 }
 
-/// A key's value. The stream stays inline (streams are what the server is for: no extra
-/// indirection on their path); the collections are boxed so that the slot stays the size
-/// of a stream, and a string is short enough to sit inline.
+/// A key's value: 24 bytes. A string sits inline (most keys of a Redis keyspace are
+/// short strings, and an inline string costs no allocation); every other type is boxed,
+/// the stream too, so that a dict slot is 64 bytes (a jemalloc class) rather than the
+/// 112 an inline 80-byte stream made it: a small string key costs about 74 bytes instead
+/// of 122 (Redis 7.0: 74 to 106), for 32 more bytes and one more pointer per stream.
 #[derive(Debug, Clone)]
 pub enum Value {
     /// A string (also what Redis stores integers, bitmaps and HyperLogLogs as).
@@ -123,7 +125,7 @@ pub enum Value {
     /// A sorted set.
     ZSet(Box<ZSet>),
     /// A stream.
-    Stream(Stream),
+    Stream(Box<Stream>),
 }
 
 impl Value {
@@ -174,7 +176,9 @@ impl Value {
         const OBJECT: usize = 16;
         match self {
             Value::Stream(s) => s.memory_usage(),
-            Value::String(s) => OBJECT + s.heap_size(),
+            // A string has no header of its own: its 24 bytes sit in the key's dict
+            // slot, and only a long one allocates.
+            Value::String(s) => std::mem::size_of::<StringValue>() + s.heap_size(),
             Value::List(l) => OBJECT + l.heap_size(),
             Value::Hash(h) => OBJECT + h.heap_size(),
             Value::Set(s) => OBJECT + s.heap_size(),
@@ -185,7 +189,7 @@ impl Value {
     /// The value as a stream, if it is one.
     pub fn into_stream(self) -> Option<Stream> {
         match self {
-            Value::Stream(s) => Some(s),
+            Value::Stream(s) => Some(*s),
             _ => None,
         }
     }
@@ -193,7 +197,7 @@ impl Value {
 
 impl From<Stream> for Value {
     fn from(s: Stream) -> Value {
-        Value::Stream(s)
+        Value::Stream(Box::new(s))
     }
 }
 
@@ -218,7 +222,7 @@ mod tests {
 
     #[test]
     fn a_value_is_no_larger_than_a_stream_slot_needs() {
-        // The dict slot (core/dict.rs) holds a Value: keep it within a stream plus a tag.
-        assert!(std::mem::size_of::<Value>() <= std::mem::size_of::<Stream>() + 8);
+        // The dict slot (core/dict.rs) holds a Value: 24 bytes keep the slot at 64.
+        assert_eq!(std::mem::size_of::<Value>(), 24);
     }
 }

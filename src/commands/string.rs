@@ -1,0 +1,1195 @@
+//! The string commands (Redis 7.0's `@string` category without the bitmap commands,
+//! `t_string.c`): GET, SET and its variants, the counters, ranges, APPEND, MGET/MSET and
+//! LCS.
+//!
+//! Values are [`StringValue`]s (`types/string.rs`: `int`, `embstr`, `raw` as Redis
+//! encodes them). Every read command answers `WRONGTYPE` for a key of another type (a
+//! stream included); MGET answers nil for those instead, and MSET/SET overwrite any type.
+//!
+//! Side effects, as Redis 7.0 has them:
+//!
+//! ```text
+//! key created            notify "new" (n), then the command's event
+//! SET/SETNX/SETEX/...    notify "set" ($); with an expire also "expire" (g)
+//! INCR/DECR/INCRBY/..    notify "incrby";  INCRBYFLOAT "incrbyfloat"
+//! APPEND / SETRANGE      notify "append" / "setrange"
+//! GETDEL, GETEX <past>   notify "del" (g);  GETEX EX.. "expire", PERSIST "persist"
+//! overwritten stream     its blocked XREADGROUP clients are woken (they get an error)
+//! ```
+//!
+//! Logged (propagated) forms, deterministic as Redis 7.0 makes them:
+//!
+//! ```text
+//! SET k v EX/PX/EXAT/PXAT t [..]  ->  SET k v PXAT <unix ms>     (also SETEX, PSETEX)
+//! SET k v GET [..]                ->  the same without GET
+//! GETEX k EX/PX/EXAT/PXAT t       ->  PEXPIREAT k <unix ms>   (a past EXAT/PXAT: DEL k)
+//! GETEX k PERSIST                 ->  PERSIST k  (only if a TTL was removed)
+//! GETDEL k                        ->  DEL k
+//! GETSET k v                      ->  SET k v
+//! INCRBYFLOAT k n                 ->  SET k <result> KEEPTTL
+//! everything else                 ->  verbatim, when it changed something
+//! ```
+
+use super::{CommandSpec, flags::*, is, keyflags, parse_i64};
+use crate::core::Ctx;
+use crate::core::notify::class;
+use crate::error::ReplyError;
+use crate::types::string::LongDouble;
+use crate::types::{StringValue, Value};
+use bytes::Bytes;
+use std::borrow::Cow;
+
+const STRING: &[&str] = &["@string"];
+
+/// A single-key string command row.
+const fn cmd(
+    name: &'static str,
+    arity: i32,
+    flags: u32,
+    key_flags: &'static [u32],
+    summary: &'static str,
+    since: &'static str,
+    handler: super::Handler,
+) -> CommandSpec {
+    CommandSpec {
+        key_flags,
+        ..CommandSpec::new(name, arity, flags, "string", summary, since, handler)
+            .keys(1, 1, 1)
+            .categories(STRING)
+    }
+}
+
+const RW_ACCESS_UPDATE: &[u32] = &[keyflags::RW | keyflags::ACCESS | keyflags::UPDATE];
+const RW_ACCESS_DELETE: &[u32] = &[keyflags::RW | keyflags::ACCESS | keyflags::DELETE];
+const OW_UPDATE: &[u32] = &[keyflags::OW | keyflags::UPDATE];
+const OW_INSERT: &[u32] = &[keyflags::OW | keyflags::INSERT];
+
+/// This family's rows of the command table.
+pub const COMMANDS: &[CommandSpec] = &[
+    cmd(
+        "append",
+        3,
+        WRITE | DENYOOM | FAST,
+        keyflags::RW_INSERT,
+        "Append a value to a key",
+        "2.0.0",
+        append,
+    ),
+    cmd(
+        "decr",
+        2,
+        WRITE | DENYOOM | FAST,
+        RW_ACCESS_UPDATE,
+        "Decrement the integer value of a key by one",
+        "1.0.0",
+        decr,
+    ),
+    cmd(
+        "decrby",
+        3,
+        WRITE | DENYOOM | FAST,
+        RW_ACCESS_UPDATE,
+        "Decrement the integer value of a key by the given number",
+        "1.0.0",
+        decrby,
+    ),
+    cmd(
+        "get",
+        2,
+        READONLY | FAST,
+        keyflags::RO_ACCESS,
+        "Get the value of a key",
+        "1.0.0",
+        get,
+    ),
+    cmd(
+        "getdel",
+        2,
+        WRITE | FAST,
+        RW_ACCESS_DELETE,
+        "Get the value of a key and delete the key",
+        "6.2.0",
+        getdel,
+    ),
+    cmd(
+        "getex",
+        -2,
+        WRITE | FAST,
+        RW_ACCESS_UPDATE,
+        "Get the value of a key and optionally set its expiration",
+        "6.2.0",
+        getex,
+    ),
+    cmd(
+        "getrange",
+        4,
+        READONLY,
+        keyflags::RO_ACCESS,
+        "Get a substring of the string stored at a key",
+        "2.4.0",
+        getrange,
+    ),
+    cmd(
+        "getset",
+        3,
+        WRITE | DENYOOM | FAST,
+        RW_ACCESS_UPDATE,
+        "Set the string value of a key and return its old value",
+        "1.0.0",
+        getset,
+    ),
+    cmd(
+        "incr",
+        2,
+        WRITE | DENYOOM | FAST,
+        RW_ACCESS_UPDATE,
+        "Increment the integer value of a key by one",
+        "1.0.0",
+        incr,
+    ),
+    cmd(
+        "incrby",
+        3,
+        WRITE | DENYOOM | FAST,
+        RW_ACCESS_UPDATE,
+        "Increment the integer value of a key by the given amount",
+        "1.0.0",
+        incrby,
+    ),
+    cmd(
+        "incrbyfloat",
+        3,
+        WRITE | DENYOOM | FAST,
+        RW_ACCESS_UPDATE,
+        "Increment the float value of a key by the given amount",
+        "2.6.0",
+        incrbyfloat,
+    ),
+    CommandSpec {
+        key_flags: keyflags::RO_ACCESS,
+        ..CommandSpec::new(
+            "lcs",
+            -3,
+            READONLY,
+            "string",
+            "Find longest common substring",
+            "7.0.0",
+            lcs,
+        )
+        .keys(1, 2, 1)
+        .categories(STRING)
+    },
+    CommandSpec {
+        key_flags: keyflags::RO_ACCESS,
+        ..CommandSpec::new(
+            "mget",
+            -2,
+            READONLY | FAST,
+            "string",
+            "Get the values of all the given keys",
+            "1.0.0",
+            mget,
+        )
+        .keys(1, -1, 1)
+        .categories(STRING)
+    },
+    CommandSpec {
+        key_flags: OW_UPDATE,
+        ..CommandSpec::new(
+            "mset",
+            -3,
+            WRITE | DENYOOM,
+            "string",
+            "Set multiple keys to multiple values",
+            "1.0.1",
+            mset,
+        )
+        .keys(1, -1, 2)
+        .categories(STRING)
+    },
+    CommandSpec {
+        key_flags: OW_INSERT,
+        ..CommandSpec::new(
+            "msetnx",
+            -3,
+            WRITE | DENYOOM,
+            "string",
+            "Set multiple keys to multiple values, only if none of the keys exist",
+            "1.0.1",
+            msetnx,
+        )
+        .keys(1, -1, 2)
+        .categories(STRING)
+    },
+    cmd(
+        "psetex",
+        4,
+        WRITE | DENYOOM,
+        OW_UPDATE,
+        "Set the value and expiration in milliseconds of a key",
+        "2.6.0",
+        psetex,
+    ),
+    cmd(
+        "set",
+        -3,
+        WRITE | DENYOOM,
+        RW_ACCESS_UPDATE,
+        "Set the string value of a key",
+        "1.0.0",
+        set,
+    ),
+    cmd(
+        "setex",
+        4,
+        WRITE | DENYOOM,
+        OW_UPDATE,
+        "Set the value and expiration of a key",
+        "2.0.0",
+        setex,
+    ),
+    cmd(
+        "setnx",
+        3,
+        WRITE | DENYOOM | FAST,
+        OW_INSERT,
+        "Set the value of a key, only if the key does not exist",
+        "1.0.0",
+        setnx,
+    ),
+    cmd(
+        "setrange",
+        4,
+        WRITE | DENYOOM,
+        keyflags::RW_UPDATE,
+        "Overwrite part of a string at key starting at the specified offset",
+        "2.2.0",
+        setrange,
+    ),
+    cmd(
+        "strlen",
+        2,
+        READONLY | FAST,
+        keyflags::RO_ONLY,
+        "Get the length of the value stored in a key",
+        "2.2.0",
+        strlen,
+    ),
+    cmd(
+        "substr",
+        4,
+        READONLY,
+        keyflags::RO_ACCESS,
+        "Get a substring of the string stored at a key",
+        "1.0.0",
+        getrange,
+    ),
+];
+
+// --- errors (exact Redis 7.0 texts) ----------------------------------------------------
+
+const OVERFLOW: ReplyError =
+    ReplyError::Other(Cow::Borrowed("ERR increment or decrement would overflow"));
+const DECR_OVERFLOW: ReplyError = ReplyError::Other(Cow::Borrowed("ERR decrement would overflow"));
+const NOT_FLOAT: ReplyError = ReplyError::Other(Cow::Borrowed("ERR value is not a valid float"));
+const NAN_OR_INF: ReplyError =
+    ReplyError::Other(Cow::Borrowed("ERR increment would produce NaN or Infinity"));
+const TOO_LONG: ReplyError = ReplyError::Other(Cow::Borrowed(
+    "ERR string exceeds maximum allowed size (proto-max-bulk-len)",
+));
+const OFFSET_RANGE: ReplyError = ReplyError::Other(Cow::Borrowed("ERR offset is out of range"));
+const LCS_TYPES: ReplyError = ReplyError::Other(Cow::Borrowed(
+    "ERR The specified keys must contain string values",
+));
+const LCS_LEN_AND_IDX: ReplyError = ReplyError::Other(Cow::Borrowed(
+    "ERR If you want both the length and indexes, please just use IDX.",
+));
+const LCS_TOO_LONG: ReplyError = ReplyError::Other(Cow::Borrowed("ERR String too long for LCS"));
+const LCS_OVER_LIMIT: ReplyError = ReplyError::Other(Cow::Borrowed(
+    "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len",
+));
+const LCS_NO_MEMORY: ReplyError = ReplyError::Other(Cow::Borrowed(
+    "ERR Insufficient memory, failed allocating transient memory for LCS",
+));
+
+// --- shared helpers --------------------------------------------------------------------
+
+/// An option word compared as Redis compares it: as a C string, so up to its first NUL.
+fn c_str(arg: &[u8]) -> &[u8] {
+    match arg.iter().position(|&b| b == 0) {
+        Some(n) => &arg[..n],
+        None => arg,
+    }
+}
+
+/// The string at `key` for a read (lazy expiry, hit/miss stats, keymiss): `None` when
+/// missing, `WRONGTYPE` for another type. Hands out the reply writer beside it.
+fn read_string<'c>(
+    ctx: &'c mut Ctx<'_>,
+    key: &[u8],
+) -> (
+    Result<Option<&'c StringValue>, ReplyError>,
+    &'c mut crate::resp::writer::RespWriter,
+) {
+    let hash = ctx.db().hash_key(key);
+    let (found, out) = ctx.lookup_value_hashed_with_out(hash, key);
+    let r = match found {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(&*s)),
+        Some(_) => Err(ReplyError::WrongType),
+    };
+    (r, out)
+}
+
+/// Redis's `getGenericCommand`: replies with the string at `key` (nil when missing), or
+/// fails with `WRONGTYPE`.
+fn reply_get(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<bool, ReplyError> {
+    let (found, out) = read_string(ctx, key);
+    match found? {
+        Some(s) => {
+            s.with_bytes(|b| out.bulk(b));
+            Ok(true)
+        }
+        None => {
+            out.null();
+            Ok(false)
+        }
+    }
+}
+
+/// The value at `key` for a write (lazy expiry first; no hit/miss stats, as Redis's
+/// `lookupKeyWrite`).
+fn write_lookup<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Option<&'c mut Value> {
+    ctx.expire_if_needed(key);
+    let db = ctx.client.db;
+    ctx.core.dbs[db].keys.get_mut(key)
+}
+
+/// Stores `value` at `key` (Redis's `setKey`): creates the key (with its `new` event)
+/// or overwrites whatever is there, dropping the TTL unless `keep_ttl`; WATCH and the
+/// dirty counter. The caller has expired the key already.
+fn set_key(ctx: &mut Ctx<'_>, key: &[u8], value: StringValue, keep_ttl: bool) {
+    let db = ctx.client.db;
+    let dbx = &mut ctx.core.dbs[db];
+    match dbx.keys.get_mut(key) {
+        Some(Value::Stream(_)) => {
+            // Through remove + insert so the stream's background-work sets forget it;
+            // its blocked XREADGROUP clients learn the key changed type.
+            let ttl = dbx.expires.get(key).copied();
+            dbx.remove(key);
+            dbx.insert(key, Value::String(value));
+            if keep_ttl && let Some(at) = ttl {
+                dbx.set_expire(key, at);
+            }
+            ctx.signal_ready(key);
+        }
+        Some(slot) => {
+            *slot = Value::String(value);
+            if !keep_ttl && !dbx.expires.is_empty() {
+                dbx.expires.remove(key);
+            }
+        }
+        None => {
+            dbx.insert(key, Value::String(value));
+            ctx.notify(class::NEW, "new", key);
+        }
+    }
+    ctx.modified(key);
+}
+
+/// Adds a new key (Redis's `dbAdd`): the `new` event, WATCH, dirty.
+fn add_key(ctx: &mut Ctx<'_>, key: &[u8], value: StringValue) {
+    let db = ctx.client.db;
+    ctx.core.dbs[db].insert(key, Value::String(value));
+    ctx.notify(class::NEW, "new", key);
+    ctx.modified(key);
+}
+
+/// Redis's `checkStringLength`: a string of `size + append` bytes must stay within
+/// `proto-max-bulk-len` (not checked for the log or a primary's stream).
+fn check_string_length(ctx: &Ctx<'_>, size: usize, append: usize) -> Result<(), ReplyError> {
+    if ctx.core.replaying() {
+        return Ok(());
+    }
+    let total = (size as u64).checked_add(append as u64);
+    match total {
+        Some(t) if t <= ctx.core.limits.parser.proto_max_bulk_len => Ok(()),
+        _ => Err(TOO_LONG),
+    }
+}
+
+/// The unit of an expire argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unit {
+    Seconds,
+    Millis,
+}
+
+/// Option flags of SET and GETEX (Redis's `OBJ_*`).
+#[derive(Debug, Clone, Copy, Default)]
+struct Flags {
+    nx: bool,
+    xx: bool,
+    get: bool,
+    keepttl: bool,
+    persist: bool,
+    ex: bool,
+    px: bool,
+    exat: bool,
+    pxat: bool,
+}
+
+impl Flags {
+    fn any_expire(&self) -> bool {
+        self.ex || self.px || self.exat || self.pxat
+    }
+}
+
+/// Redis's `parseExtendedStringArgumentsOrReply`: the options from `argv[from..]`, with
+/// every conflict a syntax error (repeating the same expire option is allowed, the last
+/// wins). `set` selects SET's options (NX/XX/GET/KEEPTTL) over GETEX's (PERSIST).
+/// Returns the flags and the index of the expire argument.
+fn parse_extended(
+    argv: &[Bytes],
+    from: usize,
+    set: bool,
+) -> Result<(Flags, Option<usize>), ReplyError> {
+    let mut f = Flags::default();
+    let mut expire = None;
+    let mut j = from;
+    while j < argv.len() {
+        let opt = c_str(&argv[j]);
+        let has_next = j + 1 < argv.len();
+        let timed = f.keepttl || f.persist;
+        if is(opt, "NX") && !f.xx && set {
+            f.nx = true;
+        } else if is(opt, "XX") && !f.nx && set {
+            f.xx = true;
+        } else if is(opt, "GET") && set {
+            f.get = true;
+        } else if is(opt, "KEEPTTL") && !f.persist && !f.any_expire() && set {
+            f.keepttl = true;
+        } else if is(opt, "PERSIST") && !set && !f.any_expire() && !f.keepttl {
+            f.persist = true;
+        } else if is(opt, "EX") && !timed && !f.exat && !f.px && !f.pxat && has_next {
+            f.ex = true;
+            expire = Some(j + 1);
+            j += 1;
+        } else if is(opt, "PX") && !timed && !f.ex && !f.exat && !f.pxat && has_next {
+            f.px = true;
+            expire = Some(j + 1);
+            j += 1;
+        } else if is(opt, "EXAT") && !timed && !f.ex && !f.px && !f.pxat && has_next {
+            f.exat = true;
+            expire = Some(j + 1);
+            j += 1;
+        } else if is(opt, "PXAT") && !timed && !f.ex && !f.exat && !f.px && has_next {
+            f.pxat = true;
+            expire = Some(j + 1);
+            j += 1;
+        } else {
+            return Err(ReplyError::Syntax);
+        }
+        j += 1;
+    }
+    Ok((f, expire))
+}
+
+/// Redis's `getExpireMillisecondsOrReply`: the absolute unix-ms deadline an expire
+/// argument means, or `invalid expire time in '<name>' command` for a non-positive or
+/// overflowing one.
+fn expire_ms(
+    now_ms: u64,
+    arg: &[u8],
+    unit: Unit,
+    relative: bool,
+    name: &'static str,
+) -> Result<u64, ReplyError> {
+    let mut ms = parse_i64(arg)?;
+    let invalid = ReplyError::InvalidExpireTime(name);
+    if ms <= 0 {
+        return Err(invalid);
+    }
+    if unit == Unit::Seconds {
+        ms = ms.checked_mul(1000).ok_or(invalid.clone())?;
+    }
+    if relative {
+        let now = i64::try_from(now_ms).unwrap_or(i64::MAX);
+        ms = ms.checked_add(now).ok_or(invalid)?;
+    }
+    // Positive by now: ms > 0 and the additions were checked.
+    Ok(ms.unsigned_abs())
+}
+
+// --- GET, GETDEL, GETEX, GETSET, STRLEN, GETRANGE, MGET --------------------------------
+
+/// GET key.
+fn get(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    reply_get(ctx, &argv[1]).map(|_| ())
+}
+
+/// GETDEL key: the value, and the key deleted (logged as `DEL key`).
+fn getdel(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let key = &argv[1];
+    if reply_get(ctx, key)? {
+        let db = ctx.client.db;
+        ctx.core.dbs[db].remove(key);
+        ctx.core.key_deleted(db, key);
+        ctx.notify(class::GENERIC, "del", key);
+        ctx.core.dirty += 1;
+        ctx.propagate(&[b"DEL".as_slice(), key]);
+    }
+    Ok(())
+}
+
+/// GETEX key [EX s | PX ms | EXAT ts | PXAT ms-ts | PERSIST].
+fn getex(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let key = &argv[1];
+    let (flags, expire) = parse_extended(argv, 2, false)?;
+    let now_ms = ctx.now_ms;
+    let (found, out) = read_string(ctx, key);
+    let Some(value) = found? else {
+        out.null();
+        return Ok(());
+    };
+    let when = match expire {
+        Some(i) => {
+            let unit = if flags.px || flags.pxat {
+                Unit::Millis
+            } else {
+                Unit::Seconds
+            };
+            let relative = flags.ex || flags.px;
+            Some(expire_ms(now_ms, &argv[i], unit, relative, "getex")?)
+        }
+        None => None,
+    };
+    value.with_bytes(|b| out.bulk(b));
+    let db = ctx.client.db;
+    match when {
+        Some(at)
+            if (flags.exat || flags.pxat)
+                && at <= ctx.now_ms
+                && !ctx.core.replaying()
+                && !ctx.core.repl.is_replica() =>
+        {
+            ctx.core.dbs[db].remove(key);
+            ctx.core.key_deleted(db, key);
+            ctx.notify(class::GENERIC, "del", key);
+            ctx.core.dirty += 1;
+            ctx.propagate(&[b"DEL".as_slice(), key]);
+        }
+        Some(at) => {
+            ctx.core.dbs[db].set_expire(key, at);
+            ctx.modified(key);
+            ctx.notify(class::GENERIC, "expire", key);
+            ctx.propagate(&[
+                b"PEXPIREAT".as_slice(),
+                key,
+                itoa::Buffer::new().format(at).as_bytes(),
+            ]);
+        }
+        None if flags.persist && ctx.core.dbs[db].expires.remove(&key[..]).is_some() => {
+            ctx.modified(key);
+            ctx.notify(class::GENERIC, "persist", key);
+            ctx.propagate(&[b"PERSIST".as_slice(), key]);
+        }
+        None => {}
+    }
+    Ok(())
+}
+
+/// GETSET key value: the old value (nil when none), and SET (logged as `SET key value`).
+fn getset(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let key = &argv[1];
+    reply_get(ctx, key)?;
+    set_key(ctx, key, StringValue::new(&argv[2]), false);
+    ctx.notify(class::STRING, "set", key);
+    ctx.propagate(&[b"SET".as_slice(), key, &argv[2]]);
+    Ok(())
+}
+
+/// STRLEN key: 0 for a missing key.
+fn strlen(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let (found, out) = read_string(ctx, &argv[1]);
+    let n = found?.map_or(0, StringValue::len);
+    out.integer(i64::try_from(n).unwrap_or(i64::MAX));
+    Ok(())
+}
+
+/// GETRANGE / SUBSTR key start end: inclusive, negative indexes from the end, clamped;
+/// an empty string for a missing key or an empty range.
+fn getrange(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let mut start = parse_i64(&argv[2])?;
+    let mut end = parse_i64(&argv[3])?;
+    let (found, out) = read_string(ctx, &argv[1]);
+    let Some(s) = found? else {
+        out.bulk(b"");
+        return Ok(());
+    };
+    s.with_bytes(|bytes| {
+        let len = i64::try_from(bytes.len()).unwrap_or(i64::MAX);
+        if start < 0 && end < 0 && start > end {
+            out.bulk(b"");
+            return;
+        }
+        if start < 0 {
+            start = len.saturating_add(start);
+        }
+        if end < 0 {
+            end = len.saturating_add(end);
+        }
+        start = start.max(0);
+        end = end.max(0);
+        if end >= len {
+            end = len - 1;
+        }
+        if start > end || len == 0 {
+            out.bulk(b"");
+        } else {
+            // 0 <= start <= end < len here.
+            out.bulk(&bytes[start as usize..=end as usize]);
+        }
+    });
+    Ok(())
+}
+
+/// MGET key [key ...]: nil for a missing key or one of another type.
+fn mget(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    ctx.out.array(argv.len() - 1);
+    for key in &argv[1..] {
+        let hash = ctx.db().hash_key(key);
+        let (found, out) = ctx.lookup_value_hashed_with_out(hash, key);
+        match found {
+            Some(Value::String(s)) => s.with_bytes(|b| out.bulk(b)),
+            _ => out.null(),
+        }
+    }
+    Ok(())
+}
+
+// --- SET and friends -------------------------------------------------------------------
+
+/// What [`set_generic`] answers.
+#[derive(Clone, Copy)]
+enum SetReply {
+    /// `+OK`, or nil when NX/XX refused (SET, SETEX, PSETEX).
+    OkOrNull,
+    /// `:1`, or `:0` when refused (SETNX).
+    OneOrZero,
+}
+
+/// Redis's `setGenericCommand`: the expire first (its errors win), then GET's read (its
+/// `WRONGTYPE` wins over NX/XX), then NX/XX, then the write. `val` is the index of the
+/// value argument; `expire` the index of the expire argument, its unit and whether it is
+/// relative.
+fn set_generic(
+    ctx: &mut Ctx<'_>,
+    flags: Flags,
+    val: usize,
+    expire: Option<(usize, Unit, bool)>,
+    name: &'static str,
+    reply: SetReply,
+) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let key = &argv[1];
+    let when = match expire {
+        Some((i, unit, relative)) => Some(expire_ms(ctx.now_ms, &argv[i], unit, relative, name)?),
+        None => None,
+    };
+    if flags.get {
+        reply_get(ctx, key)?;
+    }
+    let found = write_lookup(ctx, key).is_some();
+    if (flags.nx && found) || (flags.xx && !found) {
+        if !flags.get {
+            match reply {
+                SetReply::OkOrNull => ctx.out.null(),
+                SetReply::OneOrZero => ctx.out.integer(0),
+            }
+        }
+        return Ok(());
+    }
+    set_key(ctx, key, StringValue::new(&argv[val]), flags.keepttl);
+    ctx.notify(class::STRING, "set", key);
+    if let Some(at) = when {
+        let db = ctx.client.db;
+        ctx.core.dbs[db].set_expire(key, at);
+        if ctx.propagates() {
+            ctx.propagate(&[
+                b"SET".as_slice(),
+                key,
+                &argv[val],
+                b"PXAT",
+                itoa::Buffer::new().format(at).as_bytes(),
+            ]);
+        }
+        ctx.notify(class::GENERIC, "expire", key);
+    } else if flags.get {
+        if ctx.propagates() {
+            let kept: Vec<&[u8]> = argv
+                .iter()
+                .enumerate()
+                .filter(|(j, a)| *j < 3 || !is(c_str(a), "GET"))
+                .map(|(_, a)| &a[..])
+                .collect();
+            ctx.propagate(&kept);
+        }
+    } else {
+        ctx.propagate(argv);
+    }
+    if !flags.get {
+        match reply {
+            SetReply::OkOrNull => ctx.out.ok(),
+            SetReply::OneOrZero => ctx.out.integer(1),
+        }
+    }
+    Ok(())
+}
+
+/// SET key value [NX|XX] [GET] [EX s|PX ms|EXAT ts|PXAT ms-ts|KEEPTTL].
+fn set(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    if argv.len() == 3 {
+        // The common case: no options to parse.
+        let key = &argv[1];
+        ctx.expire_if_needed(key);
+        set_key(ctx, key, StringValue::new(&argv[2]), false);
+        ctx.notify(class::STRING, "set", key);
+        ctx.propagate(argv);
+        ctx.out.ok();
+        return Ok(());
+    }
+    let (flags, expire) = parse_extended(argv, 3, true)?;
+    let expire = expire.map(|i| {
+        let unit = if flags.px || flags.pxat {
+            Unit::Millis
+        } else {
+            Unit::Seconds
+        };
+        (i, unit, flags.ex || flags.px)
+    });
+    set_generic(ctx, flags, 2, expire, "set", SetReply::OkOrNull)
+}
+
+/// SETNX key value: 1 if set, 0 if the key exists.
+fn setnx(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let flags = Flags {
+        nx: true,
+        ..Flags::default()
+    };
+    set_generic(ctx, flags, 2, None, "setnx", SetReply::OneOrZero)
+}
+
+/// SETEX key seconds value.
+fn setex(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let flags = Flags {
+        ex: true,
+        ..Flags::default()
+    };
+    set_generic(
+        ctx,
+        flags,
+        3,
+        Some((2, Unit::Seconds, true)),
+        "setex",
+        SetReply::OkOrNull,
+    )
+}
+
+/// PSETEX key milliseconds value.
+fn psetex(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let flags = Flags {
+        px: true,
+        ..Flags::default()
+    };
+    set_generic(
+        ctx,
+        flags,
+        3,
+        Some((2, Unit::Millis, true)),
+        "psetex",
+        SetReply::OkOrNull,
+    )
+}
+
+/// MSET key value [key value ...].
+fn mset(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    mset_generic(ctx, false, "mset")
+}
+
+/// MSETNX key value [key value ...]: 1 if all were set, 0 (and nothing set) if any key
+/// exists.
+fn msetnx(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    mset_generic(ctx, true, "msetnx")
+}
+
+fn mset_generic(ctx: &mut Ctx<'_>, nx: bool, name: &str) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    if argv.len().is_multiple_of(2) {
+        return Err(ReplyError::WrongArity(name.to_string()));
+    }
+    if nx {
+        for pair in argv[1..].chunks_exact(2) {
+            if write_lookup(ctx, &pair[0]).is_some() {
+                ctx.out.integer(0);
+                return Ok(());
+            }
+        }
+    }
+    for pair in argv[1..].chunks_exact(2) {
+        ctx.expire_if_needed(&pair[0]);
+        set_key(ctx, &pair[0], StringValue::new(&pair[1]), false);
+        ctx.notify(class::STRING, "set", &pair[0]);
+    }
+    ctx.propagate(argv);
+    if nx {
+        ctx.out.integer(1);
+    } else {
+        ctx.out.ok();
+    }
+    Ok(())
+}
+
+// --- counters --------------------------------------------------------------------------
+
+fn incr(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    incr_decr(ctx, 1)
+}
+
+fn decr(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    incr_decr(ctx, -1)
+}
+
+fn incrby(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let by = parse_i64(&ctx.argv[2])?;
+    incr_decr(ctx, by)
+}
+
+fn decrby(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let by = parse_i64(&ctx.argv[2])?;
+    if by == i64::MIN {
+        return Err(DECR_OVERFLOW);
+    }
+    incr_decr(ctx, -by)
+}
+
+/// Redis's `incrDecrCommand`: adds `by` to the integer at `key` (0 when missing), in
+/// place when it is already a string (keeping its TTL), as an `int`.
+fn incr_decr(ctx: &mut Ctx<'_>, by: i64) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let key = &argv[1];
+    let value = match write_lookup(ctx, key) {
+        Some(Value::String(s)) => {
+            let old = s.as_int().ok_or(ReplyError::NotInteger)?;
+            let new = old.checked_add(by).ok_or(OVERFLOW)?;
+            s.set_int(new);
+            ctx.modified(key);
+            new
+        }
+        Some(_) => return Err(ReplyError::WrongType),
+        None => {
+            add_key(ctx, key, StringValue::from_int(by));
+            by
+        }
+    };
+    ctx.notify(class::STRING, "incrby", key);
+    ctx.propagate(argv);
+    ctx.out.integer(value);
+    Ok(())
+}
+
+/// INCRBYFLOAT key increment: the sum as text (logged as `SET key <text> KEEPTTL`).
+fn incrbyfloat(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let key = &argv[1];
+    let (current, exists) = match write_lookup(ctx, key) {
+        Some(Value::String(s)) => (s.as_long_double(), true),
+        Some(_) => return Err(ReplyError::WrongType),
+        None => (Some(LongDouble::from_i64(0)), false),
+    };
+    let current = current.ok_or(NOT_FLOAT)?;
+    let by = LongDouble::parse(&argv[2]).ok_or(NOT_FLOAT)?;
+    let sum = current.plus(by);
+    if !sum.is_finite() {
+        return Err(NAN_OR_INF);
+    }
+    let text = sum.to_human();
+    let value = StringValue::from_text(text.as_bytes());
+    if exists {
+        let db = ctx.client.db;
+        if let Some(slot) = ctx.core.dbs[db].keys.get_mut(key) {
+            *slot = Value::String(value);
+        }
+        ctx.modified(key);
+    } else {
+        add_key(ctx, key, value);
+    }
+    ctx.notify(class::STRING, "incrbyfloat", key);
+    ctx.out.bulk(text.as_bytes());
+    ctx.propagate(&[b"SET".as_slice(), key, text.as_bytes(), b"KEEPTTL"]);
+    Ok(())
+}
+
+// --- APPEND, SETRANGE ------------------------------------------------------------------
+
+/// APPEND key value: the new length.
+fn append(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let key = &argv[1];
+    let limit_ok = |ctx: &Ctx<'_>, len: usize| check_string_length(ctx, len, argv[2].len());
+    let len = match write_lookup(ctx, key) {
+        Some(Value::String(s)) => {
+            let len = s.len();
+            limit_ok(ctx, len)?;
+            let db = ctx.client.db;
+            let n = match ctx.core.dbs[db].keys.get_mut(key) {
+                Some(Value::String(s)) => s.append(&argv[2]),
+                _ => len,
+            };
+            ctx.modified(key);
+            n
+        }
+        Some(_) => return Err(ReplyError::WrongType),
+        None => {
+            add_key(ctx, key, StringValue::new(&argv[2]));
+            argv[2].len()
+        }
+    };
+    ctx.notify(class::STRING, "append", key);
+    ctx.propagate(argv);
+    ctx.out.integer(i64::try_from(len).unwrap_or(i64::MAX));
+    Ok(())
+}
+
+/// SETRANGE key offset value: the new length (zero-padded past the end).
+fn setrange(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let key = &argv[1];
+    let value = &argv[3];
+    let offset = parse_i64(&argv[2])?;
+    let offset = usize::try_from(offset).map_err(|_| OFFSET_RANGE)?;
+    let len = match write_lookup(ctx, key) {
+        None => {
+            if value.is_empty() {
+                ctx.out.integer(0);
+                return Ok(());
+            }
+            check_string_length(ctx, offset, value.len())?;
+            add_key(ctx, key, StringValue::zeroed_with(offset, value));
+            offset + value.len()
+        }
+        Some(Value::String(s)) => {
+            let olen = s.len();
+            if value.is_empty() {
+                ctx.out.integer(i64::try_from(olen).unwrap_or(i64::MAX));
+                return Ok(());
+            }
+            check_string_length(ctx, offset, value.len())?;
+            let db = ctx.client.db;
+            let n = match ctx.core.dbs[db].keys.get_mut(key) {
+                Some(Value::String(s)) => s.set_range(offset, value),
+                _ => olen,
+            };
+            ctx.modified(key);
+            n
+        }
+        Some(_) => return Err(ReplyError::WrongType),
+    };
+    ctx.notify(class::STRING, "setrange", key);
+    ctx.propagate(argv);
+    ctx.out.integer(i64::try_from(len).unwrap_or(i64::MAX));
+    Ok(())
+}
+
+// --- LCS -------------------------------------------------------------------------------
+
+/// LCS key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]: the longest common
+/// subsequence of two strings (missing keys are empty strings), its length, or its
+/// matching ranges (a map `matches`/`len`: RESP3 `%2`, RESP2 a 4-element array), last
+/// match first, as Redis walks the table back from the end.
+fn lcs(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let a = lcs_operand(ctx, &argv[1]);
+    let b = lcs_operand(ctx, &argv[2]);
+    let (a, b) = match (a, b) {
+        (Ok(a), Ok(b)) => (a, b),
+        _ => return Err(LCS_TYPES),
+    };
+    let (mut getlen, mut getidx, mut withmatchlen) = (false, false, false);
+    let mut minmatchlen: u64 = 0;
+    let mut j = 3;
+    while j < argv.len() {
+        let opt = c_str(&argv[j]);
+        let more = argv.len() - 1 - j;
+        if is(opt, "IDX") {
+            getidx = true;
+        } else if is(opt, "LEN") {
+            getlen = true;
+        } else if is(opt, "WITHMATCHLEN") {
+            withmatchlen = true;
+        } else if is(opt, "MINMATCHLEN") && more > 0 {
+            minmatchlen = parse_i64(&argv[j + 1])?.max(0).unsigned_abs();
+            j += 1;
+        } else {
+            return Err(ReplyError::Syntax);
+        }
+        j += 1;
+    }
+    if getlen && getidx {
+        return Err(LCS_LEN_AND_IDX);
+    }
+    if a.len() >= u32::MAX as usize - 1 || b.len() >= u32::MAX as usize - 1 {
+        return Err(LCS_TOO_LONG);
+    }
+    let (alen, blen) = (a.len(), b.len());
+    let cells = (alen as u64 + 1) * (blen as u64 + 1);
+    let bytes = cells.checked_mul(4).ok_or(LCS_NO_MEMORY)?;
+    if bytes > ctx.core.limits.parser.proto_max_bulk_len {
+        return Err(LCS_OVER_LIMIT);
+    }
+    let cells = usize::try_from(cells).map_err(|_| LCS_NO_MEMORY)?;
+    let mut table: Vec<u32> = Vec::new();
+    table.try_reserve_exact(cells).map_err(|_| LCS_NO_MEMORY)?;
+    table.resize(cells, 0);
+    let w = blen + 1;
+    // table[i * w + j] = LCS length of a[..i] and b[..j].
+    for i in 1..=alen {
+        for j in 1..=blen {
+            table[i * w + j] = if a[i - 1] == b[j - 1] {
+                table[(i - 1) * w + j - 1] + 1
+            } else {
+                table[(i - 1) * w + j].max(table[i * w + j - 1])
+            };
+        }
+    }
+    let total = table[alen * w + blen];
+    let out = &mut *ctx.out;
+    let compute = getidx || !getlen;
+    let mut result = vec![0u8; total as usize];
+    let mut idx = total as usize;
+    let deferred = if getidx {
+        out.map(2);
+        out.bulk(b"matches");
+        Some(out.defer_len())
+    } else {
+        None
+    };
+    let mut emitted = 0;
+    // A range being tracked: a_start == alen means none.
+    let (mut a_start, mut a_end, mut b_start, mut b_end) = (alen, 0, 0, 0);
+    let (mut i, mut j) = (alen, blen);
+    while compute && i > 0 && j > 0 {
+        let mut emit = false;
+        if a[i - 1] == b[j - 1] {
+            result[idx - 1] = a[i - 1];
+            if a_start == alen {
+                a_start = i - 1;
+                a_end = i - 1;
+                b_start = j - 1;
+                b_end = j - 1;
+            } else if a_start == i && b_start == j {
+                a_start -= 1;
+                b_start -= 1;
+            } else {
+                emit = true;
+            }
+            if a_start == 0 || b_start == 0 {
+                emit = true;
+            }
+            idx -= 1;
+            i -= 1;
+            j -= 1;
+        } else {
+            if table[(i - 1) * w + j] > table[i * w + j - 1] {
+                i -= 1;
+            } else {
+                j -= 1;
+            }
+            if a_start != alen {
+                emit = true;
+            }
+        }
+        let match_len = (a_end as u64 + 1).wrapping_sub(a_start as u64);
+        if emit {
+            if (minmatchlen == 0 || match_len >= minmatchlen) && deferred.is_some() {
+                out.array(2 + usize::from(withmatchlen));
+                out.array(2);
+                out.integer(a_start as i64);
+                out.integer(a_end as i64);
+                out.array(2);
+                out.integer(b_start as i64);
+                out.integer(b_end as i64);
+                if withmatchlen {
+                    out.integer(match_len as i64);
+                }
+                emitted += 1;
+            }
+            a_start = alen;
+        }
+    }
+    if let Some(d) = deferred {
+        out.finish_array(d, emitted);
+        out.bulk(b"len");
+        out.integer(i64::from(total));
+    } else if getlen {
+        out.integer(i64::from(total));
+    } else {
+        out.bulk(&result);
+    }
+    Ok(())
+}
+
+/// The bytes of an LCS operand: empty for a missing key, `Err` for another type.
+fn lcs_operand(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Vec<u8>, ()> {
+    match ctx.lookup_value(key) {
+        None => Ok(Vec::new()),
+        Some(Value::String(s)) => Ok(s.to_bytes().into_owned()),
+        Some(_) => Err(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(parts: &[&str]) -> Vec<Bytes> {
+        parts
+            .iter()
+            .map(|p| Bytes::copy_from_slice(p.as_bytes()))
+            .collect()
+    }
+
+    #[test]
+    fn set_option_conflicts_are_syntax_errors() {
+        for bad in [
+            &["SET", "k", "v", "NX", "XX"][..],
+            &["SET", "k", "v", "EX", "1", "PX", "1"],
+            &["SET", "k", "v", "KEEPTTL", "EX", "1"],
+            &["SET", "k", "v", "EX", "1", "KEEPTTL"],
+            &["SET", "k", "v", "EX"],
+            &["SET", "k", "v", "PERSIST"],
+            &["SET", "k", "v", "foo"],
+        ] {
+            assert!(parse_extended(&args(bad), 3, true).is_err(), "{bad:?}");
+        }
+        for good in [
+            &["SET", "k", "v", "NX", "GET", "EX", "1"][..],
+            &["SET", "k", "v", "EX", "1", "EX", "2"],
+            &["SET", "k", "v", "nx\0junk"],
+            &["SET", "k", "v", "KEEPTTL", "XX", "GET", "GET"],
+        ] {
+            assert!(parse_extended(&args(good), 3, true).is_ok(), "{good:?}");
+        }
+        assert!(parse_extended(&args(&["GETEX", "k", "PERSIST"]), 2, false).is_ok());
+        assert!(parse_extended(&args(&["GETEX", "k", "NX"]), 2, false).is_err());
+        assert!(parse_extended(&args(&["GETEX", "k", "PERSIST", "EX", "1"]), 2, false).is_err());
+    }
+}
