@@ -219,7 +219,7 @@ pub fn read_with(
                         if !expired {
                             stats.entries += s.len();
                         }
-                        Loaded::Value(Value::Stream(s))
+                        Loaded::Value(Value::Stream(Box::new(s)))
                     }
                     t if values::is_value_type(t) => values::read(&mut r, t, th, now_ms)?,
                     _ => {

@@ -174,9 +174,9 @@ pub fn restore_value(
     let t = r.u8().map_err(RestoreError::BadFormat)?;
     let v = match t {
         STREAM_LISTPACKS | STREAM_LISTPACKS_2 | STREAM_LISTPACKS_3 | STREAM_LISTPACKS_4
-        | STREAM_LISTPACKS_5 => Loaded::Value(Value::Stream(
+        | STREAM_LISTPACKS_5 => Loaded::Value(Value::Stream(Box::new(
             stream::read(&mut r, t, defaults).map_err(RestoreError::BadFormat)?,
-        )),
+        ))),
         t if values::is_value_type(t) => {
             match values::read(&mut r, t, th, now_ms).map_err(RestoreError::BadFormat)? {
                 Loaded::Empty => {

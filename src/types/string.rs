@@ -37,7 +37,7 @@
 //! buf.len()`, and the bytes past the length are zero (SETRANGE relies on it when it
 //! extends into them).
 
-mod ld;
+pub mod ld;
 
 pub use ld::LongDouble;
 use std::borrow::Cow;
