@@ -28,6 +28,7 @@ pub mod logging;
 pub mod persist;
 pub mod pubsub;
 pub mod rdb;
+pub mod scripting;
 pub mod replication;
 pub mod resp;
 pub mod server;

@@ -1,0 +1,1 @@
+//! The `bit` library (to be written).

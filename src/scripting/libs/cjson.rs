@@ -1,0 +1,1 @@
+//! The `cjson` library (to be written).

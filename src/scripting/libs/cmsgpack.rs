@@ -1,0 +1,1 @@
+//! The `cmsgpack` library (to be written).

@@ -1,0 +1,1 @@
+//! The `lstruct` library (to be written).
