@@ -55,7 +55,7 @@ pub fn serve(config: config::Config) -> std::io::Result<()> {
     std::fs::create_dir_all(&dir)?;
     let port = config.get_i64("port") as u16;
     let bind = config.get("bind").unwrap_or("127.0.0.1").to_string();
-    let mut core = core::Core::new(config, port, commands::FAMILIES);
+    let mut core = core::Core::new(config, port, scripting::table());
     // A broken ACL file stops start-up, as with Redis: better no server than one whose
     // users are not the ones configured.
     core.load_acl_file().map_err(|e| {

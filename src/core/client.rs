@@ -114,6 +114,9 @@ pub struct Client {
     /// True while EXEC runs this client's queued commands (blocking reads answer at
     /// once instead of blocking).
     pub in_exec: bool,
+    /// True for the client a Lua script's commands run as (`redis.call`): blocking
+    /// commands answer at once, as inside EXEC.
+    pub in_script: bool,
     /// Set while blocked in a stream read.
     pub blocked: Option<BlockState>,
     /// Mailbox to the connection task. Send through [`Client::send`], which accounts
@@ -162,6 +165,7 @@ impl Client {
             no_evict: false,
             no_touch: false,
             in_exec: false,
+            in_script: false,
             blocked: None,
             tx,
             output: Rc::default(),

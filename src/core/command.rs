@@ -375,6 +375,10 @@ fn movable_keys(spec: &CommandSpec, argv: &Argv) -> Vec<usize> {
             keys
         }
         "bzmpop" => numkeys_keys(argv, 2),
+        // EVAL script numkeys key... / FCALL function numkeys key...
+        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" => {
+            numkeys_keys(argv, 2)
+        }
         _ => Vec::new(),
     }
 }

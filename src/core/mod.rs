@@ -35,6 +35,7 @@ pub mod notify;
 pub mod persistence;
 pub mod pubsub;
 pub mod replication;
+pub mod script;
 pub mod slowlog;
 pub mod waker_slot;
 
@@ -232,6 +233,19 @@ pub struct Core {
     /// Replication: id, offset, backlog, replicas, the link to a primary, WAIT
     /// (`core/replication.rs`).
     pub repl: replication::Replication,
+    /// The scripting layer's state (its VMs, the script cache, the function
+    /// libraries), opaque to the core; `None` until scripting installs itself.
+    pub scripting: Option<Box<dyn std::any::Any>>,
+    /// The script running past `busy-reply-threshold`, suspended between slices: other
+    /// clients get `-BUSY` meanwhile (`script.rs`).
+    pub busy: Option<script::BusyScript>,
+    /// Wakes the task that resumes a busy script.
+    pub script_driver: Rc<Notify>,
+    /// While a script runs: its effects, held back to be logged and replicated as one
+    /// MULTI/EXEC when it ends (so a script stopped by SHUTDOWN NOSAVE leaves nothing).
+    pub held_effects: Option<Vec<(usize, Vec<Bytes>)>>,
+    /// Scripting's numbers for INFO.
+    pub script_info: script::ScriptInfo,
 }
 
 /// Everything a command handler may touch.
@@ -376,7 +390,7 @@ impl Ctx<'_> {
     /// True when the command may block: not inside MULTI/EXEC (Redis replies at once
     /// there).
     pub fn can_block(&self) -> bool {
-        !self.client.in_exec && self.client.multi.is_none()
+        !self.client.in_exec && !self.client.in_script && self.client.multi.is_none()
     }
 
     /// Blocks the calling client on `keys` (Redis: `blockForKeys`). `argv` is the command
@@ -464,6 +478,11 @@ impl Core {
             ready_keys: Vec::new(),
             blocked: BlockedClients::default(),
             block_timer: Rc::new(Notify::new()),
+            scripting: None,
+            busy: None,
+            script_driver: Rc::new(Notify::new()),
+            held_effects: None,
+            script_info: script::ScriptInfo::default(),
             reprocessing: None,
             reprocess_key: None,
             batch_now_ms: unix_ms(),
@@ -603,6 +622,10 @@ impl Core {
     /// (`persist::commit`).
     pub fn propagate<A: AsRef<[u8]>>(&mut self, db: usize, argv: &[A]) {
         if self.loading {
+            return;
+        }
+        if let Some(held) = self.held_effects.as_mut() {
+            held.push((db, argv.iter().map(|a| Bytes::copy_from_slice(a.as_ref())).collect()));
             return;
         }
         if let Some(buf) = self.persist.effect_begin(db) {
@@ -841,6 +864,10 @@ impl Core {
     /// re-executing their commands in blocking order (Redis: `handleClientsBlockedOnKeys`).
     /// Keys signalled while serving are handled in further rounds.
     pub fn handle_ready_keys(&mut self) {
+        // Nothing is served while a script is suspended: it is still one atomic step.
+        if self.busy.is_some() {
+            return;
+        }
         while !self.ready_keys.is_empty() {
             let keys = std::mem::take(&mut self.ready_keys);
             let mut seen = HashSet::new();
@@ -925,6 +952,12 @@ impl Core {
         true
     }
 
+    /// Ends the block of a client whose script (busy past the threshold) finished, with
+    /// the script's reply.
+    pub fn finish_script_block(&mut self, client: &mut Client, reply: Vec<u8>) -> bool {
+        self.end_block(client, reply)
+    }
+
     /// The timeout reply for a client's protocol: the null array.
     fn timeout_reply(client: &Client) -> Vec<u8> {
         let mut out = RespWriter::new(client.proto);
@@ -935,6 +968,9 @@ impl Core {
     /// Replies to clients whose BLOCK timeout passed, and re-executes those whose
     /// wake-up time came.
     pub fn expire_blocked(&mut self, now_ms: u64) {
+        if self.busy.is_some() {
+            return;
+        }
         for id in self.blocked.due_wakeups(now_ms) {
             self.blocked.clear_wakeup(id);
             if let Some(mut client) = self.clients.remove(&id) {
@@ -1146,6 +1182,16 @@ impl Core {
         {
             return Outcome::Blocked;
         }
+        if let Some(busy) = &self.busy
+            && busy.client_id != client.id
+            && (!script::allowed_while_busy(spec.full_name())
+                || (spec.name == "shutdown"
+                    && !argv.iter().skip(1).any(|a| a.eq_ignore_ascii_case(b"nosave"))))
+        {
+            let err = ReplyError::owned(script::busy_error(busy.is_eval).to_string());
+            self.reject(client, out, Some(spec), &err);
+            return Outcome::Done;
+        }
         if client.multi.is_some() && spec.flags & flags::NO_MULTI_QUEUE == 0 {
             if let Some(queue) = client.multi.as_mut() {
                 queue.push(argv);
@@ -1334,6 +1380,10 @@ impl Core {
     /// lifecycle passes (retention, reclamation: lifecycle.rs), then the persistence chores ([`Persistence::cron`]: write pending records, reap background
     /// saves, save rules, automatic rewrite). Nothing runs while loading.
     pub fn cron(&mut self) {
+        // A suspended busy script is one atomic step: no expiry, no background work.
+        if self.busy.is_some() {
+            return;
+        }
         if self.loading {
             return;
         }

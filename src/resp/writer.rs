@@ -278,6 +278,19 @@ impl RespWriter {
         }
     }
 
+    /// Finishes a deferred length as a set (`~n`, an array in RESP2).
+    pub fn finish_set(&mut self, d: DeferredLen, n: usize) {
+        match self.proto {
+            Protocol::Resp2 => self.finish_deferred(d, b'*', n),
+            Protocol::Resp3 => self.finish_deferred(d, b'~', n),
+        }
+    }
+
+    /// Appends bytes already in RESP form.
+    pub fn raw(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+    }
+
     /// Takes the encoded bytes, leaving the buffer empty.
     pub fn take(&mut self) -> Vec<u8> {
         std::mem::take(&mut self.buf)

@@ -2,9 +2,183 @@
 //! and the Lua 5.1 VM they run in.
 //!
 //! This layer sits above `commands`: a script's `redis.call` goes through the core's
-//! dispatcher like a client's command, and the EVAL family's rows join the command
-//! table through [`table`].
+//! dispatcher like a client's command (`run.rs`), and the EVAL family's rows join the
+//! command table through [`table`]. The engine (two VMs: one for EVAL, one for
+//! functions, as in Redis 7.0) lives in the core as an opaque box ([`Core::scripting`])
+//! and is taken out for the length of a script, so that the script can reach the core.
+//!
+//! - `vm.rs`: building a VM: libraries, the `redis` table, read-only globals.
+//! - `run.rs`: one run (a coroutine), `redis.call`, Lua ↔ RESP conversions, the hook.
+//! - `eval.rs`: EVAL*, SCRIPT, the script cache, shebang flags, busy scripts.
+//! - `function.rs`: FUNCTION*, FCALL*, libraries, FUNCTION DUMP/RESTORE payloads.
+//! - `libs/`: cjson, cmsgpack, bit, struct.
+//! - `sha1.rs`: script names.
 
 #![allow(unsafe_code)]
 
+pub mod eval;
+pub mod function;
 pub mod libs;
+pub mod run;
+pub mod sha1;
+pub mod vm;
+
+use crate::commands::{CommandSpec, flags::*};
+use crate::core::Core;
+use eval::Script;
+use function::Functions;
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+pub use eval::resume_busy;
+pub use function::library_codes;
+
+/// The scripting state: both VMs, the script cache, the libraries, a suspended run.
+pub struct Engine {
+    /// The EVAL VM.
+    pub eval_vm: vm::Vm,
+    /// Cached scripts by SHA (their functions are in the EVAL VM's registry).
+    pub scripts: HashMap<[u8; 40], Script>,
+    /// The function libraries and their VM.
+    pub functions: Functions,
+    /// The run suspended past the busy threshold.
+    pub running: Option<run::Run>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("scripts", &self.scripts.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        // A run refers to its VM: it goes first.
+        self.running = None;
+    }
+}
+
+/// A VM with the `redis` library for this server's version.
+pub fn new_vm(version: &str) -> vm::Vm {
+    vm::Vm::new(|l| {
+        // SAFETY: `Vm::new` hands over the globals table on top of the stack.
+        unsafe { run::install_redis(l, version) }
+    })
+}
+
+/// The Redis version scripts see (`redis.REDIS_VERSION`).
+pub fn version(core: &Core) -> String {
+    crate::core::redis_version(core.compat)
+}
+
+/// The engine, created on first use.
+pub fn engine_mut(core: &mut Core) -> &mut Engine {
+    if core
+        .scripting
+        .as_ref()
+        .is_none_or(|b| !b.is::<Engine>())
+    {
+        let v = version(core);
+        core.scripting = Some(Box::new(Engine {
+            eval_vm: new_vm(&v),
+            scripts: HashMap::new(),
+            functions: Functions::new(&v),
+            running: None,
+        }));
+    }
+    core.scripting
+        .as_mut()
+        .and_then(|b| b.downcast_mut::<Engine>())
+        .expect("installed above")
+}
+
+/// Runs `f` with the engine taken out of the core, so that `f` may use both.
+pub fn with_engine<R>(core: &mut Core, f: impl FnOnce(&mut Engine, &mut Core) -> R) -> R {
+    engine_mut(core);
+    let mut boxed = core.scripting.take().expect("created by engine_mut");
+    let result = {
+        let engine = boxed.downcast_mut::<Engine>().expect("an engine");
+        f(engine, core)
+    };
+    core.scripting = Some(boxed);
+    result
+}
+
+/// Refreshes the numbers INFO shows.
+pub fn refresh_info(core: &mut Core) {
+    let (cached, cache_bytes, eval_vm, fn_vm, libs, fns) = {
+        let e = engine_mut(core);
+        (
+            e.scripts.len(),
+            e.scripts.values().map(|s| s.len).sum::<usize>(),
+            e.eval_vm.memory(),
+            e.functions.vm.memory(),
+            e.functions.libraries.len(),
+            e.functions.count(),
+        )
+    };
+    let info = &mut core.script_info;
+    info.cached_scripts = cached;
+    info.eval_cache_bytes = cache_bytes;
+    info.eval_vm_bytes = eval_vm;
+    info.functions_vm_bytes = fn_vm;
+    info.libraries = libs;
+    info.functions = fns;
+}
+
+const fn scripting(
+    name: &'static str,
+    arity: i32,
+    flags: u32,
+    summary: &'static str,
+    since: &'static str,
+    handler: crate::commands::Handler,
+) -> CommandSpec {
+    CommandSpec::new(name, arity, flags, "scripting", summary, since, handler)
+        .categories(&["@scripting"])
+}
+
+/// The EVAL family's rows of the command table.
+pub static COMMANDS: &[CommandSpec] = &[
+    scripting("eval", -3, NOSCRIPT | STALE | MOVABLEKEYS, "Executes a server-side Lua script.", "2.6.0", eval::eval),
+    scripting("evalsha", -3, NOSCRIPT | STALE | MOVABLEKEYS, "Executes a server-side Lua script by SHA1 digest.", "2.6.0", eval::evalsha),
+    scripting("eval_ro", -3, NOSCRIPT | STALE | READONLY | MOVABLEKEYS, "Executes a read-only server-side Lua script.", "7.0.0", eval::eval),
+    scripting("evalsha_ro", -3, NOSCRIPT | STALE | READONLY | MOVABLEKEYS, "Executes a read-only server-side Lua script by SHA1 digest.", "7.0.0", eval::evalsha),
+    scripting("fcall", -3, NOSCRIPT | STALE | MOVABLEKEYS, "Invokes a function.", "7.0.0", function::fcall),
+    scripting("fcall_ro", -3, NOSCRIPT | STALE | READONLY | MOVABLEKEYS, "Invokes a read-only function.", "7.0.0", function::fcall),
+    CommandSpec::container("script", "scripting", "A container for Lua scripts management commands.", "2.6.0", SCRIPT_SUBCOMMANDS).categories(&["@slow"]),
+    CommandSpec::container("function", "scripting", "A container for function commands.", "7.0.0", FUNCTION_SUBCOMMANDS).categories(&["@slow"]),
+];
+
+static SCRIPT_SUBCOMMANDS: &[CommandSpec] = &[
+    scripting("script|debug", 3, NOSCRIPT, "Sets the debug mode of server-side Lua scripts.", "3.2.0", eval::script_debug),
+    scripting("script|exists", -3, NOSCRIPT, "Determines whether server-side Lua scripts exist in the script cache.", "2.6.0", eval::script_exists),
+    scripting("script|flush", -2, NOSCRIPT, "Removes all server-side Lua scripts from the script cache.", "2.6.0", eval::script_flush),
+    scripting("script|help", 2, LOADING | STALE, "Returns helpful text about the different subcommands.", "5.0.0", eval::script_help),
+    scripting("script|kill", 2, NOSCRIPT, "Terminates a server-side Lua script during execution.", "2.6.0", eval::script_kill),
+    scripting("script|load", 3, NOSCRIPT | STALE, "Loads a server-side Lua script to the script cache.", "2.6.0", eval::script_load),
+];
+
+static FUNCTION_SUBCOMMANDS: &[CommandSpec] = &[
+    scripting("function|delete", 3, WRITE | NOSCRIPT, "Deletes a library and its functions.", "7.0.0", function::function_delete),
+    scripting("function|dump", 2, NOSCRIPT, "Dumps all libraries into a serialized binary payload.", "7.0.0", function::function_dump),
+    scripting("function|flush", -2, WRITE | NOSCRIPT, "Deletes all libraries and functions.", "7.0.0", function::function_flush),
+    scripting("function|help", 2, LOADING | STALE, "Returns helpful text about the different subcommands.", "7.0.0", function::function_help),
+    scripting("function|kill", 2, NOSCRIPT, "Terminates a function during execution.", "7.0.0", function::function_kill),
+    scripting("function|list", -2, NOSCRIPT, "Returns information about all libraries.", "7.0.0", function::function_list),
+    scripting("function|load", -3, WRITE | DENYOOM | NOSCRIPT, "Creates a library.", "7.0.0", function::function_load),
+    scripting("function|restore", -3, WRITE | DENYOOM | NOSCRIPT, "Restores all libraries from a payload.", "7.0.0", function::function_restore),
+    scripting("function|stats", 2, NOSCRIPT, "Returns information about a function during execution.", "7.0.0", function::function_stats),
+];
+
+/// The whole command table: every family of `commands/` and the EVAL family.
+pub fn table() -> &'static [&'static [CommandSpec]] {
+    static TABLE: OnceLock<Vec<&'static [CommandSpec]>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t: Vec<&'static [CommandSpec]> = crate::commands::FAMILIES.to_vec();
+        t.push(COMMANDS);
+        t
+    })
+}

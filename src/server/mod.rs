@@ -113,6 +113,7 @@ pub async fn run(
     let mut loaded = false;
     spawn_cron(core.clone());
     spawn_block_timer(core.clone());
+    spawn_script_driver(core.clone());
     // The Prometheus endpoint (`metrics-port`), on this thread like everything else.
     metrics::start(&core).await?;
     // Polling before sleeping (`idle-poll-us`): connections report activity to it.
@@ -189,6 +190,24 @@ fn spawn_block_timer(core: SharedCore) {
                 _ = notify.notified() => {}
             }
             core.borrow_mut().expire_blocked(unix_ms());
+        }
+    });
+}
+
+/// Resumes a script that ran past `busy-reply-threshold`, one slice at a time, letting
+/// the connection tasks answer `-BUSY` in between (`scripting::resume_busy`).
+fn spawn_script_driver(core: SharedCore) {
+    let notify = core.borrow().script_driver.clone();
+    tokio::task::spawn_local(async move {
+        loop {
+            notify.notified().await;
+            loop {
+                tokio::task::yield_now().await;
+                let mut c = core.borrow_mut();
+                if c.shutdown.is_some() || !crate::scripting::resume_busy(&mut c) {
+                    break;
+                }
+            }
         }
     });
 }

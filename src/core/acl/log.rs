@@ -46,6 +46,8 @@ pub enum Context {
     Toplevel,
     /// A command queued in, or run by, MULTI/EXEC.
     Multi,
+    /// A command a Lua script ran (`redis.call`).
+    Lua,
 }
 
 impl Context {
@@ -54,6 +56,7 @@ impl Context {
         match self {
             Context::Toplevel => "toplevel",
             Context::Multi => "multi",
+            Context::Lua => "lua",
         }
     }
 }

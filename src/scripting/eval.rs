@@ -1,0 +1,518 @@
+//! EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT: the script cache by SHA-1 and the
+//! shebang flags, on the engine's EVAL VM.
+
+use super::run::{Run, Step};
+use super::{Engine, engine_mut, with_engine};
+use crate::commands::{is, parse_i64, reply_help};
+use crate::core::client::{BlockState, Client};
+use crate::core::script::BusyScript;
+use crate::core::{Core, Ctx};
+use crate::error::ReplyError;
+use crate::resp::writer::RespWriter;
+use bytes::Bytes;
+use std::time::{Duration, Instant};
+
+/// What a script's shebang line allows (`#!lua flags=...`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScriptFlags {
+    /// The script has a shebang (no compatibility mode).
+    pub shebang: bool,
+    /// `no-writes`.
+    pub no_writes: bool,
+    /// `allow-oom`.
+    pub allow_oom: bool,
+    /// `allow-stale`.
+    pub allow_stale: bool,
+    /// `no-cluster`.
+    pub no_cluster: bool,
+    /// `allow-cross-slot-keys`.
+    pub allow_cross_slot: bool,
+}
+
+impl ScriptFlags {
+    /// Sets the flag named `name`; false for an unknown name.
+    pub fn set(&mut self, name: &[u8]) -> bool {
+        match name {
+            b"no-writes" => self.no_writes = true,
+            b"allow-oom" => self.allow_oom = true,
+            b"allow-stale" => self.allow_stale = true,
+            b"no-cluster" => self.no_cluster = true,
+            b"allow-cross-slot-keys" => self.allow_cross_slot = true,
+            _ => return false,
+        }
+        true
+    }
+
+    /// The flags' names, in Redis's order.
+    pub fn names(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        for (on, name) in [
+            (self.no_writes, "no-writes"),
+            (self.allow_oom, "allow-oom"),
+            (self.allow_stale, "allow-stale"),
+            (self.no_cluster, "no-cluster"),
+            (self.allow_cross_slot, "allow-cross-slot-keys"),
+        ] {
+            if on {
+                out.push(name);
+            }
+        }
+        out
+    }
+}
+
+/// One cached script.
+#[derive(Debug)]
+pub struct Script {
+    /// Its flags.
+    pub flags: ScriptFlags,
+    /// Its body's length (INFO's `used_memory_scripts_eval`).
+    pub len: usize,
+}
+
+/// Reads an EVAL script's shebang: its flags and the body to compile (the shebang line
+/// blanked out but its newline kept, so line numbers stay the user's).
+pub fn parse_shebang(body: &[u8]) -> Result<(ScriptFlags, &[u8]), ReplyError> {
+    let mut flags = ScriptFlags::default();
+    if !body.starts_with(b"#!") {
+        return Ok((flags, body));
+    }
+    let Some(nl) = body.iter().position(|&c| c == b'\n') else {
+        return Err(ReplyError::owned("ERR Invalid script shebang".into()));
+    };
+    let line = &body[..nl];
+    let mut parts = line.split(|&c| c == b' ').filter(|p| !p.is_empty());
+    let engine = parts.next().unwrap_or_default();
+    if engine != b"#!lua" {
+        return Err(ReplyError::owned(format!(
+            "ERR Unexpected engine in script shebang: {}",
+            String::from_utf8_lossy(engine)
+        )));
+    }
+    flags.shebang = true;
+    for part in parts {
+        if let Some(list) = part.strip_prefix(b"flags=") {
+            for flag in list.split(|&c| c == b',').filter(|f| !f.is_empty()) {
+                if !flags.set(flag) {
+                    return Err(ReplyError::owned(format!(
+                        "ERR Unexpected flag in script shebang: {}",
+                        String::from_utf8_lossy(flag)
+                    )));
+                }
+            }
+        } else {
+            return Err(ReplyError::owned(format!(
+                "ERR Unknown lua shebang option: {}",
+                String::from_utf8_lossy(part)
+            )));
+        }
+    }
+    Ok((flags, &body[nl..]))
+}
+
+/// The registry key of a cached script's function.
+fn script_key(sha: &[u8; 40]) -> Vec<u8> {
+    let mut key = b"f_".to_vec();
+    key.extend_from_slice(sha);
+    key
+}
+
+impl Engine {
+    /// Compiles and caches `body` (if it is not cached yet); its SHA.
+    pub fn load_script(&mut self, body: &[u8]) -> Result<[u8; 40], ReplyError> {
+        let sha = super::sha1::hex(body);
+        if self.scripts.contains_key(&sha) {
+            return Ok(sha);
+        }
+        let (flags, code) = parse_shebang(body)?;
+        self.eval_vm
+            .compile(&script_key(&sha), code, c"@user_script")
+            .map_err(|e| {
+                ReplyError::owned(format!(
+                    "ERR Error compiling script (new function): {}",
+                    String::from_utf8_lossy(&e)
+                ))
+            })?;
+        self.scripts.insert(
+            sha,
+            Script {
+                flags,
+                len: body.len(),
+            },
+        );
+        Ok(sha)
+    }
+
+    /// Empties the script cache and starts a fresh EVAL VM.
+    pub fn flush_scripts(&mut self, version: &str) {
+        self.scripts.clear();
+        self.eval_vm = super::new_vm(version);
+    }
+}
+
+/// `numkeys` of EVAL/FCALL: Redis's checks and texts.
+pub fn parse_numkeys(arg: &[u8], available: usize) -> Result<usize, ReplyError> {
+    let n = parse_i64(arg)?;
+    if n < 0 {
+        return Err(ReplyError::owned("ERR Number of keys can't be negative".into()));
+    }
+    if n as u64 > available as u64 {
+        return Err(ReplyError::owned(
+            "ERR Number of keys can't be greater than number of args".into(),
+        ));
+    }
+    Ok(n as usize)
+}
+
+/// The client a script's commands run as: the caller's user, database and protocol
+/// settings, flagged as a script so blocking commands answer at once.
+pub fn script_client(caller: &Client) -> Box<Client> {
+    let mut fake = Box::new(Client::new(
+        u64::MAX,
+        caller.addr.clone(),
+        caller.laddr.clone(),
+        true,
+        caller.created_ms,
+        crate::core::mailbox::mailbox().0,
+    ));
+    fake.user = caller.user.clone();
+    fake.db = caller.db;
+    fake.in_script = true;
+    fake.name = caller.name.clone();
+    fake
+}
+
+/// The busy threshold (`busy-reply-threshold`, alias `lua-time-limit`).
+pub fn busy_threshold(core: &Core) -> Duration {
+    let ms = core
+        .config
+        .get("busy-reply-threshold")
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(5000);
+    Duration::from_millis(ms)
+}
+
+/// How a started run continues.
+pub struct Started {
+    /// The run.
+    pub run: Run,
+    /// An EVAL (SCRIPT KILL) rather than an FCALL.
+    pub is_eval: bool,
+    /// The function's name for FUNCTION STATS (empty for EVAL).
+    pub fn_name: Bytes,
+}
+
+/// Runs a prepared script for the command in `ctx`: to its end, or, when it goes past
+/// the busy threshold, suspended with the client blocked until the server's driver
+/// finishes it (`scripting::resume_busy`).
+pub fn execute(ctx: &mut Ctx<'_>, mut started: Started) {
+    let core: &mut Core = ctx.core;
+    let outer_hold = core.held_effects.take();
+    core.held_effects = Some(Vec::new());
+    let step = started.run.resume(core);
+    match step {
+        Step::Suspended => {
+            core.busy = Some(BusyScript {
+                client_id: ctx.client.id,
+                is_eval: started.is_eval,
+                wrote: started.run.ctx.wrote,
+                kill: false,
+                name: started.fn_name.clone(),
+                argv: ctx.argv.clone(),
+                started: Instant::now() - started.run.ctx.started.elapsed(),
+            });
+            // Blocked, but on no key and with no deadline: only the driver ends it.
+            ctx.client.blocked = Some(BlockState {
+                argv: ctx.argv.clone(),
+                db: ctx.client.db,
+                keys: Vec::new(),
+                deadline_ms: None,
+                unblock_on_nokey: false,
+            });
+            if let Some(outer) = outer_hold {
+                // A script inside EXEC cannot be suspended: EXEC's own effects stay
+                // ahead of the script's.
+                let mut held = outer;
+                held.extend(core.held_effects.take().unwrap_or_default());
+                core.held_effects = Some(held);
+            }
+            engine_mut(core).running = Some(started.run);
+            core.script_driver.notify_one();
+        }
+        Step::Returned => {
+            started.run.reply(ctx.out);
+            finish_effects(core, outer_hold, started.run.ctx.repl);
+        }
+        Step::Failed(text) => {
+            ctx.out.error_text(&text);
+            finish_effects(core, outer_hold, started.run.ctx.repl);
+        }
+    }
+}
+
+/// Hands a finished script's held effects on as one transaction (or back to an outer
+/// holder).
+pub fn finish_effects(core: &mut Core, outer: Option<Vec<(usize, Vec<Bytes>)>>, repl: u8) {
+    let effects = core.held_effects.take().unwrap_or_default();
+    if let Some(mut outer) = outer {
+        if repl != 0 {
+            outer.extend(effects);
+        }
+        core.held_effects = Some(outer);
+        return;
+    }
+    if effects.is_empty() || repl == 0 {
+        return;
+    }
+    core.persist.exec_begin();
+    core.repl.enter();
+    for (db, argv) in &effects {
+        core.propagate(*db, argv);
+    }
+    core.persist.exec_end();
+    if core.repl.leave() {
+        core.repl_flush();
+    }
+}
+
+/// EVAL script numkeys [key ...] [arg ...] (and EVAL_RO).
+pub fn eval(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    eval_generic(ctx, false)
+}
+
+/// EVALSHA sha1 numkeys [key ...] [arg ...] (and EVALSHA_RO).
+pub fn evalsha(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    eval_generic(ctx, true)
+}
+
+fn eval_generic(ctx: &mut Ctx<'_>, by_sha: bool) -> Result<(), ReplyError> {
+    let read_only_cmd = ctx.argv[0].len() > 4
+        && ctx.argv[0][ctx.argv[0].len() - 3..].eq_ignore_ascii_case(b"_ro");
+    let numkeys = parse_numkeys(ctx.arg(2), ctx.argv.len() - 3)?;
+    let version = super::version(ctx.core);
+    let sha = {
+        let engine = engine_mut(ctx.core);
+        if by_sha {
+            let given = ctx.argv[1].to_ascii_lowercase();
+            let sha: Option<[u8; 40]> = given.as_slice().try_into().ok();
+            match sha.filter(|s| engine.scripts.contains_key(s)) {
+                Some(s) => s,
+                None => {
+                    return Err(ReplyError::owned(
+                        "NOSCRIPT No matching script. Please use EVAL.".into(),
+                    ));
+                }
+            }
+        } else {
+            let body = ctx.argv[1].clone();
+            engine.load_script(&body)?
+        }
+    };
+    let _ = version;
+    let flags = engine_mut(ctx.core).scripts[&sha].flags;
+    if read_only_cmd && flags.shebang && !flags.no_writes {
+        return Err(ReplyError::owned(
+            "ERR Can not execute a script with write flag using *_ro command.".into(),
+        ));
+    }
+    if flags.shebang
+        && !flags.no_writes
+        && !flags.allow_oom
+        && ctx.core.limits.maxmemory > 0
+        && ctx.core.over_maxmemory()
+    {
+        return Err(ReplyError::Oom);
+    }
+    let keys: Vec<Bytes> = ctx.argv[3..3 + numkeys].to_vec();
+    let args: Vec<Bytes> = ctx.argv[3 + numkeys..].to_vec();
+    let busy_after = busy_threshold(ctx.core);
+    let fake = script_client(ctx.client);
+    let now_ms = ctx.now_ms;
+    let run = with_engine(ctx.core, |engine, _| {
+        engine.eval_vm.set_global_array(c"KEYS", &keys);
+        engine.eval_vm.set_global_array(c"ARGV", &args);
+        let l = engine.eval_vm.l;
+        let key = script_key(&sha);
+        // SAFETY: pushes the cached function (stored by `load_script`) and hands it to
+        // a new run.
+        unsafe {
+            super::vm::push_bytes(l, &key);
+            mlua_sys::lua_rawget(l, mlua_sys::LUA_REGISTRYINDEX);
+            Run::new(
+                l,
+                0,
+                fake,
+                Bytes::copy_from_slice(&sha),
+                busy_after,
+                now_ms,
+            )
+        }
+    });
+    let mut run = run;
+    run.ctx.read_only = read_only_cmd || flags.no_writes;
+    run.ctx.allow_oom = flags.allow_oom;
+    execute(
+        ctx,
+        Started {
+            run,
+            is_eval: true,
+            fn_name: Bytes::new(),
+        },
+    );
+    Ok(())
+}
+
+/// SCRIPT LOAD script.
+pub fn script_load(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let body = ctx.arg(2).clone();
+    let sha = engine_mut(ctx.core).load_script(&body)?;
+    super::refresh_info(ctx.core);
+    ctx.out.bulk(&sha);
+    Ok(())
+}
+
+/// SCRIPT EXISTS sha1 [sha1 ...].
+pub fn script_exists(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let engine = engine_mut(ctx.core);
+    let found: Vec<bool> = ctx.argv[2..]
+        .iter()
+        .map(|a| {
+            let lower = a.to_ascii_lowercase();
+            <[u8; 40]>::try_from(lower.as_slice())
+                .map(|s| engine.scripts.contains_key(&s))
+                .unwrap_or(false)
+        })
+        .collect();
+    ctx.out.array(found.len());
+    for f in found {
+        ctx.out.integer(i64::from(f));
+    }
+    Ok(())
+}
+
+/// SCRIPT FLUSH [ASYNC|SYNC].
+pub fn script_flush(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    if ctx.argv.len() > 3 || (ctx.argv.len() == 3 && !is(ctx.arg(2), "sync") && !is(ctx.arg(2), "async"))
+    {
+        return Err(ReplyError::owned(
+            "ERR SCRIPT FLUSH only support SYNC|ASYNC option".into(),
+        ));
+    }
+    let version = super::version(ctx.core);
+    engine_mut(ctx.core).flush_scripts(&version);
+    super::refresh_info(ctx.core);
+    ctx.out.ok();
+    Ok(())
+}
+
+/// SCRIPT KILL / FUNCTION KILL.
+pub fn kill(ctx: &mut Ctx<'_>, from_eval: bool) -> Result<(), ReplyError> {
+    let Some(busy) = ctx.core.busy.as_mut() else {
+        return Err(ReplyError::owned(
+            "NOTBUSY No scripts in execution right now.".into(),
+        ));
+    };
+    if busy.wrote {
+        return Err(ReplyError::owned("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.".into()));
+    }
+    if from_eval != busy.is_eval {
+        return Err(ReplyError::owned(
+            crate::core::script::busy_error(busy.is_eval).to_string(),
+        ));
+    }
+    busy.kill = true;
+    ctx.core.script_driver.notify_one();
+    ctx.out.ok();
+    Ok(())
+}
+
+/// SCRIPT KILL.
+pub fn script_kill(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    kill(ctx, true)
+}
+
+/// SCRIPT DEBUG YES|SYNC|NO: there is no debugger; NO is accepted.
+pub fn script_debug(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let mode = ctx.arg(2);
+    if is(mode, "no") {
+        ctx.out.ok();
+        Ok(())
+    } else if is(mode, "yes") || is(mode, "sync") {
+        Err(ReplyError::owned(
+            "ERR the Lua debugger is not available in this server; use SCRIPT DEBUG NO".into(),
+        ))
+    } else {
+        Err(ReplyError::owned("ERR Use SCRIPT DEBUG YES/SYNC/NO".into()))
+    }
+}
+
+/// SCRIPT HELP.
+pub fn script_help(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    reply_help(
+        ctx,
+        "SCRIPT",
+        &[
+            "DEBUG (YES|SYNC|NO)",
+            "    Set the debug mode for subsequent scripts executed.",
+            "EXISTS <sha1> [<sha1> ...]",
+            "    Return information about the existence of the scripts in the script cache.",
+            "FLUSH [ASYNC|SYNC]",
+            "    Flush the Lua scripts cache. Very dangerous on replicas.",
+            "    When called without the optional mode argument, the behavior is determined by the",
+            "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+            "    * ASYNC: Asynchronously flush the scripts cache.",
+            "    * SYNC: Synchronously flush the scripts cache.",
+            "KILL",
+            "    Kill the currently executing Lua script.",
+            "LOAD <script>",
+            "    Load a script into the scripts cache without executing it.",
+        ],
+    );
+    Ok(())
+}
+
+/// Finishes the busy script (called by the server's driver between slices): resumes it
+/// for one more slice, or ends it if it was killed. False once no script is busy.
+pub fn resume_busy(core: &mut Core) -> bool {
+    let Some(busy) = core.busy.as_ref() else {
+        return false;
+    };
+    let client_id = busy.client_id;
+    let killed = busy.kill;
+    let Some(mut run) = engine_mut(core).running.take() else {
+        core.busy = None;
+        return false;
+    };
+    let proto = core
+        .clients
+        .get(&client_id)
+        .map(|c| c.proto)
+        .unwrap_or_default();
+    let mut out = RespWriter::new(proto);
+    if killed {
+        out.error_text(&run.killed_text());
+    } else {
+        match run.resume(core) {
+            Step::Suspended => {
+                if let Some(b) = core.busy.as_mut() {
+                    b.wrote = run.ctx.wrote;
+                }
+                engine_mut(core).running = Some(run);
+                return true;
+            }
+            Step::Returned => run.reply(&mut out),
+            Step::Failed(text) => out.error_text(&text),
+        }
+    }
+    core.busy = None;
+    let repl = run.ctx.repl;
+    drop(run);
+    finish_effects(core, None, repl);
+    core.begin_batch();
+    if let Some(mut client) = core.clients.remove(&client_id) {
+        core.finish_script_block(&mut client, out.take());
+        core.clients.insert(client_id, client);
+    }
+    core.handle_ready_keys();
+    false
+}

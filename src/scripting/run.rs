@@ -1,0 +1,1002 @@
+//! Running a script: the `redis` library, `redis.call` through the core's dispatcher,
+//! the conversions between Lua values and RESP, and the count hook that lets a busy
+//! script be suspended.
+//!
+//! A run is one coroutine of a VM ([`Run`]). [`Run::resume`] runs it until it ends or
+//! until the hook finds it past `busy-reply-threshold`; then it yields, the EVAL's
+//! client stays blocked, and the server resumes it in slices, answering `-BUSY` to
+//! everybody else meanwhile (`scripting::resume_busy`). The core and the clients are
+//! reached through [`RunCtx`], set for the duration of each resume.
+//!
+//! Conversions, Lua → RESP (the script's reply, Redis 7.0's `luaReplyToRedisReply`):
+//!
+//! ```text
+//!  number          integer (C's cast: out of range and NaN give i64::MIN)
+//!  string          bulk string
+//!  true / false    :1 / null   (after redis.setresp(3): RESP3 booleans, :1/:0 in RESP2)
+//!  nil             null
+//!  {err = s}       error -s    {ok = s} status +s    {double = n} double
+//!  {big_number=s}  RESP3 big number (bulk in RESP2)  {map = t} map  {set = t} set
+//!  {verbatim_string = {format = f, string = s}}      verbatim (bulk in RESP2)
+//!  other table     array of t[1], t[2], ... up to the first nil
+//! ```
+//!
+//! RESP → Lua (a `redis.call` reply): integer → number, bulk → string, null bulk or
+//! array → false (nil under RESP3), status → `{ok = s}`, error → `{err = s}` (raised
+//! by `redis.call`), array → table; RESP3 map → `{map = t}`, set → `{set = t}` (members
+//! → true), double → `{double = n}`, boolean → boolean, big number →
+//! `{big_number = s}`, verbatim → `{verbatim_string = {format, string}}`.
+
+use super::vm::{self, push_bytes, push_error_table, raise, set_fn, set_num, str_at};
+use crate::core::client::Client;
+use crate::core::command::{self, CommandSpec, flags};
+use crate::core::{Core, acl};
+use crate::resp::Argv;
+use crate::resp::writer::{Protocol, RespWriter};
+use bytes::Bytes;
+use mlua_sys as ffi;
+use std::cell::Cell;
+use std::ffi::c_int;
+use std::time::{Duration, Instant};
+
+/// Instructions between two calls of the count hook (Redis uses the same count).
+const HOOK_EVERY: c_int = 100_000;
+
+/// The run's view of the server while it is resumed.
+pub struct RunCtx {
+    /// The core; valid only while [`Run::resume`] runs.
+    core: *mut Core,
+    /// The client commands run as: the caller's user and database, `in_script` set.
+    pub fake: Box<Client>,
+    /// RESP version of `redis.call` replies (`redis.setresp`).
+    pub resp3: bool,
+    /// Writes are refused (EVAL_RO, FCALL_RO, `no-writes`).
+    pub read_only: bool,
+    /// The script may write past maxmemory (`allow-oom`).
+    pub allow_oom: bool,
+    /// A write command ran (SCRIPT KILL answers UNKILLABLE).
+    pub wrote: bool,
+    /// The command time of everything the script runs.
+    pub now_ms: u64,
+    /// When the run started.
+    pub started: Instant,
+    /// `busy-reply-threshold`.
+    pub busy_after: Duration,
+    /// The run went past the threshold.
+    pub busy: bool,
+    /// `redis.set_repl` flags (REPL_ALL by default).
+    pub repl: u8,
+    /// The coroutine running.
+    co: *mut ffi::lua_State,
+}
+
+thread_local! {
+    static CURRENT: Cell<*mut RunCtx> = const { Cell::new(std::ptr::null_mut()) };
+}
+
+/// How a resume ended.
+#[derive(Debug)]
+pub enum Step {
+    /// The script returned: its reply is at the top of the coroutine.
+    Returned,
+    /// The script raised this error (the RESP error text without `-` and CRLF).
+    Failed(Vec<u8>),
+    /// The script yielded past the busy threshold.
+    Suspended,
+}
+
+/// One execution of a script or function.
+pub struct Run {
+    /// The coroutine and its context.
+    pub ctx: Box<RunCtx>,
+    /// The VM's main state (the coroutine is anchored in its registry).
+    main: *mut ffi::lua_State,
+    /// Registry reference of the coroutine.
+    co_ref: c_int,
+    /// Arguments still to pass on the first resume.
+    nargs: c_int,
+    /// Resumed at least once.
+    started: bool,
+    /// What the error suffix names: the SHA of an EVAL, a function's name.
+    pub name: Bytes,
+}
+
+impl std::fmt::Debug for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Run").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        // SAFETY: the VM outlives its runs (the engine drops runs before VMs).
+        unsafe { ffi::luaL_unref(self.main, ffi::LUA_REGISTRYINDEX, self.co_ref) }
+    }
+}
+
+impl Run {
+    /// Prepares a run of the function on top of `main`'s stack, popping it, with the
+    /// `args` tables pushed after it as arguments (functions get KEYS and ARGV so).
+    ///
+    /// # Safety
+    /// `main` is a VM's main state with the function (and `nargs` arguments) on top.
+    pub unsafe fn new(
+        main: *mut ffi::lua_State,
+        nargs: c_int,
+        fake: Box<Client>,
+        name: Bytes,
+        busy_after: Duration,
+        now_ms: u64,
+    ) -> Run {
+        unsafe {
+            let co = ffi::lua_newthread(main);
+            // Move the function and its arguments onto the coroutine.
+            ffi::lua_insert(main, -(nargs + 2));
+            ffi::lua_xmove(main, co, nargs + 1);
+            let co_ref = ffi::luaL_ref(main, ffi::LUA_REGISTRYINDEX);
+            ffi::lua_sethook(co, Some(hook), ffi::LUA_MASKCOUNT, HOOK_EVERY);
+            Run {
+                ctx: Box::new(RunCtx {
+                    core: std::ptr::null_mut(),
+                    fake,
+                    resp3: false,
+                    read_only: false,
+                    allow_oom: false,
+                    wrote: false,
+                    now_ms,
+                    started: Instant::now(),
+                    busy_after,
+                    busy: false,
+                    repl: REPL_ALL,
+                    co,
+                }),
+                main,
+                co_ref,
+                nargs,
+                started: false,
+                name,
+            }
+        }
+    }
+
+    /// Runs the script until it returns, fails, or is suspended past the threshold.
+    pub fn resume(&mut self, core: &mut Core) -> Step {
+        self.ctx.core = core;
+        let ctx: *mut RunCtx = &mut *self.ctx;
+        let prev = CURRENT.with(|c| c.replace(ctx));
+        let nargs = if self.started { 0 } else { self.nargs };
+        self.started = true;
+        // SAFETY: the coroutine is anchored in the registry; CURRENT points at a live
+        // context for the whole resume.
+        let status = unsafe { ffi::lua_resume_(self.ctx.co, nargs) };
+        CURRENT.with(|c| c.set(prev));
+        self.ctx.core = std::ptr::null_mut();
+        match status {
+            ffi::LUA_YIELD => Step::Suspended,
+            0 => Step::Returned,
+            _ => Step::Failed(unsafe { self.error_text() }),
+        }
+    }
+
+    /// The reply of a script that returned, in the client's protocol.
+    pub fn reply(&self, out: &mut RespWriter) {
+        let co = self.ctx.co;
+        // SAFETY: the coroutine ended; its results are on its stack.
+        unsafe {
+            if ffi::lua_gettop(co) == 0 {
+                ffi::lua_pushnil(co);
+            } else {
+                ffi::lua_settop(co, 1);
+            }
+            write_reply(co, -1, out, self.ctx.resp3, 0);
+        }
+    }
+
+    /// The error reply's text for a script that raised: the message, then Redis's
+    /// ` script: <name>, on <source>:<line>.`.
+    unsafe fn error_text(&self) -> Vec<u8> {
+        unsafe {
+            let co = self.ctx.co;
+            let mut msg = error_message(co, -1);
+            let pos = vm::error_position(co);
+            if let Some((source, line)) = pos {
+                msg.extend_from_slice(b" script: ");
+                msg.extend_from_slice(&self.name);
+                msg.extend_from_slice(b", on ");
+                msg.extend_from_slice(&source);
+                msg.push(b':');
+                msg.extend_from_slice(line.to_string().as_bytes());
+                msg.push(b'.');
+            }
+            msg
+        }
+    }
+
+    /// The error a killed script answers (its position is where it was suspended).
+    pub fn killed_text(&self) -> Vec<u8> {
+        let mut msg = b"ERR Script killed by user with SCRIPT KILL...".to_vec();
+        // SAFETY: the coroutine is suspended; its stack is intact.
+        if let Some((source, line)) = unsafe { vm::error_position(self.ctx.co) } {
+            msg.extend_from_slice(b" script: ");
+            msg.extend_from_slice(&self.name);
+            msg.extend_from_slice(b", on ");
+            msg.extend_from_slice(&source);
+            msg.push(b':');
+            msg.extend_from_slice(line.to_string().as_bytes());
+            msg.push(b'.');
+        }
+        msg
+    }
+}
+
+/// The text of the error value at `idx`: an error table's `err` field, or `ERR ` and
+/// the value as a string (what Redis's error handler makes of a plain error).
+unsafe fn error_message(l: *mut ffi::lua_State, idx: c_int) -> Vec<u8> {
+    unsafe {
+        let idx = ffi::lua_absindex(l, idx);
+        match ffi::lua_type(l, idx) {
+            ffi::LUA_TTABLE => {
+                ffi::lua_getfield(l, idx, c"err".as_ptr());
+                let text = vm::to_bytes(l, -1);
+                ffi::lua_pop(l, 1);
+                text.unwrap_or_else(|| b"ERR unknown error".to_vec())
+            }
+            ffi::LUA_TSTRING | ffi::LUA_TNUMBER => {
+                let mut msg = b"ERR ".to_vec();
+                msg.extend_from_slice(str_at(l, idx));
+                msg
+            }
+            ffi::LUA_TBOOLEAN => {
+                if ffi::lua_toboolean(l, idx) != 0 {
+                    b"ERR true".to_vec()
+                } else {
+                    b"ERR false".to_vec()
+                }
+            }
+            ffi::LUA_TNIL => b"ERR nil".to_vec(),
+            _ => b"ERR unknown error".to_vec(),
+        }
+    }
+}
+
+/// The count hook: past the busy threshold the run is marked busy and, when nothing
+/// but Lua functions are on the coroutine's stack, suspended.
+unsafe extern "C-unwind" fn hook(l: *mut ffi::lua_State, _ar: *mut ffi::lua_Debug) {
+    let ctx = CURRENT.with(Cell::get);
+    if ctx.is_null() {
+        return;
+    }
+    // SAFETY: CURRENT points at the live context of the resume in progress.
+    unsafe {
+        let ctx = &mut *ctx;
+        if ctx.started.elapsed() < ctx.busy_after {
+            return;
+        }
+        ctx.busy = true;
+        if l == ctx.co && vm::may_yield(l) {
+            ffi::lua_yield(l, 0);
+        }
+    }
+}
+
+// ---- Lua → RESP ------------------------------------------------------------------------
+
+/// C's `(long long)` cast of a double on x86-64: out of range and NaN give `i64::MIN`.
+pub fn c_cast_i64(d: f64) -> i64 {
+    if d.is_nan() || d >= 9.223_372_036_854_775_807e18 || d < -9.223_372_036_854_775_808e18 {
+        i64::MIN
+    } else {
+        d as i64
+    }
+}
+
+/// Writes the Lua value at `idx` as a reply.
+///
+/// # Safety
+/// `idx` is a valid index of `l`.
+pub unsafe fn write_reply(
+    l: *mut ffi::lua_State,
+    idx: c_int,
+    out: &mut RespWriter,
+    resp3: bool,
+    depth: usize,
+) {
+    unsafe {
+        let idx = ffi::lua_absindex(l, idx);
+        if ffi::lua_checkstack(l, 4) == 0 || depth > 1000 {
+            out.error_text(b"ERR reached lua stack limit");
+            return;
+        }
+        match ffi::lua_type(l, idx) {
+            ffi::LUA_TNUMBER => out.integer(c_cast_i64(ffi::lua_tonumber(l, idx))),
+            ffi::LUA_TSTRING => out.bulk(str_at(l, idx)),
+            ffi::LUA_TBOOLEAN => {
+                let b = ffi::lua_toboolean(l, idx) != 0;
+                if resp3 {
+                    out.boolean(b);
+                } else if b {
+                    out.integer(1);
+                } else {
+                    out.null();
+                }
+            }
+            ffi::LUA_TTABLE => write_table(l, idx, out, resp3, depth),
+            _ => out.null(),
+        }
+    }
+}
+
+/// The field `name` of the table at `idx` is pushed; its type returned.
+unsafe fn field(l: *mut ffi::lua_State, idx: c_int, name: &std::ffi::CStr) -> c_int {
+    unsafe {
+        ffi::lua_pushstring(l, name.as_ptr());
+        ffi::lua_rawget(l, idx);
+        ffi::lua_type(l, -1)
+    }
+}
+
+unsafe fn write_table(
+    l: *mut ffi::lua_State,
+    idx: c_int,
+    out: &mut RespWriter,
+    resp3: bool,
+    depth: usize,
+) {
+    unsafe {
+        if field(l, idx, c"err") == ffi::LUA_TSTRING {
+            let text = str_at(l, -1).to_vec();
+            ffi::lua_pop(l, 1);
+            out.error_text(&text);
+            return;
+        }
+        ffi::lua_pop(l, 1);
+        if field(l, idx, c"ok") == ffi::LUA_TSTRING {
+            let text: Vec<u8> = str_at(l, -1)
+                .iter()
+                .map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c })
+                .collect();
+            ffi::lua_pop(l, 1);
+            out.simple(&text);
+            return;
+        }
+        ffi::lua_pop(l, 1);
+        if field(l, idx, c"double") == ffi::LUA_TNUMBER {
+            let d = ffi::lua_tonumber(l, -1);
+            ffi::lua_pop(l, 1);
+            let text = crate::commands::zset::fmt_double(d);
+            if out.is_resp3() {
+                out.raw(b",");
+                out.raw(text.as_bytes());
+                out.raw(b"\r\n");
+            } else {
+                out.bulk(text.as_bytes());
+            }
+            return;
+        }
+        ffi::lua_pop(l, 1);
+        if field(l, idx, c"big_number") == ffi::LUA_TSTRING {
+            let text: Vec<u8> = str_at(l, -1)
+                .iter()
+                .map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c })
+                .collect();
+            ffi::lua_pop(l, 1);
+            if out.is_resp3() {
+                out.raw(b"(");
+                out.raw(&text);
+                out.raw(b"\r\n");
+            } else {
+                out.bulk(&text);
+            }
+            return;
+        }
+        ffi::lua_pop(l, 1);
+        if field(l, idx, c"map") == ffi::LUA_TTABLE {
+            let map = ffi::lua_gettop(l);
+            let d = out.defer_len();
+            let mut n = 0;
+            ffi::lua_pushnil(l);
+            while ffi::lua_next(l, map) != 0 {
+                write_reply(l, -2, out, resp3, depth + 1);
+                write_reply(l, -1, out, resp3, depth + 1);
+                ffi::lua_pop(l, 1);
+                n += 1;
+            }
+            ffi::lua_pop(l, 1);
+            out.finish_map(d, n);
+            return;
+        }
+        ffi::lua_pop(l, 1);
+        if field(l, idx, c"set") == ffi::LUA_TTABLE {
+            let set = ffi::lua_gettop(l);
+            let d = out.defer_len();
+            let mut n = 0;
+            ffi::lua_pushnil(l);
+            while ffi::lua_next(l, set) != 0 {
+                write_reply(l, -2, out, resp3, depth + 1);
+                ffi::lua_pop(l, 1);
+                n += 1;
+            }
+            ffi::lua_pop(l, 1);
+            out.finish_set(d, n);
+            return;
+        }
+        ffi::lua_pop(l, 1);
+        if field(l, idx, c"verbatim_string") == ffi::LUA_TTABLE {
+            let v = ffi::lua_gettop(l);
+            let ft = field(l, v, c"format");
+            let st = field(l, v, c"string");
+            if ft == ffi::LUA_TSTRING && st == ffi::LUA_TSTRING {
+                let format = str_at(l, -2).to_vec();
+                let text = str_at(l, -1).to_vec();
+                ffi::lua_pop(l, 3);
+                if out.is_resp3() {
+                    let mut body = format;
+                    body.push(b':');
+                    body.extend_from_slice(&text);
+                    out.raw(format!("={}\r\n", body.len()).as_bytes());
+                    out.raw(&body);
+                    out.raw(b"\r\n");
+                } else {
+                    out.bulk(&text);
+                }
+                return;
+            }
+            ffi::lua_pop(l, 2);
+        }
+        ffi::lua_pop(l, 1);
+        // An array: t[1], t[2], ... up to the first nil (read through metatables, as
+        // Redis's lua_gettable does).
+        let d = out.defer_len();
+        let mut n = 0usize;
+        loop {
+            ffi::lua_pushinteger(l, (n + 1) as ffi::lua_Integer);
+            ffi::lua_gettable(l, idx);
+            if ffi::lua_type(l, -1) == ffi::LUA_TNIL {
+                ffi::lua_pop(l, 1);
+                break;
+            }
+            write_reply(l, -1, out, resp3, depth + 1);
+            ffi::lua_pop(l, 1);
+            n += 1;
+        }
+        out.finish_array(d, n);
+    }
+}
+
+// ---- RESP → Lua ------------------------------------------------------------------------
+
+/// Pushes the reply at `buf[*pos..]` as a Lua value; false when the bytes end early.
+///
+/// # Safety
+/// `l` is a live state.
+unsafe fn push_reply(l: *mut ffi::lua_State, buf: &[u8], pos: &mut usize, resp3: bool) -> bool {
+    unsafe {
+        if ffi::lua_checkstack(l, 4) == 0 {
+            return false;
+        }
+        let Some(&kind) = buf.get(*pos) else {
+            return false;
+        };
+        let Some(end) = memchr::memmem::find(&buf[*pos..], b"\r\n").map(|e| *pos + e) else {
+            return false;
+        };
+        let line = &buf[*pos + 1..end];
+        *pos = end + 2;
+        let number = || std::str::from_utf8(line).ok().and_then(|s| s.parse::<i64>().ok());
+        match kind {
+            b'+' => {
+                ffi::lua_createtable(l, 0, 1);
+                push_bytes(l, line);
+                ffi::lua_setfield(l, -2, c"ok".as_ptr());
+            }
+            b'-' => push_error_table(l, line),
+            b':' => ffi::lua_pushnumber(l, number().unwrap_or(0) as f64),
+            b'$' | b'=' => {
+                let n = number().unwrap_or(-1);
+                if n < 0 {
+                    if resp3 {
+                        ffi::lua_pushnil(l);
+                    } else {
+                        ffi::lua_pushboolean(l, 0);
+                    }
+                } else {
+                    let n = n as usize;
+                    let Some(body) = buf.get(*pos..*pos + n) else {
+                        return false;
+                    };
+                    *pos += n + 2;
+                    if kind == b'=' {
+                        ffi::lua_createtable(l, 0, 1);
+                        ffi::lua_createtable(l, 0, 2);
+                        let (format, text) = if body.len() >= 4 && body[3] == b':' {
+                            (&body[..3], &body[4..])
+                        } else {
+                            (&b"txt"[..], body)
+                        };
+                        push_bytes(l, format);
+                        ffi::lua_setfield(l, -2, c"format".as_ptr());
+                        push_bytes(l, text);
+                        ffi::lua_setfield(l, -2, c"string".as_ptr());
+                        ffi::lua_setfield(l, -2, c"verbatim_string".as_ptr());
+                    } else {
+                        push_bytes(l, body);
+                    }
+                }
+            }
+            b'*' | b'~' | b'>' => {
+                let n = number().unwrap_or(-1);
+                if n < 0 {
+                    if resp3 {
+                        ffi::lua_pushnil(l);
+                    } else {
+                        ffi::lua_pushboolean(l, 0);
+                    }
+                    return true;
+                }
+                if kind == b'~' {
+                    ffi::lua_createtable(l, 0, 1);
+                    ffi::lua_createtable(l, 0, n as c_int);
+                    for _ in 0..n {
+                        if !push_reply(l, buf, pos, resp3) {
+                            return false;
+                        }
+                        ffi::lua_pushboolean(l, 1);
+                        ffi::lua_settable(l, -3);
+                    }
+                    ffi::lua_setfield(l, -2, c"set".as_ptr());
+                } else {
+                    ffi::lua_createtable(l, n as c_int, 0);
+                    for i in 0..n {
+                        if !push_reply(l, buf, pos, resp3) {
+                            return false;
+                        }
+                        ffi::lua_rawseti(l, -2, (i + 1) as ffi::lua_Integer);
+                    }
+                }
+            }
+            b'%' | b'|' => {
+                let n = number().unwrap_or(0);
+                ffi::lua_createtable(l, 0, 1);
+                ffi::lua_createtable(l, 0, n as c_int);
+                for _ in 0..n {
+                    if !push_reply(l, buf, pos, resp3) || !push_reply(l, buf, pos, resp3) {
+                        return false;
+                    }
+                    ffi::lua_settable(l, -3);
+                }
+                ffi::lua_setfield(l, -2, c"map".as_ptr());
+                if kind == b'|' {
+                    // An attribute is dropped; the reply follows it.
+                    ffi::lua_pop(l, 1);
+                    return push_reply(l, buf, pos, resp3);
+                }
+            }
+            b'_' => ffi::lua_pushnil(l),
+            b'#' => ffi::lua_pushboolean(l, c_int::from(line == b"t")),
+            b',' => {
+                let d = match line {
+                    b"inf" => f64::INFINITY,
+                    b"-inf" => f64::NEG_INFINITY,
+                    _ => std::str::from_utf8(line)
+                        .ok()
+                        .and_then(|s| s.parse::<f64>().ok())
+                        .unwrap_or(0.0),
+                };
+                ffi::lua_createtable(l, 0, 1);
+                ffi::lua_pushnumber(l, d);
+                ffi::lua_setfield(l, -2, c"double".as_ptr());
+            }
+            b'(' => {
+                ffi::lua_createtable(l, 0, 1);
+                push_bytes(l, line);
+                ffi::lua_setfield(l, -2, c"big_number".as_ptr());
+            }
+            _ => return false,
+        }
+        true
+    }
+}
+
+// ---- the redis library -------------------------------------------------------------------
+
+/// `redis.REPL_*` flags.
+pub const REPL_ALL: u8 = 3;
+
+/// Installs the `redis` table into the globals table on top of `l`'s stack (the
+/// functions that need a run reach it through `CURRENT`).
+///
+/// # Safety
+/// The globals table is on top of `l`'s stack.
+pub unsafe fn install_redis(l: *mut ffi::lua_State, version: &str) {
+    unsafe {
+        ffi::lua_newtable(l);
+        set_fn(l, c"call", lua_redis_call);
+        set_fn(l, c"pcall", lua_redis_pcall);
+        set_fn(l, c"error_reply", lua_error_reply);
+        set_fn(l, c"status_reply", lua_status_reply);
+        set_fn(l, c"sha1hex", lua_sha1hex);
+        set_fn(l, c"log", lua_log);
+        set_fn(l, c"setresp", lua_setresp);
+        set_fn(l, c"set_repl", lua_set_repl);
+        set_fn(l, c"replicate_commands", lua_replicate_commands);
+        set_fn(l, c"acl_check_cmd", lua_acl_check_cmd);
+        set_fn(l, c"breakpoint", lua_breakpoint);
+        set_fn(l, c"debug", lua_debug);
+        for (name, n) in [
+            (c"LOG_DEBUG", 0.0),
+            (c"LOG_VERBOSE", 1.0),
+            (c"LOG_NOTICE", 2.0),
+            (c"LOG_WARNING", 3.0),
+            (c"REPL_NONE", 0.0),
+            (c"REPL_AOF", 1.0),
+            (c"REPL_SLAVE", 2.0),
+            (c"REPL_REPLICA", 2.0),
+            (c"REPL_ALL", 3.0),
+        ] {
+            set_num(l, name, n);
+        }
+        push_bytes(l, version.as_bytes());
+        ffi::lua_setfield(l, -2, c"REDIS_VERSION".as_ptr());
+        let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+        let num = parts.next().unwrap_or(0) * 65536
+            + parts.next().unwrap_or(0) * 256
+            + parts.next().unwrap_or(0);
+        set_num(l, c"REDIS_VERSION_NUM", f64::from(num));
+        ffi::lua_setfield(l, -2, c"redis".as_ptr());
+    }
+}
+
+/// Raises `{err = "ERR <msg>"}` (Redis's `luaPushError` + `luaError`).
+unsafe fn raise_err(l: *mut ffi::lua_State, msg: &[u8]) -> c_int {
+    unsafe {
+        let mut text = b"ERR ".to_vec();
+        text.extend_from_slice(msg);
+        push_error_table(l, &text);
+        drop(text);
+        raise(l)
+    }
+}
+
+/// Returns `{err = "ERR <msg>"}`.
+unsafe fn return_err(l: *mut ffi::lua_State, msg: &[u8]) -> c_int {
+    unsafe {
+        let mut text = b"ERR ".to_vec();
+        text.extend_from_slice(msg);
+        push_error_table(l, &text);
+        1
+    }
+}
+
+unsafe extern "C-unwind" fn lua_redis_call(l: *mut ffi::lua_State) -> c_int {
+    unsafe { redis_call(l, true) }
+}
+
+unsafe extern "C-unwind" fn lua_redis_pcall(l: *mut ffi::lua_State) -> c_int {
+    unsafe { redis_call(l, false) }
+}
+
+/// `redis.call` (raise errors) and `redis.pcall` (return them).
+unsafe fn redis_call(l: *mut ffi::lua_State, raise_errors: bool) -> c_int {
+    unsafe {
+        let result = call_from_lua(l);
+        let (bytes, resp3) = match result {
+            Ok(r) => r,
+            Err(msg) => {
+                push_error_table(l, &msg);
+                drop(msg);
+                return if raise_errors { raise(l) } else { 1 };
+            }
+        };
+        let mut pos = 0;
+        let top = ffi::lua_gettop(l);
+        if !push_reply(l, &bytes, &mut pos, resp3) {
+            ffi::lua_settop(l, top);
+            drop(bytes);
+            return raise_err(l, b"reply could not be read");
+        }
+        let is_error = bytes.first() == Some(&b'-');
+        drop(bytes);
+        if is_error && raise_errors {
+            return raise(l);
+        }
+        1
+    }
+}
+
+/// The arguments of a `redis.call` as an argv, and the call's reply bytes.
+unsafe fn call_from_lua(l: *mut ffi::lua_State) -> Result<(Vec<u8>, bool), Vec<u8>> {
+    unsafe {
+        let argc = ffi::lua_gettop(l);
+        if argc == 0 {
+            return Err(b"ERR Please specify at least one argument for this redis lib call".to_vec());
+        }
+        let mut argv: Vec<Bytes> = Vec::with_capacity(argc as usize);
+        for i in 1..=argc {
+            match ffi::lua_type(l, i) {
+                ffi::LUA_TSTRING => argv.push(Bytes::copy_from_slice(str_at(l, i))),
+                ffi::LUA_TNUMBER => {
+                    let d = ffi::lua_tonumber(l, i);
+                    argv.push(Bytes::from(crate::commands::zset::fmt_double(d)));
+                }
+                _ => {
+                    return Err(b"ERR Lua redis lib command arguments must be strings or integers"
+                        .to_vec());
+                }
+            }
+        }
+        let ctx = CURRENT.with(Cell::get);
+        if ctx.is_null() || (*ctx).core.is_null() {
+            return Err(b"ERR redis.call is not allowed here".to_vec());
+        }
+        let ctx = &mut *ctx;
+        let argv: Argv = argv.into();
+        let reply = dispatch(ctx, &argv)?;
+        Ok((reply, ctx.resp3))
+    }
+}
+
+/// Runs one command for the script: Redis's checks for scripts, then the core's
+/// dispatcher with the script's client. The reply bytes (an error reply among them), or
+/// the text of an error the script sees before the command runs.
+fn dispatch(ctx: &mut RunCtx, argv: &Argv) -> Result<Vec<u8>, Vec<u8>> {
+    // SAFETY: set by `Run::resume` for its duration; nothing else borrows the core
+    // while the script runs.
+    let core = unsafe { &mut *ctx.core };
+    let name = &argv[0];
+    let Some(spec) = command::lookup(name)
+        .filter(|s| command::since_version(s.since) <= core.compat)
+    else {
+        return Err(b"ERR Unknown Redis command called from script".to_vec());
+    };
+    let spec: &'static CommandSpec = match command::resolve_subcommand(spec, argv) {
+        Ok(s) => s,
+        Err(err) => return Err(err.wire_text().to_vec()),
+    };
+    if !spec.arity_ok(argv.len()) {
+        return Err(b"ERR Wrong number of args calling Redis command from script".to_vec());
+    }
+    if spec.flags & flags::NOSCRIPT != 0 {
+        return Err(b"ERR This Redis command is not allowed from script".to_vec());
+    }
+    if matches!(spec.name, "xread" | "xreadgroup") && has_block(argv) {
+        let mut msg = b"ERR ".to_vec();
+        msg.extend_from_slice(name);
+        msg.extend_from_slice(b" command is not allowed with BLOCK option from scripts");
+        return Err(msg);
+    }
+    if spec.flags & flags::WRITE != 0 {
+        if ctx.read_only {
+            return Err(b"ERR Write commands are not allowed from read-only scripts.".to_vec());
+        }
+        if !ctx.allow_oom
+            && spec.flags & flags::DENYOOM != 0
+            && core.limits.maxmemory > 0
+            && core.over_maxmemory()
+        {
+            return Err(b"OOM command not allowed when used memory > 'maxmemory'.".to_vec());
+        }
+        ctx.wrote = true;
+    }
+    if ctx.fake.user.is_some()
+        && let Err(denied) = core.acl_check(&ctx.fake, spec, argv, acl::log::Context::Lua)
+    {
+        let mut msg = b"ERR The user executing the script can't run this command or subcommand"
+            .to_vec();
+        if matches!(denied, acl::Denied::Key(_)) {
+            msg = b"ERR The user executing the script can't access at least one of the keys mentioned in the command".to_vec();
+        } else if matches!(denied, acl::Denied::Channel(_)) {
+            msg = b"ERR The user executing the script can't publish to the channel mentioned in the command".to_vec();
+        }
+        return Err(msg);
+    }
+    ctx.fake.proto = if ctx.resp3 { Protocol::Resp3 } else { Protocol::Resp2 };
+    let mut out = RespWriter::new(ctx.fake.proto);
+    core.call(&mut ctx.fake, spec, argv, &mut out, ctx.now_ms);
+    Ok(out.take())
+}
+
+/// True when an XREAD/XREADGROUP has a BLOCK option before STREAMS.
+fn has_block(argv: &Argv) -> bool {
+    argv.iter()
+        .skip(1)
+        .take_while(|a| !a.eq_ignore_ascii_case(b"streams"))
+        .any(|a| a.eq_ignore_ascii_case(b"block"))
+}
+
+/// `redis.error_reply(msg)`: `{err = msg}`, with `ERR` when msg names no code.
+unsafe extern "C-unwind" fn lua_error_reply(l: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        if ffi::lua_gettop(l) != 1 || ffi::lua_type(l, 1) != ffi::LUA_TSTRING {
+            return return_err(l, b"wrong number or type of arguments");
+        }
+        let msg = str_at(l, 1);
+        let with_dash: Vec<u8> = if msg.first() == Some(&b'-') {
+            msg.to_vec()
+        } else {
+            let mut v = b"-".to_vec();
+            v.extend_from_slice(msg);
+            v
+        };
+        let text = error_table_text(&with_dash);
+        push_error_table(l, &text);
+        1
+    }
+}
+
+/// Redis's `luaPushErrorBuff`: `-CODE message` keeps its code, a message without a
+/// space gets `ERR`; trailing CR/LF are trimmed.
+fn error_table_text(dashed: &[u8]) -> Vec<u8> {
+    let body = &dashed[1..];
+    let (code, msg) = match body.iter().position(|&c| c == b' ') {
+        Some(sp) => (&body[..sp], &body[sp + 1..]),
+        None => (&b"ERR"[..], body),
+    };
+    let mut msg = msg;
+    while let Some((&last, rest)) = msg.split_last() {
+        if last == b'\r' || last == b'\n' {
+            msg = rest;
+        } else {
+            break;
+        }
+    }
+    let mut text = code.to_vec();
+    text.push(b' ');
+    text.extend_from_slice(msg);
+    text
+}
+
+/// `redis.status_reply(msg)`: `{ok = msg}`.
+unsafe extern "C-unwind" fn lua_status_reply(l: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        if ffi::lua_gettop(l) != 1 || ffi::lua_type(l, 1) != ffi::LUA_TSTRING {
+            return return_err(l, b"wrong number or type of arguments");
+        }
+        ffi::lua_createtable(l, 0, 1);
+        ffi::lua_pushvalue(l, 1);
+        ffi::lua_setfield(l, -2, c"ok".as_ptr());
+        1
+    }
+}
+
+unsafe extern "C-unwind" fn lua_sha1hex(l: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        if ffi::lua_gettop(l) != 1 {
+            return raise_err(l, b"wrong number of arguments");
+        }
+        let data = vm::to_bytes(l, 1).unwrap_or_default();
+        let hex = super::sha1::hex(&data);
+        drop(data);
+        push_bytes(l, &hex);
+        1
+    }
+}
+
+unsafe extern "C-unwind" fn lua_log(l: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        let argc = ffi::lua_gettop(l);
+        if argc < 2 {
+            return raise_err(l, b"redis.log() requires two arguments or more.");
+        }
+        if ffi::lua_type(l, 1) != ffi::LUA_TNUMBER {
+            return raise_err(l, b"First argument must be a number (log level).");
+        }
+        let level = ffi::lua_tonumber(l, 1);
+        if !(0.0..=3.0).contains(&level) {
+            return raise_err(l, b"Invalid debug level.");
+        }
+        let mut text = Vec::new();
+        for i in 2..=argc {
+            if let Some(part) = vm::to_bytes(l, i) {
+                if !text.is_empty() {
+                    text.push(b' ');
+                }
+                text.extend_from_slice(&part);
+            }
+        }
+        let line = String::from_utf8_lossy(&text).into_owned();
+        match level as i64 {
+            0 => tracing::debug!(target: "script", "{line}"),
+            1 => tracing::info!(target: "script", "{line}"),
+            2 => tracing::info!(target: "script", "{line}"),
+            _ => tracing::warn!(target: "script", "{line}"),
+        }
+        0
+    }
+}
+
+unsafe extern "C-unwind" fn lua_setresp(l: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        if ffi::lua_gettop(l) != 1 {
+            return raise_err(l, b"redis.setresp() requires one argument.");
+        }
+        let v = ffi::lua_tonumber(l, 1) as i64;
+        if v != 2 && v != 3 {
+            return raise_err(l, b"RESP version must be 2 or 3.");
+        }
+        let ctx = CURRENT.with(Cell::get);
+        if !ctx.is_null() {
+            (*ctx).resp3 = v == 3;
+        }
+        0
+    }
+}
+
+unsafe extern "C-unwind" fn lua_set_repl(l: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        if ffi::lua_gettop(l) != 1 {
+            return raise_err(l, b"redis.set_repl() requires two arguments.");
+        }
+        let v = ffi::lua_tonumber(l, 1) as i64;
+        if !(0..=3).contains(&v) {
+            return raise_err(
+                l,
+                b"Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.",
+            );
+        }
+        let ctx = CURRENT.with(Cell::get);
+        if !ctx.is_null() {
+            (*ctx).repl = v as u8;
+        }
+        0
+    }
+}
+
+unsafe extern "C-unwind" fn lua_replicate_commands(l: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        ffi::lua_pushboolean(l, 1);
+        1
+    }
+}
+
+unsafe extern "C-unwind" fn lua_breakpoint(l: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        ffi::lua_pushboolean(l, 0);
+        1
+    }
+}
+
+unsafe extern "C-unwind" fn lua_debug(_l: *mut ffi::lua_State) -> c_int {
+    0
+}
+
+unsafe extern "C-unwind" fn lua_acl_check_cmd(l: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        let argc = ffi::lua_gettop(l);
+        if argc == 0 {
+            return raise_err(l, b"Please specify at least one argument for this redis lib call");
+        }
+        let mut argv: Vec<Bytes> = Vec::new();
+        for i in 1..=argc {
+            match vm::to_bytes(l, i) {
+                Some(b) => argv.push(Bytes::from(b)),
+                None => {
+                    drop(argv);
+                    return raise_err(
+                        l,
+                        b"Lua redis lib command arguments must be strings or integers",
+                    );
+                }
+            }
+        }
+        let argv: Argv = argv.into();
+        let spec = command::lookup(&argv[0])
+            .and_then(|s| command::resolve_subcommand(s, &argv).ok())
+            .filter(|s| s.arity_ok(argv.len()));
+        let Some(spec) = spec else {
+            drop(argv);
+            return raise_err(l, b"Invalid command passed to redis.acl_check_cmd()");
+        };
+        let ctx = CURRENT.with(Cell::get);
+        let allowed = if ctx.is_null() {
+            true
+        } else {
+            match &(*ctx).fake.user {
+                Some(user) => user.borrow().check(spec, &argv).is_ok(),
+                None => true,
+            }
+        };
+        drop(argv);
+        ffi::lua_pushboolean(l, c_int::from(allowed));
+        1
+    }
+}

@@ -1,0 +1,602 @@
+//! The Lua 5.1 VM that scripts and functions run in, built as Redis 7.0 builds its own.
+//!
+//! A VM holds Lua's base, `table`, `string` and `math` libraries, the bundled
+//! `cjson`, `cmsgpack`, `bit` and `struct`, and the `redis` table; `print`, `loadfile`,
+//! `dofile`, `getfenv`, `setfenv`, `newproxy`, `os`, `io`, `debug` and the package
+//! system are absent. Everything a script can reach is read-only, as in Redis 7.0,
+//! whose patched Lua marks tables read-only in the VM itself. We keep stock Lua and
+//! reach the same behaviour with proxies:
+//!
+//! ```text
+//!  chunk environment ──▶ P (empty) ── metatable { __index = G, __newindex = refuse }
+//!                        G (the real globals: KEYS, ARGV, redis, string, ...)
+//!                          └ metatable { __index = "nonexistent global variable" error }
+//!  string, table, math, coroutine, redis, cjson, cmsgpack, bit, struct in G are
+//!  proxies of the same shape over their real tables; the strings' metatable has
+//!  __index = the `string` proxy, and getmetatable('') returns a read-only proxy of it.
+//! ```
+//!
+//! `rawset`, `rawget`, `setmetatable`, `getmetatable`, `next`, `pairs` and `ipairs` are
+//! wrapped so that a proxy behaves as the table it stands for (reads) and refuses
+//! writes with Redis's `Attempt to modify a readonly table`.
+//!
+//! A script runs as a coroutine of the VM's main state, so that a count hook can
+//! suspend it once it has run past `busy-reply-threshold` (Lua 5.1 resumes a coroutine
+//! that yielded from a hook where it stopped): the server then answers other clients
+//! `-BUSY` between slices of the script (see `scripting/run.rs`).
+//!
+//! Lua raises errors with `longjmp`: every C function here does its work in Rust
+//! first, drops what it owns, and only then raises.
+
+use mlua_sys as ffi;
+use std::ffi::{CStr, c_char, c_int};
+
+/// A Lua C function.
+pub type CFn = ffi::lua_CFunction;
+
+/// Registry key of the table mapping each read-only proxy to the table it stands for.
+const PROXIES: &CStr = c"streamd.proxies";
+/// Registry key of the real globals table (G above).
+pub const GLOBALS: &CStr = c"streamd.globals";
+/// The text of a write to a protected table.
+pub const READONLY_ERR: &CStr = c"Attempt to modify a readonly table";
+
+/// One Lua state with Redis's libraries and protections.
+pub struct Vm {
+    /// The main state.
+    pub l: *mut ffi::lua_State,
+}
+
+impl Drop for Vm {
+    fn drop(&mut self) {
+        // SAFETY: `l` was created by `luaL_newstate` and is closed once, here.
+        unsafe { ffi::lua_close(self.l) }
+    }
+}
+
+impl std::fmt::Debug for Vm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Vm").finish_non_exhaustive()
+    }
+}
+
+/// The libraries Redis opens beside the base library, in its order.
+fn libraries() -> Vec<(&'static CStr, CFn)> {
+    vec![
+        (c"", ffi::luaopen_base as CFn),
+        (c"table", ffi::luaopen_table as CFn),
+        (c"string", ffi::luaopen_string as CFn),
+        (c"math", ffi::luaopen_math as CFn),
+    ]
+}
+
+impl Vm {
+    /// A new VM: libraries opened, `redis` installed by `install_redis` (which receives
+    /// the state with the real globals table on top), then everything protected.
+    pub fn new(install_redis: impl FnOnce(*mut ffi::lua_State)) -> Vm {
+        // SAFETY: a fresh state; every call below keeps the stack balanced.
+        unsafe {
+            let l = ffi::luaL_newstate();
+            for (name, open) in libraries() {
+                ffi::lua_pushcfunction(l, open);
+                ffi::lua_pushstring(l, name.as_ptr());
+                ffi::lua_call(l, 1, 0);
+            }
+            for gone in [
+                c"print",
+                c"loadfile",
+                c"dofile",
+                c"getfenv",
+                c"setfenv",
+                c"newproxy",
+                c"module",
+                c"require",
+                c"package",
+                c"debug",
+                c"os",
+                c"io",
+            ] {
+                ffi::lua_pushnil(l);
+                ffi::lua_setfield(l, ffi::LUA_GLOBALSINDEX, gone.as_ptr());
+            }
+            ffi::lua_pushvalue(l, ffi::LUA_GLOBALSINDEX);
+            install_redis(l);
+            ffi::lua_pop(l, 1);
+            protect(l);
+            Vm { l }
+        }
+    }
+
+    /// Compiles `body` as a chunk named `chunkname` (`@user_script`) and stores the
+    /// function in the registry under `key`; the compile error's text otherwise.
+    pub fn compile(&self, key: &[u8], body: &[u8], chunkname: &CStr) -> Result<(), Vec<u8>> {
+        // SAFETY: balanced stack; the error value is copied out before it is popped.
+        unsafe {
+            let l = self.l;
+            let status = ffi::luaL_loadbuffer(
+                l,
+                body.as_ptr() as *const c_char,
+                body.len(),
+                chunkname.as_ptr(),
+            );
+            if status != 0 {
+                let text = to_bytes(l, -1).unwrap_or_default();
+                ffi::lua_pop(l, 1);
+                return Err(text);
+            }
+            ffi::lua_pushlstring(l, key.as_ptr() as *const c_char, key.len());
+            ffi::lua_insert(l, -2);
+            ffi::lua_rawset(l, ffi::LUA_REGISTRYINDEX);
+            Ok(())
+        }
+    }
+
+    /// Removes the function stored under `key`.
+    pub fn forget(&self, key: &[u8]) {
+        // SAFETY: balanced stack.
+        unsafe {
+            ffi::lua_pushlstring(self.l, key.as_ptr() as *const c_char, key.len());
+            ffi::lua_pushnil(self.l);
+            ffi::lua_rawset(self.l, ffi::LUA_REGISTRYINDEX);
+        }
+    }
+
+    /// Sets the real global `name` to an array of `items` (KEYS, ARGV).
+    pub fn set_global_array(&self, name: &CStr, items: &[bytes::Bytes]) {
+        // SAFETY: balanced stack.
+        unsafe {
+            let l = self.l;
+            push_globals(l);
+            ffi::lua_createtable(l, items.len() as c_int, 0);
+            for (i, item) in items.iter().enumerate() {
+                ffi::lua_pushlstring(l, item.as_ptr() as *const c_char, item.len());
+                ffi::lua_rawseti(l, -2, (i + 1) as ffi::lua_Integer);
+            }
+            ffi::lua_setfield(l, -2, name.as_ptr());
+            ffi::lua_pop(l, 1);
+        }
+    }
+
+    /// Memory the VM uses, bytes (`collectgarbage('count')`).
+    pub fn memory(&self) -> usize {
+        // SAFETY: a query on a live state.
+        unsafe {
+            let kb = ffi::lua_gc(self.l, ffi::LUA_GCCOUNT, 0) as usize;
+            let b = ffi::lua_gc(self.l, ffi::LUA_GCCOUNTB, 0) as usize;
+            kb * 1024 + b
+        }
+    }
+
+    /// Runs a full garbage collection.
+    pub fn collect(&self) {
+        // SAFETY: a full collection on a live state with no script running.
+        unsafe {
+            ffi::lua_gc(self.l, ffi::LUA_GCCOLLECT, 0);
+        }
+    }
+}
+
+/// Pushes the real globals table.
+///
+/// # Safety
+/// `l` is a state built by [`Vm::new`].
+pub unsafe fn push_globals(l: *mut ffi::lua_State) {
+    unsafe {
+        ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, GLOBALS.as_ptr());
+    }
+}
+
+/// The value at `idx` as bytes, when it is a string or a number.
+///
+/// # Safety
+/// `idx` is a valid index of `l`.
+pub unsafe fn to_bytes(l: *mut ffi::lua_State, idx: c_int) -> Option<Vec<u8>> {
+    unsafe {
+        let t = ffi::lua_type(l, idx);
+        if t != ffi::LUA_TSTRING && t != ffi::LUA_TNUMBER {
+            return None;
+        }
+        let mut len = 0usize;
+        let p = ffi::lua_tolstring(l, idx, &mut len);
+        if p.is_null() {
+            return None;
+        }
+        Some(std::slice::from_raw_parts(p as *const u8, len).to_vec())
+    }
+}
+
+/// The string at `idx` without copying (valid while the value stays on the stack).
+///
+/// # Safety
+/// `idx` is a valid index of `l` holding a string.
+pub unsafe fn str_at<'a>(l: *mut ffi::lua_State, idx: c_int) -> &'a [u8] {
+    unsafe {
+        let mut len = 0usize;
+        let p = ffi::lua_tolstring(l, idx, &mut len);
+        if p.is_null() {
+            return &[];
+        }
+        std::slice::from_raw_parts(p as *const u8, len)
+    }
+}
+
+/// Pushes `bytes` as a Lua string.
+///
+/// # Safety
+/// `l` is a live state with room on its stack.
+pub unsafe fn push_bytes(l: *mut ffi::lua_State, bytes: &[u8]) {
+    unsafe {
+        ffi::lua_pushlstring(l, bytes.as_ptr() as *const c_char, bytes.len());
+    }
+}
+
+/// Pushes Redis's error table `{err = text}`.
+///
+/// # Safety
+/// `l` is a live state with room on its stack.
+pub unsafe fn push_error_table(l: *mut ffi::lua_State, text: &[u8]) {
+    unsafe {
+        ffi::lua_createtable(l, 0, 1);
+        push_bytes(l, text);
+        ffi::lua_setfield(l, -2, c"err".as_ptr());
+    }
+}
+
+/// Raises the value on top of the stack.
+///
+/// # Safety
+/// Called from a Lua C function with no Rust value that needs dropping still alive.
+pub unsafe fn raise(l: *mut ffi::lua_State) -> c_int {
+    unsafe { ffi::lua_error(l) }
+}
+
+/// Registers `f` as field `name` of the table on top of the stack.
+///
+/// # Safety
+/// A table is on top of `l`'s stack.
+pub unsafe fn set_fn(l: *mut ffi::lua_State, name: &CStr, f: CFn) {
+    unsafe {
+        ffi::lua_pushcfunction(l, f);
+        ffi::lua_setfield(l, -2, name.as_ptr());
+    }
+}
+
+/// Sets field `name` of the table on top of the stack to the number `n`.
+///
+/// # Safety
+/// A table is on top of `l`'s stack.
+pub unsafe fn set_num(l: *mut ffi::lua_State, name: &CStr, n: f64) {
+    unsafe {
+        ffi::lua_pushnumber(l, n);
+        ffi::lua_setfield(l, -2, name.as_ptr());
+    }
+}
+
+// ---- protection ---------------------------------------------------------------------
+
+/// Builds the proxies and wrappers (see the module comment) and makes P the globals of
+/// the main state and every thread made from it.
+unsafe fn protect(l: *mut ffi::lua_State) {
+    unsafe {
+        // The proxy registry.
+        ffi::lua_newtable(l);
+        ffi::lua_setfield(l, ffi::LUA_REGISTRYINDEX, PROXIES.as_ptr());
+        // The wrapped base functions (over the real globals).
+        for (name, f) in [
+            (c"rawset", lua_rawset_ro as CFn),
+            (c"rawget", lua_rawget_ro as CFn),
+            (c"setmetatable", lua_setmetatable_ro as CFn),
+            (c"getmetatable", lua_getmetatable_ro as CFn),
+            (c"next", lua_next_ro as CFn),
+            (c"pairs", lua_pairs_ro as CFn),
+            (c"ipairs", lua_ipairs_ro as CFn),
+        ] {
+            ffi::lua_pushcfunction(l, f);
+            ffi::lua_setfield(l, ffi::LUA_GLOBALSINDEX, name.as_ptr());
+        }
+        // Library tables become proxies.
+        for name in [
+            c"string",
+            c"table",
+            c"math",
+            c"coroutine",
+            c"redis",
+            c"cjson",
+            c"cmsgpack",
+            c"bit",
+            c"struct",
+        ] {
+            ffi::lua_getfield(l, ffi::LUA_GLOBALSINDEX, name.as_ptr());
+            if ffi::lua_type(l, -1) != ffi::LUA_TTABLE {
+                ffi::lua_pop(l, 1);
+                continue;
+            }
+            make_proxy(l, -1);
+            ffi::lua_remove(l, -2);
+            ffi::lua_setfield(l, ffi::LUA_GLOBALSINDEX, name.as_ptr());
+        }
+        // The strings' metatable reads through the `string` proxy.
+        ffi::lua_pushstring(l, c"".as_ptr());
+        if ffi::lua_getmetatable(l, -1) != 0 {
+            ffi::lua_getfield(l, ffi::LUA_GLOBALSINDEX, c"string".as_ptr());
+            ffi::lua_setfield(l, -2, c"__index".as_ptr());
+            // Its read-only proxy, for getmetatable('').
+            make_proxy(l, -1);
+            ffi::lua_setfield(l, ffi::LUA_REGISTRYINDEX, c"streamd.string_mt".as_ptr());
+            ffi::lua_pop(l, 1);
+        }
+        ffi::lua_pop(l, 1);
+        // G: nonexistent globals are errors.
+        ffi::lua_pushvalue(l, ffi::LUA_GLOBALSINDEX);
+        ffi::lua_pushvalue(l, -1);
+        ffi::lua_setfield(l, ffi::LUA_REGISTRYINDEX, GLOBALS.as_ptr());
+        ffi::lua_createtable(l, 0, 1);
+        ffi::lua_pushcfunction(l, lua_nonexistent_global);
+        ffi::lua_setfield(l, -2, c"__index".as_ptr());
+        ffi::lua_setmetatable(l, -2);
+        // P, the proxy of G, becomes the globals; `_G` is P.
+        make_proxy(l, -1);
+        ffi::lua_pushvalue(l, -1);
+        ffi::lua_setfield(l, -3, c"_G".as_ptr());
+        ffi::lua_replace(l, ffi::LUA_GLOBALSINDEX);
+        ffi::lua_pop(l, 1);
+    }
+}
+
+/// Pushes a read-only proxy of the table at `idx`.
+unsafe fn make_proxy(l: *mut ffi::lua_State, idx: c_int) {
+    unsafe {
+        let idx = ffi::lua_absindex(l, idx);
+        ffi::lua_newtable(l);
+        ffi::lua_createtable(l, 0, 2);
+        ffi::lua_pushvalue(l, idx);
+        ffi::lua_setfield(l, -2, c"__index".as_ptr());
+        ffi::lua_pushcfunction(l, lua_refuse_write);
+        ffi::lua_setfield(l, -2, c"__newindex".as_ptr());
+        ffi::lua_setmetatable(l, -2);
+        // proxies[proxy] = real
+        ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, PROXIES.as_ptr());
+        ffi::lua_pushvalue(l, -2);
+        ffi::lua_pushvalue(l, idx);
+        ffi::lua_rawset(l, -3);
+        ffi::lua_pop(l, 1);
+    }
+}
+
+/// If the value at `idx` is a proxy, replaces it (in place) with the table it stands
+/// for; true when it was one.
+unsafe fn unproxy(l: *mut ffi::lua_State, idx: c_int) -> bool {
+    unsafe {
+        let idx = ffi::lua_absindex(l, idx);
+        if ffi::lua_type(l, idx) != ffi::LUA_TTABLE {
+            return false;
+        }
+        ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, PROXIES.as_ptr());
+        ffi::lua_pushvalue(l, idx);
+        ffi::lua_rawget(l, -2);
+        if ffi::lua_type(l, -1) == ffi::LUA_TTABLE {
+            ffi::lua_replace(l, idx);
+            ffi::lua_pop(l, 1);
+            true
+        } else {
+            ffi::lua_pop(l, 2);
+            false
+        }
+    }
+}
+
+/// True when the table at `idx` is a proxy or a table a proxy stands for.
+unsafe fn is_protected(l: *mut ffi::lua_State, idx: c_int) -> bool {
+    unsafe {
+        let idx = ffi::lua_absindex(l, idx);
+        if ffi::lua_type(l, idx) != ffi::LUA_TTABLE {
+            return false;
+        }
+        ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, PROXIES.as_ptr());
+        ffi::lua_pushvalue(l, idx);
+        ffi::lua_rawget(l, -2);
+        let proxy = ffi::lua_type(l, -1) != ffi::LUA_TNIL;
+        ffi::lua_pop(l, 1);
+        let mut real = false;
+        if !proxy {
+            ffi::lua_pushnil(l);
+            while ffi::lua_next(l, -2) != 0 {
+                if ffi::lua_rawequal(l, -1, idx) != 0 {
+                    real = true;
+                }
+                ffi::lua_pop(l, 1);
+                if real {
+                    ffi::lua_pop(l, 1);
+                    break;
+                }
+            }
+        }
+        ffi::lua_pop(l, 1);
+        proxy || real
+    }
+}
+
+/// `__newindex` of every proxy: the write is refused, with the position of the Lua
+/// code that tried it.
+unsafe extern "C-unwind" fn lua_refuse_write(l: *mut ffi::lua_State) -> c_int {
+    unsafe { ffi::luaL_error(l, c"%s".as_ptr(), READONLY_ERR.as_ptr()) }
+}
+
+/// `__index` of the real globals: a missing global is an error.
+unsafe extern "C-unwind" fn lua_nonexistent_global(l: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        if ffi::lua_type(l, 2) == ffi::LUA_TSTRING {
+            let name = ffi::lua_tolstring(l, 2, std::ptr::null_mut());
+            ffi::luaL_error(
+                l,
+                c"Script attempted to access nonexistent global variable '%s'".as_ptr(),
+                name,
+            )
+        } else {
+            ffi::lua_pushnil(l);
+            1
+        }
+    }
+}
+
+/// Raises `Attempt to modify a readonly table` without a position (Redis raises it
+/// from inside the C API, where there is none).
+unsafe fn refuse_plain(l: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        ffi::lua_pushstring(l, READONLY_ERR.as_ptr());
+        ffi::lua_error(l)
+    }
+}
+
+unsafe extern "C-unwind" fn lua_rawset_ro(l: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        ffi::luaL_checktype(l, 1, ffi::LUA_TTABLE);
+        ffi::luaL_checkany(l, 2);
+        ffi::luaL_checkany(l, 3);
+        if is_protected(l, 1) {
+            return refuse_plain(l);
+        }
+        ffi::lua_settop(l, 3);
+        ffi::lua_rawset(l, 1);
+        1
+    }
+}
+
+unsafe extern "C-unwind" fn lua_rawget_ro(l: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        ffi::luaL_checktype(l, 1, ffi::LUA_TTABLE);
+        ffi::luaL_checkany(l, 2);
+        unproxy(l, 1);
+        ffi::lua_settop(l, 2);
+        ffi::lua_rawget(l, 1);
+        1
+    }
+}
+
+unsafe extern "C-unwind" fn lua_setmetatable_ro(l: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        let t = ffi::lua_type(l, 2);
+        ffi::luaL_checktype(l, 1, ffi::LUA_TTABLE);
+        if t != ffi::LUA_TNIL && t != ffi::LUA_TTABLE {
+            return ffi::luaL_argerror(l, 2, c"nil or table expected".as_ptr());
+        }
+        if is_protected(l, 1) {
+            return refuse_plain(l);
+        }
+        if ffi::luaL_getmetafield(l, 1, c"__metatable".as_ptr()) != 0 {
+            return ffi::luaL_error(l, c"cannot change a protected metatable".as_ptr());
+        }
+        ffi::lua_settop(l, 2);
+        ffi::lua_setmetatable(l, 1);
+        1
+    }
+}
+
+unsafe extern "C-unwind" fn lua_getmetatable_ro(l: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        ffi::luaL_checkany(l, 1);
+        if ffi::lua_type(l, 1) == ffi::LUA_TSTRING {
+            ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, c"streamd.string_mt".as_ptr());
+            return 1;
+        }
+        if ffi::lua_getmetatable(l, 1) == 0 {
+            ffi::lua_pushnil(l);
+            return 1;
+        }
+        ffi::luaL_getmetafield(l, 1, c"__metatable".as_ptr());
+        1
+    }
+}
+
+unsafe extern "C-unwind" fn lua_next_ro(l: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        ffi::luaL_checktype(l, 1, ffi::LUA_TTABLE);
+        unproxy(l, 1);
+        ffi::lua_settop(l, 2);
+        if ffi::lua_next(l, 1) != 0 {
+            2
+        } else {
+            ffi::lua_pushnil(l);
+            1
+        }
+    }
+}
+
+unsafe extern "C-unwind" fn lua_pairs_ro(l: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        ffi::luaL_checktype(l, 1, ffi::LUA_TTABLE);
+        unproxy(l, 1);
+        ffi::lua_pushcfunction(l, lua_next_ro);
+        ffi::lua_pushvalue(l, 1);
+        ffi::lua_pushnil(l);
+        3
+    }
+}
+
+unsafe extern "C-unwind" fn lua_ipairs_step(l: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        let i = ffi::luaL_checkinteger(l, 2) + 1;
+        ffi::luaL_checktype(l, 1, ffi::LUA_TTABLE);
+        ffi::lua_pushinteger(l, i);
+        ffi::lua_rawgeti(l, 1, i);
+        if ffi::lua_type(l, -1) == ffi::LUA_TNIL { 0 } else { 2 }
+    }
+}
+
+unsafe extern "C-unwind" fn lua_ipairs_ro(l: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        ffi::luaL_checktype(l, 1, ffi::LUA_TTABLE);
+        unproxy(l, 1);
+        ffi::lua_pushcfunction(l, lua_ipairs_step);
+        ffi::lua_pushvalue(l, 1);
+        ffi::lua_pushinteger(l, 0);
+        3
+    }
+}
+
+/// Where an error happened in a stopped (dead or suspended) coroutine: the source and
+/// line of the innermost Lua function, skipping one C frame (the `error` or
+/// `redis.call` that raised), as Redis's error handler reports it.
+///
+/// # Safety
+/// `co` is a coroutine whose stack has not been unwound.
+pub unsafe fn error_position(co: *mut ffi::lua_State) -> Option<(Vec<u8>, i64)> {
+    unsafe {
+        for level in 0..2 {
+            let mut ar: ffi::lua_Debug = std::mem::zeroed();
+            if ffi::lua_getstack(co, level, &mut ar) == 0 {
+                return None;
+            }
+            ffi::lua_getinfo(co, c"Sl".as_ptr(), &mut ar);
+            let what = CStr::from_ptr(ar.what).to_bytes();
+            if what == b"C" {
+                continue;
+            }
+            let source = CStr::from_ptr(ar.source).to_bytes().to_vec();
+            return Some((source, i64::from(ar.currentline)));
+        }
+        None
+    }
+}
+
+/// True when every frame of the running coroutine `co` is a Lua function, so that a
+/// hook may yield it (a C function in between, `pcall` say, forbids it in Lua 5.1).
+///
+/// # Safety
+/// Called from a hook running on `co`.
+pub unsafe fn may_yield(co: *mut ffi::lua_State) -> bool {
+    unsafe {
+        let mut level = 0;
+        loop {
+            let mut ar: ffi::lua_Debug = std::mem::zeroed();
+            if ffi::lua_getstack(co, level, &mut ar) == 0 {
+                return true;
+            }
+            ffi::lua_getinfo(co, c"S".as_ptr(), &mut ar);
+            if CStr::from_ptr(ar.what).to_bytes() == b"C" {
+                return false;
+            }
+            level += 1;
+        }
+    }
+}
