@@ -160,12 +160,6 @@ pub const COMMANDS: &[CommandSpec] = &[
             COMMAND_SUBCOMMANDS_WITH_BARE,
         )
     },
-    container(
-        "function",
-        "A container for function commands.",
-        "7.0.0",
-        FUNCTION_SUBCOMMANDS,
-    ),
     CommandSpec {
         flags: ADMIN | NOSCRIPT | LOADING | STALE,
         ..container(
@@ -281,27 +275,6 @@ const COMMAND_SUBCOMMANDS_WITH_BARE: &[CommandSpec] = &[
         "Returns helpful text about the different subcommands.",
         "5.0.0",
         command_help,
-    ),
-];
-
-const FUNCTION_SUBCOMMANDS: &[CommandSpec] = &[
-    srv(
-        "function|flush",
-        -2,
-        WRITE | NOSCRIPT,
-        &["@scripting"],
-        "Deletes all libraries and functions.",
-        "7.0.0",
-        function_flush,
-    ),
-    srv(
-        "function|list",
-        -2,
-        NOSCRIPT,
-        &["@scripting"],
-        "Returns information about all libraries.",
-        "7.0.0",
-        function_list,
     ),
 ];
 
@@ -460,7 +433,7 @@ pub fn info_text(ctx: &Ctx<'_>, sections: &[String]) -> String {
                 human_bytes(used),
                 core.config.get_i64("maxmemory"),
                 core.config.get("maxmemory-policy").unwrap_or("noeviction"),
-            ),
+            ) + &script_memory_lines(&core.script_info),
         );
     }
     if wanted("persistence") {
@@ -1135,19 +1108,22 @@ fn command_help(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     Ok(())
 }
 
-fn function_flush(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
-    match ctx.argv.len() {
-        2 => {}
-        3 if is(&ctx.argv[2], "ASYNC") || is(&ctx.argv[2], "SYNC") => {}
-        _ => return Err(ReplyError::Syntax),
-    }
-    ctx.out.ok();
-    Ok(())
-}
-
-fn function_list(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
-    ctx.out.array(0);
-    Ok(())
+/// INFO memory's scripting lines, as Redis 7.0 names them.
+fn script_memory_lines(s: &crate::core::script::ScriptInfo) -> String {
+    let vm_total = s.eval_vm_bytes + s.functions_vm_bytes;
+    format!(
+        "used_memory_lua:{ev}\r\nused_memory_vm_eval:{ev}\r\nused_memory_lua_human:{evh}\r\nused_memory_scripts_eval:{sc}\r\nnumber_of_cached_scripts:{n}\r\nnumber_of_functions:{nf}\r\nnumber_of_libraries:{nl}\r\nused_memory_vm_functions:{fv}\r\nused_memory_vm_total:{vt}\r\nused_memory_vm_total_human:{vth}\r\nused_memory_functions:0\r\nused_memory_scripts:{sc}\r\nused_memory_scripts_human:{sch}\r\n",
+        ev = s.eval_vm_bytes,
+        evh = human_bytes(s.eval_vm_bytes),
+        sc = s.eval_cache_bytes,
+        n = s.cached_scripts,
+        nf = s.functions,
+        nl = s.libraries,
+        fv = s.functions_vm_bytes,
+        vt = vm_total,
+        vth = human_bytes(vm_total),
+        sch = human_bytes(s.eval_cache_bytes),
+    )
 }
 
 fn debug_log(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {

@@ -71,7 +71,7 @@ pub fn import(
     .map_err(|e| format!("{} is not a valid RDB file: {e}", path.display()))?;
     drop(data);
     let read_secs = started.elapsed().as_secs_f64();
-    let saved = super::snapshot::save(&snap, &dbs, crate::core::unix_ms())
+    let saved = super::snapshot::save(&snap, &dbs, &[], crate::core::unix_ms())
         .map_err(|e| format!("cannot write the snapshot: {e}"))?;
     let secs = started.elapsed().as_secs_f64();
     let skipped: Vec<String> = stats

@@ -1043,7 +1043,7 @@ fn open_log(
             let mut m = Manifest::default();
             if core.dbs.iter().any(|d| !d.is_empty()) {
                 let name = names.base(1);
-                snapshot::save(&names.path(&name), &core.dbs, unix_ms())?;
+                snapshot::save(&names.path(&name), &core.dbs, &crate::scripting::library_codes(core), unix_ms())?;
                 m.base = Some(ManifestFile { name, seq: 1 });
             }
             m
@@ -1139,7 +1139,7 @@ fn save(p: &mut Persist, core: &mut Core) -> Result<(), String> {
     }
     let path = dump_path(core);
     let started = Instant::now();
-    match snapshot::save(&path, &core.dbs, unix_ms()) {
+    match snapshot::save(&path, &core.dbs, &crate::scripting::library_codes(core), unix_ms()) {
         Ok(s) => {
             tracing::info!(file = %path.display(), bytes = s.bytes, ms = started.elapsed().as_millis() as u64, "DB saved on disk");
             core.dirty = 0;
@@ -1164,6 +1164,7 @@ fn bgsave(p: &mut Persist, core: &mut Core) -> Result<(), String> {
     let path = dump_path(core);
     let t0 = Instant::now();
     let dbs = core.dbs.clone();
+    let functions = crate::scripting::library_codes(core);
     let pause = t0.elapsed().as_micros() as u64;
     core.latency_sample("bgsave-pause", pause / 1000);
     let stats = &mut p.stats;
@@ -1172,7 +1173,7 @@ fn bgsave(p: &mut Persist, core: &mut Core) -> Result<(), String> {
     stats.last_bgsave_try = Some(Instant::now());
     let handle = std::thread::Builder::new()
         .name("streamd-bgsave".into())
-        .spawn(move || snapshot::save(&path, &dbs, unix_ms()))
+        .spawn(move || snapshot::save(&path, &dbs, &functions, unix_ms()))
         .map_err(|e| format!("ERR can't start the background save thread: {e}"))?;
     tracing::info!(core_pause_usec = pause, "Background saving started");
     p.bgsave = Some(BgJob {
@@ -1292,6 +1293,7 @@ fn spawn_base(
         }],
     };
     let dbs = core.dbs.clone();
+    let functions = crate::scripting::library_codes(core);
     let pause = t0.elapsed().as_micros() as u64;
     core.latency_sample("aof-rewrite-pause", pause / 1000);
     let stats = &mut p.stats;
@@ -1300,7 +1302,7 @@ fn spawn_base(
     let handle = std::thread::Builder::new()
         .name("streamd-rewrite".into())
         .spawn(move || {
-            let stats = snapshot::save(&base, &dbs, unix_ms())?;
+            let stats = snapshot::save(&base, &dbs, &functions, unix_ms())?;
             drop(dbs);
             if let Some(rx) = job.wait_for_manifest
                 && rx.recv() != Ok(true)
@@ -1444,7 +1446,7 @@ fn shutdown_with(p: &mut Persist, core: &mut Core, kind: ShutdownKind) -> Result
     if save {
         let path = dump_path(core);
         tracing::info!(file = %path.display(), "Saving the final snapshot before exiting.");
-        snapshot::save(&path, &core.dbs, unix_ms())?;
+        snapshot::save(&path, &core.dbs, &crate::scripting::library_codes(core), unix_ms())?;
         core.dirty = 0;
     }
     if save || p.aof.is_some() {

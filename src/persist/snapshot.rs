@@ -171,7 +171,15 @@ impl<W: Write> SnapshotWriter<W> {
 }
 
 /// Writes every database's keys as records (the module doc lists the forms).
-pub fn write_dataset<W: Write>(w: &mut SnapshotWriter<W>, dbs: &[Db]) -> io::Result<()> {
+pub fn write_dataset<W: Write>(
+    w: &mut SnapshotWriter<W>,
+    dbs: &[Db],
+    functions: &[bytes::Bytes],
+) -> io::Result<()> {
+    // Function libraries first (they are data, as in an RDB), as FUNCTION LOAD records.
+    for code in functions {
+        w.record(&[b"FUNCTION".as_slice(), b"LOAD", b"REPLACE", code])?;
+    }
     for (i, db) in dbs.iter().enumerate() {
         if db.is_empty() {
             continue;
@@ -359,12 +367,17 @@ pub struct SaveStats {
 
 /// Writes `dbs` as a snapshot to `path` atomically (temp file, fsync, rename, directory
 /// fsync).
-pub fn save(path: &Path, dbs: &[Db], created_ms: u64) -> Result<SaveStats, PersistError> {
+pub fn save(
+    path: &Path,
+    dbs: &[Db],
+    functions: &[bytes::Bytes],
+    created_ms: u64,
+) -> Result<SaveStats, PersistError> {
     let tmp = tmp_path(path);
     let file = File::create(&tmp).map_err(|e| PersistError::io("creating", &tmp, e))?;
     let result = (|| {
         let mut w = SnapshotWriter::new(BufWriter::with_capacity(1 << 20, file), created_ms)?;
-        write_dataset(&mut w, dbs)?;
+        write_dataset(&mut w, dbs, functions)?;
         let (buf, bytes, records) = w.finish()?;
         let file = buf.into_inner().map_err(|e| e.into_error())?;
         file.sync_all()?;
@@ -479,7 +492,7 @@ mod tests {
             &Default::default(),
         );
         db.insert(b"s", s);
-        save(&path, &[db], 7).unwrap();
+        save(&path, &[db], &[], 7).unwrap();
         let good = std::fs::read(&path).unwrap();
         let (start, end) = verify(&path).unwrap();
         assert_eq!(start, HEADER_LEN);
@@ -512,7 +525,7 @@ mod format_doc {
         );
         db.insert(b"s", s);
         let mut w = SnapshotWriter::new(Vec::new(), 0).unwrap();
-        write_dataset(&mut w, &[db]).unwrap();
+        write_dataset(&mut w, &[db], &[]).unwrap();
         let (bytes, _, _) = w.finish().unwrap();
         let records = &bytes[HEADER_LEN as usize..bytes.len() - TRAILER_LEN as usize];
         // SELECT 0, then the node record.

@@ -28,9 +28,13 @@ use std::path::{Path, PathBuf};
 pub const STATE_FILE: &str = "replication.state";
 
 /// The dataset as one snapshot image (for a streamd replica's full sync).
-pub fn snapshot_bytes(dbs: &[Db], created_ms: u64) -> io::Result<Vec<u8>> {
+pub fn snapshot_bytes(
+    dbs: &[Db],
+    functions: &[bytes::Bytes],
+    created_ms: u64,
+) -> io::Result<Vec<u8>> {
     let mut w = super::snapshot::SnapshotWriter::new(Vec::new(), created_ms)?;
-    super::snapshot::write_dataset(&mut w, dbs)?;
+    super::snapshot::write_dataset(&mut w, dbs, functions)?;
     Ok(w.finish()?.0)
 }
 

@@ -89,10 +89,11 @@ where
         }
     }
     // The point in time: clone and offset in one borrow.
-    let (dbs, offset, replid, native, old_sync, defaults, stream_db) = {
+    let (dbs, functions, offset, replid, native, old_sync, defaults, stream_db) = {
         let mut c = core.borrow_mut();
         let started = std::time::Instant::now();
         let dbs = c.dbs.clone();
+        let functions = crate::scripting::library_codes(&c);
         let offset = c.repl.offset;
         c.repl.force_select();
         let replid = c.repl.replid.clone();
@@ -112,6 +113,7 @@ where
         );
         (
             dbs,
+            functions,
             offset,
             replid,
             native,
@@ -127,7 +129,7 @@ where
     let aux_replid = replid.clone();
     let job = tokio::task::spawn_blocking(move || -> std::io::Result<Vec<u8>> {
         if native {
-            crate::persist::sync::snapshot_bytes(&dbs, unix_ms())
+            crate::persist::sync::snapshot_bytes(&dbs, &functions, unix_ms())
         } else {
             let aux = [
                 ("redis-ver", "7.0.15".to_string()),

@@ -305,7 +305,12 @@ fn eval_generic(ctx: &mut Ctx<'_>, by_sha: bool) -> Result<(), ReplyError> {
             }
         } else {
             let body = ctx.argv[1].clone();
-            engine.load_script(&body)?
+            let before = engine.scripts.len();
+            let sha = engine.load_script(&body)?;
+            if engine.scripts.len() != before {
+                super::refresh_info(ctx.core);
+            }
+            sha
         }
     };
     let _ = version;

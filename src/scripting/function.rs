@@ -32,9 +32,16 @@ const LOAD_API: &std::ffi::CStr = c"streamd.library_api";
 /// The RDB opcode of a function library in a FUNCTION DUMP payload.
 const OPCODE_FUNCTION2: u8 = 0xF5;
 
+/// Function names are case-insensitive (Redis's functions dictionary is).
+fn fold(name: &[u8]) -> Bytes {
+    Bytes::from(name.to_ascii_lowercase())
+}
+
 /// One registered function.
 #[derive(Debug, Clone)]
 pub struct Function {
+    /// Its name as registered.
+    pub name: Bytes,
     /// Its library.
     pub library: Bytes,
     /// Its flags.
@@ -61,7 +68,7 @@ pub struct Functions {
     pub vm: Vm,
     /// Libraries by name.
     pub libraries: BTreeMap<Bytes, Library>,
-    /// Functions by name.
+    /// Functions by lower-case name.
     pub functions: HashMap<Bytes, Function>,
 }
 
@@ -107,7 +114,7 @@ impl Functions {
             return Err(err("ERR No functions registered".into()));
         }
         for (fname, _) in &registered {
-            if let Some(existing) = self.functions.get(fname)
+            if let Some(existing) = self.functions.get(&fold(fname))
                 && existing.library != name
             {
                 let msg = format!(
@@ -122,7 +129,7 @@ impl Functions {
         let mut names = Vec::new();
         for (fname, f) in registered {
             names.push(fname.clone());
-            self.functions.insert(fname, f);
+            self.functions.insert(fold(&fname), f);
         }
         self.libraries.insert(
             name.clone(),
@@ -147,7 +154,7 @@ impl Functions {
             return false;
         };
         for f in lib.functions {
-            if let Some(func) = self.functions.remove(&f) {
+            if let Some(func) = self.functions.remove(&fold(&f)) {
                 // SAFETY: the reference belongs to this VM.
                 unsafe { ffi::luaL_unref(self.vm.l, ffi::LUA_REGISTRYINDEX, func.lua_ref) };
             }
@@ -455,7 +462,7 @@ unsafe fn register(l: *mut ffi::lua_State) -> Result<(), String> {
         let duplicate = LOADING.with(|p| {
             p.borrow()
                 .as_ref()
-                .is_some_and(|p| p.functions.iter().any(|(n, _)| n.as_ref() == name.as_slice()))
+                .is_some_and(|p| p.functions.iter().any(|(n, _)| n.eq_ignore_ascii_case(&name)))
         });
         if duplicate {
             return Err("ERR Function already exists in the library".into());
@@ -464,9 +471,11 @@ unsafe fn register(l: *mut ffi::lua_State) -> Result<(), String> {
         let lua_ref = ffi::luaL_ref(l, ffi::LUA_REGISTRYINDEX);
         LOADING.with(|p| {
             if let Some(p) = p.borrow_mut().as_mut() {
+                let name = Bytes::from(name);
                 p.functions.push((
-                    Bytes::from(name),
+                    name.clone(),
                     Function {
+                        name,
                         library: Bytes::new(),
                         flags,
                         description,
@@ -656,7 +665,9 @@ pub fn function_list(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         out.bulk(b"functions");
         out.array(lib.functions.len());
         for fname in &lib.functions {
-            let f = &engine.functions.functions[fname];
+            let Some(f) = engine.functions.functions.get(&fold(fname)) else {
+                continue;
+            };
             out.map(3);
             out.bulk(b"name");
             out.bulk(fname);
@@ -780,10 +791,11 @@ pub fn function_help(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 pub fn fcall(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let read_only_cmd = ctx.argv[0].eq_ignore_ascii_case(b"fcall_ro");
     let name = ctx.arg(1).clone();
-    let func = engine_mut(ctx.core).functions.functions.get(&name).cloned();
+    let func = engine_mut(ctx.core).functions.functions.get(&fold(&name)).cloned();
     let Some(func) = func else {
         return Err(err("ERR Function not found".into()));
     };
+    let name = func.name.clone();
     let numkeys = match crate::stream::id::string2ll(ctx.arg(2)) {
         Some(_) => parse_numkeys(ctx.arg(2), ctx.argv.len() - 3)?,
         None => return Err(err("ERR Bad number of keys provided".into())),
@@ -835,11 +847,10 @@ pub fn fcall(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 }
 
 /// The libraries' codes, for snapshots (`FUNCTION LOAD REPLACE` records).
-pub fn library_codes(core: &mut Core) -> Vec<Bytes> {
-    engine_mut(core)
-        .functions
-        .libraries
-        .values()
-        .map(|l| l.code.clone())
-        .collect()
+pub fn library_codes(core: &Core) -> Vec<Bytes> {
+    core.scripting
+        .as_ref()
+        .and_then(|b| b.downcast_ref::<Engine>())
+        .map(|e| e.functions.libraries.values().map(|l| l.code.clone()).collect())
+        .unwrap_or_default()
 }

@@ -68,6 +68,8 @@ pub struct RunCtx {
     pub repl: u8,
     /// The coroutine running.
     co: *mut ffi::lua_State,
+    /// Where the hook last suspended it (source, line).
+    pub stopped_at: Option<(Vec<u8>, i64)>,
 }
 
 thread_local! {
@@ -129,6 +131,7 @@ impl Run {
         now_ms: u64,
     ) -> Run {
         unsafe {
+            vm::srand48(0);
             let co = ffi::lua_newthread(main);
             // Move the function and its arguments onto the coroutine.
             ffi::lua_insert(main, -(nargs + 2));
@@ -149,6 +152,7 @@ impl Run {
                     busy: false,
                     repl: REPL_ALL,
                     co,
+                    stopped_at: None,
                 }),
                 main,
                 co_ref,
@@ -215,8 +219,7 @@ impl Run {
     /// The error a killed script answers (its position is where it was suspended).
     pub fn killed_text(&self) -> Vec<u8> {
         let mut msg = b"ERR Script killed by user with SCRIPT KILL...".to_vec();
-        // SAFETY: the coroutine is suspended; its stack is intact.
-        if let Some((source, line)) = unsafe { vm::error_position(self.ctx.co) } {
+        if let Some((source, line)) = self.ctx.stopped_at.clone() {
             msg.extend_from_slice(b" script: ");
             msg.extend_from_slice(&self.name);
             msg.extend_from_slice(b", on ");
@@ -261,7 +264,7 @@ unsafe fn error_message(l: *mut ffi::lua_State, idx: c_int) -> Vec<u8> {
 
 /// The count hook: past the busy threshold the run is marked busy and, when nothing
 /// but Lua functions are on the coroutine's stack, suspended.
-unsafe extern "C-unwind" fn hook(l: *mut ffi::lua_State, _ar: *mut ffi::lua_Debug) {
+unsafe extern "C-unwind" fn hook(l: *mut ffi::lua_State, ar: *mut ffi::lua_Debug) {
     let ctx = CURRENT.with(Cell::get);
     if ctx.is_null() {
         return;
@@ -274,6 +277,10 @@ unsafe extern "C-unwind" fn hook(l: *mut ffi::lua_State, _ar: *mut ffi::lua_Debu
         }
         ctx.busy = true;
         if l == ctx.co && vm::may_yield(l) {
+            // Where it stopped: a killed script's error names this line.
+            ffi::lua_getinfo(l, c"Sl".as_ptr(), ar);
+            let source = std::ffi::CStr::from_ptr((*ar).source).to_bytes().to_vec();
+            ctx.stopped_at = Some((source, i64::from((*ar).currentline)));
             ffi::lua_yield(l, 0);
         }
     }
@@ -684,6 +691,7 @@ unsafe fn redis_call(l: *mut ffi::lua_State, raise_errors: bool) -> c_int {
             Err(msg) => {
                 push_error_table(l, &msg);
                 drop(msg);
+                mark_ignore_stats(l);
                 return if raise_errors { raise(l) } else { 1 };
             }
         };
@@ -696,10 +704,22 @@ unsafe fn redis_call(l: *mut ffi::lua_State, raise_errors: bool) -> c_int {
         }
         let is_error = bytes.first() == Some(&b'-');
         drop(bytes);
-        if is_error && raise_errors {
-            return raise(l);
+        if is_error {
+            mark_ignore_stats(l);
+            if raise_errors {
+                return raise(l);
+            }
         }
         1
+    }
+}
+
+/// Sets `ignore_error_stats_update = true` on the error table on top (Redis 7.0 marks
+/// the errors `redis.call` and `redis.pcall` produce so, as already counted).
+unsafe fn mark_ignore_stats(l: *mut ffi::lua_State) {
+    unsafe {
+        ffi::lua_pushboolean(l, 1);
+        ffi::lua_setfield(l, -2, c"ignore_error_stats_update".as_ptr());
     }
 }
 

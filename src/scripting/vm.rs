@@ -99,6 +99,10 @@ impl Vm {
                 ffi::lua_pushnil(l);
                 ffi::lua_setfield(l, ffi::LUA_GLOBALSINDEX, gone.as_ptr());
             }
+            ffi::lua_getfield(l, ffi::LUA_GLOBALSINDEX, c"math".as_ptr());
+            set_fn(l, c"random", lua_math_random);
+            set_fn(l, c"randomseed", lua_math_randomseed);
+            ffi::lua_pop(l, 1);
             ffi::lua_pushvalue(l, ffi::LUA_GLOBALSINDEX);
             install_redis(l);
             ffi::lua_pop(l, 1);
@@ -283,6 +287,7 @@ unsafe fn protect(l: *mut ffi::lua_State) {
         ffi::lua_setfield(l, ffi::LUA_REGISTRYINDEX, PROXIES.as_ptr());
         // The wrapped base functions (over the real globals).
         for (name, f) in [
+            (c"pcall", lua_pcall_errors_as_text as CFn),
             (c"rawset", lua_rawset_ro as CFn),
             (c"rawget", lua_rawget_ro as CFn),
             (c"setmetatable", lua_setmetatable_ro as CFn),
@@ -448,6 +453,27 @@ unsafe fn refuse_plain(l: *mut ffi::lua_State) -> c_int {
     }
 }
 
+/// `pcall`, as Redis 7.0 replaces it: an error table that is caught gives its `err`
+/// text, not the table.
+unsafe extern "C-unwind" fn lua_pcall_errors_as_text(l: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        ffi::luaL_checkany(l, 1);
+        let argc = ffi::lua_gettop(l);
+        let status = ffi::lua_pcall(l, argc - 1, ffi::LUA_MULTRET, 0);
+        if status != 0 && ffi::lua_type(l, -1) == ffi::LUA_TTABLE {
+            ffi::lua_getfield(l, -1, c"err".as_ptr());
+            if ffi::lua_type(l, -1) == ffi::LUA_TSTRING {
+                ffi::lua_replace(l, -2);
+            } else {
+                ffi::lua_pop(l, 1);
+            }
+        }
+        ffi::lua_pushboolean(l, c_int::from(status == 0));
+        ffi::lua_insert(l, 1);
+        ffi::lua_gettop(l)
+    }
+}
+
 unsafe extern "C-unwind" fn lua_rawset_ro(l: *mut ffi::lua_State) -> c_int {
     unsafe {
         ffi::luaL_checktype(l, 1, ffi::LUA_TTABLE);
@@ -598,5 +624,65 @@ pub unsafe fn may_yield(co: *mut ffi::lua_State) -> bool {
             }
             level += 1;
         }
+    }
+}
+
+// ---- math.random ------------------------------------------------------------------------
+
+thread_local! {
+    /// The state of the 48-bit generator behind `math.random` (`lrand48`'s).
+    static RAND48: std::cell::Cell<u64> = const { std::cell::Cell::new(0x330E) };
+}
+
+/// Seeds the generator as `srand48` does (scripts start from seed 0, so a script's
+/// random numbers are the same on every run, as in Redis).
+pub fn srand48(seed: i32) {
+    RAND48.with(|x| x.set((u64::from(seed as u32) << 16) | 0x330E));
+}
+
+/// The next `lrand48` value (31 bits).
+fn lrand48() -> u64 {
+    RAND48.with(|x| {
+        let next = (0x5_DEEC_E66D_u64.wrapping_mul(x.get()).wrapping_add(0xB)) & ((1 << 48) - 1);
+        x.set(next);
+        next >> 17
+    })
+}
+
+unsafe extern "C-unwind" fn lua_math_random(l: *mut ffi::lua_State) -> c_int {
+    const MAX: u64 = i32::MAX as u64;
+    let r = (lrand48() % MAX) as f64 / MAX as f64;
+    unsafe {
+        match ffi::lua_gettop(l) {
+            0 => ffi::lua_pushnumber(l, r),
+            1 => {
+                let u = ffi::luaL_checkinteger(l, 1) as i32;
+                if u < 1 {
+                    return ffi::luaL_argerror(l, 1, c"interval is empty".as_ptr());
+                }
+                ffi::lua_pushnumber(l, (r * f64::from(u)).floor() + 1.0);
+            }
+            2 => {
+                let lo = ffi::luaL_checkinteger(l, 1) as i32;
+                let hi = ffi::luaL_checkinteger(l, 2) as i32;
+                if lo > hi {
+                    return ffi::luaL_argerror(l, 2, c"interval is empty".as_ptr());
+                }
+                ffi::lua_pushnumber(
+                    l,
+                    (r * (f64::from(hi) - f64::from(lo) + 1.0)).floor() + f64::from(lo),
+                );
+            }
+            _ => return ffi::luaL_error(l, c"wrong number of arguments".as_ptr()),
+        }
+        1
+    }
+}
+
+unsafe extern "C-unwind" fn lua_math_randomseed(l: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        let seed = ffi::luaL_checkinteger(l, 1) as i32;
+        srand48(seed);
+        0
     }
 }
