@@ -67,6 +67,10 @@ fn libraries() -> Vec<(&'static CStr, CFn)> {
         (c"table", ffi::luaopen_table as CFn),
         (c"string", ffi::luaopen_string as CFn),
         (c"math", ffi::luaopen_math as CFn),
+        (c"cjson", super::libs::cjson::open as CFn),
+        (c"struct", super::libs::lstruct::open as CFn),
+        (c"cmsgpack", super::libs::cmsgpack::open as CFn),
+        (c"bit", super::libs::bit::open as CFn),
     ]
 }
 
