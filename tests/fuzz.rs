@@ -264,7 +264,7 @@ impl Harness {
                     one[i].set_expire(key, at);
                 }
                 let mut w = SnapshotWriter::new(Vec::new(), 0).expect("in-memory snapshot");
-                write_dataset(&mut w, &one).expect("in-memory snapshot");
+                write_dataset(&mut w, &one, &[]).expect("in-memory snapshot");
                 out.extend(w.finish().expect("in-memory snapshot").0);
             }
         }

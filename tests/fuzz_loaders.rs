@@ -241,7 +241,7 @@ fn load_snapshot(snap: &[u8]) -> Result<Core, persist::PersistError> {
 fn save_bytes(core: &Core) -> Vec<u8> {
     let tmp = tempfile::tempdir().expect("tempdir");
     let p = tmp.path().join("x.snap");
-    snapshot::save(&p, &core.dbs, T0).expect("saving a loaded dataset");
+    snapshot::save(&p, &core.dbs, &[], T0).expect("saving a loaded dataset");
     std::fs::read(&p).expect("read")
 }
 

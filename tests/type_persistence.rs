@@ -937,7 +937,7 @@ fn snapshot_records_hold_every_value_exactly() {
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("dump.snap");
-    streamd::persist::snapshot::save(&path, &dbs, now_ms()).expect("save");
+    streamd::persist::snapshot::save(&path, &dbs, &[], now_ms()).expect("save");
     let (got, got_ttls) = replay(&path);
     // The model sorts sorted sets by replaying in record order, which must be ascending.
     for (k, m) in &got {

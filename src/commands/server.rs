@@ -44,6 +44,15 @@ pub const COMMANDS: &[CommandSpec] = &[
         info,
     ),
     srv(
+        "lolwut",
+        -1,
+        READONLY | FAST,
+        NONE,
+        "Displays computer art and the Redis version",
+        "5.0.0",
+        lolwut,
+    ),
+    srv(
         "time",
         1,
         FAST | LOADING | STALE,
@@ -1105,6 +1114,28 @@ fn command_help(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             "    Return the keys from a full command.",
         ],
     );
+    Ok(())
+}
+
+/// LOLWUT [VERSION v]: the server's version line, as Redis answers for versions it has
+/// no drawing for (Redis 7.0's own default); the drawings of versions 5 and 6 are not
+/// reproduced.
+fn lolwut(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let mut i = 1;
+    while i < ctx.argv.len() {
+        if is(&ctx.argv[i], "version") && i + 1 < ctx.argv.len() {
+            super::parse_i64(&ctx.argv[i + 1])?;
+            i += 2;
+        } else {
+            super::parse_i64(&ctx.argv[i])?;
+            i += 1;
+        }
+    }
+    let text = format!(
+        "Redis ver. {}\n",
+        crate::core::redis_version(ctx.core.compat)
+    );
+    ctx.out.verbatim(text.as_bytes());
     Ok(())
 }
 

@@ -625,7 +625,12 @@ impl Core {
             return;
         }
         if let Some(held) = self.held_effects.as_mut() {
-            held.push((db, argv.iter().map(|a| Bytes::copy_from_slice(a.as_ref())).collect()));
+            held.push((
+                db,
+                argv.iter()
+                    .map(|a| Bytes::copy_from_slice(a.as_ref()))
+                    .collect(),
+            ));
             return;
         }
         if let Some(buf) = self.persist.effect_begin(db) {
@@ -1186,7 +1191,10 @@ impl Core {
             && busy.client_id != client.id
             && (!script::allowed_while_busy(spec.full_name())
                 || (spec.name == "shutdown"
-                    && !argv.iter().skip(1).any(|a| a.eq_ignore_ascii_case(b"nosave"))))
+                    && !argv
+                        .iter()
+                        .skip(1)
+                        .any(|a| a.eq_ignore_ascii_case(b"nosave"))))
         {
             let err = ReplyError::owned(script::busy_error(busy.is_eval).to_string());
             self.reject(client, out, Some(spec), &err);

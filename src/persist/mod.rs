@@ -1043,7 +1043,12 @@ fn open_log(
             let mut m = Manifest::default();
             if core.dbs.iter().any(|d| !d.is_empty()) {
                 let name = names.base(1);
-                snapshot::save(&names.path(&name), &core.dbs, &crate::scripting::library_codes(core), unix_ms())?;
+                snapshot::save(
+                    &names.path(&name),
+                    &core.dbs,
+                    &crate::scripting::library_codes(core),
+                    unix_ms(),
+                )?;
                 m.base = Some(ManifestFile { name, seq: 1 });
             }
             m
@@ -1139,7 +1144,12 @@ fn save(p: &mut Persist, core: &mut Core) -> Result<(), String> {
     }
     let path = dump_path(core);
     let started = Instant::now();
-    match snapshot::save(&path, &core.dbs, &crate::scripting::library_codes(core), unix_ms()) {
+    match snapshot::save(
+        &path,
+        &core.dbs,
+        &crate::scripting::library_codes(core),
+        unix_ms(),
+    ) {
         Ok(s) => {
             tracing::info!(file = %path.display(), bytes = s.bytes, ms = started.elapsed().as_millis() as u64, "DB saved on disk");
             core.dirty = 0;
@@ -1446,7 +1456,12 @@ fn shutdown_with(p: &mut Persist, core: &mut Core, kind: ShutdownKind) -> Result
     if save {
         let path = dump_path(core);
         tracing::info!(file = %path.display(), "Saving the final snapshot before exiting.");
-        snapshot::save(&path, &core.dbs, &crate::scripting::library_codes(core), unix_ms())?;
+        snapshot::save(
+            &path,
+            &core.dbs,
+            &crate::scripting::library_codes(core),
+            unix_ms(),
+        )?;
         core.dirty = 0;
     }
     if save || p.aof.is_some() {

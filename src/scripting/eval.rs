@@ -3,7 +3,7 @@
 
 use super::run::{Run, Step};
 use super::{Engine, engine_mut, with_engine};
-use crate::commands::{is, parse_i64, reply_help};
+use crate::commands::{is, parse_i64};
 use crate::core::client::{BlockState, Client};
 use crate::core::script::BusyScript;
 use crate::core::{Core, Ctx};
@@ -154,7 +154,9 @@ impl Engine {
 pub fn parse_numkeys(arg: &[u8], available: usize) -> Result<usize, ReplyError> {
     let n = parse_i64(arg)?;
     if n < 0 {
-        return Err(ReplyError::owned("ERR Number of keys can't be negative".into()));
+        return Err(ReplyError::owned(
+            "ERR Number of keys can't be negative".into(),
+        ));
     }
     if n as u64 > available as u64 {
         return Err(ReplyError::owned(
@@ -286,8 +288,8 @@ pub fn evalsha(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 }
 
 fn eval_generic(ctx: &mut Ctx<'_>, by_sha: bool) -> Result<(), ReplyError> {
-    let read_only_cmd = ctx.argv[0].len() > 4
-        && ctx.argv[0][ctx.argv[0].len() - 3..].eq_ignore_ascii_case(b"_ro");
+    let read_only_cmd =
+        ctx.argv[0].len() > 4 && ctx.argv[0][ctx.argv[0].len() - 3..].eq_ignore_ascii_case(b"_ro");
     let numkeys = parse_numkeys(ctx.arg(2), ctx.argv.len() - 3)?;
     let version = super::version(ctx.core);
     let sha = {
@@ -343,14 +345,7 @@ fn eval_generic(ctx: &mut Ctx<'_>, by_sha: bool) -> Result<(), ReplyError> {
         unsafe {
             super::vm::push_bytes(l, &key);
             mlua_sys::lua_rawget(l, mlua_sys::LUA_REGISTRYINDEX);
-            Run::new(
-                l,
-                0,
-                fake,
-                Bytes::copy_from_slice(&sha),
-                busy_after,
-                now_ms,
-            )
+            Run::new(l, 0, fake, Bytes::copy_from_slice(&sha), busy_after, now_ms)
         }
     });
     let mut run = run;
@@ -397,7 +392,8 @@ pub fn script_exists(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 
 /// SCRIPT FLUSH [ASYNC|SYNC].
 pub fn script_flush(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
-    if ctx.argv.len() > 3 || (ctx.argv.len() == 3 && !is(ctx.arg(2), "sync") && !is(ctx.arg(2), "async"))
+    if ctx.argv.len() > 3
+        || (ctx.argv.len() == 3 && !is(ctx.arg(2), "sync") && !is(ctx.arg(2), "async"))
     {
         return Err(ReplyError::owned(
             "ERR SCRIPT FLUSH only support SYNC|ASYNC option".into(),
@@ -451,9 +447,24 @@ pub fn script_debug(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     }
 }
 
+/// A help reply in Redis 7.0's words: scripting is Redis 7.0's (the and the
+/// differential check's reference), whose help ends with `Prints this help.` (Redis 8
+/// says `Print`, and the other families here follow Redis 8).
+pub fn help_70(ctx: &mut Ctx<'_>, container: &str, lines: &[&str]) {
+    ctx.out.array(lines.len() + 3);
+    ctx.out.simple(
+        format!("{container} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:").as_bytes(),
+    );
+    for l in lines {
+        ctx.out.simple(l.as_bytes());
+    }
+    ctx.out.simple(b"HELP");
+    ctx.out.simple(b"    Prints this help.");
+}
+
 /// SCRIPT HELP.
 pub fn script_help(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
-    reply_help(
+    help_70(
         ctx,
         "SCRIPT",
         &[

@@ -18,7 +18,7 @@ use super::eval::{ScriptFlags, Started, busy_threshold, execute, parse_numkeys, 
 use super::run::Run;
 use super::vm::{self, Vm, push_bytes, push_error_table, raise, str_at};
 use super::{Engine, engine_mut, with_engine};
-use crate::commands::{is, reply_help};
+use crate::commands::is;
 use crate::core::{Core, Ctx};
 use crate::error::ReplyError;
 use bytes::Bytes;
@@ -164,7 +164,11 @@ impl Functions {
 
     /// Runs a library's code with the library API as globals; the functions it
     /// registered.
-    fn run_library(&mut self, name: &Bytes, body: &[u8]) -> Result<Vec<(Bytes, Function)>, ReplyError> {
+    fn run_library(
+        &mut self,
+        name: &Bytes,
+        body: &[u8],
+    ) -> Result<Vec<(Bytes, Function)>, ReplyError> {
         let l = self.vm.l;
         // SAFETY: balanced stack; the globals' __index is switched to the library API
         // and back around the run.
@@ -376,7 +380,9 @@ unsafe fn register(l: *mut ffi::lua_State) -> Result<(), String> {
         let argc = ffi::lua_gettop(l);
         let loading = LOADING.with(|p| p.borrow().is_some());
         if !loading {
-            return Err("ERR redis.register_function can only be called on FUNCTION LOAD command".into());
+            return Err(
+                "ERR redis.register_function can only be called on FUNCTION LOAD command".into(),
+            );
         }
         let mut flags = ScriptFlags {
             shebang: true,
@@ -409,7 +415,11 @@ unsafe fn register(l: *mut ffi::lua_State) -> Result<(), String> {
                                 return Err("ERR callback argument given to redis.register_function must be a function".into());
                             }
                             ffi::lua_pushvalue(l, -1);
-                            ffi::lua_setfield(l, ffi::LUA_REGISTRYINDEX, c"streamd.pending_callback".as_ptr());
+                            ffi::lua_setfield(
+                                l,
+                                ffi::LUA_REGISTRYINDEX,
+                                c"streamd.pending_callback".as_ptr(),
+                            );
                             callback = true;
                         }
                         b"flags" => {
@@ -419,7 +429,8 @@ unsafe fn register(l: *mut ffi::lua_State) -> Result<(), String> {
                             let t = ffi::lua_gettop(l);
                             ffi::lua_pushnil(l);
                             while ffi::lua_next(l, t) != 0 {
-                                let ok = ffi::lua_type(l, -1) == ffi::LUA_TSTRING && flags.set(str_at(l, -1));
+                                let ok = ffi::lua_type(l, -1) == ffi::LUA_TSTRING
+                                    && flags.set(str_at(l, -1));
                                 ffi::lua_pop(l, 1);
                                 if !ok {
                                     return Err("ERR unknown flag given".into());
@@ -432,25 +443,39 @@ unsafe fn register(l: *mut ffi::lua_State) -> Result<(), String> {
                             };
                             description = Some(Bytes::from(d));
                         }
-                        _ => return Err("ERR unknown argument given to redis.register_function".into()),
+                        _ => {
+                            return Err(
+                                "ERR unknown argument given to redis.register_function".into()
+                            );
+                        }
                     }
                     ffi::lua_pop(l, 1);
                 }
                 let Some(name) = name else {
-                    return Err("ERR redis.register_function must get a function name argument".into());
+                    return Err(
+                        "ERR redis.register_function must get a function name argument".into(),
+                    );
                 };
                 if !callback {
                     return Err("ERR redis.register_function must get a callback argument".into());
                 }
-                ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, c"streamd.pending_callback".as_ptr());
+                ffi::lua_getfield(
+                    l,
+                    ffi::LUA_REGISTRYINDEX,
+                    c"streamd.pending_callback".as_ptr(),
+                );
                 (name, ffi::lua_gettop(l))
             }
             2 => {
                 let Some(name) = vm::to_bytes(l, 1) else {
-                    return Err("ERR first argument to redis.register_function must be a string".into());
+                    return Err(
+                        "ERR first argument to redis.register_function must be a string".into(),
+                    );
                 };
                 if ffi::lua_type(l, 2) != ffi::LUA_TFUNCTION {
-                    return Err("ERR second argument to redis.register_function must be a function".into());
+                    return Err(
+                        "ERR second argument to redis.register_function must be a function".into(),
+                    );
                 }
                 (name, 2)
             }
@@ -460,9 +485,11 @@ unsafe fn register(l: *mut ffi::lua_State) -> Result<(), String> {
             return Err("ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long".into());
         }
         let duplicate = LOADING.with(|p| {
-            p.borrow()
-                .as_ref()
-                .is_some_and(|p| p.functions.iter().any(|(n, _)| n.eq_ignore_ascii_case(&name)))
+            p.borrow().as_ref().is_some_and(|p| {
+                p.functions
+                    .iter()
+                    .any(|(n, _)| n.eq_ignore_ascii_case(&name))
+            })
         });
         if duplicate {
             return Err("ERR Function already exists in the library".into());
@@ -529,9 +556,12 @@ pub fn function_delete(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 
 /// FUNCTION FLUSH [ASYNC|SYNC].
 pub fn function_flush(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
-    if ctx.argv.len() > 3 || (ctx.argv.len() == 3 && !is(ctx.arg(2), "sync") && !is(ctx.arg(2), "async"))
+    if ctx.argv.len() > 3
+        || (ctx.argv.len() == 3 && !is(ctx.arg(2), "sync") && !is(ctx.arg(2), "async"))
     {
-        return Err(err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option".into()));
+        return Err(err(
+            "ERR FUNCTION FLUSH only supports SYNC|ASYNC option".into()
+        ));
     }
     let version = super::version(ctx.core);
     engine_mut(ctx.core).functions = Functions::new(&version);
@@ -579,7 +609,9 @@ pub fn function_restore(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let mut r = crate::rdb::Reader::new(body, 0);
     let mut codes = Vec::new();
     while r.remaining() > 0 {
-        let op = r.u8().map_err(|_| err("ERR payload is not a function dump".into()))?;
+        let op = r
+            .u8()
+            .map_err(|_| err("ERR payload is not a function dump".into()))?;
         if op != OPCODE_FUNCTION2 {
             return Err(err("ERR given type is not a function".into()));
         }
@@ -745,45 +777,49 @@ pub fn function_kill(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 
 /// FUNCTION HELP.
 pub fn function_help(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
-    reply_help(ctx, "FUNCTION", &[
-        "LOAD [REPLACE] <FUNCTION CODE>",
-        "    Create a new library with the given library name and code.",
-        "DELETE <LIBRARY NAME>",
-        "    Delete the given library.",
-        "LIST [LIBRARYNAME PATTERN] [WITHCODE]",
-        "    Return general information on all the libraries:",
-        "    * Library name",
-        "    * The engine used to run the Library",
-        "    * Library description",
-        "    * Functions list",
-        "    * Library code (if WITHCODE is given)",
-        "    It also possible to get only function that matches a pattern using LIBRARYNAME argument.",
-        "STATS",
-        "    Return information about the current function running:",
-        "    * Function name",
-        "    * Command used to run the function",
-        "    * Duration in MS that the function is running",
-        "    If no function is running, return nil",
-        "    In addition, returns a list of available engines.",
-        "KILL",
-        "    Kill the current running function.",
-        "FLUSH [ASYNC|SYNC]",
-        "    Delete all the libraries.",
-        "    When called without the optional mode argument, the behavior is determined by the",
-        "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
-        "    * ASYNC: Asynchronously flush the libraries.",
-        "    * SYNC: Synchronously flush the libraries.",
-        "DUMP",
-        "    Return a serialized payload representing the current libraries, can be restored using FUNCTION RESTORE command",
-        "RESTORE <PAYLOAD> [FLUSH|APPEND|REPLACE]",
-        "    Restore the libraries represented by the given payload, it is possible to give a restore policy to",
-        "    control how to handle existing libraries (default APPEND):",
-        "    * FLUSH: delete all existing libraries.",
-        "    * APPEND: appends the restored libraries to the existing libraries. On collision, abort.",
-        "    * REPLACE: appends the restored libraries to the existing libraries, On collision, replace the old",
-        "      libraries with the new libraries (notice that even on this option there is a chance of failure",
-        "      in case of functions name collision with another library).",
-    ]);
+    super::eval::help_70(
+        ctx,
+        "FUNCTION",
+        &[
+            "LOAD [REPLACE] <FUNCTION CODE>",
+            "    Create a new library with the given library name and code.",
+            "DELETE <LIBRARY NAME>",
+            "    Delete the given library.",
+            "LIST [LIBRARYNAME PATTERN] [WITHCODE]",
+            "    Return general information on all the libraries:",
+            "    * Library name",
+            "    * The engine used to run the Library",
+            "    * Library description",
+            "    * Functions list",
+            "    * Library code (if WITHCODE is given)",
+            "    It also possible to get only function that matches a pattern using LIBRARYNAME argument.",
+            "STATS",
+            "    Return information about the current function running:",
+            "    * Function name",
+            "    * Command used to run the function",
+            "    * Duration in MS that the function is running",
+            "    If no function is running, return nil",
+            "    In addition, returns a list of available engines.",
+            "KILL",
+            "    Kill the current running function.",
+            "FLUSH [ASYNC|SYNC]",
+            "    Delete all the libraries.",
+            "    When called without the optional mode argument, the behavior is determined by the",
+            "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+            "    * ASYNC: Asynchronously flush the libraries.",
+            "    * SYNC: Synchronously flush the libraries.",
+            "DUMP",
+            "    Return a serialized payload representing the current libraries, can be restored using FUNCTION RESTORE command",
+            "RESTORE <PAYLOAD> [FLUSH|APPEND|REPLACE]",
+            "    Restore the libraries represented by the given payload, it is possible to give a restore policy to",
+            "    control how to handle existing libraries (default APPEND):",
+            "    * FLUSH: delete all existing libraries.",
+            "    * APPEND: appends the restored libraries to the existing libraries. On collision, abort.",
+            "    * REPLACE: appends the restored libraries to the existing libraries, On collision, replace the old",
+            "      libraries with the new libraries (notice that even on this option there is a chance of failure",
+            "      in case of functions name collision with another library).",
+        ],
+    );
     Ok(())
 }
 
@@ -791,7 +827,11 @@ pub fn function_help(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 pub fn fcall(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let read_only_cmd = ctx.argv[0].eq_ignore_ascii_case(b"fcall_ro");
     let name = ctx.arg(1).clone();
-    let func = engine_mut(ctx.core).functions.functions.get(&fold(&name)).cloned();
+    let func = engine_mut(ctx.core)
+        .functions
+        .functions
+        .get(&fold(&name))
+        .cloned();
     let Some(func) = func else {
         return Err(err("ERR Function not found".into()));
     };
@@ -821,7 +861,11 @@ pub fn fcall(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         let l = engine.functions.vm.l;
         // SAFETY: pushes the function and its two argument tables for a new run.
         unsafe {
-            ffi::lua_rawgeti(l, ffi::LUA_REGISTRYINDEX, ffi::lua_Integer::from(func.lua_ref));
+            ffi::lua_rawgeti(
+                l,
+                ffi::LUA_REGISTRYINDEX,
+                ffi::lua_Integer::from(func.lua_ref),
+            );
             for items in [&keys, &args] {
                 ffi::lua_createtable(l, items.len() as c_int, 0);
                 for (i, item) in items.iter().enumerate() {
@@ -851,6 +895,12 @@ pub fn library_codes(core: &Core) -> Vec<Bytes> {
     core.scripting
         .as_ref()
         .and_then(|b| b.downcast_ref::<Engine>())
-        .map(|e| e.functions.libraries.values().map(|l| l.code.clone()).collect())
+        .map(|e| {
+            e.functions
+                .libraries
+                .values()
+                .map(|l| l.code.clone())
+                .collect()
+        })
         .unwrap_or_default()
 }

@@ -75,11 +75,7 @@ pub fn version(core: &Core) -> String {
 
 /// The engine, created on first use.
 pub fn engine_mut(core: &mut Core) -> &mut Engine {
-    if core
-        .scripting
-        .as_ref()
-        .is_none_or(|b| !b.is::<Engine>())
-    {
+    if core.scripting.as_ref().is_none_or(|b| !b.is::<Engine>()) {
         let v = version(core);
         core.scripting = Some(Box::new(Engine {
             eval_vm: new_vm(&v),
@@ -142,35 +138,196 @@ const fn scripting(
 
 /// The EVAL family's rows of the command table.
 pub static COMMANDS: &[CommandSpec] = &[
-    scripting("eval", -3, NOSCRIPT | STALE | MOVABLEKEYS, "Executes a server-side Lua script.", "2.6.0", eval::eval),
-    scripting("evalsha", -3, NOSCRIPT | STALE | MOVABLEKEYS, "Executes a server-side Lua script by SHA1 digest.", "2.6.0", eval::evalsha),
-    scripting("eval_ro", -3, NOSCRIPT | STALE | READONLY | MOVABLEKEYS, "Executes a read-only server-side Lua script.", "7.0.0", eval::eval),
-    scripting("evalsha_ro", -3, NOSCRIPT | STALE | READONLY | MOVABLEKEYS, "Executes a read-only server-side Lua script by SHA1 digest.", "7.0.0", eval::evalsha),
-    scripting("fcall", -3, NOSCRIPT | STALE | MOVABLEKEYS, "Invokes a function.", "7.0.0", function::fcall),
-    scripting("fcall_ro", -3, NOSCRIPT | STALE | READONLY | MOVABLEKEYS, "Invokes a read-only function.", "7.0.0", function::fcall),
-    CommandSpec::container("script", "scripting", "A container for Lua scripts management commands.", "2.6.0", SCRIPT_SUBCOMMANDS).categories(&["@slow"]),
-    CommandSpec::container("function", "scripting", "A container for function commands.", "7.0.0", FUNCTION_SUBCOMMANDS).categories(&["@slow"]),
+    scripting(
+        "eval",
+        -3,
+        NOSCRIPT | STALE | MOVABLEKEYS,
+        "Executes a server-side Lua script.",
+        "2.6.0",
+        eval::eval,
+    ),
+    scripting(
+        "evalsha",
+        -3,
+        NOSCRIPT | STALE | MOVABLEKEYS,
+        "Executes a server-side Lua script by SHA1 digest.",
+        "2.6.0",
+        eval::evalsha,
+    ),
+    scripting(
+        "eval_ro",
+        -3,
+        NOSCRIPT | STALE | READONLY | MOVABLEKEYS,
+        "Executes a read-only server-side Lua script.",
+        "7.0.0",
+        eval::eval,
+    ),
+    scripting(
+        "evalsha_ro",
+        -3,
+        NOSCRIPT | STALE | READONLY | MOVABLEKEYS,
+        "Executes a read-only server-side Lua script by SHA1 digest.",
+        "7.0.0",
+        eval::evalsha,
+    ),
+    scripting(
+        "fcall",
+        -3,
+        NOSCRIPT | STALE | MOVABLEKEYS,
+        "Invokes a function.",
+        "7.0.0",
+        function::fcall,
+    ),
+    scripting(
+        "fcall_ro",
+        -3,
+        NOSCRIPT | STALE | READONLY | MOVABLEKEYS,
+        "Invokes a read-only function.",
+        "7.0.0",
+        function::fcall,
+    ),
+    CommandSpec::container(
+        "script",
+        "scripting",
+        "A container for Lua scripts management commands.",
+        "2.6.0",
+        SCRIPT_SUBCOMMANDS,
+    )
+    .categories(&["@slow"]),
+    CommandSpec::container(
+        "function",
+        "scripting",
+        "A container for function commands.",
+        "7.0.0",
+        FUNCTION_SUBCOMMANDS,
+    )
+    .categories(&["@slow"]),
 ];
 
 static SCRIPT_SUBCOMMANDS: &[CommandSpec] = &[
-    scripting("script|debug", 3, NOSCRIPT, "Sets the debug mode of server-side Lua scripts.", "3.2.0", eval::script_debug),
-    scripting("script|exists", -3, NOSCRIPT, "Determines whether server-side Lua scripts exist in the script cache.", "2.6.0", eval::script_exists),
-    scripting("script|flush", -2, NOSCRIPT, "Removes all server-side Lua scripts from the script cache.", "2.6.0", eval::script_flush),
-    scripting("script|help", 2, LOADING | STALE, "Returns helpful text about the different subcommands.", "5.0.0", eval::script_help),
-    scripting("script|kill", 2, NOSCRIPT, "Terminates a server-side Lua script during execution.", "2.6.0", eval::script_kill),
-    scripting("script|load", 3, NOSCRIPT | STALE, "Loads a server-side Lua script to the script cache.", "2.6.0", eval::script_load),
+    scripting(
+        "script|debug",
+        3,
+        NOSCRIPT,
+        "Sets the debug mode of server-side Lua scripts.",
+        "3.2.0",
+        eval::script_debug,
+    ),
+    scripting(
+        "script|exists",
+        -3,
+        NOSCRIPT,
+        "Determines whether server-side Lua scripts exist in the script cache.",
+        "2.6.0",
+        eval::script_exists,
+    ),
+    scripting(
+        "script|flush",
+        -2,
+        NOSCRIPT,
+        "Removes all server-side Lua scripts from the script cache.",
+        "2.6.0",
+        eval::script_flush,
+    ),
+    scripting(
+        "script|help",
+        2,
+        LOADING | STALE,
+        "Returns helpful text about the different subcommands.",
+        "5.0.0",
+        eval::script_help,
+    ),
+    scripting(
+        "script|kill",
+        2,
+        NOSCRIPT,
+        "Terminates a server-side Lua script during execution.",
+        "2.6.0",
+        eval::script_kill,
+    ),
+    scripting(
+        "script|load",
+        3,
+        NOSCRIPT | STALE,
+        "Loads a server-side Lua script to the script cache.",
+        "2.6.0",
+        eval::script_load,
+    ),
 ];
 
 static FUNCTION_SUBCOMMANDS: &[CommandSpec] = &[
-    scripting("function|delete", 3, WRITE | NOSCRIPT, "Deletes a library and its functions.", "7.0.0", function::function_delete),
-    scripting("function|dump", 2, NOSCRIPT, "Dumps all libraries into a serialized binary payload.", "7.0.0", function::function_dump),
-    scripting("function|flush", -2, WRITE | NOSCRIPT, "Deletes all libraries and functions.", "7.0.0", function::function_flush),
-    scripting("function|help", 2, LOADING | STALE, "Returns helpful text about the different subcommands.", "7.0.0", function::function_help),
-    scripting("function|kill", 2, NOSCRIPT, "Terminates a function during execution.", "7.0.0", function::function_kill),
-    scripting("function|list", -2, NOSCRIPT, "Returns information about all libraries.", "7.0.0", function::function_list),
-    scripting("function|load", -3, WRITE | DENYOOM | NOSCRIPT, "Creates a library.", "7.0.0", function::function_load),
-    scripting("function|restore", -3, WRITE | DENYOOM | NOSCRIPT, "Restores all libraries from a payload.", "7.0.0", function::function_restore),
-    scripting("function|stats", 2, NOSCRIPT, "Returns information about a function during execution.", "7.0.0", function::function_stats),
+    scripting(
+        "function|delete",
+        3,
+        WRITE | NOSCRIPT,
+        "Deletes a library and its functions.",
+        "7.0.0",
+        function::function_delete,
+    ),
+    scripting(
+        "function|dump",
+        2,
+        NOSCRIPT,
+        "Dumps all libraries into a serialized binary payload.",
+        "7.0.0",
+        function::function_dump,
+    ),
+    scripting(
+        "function|flush",
+        -2,
+        WRITE | NOSCRIPT,
+        "Deletes all libraries and functions.",
+        "7.0.0",
+        function::function_flush,
+    ),
+    scripting(
+        "function|help",
+        2,
+        LOADING | STALE,
+        "Returns helpful text about the different subcommands.",
+        "7.0.0",
+        function::function_help,
+    ),
+    scripting(
+        "function|kill",
+        2,
+        NOSCRIPT,
+        "Terminates a function during execution.",
+        "7.0.0",
+        function::function_kill,
+    ),
+    scripting(
+        "function|list",
+        -2,
+        NOSCRIPT,
+        "Returns information about all libraries.",
+        "7.0.0",
+        function::function_list,
+    ),
+    scripting(
+        "function|load",
+        -3,
+        WRITE | DENYOOM | NOSCRIPT,
+        "Creates a library.",
+        "7.0.0",
+        function::function_load,
+    ),
+    scripting(
+        "function|restore",
+        -3,
+        WRITE | DENYOOM | NOSCRIPT,
+        "Restores all libraries from a payload.",
+        "7.0.0",
+        function::function_restore,
+    ),
+    scripting(
+        "function|stats",
+        2,
+        NOSCRIPT,
+        "Returns information about a function during execution.",
+        "7.0.0",
+        function::function_stats,
+    ),
 ];
 
 /// The whole command table: every family of `commands/` and the EVAL family.

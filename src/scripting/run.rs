@@ -105,7 +105,9 @@ pub struct Run {
 
 impl std::fmt::Debug for Run {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Run").field("name", &self.name).finish_non_exhaustive()
+        f.debug_struct("Run")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
     }
 }
 
@@ -290,7 +292,9 @@ unsafe extern "C-unwind" fn hook(l: *mut ffi::lua_State, ar: *mut ffi::lua_Debug
 
 /// C's `(long long)` cast of a double on x86-64: out of range and NaN give `i64::MIN`.
 pub fn c_cast_i64(d: f64) -> i64 {
-    if d.is_nan() || d >= 9.223_372_036_854_775_807e18 || d < -9.223_372_036_854_775_808e18 {
+    // 2^63 is the first double past i64::MAX; -2^63 is i64::MIN itself.
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    if d.is_nan() || !(-TWO_63..TWO_63).contains(&d) {
         i64::MIN
     } else {
         d as i64
@@ -489,7 +493,11 @@ unsafe fn push_reply(l: *mut ffi::lua_State, buf: &[u8], pos: &mut usize, resp3:
         };
         let line = &buf[*pos + 1..end];
         *pos = end + 2;
-        let number = || std::str::from_utf8(line).ok().and_then(|s| s.parse::<i64>().ok());
+        let number = || {
+            std::str::from_utf8(line)
+                .ok()
+                .and_then(|s| s.parse::<i64>().ok())
+        };
         match kind {
             b'+' => {
                 ffi::lua_createtable(l, 0, 1);
@@ -728,7 +736,9 @@ unsafe fn call_from_lua(l: *mut ffi::lua_State) -> Result<(Vec<u8>, bool), Vec<u
     unsafe {
         let argc = ffi::lua_gettop(l);
         if argc == 0 {
-            return Err(b"ERR Please specify at least one argument for this redis lib call".to_vec());
+            return Err(
+                b"ERR Please specify at least one argument for this redis lib call".to_vec(),
+            );
         }
         let mut argv: Vec<Bytes> = Vec::with_capacity(argc as usize);
         for i in 1..=argc {
@@ -739,8 +749,9 @@ unsafe fn call_from_lua(l: *mut ffi::lua_State) -> Result<(Vec<u8>, bool), Vec<u
                     argv.push(Bytes::from(crate::commands::zset::fmt_double(d)));
                 }
                 _ => {
-                    return Err(b"ERR Lua redis lib command arguments must be strings or integers"
-                        .to_vec());
+                    return Err(
+                        b"ERR Lua redis lib command arguments must be strings or integers".to_vec(),
+                    );
                 }
             }
         }
@@ -749,7 +760,7 @@ unsafe fn call_from_lua(l: *mut ffi::lua_State) -> Result<(Vec<u8>, bool), Vec<u
             return Err(b"ERR redis.call is not allowed here".to_vec());
         }
         let ctx = &mut *ctx;
-        let argv: Argv = argv.into();
+        let argv: Argv = argv;
         let reply = dispatch(ctx, &argv)?;
         Ok((reply, ctx.resp3))
     }
@@ -763,8 +774,8 @@ fn dispatch(ctx: &mut RunCtx, argv: &Argv) -> Result<Vec<u8>, Vec<u8>> {
     // while the script runs.
     let core = unsafe { &mut *ctx.core };
     let name = &argv[0];
-    let Some(spec) = command::lookup(name)
-        .filter(|s| command::since_version(s.since) <= core.compat)
+    let Some(spec) =
+        command::lookup(name).filter(|s| command::since_version(s.since) <= core.compat)
     else {
         return Err(b"ERR Unknown Redis command called from script".to_vec());
     };
@@ -800,8 +811,8 @@ fn dispatch(ctx: &mut RunCtx, argv: &Argv) -> Result<Vec<u8>, Vec<u8>> {
     if ctx.fake.user.is_some()
         && let Err(denied) = core.acl_check(&ctx.fake, spec, argv, acl::log::Context::Lua)
     {
-        let mut msg = b"ERR The user executing the script can't run this command or subcommand"
-            .to_vec();
+        let mut msg =
+            b"ERR The user executing the script can't run this command or subcommand".to_vec();
         if matches!(denied, acl::Denied::Key(_)) {
             msg = b"ERR The user executing the script can't access at least one of the keys mentioned in the command".to_vec();
         } else if matches!(denied, acl::Denied::Channel(_)) {
@@ -809,7 +820,11 @@ fn dispatch(ctx: &mut RunCtx, argv: &Argv) -> Result<Vec<u8>, Vec<u8>> {
         }
         return Err(msg);
     }
-    ctx.fake.proto = if ctx.resp3 { Protocol::Resp3 } else { Protocol::Resp2 };
+    ctx.fake.proto = if ctx.resp3 {
+        Protocol::Resp3
+    } else {
+        Protocol::Resp2
+    };
     let mut out = RespWriter::new(ctx.fake.proto);
     core.call(&mut ctx.fake, spec, argv, &mut out, ctx.now_ms);
     Ok(out.take())
@@ -983,7 +998,10 @@ unsafe extern "C-unwind" fn lua_acl_check_cmd(l: *mut ffi::lua_State) -> c_int {
     unsafe {
         let argc = ffi::lua_gettop(l);
         if argc == 0 {
-            return raise_err(l, b"Please specify at least one argument for this redis lib call");
+            return raise_err(
+                l,
+                b"Please specify at least one argument for this redis lib call",
+            );
         }
         let mut argv: Vec<Bytes> = Vec::new();
         for i in 1..=argc {
@@ -998,7 +1016,7 @@ unsafe extern "C-unwind" fn lua_acl_check_cmd(l: *mut ffi::lua_State) -> c_int {
                 }
             }
         }
-        let argv: Argv = argv.into();
+        let argv: Argv = argv;
         let spec = command::lookup(&argv[0])
             .and_then(|s| command::resolve_subcommand(s, &argv).ok())
             .filter(|s| s.arity_ok(argv.len()));

@@ -7,7 +7,13 @@
 
 /// The 20-byte SHA-1 digest of `data`.
 pub fn digest(data: &[u8]) -> [u8; 20] {
-    let mut h: [u32; 5] = [0x6745_2301, 0xEFCD_AB89, 0x98BA_DCFE, 0x1032_5476, 0xC3D2_E1F0];
+    let mut h: [u32; 5] = [
+        0x6745_2301,
+        0xEFCD_AB89,
+        0x98BA_DCFE,
+        0x1032_5476,
+        0xC3D2_E1F0,
+    ];
     let bit_len = (data.len() as u64).wrapping_mul(8);
     let mut tail = Vec::with_capacity(128);
     let full = data.len() / 64 * 64;
@@ -81,7 +87,10 @@ mod tests {
         assert_eq!(&hex(b"abc"), b"a9993e364706816aba3e25717850c26c9cd0d89d");
         assert_eq!(&hex(b"123"), b"40bd001563085fc35165329ea1ff5c5ecbdbbeef");
         // The EVAL of `return 'loaded'` that Redis names b534286061d4b9e4026607613b95c06c06015ae8.
-        assert_eq!(&hex(b"return 'loaded'"), b"b534286061d4b9e4026607613b95c06c06015ae8");
+        assert_eq!(
+            &hex(b"return 'loaded'"),
+            b"b534286061d4b9e4026607613b95c06c06015ae8"
+        );
         let long = vec![b'a'; 1000];
         assert_eq!(&hex(&long), b"291e9a6c66994949b57ba5e650361e98fc36b1ba");
     }

@@ -569,7 +569,11 @@ unsafe extern "C-unwind" fn lua_ipairs_step(l: *mut ffi::lua_State) -> c_int {
         ffi::luaL_checktype(l, 1, ffi::LUA_TTABLE);
         ffi::lua_pushinteger(l, i);
         ffi::lua_rawgeti(l, 1, i);
-        if ffi::lua_type(l, -1) == ffi::LUA_TNIL { 0 } else { 2 }
+        if ffi::lua_type(l, -1) == ffi::LUA_TNIL {
+            0
+        } else {
+            2
+        }
     }
 }
 
