@@ -532,3 +532,63 @@ pub fn resume_busy(core: &mut Core) -> bool {
     core.handle_ready_keys();
     false
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shebangs_read_as_redis_reads_them() {
+        let (flags, code) =
+            parse_shebang(b"#!lua flags=no-writes,allow-oom\nreturn 1").expect("valid");
+        assert!(flags.shebang && flags.no_writes && flags.allow_oom && !flags.allow_stale);
+        assert_eq!(code, b"\nreturn 1", "the newline stays so line numbers do");
+        let (flags, code) = parse_shebang(b"return 1").expect("no shebang");
+        assert_eq!((flags, code), (ScriptFlags::default(), &b"return 1"[..]));
+        let (flags, _) = parse_shebang(b"#!lua  flags=\nreturn 1").expect("empty flags");
+        assert!(flags.shebang && flags.names().is_empty());
+        let text = |body: &[u8]| {
+            parse_shebang(body)
+                .err()
+                .map(|e| String::from_utf8_lossy(&e.wire_text()).into_owned())
+        };
+        assert_eq!(
+            text(b"#!lua flags=bogus\n").as_deref(),
+            Some("ERR Unexpected flag in script shebang: bogus")
+        );
+        assert_eq!(
+            text(b"#!lua name=x\n").as_deref(),
+            Some("ERR Unknown lua shebang option: name=x")
+        );
+        assert_eq!(
+            text(b"#!python\n").as_deref(),
+            Some("ERR Unexpected engine in script shebang: #!python")
+        );
+        assert_eq!(
+            text(b"#!lua flags=no-writes").as_deref(),
+            Some("ERR Invalid script shebang")
+        );
+    }
+
+    #[test]
+    fn numkeys_errors_are_redis_texts() {
+        assert_eq!(parse_numkeys(b"2", 2).ok(), Some(2));
+        let text = |a: &[u8], n| {
+            parse_numkeys(a, n)
+                .err()
+                .map(|e| String::from_utf8_lossy(&e.wire_text()).into_owned())
+        };
+        assert_eq!(
+            text(b"3", 2).as_deref(),
+            Some("ERR Number of keys can't be greater than number of args")
+        );
+        assert_eq!(
+            text(b"-1", 2).as_deref(),
+            Some("ERR Number of keys can't be negative")
+        );
+        assert_eq!(
+            text(b"1.5", 2).as_deref(),
+            Some("ERR value is not an integer or out of range")
+        );
+    }
+}

@@ -233,7 +233,9 @@ fn err(text: String) -> ReplyError {
 unsafe fn error_message(l: *mut ffi::lua_State, idx: c_int) -> Vec<u8> {
     unsafe {
         if ffi::lua_type(l, idx) == ffi::LUA_TTABLE {
-            ffi::lua_getfield(l, idx, c"err".as_ptr());
+            let idx = ffi::lua_absindex(l, idx);
+            ffi::lua_pushstring(l, c"err".as_ptr());
+            ffi::lua_rawget(l, idx);
             let t = vm::to_bytes(l, -1).unwrap_or_default();
             ffi::lua_pop(l, 1);
             return t;

@@ -241,7 +241,8 @@ unsafe fn error_message(l: *mut ffi::lua_State, idx: c_int) -> Vec<u8> {
         let idx = ffi::lua_absindex(l, idx);
         match ffi::lua_type(l, idx) {
             ffi::LUA_TTABLE => {
-                ffi::lua_getfield(l, idx, c"err".as_ptr());
+                ffi::lua_pushstring(l, c"err".as_ptr());
+                ffi::lua_rawget(l, idx);
                 let text = vm::to_bytes(l, -1);
                 ffi::lua_pop(l, 1);
                 text.unwrap_or_else(|| b"ERR unknown error".to_vec())
@@ -455,13 +456,12 @@ unsafe fn write_table(
             ffi::lua_pop(l, 2);
         }
         ffi::lua_pop(l, 1);
-        // An array: t[1], t[2], ... up to the first nil (read through metatables, as
-        // Redis's lua_gettable does).
+        // An array: t[1], t[2], ... up to the first nil, read raw as Redis does (a
+        // metatable never runs: the script has ended, nothing may raise now).
         let d = out.defer_len();
         let mut n = 0usize;
         loop {
-            ffi::lua_pushinteger(l, (n + 1) as ffi::lua_Integer);
-            ffi::lua_gettable(l, idx);
+            ffi::lua_rawgeti(l, idx, (n + 1) as ffi::lua_Integer);
             if ffi::lua_type(l, -1) == ffi::LUA_TNIL {
                 ffi::lua_pop(l, 1);
                 break;
@@ -1036,5 +1036,92 @@ unsafe extern "C-unwind" fn lua_acl_check_cmd(l: *mut ffi::lua_State) -> c_int {
         drop(argv);
         ffi::lua_pushboolean(l, c_int::from(allowed));
         1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn doubles_cast_as_c_does_on_x86_64() {
+        assert_eq!(c_cast_i64(3.99), 3);
+        assert_eq!(c_cast_i64(-3.99), -3);
+        assert_eq!(c_cast_i64(2f64.powi(62)), 1 << 62);
+        for d in [
+            1e300,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            2f64.powi(63),
+        ] {
+            assert_eq!(c_cast_i64(d), i64::MIN, "{d}");
+        }
+        assert_eq!(c_cast_i64(-(2f64.powi(63))), i64::MIN);
+    }
+
+    #[test]
+    fn error_reply_texts_keep_or_add_the_code() {
+        let t = |s: &[u8]| String::from_utf8_lossy(&error_table_text(s)).into_owned();
+        assert_eq!(t(b"-My Error"), "My Error");
+        assert_eq!(t(b"-boom"), "ERR boom");
+        assert_eq!(t(b"-"), "ERR ");
+        assert_eq!(t(b"-WRONGTYPE custom\r\n"), "WRONGTYPE custom");
+    }
+
+    /// Runs `chunk` in a fresh VM (no core: `redis.call` is refused) and returns its
+    /// first result as reply bytes.
+    fn run_chunk(chunk: &str) -> Vec<u8> {
+        let vm = crate::scripting::new_vm("7.0.0");
+        vm.compile(b"t", chunk.as_bytes(), c"@user_script")
+            .expect("compiles");
+        // SAFETY: the function was stored under "t" just above.
+        unsafe {
+            let l = vm.l;
+            vm::push_bytes(l, b"t");
+            ffi::lua_rawget(l, ffi::LUA_REGISTRYINDEX);
+            let status = ffi::lua_pcall(l, 0, 1, 0);
+            let mut out = RespWriter::new(Protocol::Resp2);
+            if status != 0 {
+                out.error_text(&error_message(l, -1));
+            } else {
+                write_reply(l, -1, &mut out, false, 0);
+            }
+            ffi::lua_settop(l, 0);
+            out.take()
+        }
+    }
+
+    #[test]
+    fn conversions_and_redis_library_without_a_server() {
+        assert_eq!(
+            run_chunk("return {1, 'two', 3.5, true, false}"),
+            b"*5\r\n:1\r\n$3\r\ntwo\r\n:3\r\n:1\r\n$-1\r\n"
+        );
+        assert_eq!(
+            run_chunk("return {err = 'multi\\nline'}"),
+            b"-multi line\r\n"
+        );
+        assert_eq!(
+            run_chunk("return redis.error_reply('boom')"),
+            b"-ERR boom\r\n"
+        );
+        assert_eq!(
+            run_chunk("return redis.sha1hex('abc')"),
+            b"$40\r\na9993e364706816aba3e25717850c26c9cd0d89d\r\n"
+        );
+        assert_eq!(
+            run_chunk("local t = setmetatable({}, {__index = function() error('x') end}) return t"),
+            b"*0\r\n"
+        );
+        // Redis 7.0: math.randomseed(42) then math.random(100) gives 75, then 35.
+        assert_eq!(
+            run_chunk("math.randomseed(42) return {math.random(100), math.random(100)}"),
+            b"*2\r\n:75\r\n:35\r\n"
+        );
+        let readonly = run_chunk("string.x = 1");
+        assert!(String::from_utf8_lossy(&readonly).contains("Attempt to modify a readonly table"));
+        let missing = run_chunk("return nosuch");
+        assert!(String::from_utf8_lossy(&missing).contains("nonexistent global variable 'nosuch'"));
     }
 }

@@ -80,7 +80,10 @@ impl Vm {
     pub fn new(install_redis: impl FnOnce(*mut ffi::lua_State)) -> Vm {
         // SAFETY: a fresh state; every call below keeps the stack balanced.
         unsafe {
-            let l = ffi::luaL_newstate();
+            // Lua allocates through the process allocator, so a script's memory is counted
+            // in `used_memory` (and against `maxmemory`) like everything else.
+            let l = ffi::lua_newstate(lua_alloc, std::ptr::null_mut());
+            ffi::lua_atpanic(l, lua_panic);
             for (name, open) in libraries() {
                 ffi::lua_pushcfunction(l, open);
                 ffi::lua_pushstring(l, name.as_ptr());
@@ -182,6 +185,47 @@ impl Vm {
             ffi::lua_gc(self.l, ffi::LUA_GCCOLLECT, 0);
         }
     }
+}
+
+/// Lua's allocator over Rust's global allocator (alignment 16, Lua's largest need).
+unsafe extern "C" fn lua_alloc(
+    _ud: *mut std::ffi::c_void,
+    ptr: *mut std::ffi::c_void,
+    osize: usize,
+    nsize: usize,
+) -> *mut std::ffi::c_void {
+    use std::alloc::{Layout, alloc, dealloc, realloc};
+    const ALIGN: usize = 16;
+    // SAFETY: Lua hands back blocks this function returned, with the size it asked for.
+    unsafe {
+        if nsize == 0 {
+            if !ptr.is_null()
+                && let Ok(layout) = Layout::from_size_align(osize.max(1), ALIGN)
+            {
+                dealloc(ptr as *mut u8, layout);
+            }
+            return std::ptr::null_mut();
+        }
+        let Ok(new_layout) = Layout::from_size_align(nsize, ALIGN) else {
+            return std::ptr::null_mut();
+        };
+        if ptr.is_null() {
+            return alloc(new_layout) as *mut std::ffi::c_void;
+        }
+        let Ok(old_layout) = Layout::from_size_align(osize.max(1), ALIGN) else {
+            return std::ptr::null_mut();
+        };
+        realloc(ptr as *mut u8, old_layout, nsize) as *mut std::ffi::c_void
+    }
+}
+
+/// An error outside any protected call: Lua would `abort()`; we log it and abort too,
+/// which only a bug in this module can cause (every script runs protected).
+unsafe extern "C-unwind" fn lua_panic(l: *mut ffi::lua_State) -> c_int {
+    // SAFETY: the error value is on top of the stack.
+    let text = unsafe { to_bytes(l, -1) }.unwrap_or_default();
+    tracing::error!("unprotected Lua error: {}", String::from_utf8_lossy(&text));
+    std::process::abort()
 }
 
 /// Pushes the real globals table.
