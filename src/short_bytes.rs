@@ -1,7 +1,8 @@
-//! A byte string that lives inside its owner when short: the keyspace's keys (in their
-//! dict slot, core/dict.rs), IDMP iids (in their ring slot, stream/idmp.rs) and the
-//! radix tree's node bytes and keys (stream/rax.rs, which also edits them in place).
-//! Redis 8 embeds keys in its dict entries the same way.
+//! A byte string that lives inside its owner when short: hash and set elements (in their
+//! table slot, types/hash.rs and types/set.rs), pub/sub channel names (pubsub/mod.rs),
+//! IDMP iids (in their ring slot, stream/idmp.rs) and the radix tree's node bytes and
+//! keys (stream/rax.rs, which also edits them in place). The keyspace's keys were one too; they now sit at the end of
+//! their dict slot's allocation, sized to the key (core/dict.rs).
 //!
 //! ```text
 //!  inline (len <= 22):  | tag | len | 22 bytes, zero-padded |   24 bytes, no allocation

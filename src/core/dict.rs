@@ -8,34 +8,33 @@
 //! all at once; at 30,000 one-entry streams that came to ~870 bytes per stream. `SCAN`
 //! also needed a second, ordered index of every key. Here a key costs one bucket pointer
 //! (8 bytes, at a load between 1/8 and 1) plus one allocation holding the chain link,
-//! the key and the value — and `SCAN` walks the buckets themselves.
+//! the value and the key — and `SCAN` walks the buckets themselves.
 //!
 //! # Layout
 //!
 //! ```text
 //!  tables[0]  (the table; during a rehash, the old one)
 //!  +--------+--------+--------+--------+
-//!  | bucket | bucket | bucket | bucket |   size = 2^k buckets, each an optional box
+//!  | bucket | bucket | bucket | bucket |   size = 2^k buckets, each an optional pointer
 //!  +---|----+--------+---|----+--------+
 //!      v                 v
-//!   +------+----------+-------+     +------+-----+-------+
-//!   | next | key      | value | --> | next | key | value | --> None
-//!   +------+----------+-------+     +------+-----+-------+
-//!    8 B    24 B       V
+//!   +------+-------+-----+---------+     +------+-------+-----+-----+
+//!   | next | value | len | key ... | --> | next | value | len | key | --> None
+//!   +------+-------+-----+---------+     +------+-------+-----+-----+
+//!    8 B    V       1 B   len bytes
 //!
-//!   one allocation per key: the link, the key and the value. A key of up to 22 bytes
-//!   is stored in the slot itself (`ShortBytes`, short_bytes.rs; Redis 8 embeds keys in
-//!   its dict entries too); a longer one in a boxed copy. Either way a copy: never a
-//!   slice of a client's read buffer, which it would keep alive.
-//!
-//!   key, inline:  | tag | len | 22 bytes, zero-padded |
-//!   key, boxed:   | tag | ... | Box<[u8]>: ptr, len   |
+//!   one allocation per key, sized to it: the link, the value, then the key's bytes
+//!   (a length byte; 255 and a usize for keys of 255 bytes or more). Always a copy:
+//!   never a slice of a client's read buffer, which it would keep alive.
 //!
 //!  tables[1]  empty, except while rehashing: the new table (twice or a fraction the size)
 //! ```
 //!
-//! With the keyspace's 24-byte `Value` (types/mod.rs) a slot is 56 bytes, in the 64-byte
-//! jemalloc size class.
+//! With the keyspace's 24-byte `Value` (types/mod.rs) a slot is 33 bytes plus the key:
+//! the 48-byte jemalloc class for keys of up to 15 bytes, 64 up to 31, and so on (it was
+//! a fixed 56 bytes, with a 24-byte key field inline up to 22 bytes and a boxed copy
+//! beyond: 64 bytes for every short key). Redis 8 embeds keys in its entries too. The
+//! `slot` module below holds the allocation and the only `unsafe` code of the dict.
 //!
 //! A key lives in bucket `hash(key) & (size - 1)`. The hash is SipHash with a key drawn
 //! at random per table set ([`RandomState`]), so clients cannot choose colliding keys.
@@ -57,7 +56,7 @@
 //! present for the whole scan is returned at least once; a key may be returned twice
 //! when the table shrank in between; a cursor of 0 starts and ends a scan.
 
-use crate::short_bytes::ShortBytes;
+use slot::Slot;
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 
@@ -67,14 +66,186 @@ pub const MIN_SIZE: usize = 4;
 /// Buckets moved from the old table by each write during a rehash.
 pub const REHASH_STEP: usize = 1;
 
-/// A chain link: an optional boxed slot.
-type Link<V> = Option<Box<Slot<V>>>;
+/// A chain link: an optional slot (one word: the pointer is never null).
+type Link<V> = Option<Slot<V>>;
 
-/// One key, its value, and the rest of its bucket's chain.
-struct Slot<V> {
-    next: Link<V>,
-    key: ShortBytes,
-    value: V,
+/// The slot allocation and its owning pointer: the one place in the dict that needs
+/// `unsafe`.
+///
+/// Why unsafe here: a slot is one allocation holding the chain link, the value and the
+/// key's bytes, sized to the key, behind a *thin* 8-byte pointer (so that a bucket stays
+/// one word). Safe Rust has no way to build such a value: a `Box` of a struct ending in
+/// `[u8]` is a fat 16-byte pointer (doubling the bucket array), and a fixed-size key
+/// field (the 24-byte `ShortBytes` this replaced) put every slot in the 64-byte size
+/// class. With the bytes at the end, a short key and a 24-byte value fit the 48-byte
+/// class: `SET str:<i> <integer>` costs 48 bytes of slot instead of 64, and a key of up to
+/// 223 bytes never costs more than the fixed field (plus a boxed copy beyond 22) did.
+///
+/// The contract is small and checked by the tests below (a proptest against a
+/// `HashMap`, with keys across the length-prefix boundary and values whose drops are
+/// counted): [`Slot::new`] writes every byte it will later read; the key bytes are
+/// written once and never again, and lie outside the `Head` that `head`/`head_mut`
+/// borrow; `Drop` and [`Slot::into_value`] free the allocation with the layout it was
+/// made with, computed from the stored length.
+#[allow(unsafe_code)]
+mod slot {
+    use std::alloc::{self, Layout};
+    use std::marker::PhantomData;
+    use std::mem::ManuallyDrop;
+    use std::ptr::{self, NonNull};
+
+    /// The fixed part of a slot: the rest of the bucket's chain and the value.
+    #[repr(C)]
+    pub(super) struct Head<V> {
+        /// The next slot of the bucket.
+        pub next: Option<Slot<V>>,
+        /// The key's value.
+        pub value: V,
+    }
+
+    /// A length byte of this value means the length follows as a `usize`.
+    const LONG: u8 = u8::MAX;
+
+    /// An owning thin pointer to one slot allocation:
+    ///
+    /// ```text
+    ///  | Head<V>: next, value | len: u8 | key bytes |            len < 255
+    ///  | Head<V>: next, value | 255 | len: usize | key bytes |   longer keys
+    /// ```
+    pub(super) struct Slot<V> {
+        ptr: NonNull<Head<V>>,
+        _owns: PhantomData<Head<V>>,
+    }
+
+    // SAFETY: a `Slot` owns its allocation exactly as a `Box<Head<V>>` would (the key
+    // bytes are plain bytes), so it may cross threads whenever `V` may.
+    unsafe impl<V: Send> Send for Slot<V> {}
+    // SAFETY: as above; `&Slot` only hands out `&Head<V>` and `&[u8]`.
+    unsafe impl<V: Sync> Sync for Slot<V> {}
+
+    impl<V> Slot<V> {
+        /// Where the key's length prefix starts: right after the head (its size is a
+        /// multiple of its alignment, so nothing of the head's own padding is reused).
+        const KEY_AT: usize = std::mem::size_of::<Head<V>>();
+
+        /// The bytes the length prefix takes for a key of `len` bytes.
+        fn prefix(len: usize) -> usize {
+            if len < usize::from(LONG) {
+                1
+            } else {
+                1 + std::mem::size_of::<usize>()
+            }
+        }
+
+        /// The allocation for a key of `len` bytes.
+        pub(super) fn layout(len: usize) -> Layout {
+            let size = Self::KEY_AT
+                .saturating_add(Self::prefix(len))
+                .saturating_add(len);
+            // A key that exists in memory is far below isize::MAX bytes; failing here
+            // is the "capacity overflow" every std collection panics with.
+            Layout::from_size_align(size, std::mem::align_of::<Head<V>>())
+                .expect("capacity overflow: a key near isize::MAX bytes")
+        }
+
+        /// A slot holding `key` (copied) and `value`, linked to nothing.
+        pub(super) fn new(key: &[u8], value: V) -> Slot<V> {
+            let layout = Self::layout(key.len());
+            // SAFETY: the layout's size is at least KEY_AT + 1 > 0.
+            let raw = unsafe { alloc::alloc(layout) };
+            let Some(ptr) = NonNull::new(raw.cast::<Head<V>>()) else {
+                alloc::handle_alloc_error(layout)
+            };
+            // SAFETY: `raw` is a fresh allocation of `layout`, aligned for `Head<V>` and
+            // KEY_AT + prefix + len bytes long: the head, the prefix and the key bytes
+            // are each written inside it, without overlap.
+            unsafe {
+                ptr.as_ptr().write(Head { next: None, value });
+                let mut at = raw.add(Self::KEY_AT);
+                if key.len() < usize::from(LONG) {
+                    at.write(key.len() as u8);
+                    at = at.add(1);
+                } else {
+                    at.write(LONG);
+                    at.add(1).cast::<usize>().write_unaligned(key.len());
+                    at = at.add(1 + std::mem::size_of::<usize>());
+                }
+                ptr::copy_nonoverlapping(key.as_ptr(), at, key.len());
+            }
+            Slot {
+                ptr,
+                _owns: PhantomData,
+            }
+        }
+
+        /// The key's bytes.
+        #[inline]
+        pub(super) fn key(&self) -> &[u8] {
+            // SAFETY: `new` wrote the prefix and the bytes it describes at KEY_AT, and
+            // nothing writes them again; they lie outside the head, so no `&mut Head`
+            // overlaps them.
+            unsafe {
+                let at = self.ptr.as_ptr().cast::<u8>().add(Self::KEY_AT);
+                let first = at.read();
+                if first < LONG {
+                    std::slice::from_raw_parts(at.add(1), usize::from(first))
+                } else {
+                    let len = at.add(1).cast::<usize>().read_unaligned();
+                    std::slice::from_raw_parts(at.add(1 + std::mem::size_of::<usize>()), len)
+                }
+            }
+        }
+
+        /// The link and the value.
+        #[inline]
+        pub(super) fn head(&self) -> &Head<V> {
+            // SAFETY: the head was initialised by `new` and lives as long as `self`.
+            unsafe { self.ptr.as_ref() }
+        }
+
+        /// The link and the value, mutable.
+        #[inline]
+        pub(super) fn head_mut(&mut self) -> &mut Head<V> {
+            // SAFETY: as `head`; `&mut self` makes the borrow unique.
+            unsafe { self.ptr.as_mut() }
+        }
+
+        /// Frees the slot and returns its value (the rest of the chain, if still
+        /// linked, is dropped).
+        pub(super) fn into_value(self) -> V {
+            let me = ManuallyDrop::new(self);
+            let layout = Self::layout(me.key().len());
+            // SAFETY: the head is read out once (`me` is never dropped), then the
+            // allocation is freed with the layout `new` made it with.
+            let head = unsafe {
+                let head = me.ptr.as_ptr().read();
+                alloc::dealloc(me.ptr.as_ptr().cast(), layout);
+                head
+            };
+            let Head { next, value } = head;
+            drop(next);
+            value
+        }
+    }
+
+    impl<V> Drop for Slot<V> {
+        fn drop(&mut self) {
+            // Unlink the rest of the chain first, so that a long chain is freed in a
+            // loop rather than by recursion.
+            let mut next = self.head_mut().next.take();
+            while let Some(mut slot) = next {
+                next = slot.head_mut().next.take();
+                drop(slot);
+            }
+            let layout = Self::layout(self.key().len());
+            // SAFETY: the head is initialised and dropped exactly once here; then the
+            // allocation is freed with the layout `new` made it with.
+            unsafe {
+                ptr::drop_in_place(self.ptr.as_ptr());
+                alloc::dealloc(self.ptr.as_ptr().cast(), layout);
+            }
+        }
+    }
 }
 
 /// One bucket array.
@@ -107,10 +278,10 @@ impl<V> Table<V> {
         }
         let mut link = &self.buckets[hash as usize & self.mask()];
         while let Some(slot) = link {
-            if &*slot.key == key {
+            if slot.key() == key {
                 return Some(slot);
             }
-            link = &slot.next;
+            link = &slot.head().next;
         }
         None
     }
@@ -122,16 +293,16 @@ impl<V> Table<V> {
         let mask = self.mask();
         let mut link = &mut self.buckets[hash as usize & mask];
         while let Some(slot) = link {
-            if &*slot.key == key {
+            if slot.key() == key {
                 return Some(slot);
             }
-            link = &mut slot.next;
+            link = &mut slot.head_mut().next;
         }
         None
     }
 
     /// Unlinks the slot holding `key`.
-    fn take(&mut self, hash: u64, key: &[u8]) -> Option<Box<Slot<V>>> {
+    fn take(&mut self, hash: u64, key: &[u8]) -> Option<Slot<V>> {
         if self.buckets.is_empty() {
             return None;
         }
@@ -140,33 +311,28 @@ impl<V> Table<V> {
         loop {
             match link {
                 None => return None,
-                Some(slot) if &*slot.key == key => {
+                Some(slot) if slot.key() == key => {
                     let mut slot = link.take()?;
-                    *link = slot.next.take();
+                    *link = slot.head_mut().next.take();
                     self.used -= 1;
                     return Some(slot);
                 }
-                Some(slot) => link = &mut slot.next,
+                Some(slot) => link = &mut slot.head_mut().next,
             }
         }
     }
 
     /// Pushes `slot` at the head of its bucket (the table must be non-empty); returns it.
-    fn push(&mut self, hash: u64, mut slot: Box<Slot<V>>) -> &mut Slot<V> {
+    fn push(&mut self, hash: u64, mut slot: Slot<V>) -> &mut Slot<V> {
         let idx = hash as usize & self.mask();
-        slot.next = self.buckets[idx].take();
+        slot.head_mut().next = self.buckets[idx].take();
         self.used += 1;
         self.buckets[idx].insert(slot)
     }
 
-    /// Drops every chain without recursion.
+    /// Drops every chain (a slot frees the rest of its chain in a loop, not by
+    /// recursion).
     fn clear(&mut self) {
-        for bucket in &mut self.buckets {
-            let mut link = bucket.take();
-            while let Some(mut slot) = link {
-                link = slot.next.take();
-            }
-        }
         self.buckets = Vec::new();
         self.used = 0;
     }
@@ -209,14 +375,7 @@ impl<V: Clone> Clone for Dict<V> {
         };
         for (key, value) in self.iter() {
             let hash = copy.hash(key);
-            copy.tables[0].push(
-                hash,
-                Box::new(Slot {
-                    next: None,
-                    key: ShortBytes::new(key),
-                    value: value.clone(),
-                }),
-            );
+            copy.tables[0].push(hash, Slot::new(key, value.clone()));
         }
         copy
     }
@@ -280,7 +439,7 @@ impl<V> Dict<V> {
         self.tables[0]
             .find(hash, key)
             .or_else(|| self.tables[1].find(hash, key))
-            .map(|s| &s.value)
+            .map(|s| &s.head().value)
     }
 
     /// True if `key` is present.
@@ -345,21 +504,17 @@ impl<V> Dict<V> {
     fn find_mut(&mut self, hash: u64, key: &[u8]) -> Option<&mut V> {
         let [t0, t1] = &mut self.tables;
         match t0.find_mut(hash, key) {
-            Some(s) => Some(&mut s.value),
-            None => t1.find_mut(hash, key).map(|s| &mut s.value),
+            Some(s) => Some(&mut s.head_mut().value),
+            None => t1.find_mut(hash, key).map(|s| &mut s.head_mut().value),
         }
     }
 
     /// Adds a key known to be absent (its hash is `hash`); returns its value.
     fn push_new(&mut self, hash: u64, key: &[u8], value: V) -> &mut V {
         self.expand_if_needed();
-        let slot = Box::new(Slot {
-            next: None,
-            key: ShortBytes::new(key),
-            value,
-        });
+        let slot = Slot::new(key, value);
         let target = if self.is_rehashing() { 1 } else { 0 };
-        &mut self.tables[target].push(hash, slot).value
+        &mut self.tables[target].push(hash, slot).head_mut().value
     }
 
     /// Removes `key`; returns its value.
@@ -374,7 +529,7 @@ impl<V> Dict<V> {
             None => self.tables[1].take(hash, key)?,
         };
         self.shrink_if_needed();
-        Some(slot.value)
+        Some(slot.into_value())
     }
 
     /// Removes every key and frees the tables.
@@ -438,9 +593,9 @@ impl<V> Dict<V> {
                 continue;
             };
             loop {
-                let next = link.next.take();
+                let next = link.head_mut().next.take();
                 self.tables[0].used -= 1;
-                let hash = self.hash(&link.key);
+                let hash = self.hash(link.key());
                 self.tables[1].push(hash, link);
                 match next {
                     Some(n) => link = n,
@@ -493,8 +648,8 @@ impl<V> Dict<V> {
         let mut chain = |table: &Table<V>, idx: u64| {
             let mut link = &table.buckets[idx as usize];
             while let Some(slot) = link {
-                emit(&slot.key, &slot.value);
-                link = &slot.next;
+                emit(slot.key(), &slot.head().value);
+                link = &slot.head().next;
             }
         };
         if !self.is_rehashing() {
@@ -588,16 +743,16 @@ impl<V> Dict<V> {
         let mut link = &table.buckets[idx];
         while let Some(s) = link {
             len += 1;
-            link = &s.next;
+            link = &s.head().next;
         }
         let mut n = (next() % len.max(1) as u64) as usize;
         let mut link = &table.buckets[idx];
         while let Some(s) = link {
             if n == 0 {
-                return Some(&s.key);
+                return Some(s.key());
             }
             n -= 1;
-            link = &s.next;
+            link = &s.head().next;
         }
         None
     }
@@ -626,13 +781,13 @@ impl<'a, V> Iterator for Iter<'a, V> {
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             if let Some(s) = self.slot {
-                self.slot = s.next.as_deref();
-                return Some((&s.key, &s.value));
+                self.slot = s.head().next.as_ref();
+                return Some((s.key(), &s.head().value));
             }
             let table = self.dict.tables.get(self.table)?;
             match table.buckets.get(self.bucket) {
                 Some(link) => {
-                    self.slot = link.as_deref();
+                    self.slot = link.as_ref();
                     self.bucket += 1;
                 }
                 None => {
@@ -730,6 +885,60 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_short_key_and_a_24_byte_value_fit_the_48_byte_class() {
+        use crate::alloc::usable_size;
+        type S = slot::Slot<[u64; 3]>;
+        assert_eq!(usable_size(S::layout(b"str:99999".len()).size()), 48);
+        assert_eq!(usable_size(S::layout(15).size()), 48);
+        assert_eq!(usable_size(S::layout(16).size()), 64);
+        assert_eq!(usable_size(S::layout(31).size()), 64);
+        // The long form: a 255-byte key takes 1 + 8 bytes of length.
+        assert_eq!(S::layout(254).size(), 32 + 1 + 254);
+        assert_eq!(S::layout(255).size(), 32 + 9 + 255);
+        // No larger than the fixed 56-byte slot plus a boxed copy of a long key was, up
+        // to 223-byte keys (beyond, one allocation's rounding may cost a class more than
+        // the two allocations' did, or less).
+        for len in 0..224 {
+            let old = if len <= 22 { 64 } else { 64 + usable_size(len) };
+            assert!(usable_size(S::layout(len).size()) <= old, "{len}");
+        }
+    }
+
+    #[test]
+    fn keys_of_every_length_read_back() {
+        let mut d = Dict::new();
+        let key = |len: usize| -> Vec<u8> { (0..len).map(|i| (i * 7 + len) as u8).collect() };
+        for len in (0..300).chain([1000, 70_000]) {
+            assert_eq!(d.insert(&key(len), len), None);
+        }
+        for len in (0..300).chain([1000, 70_000]) {
+            assert_eq!(d.get(&key(len)), Some(&len), "{len}");
+        }
+        let mut lens: Vec<usize> = d.keys().map(<[u8]>::len).collect();
+        lens.sort_unstable();
+        assert_eq!(lens, (0..300).chain([1000, 70_000]).collect::<Vec<_>>());
+        for len in (0..300).step_by(3) {
+            assert_eq!(d.remove(&key(len)), Some(len));
+        }
+        assert_eq!(d.len(), 302 - 100);
+    }
+
+    #[test]
+    fn a_long_chain_drops_without_recursion() {
+        // Every key in one bucket: a table of 4 buckets holding a million-slot chain
+        // would overflow the stack if dropping recursed.
+        let mut t: Table<u32> = Table::with_size(MIN_SIZE);
+        for i in 0..1_000_000u32 {
+            t.push(0, slot::Slot::new(&i.to_le_bytes(), i));
+        }
+        assert_eq!(
+            t.find(0, &7u32.to_le_bytes()).map(|s| s.head().value),
+            Some(7)
+        );
+        drop(t);
+    }
+
     #[derive(Debug, Clone)]
     enum Op {
         Insert(u16),
@@ -787,6 +996,55 @@ mod tests {
                 prop_assert_eq!(d.get(&k.to_be_bytes()), Some(v));
             }
             prop_assert_eq!(d.iter().count(), model.len());
+        }
+
+        /// Keys of any length (across the one-byte/long length prefix at 255 bytes) and
+        /// values that own something: the dict agrees with a HashMap, and every value
+        /// it ever held is dropped exactly once — replaced, removed, cleared or left in
+        /// the dict when it goes.
+        #[test]
+        fn owned_values_and_keys_of_any_length_match_a_hashmap(
+            ops in proptest::collection::vec((0u8..4, 0usize..40, 0usize..3), 1..600),
+        ) {
+            use std::rc::Rc;
+            let token = Rc::new(());
+            let key = |k: usize, shape: usize| -> Vec<u8> {
+                let len = [k % 16, 240 + k % 30, 300 + k][shape];
+                (0..len).map(|i| (i + k) as u8).collect()
+            };
+            {
+                let mut d: Dict<(usize, Rc<()>)> = Dict::new();
+                let mut model: HashMap<Vec<u8>, usize> = HashMap::new();
+                for (n, &(op, k, shape)) in ops.iter().enumerate() {
+                    let key = key(k, shape);
+                    match op {
+                        0 | 1 => {
+                            let old = d.insert(&key, (n, token.clone())).map(|v| v.0);
+                            prop_assert_eq!(old, model.insert(key, n));
+                        }
+                        2 => {
+                            prop_assert_eq!(d.remove(&key).map(|v| v.0), model.remove(&key));
+                        }
+                        _ => {
+                            let v = d.get_or_insert_with(&key, || (n, token.clone())).0;
+                            prop_assert_eq!(v, *model.entry(key).or_insert(n));
+                        }
+                    }
+                    prop_assert_eq!(d.len(), model.len());
+                    prop_assert_eq!(Rc::strong_count(&token), 1 + model.len());
+                }
+                for (k, v) in &model {
+                    prop_assert_eq!(d.get(k).map(|v| v.0), Some(*v));
+                }
+                let copy = d.clone();
+                prop_assert_eq!(Rc::strong_count(&token), 1 + 2 * model.len());
+                drop(copy);
+                if ops.len() % 2 == 0 {
+                    d.clear();
+                    prop_assert_eq!(Rc::strong_count(&token), 1);
+                }
+            }
+            prop_assert_eq!(Rc::strong_count(&token), 1);
         }
     }
 }

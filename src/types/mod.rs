@@ -109,9 +109,10 @@ impl Kind {
 
 /// A key's value: 24 bytes. A string sits inline (most keys of a Redis keyspace are
 /// short strings, and an inline string costs no allocation); every other type is boxed,
-/// the stream too, so that a dict slot is 64 bytes (a jemalloc class) rather than the
-/// 112 an inline 80-byte stream made it: a small string key costs about 74 bytes instead
-/// of 122 (Redis 7.0: 74 to 106), for 32 more bytes and one more pointer per stream.
+/// the stream too, so that a dict slot (32 bytes and the key, core/dict.rs) is 48 bytes
+/// for a key of up to 15 bytes rather than the 112 an inline 80-byte stream made it: a
+/// small string key costs about 59 bytes in all (Redis 7.0: 72 to 106), for 32 more
+/// bytes and one more pointer per stream.
 #[derive(Debug, Clone)]
 pub enum Value {
     /// A string (also what Redis stores integers, bitmaps and HyperLogLogs as).
@@ -222,7 +223,8 @@ mod tests {
 
     #[test]
     fn a_value_is_no_larger_than_a_stream_slot_needs() {
-        // The dict slot (core/dict.rs) holds a Value: 24 bytes keep the slot at 64.
+        // The dict slot (core/dict.rs) holds a Value: 24 bytes keep a slot with a key of
+        // up to 15 bytes at 48.
         assert_eq!(std::mem::size_of::<Value>(), 24);
     }
 }
