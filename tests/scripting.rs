@@ -240,7 +240,10 @@ fn function_dump_restores_on_redis_and_back() {
     let (ours, theirs) = (payload_of(&mut a), payload_of(&mut b));
     b.cmd_str(&["FUNCTION", "FLUSH"]);
     assert_eq!(b.cmd(&[b"FUNCTION", b"RESTORE", &ours]), b"+OK\r\n");
-    assert_eq!(b.cmd_str(&["FCALL", "boom", "0"]), a.cmd_str(&["FCALL", "boom", "0"]));
+    assert_eq!(
+        b.cmd_str(&["FCALL", "boom", "0"]),
+        a.cmd_str(&["FCALL", "boom", "0"])
+    );
     a.cmd_str(&["FUNCTION", "FLUSH"]);
     assert_eq!(a.cmd(&[b"FUNCTION", b"RESTORE", &theirs]), b"+OK\r\n");
     assert_eq!(a.cmd_str(&["FCALL_RO", "depth", "1", "q"]), b":0\r\n");
@@ -249,7 +252,10 @@ fn function_dump_restores_on_redis_and_back() {
         a.cmd(&[b"FUNCTION", b"RESTORE", &theirs]),
         b"-ERR Library lib1 already exists\r\n"
     );
-    assert_eq!(a.cmd(&[b"FUNCTION", b"RESTORE", &theirs, b"REPLACE"]), b"+OK\r\n");
+    assert_eq!(
+        a.cmd(&[b"FUNCTION", b"RESTORE", &theirs, b"REPLACE"]),
+        b"+OK\r\n"
+    );
     let mut flipped = theirs.clone();
     flipped[3] ^= 0x20;
     assert_eq!(

@@ -207,7 +207,9 @@ fn sort_generic(ctx: &mut Ctx<'_>, readonly: bool) -> Result<(), ReplyError> {
         Some(Value::ZSet(z)) => (z.iter().map(|(m, _)| m.into_owned()).collect(), 2),
         Some(_) => return Err(ReplyError::WrongType),
     };
-    if o.dontsort && kind == 1 && o.store.is_some() {
+    // An unsorted set is sorted anyway when stored or asked for by a script, so the
+    // result is the same on every replica (Redis's rule).
+    if o.dontsort && kind == 1 && (o.store.is_some() || ctx.client.in_script) {
         o.dontsort = false;
         o.alpha = true;
         o.by = None;

@@ -194,6 +194,18 @@ pub fn busy_threshold(core: &Core) -> Duration {
     Duration::from_millis(ms)
 }
 
+/// Why a script that may write (a shebang without `no-writes`, every function without
+/// it) cannot start now: a failing log, too few good replicas, a read-only replica —
+/// the refusals a write command would get (Redis's `scriptPrepareForRun`).
+pub fn write_refusal(ctx: &Ctx<'_>) -> Option<ReplyError> {
+    if let Some(why) = ctx.core.persist.write_refusal() {
+        return Some(ReplyError::owned(why));
+    }
+    // Any write command's row stands for "a write" here.
+    let write = crate::core::command::lookup(b"set")?;
+    ctx.core.replication_refusal(ctx.client, write)
+}
+
 /// How a started run continues.
 pub struct Started {
     /// The run.
@@ -242,13 +254,36 @@ pub fn execute(ctx: &mut Ctx<'_>, mut started: Started) {
             core.script_driver.notify_one();
         }
         Step::Returned => {
-            started.run.reply(ctx.out);
+            let failed = started.run.reply(ctx.out);
             finish_effects(core, outer_hold, started.run.ctx.repl);
+            if let Some((text, counted)) = failed {
+                count_failure(core, &ctx.argv[0], &text, counted);
+            }
         }
-        Step::Failed(text) => {
+        Step::Failed(text, counted) => {
             ctx.out.error_text(&text);
             finish_effects(core, outer_hold, started.run.ctx.repl);
+            count_failure(core, &ctx.argv[0], &text, counted);
         }
+    }
+}
+
+/// A script that answered an error: a failed call of its command, and an error reply of
+/// its code unless `redis.call` already counted that error.
+pub fn count_failure(core: &mut Core, command: &[u8], text: &[u8], counted: bool) {
+    if !counted {
+        *core
+            .stats
+            .errors
+            .entry(super::run::error_code(text))
+            .or_default() += 1;
+    }
+    if let Some(spec) = crate::core::command::lookup(command) {
+        core.stats
+            .commands
+            .entry(spec.full_name())
+            .or_default()
+            .failed_calls += 1;
     }
 }
 
@@ -321,6 +356,12 @@ fn eval_generic(ctx: &mut Ctx<'_>, by_sha: bool) -> Result<(), ReplyError> {
         return Err(ReplyError::owned(
             "ERR Can not execute a script with write flag using *_ro command.".into(),
         ));
+    }
+    if flags.shebang
+        && !flags.no_writes
+        && let Some(err) = write_refusal(ctx)
+    {
+        return Err(err);
     }
     if flags.shebang
         && !flags.no_writes
@@ -495,6 +536,7 @@ pub fn resume_busy(core: &mut Core) -> bool {
     };
     let client_id = busy.client_id;
     let killed = busy.kill;
+    let command = busy.argv[0].clone();
     let Some(mut run) = engine_mut(core).running.take() else {
         core.busy = None;
         return false;
@@ -505,8 +547,10 @@ pub fn resume_busy(core: &mut Core) -> bool {
         .map(|c| c.proto)
         .unwrap_or_default();
     let mut out = RespWriter::new(proto);
-    if killed {
-        out.error_text(&run.killed_text());
+    let failed = if killed {
+        let text = run.killed_text();
+        out.error_text(&text);
+        Some((text, false))
     } else {
         match run.resume(core) {
             Step::Suspended => {
@@ -517,8 +561,14 @@ pub fn resume_busy(core: &mut Core) -> bool {
                 return true;
             }
             Step::Returned => run.reply(&mut out),
-            Step::Failed(text) => out.error_text(&text),
+            Step::Failed(text, counted) => {
+                out.error_text(&text);
+                Some((text, counted))
+            }
         }
+    };
+    if let Some((text, counted)) = failed {
+        count_failure(core, &command, &text, counted);
     }
     core.busy = None;
     let repl = run.ctx.repl;

@@ -80,6 +80,29 @@ struct Pending {
 
 thread_local! {
     static LOADING: RefCell<Option<Pending>> = const { RefCell::new(None) };
+    static LOAD_DEADLINE: std::cell::Cell<Option<std::time::Instant>> = const { std::cell::Cell::new(None) };
+}
+
+/// How long a library's code may run while it loads (Redis 7.0's 500 ms).
+const LOAD_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// The count hook of a library load: past [`LOAD_TIMEOUT`] the load fails, and keeps
+/// failing on every line so that a `pcall` in the code cannot hold on.
+unsafe extern "C-unwind" fn load_hook(l: *mut ffi::lua_State, _ar: *mut ffi::lua_Debug) {
+    let late = LOAD_DEADLINE.with(|d| d.get().is_some_and(|t| std::time::Instant::now() > t));
+    if late {
+        // SAFETY: raised from a hook inside the load's lua_pcall.
+        unsafe {
+            ffi::lua_sethook(
+                l,
+                Some(load_hook),
+                ffi::LUA_MASKLINE | ffi::LUA_MASKCOUNT,
+                1,
+            );
+            push_error_table(l, b"ERR FUNCTION LOAD timeout");
+            raise(l);
+        }
+    }
 }
 
 impl Functions {
@@ -189,8 +212,11 @@ impl Functions {
             }
             set_globals_index(l, true);
             LOADING.with(|p| *p.borrow_mut() = Some(Pending::default()));
-            let _ = name;
+            LOAD_DEADLINE.with(|d| d.set(Some(std::time::Instant::now() + LOAD_TIMEOUT)));
+            ffi::lua_sethook(l, Some(load_hook), ffi::LUA_MASKCOUNT, 100_000);
             let status = ffi::lua_pcall(l, 0, 0, 0);
+            ffi::lua_sethook(l, None, 0, 0);
+            LOAD_DEADLINE.with(|d| d.set(None));
             set_globals_index(l, false);
             let pending = LOADING.with(|p| p.borrow_mut().take()).unwrap_or_default();
             if status != 0 {
@@ -221,6 +247,14 @@ impl Functions {
         let crc = crate::rdb::crc64::crc64(&out);
         out.extend_from_slice(&crc.to_le_bytes());
         out
+    }
+}
+
+/// `unknown subcommand or wrong number of arguments for '<sub>'. Try FUNCTION HELP.`
+fn subcommand_syntax(ctx: &Ctx<'_>) -> ReplyError {
+    ReplyError::SubcommandSyntax {
+        sub: String::from_utf8_lossy(ctx.arg(1)).into_owned(),
+        container: "FUNCTION".into(),
     }
 }
 
@@ -258,15 +292,20 @@ fn parse_metadata(code: &[u8]) -> Result<(Bytes, &[u8]), ReplyError> {
     }
     let nl = code.iter().position(|&c| c == b'\n').unwrap_or(code.len());
     let line = &code[..nl];
-    let mut parts = line.split(|&c| c == b' ').filter(|p| !p.is_empty());
-    let engine = &parts.next().unwrap_or_default()[2..];
+    // Redis reads the line with sdssplitargs: `name="lib"` is `name=lib`.
+    let Ok(parts) = crate::resp::inline::split_args(&Bytes::copy_from_slice(line)) else {
+        return Err(err("ERR Invalid library metadata".into()));
+    };
+    let mut parts = parts.iter().map(|p| p.to_vec());
+    let first = parts.next().unwrap_or_default();
+    let engine = first.get(2..).unwrap_or_default();
     if !engine.eq_ignore_ascii_case(b"lua") {
         return Err(err(format!(
             "ERR Engine '{}' not found",
             String::from_utf8_lossy(engine)
         )));
     }
-    let mut name: Option<&[u8]> = None;
+    let mut name: Option<Vec<u8>> = None;
     for part in parts {
         if let Some(n) = part.strip_prefix(b"name=") {
             if name.is_some() {
@@ -274,21 +313,21 @@ fn parse_metadata(code: &[u8]) -> Result<(Bytes, &[u8]), ReplyError> {
                     "ERR Invalid metadata value, name argument was given multiple times".into(),
                 ));
             }
-            name = Some(n);
+            name = Some(n.to_vec());
         } else {
             return Err(err(format!(
                 "ERR Invalid metadata value given: {}",
-                String::from_utf8_lossy(part)
+                String::from_utf8_lossy(&part)
             )));
         }
     }
     let Some(name) = name else {
         return Err(err("ERR Library name was not given".into()));
     };
-    if !valid_name(name) {
+    if !valid_name(&name) {
         return Err(err("ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long".into()));
     }
-    Ok((Bytes::copy_from_slice(name), &code[nl..]))
+    Ok((Bytes::from(name), &code[nl..]))
 }
 
 /// Points the globals' `__index` at the library API (`loading`) or back at the real
@@ -351,14 +390,41 @@ unsafe fn install_load_api(l: *mut ffi::lua_State, version: &str) {
     }
 }
 
-/// Gives the table on top a metatable whose `__index` reports a nonexistent global,
-/// and whose `__newindex` refuses writes.
+/// Replaces the table on top with an empty read-only stand-in: reads find the table's
+/// fields, other names are nonexistent globals, writes are refused (a function that
+/// kept a reference to the library API cannot change it later).
 unsafe fn nonexistent_metatable(l: *mut ffi::lua_State) {
     unsafe {
-        vm::push_globals(l);
-        ffi::lua_getmetatable(l, -1);
-        ffi::lua_remove(l, -2);
+        ffi::lua_newtable(l);
+        ffi::lua_createtable(l, 0, 2);
+        ffi::lua_pushvalue(l, -3);
+        ffi::lua_pushcclosure(l, lua_index_or_nonexistent, 1);
+        ffi::lua_setfield(l, -2, c"__index".as_ptr());
+        vm::push_refuse_write(l);
+        ffi::lua_setfield(l, -2, c"__newindex".as_ptr());
         ffi::lua_setmetatable(l, -2);
+        ffi::lua_remove(l, -2);
+    }
+}
+
+/// `__index` of the library API stand-ins: the real table's field, or a nonexistent
+/// global error.
+unsafe extern "C-unwind" fn lua_index_or_nonexistent(l: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        ffi::lua_pushvalue(l, 2);
+        ffi::lua_rawget(l, ffi::lua_upvalueindex(1));
+        if ffi::lua_type(l, -1) != ffi::LUA_TNIL {
+            return 1;
+        }
+        if ffi::lua_type(l, 2) == ffi::LUA_TSTRING {
+            let name = ffi::lua_tolstring(l, 2, std::ptr::null_mut());
+            return ffi::luaL_error(
+                l,
+                c"Script attempted to access nonexistent global variable '%s'".as_ptr(),
+                name,
+            );
+        }
+        1
     }
 }
 
@@ -558,9 +624,10 @@ pub fn function_delete(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 
 /// FUNCTION FLUSH [ASYNC|SYNC].
 pub fn function_flush(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
-    if ctx.argv.len() > 3
-        || (ctx.argv.len() == 3 && !is(ctx.arg(2), "sync") && !is(ctx.arg(2), "async"))
-    {
+    if ctx.argv.len() > 3 {
+        return Err(subcommand_syntax(ctx));
+    }
+    if ctx.argv.len() == 3 && !is(ctx.arg(2), "sync") && !is(ctx.arg(2), "async") {
         return Err(err(
             "ERR FUNCTION FLUSH only supports SYNC|ASYNC option".into()
         ));
@@ -588,6 +655,9 @@ pub fn function_restore(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         Append,
         Replace,
     }
+    if ctx.argv.len() > 4 {
+        return Err(subcommand_syntax(ctx));
+    }
     let policy = match ctx.argv.get(3) {
         None => Policy::Append,
         Some(p) if is(p, "flush") => Policy::Flush,
@@ -600,9 +670,6 @@ pub fn function_restore(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             ));
         }
     };
-    if ctx.argv.len() > 4 {
-        return Err(ReplyError::Syntax);
-    }
     let payload = ctx.arg(2).clone();
     if crate::rdb::payload::verify(&payload).is_err() {
         return Err(err("ERR DUMP payload version or checksum are wrong".into()));
@@ -846,6 +913,11 @@ pub fn fcall(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         return Err(err(
             "ERR Can not execute a script with write flag using *_ro command.".into(),
         ));
+    }
+    if !func.flags.no_writes
+        && let Some(err) = super::eval::write_refusal(ctx)
+    {
+        return Err(err);
     }
     if !func.flags.no_writes
         && !func.flags.allow_oom

@@ -70,6 +70,11 @@ pub struct RunCtx {
     co: *mut ffi::lua_State,
     /// Where the hook last suspended it (source, line).
     pub stopped_at: Option<(Vec<u8>, i64)>,
+    /// The hook suspended it (any other yield of the script's coroutine is the
+    /// script's own `coroutine.yield` outside a coroutine: an error).
+    pub hook_yield: bool,
+    /// The hook suspended a coroutine below the script's.
+    pub inner_hook_yield: bool,
 }
 
 thread_local! {
@@ -81,8 +86,9 @@ thread_local! {
 pub enum Step {
     /// The script returned: its reply is at the top of the coroutine.
     Returned,
-    /// The script raised this error (the RESP error text without `-` and CRLF).
-    Failed(Vec<u8>),
+    /// The script raised this error (the RESP error text without `-` and CRLF), and
+    /// whether it was already counted (an error `redis.call` raised).
+    Failed(Vec<u8>, bool),
     /// The script yielded past the busy threshold.
     Suspended,
 }
@@ -133,7 +139,6 @@ impl Run {
         now_ms: u64,
     ) -> Run {
         unsafe {
-            vm::srand48(0);
             let co = ffi::lua_newthread(main);
             // Move the function and its arguments onto the coroutine.
             ffi::lua_insert(main, -(nargs + 2));
@@ -155,6 +160,8 @@ impl Run {
                     repl: REPL_ALL,
                     co,
                     stopped_at: None,
+                    hook_yield: false,
+                    inner_hook_yield: false,
                 }),
                 main,
                 co_ref,
@@ -178,14 +185,23 @@ impl Run {
         CURRENT.with(|c| c.set(prev));
         self.ctx.core = std::ptr::null_mut();
         match status {
-            ffi::LUA_YIELD => Step::Suspended,
+            ffi::LUA_YIELD if std::mem::take(&mut self.ctx.hook_yield) => Step::Suspended,
+            ffi::LUA_YIELD => Step::Failed(
+                b"ERR attempt to yield across metamethod/C-call boundary".to_vec(),
+                false,
+            ),
             0 => Step::Returned,
-            _ => Step::Failed(unsafe { self.error_text() }),
+            _ => {
+                // SAFETY: the coroutine stopped with its error value on top.
+                let counted = unsafe { error_counted(self.ctx.co, -1) };
+                Step::Failed(unsafe { self.error_text() }, counted)
+            }
         }
     }
 
-    /// The reply of a script that returned, in the client's protocol.
-    pub fn reply(&self, out: &mut RespWriter) {
+    /// The reply of a script that returned, in the client's protocol. When it is an
+    /// error: its text and whether it was already counted.
+    pub fn reply(&self, out: &mut RespWriter) -> Option<(Vec<u8>, bool)> {
         let co = self.ctx.co;
         // SAFETY: the coroutine ended; its results are on its stack.
         unsafe {
@@ -195,6 +211,16 @@ impl Run {
                 ffi::lua_settop(co, 1);
             }
             write_reply(co, -1, out, self.ctx.resp3, 0);
+            let top = ffi::lua_gettop(co);
+            if ffi::lua_type(co, top) == ffi::LUA_TTABLE
+                && field(co, top, c"err") == ffi::LUA_TSTRING
+            {
+                let text = str_at(co, -1).to_vec();
+                ffi::lua_pop(co, 1);
+                return Some((text, error_counted(co, top)));
+            }
+            ffi::lua_settop(co, 1);
+            None
         }
     }
 
@@ -265,6 +291,20 @@ unsafe fn error_message(l: *mut ffi::lua_State, idx: c_int) -> Vec<u8> {
     }
 }
 
+/// True when the error value at `idx` is a table marked as already counted.
+unsafe fn error_counted(l: *mut ffi::lua_State, idx: c_int) -> bool {
+    unsafe {
+        if ffi::lua_type(l, idx) != ffi::LUA_TTABLE {
+            return false;
+        }
+        let idx = ffi::lua_absindex(l, idx);
+        let marked = field(l, idx, c"ignore_error_stats_update") == ffi::LUA_TBOOLEAN
+            && ffi::lua_toboolean(l, -1) != 0;
+        ffi::lua_pop(l, 1);
+        marked
+    }
+}
+
 /// The count hook: past the busy threshold the run is marked busy and, when nothing
 /// but Lua functions are on the coroutine's stack, suspended.
 unsafe extern "C-unwind" fn hook(l: *mut ffi::lua_State, ar: *mut ffi::lua_Debug) {
@@ -279,14 +319,47 @@ unsafe extern "C-unwind" fn hook(l: *mut ffi::lua_State, ar: *mut ffi::lua_Debug
             return;
         }
         ctx.busy = true;
-        if l == ctx.co && vm::may_yield(l) {
+        if vm::may_yield(l) {
             // Where it stopped: a killed script's error names this line.
             ffi::lua_getinfo(l, c"Sl".as_ptr(), ar);
             let source = std::ffi::CStr::from_ptr((*ar).source).to_bytes().to_vec();
             ctx.stopped_at = Some((source, i64::from((*ar).currentline)));
+            // The script's own coroutine is suspended for the server; one below it (a
+            // pcall, a user coroutine) for its resumer, which passes it up (vm.rs).
+            mark_hook_suspension(l);
             ffi::lua_yield(l, 0);
         }
     }
+}
+
+/// Records that the hook (or a wrapper passing the hook's suspension up) suspends `l`.
+fn mark_hook_suspension(l: *mut ffi::lua_State) {
+    let ctx = CURRENT.with(Cell::get);
+    if ctx.is_null() {
+        return;
+    }
+    // SAFETY: CURRENT points at the live context of the resume in progress.
+    let ctx = unsafe { &mut *ctx };
+    if l == ctx.co {
+        ctx.hook_yield = true;
+    } else {
+        ctx.inner_hook_yield = true;
+    }
+}
+
+/// Takes the flag a nested coroutine's hook suspension left.
+fn take_inner_hook_suspension() -> bool {
+    let ctx = CURRENT.with(Cell::get);
+    // SAFETY: as above.
+    !ctx.is_null() && unsafe { std::mem::take(&mut (*ctx).inner_hook_yield) }
+}
+
+/// Hands the hook's flags to the VM module (before the first VM is built).
+pub fn install_hook_flags() {
+    let _ = vm::HOOK_FLAGS.set(vm::HookFlags {
+        take_inner: take_inner_hook_suspension,
+        mark: mark_hook_suspension,
+    });
 }
 
 // ---- Lua → RESP ------------------------------------------------------------------------
@@ -338,9 +411,10 @@ pub unsafe fn write_reply(
     }
 }
 
-/// The field `name` of the table at `idx` is pushed; its type returned.
+/// The field `name` of the table at `idx` is pushed (read raw); its type returned.
 unsafe fn field(l: *mut ffi::lua_State, idx: c_int, name: &std::ffi::CStr) -> c_int {
     unsafe {
+        let idx = ffi::lua_absindex(l, idx);
         ffi::lua_pushstring(l, name.as_ptr());
         ffi::lua_rawget(l, idx);
         ffi::lua_type(l, -1)
@@ -755,6 +829,9 @@ unsafe fn call_from_lua(l: *mut ffi::lua_State) -> Result<(Vec<u8>, bool), Vec<u
                 }
             }
         }
+        // The arguments are copied: their stack slots are free for the reply (a call
+        // with ~8000 arguments leaves no room otherwise).
+        ffi::lua_settop(l, 0);
         let ctx = CURRENT.with(Cell::get);
         if ctx.is_null() || (*ctx).core.is_null() {
             return Err(b"ERR redis.call is not allowed here".to_vec());
@@ -770,6 +847,35 @@ unsafe fn call_from_lua(l: *mut ffi::lua_State) -> Result<(Vec<u8>, bool), Vec<u
 /// dispatcher with the script's client. The reply bytes (an error reply among them), or
 /// the text of an error the script sees before the command runs.
 fn dispatch(ctx: &mut RunCtx, argv: &Argv) -> Result<Vec<u8>, Vec<u8>> {
+    let result = dispatch_checked(ctx, argv);
+    if let Err(text) = &result {
+        // A refusal before the command ran counts as Redis counts it: an error reply of
+        // its code, and a rejected call of the command (the script's own failure later
+        // is not counted again: its error table says so).
+        // SAFETY: as in `dispatch_checked`.
+        let core = unsafe { &mut *ctx.core };
+        let code = error_code(text);
+        *core.stats.errors.entry(code).or_default() += 1;
+        if let Some(spec) =
+            command::lookup(&argv[0]).and_then(|s| command::resolve_subcommand(s, argv).ok())
+        {
+            core.stats
+                .commands
+                .entry(spec.full_name())
+                .or_default()
+                .rejected_calls += 1;
+        }
+    }
+    result
+}
+
+/// The code of an error text: its first word.
+pub fn error_code(text: &[u8]) -> String {
+    let word = text.split(|&c| c == b' ').next().unwrap_or_default();
+    String::from_utf8_lossy(word).into_owned()
+}
+
+fn dispatch_checked(ctx: &mut RunCtx, argv: &Argv) -> Result<Vec<u8>, Vec<u8>> {
     // SAFETY: set by `Run::resume` for its duration; nothing else borrows the core
     // while the script runs.
     let core = unsafe { &mut *ctx.core };
@@ -798,6 +904,12 @@ fn dispatch(ctx: &mut RunCtx, argv: &Argv) -> Result<Vec<u8>, Vec<u8>> {
     if spec.flags & flags::WRITE != 0 {
         if ctx.read_only {
             return Err(b"ERR Write commands are not allowed from read-only scripts.".to_vec());
+        }
+        if let Some(why) = core.persist.write_refusal() {
+            return Err(why.into_bytes());
+        }
+        if let Some(err) = core.replication_refusal(&ctx.fake, spec) {
+            return Err(err.wire_text().to_vec());
         }
         if !ctx.allow_oom
             && spec.flags & flags::DENYOOM != 0

@@ -36,6 +36,9 @@ pub type CFn = ffi::lua_CFunction;
 
 /// Registry key of the table mapping each read-only proxy to the table it stands for.
 const PROXIES: &CStr = c"streamd.proxies";
+/// Registry key of the table mapping each proxy to the read-only view `getmetatable`
+/// returns for it.
+const METATABLES: &CStr = c"streamd.metatables";
 /// Registry key of the real globals table (G above).
 pub const GLOBALS: &CStr = c"streamd.globals";
 /// The text of a write to a protected table.
@@ -114,6 +117,7 @@ impl Vm {
             install_redis(l);
             ffi::lua_pop(l, 1);
             protect(l);
+            run_prelude(l);
             Vm { l }
         }
     }
@@ -330,9 +334,11 @@ pub unsafe fn set_num(l: *mut ffi::lua_State, name: &CStr, n: f64) {
 /// the main state and every thread made from it.
 unsafe fn protect(l: *mut ffi::lua_State) {
     unsafe {
-        // The proxy registry.
+        // The proxy registries.
         ffi::lua_newtable(l);
         ffi::lua_setfield(l, ffi::LUA_REGISTRYINDEX, PROXIES.as_ptr());
+        ffi::lua_newtable(l);
+        ffi::lua_setfield(l, ffi::LUA_REGISTRYINDEX, METATABLES.as_ptr());
         // The wrapped base functions (over the real globals).
         for (name, f) in [
             (c"pcall", lua_pcall_errors_as_text as CFn),
@@ -343,6 +349,7 @@ unsafe fn protect(l: *mut ffi::lua_State) {
             (c"next", lua_next_ro as CFn),
             (c"pairs", lua_pairs_ro as CFn),
             (c"ipairs", lua_ipairs_ro as CFn),
+            (c"loadstring", lua_loadstring_text_only as CFn),
         ] {
             ffi::lua_pushcfunction(l, f);
             ffi::lua_setfield(l, ffi::LUA_GLOBALSINDEX, name.as_ptr());
@@ -396,10 +403,226 @@ unsafe fn protect(l: *mut ffi::lua_State) {
     }
 }
 
-/// Pushes a read-only proxy of the table at `idx`.
+/// What the hook-aware resume returns when the count hook suspended the coroutine it
+/// resumed (its address is all that matters; a script cannot make a light userdata).
+pub static HOOK_YIELD: u8 = 0;
+
+/// Lua 5.1 cannot yield across a C function, so `pcall`, `xpcall`, `coroutine.resume`
+/// and `coroutine.wrap` are rewritten in Lua over coroutines: the function runs in a
+/// coroutine of its own, resumed by `resume_` (a hook-aware `coroutine.resume`). When
+/// the hook suspends that coroutine, `resume_` answers the marker instead of yielded
+/// values, and the wrapper suspends its own coroutine the same way (`suspend_`), up to
+/// the script's coroutine, which the server then resumes in slices like any busy
+/// script. C functions (`pcall(redis.call, ...)`) still go through the C `pcall`.
+const PRELUDE: &str = r#"
+local marker, c_pcall, resume_, suspend_ = ...
+local create, status = coroutine.create, coroutine.status
+local select, unpack, type, rawget, error, c_xpcall = select, unpack, type, rawget, error, xpcall
+local function pack(...) return {n = select('#', ...), ...} end
+local function drive(co, ...)
+  local r = pack(resume_(co, ...))
+  while r[1] == marker do
+    suspend_()
+    r = pack(resume_(co))
+  end
+  return r
+end
+local function lua_fn(f)
+  if type(f) ~= 'function' then return nil end
+  local ok, co = c_pcall(create, f)
+  if ok then return co end
+  return nil
+end
+local function text(e)
+  if type(e) == 'table' then
+    local t = rawget(e, 'err')
+    if type(t) == 'string' then return t end
+  end
+  return e
+end
+local function pcall_(f, ...)
+  local co = lua_fn(f)
+  if not co then return c_pcall(f, ...) end
+  local r = drive(co, ...)
+  if r[1] then return unpack(r, 1, r.n) end
+  return false, text(r[2])
+end
+local function xpcall_(f, handler)
+  local co = lua_fn(f)
+  if not co then return c_xpcall(f, handler) end
+  local r = drive(co)
+  if r[1] then return unpack(r, 1, r.n) end
+  return false, handler(r[2])
+end
+local function coresume(co, ...)
+  local r = drive(co, ...)
+  return unpack(r, 1, r.n)
+end
+local function wrap_(f)
+  local co = create(f)
+  return function(...)
+    local r = drive(co, ...)
+    if r[1] then return unpack(r, 2, r.n) end
+    error(r[2], 2)
+  end
+end
+return pcall_, xpcall_, coresume, wrap_
+"#;
+
+unsafe extern "C-unwind" {
+    /// Gives `to` the C-call depth of `from` (Lua 5.1's `lua_setlevel`, what
+    /// `coroutine.resume` does before resuming).
+    fn lua_setlevel(from: *mut ffi::lua_State, to: *mut ffi::lua_State);
+}
+
+/// Hook callbacks from `run.rs`: did the hook just suspend `co` (a coroutine below the
+/// script's)? Consumes the flag. And: suspend the running coroutine on the hook's
+/// behalf.
+pub struct HookFlags {
+    /// Takes the "the hook suspended a nested coroutine" flag.
+    pub take_inner: fn() -> bool,
+    /// Marks a suspension of `l` as the hook's (sets the flag its resumer reads).
+    pub mark: fn(*mut ffi::lua_State),
+}
+
+/// Set by `run.rs` before any VM is built.
+pub static HOOK_FLAGS: std::sync::OnceLock<HookFlags> = std::sync::OnceLock::new();
+
+/// `coroutine.resume` that tells a hook suspension apart: Lua 5.1's own would move the
+/// suspended function's stack slots out as "yielded values".
+unsafe extern "C-unwind" fn lua_resume_hook_aware(l: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        let co = ffi::lua_tothread(l, 1);
+        if co.is_null() {
+            return ffi::luaL_argerror(l, 1, c"coroutine expected".as_ptr());
+        }
+        let narg = ffi::lua_gettop(l) - 1;
+        let state = if co == l {
+            Some(c"running")
+        } else {
+            match ffi::lua_status(co) {
+                ffi::LUA_YIELD => None,
+                0 => {
+                    let mut ar: ffi::lua_Debug = std::mem::zeroed();
+                    if ffi::lua_getstack(co, 0, &mut ar) > 0 {
+                        Some(c"normal")
+                    } else if ffi::lua_gettop(co) == 0 {
+                        Some(c"dead")
+                    } else {
+                        None
+                    }
+                }
+                _ => Some(c"dead"),
+            }
+        };
+        if ffi::lua_checkstack(co, narg) == 0 {
+            return ffi::luaL_error(l, c"too many arguments to resume".as_ptr());
+        }
+        if let Some(state) = state {
+            ffi::lua_pushboolean(l, 0);
+            ffi::lua_pushfstring(l, c"cannot resume %s coroutine".as_ptr(), state.as_ptr());
+            return 2;
+        }
+        ffi::lua_xmove(l, co, narg);
+        lua_setlevel(l, co);
+        let status = ffi::lua_resume_(co, narg);
+        if status == ffi::LUA_YIELD && HOOK_FLAGS.get().is_some_and(|f| (f.take_inner)()) {
+            ffi::lua_pushlightuserdata(l, &HOOK_YIELD as *const u8 as *mut std::ffi::c_void);
+            return 1;
+        }
+        if status == 0 || status == ffi::LUA_YIELD {
+            let nres = ffi::lua_gettop(co);
+            if ffi::lua_checkstack(l, nres + 1) == 0 {
+                return ffi::luaL_error(l, c"too many results to resume".as_ptr());
+            }
+            ffi::lua_pushboolean(l, 1);
+            ffi::lua_xmove(co, l, nres);
+            nres + 1
+        } else {
+            ffi::lua_pushboolean(l, 0);
+            ffi::lua_xmove(co, l, 1);
+            2
+        }
+    }
+}
+
+/// Suspends the running coroutine for the hook (a wrapper passing a hook suspension
+/// up a level).
+unsafe extern "C-unwind" fn lua_suspend_for_hook(l: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        if let Some(f) = HOOK_FLAGS.get() {
+            (f.mark)(l);
+        }
+        ffi::lua_yield(l, 0)
+    }
+}
+
+/// Installs [`PRELUDE`]'s functions over the real `pcall`, `xpcall`, `coroutine.resume`
+/// and `coroutine.wrap`.
+unsafe fn run_prelude(l: *mut ffi::lua_State) {
+    unsafe {
+        if ffi::luaL_loadbuffer(
+            l,
+            PRELUDE.as_ptr() as *const c_char,
+            PRELUDE.len(),
+            c"=prelude".as_ptr(),
+        ) != 0
+        {
+            ffi::lua_pop(l, 1);
+            return;
+        }
+        ffi::lua_pushlightuserdata(l, &HOOK_YIELD as *const u8 as *mut std::ffi::c_void);
+        ffi::lua_pushcfunction(l, lua_pcall_errors_as_text);
+        ffi::lua_pushcfunction(l, lua_resume_hook_aware);
+        ffi::lua_pushcfunction(l, lua_suspend_for_hook);
+        if ffi::lua_pcall(l, 4, 4, 0) != 0 {
+            ffi::lua_pop(l, 1);
+            return;
+        }
+        push_globals(l);
+        ffi::lua_pushvalue(l, -5);
+        ffi::lua_setfield(l, -2, c"pcall".as_ptr());
+        ffi::lua_pushvalue(l, -4);
+        ffi::lua_setfield(l, -2, c"xpcall".as_ptr());
+        // coroutine is a proxy: write into the table it stands for.
+        ffi::lua_getfield(l, -1, c"coroutine".as_ptr());
+        unproxy(l, -1);
+        ffi::lua_pushvalue(l, -4);
+        ffi::lua_setfield(l, -2, c"resume".as_ptr());
+        ffi::lua_pushvalue(l, -3);
+        ffi::lua_setfield(l, -2, c"wrap".as_ptr());
+        ffi::lua_pop(l, 6);
+    }
+}
+
+/// Pushes a read-only proxy of the table at `idx`. `getmetatable` of the proxy gives a
+/// read-only view of a metatable whose `__index` is the proxy itself, so neither the
+/// proxy's real metatable nor the table it stands for can be reached through it.
 unsafe fn make_proxy(l: *mut ffi::lua_State, idx: c_int) {
     unsafe {
         let idx = ffi::lua_absindex(l, idx);
+        let proxy = bare_proxy(l, idx);
+        // The view of the metatable: {__index = proxy, __newindex = refuse}, read-only.
+        ffi::lua_createtable(l, 0, 2);
+        ffi::lua_pushvalue(l, proxy);
+        ffi::lua_setfield(l, -2, c"__index".as_ptr());
+        ffi::lua_pushcfunction(l, lua_refuse_write);
+        ffi::lua_setfield(l, -2, c"__newindex".as_ptr());
+        let fake = ffi::lua_gettop(l);
+        bare_proxy(l, fake);
+        // metatables[proxy] = view
+        ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, METATABLES.as_ptr());
+        ffi::lua_pushvalue(l, proxy);
+        ffi::lua_pushvalue(l, -3);
+        ffi::lua_rawset(l, -3);
+        ffi::lua_pop(l, 3);
+    }
+}
+
+/// Pushes an empty table reading through to the table at `idx` and refusing writes,
+/// registered as its proxy; returns the proxy's stack index.
+unsafe fn bare_proxy(l: *mut ffi::lua_State, idx: c_int) -> c_int {
+    unsafe {
         ffi::lua_newtable(l);
         ffi::lua_createtable(l, 0, 2);
         ffi::lua_pushvalue(l, idx);
@@ -413,6 +636,7 @@ unsafe fn make_proxy(l: *mut ffi::lua_State, idx: c_int) {
         ffi::lua_pushvalue(l, idx);
         ffi::lua_rawset(l, -3);
         ffi::lua_pop(l, 1);
+        ffi::lua_gettop(l)
     }
 }
 
@@ -467,6 +691,14 @@ unsafe fn is_protected(l: *mut ffi::lua_State, idx: c_int) -> bool {
         ffi::lua_pop(l, 1);
         proxy || real
     }
+}
+
+/// Pushes the function that refuses writes (a `__newindex`).
+///
+/// # Safety
+/// `l` is a live state with room on its stack.
+pub unsafe fn push_refuse_write(l: *mut ffi::lua_State) {
+    unsafe { ffi::lua_pushcfunction(l, lua_refuse_write) }
 }
 
 /// `__newindex` of every proxy: the write is refused, with the position of the Lua
@@ -573,12 +805,42 @@ unsafe extern "C-unwind" fn lua_getmetatable_ro(l: *mut ffi::lua_State) -> c_int
             ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, c"streamd.string_mt".as_ptr());
             return 1;
         }
+        // A proxy's metatable is seen through its read-only view.
+        ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, METATABLES.as_ptr());
+        ffi::lua_pushvalue(l, 1);
+        ffi::lua_rawget(l, -2);
+        if ffi::lua_type(l, -1) == ffi::LUA_TTABLE {
+            return 1;
+        }
+        ffi::lua_pop(l, 2);
         if ffi::lua_getmetatable(l, 1) == 0 {
             ffi::lua_pushnil(l);
             return 1;
         }
         ffi::luaL_getmetafield(l, 1, c"__metatable".as_ptr());
         1
+    }
+}
+
+/// `loadstring`, refusing precompiled (binary) chunks as Redis 7.0 does: it returns nil
+/// and a message, like any chunk that does not load.
+unsafe extern "C-unwind" fn lua_loadstring_text_only(l: *mut ffi::lua_State) -> c_int {
+    unsafe {
+        let mut len = 0usize;
+        let s = ffi::luaL_checklstring(l, 1, &mut len);
+        let name = ffi::luaL_optlstring(l, 2, s, std::ptr::null_mut());
+        if len > 0 && *s == 0x1b {
+            ffi::lua_pushnil(l);
+            ffi::lua_pushstring(l, c"binary chunks are not allowed".as_ptr());
+            return 2;
+        }
+        if ffi::luaL_loadbuffer(l, s, len, name) == 0 {
+            1
+        } else {
+            ffi::lua_pushnil(l);
+            ffi::lua_insert(l, -2);
+            2
+        }
     }
 }
 
@@ -683,11 +945,12 @@ pub unsafe fn may_yield(co: *mut ffi::lua_State) -> bool {
 
 thread_local! {
     /// The state of the 48-bit generator behind `math.random` (`lrand48`'s).
-    static RAND48: std::cell::Cell<u64> = const { std::cell::Cell::new(0x330E) };
+    static RAND48: std::cell::Cell<u64> = const { std::cell::Cell::new(0x1234_ABCD_330E) };
 }
 
-/// Seeds the generator as `srand48` does (scripts start from seed 0, so a script's
-/// random numbers are the same on every run, as in Redis).
+/// Seeds the generator as `srand48` does. Redis 7.0 no longer reseeds before each script
+/// (its effects are replicated, not the script), so numbers differ between runs unless
+/// a script calls `math.randomseed`.
 pub fn srand48(seed: i32) {
     RAND48.with(|x| x.set((u64::from(seed as u32) << 16) | 0x330E));
 }
