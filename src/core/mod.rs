@@ -510,6 +510,8 @@ impl Core {
 
     /// Re-reads cached settings after a CONFIG SET.
     pub fn refresh_config_cache(&mut self) {
+        self.script_info.busy_threshold_ms =
+            self.config.get_i64("busy-reply-threshold").max(0) as u64;
         let bytes = self.config.get_i64("stream-node-max-bytes").max(0) as usize;
         let entries = self.config.get_i64("stream-node-max-entries").max(0) as usize;
         self.node_limits = NodeLimits {
@@ -624,7 +626,9 @@ impl Core {
         if self.loading {
             return;
         }
-        if let Some(held) = self.held_effects.as_mut() {
+        if let Some(held) = self.held_effects.as_mut()
+            && (self.persist.recording() || self.repl.feeding())
+        {
             held.push((
                 db,
                 argv.iter()

@@ -41,6 +41,8 @@ pub struct ScriptInfo {
     pub libraries: usize,
     /// Functions registered.
     pub functions: usize,
+    /// `busy-reply-threshold` (alias `lua-time-limit`), ms, cached from the config.
+    pub busy_threshold_ms: u64,
 }
 
 /// Commands a client may run while a script is busy (Redis's `ALLOW_BUSY` flag).

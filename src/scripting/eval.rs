@@ -168,30 +168,30 @@ pub fn parse_numkeys(arg: &[u8], available: usize) -> Result<usize, ReplyError> 
 
 /// The client a script's commands run as: the caller's user, database and protocol
 /// settings, flagged as a script so blocking commands answer at once.
-pub fn script_client(caller: &Client) -> Box<Client> {
-    let mut fake = Box::new(Client::new(
-        u64::MAX,
-        caller.addr.clone(),
-        caller.laddr.clone(),
-        true,
-        caller.created_ms,
-        crate::core::mailbox::mailbox().0,
-    ));
+pub fn script_client(core: &mut Core, caller: &Client) -> Box<Client> {
+    let mut fake = super::engine_mut(core)
+        .spare_client
+        .take()
+        .unwrap_or_else(|| {
+            let mut c = Box::new(Client::new(
+                u64::MAX,
+                String::new(),
+                String::new(),
+                true,
+                0,
+                crate::core::mailbox::mailbox().0,
+            ));
+            c.in_script = true;
+            c
+        });
     fake.user = caller.user.clone();
     fake.db = caller.db;
-    fake.in_script = true;
-    fake.name = caller.name.clone();
     fake
 }
 
 /// The busy threshold (`busy-reply-threshold`, alias `lua-time-limit`).
 pub fn busy_threshold(core: &Core) -> Duration {
-    let ms = core
-        .config
-        .get("busy-reply-threshold")
-        .and_then(|v| v.parse::<u64>().ok())
-        .unwrap_or(5000);
-    Duration::from_millis(ms)
+    Duration::from_millis(core.script_info.busy_threshold_ms)
 }
 
 /// Why a script that may write (a shebang without `no-writes`, every function without
@@ -259,11 +259,13 @@ pub fn execute(ctx: &mut Ctx<'_>, mut started: Started) {
             if let Some((text, counted)) = failed {
                 count_failure(core, &ctx.argv[0], &text, counted);
             }
+            engine_mut(core).spare_client = started.run.take_client();
         }
         Step::Failed(text, counted) => {
             ctx.out.error_text(&text);
             finish_effects(core, outer_hold, started.run.ctx.repl);
             count_failure(core, &ctx.argv[0], &text, counted);
+            engine_mut(core).spare_client = started.run.take_client();
         }
     }
 }
@@ -326,7 +328,6 @@ fn eval_generic(ctx: &mut Ctx<'_>, by_sha: bool) -> Result<(), ReplyError> {
     let read_only_cmd =
         ctx.argv[0].len() > 4 && ctx.argv[0][ctx.argv[0].len() - 3..].eq_ignore_ascii_case(b"_ro");
     let numkeys = parse_numkeys(ctx.arg(2), ctx.argv.len() - 3)?;
-    let version = super::version(ctx.core);
     let sha = {
         let engine = engine_mut(ctx.core);
         if by_sha {
@@ -350,7 +351,6 @@ fn eval_generic(ctx: &mut Ctx<'_>, by_sha: bool) -> Result<(), ReplyError> {
             sha
         }
     };
-    let _ = version;
     let flags = engine_mut(ctx.core).scripts[&sha].flags;
     if read_only_cmd && flags.shebang && !flags.no_writes {
         return Err(ReplyError::owned(
@@ -374,7 +374,7 @@ fn eval_generic(ctx: &mut Ctx<'_>, by_sha: bool) -> Result<(), ReplyError> {
     let keys: Vec<Bytes> = ctx.argv[3..3 + numkeys].to_vec();
     let args: Vec<Bytes> = ctx.argv[3 + numkeys..].to_vec();
     let busy_after = busy_threshold(ctx.core);
-    let fake = script_client(ctx.client);
+    let fake = script_client(ctx.core, ctx.client);
     let now_ms = ctx.now_ms;
     let run = with_engine(ctx.core, |engine, _| {
         engine.eval_vm.set_global_array(c"KEYS", &keys);

@@ -929,7 +929,7 @@ pub fn fcall(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let keys: Vec<Bytes> = ctx.argv[3..3 + numkeys].to_vec();
     let args: Vec<Bytes> = ctx.argv[3 + numkeys..].to_vec();
     let busy_after = busy_threshold(ctx.core);
-    let fake = script_client(ctx.client);
+    let fake = script_client(ctx.core, ctx.client);
     let now_ms = ctx.now_ms;
     let run = with_engine(ctx.core, |engine: &mut Engine, _| {
         let l = engine.functions.vm.l;

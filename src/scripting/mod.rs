@@ -43,6 +43,9 @@ pub struct Engine {
     pub functions: Functions,
     /// The run suspended past the busy threshold.
     pub running: Option<run::Run>,
+    /// The script client of the last run, kept for the next one (one allocation less
+    /// per script).
+    pub spare_client: Option<Box<crate::core::client::Client>>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -83,6 +86,7 @@ pub fn engine_mut(core: &mut Core) -> &mut Engine {
             scripts: HashMap::new(),
             functions: Functions::new(&v),
             running: None,
+            spare_client: None,
         }));
     }
     core.scripting

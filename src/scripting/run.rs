@@ -46,8 +46,9 @@ const HOOK_EVERY: c_int = 100_000;
 pub struct RunCtx {
     /// The core; valid only while [`Run::resume`] runs.
     core: *mut Core,
-    /// The client commands run as: the caller's user and database, `in_script` set.
-    pub fake: Box<Client>,
+    /// The client commands run as: the caller's user and database, `in_script` set
+    /// (taken back by [`Run::take_client`] when the run ends, for the next one).
+    fake: Option<Box<Client>>,
     /// RESP version of `redis.call` replies (`redis.setresp`).
     pub resp3: bool,
     /// Writes are refused (EVAL_RO, FCALL_RO, `no-writes`).
@@ -148,7 +149,7 @@ impl Run {
             Run {
                 ctx: Box::new(RunCtx {
                     core: std::ptr::null_mut(),
-                    fake,
+                    fake: Some(fake),
                     resp3: false,
                     read_only: false,
                     allow_oom: false,
@@ -197,6 +198,11 @@ impl Run {
                 Step::Failed(unsafe { self.error_text() }, counted)
             }
         }
+    }
+
+    /// The script's client, for the next run to reuse.
+    pub fn take_client(&mut self) -> Option<Box<Client>> {
+        self.ctx.fake.take()
     }
 
     /// The reply of a script that returned, in the client's protocol. When it is an
@@ -820,7 +826,7 @@ unsafe fn call_from_lua(l: *mut ffi::lua_State) -> Result<(Vec<u8>, bool), Vec<u
                 ffi::LUA_TSTRING => argv.push(Bytes::copy_from_slice(str_at(l, i))),
                 ffi::LUA_TNUMBER => {
                     let d = ffi::lua_tonumber(l, i);
-                    argv.push(Bytes::from(crate::commands::zset::fmt_double(d)));
+                    argv.push(number_arg(d));
                 }
                 _ => {
                     return Err(
@@ -840,6 +846,16 @@ unsafe fn call_from_lua(l: *mut ffi::lua_State) -> Result<(Vec<u8>, bool), Vec<u
         let argv: Argv = argv;
         let reply = dispatch(ctx, &argv)?;
         Ok((reply, ctx.resp3))
+    }
+}
+
+/// A number passed to `redis.call`, as `%.17g` writes it; whole numbers below 10^15
+/// (most arguments) take the integer path, which prints the same digits.
+fn number_arg(d: f64) -> Bytes {
+    if d.fract() == 0.0 && d.abs() < 1e15 && !(d == 0.0 && d.is_sign_negative()) {
+        Bytes::copy_from_slice(itoa::Buffer::new().format(d as i64).as_bytes())
+    } else {
+        Bytes::from(crate::commands::zset::fmt_double(d))
     }
 }
 
@@ -908,7 +924,11 @@ fn dispatch_checked(ctx: &mut RunCtx, argv: &Argv) -> Result<Vec<u8>, Vec<u8>> {
         if let Some(why) = core.persist.write_refusal() {
             return Err(why.into_bytes());
         }
-        if let Some(err) = core.replication_refusal(&ctx.fake, spec) {
+        if let Some(err) = ctx
+            .fake
+            .as_deref()
+            .and_then(|f| core.replication_refusal(f, spec))
+        {
             return Err(err.wire_text().to_vec());
         }
         if !ctx.allow_oom
@@ -920,8 +940,11 @@ fn dispatch_checked(ctx: &mut RunCtx, argv: &Argv) -> Result<Vec<u8>, Vec<u8>> {
         }
         ctx.wrote = true;
     }
-    if ctx.fake.user.is_some()
-        && let Err(denied) = core.acl_check(&ctx.fake, spec, argv, acl::log::Context::Lua)
+    let Some(fake) = ctx.fake.as_deref_mut() else {
+        return Err(b"ERR the script's client is gone".to_vec());
+    };
+    if fake.user.is_some()
+        && let Err(denied) = core.acl_check(fake, spec, argv, acl::log::Context::Lua)
     {
         let mut msg =
             b"ERR The user executing the script can't run this command or subcommand".to_vec();
@@ -932,13 +955,13 @@ fn dispatch_checked(ctx: &mut RunCtx, argv: &Argv) -> Result<Vec<u8>, Vec<u8>> {
         }
         return Err(msg);
     }
-    ctx.fake.proto = if ctx.resp3 {
+    fake.proto = if ctx.resp3 {
         Protocol::Resp3
     } else {
         Protocol::Resp2
     };
-    let mut out = RespWriter::new(ctx.fake.proto);
-    core.call(&mut ctx.fake, spec, argv, &mut out, ctx.now_ms);
+    let mut out = RespWriter::new(fake.proto);
+    core.call(fake, spec, argv, &mut out, ctx.now_ms);
     Ok(out.take())
 }
 
@@ -1140,7 +1163,7 @@ unsafe extern "C-unwind" fn lua_acl_check_cmd(l: *mut ffi::lua_State) -> c_int {
         let allowed = if ctx.is_null() {
             true
         } else {
-            match &(*ctx).fake.user {
+            match (*ctx).fake.as_ref().and_then(|f| f.user.as_ref()) {
                 Some(user) => user.borrow().check(spec, &argv).is_ok(),
                 None => true,
             }
@@ -1170,6 +1193,22 @@ mod tests {
             assert_eq!(c_cast_i64(d), i64::MIN, "{d}");
         }
         assert_eq!(c_cast_i64(-(2f64.powi(63))), i64::MIN);
+    }
+
+    #[test]
+    fn number_arguments_print_as_percent_17g() {
+        for (d, text) in [
+            (3.0, "3"),
+            (-7.0, "-7"),
+            (123_456_789_012.0, "123456789012"),
+            (-0.0, "-0"),
+            (0.1, "0.10000000000000001"),
+            (1e20, "1e+20"),
+            (2f64.powi(53), "9007199254740992"),
+            (f64::INFINITY, "inf"),
+        ] {
+            assert_eq!(number_arg(d), text.as_bytes(), "{d}");
+        }
     }
 
     #[test]
