@@ -114,6 +114,11 @@ pub fn is(arg: &[u8], word: &str) -> bool {
 /// Help text reply: status lines (Redis's `addReplyHelp`): a header line naming the
 /// command, the given lines, then the `HELP` lines.
 pub fn reply_help(ctx: &mut Ctx<'_>, container: &str, lines: &[&str]) {
+    reply_help_ending(ctx, container, lines, "    Print this help.");
+}
+
+/// [`reply_help`] with another last line (Redis 7.0 wrote `    Prints this help.`).
+pub fn reply_help_ending(ctx: &mut Ctx<'_>, container: &str, lines: &[&str], last: &str) {
     ctx.out.array(lines.len() + 3);
     ctx.out.simple(
         format!("{container} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:").as_bytes(),
@@ -122,7 +127,7 @@ pub fn reply_help(ctx: &mut Ctx<'_>, container: &str, lines: &[&str]) {
         ctx.out.simple(l.as_bytes());
     }
     ctx.out.simple(b"HELP");
-    ctx.out.simple(b"    Print this help.");
+    ctx.out.simple(last.as_bytes());
 }
 
 #[cfg(test)]

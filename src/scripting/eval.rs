@@ -206,6 +206,29 @@ pub fn write_refusal(ctx: &Ctx<'_>) -> Option<ReplyError> {
     ctx.core.replication_refusal(ctx.client, write)
 }
 
+/// The refusals of a script that may write, before it starts: [`write_refusal`], then
+/// `-OOM` past maxmemory unless it is `allow-oom`.
+pub fn check_may_write(ctx: &Ctx<'_>, may_write: bool, allow_oom: bool) -> Result<(), ReplyError> {
+    if !may_write {
+        return Ok(());
+    }
+    if let Some(err) = write_refusal(ctx) {
+        return Err(err);
+    }
+    if !allow_oom && ctx.core.limits.maxmemory > 0 && ctx.core.over_maxmemory() {
+        return Err(ReplyError::Oom);
+    }
+    Ok(())
+}
+
+/// The KEYS and ARGV of an EVAL/FCALL whose `numkeys` (argument 2) is `numkeys`.
+pub fn keys_and_args(ctx: &Ctx<'_>, numkeys: usize) -> (Vec<Bytes>, Vec<Bytes>) {
+    (
+        ctx.argv[3..3 + numkeys].to_vec(),
+        ctx.argv[3 + numkeys..].to_vec(),
+    )
+}
+
 /// How a started run continues.
 pub struct Started {
     /// The run.
@@ -357,22 +380,8 @@ fn eval_generic(ctx: &mut Ctx<'_>, by_sha: bool) -> Result<(), ReplyError> {
             "ERR Can not execute a script with write flag using *_ro command.".into(),
         ));
     }
-    if flags.shebang
-        && !flags.no_writes
-        && let Some(err) = write_refusal(ctx)
-    {
-        return Err(err);
-    }
-    if flags.shebang
-        && !flags.no_writes
-        && !flags.allow_oom
-        && ctx.core.limits.maxmemory > 0
-        && ctx.core.over_maxmemory()
-    {
-        return Err(ReplyError::Oom);
-    }
-    let keys: Vec<Bytes> = ctx.argv[3..3 + numkeys].to_vec();
-    let args: Vec<Bytes> = ctx.argv[3 + numkeys..].to_vec();
+    check_may_write(ctx, flags.shebang && !flags.no_writes, flags.allow_oom)?;
+    let (keys, args) = keys_and_args(ctx, numkeys);
     let busy_after = busy_threshold(ctx.core);
     let fake = script_client(ctx.core, ctx.client);
     let now_ms = ctx.now_ms;
@@ -492,15 +501,7 @@ pub fn script_debug(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 /// differential check's reference), whose help ends with `Prints this help.` (Redis 8
 /// says `Print`, and the other families here follow Redis 8).
 pub fn help_70(ctx: &mut Ctx<'_>, container: &str, lines: &[&str]) {
-    ctx.out.array(lines.len() + 3);
-    ctx.out.simple(
-        format!("{container} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:").as_bytes(),
-    );
-    for l in lines {
-        ctx.out.simple(l.as_bytes());
-    }
-    ctx.out.simple(b"HELP");
-    ctx.out.simple(b"    Prints this help.");
+    crate::commands::reply_help_ending(ctx, container, lines, "    Prints this help.");
 }
 
 /// SCRIPT HELP.

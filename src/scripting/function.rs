@@ -914,20 +914,8 @@ pub fn fcall(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             "ERR Can not execute a script with write flag using *_ro command.".into(),
         ));
     }
-    if !func.flags.no_writes
-        && let Some(err) = super::eval::write_refusal(ctx)
-    {
-        return Err(err);
-    }
-    if !func.flags.no_writes
-        && !func.flags.allow_oom
-        && ctx.core.limits.maxmemory > 0
-        && ctx.core.over_maxmemory()
-    {
-        return Err(ReplyError::Oom);
-    }
-    let keys: Vec<Bytes> = ctx.argv[3..3 + numkeys].to_vec();
-    let args: Vec<Bytes> = ctx.argv[3 + numkeys..].to_vec();
+    super::eval::check_may_write(ctx, !func.flags.no_writes, func.flags.allow_oom)?;
+    let (keys, args) = super::eval::keys_and_args(ctx, numkeys);
     let busy_after = busy_threshold(ctx.core);
     let fake = script_client(ctx.core, ctx.client);
     let now_ms = ctx.now_ms;

@@ -65,7 +65,6 @@ impl Drop for Engine {
 
 /// A VM with the `redis` library for this server's version.
 pub fn new_vm(version: &str) -> vm::Vm {
-    run::install_hook_flags();
     vm::Vm::new(|l| {
         // SAFETY: `Vm::new` hands over the globals table on top of the stack.
         unsafe { run::install_redis(l, version) }

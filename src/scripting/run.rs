@@ -235,25 +235,22 @@ impl Run {
     unsafe fn error_text(&self) -> Vec<u8> {
         unsafe {
             let co = self.ctx.co;
-            let mut msg = error_message(co, -1);
-            let pos = vm::error_position(co);
-            if let Some((source, line)) = pos {
-                msg.extend_from_slice(b" script: ");
-                msg.extend_from_slice(&self.name);
-                msg.extend_from_slice(b", on ");
-                msg.extend_from_slice(&source);
-                msg.push(b':');
-                msg.extend_from_slice(line.to_string().as_bytes());
-                msg.push(b'.');
-            }
-            msg
+            self.with_position(error_message(co, -1), vm::error_position(co))
         }
     }
 
     /// The error a killed script answers (its position is where it was suspended).
     pub fn killed_text(&self) -> Vec<u8> {
-        let mut msg = b"ERR Script killed by user with SCRIPT KILL...".to_vec();
-        if let Some((source, line)) = self.ctx.stopped_at.clone() {
+        self.with_position(
+            b"ERR Script killed by user with SCRIPT KILL...".to_vec(),
+            self.ctx.stopped_at.clone(),
+        )
+    }
+
+    /// `msg` with Redis's ` script: <name>, on <source>:<line>.` when the position is
+    /// known.
+    fn with_position(&self, mut msg: Vec<u8>, pos: Option<(Vec<u8>, i64)>) -> Vec<u8> {
+        if let Some((source, line)) = pos {
             msg.extend_from_slice(b" script: ");
             msg.extend_from_slice(&self.name);
             msg.extend_from_slice(b", on ");
@@ -339,7 +336,7 @@ unsafe extern "C-unwind" fn hook(l: *mut ffi::lua_State, ar: *mut ffi::lua_Debug
 }
 
 /// Records that the hook (or a wrapper passing the hook's suspension up) suspends `l`.
-fn mark_hook_suspension(l: *mut ffi::lua_State) {
+pub fn mark_hook_suspension(l: *mut ffi::lua_State) {
     let ctx = CURRENT.with(Cell::get);
     if ctx.is_null() {
         return;
@@ -354,18 +351,10 @@ fn mark_hook_suspension(l: *mut ffi::lua_State) {
 }
 
 /// Takes the flag a nested coroutine's hook suspension left.
-fn take_inner_hook_suspension() -> bool {
+pub fn take_inner_hook_suspension() -> bool {
     let ctx = CURRENT.with(Cell::get);
     // SAFETY: as above.
     !ctx.is_null() && unsafe { std::mem::take(&mut (*ctx).inner_hook_yield) }
-}
-
-/// Hands the hook's flags to the VM module (before the first VM is built).
-pub fn install_hook_flags() {
-    let _ = vm::HOOK_FLAGS.set(vm::HookFlags {
-        take_inner: take_inner_hook_suspension,
-        mark: mark_hook_suspension,
-    });
 }
 
 // ---- Lua → RESP ------------------------------------------------------------------------

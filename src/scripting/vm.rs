@@ -475,19 +475,6 @@ unsafe extern "C-unwind" {
     fn lua_setlevel(from: *mut ffi::lua_State, to: *mut ffi::lua_State);
 }
 
-/// Hook callbacks from `run.rs`: did the hook just suspend `co` (a coroutine below the
-/// script's)? Consumes the flag. And: suspend the running coroutine on the hook's
-/// behalf.
-pub struct HookFlags {
-    /// Takes the "the hook suspended a nested coroutine" flag.
-    pub take_inner: fn() -> bool,
-    /// Marks a suspension of `l` as the hook's (sets the flag its resumer reads).
-    pub mark: fn(*mut ffi::lua_State),
-}
-
-/// Set by `run.rs` before any VM is built.
-pub static HOOK_FLAGS: std::sync::OnceLock<HookFlags> = std::sync::OnceLock::new();
-
 /// `coroutine.resume` that tells a hook suspension apart: Lua 5.1's own would move the
 /// suspended function's stack slots out as "yielded values".
 unsafe extern "C-unwind" fn lua_resume_hook_aware(l: *mut ffi::lua_State) -> c_int {
@@ -526,7 +513,7 @@ unsafe extern "C-unwind" fn lua_resume_hook_aware(l: *mut ffi::lua_State) -> c_i
         ffi::lua_xmove(l, co, narg);
         lua_setlevel(l, co);
         let status = ffi::lua_resume_(co, narg);
-        if status == ffi::LUA_YIELD && HOOK_FLAGS.get().is_some_and(|f| (f.take_inner)()) {
+        if status == ffi::LUA_YIELD && super::run::take_inner_hook_suspension() {
             ffi::lua_pushlightuserdata(l, &HOOK_YIELD as *const u8 as *mut std::ffi::c_void);
             return 1;
         }
@@ -550,9 +537,7 @@ unsafe extern "C-unwind" fn lua_resume_hook_aware(l: *mut ffi::lua_State) -> c_i
 /// up a level).
 unsafe extern "C-unwind" fn lua_suspend_for_hook(l: *mut ffi::lua_State) -> c_int {
     unsafe {
-        if let Some(f) = HOOK_FLAGS.get() {
-            (f.mark)(l);
-        }
+        super::run::mark_hook_suspension(l);
         ffi::lua_yield(l, 0)
     }
 }
