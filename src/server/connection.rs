@@ -164,6 +164,14 @@ pub async fn serve<S>(
                 tokio::task::yield_now().await;
             }
             if !out.buf.is_empty() {
+                // Let the other ready connections run their commands first, so that the
+                // replies of one turn of the event loop go out together, as Redis writes
+                // its pending clients in `beforeSleep`. Writing each reply as soon as it
+                // is ready spreads the sends out, and each one then wakes a client that
+                // had gone back to sleep: at -P 1 with a 20-command script, a third of
+                // the server's time went to those wake-ups (EVALSHA 0.67× Redis; 1.07×
+                // with this yield; plain commands unchanged or better).
+                tokio::task::yield_now().await;
                 // The replies go out only once the effects they report are as durable
                 // as appendfsync promises (group commit with the other connections).
                 if crate::persist::commit(&core).await.is_err() {
