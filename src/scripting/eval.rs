@@ -1,13 +1,14 @@
 //! EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT: the script cache by SHA-1 and the
 //! shebang flags, on the engine's EVAL VM.
 
-use super::run::{Run, Step};
-use super::{Engine, engine_mut, with_engine};
+use super::run::{Run, RunName, Step};
+use super::{Engine, engine_mut};
 use crate::commands::{is, parse_i64};
 use crate::core::client::{BlockState, Client};
 use crate::core::script::BusyScript;
 use crate::core::{Core, Ctx};
 use crate::error::ReplyError;
+use crate::resp::Argv;
 use crate::resp::writer::RespWriter;
 use bytes::Bytes;
 use std::time::{Duration, Instant};
@@ -67,7 +68,9 @@ pub struct Script {
     /// Its flags.
     pub flags: ScriptFlags,
     /// Its body's length (INFO's `used_memory_scripts_eval`).
-    pub len: usize,
+    pub len: u32,
+    /// The registry reference of its compiled function in the EVAL VM.
+    pub func: std::ffi::c_int,
 }
 
 /// Reads an EVAL script's shebang: its flags and the body to compile (the shebang line
@@ -110,13 +113,6 @@ pub fn parse_shebang(body: &[u8]) -> Result<(ScriptFlags, &[u8]), ReplyError> {
     Ok((flags, &body[nl..]))
 }
 
-/// The registry key of a cached script's function.
-fn script_key(sha: &[u8; 40]) -> Vec<u8> {
-    let mut key = b"f_".to_vec();
-    key.extend_from_slice(sha);
-    key
-}
-
 impl Engine {
     /// Compiles and caches `body` (if it is not cached yet); its SHA.
     pub fn load_script(&mut self, body: &[u8]) -> Result<[u8; 40], ReplyError> {
@@ -125,19 +121,18 @@ impl Engine {
             return Ok(sha);
         }
         let (flags, code) = parse_shebang(body)?;
-        self.eval_vm
-            .compile(&script_key(&sha), code, c"@user_script")
-            .map_err(|e| {
-                ReplyError::owned(format!(
-                    "ERR Error compiling script (new function): {}",
-                    String::from_utf8_lossy(&e)
-                ))
-            })?;
+        let func = self.eval_vm.compile(code, c"@user_script").map_err(|e| {
+            ReplyError::owned(format!(
+                "ERR Error compiling script (new function): {}",
+                String::from_utf8_lossy(&e)
+            ))
+        })?;
         self.scripts.insert(
             sha,
             Script {
                 flags,
-                len: body.len(),
+                len: u32::try_from(body.len()).unwrap_or(u32::MAX),
+                func,
             },
         );
         Ok(sha)
@@ -222,11 +217,8 @@ pub fn check_may_write(ctx: &Ctx<'_>, may_write: bool, allow_oom: bool) -> Resul
 }
 
 /// The KEYS and ARGV of an EVAL/FCALL whose `numkeys` (argument 2) is `numkeys`.
-pub fn keys_and_args(ctx: &Ctx<'_>, numkeys: usize) -> (Vec<Bytes>, Vec<Bytes>) {
-    (
-        ctx.argv[3..3 + numkeys].to_vec(),
-        ctx.argv[3 + numkeys..].to_vec(),
-    )
+pub fn keys_and_args(argv: &[Bytes], numkeys: usize) -> (&[Bytes], &[Bytes]) {
+    argv[3..].split_at(numkeys)
 }
 
 /// How a started run continues.
@@ -282,7 +274,17 @@ pub fn execute(ctx: &mut Ctx<'_>, mut started: Started) {
             if let Some((text, counted)) = failed {
                 count_failure(core, &ctx.argv[0], &text, counted);
             }
-            engine_mut(core).spare_client = started.run.take_client();
+            let engine = engine_mut(core);
+            engine.spare_client = started.run.take_client();
+            let vm = if started.is_eval {
+                &engine.eval_vm
+            } else {
+                &engine.functions.vm
+            };
+            if let Some(thread) = started.run.take_thread(vm.l) {
+                // SAFETY: the run returned on this VM and is done with its thread.
+                unsafe { vm.keep_thread(thread) };
+            }
         }
         Step::Failed(text, counted) => {
             ctx.out.error_text(&text);
@@ -348,14 +350,16 @@ pub fn evalsha(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 }
 
 fn eval_generic(ctx: &mut Ctx<'_>, by_sha: bool) -> Result<(), ReplyError> {
+    let argv: &Argv = ctx.argv;
     let read_only_cmd =
-        ctx.argv[0].len() > 4 && ctx.argv[0][ctx.argv[0].len() - 3..].eq_ignore_ascii_case(b"_ro");
-    let numkeys = parse_numkeys(ctx.arg(2), ctx.argv.len() - 3)?;
+        argv[0].len() > 4 && argv[0][argv[0].len() - 3..].eq_ignore_ascii_case(b"_ro");
+    let numkeys = parse_numkeys(ctx.arg(2), argv.len() - 3)?;
     let sha = {
         let engine = engine_mut(ctx.core);
         if by_sha {
-            let given = ctx.argv[1].to_ascii_lowercase();
-            let sha: Option<[u8; 40]> = given.as_slice().try_into().ok();
+            let sha = <[u8; 40]>::try_from(argv[1].as_ref())
+                .ok()
+                .map(|s| s.map(|c| c.to_ascii_lowercase()));
             match sha.filter(|s| engine.scripts.contains_key(s)) {
                 Some(s) => s,
                 None => {
@@ -365,40 +369,44 @@ fn eval_generic(ctx: &mut Ctx<'_>, by_sha: bool) -> Result<(), ReplyError> {
                 }
             }
         } else {
-            let body = ctx.argv[1].clone();
             let before = engine.scripts.len();
-            let sha = engine.load_script(&body)?;
+            let sha = engine.load_script(&argv[1])?;
             if engine.scripts.len() != before {
                 super::refresh_info(ctx.core);
             }
             sha
         }
     };
-    let flags = engine_mut(ctx.core).scripts[&sha].flags;
+    let script = &engine_mut(ctx.core).scripts[&sha];
+    let (flags, func) = (script.flags, script.func);
     if read_only_cmd && flags.shebang && !flags.no_writes {
         return Err(ReplyError::owned(
             "ERR Can not execute a script with write flag using *_ro command.".into(),
         ));
     }
     check_may_write(ctx, flags.shebang && !flags.no_writes, flags.allow_oom)?;
-    let (keys, args) = keys_and_args(ctx, numkeys);
+    let (keys, args) = keys_and_args(argv, numkeys);
     let busy_after = busy_threshold(ctx.core);
     let fake = script_client(ctx.core, ctx.client);
     let now_ms = ctx.now_ms;
-    let run = with_engine(ctx.core, |engine, _| {
-        engine.eval_vm.set_global_array(c"KEYS", &keys);
-        engine.eval_vm.set_global_array(c"ARGV", &args);
-        let l = engine.eval_vm.l;
-        let key = script_key(&sha);
-        // SAFETY: pushes the cached function (stored by `load_script`) and hands it to
-        // a new run.
-        unsafe {
-            super::vm::push_bytes(l, &key);
-            mlua_sys::lua_rawget(l, mlua_sys::LUA_REGISTRYINDEX);
-            Run::new(l, 0, fake, Bytes::copy_from_slice(&sha), busy_after, now_ms)
-        }
-    });
-    let mut run = run;
+    let engine = engine_mut(ctx.core);
+    let vm = &engine.eval_vm;
+    vm.set_global_array(c"KEYS", keys);
+    vm.set_global_array(c"ARGV", args);
+    // SAFETY: pushes the cached function (anchored by `load_script`) and hands it to a
+    // run, on the VM's kept coroutine when there is one.
+    let mut run = unsafe {
+        vm.push_compiled(func);
+        Run::new(
+            vm.l,
+            0,
+            vm.take_thread(),
+            fake,
+            RunName::Sha(sha),
+            busy_after,
+            now_ms,
+        )
+    };
     run.ctx.read_only = read_only_cmd || flags.no_writes;
     run.ctx.allow_oom = flags.allow_oom;
     execute(

@@ -15,9 +15,9 @@
 //! ```
 
 use super::eval::{ScriptFlags, Started, busy_threshold, execute, parse_numkeys, script_client};
-use super::run::Run;
-use super::vm::{self, Vm, push_bytes, push_error_table, raise, str_at};
-use super::{Engine, engine_mut, with_engine};
+use super::run::{Run, RunName};
+use super::vm::{self, Vm, push_array, push_error_table, raise, str_at};
+use super::{Engine, engine_mut};
 use crate::commands::is;
 use crate::core::{Core, Ctx};
 use crate::error::ReplyError;
@@ -915,30 +915,33 @@ pub fn fcall(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         ));
     }
     super::eval::check_may_write(ctx, !func.flags.no_writes, func.flags.allow_oom)?;
-    let (keys, args) = super::eval::keys_and_args(ctx, numkeys);
+    let argv: &crate::resp::Argv = ctx.argv;
+    let (keys, args) = super::eval::keys_and_args(argv, numkeys);
     let busy_after = busy_threshold(ctx.core);
     let fake = script_client(ctx.core, ctx.client);
     let now_ms = ctx.now_ms;
-    let run = with_engine(ctx.core, |engine: &mut Engine, _| {
-        let l = engine.functions.vm.l;
-        // SAFETY: pushes the function and its two argument tables for a new run.
-        unsafe {
-            ffi::lua_rawgeti(
-                l,
-                ffi::LUA_REGISTRYINDEX,
-                ffi::lua_Integer::from(func.lua_ref),
-            );
-            for items in [&keys, &args] {
-                ffi::lua_createtable(l, items.len() as c_int, 0);
-                for (i, item) in items.iter().enumerate() {
-                    push_bytes(l, item);
-                    ffi::lua_rawseti(l, -2, (i + 1) as ffi::lua_Integer);
-                }
-            }
-            Run::new(l, 2, fake, name.clone(), busy_after, now_ms)
-        }
-    });
-    let mut run = run;
+    let vm = &engine_mut(ctx.core).functions.vm;
+    // SAFETY: pushes the function and its two argument tables for a run, on the VM's
+    // kept coroutine when there is one.
+    let mut run = unsafe {
+        let l = vm.l;
+        ffi::lua_rawgeti(
+            l,
+            ffi::LUA_REGISTRYINDEX,
+            ffi::lua_Integer::from(func.lua_ref),
+        );
+        push_array(l, keys);
+        push_array(l, args);
+        Run::new(
+            l,
+            2,
+            vm.take_thread(),
+            fake,
+            RunName::Function(name.clone()),
+            busy_after,
+            now_ms,
+        )
+    };
     run.ctx.read_only = func.flags.no_writes;
     run.ctx.allow_oom = func.flags.allow_oom;
     execute(

@@ -112,7 +112,7 @@ pub fn refresh_info(core: &mut Core) {
         let e = engine_mut(core);
         (
             e.scripts.len(),
-            e.scripts.values().map(|s| s.len).sum::<usize>(),
+            e.scripts.values().map(|s| s.len as usize).sum::<usize>(),
             e.eval_vm.memory(),
             e.functions.vm.memory(),
             e.functions.libraries.len(),

@@ -94,20 +94,40 @@ pub enum Step {
     Suspended,
 }
 
+/// What a run's error texts name: an EVAL's SHA or a function's name.
+#[derive(Debug, Clone)]
+pub enum RunName {
+    /// The SHA-1 of an EVAL's script.
+    Sha([u8; 40]),
+    /// A function's name.
+    Function(Bytes),
+}
+
+impl RunName {
+    fn as_bytes(&self) -> &[u8] {
+        match self {
+            RunName::Sha(sha) => sha,
+            RunName::Function(name) => name,
+        }
+    }
+}
+
 /// One execution of a script or function.
 pub struct Run {
     /// The coroutine and its context.
     pub ctx: Box<RunCtx>,
     /// The VM's main state (the coroutine is anchored in its registry).
     main: *mut ffi::lua_State,
-    /// Registry reference of the coroutine.
+    /// Registry reference of the coroutine (`LUA_NOREF` once handed back for reuse).
     co_ref: c_int,
     /// Arguments still to pass on the first resume.
     nargs: c_int,
     /// Resumed at least once.
     started: bool,
-    /// What the error suffix names: the SHA of an EVAL, a function's name.
-    pub name: Bytes,
+    /// The last resume ended with the script returning (its thread can be reused).
+    returned: bool,
+    /// What the error suffix names.
+    pub name: RunName,
 }
 
 impl std::fmt::Debug for Run {
@@ -120,32 +140,47 @@ impl std::fmt::Debug for Run {
 
 impl Drop for Run {
     fn drop(&mut self) {
-        // SAFETY: the VM outlives its runs (the engine drops runs before VMs).
-        unsafe { ffi::luaL_unref(self.main, ffi::LUA_REGISTRYINDEX, self.co_ref) }
+        if self.co_ref != ffi::LUA_NOREF {
+            // SAFETY: the VM outlives its runs (the engine drops runs before VMs).
+            unsafe { ffi::luaL_unref(self.main, ffi::LUA_REGISTRYINDEX, self.co_ref) }
+        }
     }
 }
 
 impl Run {
     /// Prepares a run of the function on top of `main`'s stack, popping it, with the
-    /// `args` tables pushed after it as arguments (functions get KEYS and ARGV so).
+    /// `args` tables pushed after it as arguments (functions get KEYS and ARGV so). It
+    /// runs on `thread` (a coroutine of `main` kept from a run that returned) or on a
+    /// new coroutine.
     ///
     /// # Safety
-    /// `main` is a VM's main state with the function (and `nargs` arguments) on top.
+    /// `main` is a VM's main state with the function (and `nargs` arguments) on top;
+    /// `thread`, if given, is one of its coroutines with an empty stack.
     pub unsafe fn new(
         main: *mut ffi::lua_State,
         nargs: c_int,
+        thread: Option<vm::Thread>,
         fake: Box<Client>,
-        name: Bytes,
+        name: RunName,
         busy_after: Duration,
         now_ms: u64,
     ) -> Run {
         unsafe {
-            let co = ffi::lua_newthread(main);
-            // Move the function and its arguments onto the coroutine.
-            ffi::lua_insert(main, -(nargs + 2));
-            ffi::lua_xmove(main, co, nargs + 1);
-            let co_ref = ffi::luaL_ref(main, ffi::LUA_REGISTRYINDEX);
-            ffi::lua_sethook(co, Some(hook), ffi::LUA_MASKCOUNT, HOOK_EVERY);
+            let (co, co_ref) = match thread {
+                Some(t) => {
+                    ffi::lua_xmove(main, t.co, nargs + 1);
+                    (t.co, t.reference)
+                }
+                None => {
+                    let co = ffi::lua_newthread(main);
+                    // Move the function and its arguments onto the coroutine.
+                    ffi::lua_insert(main, -(nargs + 2));
+                    ffi::lua_xmove(main, co, nargs + 1);
+                    let co_ref = ffi::luaL_ref(main, ffi::LUA_REGISTRYINDEX);
+                    ffi::lua_sethook(co, Some(hook), ffi::LUA_MASKCOUNT, HOOK_EVERY);
+                    (co, co_ref)
+                }
+            };
             Run {
                 ctx: Box::new(RunCtx {
                     core: std::ptr::null_mut(),
@@ -168,9 +203,23 @@ impl Run {
                 co_ref,
                 nargs,
                 started: false,
+                returned: false,
                 name,
             }
         }
+    }
+
+    /// The coroutine of a run that returned, for the next run on the same VM (`main`);
+    /// None when it ended otherwise (a failed or suspended coroutine can't restart).
+    pub fn take_thread(&mut self, main: *mut ffi::lua_State) -> Option<vm::Thread> {
+        if !self.returned || main != self.main || self.co_ref == ffi::LUA_NOREF {
+            return None;
+        }
+        let reference = std::mem::replace(&mut self.co_ref, ffi::LUA_NOREF);
+        Some(vm::Thread {
+            co: self.ctx.co,
+            reference,
+        })
     }
 
     /// Runs the script until it returns, fails, or is suspended past the threshold.
@@ -191,7 +240,10 @@ impl Run {
                 b"ERR attempt to yield across metamethod/C-call boundary".to_vec(),
                 false,
             ),
-            0 => Step::Returned,
+            0 => {
+                self.returned = true;
+                Step::Returned
+            }
             _ => {
                 // SAFETY: the coroutine stopped with its error value on top.
                 let counted = unsafe { error_counted(self.ctx.co, -1) };
@@ -252,7 +304,7 @@ impl Run {
     fn with_position(&self, mut msg: Vec<u8>, pos: Option<(Vec<u8>, i64)>) -> Vec<u8> {
         if let Some((source, line)) = pos {
             msg.extend_from_slice(b" script: ");
-            msg.extend_from_slice(&self.name);
+            msg.extend_from_slice(self.name.as_bytes());
             msg.extend_from_slice(b", on ");
             msg.extend_from_slice(&source);
             msg.push(b':');
@@ -1213,13 +1265,13 @@ mod tests {
     /// first result as reply bytes.
     fn run_chunk(chunk: &str) -> Vec<u8> {
         let vm = crate::scripting::new_vm("7.0.0");
-        vm.compile(b"t", chunk.as_bytes(), c"@user_script")
+        let func = vm
+            .compile(chunk.as_bytes(), c"@user_script")
             .expect("compiles");
-        // SAFETY: the function was stored under "t" just above.
+        // SAFETY: the function was anchored under `func` just above.
         unsafe {
             let l = vm.l;
-            vm::push_bytes(l, b"t");
-            ffi::lua_rawget(l, ffi::LUA_REGISTRYINDEX);
+            vm.push_compiled(func);
             let status = ffi::lua_pcall(l, 0, 1, 0);
             let mut out = RespWriter::new(Protocol::Resp2);
             if status != 0 {

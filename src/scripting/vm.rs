@@ -48,6 +48,19 @@ pub const READONLY_ERR: &CStr = c"Attempt to modify a readonly table";
 pub struct Vm {
     /// The main state.
     pub l: *mut ffi::lua_State,
+    /// The coroutine of the last run that returned, kept for the next run: a new
+    /// thread per script was most of a short script's allocations and of the garbage
+    /// collector's work (Lua 5.1 restarts a thread whose function returned).
+    spare_thread: std::cell::Cell<Option<Thread>>,
+}
+
+/// A coroutine of a VM, anchored in its registry.
+#[derive(Debug, Clone, Copy)]
+pub struct Thread {
+    /// The coroutine's state.
+    pub co: *mut ffi::lua_State,
+    /// Its registry reference (what keeps it from being collected).
+    pub reference: c_int,
 }
 
 impl Drop for Vm {
@@ -118,13 +131,17 @@ impl Vm {
             ffi::lua_pop(l, 1);
             protect(l);
             run_prelude(l);
-            Vm { l }
+            Vm {
+                l,
+                spare_thread: std::cell::Cell::new(None),
+            }
         }
     }
 
-    /// Compiles `body` as a chunk named `chunkname` (`@user_script`) and stores the
-    /// function in the registry under `key`; the compile error's text otherwise.
-    pub fn compile(&self, key: &[u8], body: &[u8], chunkname: &CStr) -> Result<(), Vec<u8>> {
+    /// Compiles `body` as a chunk named `chunkname` (`@user_script`) and anchors the
+    /// function in the registry: its reference (a registry slot costs less than a
+    /// string key and is found without hashing); the compile error's text otherwise.
+    pub fn compile(&self, body: &[u8], chunkname: &CStr) -> Result<c_int, Vec<u8>> {
         // SAFETY: balanced stack; the error value is copied out before it is popped.
         unsafe {
             let l = self.l;
@@ -139,20 +156,39 @@ impl Vm {
                 ffi::lua_pop(l, 1);
                 return Err(text);
             }
-            ffi::lua_pushlstring(l, key.as_ptr() as *const c_char, key.len());
-            ffi::lua_insert(l, -2);
-            ffi::lua_rawset(l, ffi::LUA_REGISTRYINDEX);
-            Ok(())
+            Ok(ffi::luaL_ref(l, ffi::LUA_REGISTRYINDEX))
         }
     }
 
-    /// Removes the function stored under `key`.
-    pub fn forget(&self, key: &[u8]) {
-        // SAFETY: balanced stack.
+    /// Pushes the function `compile` anchored under `reference`.
+    ///
+    /// # Safety
+    /// `reference` came from `compile` on this VM; the stack has room for one value.
+    pub unsafe fn push_compiled(&self, reference: c_int) {
         unsafe {
-            ffi::lua_pushlstring(self.l, key.as_ptr() as *const c_char, key.len());
-            ffi::lua_pushnil(self.l);
-            ffi::lua_rawset(self.l, ffi::LUA_REGISTRYINDEX);
+            ffi::lua_rawgeti(
+                self.l,
+                ffi::LUA_REGISTRYINDEX,
+                ffi::lua_Integer::from(reference),
+            );
+        }
+    }
+
+    /// The kept coroutine, if there is one (see `spare_thread`).
+    pub fn take_thread(&self) -> Option<Thread> {
+        self.spare_thread.take()
+    }
+
+    /// Keeps the coroutine of a run that returned (its stack emptied) for the next run.
+    ///
+    /// # Safety
+    /// `thread` is a coroutine of this VM whose function returned, no longer used.
+    pub unsafe fn keep_thread(&self, thread: Thread) {
+        unsafe {
+            ffi::lua_settop(thread.co, 0);
+            if let Some(old) = self.spare_thread.replace(Some(thread)) {
+                ffi::luaL_unref(self.l, ffi::LUA_REGISTRYINDEX, old.reference);
+            }
         }
     }
 
@@ -162,11 +198,7 @@ impl Vm {
         unsafe {
             let l = self.l;
             push_globals(l);
-            ffi::lua_createtable(l, items.len() as c_int, 0);
-            for (i, item) in items.iter().enumerate() {
-                ffi::lua_pushlstring(l, item.as_ptr() as *const c_char, item.len());
-                ffi::lua_rawseti(l, -2, (i + 1) as ffi::lua_Integer);
-            }
+            push_array(l, items);
             ffi::lua_setfield(l, -2, name.as_ptr());
             ffi::lua_pop(l, 1);
         }
@@ -283,6 +315,20 @@ pub unsafe fn str_at<'a>(l: *mut ffi::lua_State, idx: c_int) -> &'a [u8] {
 pub unsafe fn push_bytes(l: *mut ffi::lua_State, bytes: &[u8]) {
     unsafe {
         ffi::lua_pushlstring(l, bytes.as_ptr() as *const c_char, bytes.len());
+    }
+}
+
+/// Pushes a new array table of `items` (KEYS and ARGV of a run).
+///
+/// # Safety
+/// `l` is a live state with room on its stack.
+pub unsafe fn push_array(l: *mut ffi::lua_State, items: &[bytes::Bytes]) {
+    unsafe {
+        ffi::lua_createtable(l, items.len() as c_int, 0);
+        for (i, item) in items.iter().enumerate() {
+            push_bytes(l, item);
+            ffi::lua_rawseti(l, -2, (i + 1) as ffi::lua_Integer);
+        }
     }
 }
 
