@@ -1088,6 +1088,11 @@ impl Core {
         self.clients.len() + 1
     }
 
+    /// When the command running now started (sampled once per command, not read anew).
+    pub fn command_started(&self) -> Instant {
+        self.clock
+    }
+
     /// Starts a batch of commands from one read: samples the clock once for all of
     /// them.
     pub fn begin_batch(&mut self) {

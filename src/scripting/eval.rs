@@ -389,6 +389,8 @@ fn eval_generic(ctx: &mut Ctx<'_>, by_sha: bool) -> Result<(), ReplyError> {
     let busy_after = busy_threshold(ctx.core);
     let fake = script_client(ctx.core, ctx.client);
     let now_ms = ctx.now_ms;
+    // The command's start (sampled by the core), not a fresh clock read.
+    let started = ctx.core.command_started();
     let engine = engine_mut(ctx.core);
     let vm = &engine.eval_vm;
     vm.set_global_array(c"KEYS", keys);
@@ -403,6 +405,7 @@ fn eval_generic(ctx: &mut Ctx<'_>, by_sha: bool) -> Result<(), ReplyError> {
             vm.take_thread(),
             fake,
             RunName::Sha(sha),
+            started,
             busy_after,
             now_ms,
         )

@@ -920,6 +920,8 @@ pub fn fcall(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let busy_after = busy_threshold(ctx.core);
     let fake = script_client(ctx.core, ctx.client);
     let now_ms = ctx.now_ms;
+    // The command's start (sampled by the core), not a fresh clock read.
+    let started = ctx.core.command_started();
     let vm = &engine_mut(ctx.core).functions.vm;
     // SAFETY: pushes the function and its two argument tables for a run, on the VM's
     // kept coroutine when there is one.
@@ -938,6 +940,7 @@ pub fn fcall(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             vm.take_thread(),
             fake,
             RunName::Function(name.clone()),
+            started,
             busy_after,
             now_ms,
         )

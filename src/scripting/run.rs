@@ -33,7 +33,7 @@ use crate::core::command::{self, CommandSpec, flags};
 use crate::core::{Core, acl};
 use crate::resp::Argv;
 use crate::resp::writer::{Protocol, RespWriter};
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use mlua_sys as ffi;
 use std::cell::Cell;
 use std::ffi::c_int;
@@ -76,6 +76,10 @@ pub struct RunCtx {
     pub hook_yield: bool,
     /// The hook suspended a coroutine below the script's.
     pub inner_hook_yield: bool,
+    /// The argument vector of `redis.call`, kept between calls (its capacity).
+    argv: Argv,
+    /// Where `redis.call`'s command writes its reply, kept between calls.
+    reply: RespWriter,
 }
 
 thread_local! {
@@ -162,6 +166,7 @@ impl Run {
         thread: Option<vm::Thread>,
         fake: Box<Client>,
         name: RunName,
+        started: Instant,
         busy_after: Duration,
         now_ms: u64,
     ) -> Run {
@@ -190,7 +195,7 @@ impl Run {
                     allow_oom: false,
                     wrote: false,
                     now_ms,
-                    started: Instant::now(),
+                    started,
                     busy_after,
                     busy: false,
                     repl: REPL_ALL,
@@ -198,6 +203,8 @@ impl Run {
                     stopped_at: None,
                     hook_yield: false,
                     inner_hook_yield: false,
+                    argv: Vec::new(),
+                    reply: RespWriter::new(Protocol::Resp2),
                 }),
                 main,
                 co_ref,
@@ -814,9 +821,8 @@ unsafe extern "C-unwind" fn lua_redis_pcall(l: *mut ffi::lua_State) -> c_int {
 /// `redis.call` (raise errors) and `redis.pcall` (return them).
 unsafe fn redis_call(l: *mut ffi::lua_State, raise_errors: bool) -> c_int {
     unsafe {
-        let result = call_from_lua(l);
-        let (bytes, resp3) = match result {
-            Ok(r) => r,
+        let ctx = match call_from_lua(l) {
+            Ok(ctx) => ctx,
             Err(msg) => {
                 push_error_table(l, &msg);
                 drop(msg);
@@ -824,16 +830,16 @@ unsafe fn redis_call(l: *mut ffi::lua_State, raise_errors: bool) -> c_int {
                 return if raise_errors { raise(l) } else { 1 };
             }
         };
+        // The reply stays in the context's buffer (nothing to free if Lua raises).
+        let bytes: &[u8] = &(*ctx).reply.buf;
+        let resp3 = (*ctx).resp3;
         let mut pos = 0;
         let top = ffi::lua_gettop(l);
-        if !push_reply(l, &bytes, &mut pos, resp3) {
+        if !push_reply(l, bytes, &mut pos, resp3) {
             ffi::lua_settop(l, top);
-            drop(bytes);
             return raise_err(l, b"reply could not be read");
         }
-        let is_error = bytes.first() == Some(&b'-');
-        drop(bytes);
-        if is_error {
+        if bytes.first() == Some(&b'-') {
             mark_ignore_stats(l);
             if raise_errors {
                 return raise(l);
@@ -852,8 +858,10 @@ unsafe fn mark_ignore_stats(l: *mut ffi::lua_State) {
     }
 }
 
-/// The arguments of a `redis.call` as an argv, and the call's reply bytes.
-unsafe fn call_from_lua(l: *mut ffi::lua_State) -> Result<(Vec<u8>, bool), Vec<u8>> {
+/// Runs the `redis.call` whose arguments are on `l`'s stack: its reply is left in the
+/// returned context's `reply`; the text of an error the script sees before the command
+/// runs otherwise.
+unsafe fn call_from_lua(l: *mut ffi::lua_State) -> Result<*mut RunCtx, Vec<u8>> {
     unsafe {
         let argc = ffi::lua_gettop(l);
         if argc == 0 {
@@ -861,14 +869,12 @@ unsafe fn call_from_lua(l: *mut ffi::lua_State) -> Result<(Vec<u8>, bool), Vec<u
                 b"ERR Please specify at least one argument for this redis lib call".to_vec(),
             );
         }
-        let mut argv: Vec<Bytes> = Vec::with_capacity(argc as usize);
+        // The arguments are copied into one buffer (one allocation, not one each).
+        let mut total = 0;
         for i in 1..=argc {
             match ffi::lua_type(l, i) {
-                ffi::LUA_TSTRING => argv.push(Bytes::copy_from_slice(str_at(l, i))),
-                ffi::LUA_TNUMBER => {
-                    let d = ffi::lua_tonumber(l, i);
-                    argv.push(number_arg(d));
-                }
+                ffi::LUA_TSTRING => total += str_at(l, i).len(),
+                ffi::LUA_TNUMBER => total += 24,
                 _ => {
                     return Err(
                         b"ERR Lua redis lib command arguments must be strings or integers".to_vec(),
@@ -876,34 +882,44 @@ unsafe fn call_from_lua(l: *mut ffi::lua_State) -> Result<(Vec<u8>, bool), Vec<u
                 }
             }
         }
-        // The arguments are copied: their stack slots are free for the reply (a call
-        // with ~8000 arguments leaves no room otherwise).
-        ffi::lua_settop(l, 0);
         let ctx = CURRENT.with(Cell::get);
         if ctx.is_null() || (*ctx).core.is_null() {
             return Err(b"ERR redis.call is not allowed here".to_vec());
         }
-        let ctx = &mut *ctx;
-        let argv: Argv = argv;
-        let reply = dispatch(ctx, &argv)?;
-        Ok((reply, ctx.resp3))
+        let mut argv = std::mem::take(&mut (*ctx).argv);
+        let mut buf = BytesMut::with_capacity(total);
+        for i in 1..=argc {
+            if ffi::lua_type(l, i) == ffi::LUA_TSTRING {
+                buf.extend_from_slice(str_at(l, i));
+            } else {
+                write_number_arg(&mut buf, ffi::lua_tonumber(l, i));
+            }
+            argv.push(buf.split().freeze());
+        }
+        // Their stack slots are free for the reply (a call with ~8000 arguments leaves
+        // no room otherwise).
+        ffi::lua_settop(l, 0);
+        let result = dispatch(&mut *ctx, &argv);
+        argv.clear();
+        (*ctx).argv = argv;
+        result.map(|()| ctx)
     }
 }
 
 /// A number passed to `redis.call`, as `%.17g` writes it; whole numbers below 10^15
 /// (most arguments) take the integer path, which prints the same digits.
-fn number_arg(d: f64) -> Bytes {
+fn write_number_arg(buf: &mut BytesMut, d: f64) {
     if d.fract() == 0.0 && d.abs() < 1e15 && !(d == 0.0 && d.is_sign_negative()) {
-        Bytes::copy_from_slice(itoa::Buffer::new().format(d as i64).as_bytes())
+        buf.extend_from_slice(itoa::Buffer::new().format(d as i64).as_bytes());
     } else {
-        Bytes::from(crate::commands::zset::fmt_double(d))
+        buf.extend_from_slice(crate::commands::zset::fmt_double(d).as_bytes());
     }
 }
 
 /// Runs one command for the script: Redis's checks for scripts, then the core's
-/// dispatcher with the script's client. The reply bytes (an error reply among them), or
-/// the text of an error the script sees before the command runs.
-fn dispatch(ctx: &mut RunCtx, argv: &Argv) -> Result<Vec<u8>, Vec<u8>> {
+/// dispatcher with the script's client, its reply (an error reply among them) in
+/// `ctx.reply`; or the text of an error the script sees before the command runs.
+fn dispatch(ctx: &mut RunCtx, argv: &Argv) -> Result<(), Vec<u8>> {
     let result = dispatch_checked(ctx, argv);
     if let Err(text) = &result {
         // A refusal before the command ran counts as Redis counts it: an error reply of
@@ -932,7 +948,7 @@ pub fn error_code(text: &[u8]) -> String {
     String::from_utf8_lossy(word).into_owned()
 }
 
-fn dispatch_checked(ctx: &mut RunCtx, argv: &Argv) -> Result<Vec<u8>, Vec<u8>> {
+fn dispatch_checked(ctx: &mut RunCtx, argv: &Argv) -> Result<(), Vec<u8>> {
     // SAFETY: set by `Run::resume` for its duration; nothing else borrows the core
     // while the script runs.
     let core = unsafe { &mut *ctx.core };
@@ -1001,9 +1017,10 @@ fn dispatch_checked(ctx: &mut RunCtx, argv: &Argv) -> Result<Vec<u8>, Vec<u8>> {
     } else {
         Protocol::Resp2
     };
-    let mut out = RespWriter::new(fake.proto);
-    core.call(fake, spec, argv, &mut out, ctx.now_ms);
-    Ok(out.take())
+    ctx.reply.buf.clear();
+    ctx.reply.proto = fake.proto;
+    core.call(fake, spec, argv, &mut ctx.reply, ctx.now_ms);
+    Ok(())
 }
 
 /// True when an XREAD/XREADGROUP has a BLOCK option before STREAMS.
@@ -1248,7 +1265,9 @@ mod tests {
             (2f64.powi(53), "9007199254740992"),
             (f64::INFINITY, "inf"),
         ] {
-            assert_eq!(number_arg(d), text.as_bytes(), "{d}");
+            let mut buf = BytesMut::new();
+            write_number_arg(&mut buf, d);
+            assert_eq!(buf, text.as_bytes(), "{d}");
         }
     }
 
