@@ -165,6 +165,31 @@ fn script_replies_and_errors_match_redis_in_both_protocols() {
         ),
         eval("#!lua flags=bogus\nreturn 1", &[], &[]),
         eval("#!python\nreturn 1", &[], &[]),
+        // A script that changes KEYS/ARGV leaves nothing of it to the next script
+        // (streamd refills the tables of the last run when they are untouched).
+        eval(
+            "KEYS.extra = 1 KEYS[3] = 'x' table.remove(ARGV) return #KEYS",
+            &["a", "b"],
+            &["1", "2"],
+        ),
+        eval(
+            "local n = 0 for k in pairs(KEYS) do n = n + 1 end return {n, #ARGV, KEYS.extra or 'none'}",
+            &["a", "b"],
+            &["1", "2"],
+        ),
+        eval(
+            "setmetatable(KEYS, {__index = function() return 'meta' end}) return KEYS[9]",
+            &["a"],
+            &[],
+        ),
+        eval(
+            "return {KEYS[1], tostring(KEYS[9]), tostring(getmetatable(KEYS))}",
+            &["z"],
+            &[],
+        ),
+        eval("KEYS[1] = nil return #KEYS", &["a"], &[]),
+        eval("return {#KEYS, KEYS[1]}", &["b"], &[]),
+        eval("return {#KEYS, KEYS[1], #ARGV}", &[], &["x", "y", "z"]),
         vec!["EVAL_RO", "return redis.call('del', KEYS[1])", "1", "s"],
         vec!["EVAL_RO", "#!lua\nreturn 1", "0"],
         vec!["MULTI"],

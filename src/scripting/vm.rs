@@ -192,15 +192,36 @@ impl Vm {
         }
     }
 
-    /// Sets the real global `name` to an array of `items` (KEYS, ARGV).
+    /// Sets the real global `name` to an array of `items` (KEYS, ARGV of an EVAL).
+    ///
+    /// A small table the last run left as it was made (the keys `1..=n` and nothing
+    /// else, no metatable) is refilled instead of replaced: a new table per script was
+    /// a tenth of a one-command script's time, with the garbage it leaves. No script can
+    /// keep a reference to it past its run (every table it could store one in is
+    /// read-only, and a chunk's locals end with the run), so a refilled table cannot be
+    /// told from a new one. Functions get new tables (a library's upvalues outlive a
+    /// call).
     pub fn set_global_array(&self, name: &CStr, items: &[bytes::Bytes]) {
-        // SAFETY: balanced stack.
+        // SAFETY: balanced stack; `lua_next` only runs from nil or from a key that is
+        // in the table (its own previous result).
         unsafe {
             let l = self.l;
             push_globals(l);
-            push_array(l, items);
-            ffi::lua_setfield(l, -2, name.as_ptr());
-            ffi::lua_pop(l, 1);
+            // Raw: the globals' __index raises for a name never set.
+            ffi::lua_pushstring(l, name.as_ptr());
+            ffi::lua_rawget(l, -2);
+            if reusable_array(l, items.len()) {
+                for (i, item) in items.iter().enumerate() {
+                    push_bytes(l, item);
+                    ffi::lua_rawseti(l, -2, (i + 1) as ffi::lua_Integer);
+                }
+                ffi::lua_pop(l, 2);
+            } else {
+                ffi::lua_pop(l, 1);
+                push_array(l, items);
+                ffi::lua_setfield(l, -2, name.as_ptr());
+                ffi::lua_pop(l, 1);
+            }
         }
     }
 
@@ -315,6 +336,43 @@ pub unsafe fn str_at<'a>(l: *mut ffi::lua_State, idx: c_int) -> &'a [u8] {
 pub unsafe fn push_bytes(l: *mut ffi::lua_State, bytes: &[u8]) {
     unsafe {
         ffi::lua_pushlstring(l, bytes.as_ptr() as *const c_char, bytes.len());
+    }
+}
+
+/// Arrays up to this length are refilled by `Vm::set_global_array` (checking a table
+/// walks all of it).
+const REFILL_MAX: usize = 16;
+
+/// True when the value on top is a table with exactly the keys `1..=n`, no metatable,
+/// and `n` is at most [`REFILL_MAX`].
+///
+/// # Safety
+/// `l` is a live state with room for three more values on its stack.
+unsafe fn reusable_array(l: *mut ffi::lua_State, n: usize) -> bool {
+    unsafe {
+        if n > REFILL_MAX || ffi::lua_type(l, -1) != ffi::LUA_TTABLE {
+            return false;
+        }
+        if ffi::lua_getmetatable(l, -1) != 0 {
+            ffi::lua_pop(l, 1);
+            return false;
+        }
+        let mut count = 0;
+        ffi::lua_pushnil(l);
+        while ffi::lua_next(l, -2) != 0 {
+            ffi::lua_pop(l, 1);
+            let key = ffi::lua_tonumber(l, -1);
+            let in_range = ffi::lua_type(l, -1) == ffi::LUA_TNUMBER
+                && key.fract() == 0.0
+                && key >= 1.0
+                && key <= n as f64;
+            count += 1;
+            if !in_range || count > n {
+                ffi::lua_pop(l, 1);
+                return false;
+            }
+        }
+        count == n
     }
 }
 
