@@ -71,22 +71,6 @@ pub const COMMANDS: &[CommandSpec] = &[
         "6.2.0",
         reset,
     ),
-    conn(
-        "readonly",
-        1,
-        FAST | LOADING | STALE,
-        "Enables read-only queries for a connection to a Redis Cluster replica node.",
-        "3.0.0",
-        cluster_disabled,
-    ),
-    conn(
-        "readwrite",
-        1,
-        FAST | LOADING | STALE,
-        "Enables read-write queries for a connection to a Reids Cluster replica node.",
-        "3.0.0",
-        cluster_disabled,
-    ),
     CommandSpec {
         name: "client",
         arity: -2,
@@ -375,12 +359,6 @@ fn reset(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     ctx.client.authenticated = ctx.core.acl.new_client_authenticated();
     ctx.out.simple(b"RESET");
     Ok(())
-}
-
-fn cluster_disabled(_ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
-    Err(ReplyError::msg(
-        "ERR This instance has cluster support disabled",
-    ))
 }
 
 fn validate_client_name(name: &[u8]) -> Result<(), ReplyError> {

@@ -30,6 +30,9 @@ use bytes::Bytes;
 
 const KEYSPACE: &[&str] = &["@keyspace"];
 
+/// Where RESTORE is in [`COMMANDS`] (RESTORE-ASKING is a copy of its row).
+pub const RESTORE_ROW: usize = 1;
+
 /// This family's rows of the command table.
 pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {

@@ -16,6 +16,7 @@
 //! [`Persistence`](crate::core::persistence::Persistence) interface.
 
 pub mod acl;
+pub mod cluster;
 pub mod connection;
 pub mod deadletter;
 pub mod dump;
@@ -66,6 +67,7 @@ pub static FAMILIES: &[&[CommandSpec]] = &[
     acl::COMMANDS,
     keys::COMMANDS,
     dump::COMMANDS,
+    cluster::COMMANDS,
     transaction::COMMANDS,
     xadd::COMMANDS,
     xrange::COMMANDS,

@@ -1,7 +1,7 @@
 //! EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT: the script cache by SHA-1 and the
 //! shebang flags, on the engine's EVAL VM.
 
-use super::run::{Run, RunName, Step};
+use super::run::{Run, RunName, RunSetup, Step};
 use super::{Engine, engine_mut};
 use crate::commands::{is, parse_i64};
 use crate::core::client::{BlockState, Client};
@@ -402,12 +402,14 @@ fn eval_generic(ctx: &mut Ctx<'_>, by_sha: bool) -> Result<(), ReplyError> {
         Run::new(
             vm.l,
             0,
-            vm.take_thread(),
-            fake,
-            RunName::Sha(sha),
-            started,
-            busy_after,
-            now_ms,
+            RunSetup {
+                thread: vm.take_thread(),
+                fake,
+                name: RunName::Sha(sha),
+                started,
+                busy_after,
+                now_ms,
+            },
         )
     };
     run.ctx.read_only = read_only_cmd || flags.no_writes;

@@ -15,7 +15,7 @@
 //! ```
 
 use super::eval::{ScriptFlags, Started, busy_threshold, execute, parse_numkeys, script_client};
-use super::run::{Run, RunName};
+use super::run::{Run, RunName, RunSetup};
 use super::vm::{self, Vm, push_array, push_error_table, raise, str_at};
 use super::{Engine, engine_mut};
 use crate::commands::is;
@@ -937,12 +937,14 @@ pub fn fcall(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         Run::new(
             l,
             2,
-            vm.take_thread(),
-            fake,
-            RunName::Function(name.clone()),
-            started,
-            busy_after,
-            now_ms,
+            RunSetup {
+                thread: vm.take_thread(),
+                fake,
+                name: RunName::Function(name.clone()),
+                started,
+                busy_after,
+                now_ms,
+            },
         )
     };
     run.ctx.read_only = func.flags.no_writes;

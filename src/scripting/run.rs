@@ -151,25 +151,40 @@ impl Drop for Run {
     }
 }
 
+/// What a run starts with besides its function.
+pub struct RunSetup {
+    /// A coroutine of the VM kept from a run that returned, or None for a new one.
+    pub thread: Option<vm::Thread>,
+    /// The client its commands run as.
+    pub fake: Box<Client>,
+    /// What its error texts name.
+    pub name: RunName,
+    /// When the command that runs it started.
+    pub started: Instant,
+    /// `busy-reply-threshold`.
+    pub busy_after: Duration,
+    /// The command time.
+    pub now_ms: u64,
+}
+
 impl Run {
     /// Prepares a run of the function on top of `main`'s stack, popping it, with the
     /// `args` tables pushed after it as arguments (functions get KEYS and ARGV so). It
-    /// runs on `thread` (a coroutine of `main` kept from a run that returned) or on a
-    /// new coroutine.
+    /// runs on `setup.thread` (a coroutine of `main` kept from a run that returned) or on
+    /// a new coroutine.
     ///
     /// # Safety
     /// `main` is a VM's main state with the function (and `nargs` arguments) on top;
-    /// `thread`, if given, is one of its coroutines with an empty stack.
-    pub unsafe fn new(
-        main: *mut ffi::lua_State,
-        nargs: c_int,
-        thread: Option<vm::Thread>,
-        fake: Box<Client>,
-        name: RunName,
-        started: Instant,
-        busy_after: Duration,
-        now_ms: u64,
-    ) -> Run {
+    /// `setup.thread`, if given, is one of its coroutines with an empty stack.
+    pub unsafe fn new(main: *mut ffi::lua_State, nargs: c_int, setup: RunSetup) -> Run {
+        let RunSetup {
+            thread,
+            fake,
+            name,
+            started,
+            busy_after,
+            now_ms,
+        } = setup;
         unsafe {
             let (co, co_ref) = match thread {
                 Some(t) => {
