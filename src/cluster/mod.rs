@@ -9,6 +9,9 @@
 //! - [`slots`]: the hash slot of a key (CRC16/XMODEM mod 16384 with the `{hash tag}` rule)
 //!   and [`slots::SlotBitmap`], the 2048-byte slot set in the bit order Redis puts on the
 //!   wire.
+//! - [`nodes_conf`]: the `nodes.conf` file of Redis 7.0 (one line per node and the `vars`
+//!   line), parsed into plain structs and written back byte for byte, and the atomic
+//!   replace (temp file, fsync, rename) used to save it.
 //!
 //! What is still to come (issue 23): the cluster bus task (listening on the cluster port,
 //! one link per peer), failure detection (PFAIL → FAIL by majority), replica elections with
@@ -16,4 +19,5 @@
 //! `-CROSSSLOT`, `-TRYAGAIN`, `-CLUSTERDOWN`). `docs/cluster.md` lists every rule with its
 //! source in Redis.
 
+pub mod nodes_conf;
 pub mod slots;
