@@ -12,6 +12,11 @@
 //! - [`nodes_conf`]: the `nodes.conf` file of Redis 7.0 (one line per node and the `vars`
 //!   line), parsed into plain structs and written back byte for byte, and the atomic
 //!   replace (temp file, fsync, rename) used to save it.
+//! - [`bus`]: the cluster bus frame of Redis 7.0, header and every message body (PING,
+//!   PONG, MEET with gossip and ping extensions; FAIL, PUBLISH, PUBLISHSHARD, UPDATE,
+//!   FAILOVER_AUTH_REQUEST, FAILOVER_AUTH_ACK, MFSTART, MODULE), typed encode and decode
+//!   with the length checks Redis makes. `tests/cluster.rs` pins it against a live
+//!   redis-server.
 //!
 //! What is still to come (issue 23): the cluster bus task (listening on the cluster port,
 //! one link per peer), failure detection (PFAIL → FAIL by majority), replica elections with
@@ -19,5 +24,6 @@
 //! `-CROSSSLOT`, `-TRYAGAIN`, `-CLUSTERDOWN`). `docs/cluster.md` lists every rule with its
 //! source in Redis.
 
+pub mod bus;
 pub mod nodes_conf;
 pub mod slots;
