@@ -35,7 +35,7 @@ const FAKE_PORT: u16 = 6999;
 struct RedisNode {
     child: Child,
     port: u16,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl Drop for RedisNode {
@@ -76,11 +76,7 @@ impl RedisNode {
             .stdout(Stdio::null())
             .spawn()
             .expect("redis-server must be installed (apt-get install redis-server)");
-        let node = RedisNode {
-            child,
-            port,
-            _dir: dir,
-        };
+        let node = RedisNode { child, port, dir };
         wait_until("redis-server to answer PING", || {
             node.cli(&["ping"]) == "PONG"
         });
@@ -305,6 +301,18 @@ impl FakeNode {
             on_accepted_link: false,
             bytes,
             message,
+        }
+    }
+
+    /// Reads frames on our link to A until one that `wanted` accepts.
+    fn read_on_link_until(&mut self, what: &str, wanted: impl Fn(&Received) -> bool) -> Received {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            let received = self.read_on_link();
+            if wanted(&received) {
+                return received;
+            }
         }
     }
 
@@ -606,4 +614,137 @@ fn redis_sends_update_when_we_claim_a_slot_of_a_newer_epoch_and_propagates_publi
         publish.bytes.len(),
         bus::HEADER_LEN + bus::PUBLISH_FIXED_LEN + 4 + 9
     );
+}
+
+/// Our header as a replica of `primary`, which serves `slots` at `config_epoch`.
+fn replica_header(cport: u16, primary: &str, slots: (u16, u16), epochs: (u64, u64)) -> Header {
+    let mut myslots = SlotBitmap::new();
+    myslots.set_range(slots.0, slots.1);
+    Header {
+        current_epoch: epochs.0,
+        config_epoch: epochs.1,
+        slaveof: Some(NodeName::from_id(primary).expect("40 characters")),
+        flags: NodeFlags(NodeFlags::SLAVE),
+        ..fake_header(cport, myslots)
+    }
+}
+
+fn send_message(fake: &mut FakeNode, header: Header, body: Body) {
+    let frame = Message { header, body }.encode().expect("encodes");
+    fake.link.write_all(&frame).expect("write to Redis's bus");
+}
+
+#[test]
+fn redis_acts_on_our_fail_publish_vote_request_and_mfstart() {
+    let (a, b) = two_node_cluster();
+    let mut fake = FakeNode::start(&a);
+    meet(&a, &mut fake);
+    let a_id = a.cli(&["cluster", "myid"]);
+    let b_id = b.cli(&["cluster", "myid"]);
+    let b_name = NodeName::from_id(&b_id).expect("40 characters");
+
+    // FAIL about B: A marks B failed (cluster.c clusterProcessPacket, FAIL branch).
+    fake.send(Body::Fail { node: b_name }, SlotBitmap::new());
+    wait_until("A to mark B as FAIL", || {
+        a.nodes().is_some_and(|view| {
+            view.nodes
+                .iter()
+                .any(|n| n.id == b_id && n.flags.contains(NodeFlags::FAIL))
+        })
+    });
+
+    // PUBLISH over the bus reaches A's local subscribers.
+    let mut subscriber = TcpStream::connect(("127.0.0.1", a.port)).expect("client connect");
+    subscriber
+        .set_read_timeout(Some(Duration::from_millis(100)))
+        .expect("timeout");
+    subscriber
+        .write_all(b"SUBSCRIBE news\r\n")
+        .expect("subscribe");
+    read_until_contains(&mut subscriber, b":1\r\n");
+    let publish = Body::Publish {
+        channel: Bytes::from_static(b"news"),
+        message: Bytes::from_static(b"from the bus"),
+    };
+    fake.send(publish, SlotBitmap::new());
+    read_until_contains(
+        &mut subscriber,
+        b"$7\r\nmessage\r\n$4\r\nnews\r\n$12\r\nfrom the bus\r\n",
+    );
+
+    // As a replica of the failed B asking for votes at epoch 7 for B's slots at B's config
+    // epoch 6, we get A's FAILOVER_AUTH_ACK (clusterSendFailoverAuthIfNeeded), on A's link
+    // to us, and A's lastVoteEpoch becomes 7.
+    let as_b_replica = replica_header(fake.cport, &b_id, (5461, 10922), (7, 6));
+    send_message(
+        &mut fake,
+        as_b_replica.clone(),
+        Body::Ping(PingBody::default()),
+    );
+    fake.read_on_link_until("A's PONG", |r| {
+        r.message.body.message_type() == MessageType::Pong
+    });
+    wait_until("A to see us as B's replica", || {
+        a.nodes().is_some_and(|view| {
+            view.nodes
+                .iter()
+                .any(|n| n.id == FAKE_ID && n.master.as_deref() == Some(b_id.as_str()))
+        })
+    });
+    send_message(&mut fake, as_b_replica, Body::FailoverAuthRequest);
+    let ack = fake.wait_accepted("A's FAILOVER_AUTH_ACK", |r| {
+        r.message.body.message_type() == MessageType::FailoverAuthAck
+    });
+    assert_reencodes_exactly(&ack);
+    assert_eq!(ack.bytes.len(), bus::HEADER_LEN);
+    assert_eq!(ack.message.header.sender.to_id(), a_id);
+    assert_eq!(ack.message.header.current_epoch, 7);
+    assert_eq!(ack.message.header.config_epoch, 5);
+    assert_eq!(a.cli(&["cluster", "saveconfig"]), "OK");
+    let saved = std::fs::read(a.dir.path().join("nodes.conf")).expect("nodes.conf");
+    let saved = NodesConf::parse(&saved).expect("parses");
+    assert_eq!((saved.current_epoch, saved.last_vote_epoch), (7, 7));
+
+    // As A's replica, MFSTART makes A pause writes and PING us on the same link with
+    // mflags PAUSED (cluster.c clusterProcessPacket, MFSTART branch).
+    let as_a_replica = replica_header(fake.cport, &a_id, (0, 5460), (7, 5));
+    send_message(
+        &mut fake,
+        as_a_replica.clone(),
+        Body::Ping(PingBody::default()),
+    );
+    wait_until("A to see us as its replica", || {
+        a.nodes().is_some_and(|view| {
+            view.nodes
+                .iter()
+                .any(|n| n.id == FAKE_ID && n.master.as_deref() == Some(a_id.as_str()))
+        })
+    });
+    send_message(&mut fake, as_a_replica, Body::MfStart);
+    let paused = fake.read_on_link_until("A's PING with PAUSED", |r| {
+        r.message.body.message_type() == MessageType::Ping
+            && r.message.header.mflags[0] & bus::MFLAG0_PAUSED != 0
+    });
+    assert_reencodes_exactly(&paused);
+    assert_eq!(paused.message.header.sender.to_id(), a_id);
+}
+
+/// Reads from a client connection until `needle` has arrived (bounded).
+fn read_until_contains(stream: &mut TcpStream, needle: &[u8]) {
+    let deadline = Instant::now() + WAIT;
+    let mut seen = Vec::new();
+    while !seen.windows(needle.len()).any(|w| w == needle) {
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {:?}, got {:?}",
+            String::from_utf8_lossy(needle),
+            String::from_utf8_lossy(&seen)
+        );
+        let mut chunk = [0u8; 1024];
+        match stream.read(&mut chunk) {
+            Ok(0) => panic!("connection closed"),
+            Ok(n) => seen.extend_from_slice(&chunk[..n]),
+            Err(_) => {}
+        }
+    }
 }
