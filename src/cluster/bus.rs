@@ -1211,6 +1211,41 @@ mod tests {
         }
     }
 
+    mod prop {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            /// A valid header of any type followed by arbitrary bytes, with `totlen` and
+            /// `count` set to anything: decoding returns, and what decodes re-encodes to a
+            /// frame that decodes to the same message.
+            #[test]
+            fn arbitrary_bodies_decode_or_fail_cleanly(
+                type_code in 0u16..12,
+                count in 0u16..4,
+                extensions in 0u16..3,
+                mflags0 in any::<u8>(),
+                body in proptest::collection::vec(any::<u8>(), 0..600),
+                totlen_delta in -3i64..3,
+            ) {
+                let mut frame = Message { header: header(), body: Body::MfStart }
+                    .encode()
+                    .expect("encodes");
+                frame[12..14].copy_from_slice(&type_code.to_be_bytes());
+                frame[14..16].copy_from_slice(&count.to_be_bytes());
+                frame[2214..2216].copy_from_slice(&extensions.to_be_bytes());
+                frame[2253] = mflags0;
+                frame.extend_from_slice(&body);
+                let totlen = (frame.len() as i64 + totlen_delta).max(0) as u32;
+                frame[4..8].copy_from_slice(&totlen.to_be_bytes());
+                if let Ok(message) = Message::decode(&frame) {
+                    let again = message.encode().expect("a decoded message encodes");
+                    prop_assert_eq!(Message::decode(&again), Ok(message));
+                }
+            }
+        }
+    }
+
     #[test]
     fn names_and_ips_convert_from_text() {
         let id = "0123456789abcdef0123456789abcdef01234567";

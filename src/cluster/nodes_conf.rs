@@ -625,6 +625,99 @@ mod tests {
         assert_eq!(leftovers, 1);
     }
 
+    mod prop {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn node_id() -> impl Strategy<Value = String> {
+            "[0-9a-f]{40}"
+        }
+
+        fn node_line(myself: bool) -> impl Strategy<Value = NodeLine> {
+            (
+                (
+                    node_id(),
+                    "(|127\\.0\\.0\\.1|::1)",
+                    any::<u16>(),
+                    any::<u16>(),
+                ),
+                (proptest::option::of("[a-z][a-z0-9.-]{0,20}"), 0u16..1024),
+                (
+                    proptest::option::of(node_id()),
+                    0i64..i64::MAX,
+                    0i64..i64::MAX,
+                    any::<u64>(),
+                ),
+                (
+                    any::<bool>(),
+                    proptest::collection::vec((0u16..16384, 0u16..100), 0..5),
+                ),
+                proptest::collection::vec((0u16..16384, any::<bool>(), node_id()), 0..3),
+            )
+                .prop_map(move |(address, named, times, slotted, open)| {
+                    let (id, ip, port, cport) = address;
+                    let (hostname, flag_bits) = named;
+                    let (master, ping_sent, pong_recv, config_epoch) = times;
+                    let (connected, runs) = slotted;
+                    let mut flags =
+                        flag_bits & !(NodeFlags::MYSELF | NodeFlags::MEET | NodeFlags::MIGRATE_TO);
+                    if myself {
+                        flags |= NodeFlags::MYSELF;
+                    }
+                    NodeLine {
+                        id,
+                        ip,
+                        port,
+                        cport,
+                        hostname,
+                        flags: NodeFlags(flags),
+                        master,
+                        ping_sent,
+                        pong_recv,
+                        config_epoch,
+                        link_state: if connected {
+                            LinkState::Connected
+                        } else {
+                            LinkState::Disconnected
+                        },
+                        slots: runs
+                            .into_iter()
+                            .map(|(s, len)| (s, (s + len).min(16383)))
+                            .collect(),
+                        open_slots: open
+                            .into_iter()
+                            .map(|(slot, migrating, node)| OpenSlot {
+                                slot,
+                                direction: if migrating {
+                                    SlotMigration::Migrating
+                                } else {
+                                    SlotMigration::Importing
+                                },
+                                node,
+                            })
+                            .collect(),
+                    }
+                })
+        }
+
+        proptest! {
+            /// Whatever we write, we read back as the same structs.
+            #[test]
+            fn written_files_parse_back_to_the_same_structs(
+                me in node_line(true),
+                others in proptest::collection::vec(node_line(false), 0..4),
+                current_epoch in any::<u64>(),
+                last_vote_epoch in any::<u64>(),
+            ) {
+                let mut nodes = vec![me];
+                nodes.extend(others);
+                let conf = NodesConf { nodes, current_epoch, last_vote_epoch };
+                let text = conf.write();
+                prop_assert_eq!(NodesConf::parse(text.as_bytes()), Ok(conf));
+            }
+        }
+    }
+
     /// A `redis-server` child with cluster mode on, killed when dropped (also when a test
     /// fails half-way).
     struct RedisNode {
