@@ -20,6 +20,7 @@
 //! locks. [`serve`] wires the layers together. See `docs/architecture.md`.
 
 pub mod alloc;
+pub mod cluster;
 pub mod commands;
 pub mod config;
 pub mod core;
