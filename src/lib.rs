@@ -4,13 +4,16 @@
 //!
 //! ```text
 //! server/    sockets, TLS, connection tasks                     (uses everything below)
+//! replication/  replica senders, a replica's link, Redis 7.0 forms
 //! persist/   effect log, snapshots, loading: implements core::persistence::Persistence
+//! scripting/ Lua 5.1 VMs, EVAL/SCRIPT/FUNCTION/FCALL, redis.call
 //! commands/  the command table's rows and handlers, one file per family
 //! rdb/       Redis's RDB format: DUMP/RESTORE payloads, dump.rdb reading
 //! core/      keyspace, clients, command model and dispatch, ACL, blocking, effects
 //! config     redis.conf directives                              logging
 //! stream/    IDs, rax, listpack nodes, groups      resp/  bytes in, bytes out
 //! pubsub/    channel, pattern and shard-channel tables (plain data)
+//! cluster/   hash slots, nodes.conf, the cluster bus frames (plain data)
 //! error      client-visible error texts
 //! util, short_bytes, alloc                                      leaves
 //! ```
