@@ -24,6 +24,7 @@
 pub mod acl;
 pub mod blocked;
 pub mod client;
+pub mod cluster;
 pub mod command;
 pub mod dict;
 pub mod keyspace;
@@ -246,6 +247,9 @@ pub struct Core {
     pub held_effects: Option<Vec<(usize, Vec<Bytes>)>>,
     /// Scripting's numbers for INFO.
     pub script_info: script::ScriptInfo,
+    /// The cluster state when `cluster-enabled yes` (`core/cluster.rs`); `None` on a
+    /// standalone node, and the routing hook of [`Core::execute`] checks only that.
+    pub cluster: Option<Box<cluster::ClusterState>>,
 }
 
 /// Everything a command handler may touch.
@@ -499,6 +503,7 @@ impl Core {
             detached: Vec::new(),
             notify_flags: 0,
             repl: Default::default(),
+            cluster: None,
             config,
         };
         core.refresh_config_cache();
