@@ -8,10 +8,12 @@
 //! ([`ClusterState::save`], Redis's `clusterSaveConfigOrDie`). Without the cluster bus the
 //! table holds the nodes the file named and no node is ever marked failing.
 
+use super::command::{self, CommandSpec, flags};
 use crate::cluster::nodes_conf::{
     self, LinkState, NodeFlags, NodeLine, NodesConf, OpenSlot, SlotMigration,
 };
-use crate::cluster::slots::{CLUSTER_SLOTS, SlotBitmap};
+use crate::cluster::slots::{CLUSTER_SLOTS, SlotBitmap, key_hash_slot};
+use crate::resp::Argv;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -302,6 +304,226 @@ impl ClusterState {
             .max()
             .unwrap_or(0)
             .max(self.current_epoch)
+    }
+}
+
+/// Why a command is not served here (cluster.c `getNodeByQuery`'s error codes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Redirect {
+    /// `-MOVED <slot> <endpoint>:<port>`.
+    Moved(u16, String),
+    /// `-ASK <slot> <endpoint>:<port>`.
+    Ask(u16, String),
+    /// Keys in several slots.
+    CrossSlot,
+    /// Several keys, some missing, in an importing slot.
+    TryAgain,
+    /// The cluster is down.
+    Down,
+    /// The cluster is down and this command writes.
+    DownReadOnly,
+    /// The slot has no owner.
+    Unbound,
+}
+
+impl Redirect {
+    /// The error reply (cluster.c `clusterRedirectClient`).
+    pub fn reply(&self) -> String {
+        match self {
+            Redirect::Moved(slot, to) => format!("MOVED {slot} {to}"),
+            Redirect::Ask(slot, to) => format!("ASK {slot} {to}"),
+            Redirect::CrossSlot => "CROSSSLOT Keys in request don't hash to the same slot".into(),
+            Redirect::TryAgain => "TRYAGAIN Multiple keys request during rehashing of slot".into(),
+            Redirect::Down => "CLUSTERDOWN The cluster is down".into(),
+            Redirect::DownReadOnly => {
+                "CLUSTERDOWN The cluster is down and only accepts read commands".into()
+            }
+            Redirect::Unbound => "CLUSTERDOWN Hash slot not served".into(),
+        }
+    }
+}
+
+impl super::Core {
+    /// Saves the cluster state after a change (Redis's `clusterSaveConfigOrDie`, which
+    /// exits on failure; we log and keep serving, the next change retries).
+    pub fn cluster_changed(&mut self) {
+        if let Some(st) = self.cluster.as_deref()
+            && let Err(e) = st.save()
+        {
+            tracing::error!(error = %e, "could not save the cluster configuration");
+        }
+    }
+
+    /// Keys of database 0 in `slot` (a scan of the database: O(keys)).
+    pub fn count_keys_in_slot(&self, slot: u16) -> usize {
+        self.dbs[0]
+            .keys
+            .keys()
+            .filter(|k| key_hash_slot(k) == slot)
+            .count()
+    }
+
+    /// Up to `max` key names of database 0 in `slot` (a scan, like
+    /// [`Core::count_keys_in_slot`]).
+    pub fn keys_in_slot(&self, slot: u16, max: usize) -> Vec<bytes::Bytes> {
+        self.dbs[0]
+            .keys
+            .keys()
+            .filter(|k| key_hash_slot(k) == slot)
+            .take(max)
+            .map(bytes::Bytes::copy_from_slice)
+            .collect()
+    }
+
+    /// `<endpoint>:<port>` of node `index` as redirections name it.
+    fn node_address(&self, st: &ClusterState, index: usize) -> String {
+        let node = &st.nodes[index];
+        let host = match self.config.get("cluster-preferred-endpoint-type") {
+            Some("hostname") => node.hostname.clone().unwrap_or_else(|| "?".into()),
+            Some("unknown-endpoint") => "?".into(),
+            _ => node.ip.clone(),
+        };
+        format!("{host}:{}", node.port)
+    }
+
+    /// Where the command `argv` (and, for EXEC, every queued command) must run (cluster.c
+    /// `getNodeByQuery`): `None` = here.
+    pub fn cluster_route(
+        &self,
+        client: &super::client::Client,
+        spec: &'static CommandSpec,
+        argv: &Argv,
+    ) -> Option<Redirect> {
+        let st = self.cluster.as_deref()?;
+        let mut commands: Vec<(&'static CommandSpec, &Argv)> = Vec::new();
+        let queued;
+        if spec.name == "exec" {
+            queued = client.multi.clone().unwrap_or_default();
+            for a in &queued {
+                if let Some(s) = a
+                    .first()
+                    .and_then(|n| command::lookup(n))
+                    .and_then(|s| command::resolve_subcommand(s, a).ok())
+                {
+                    commands.push((s, a));
+                }
+            }
+        } else {
+            commands.push((spec, argv));
+        }
+        let mut slot: Option<u16> = None;
+        let mut first_key: Option<&[u8]> = None;
+        let mut multiple_keys = false;
+        let mut missing = 0usize;
+        let mut migrating = false;
+        let mut importing = false;
+        let mut owner: Option<usize> = None;
+        let mut any_write = false;
+        let db = client.db;
+        for (s, a) in &commands {
+            let positions = s.key_positions(a);
+            if !positions.is_empty() && s.flags & flags::WRITE != 0 {
+                any_write = true;
+            }
+            for pos in positions {
+                let Some(key) = a.get(pos) else { continue };
+                let this = key_hash_slot(key);
+                match slot {
+                    None => {
+                        slot = Some(this);
+                        first_key = Some(key);
+                        owner = st.owner[usize::from(this)];
+                        let Some(o) = owner else {
+                            return Some(Redirect::Unbound);
+                        };
+                        migrating = o == 0 && st.migrating.contains_key(&this);
+                        importing = st.importing.contains_key(&this);
+                    }
+                    Some(prev) if prev != this => return Some(Redirect::CrossSlot),
+                    Some(_) => {
+                        if first_key != Some(key.as_ref()) {
+                            multiple_keys = true;
+                        }
+                    }
+                }
+                if (migrating || importing) && !self.dbs[db].keys.contains_key(key) {
+                    missing += 1;
+                }
+            }
+        }
+        let (slot, owner) = (slot?, owner?);
+        let full = self.config.get_bool("cluster-require-full-coverage");
+        if !st.is_ok(full) {
+            if !self.config.get_bool("cluster-allow-reads-when-down") {
+                return Some(Redirect::Down);
+            } else if any_write {
+                return Some(Redirect::DownReadOnly);
+            }
+        }
+        if (migrating || importing) && spec.name == "migrate" {
+            return None;
+        }
+        if migrating && missing > 0 {
+            let to = st.migrating.get(&slot)?;
+            let index = st.lookup(to)?;
+            return Some(Redirect::Ask(slot, self.node_address(st, index)));
+        }
+        if importing && (client.asking || spec.name == "restore-asking") {
+            if multiple_keys && missing > 0 {
+                return Some(Redirect::TryAgain);
+            }
+            return None;
+        }
+        if owner != 0 {
+            return Some(Redirect::Moved(slot, self.node_address(st, owner)));
+        }
+        None
+    }
+
+    /// Answers blocked clients whose keys' slot is no longer served here with the
+    /// redirection (cluster.c `clusterRedirectBlockedClientIfNeeded`), after a change of
+    /// slot ownership.
+    pub fn redirect_blocked_clients(&mut self) {
+        if self.blocked.is_empty() {
+            return;
+        }
+        let Some(st) = self.cluster.as_deref() else {
+            return;
+        };
+        let full = self.config.get_bool("cluster-require-full-coverage");
+        let down = !st.is_ok(full) && !self.config.get_bool("cluster-allow-reads-when-down");
+        let mut answers: Vec<(u64, String)> = Vec::new();
+        for (id, c) in &self.clients {
+            let Some(state) = &c.blocked else { continue };
+            let Some(key) = state.keys.first() else {
+                continue;
+            };
+            let slot = key_hash_slot(key);
+            let s = usize::from(slot);
+            let reply = if down {
+                Some(Redirect::Down)
+            } else {
+                match st.owner[s] {
+                    None => Some(Redirect::Unbound),
+                    Some(0) => None,
+                    Some(o) if st.importing.contains_key(&slot) && c.asking => {
+                        let _ = o;
+                        None
+                    }
+                    Some(o) => Some(Redirect::Moved(slot, self.node_address(st, o))),
+                }
+            };
+            if let Some(r) = reply {
+                answers.push((*id, r.reply()));
+            }
+        }
+        for (id, text) in answers {
+            if let Some(mut client) = self.clients.remove(&id) {
+                let reply = format!("-{text}\r\n").into_bytes();
+                self.end_block_with(&mut client, reply);
+                self.clients.insert(id, client);
+            }
+        }
     }
 }
 
