@@ -59,7 +59,23 @@ pub fn serve(config: config::Config) -> std::io::Result<()> {
     std::fs::create_dir_all(&dir)?;
     let port = config.get_i64("port") as u16;
     let bind = config.get("bind").unwrap_or("127.0.0.1").to_string();
+    let cluster = if config.get_bool("cluster-enabled") {
+        let file = config.get("cluster-config-file").unwrap_or("nodes.conf");
+        let path = std::path::Path::new(&dir).join(file);
+        let cport = match config.get_i64("cluster-port") {
+            0 => port.wrapping_add(10000),
+            p => p as u16,
+        };
+        // A corrupt file stops start-up, as Redis's clusterLoadConfig does.
+        let state =
+            core::cluster::ClusterState::load(&path, port, cport).map_err(std::io::Error::other)?;
+        tracing::info!(node_id = state.my_id(), "cluster state loaded");
+        Some(Box::new(state))
+    } else {
+        None
+    };
     let mut core = core::Core::new(config, port, scripting::table());
+    core.cluster = cluster;
     // A broken ACL file stops start-up, as with Redis: better no server than one whose
     // users are not the ones configured.
     core.load_acl_file().map_err(|e| {

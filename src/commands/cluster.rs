@@ -12,14 +12,725 @@
 //! rows are the standalone node's.
 
 use super::{CommandSpec, flags::*};
+use crate::cluster::nodes_conf::NodeFlags;
+use crate::cluster::slots::{CLUSTER_SLOTS, key_hash_slot};
 use crate::core::Ctx;
+use crate::core::cluster::{ClusterState, Node};
 use crate::error::ReplyError;
 
 /// What every cluster command answers on a standalone node (Redis's text).
 const DISABLED: &str = "ERR This instance has cluster support disabled";
 
-fn disabled(_ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
-    Err(ReplyError::msg(DISABLED))
+/// CLUSTER MEET needs the cluster bus, which this node does not run yet.
+const NO_BUS: &str =
+    "ERR CLUSTER MEET needs the cluster bus, which streamd does not run yet (docs/cluster.md)";
+
+/// Redis 7.0's CLUSTER HELP lines (the reply text, which clients may show).
+const HELP: &[&str] = &[
+    "ADDSLOTS <slot> [<slot> ...]",
+    "    Assign slots to current node.",
+    "ADDSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]",
+    "    Assign slots which are between <start-slot> and <end-slot> to current node.",
+    "BUMPEPOCH",
+    "    Advance the cluster config epoch.",
+    "COUNT-FAILURE-REPORTS <node-id>",
+    "    Return number of failure reports for <node-id>.",
+    "COUNTKEYSINSLOT <slot>",
+    "    Return the number of keys in <slot>.",
+    "DELSLOTS <slot> [<slot> ...]",
+    "    Delete slots information from current node.",
+    "DELSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]",
+    "    Delete slots information which are between <start-slot> and <end-slot> from current node.",
+    "FAILOVER [FORCE|TAKEOVER]",
+    "    Promote current replica node to being a master.",
+    "FORGET <node-id>",
+    "    Remove a node from the cluster.",
+    "GETKEYSINSLOT <slot> <count>",
+    "    Return key names stored by current node in a slot.",
+    "FLUSHSLOTS",
+    "    Delete current node own slots information.",
+    "INFO",
+    "    Return information about the cluster.",
+    "KEYSLOT <key>",
+    "    Return the hash slot for <key>.",
+    "MEET <ip> <port> [<bus-port>]",
+    "    Connect nodes into a working cluster.",
+    "MYID",
+    "    Return the node id.",
+    "NODES",
+    "    Return cluster configuration seen by node. Output format:",
+    "    <id> <ip:port> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...",
+    "REPLICATE <node-id>",
+    "    Configure current node as replica to <node-id>.",
+    "RESET [HARD|SOFT]",
+    "    Reset current node (default: soft).",
+    "SET-CONFIG-EPOCH <epoch>",
+    "    Set config epoch of current node.",
+    "SETSLOT <slot> (IMPORTING <node-id>|MIGRATING <node-id>|STABLE|NODE <node-id>)",
+    "    Set slot state.",
+    "REPLICAS <node-id>",
+    "    Return <node-id> replicas.",
+    "SAVECONFIG",
+    "    Force saving cluster configuration on disk.",
+    "SLOTS",
+    "    Return information about slots range mappings. Each range is made of:",
+    "    start, end, master and replicas IP addresses, ports and ids",
+    "SHARDS",
+    "    Return information about slot range mappings and the nodes associated with them.",
+    "LINKS",
+    "    Return information about all network links between this node and its peers.",
+    "    Output format is an array where each array element is a map containing attributes of a link",
+];
+
+/// The state, or the disabled answer on a standalone node.
+fn state<'a>(ctx: &'a mut Ctx<'_>) -> Result<&'a mut ClusterState, ReplyError> {
+    ctx.core
+        .cluster
+        .as_deref_mut()
+        .ok_or(ReplyError::msg(DISABLED))
+}
+
+fn saved(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    ctx.core.cluster_changed();
+    Ok(())
+}
+
+/// A slot argument (cluster.c `getSlotOrReply`).
+fn slot_arg(arg: &[u8]) -> Result<u16, ReplyError> {
+    crate::stream::id::string2ll(arg)
+        .filter(|&s| (0..CLUSTER_SLOTS as i64).contains(&s))
+        .map(|s| s as u16)
+        .ok_or(ReplyError::msg("ERR Invalid or out of range slot"))
+}
+
+/// The dispatcher of every CLUSTER subcommand: the disabled answer on a standalone node,
+/// the cluster-mode handler otherwise.
+fn cluster_cmd(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    if ctx.core.cluster.is_none() {
+        return Err(ReplyError::msg(DISABLED));
+    }
+    let sub = String::from_utf8_lossy(ctx.arg(1)).to_ascii_lowercase();
+    match sub.as_str() {
+        "help" => {
+            ctx.out.array(HELP.len() + 1);
+            ctx.out
+                .simple(b"CLUSTER <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
+            for l in HELP {
+                ctx.out.simple(l.as_bytes());
+            }
+            // Redis's last HELP lines are part of the table.
+            Ok(())
+        }
+        "myid" => {
+            let id = state(ctx)?.my_id().to_string();
+            ctx.out.bulk(id.as_bytes());
+            Ok(())
+        }
+        "myshardid" => {
+            let id = state(ctx)?.shard_id.clone();
+            ctx.out.bulk(id.as_bytes());
+            Ok(())
+        }
+        "info" => {
+            let text = info_text(ctx);
+            ctx.out.verbatim(text.as_bytes());
+            Ok(())
+        }
+        "nodes" => {
+            let text = nodes_text(ctx);
+            ctx.out.verbatim(text.as_bytes());
+            Ok(())
+        }
+        "slots" => {
+            slots_reply(ctx);
+            Ok(())
+        }
+        "shards" => {
+            shards_reply(ctx);
+            Ok(())
+        }
+        "keyslot" => {
+            let slot = key_hash_slot(ctx.arg(2));
+            ctx.out.integer(i64::from(slot));
+            Ok(())
+        }
+        "countkeysinslot" => {
+            let slot = super::parse_i64(ctx.arg(2))?;
+            if !(0..CLUSTER_SLOTS as i64).contains(&slot) {
+                return Err(ReplyError::msg("ERR Invalid slot"));
+            }
+            let n = ctx.core.count_keys_in_slot(slot as u16);
+            ctx.out.integer(n as i64);
+            Ok(())
+        }
+        "getkeysinslot" => {
+            let slot = super::parse_i64(ctx.arg(2))?;
+            let max = super::parse_i64(ctx.arg(3))?;
+            if !(0..CLUSTER_SLOTS as i64).contains(&slot) || max < 0 {
+                return Err(ReplyError::msg("ERR Invalid slot or number of keys"));
+            }
+            let keys = ctx.core.keys_in_slot(slot as u16, max as usize);
+            ctx.out.array(keys.len());
+            for k in keys {
+                ctx.out.bulk(&k);
+            }
+            Ok(())
+        }
+        "addslots" | "delslots" => {
+            let del = sub == "delslots";
+            let mut slots = Vec::new();
+            for a in &ctx.argv[2..] {
+                slots.push(slot_arg(a)?);
+            }
+            assign(ctx, &slots, del)
+        }
+        "addslotsrange" | "delslotsrange" => {
+            let del = sub == "delslotsrange";
+            if ctx.argv.len() % 2 == 1 {
+                return Err(ReplyError::WrongArity(format!("cluster|{sub}")));
+            }
+            let mut slots = Vec::new();
+            for pair in ctx.argv[2..].chunks_exact(2) {
+                let start = slot_arg(&pair[0])?;
+                let end = slot_arg(&pair[1])?;
+                if start > end {
+                    return Err(ReplyError::owned(format!(
+                        "ERR start slot number {start} is greater than end slot number {end}"
+                    )));
+                }
+                slots.extend(start..=end);
+            }
+            assign(ctx, &slots, del)
+        }
+        "flushslots" => {
+            if !ctx.core.dbs[0].keys.is_empty() {
+                return Err(ReplyError::msg(
+                    "ERR DB must be empty to perform CLUSTER FLUSHSLOTS.",
+                ));
+            }
+            let st = state(ctx)?;
+            for o in st.owner.iter_mut() {
+                if *o == Some(0) {
+                    *o = None;
+                }
+            }
+            ctx.core.redirect_blocked_clients();
+            ctx.out.ok();
+            saved(ctx)
+        }
+        "setslot" => setslot(ctx),
+        "saveconfig" => {
+            if let Err(e) = state(ctx)?.save() {
+                return Err(ReplyError::owned(format!(
+                    "ERR error saving the cluster node config: {e}"
+                )));
+            }
+            ctx.out.ok();
+            Ok(())
+        }
+        "set-config-epoch" => {
+            let epoch = super::parse_i64(ctx.arg(2))?;
+            let st = state(ctx)?;
+            if epoch < 0 {
+                return Err(ReplyError::owned(format!(
+                    "ERR Invalid config epoch specified: {epoch}"
+                )));
+            } else if st.nodes.len() > 1 {
+                return Err(ReplyError::msg(
+                    "ERR The user can assign a config epoch only when the node does not know any other node.",
+                ));
+            } else if st.nodes[0].config_epoch != 0 {
+                return Err(ReplyError::msg("ERR Node config epoch is already non-zero"));
+            }
+            st.nodes[0].config_epoch = epoch as u64;
+            st.current_epoch = st.current_epoch.max(epoch as u64);
+            ctx.out.ok();
+            saved(ctx)
+        }
+        "bumpepoch" => {
+            let st = state(ctx)?;
+            let bumped = bump_epoch(st);
+            let epoch = st.nodes[0].config_epoch;
+            let word = if bumped { "BUMPED" } else { "STILL" };
+            ctx.out.simple(format!("{word} {epoch}").as_bytes());
+            saved(ctx)
+        }
+        "reset" => {
+            let hard = match ctx.argv.len() {
+                2 => false,
+                3 if super::is(ctx.arg(2), "hard") => true,
+                3 if super::is(ctx.arg(2), "soft") => false,
+                3 => return Err(ReplyError::Syntax),
+                _ => return Err(subcommand_error(ctx)),
+            };
+            let db = ctx.client.db;
+            if !ctx.core.dbs[db].keys.is_empty() {
+                return Err(ReplyError::msg(
+                    "ERR CLUSTER RESET can't be called with master nodes containing keys",
+                ));
+            }
+            let st = state(ctx)?;
+            // clusterReset: forget every slot and every other node; a hard reset also
+            // takes a new id and zeroes the epochs.
+            st.owner.iter_mut().for_each(|o| *o = None);
+            st.migrating.clear();
+            st.importing.clear();
+            st.nodes.truncate(1);
+            if hard {
+                st.current_epoch = 0;
+                st.last_vote_epoch = 0;
+                st.nodes[0].config_epoch = 0;
+                st.nodes[0].id = crate::core::cluster::random_node_id();
+            }
+            ctx.core.redirect_blocked_clients();
+            ctx.out.ok();
+            saved(ctx)
+        }
+        "count-failure-reports" => {
+            let id = String::from_utf8_lossy(ctx.arg(2)).into_owned();
+            if state(ctx)?.lookup(&id).is_none() {
+                return Err(ReplyError::owned(format!("ERR Unknown node {id}")));
+            }
+            ctx.out.integer(0);
+            Ok(())
+        }
+        "links" => {
+            ctx.out.array(0);
+            Ok(())
+        }
+        "forget" => {
+            let id = String::from_utf8_lossy(ctx.arg(2)).into_owned();
+            let st = state(ctx)?;
+            match st.lookup(&id) {
+                None => Err(ReplyError::owned(format!("ERR Unknown node {id}"))),
+                Some(0) => Err(ReplyError::msg(
+                    "ERR I tried hard but I can't forget myself...",
+                )),
+                Some(i) => {
+                    if st.nodes[0].master.as_deref() == Some(id.as_str()) {
+                        return Err(ReplyError::msg("ERR Can't forget my master!"));
+                    }
+                    forget(st, i);
+                    ctx.out.ok();
+                    saved(ctx)
+                }
+            }
+        }
+        "replicate" => {
+            let id = String::from_utf8_lossy(ctx.arg(2)).into_owned();
+            let st = state(ctx)?;
+            match st.lookup(&id) {
+                None => Err(ReplyError::owned(format!("ERR Unknown node {id}"))),
+                Some(0) => Err(ReplyError::msg("ERR Can't replicate myself")),
+                Some(i) if !st.nodes[i].flags.contains(NodeFlags::MASTER) => Err(ReplyError::msg(
+                    "ERR I can only replicate a master, not a replica.",
+                )),
+                Some(_) => Err(ReplyError::msg(
+                    "ERR To set a master the node must be empty and without assigned slots.",
+                ))
+                .or_else(|e| {
+                    // Replicating another node needs the bus to reach it.
+                    let st = state(ctx)?;
+                    if st.owner.contains(&Some(0)) || !ctx.core.dbs[0].keys.is_empty() {
+                        Err(e)
+                    } else {
+                        Err(ReplyError::msg(NO_BUS_REPLICATE))
+                    }
+                }),
+            }
+        }
+        "replicas" | "slaves" => {
+            let id = String::from_utf8_lossy(ctx.arg(2)).into_owned();
+            let st = state(ctx)?;
+            match st.lookup(&id) {
+                None => Err(ReplyError::owned(format!("ERR Unknown node {id}"))),
+                Some(i) if !st.nodes[i].flags.contains(NodeFlags::MASTER) => {
+                    Err(ReplyError::msg("ERR The specified node is not a master"))
+                }
+                Some(_) => {
+                    ctx.out.array(0);
+                    Ok(())
+                }
+            }
+        }
+        "failover" => {
+            match ctx.argv.len() {
+                2 => {}
+                3 if super::is(ctx.arg(2), "force") || super::is(ctx.arg(2), "takeover") => {}
+                _ => return Err(ReplyError::Syntax),
+            }
+            let st = state(ctx)?;
+            if st.nodes[0].flags.contains(NodeFlags::MASTER) {
+                return Err(ReplyError::msg(
+                    "ERR You should send CLUSTER FAILOVER to a replica",
+                ));
+            }
+            Err(ReplyError::msg(
+                "ERR I'm a replica but my master is unknown to me",
+            ))
+        }
+        "meet" => Err(ReplyError::msg(NO_BUS)),
+        _ => Err(subcommand_error(ctx)),
+    }
+}
+
+/// What REPLICATE of a known primary answers while there is no bus to reach it.
+const NO_BUS_REPLICATE: &str =
+    "ERR CLUSTER REPLICATE needs the cluster bus, which streamd does not run yet (docs/cluster.md)";
+
+fn subcommand_error(ctx: &Ctx<'_>) -> ReplyError {
+    ReplyError::SubcommandSyntax {
+        sub: String::from_utf8_lossy(ctx.arg(1)).into_owned(),
+        container: "CLUSTER".into(),
+    }
+}
+
+/// Removes node `i` from the table, renumbering the owners.
+fn forget(st: &mut ClusterState, i: usize) {
+    st.nodes.remove(i);
+    for o in st.owner.iter_mut() {
+        *o = match *o {
+            Some(x) if x == i => None,
+            Some(x) if x > i => Some(x - 1),
+            other => other,
+        };
+    }
+}
+
+/// cluster.c `clusterBumpConfigEpochWithoutConsensus`: a new epoch unless mine is
+/// already the greatest and non-zero.
+fn bump_epoch(st: &mut ClusterState) -> bool {
+    let max = st.max_epoch();
+    let mine = st.nodes[0].config_epoch;
+    if mine == 0 || mine != max {
+        st.current_epoch += 1;
+        st.nodes[0].config_epoch = st.current_epoch;
+        true
+    } else {
+        false
+    }
+}
+
+/// ADDSLOTS/DELSLOTS after the checks of `checkSlotAssignmentsOrReply`, all or nothing.
+fn assign(ctx: &mut Ctx<'_>, slots: &[u16], del: bool) -> Result<(), ReplyError> {
+    let st = state(ctx)?;
+    let mut seen = vec![false; CLUSTER_SLOTS];
+    for &slot in slots {
+        let owned = st.owner[usize::from(slot)].is_some();
+        if del && !owned {
+            return Err(ReplyError::owned(format!(
+                "ERR Slot {slot} is already unassigned"
+            )));
+        } else if !del && owned {
+            return Err(ReplyError::owned(format!(
+                "ERR Slot {slot} is already busy"
+            )));
+        }
+        if std::mem::replace(&mut seen[usize::from(slot)], true) {
+            return Err(ReplyError::owned(format!(
+                "ERR Slot {slot} specified multiple times"
+            )));
+        }
+    }
+    for &slot in slots {
+        let s = usize::from(slot);
+        if del {
+            st.owner[s] = None;
+        } else {
+            // Adding a slot closes its import (clusterUpdateSlots).
+            st.importing.remove(&slot);
+            st.owner[s] = Some(0);
+        }
+    }
+    if del {
+        ctx.core.redirect_blocked_clients();
+    }
+    ctx.out.ok();
+    saved(ctx)
+}
+
+/// CLUSTER SETSLOT <slot> IMPORTING|MIGRATING|STABLE|NODE (cluster.c `clusterCommand`).
+fn setslot(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let me_master = state(ctx)?.nodes[0].flags.contains(NodeFlags::MASTER);
+    if !me_master {
+        return Err(ReplyError::msg("ERR Please use SETSLOT only with masters."));
+    }
+    let slot = slot_arg(ctx.arg(2))?;
+    let action = String::from_utf8_lossy(ctx.arg(3)).to_ascii_lowercase();
+    let argc = ctx.argv.len();
+    let id = ctx
+        .argv
+        .get(4)
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .unwrap_or_default();
+    let keys = ctx.core.count_keys_in_slot(slot);
+    let st = state(ctx)?;
+    let s = usize::from(slot);
+    let target = st.lookup(&id);
+    let is_master = |i: usize| st.nodes[i].flags.contains(NodeFlags::MASTER);
+    match (action.as_str(), argc) {
+        ("migrating", 5) => {
+            if st.owner[s] != Some(0) {
+                return Err(ReplyError::owned(format!(
+                    "ERR I'm not the owner of hash slot {slot}"
+                )));
+            }
+            let Some(t) = target else {
+                return Err(ReplyError::owned(format!(
+                    "ERR I don't know about node {id}"
+                )));
+            };
+            if !is_master(t) {
+                return Err(ReplyError::msg("ERR Target node is not a master"));
+            }
+            st.migrating.insert(slot, id);
+        }
+        ("importing", 5) => {
+            if st.owner[s] == Some(0) {
+                return Err(ReplyError::owned(format!(
+                    "ERR I'm already the owner of hash slot {slot}"
+                )));
+            }
+            let Some(t) = target else {
+                return Err(ReplyError::owned(format!(
+                    "ERR I don't know about node {id}"
+                )));
+            };
+            if !is_master(t) {
+                return Err(ReplyError::msg("ERR Target node is not a master"));
+            }
+            st.importing.insert(slot, id);
+        }
+        ("stable", 4) => {
+            st.importing.remove(&slot);
+            st.migrating.remove(&slot);
+        }
+        ("node", 5) => {
+            let Some(t) = target else {
+                return Err(ReplyError::owned(format!("ERR Unknown node {id}")));
+            };
+            if !is_master(t) {
+                return Err(ReplyError::msg("ERR Target node is not a master"));
+            }
+            if st.owner[s] == Some(0) && t != 0 && keys != 0 {
+                return Err(ReplyError::owned(format!(
+                    "ERR Can't assign hashslot {slot} to a different node while I still hold keys for this hash slot."
+                )));
+            }
+            if keys == 0 {
+                st.migrating.remove(&slot);
+            }
+            st.owner[s] = Some(t);
+            if t == 0 && st.importing.remove(&slot).is_some() {
+                bump_epoch(st);
+            }
+            ctx.core.redirect_blocked_clients();
+        }
+        _ => {
+            return Err(ReplyError::msg(
+                "ERR Invalid CLUSTER SETSLOT action or number of arguments. Try CLUSTER HELP",
+            ));
+        }
+    }
+    ctx.out.ok();
+    saved(ctx)
+}
+
+/// The endpoint a node is named by (cluster.c `getPreferredEndpoint`).
+fn endpoint(ctx: &Ctx<'_>, node: &Node) -> Option<String> {
+    match ctx.core.config.get("cluster-preferred-endpoint-type") {
+        Some("hostname") => Some(node.hostname.clone().unwrap_or_else(|| "?".into())),
+        Some("unknown-endpoint") => None,
+        _ => Some(node.ip.clone()),
+    }
+}
+
+/// CLUSTER INFO's text (cluster.c `clusterCommand` "info").
+fn info_text(ctx: &Ctx<'_>) -> String {
+    let Some(st) = ctx.core.cluster.as_deref() else {
+        return String::new();
+    };
+    let full = ctx.core.config.get_bool("cluster-require-full-coverage");
+    let assigned = st.slots_assigned();
+    format!(
+        "cluster_state:{}\r\ncluster_slots_assigned:{assigned}\r\ncluster_slots_ok:{assigned}\r\ncluster_slots_pfail:0\r\ncluster_slots_fail:0\r\ncluster_known_nodes:{}\r\ncluster_size:{}\r\ncluster_current_epoch:{}\r\ncluster_my_epoch:{}\r\ncluster_stats_messages_sent:0\r\ncluster_stats_messages_received:0\r\ntotal_cluster_links_buffer_limit_exceeded:0\r\n",
+        if st.is_ok(full) { "ok" } else { "fail" },
+        st.nodes.len(),
+        st.size(),
+        st.current_epoch,
+        st.nodes[0].config_epoch,
+    )
+}
+
+/// CLUSTER NODES's text: nodes.conf's lines without the vars line, with the
+/// announced IP for myself.
+fn nodes_text(ctx: &Ctx<'_>) -> String {
+    let Some(st) = ctx.core.cluster.as_deref() else {
+        return String::new();
+    };
+    let mut out = String::new();
+    for (i, line) in st.to_conf().nodes.iter().enumerate() {
+        let mut line = line.clone();
+        if i == 0 {
+            line.ip = my_ip(ctx, st);
+        }
+        line.write(&mut out);
+        out.push('\n');
+    }
+    out
+}
+
+/// The IP this node gives for itself: `cluster-announce-ip`, else the one it knows.
+fn my_ip(ctx: &Ctx<'_>, st: &ClusterState) -> String {
+    match ctx.core.config.get("cluster-announce-ip") {
+        Some(ip) if !ip.is_empty() => ip.to_string(),
+        _ => st.nodes[0].ip.clone(),
+    }
+}
+
+/// The table with myself's announced address applied.
+fn nodes_view(ctx: &Ctx<'_>) -> Vec<Node> {
+    let Some(st) = ctx.core.cluster.as_deref() else {
+        return Vec::new();
+    };
+    let mut nodes = st.nodes.clone();
+    nodes[0].ip = my_ip(ctx, st);
+    if let Some(h) = ctx.core.config.get("cluster-announce-hostname")
+        && !h.is_empty()
+    {
+        nodes[0].hostname = Some(h.to_string());
+    }
+    nodes
+}
+
+/// CLUSTER SLOTS (cluster.c `clusterReplyMultiBulkSlots`, `addNodeToNodeReply`).
+fn slots_reply(ctx: &mut Ctx<'_>) {
+    let nodes = nodes_view(ctx);
+    let owner = match ctx.core.cluster.as_deref() {
+        Some(st) => st.owner.clone(),
+        None => return,
+    };
+    let mut runs: Vec<(usize, usize, usize)> = Vec::new();
+    for (slot, o) in owner.iter().enumerate() {
+        let Some(n) = *o else { continue };
+        match runs.last_mut() {
+            Some(run) if run.2 == n && run.1 + 1 == slot => run.1 = slot,
+            _ => runs.push((slot, slot, n)),
+        }
+    }
+    let kind = ctx
+        .core
+        .config
+        .get("cluster-preferred-endpoint-type")
+        .unwrap_or("ip")
+        .to_string();
+    ctx.out.array(runs.len());
+    for (start, end, n) in runs {
+        ctx.out.array(3);
+        ctx.out.integer(start as i64);
+        ctx.out.integer(end as i64);
+        let node = &nodes[n];
+        ctx.out.array(4);
+        match endpoint(ctx, node) {
+            Some(e) => ctx.out.bulk(e.as_bytes()),
+            None => ctx.out.null(),
+        }
+        ctx.out.integer(i64::from(node.port));
+        ctx.out.bulk(node.id.as_bytes());
+        let mut extra: Vec<(&str, String)> = Vec::new();
+        if kind != "ip" {
+            extra.push(("ip", node.ip.clone()));
+        }
+        if kind != "hostname"
+            && let Some(h) = &node.hostname
+        {
+            extra.push(("hostname", h.clone()));
+        }
+        ctx.out.map(extra.len());
+        for (k, v) in extra {
+            ctx.out.bulk(k.as_bytes());
+            ctx.out.bulk(v.as_bytes());
+        }
+    }
+}
+
+/// CLUSTER SHARDS (cluster.c `clusterReplyShards`, `addNodeDetailsToShardReply`).
+fn shards_reply(ctx: &mut Ctx<'_>) {
+    let nodes = nodes_view(ctx);
+    let Some(st) = ctx.core.cluster.as_deref() else {
+        return;
+    };
+    let ranges: Vec<Vec<(u16, u16)>> = (0..nodes.len())
+        .map(|i| st.slots_of(i).ranges().collect())
+        .collect();
+    let offset = ctx.core.repl.offset as i64;
+    let masters: Vec<usize> = (0..nodes.len())
+        .filter(|&i| nodes[i].flags.contains(NodeFlags::MASTER))
+        .collect();
+    ctx.out.array(masters.len());
+    for i in masters {
+        let node = &nodes[i];
+        ctx.out.map(2);
+        ctx.out.bulk(b"slots");
+        ctx.out.array(ranges[i].len() * 2);
+        for &(a, b) in &ranges[i] {
+            ctx.out.integer(i64::from(a));
+            ctx.out.integer(i64::from(b));
+        }
+        ctx.out.bulk(b"nodes");
+        ctx.out.array(1);
+        let mut fields: Vec<(&str, Option<String>, Option<i64>)> = vec![
+            ("id", Some(node.id.clone()), None),
+            ("port", None, Some(i64::from(node.port))),
+            ("ip", Some(node.ip.clone()), None),
+            (
+                "endpoint",
+                Some(endpoint(ctx, node).unwrap_or_else(|| "?".into())),
+                None,
+            ),
+        ];
+        if let Some(h) = &node.hostname {
+            fields.push(("hostname", Some(h.clone()), None));
+        }
+        let my_offset = if i == 0 { offset } else { 0 };
+        fields.push(("role", Some("master".into()), None));
+        fields.push(("replication-offset", None, Some(my_offset)));
+        let failed = node.flags.contains(NodeFlags::FAIL);
+        fields.push((
+            "health",
+            Some(if failed { "fail" } else { "online" }.into()),
+            None,
+        ));
+        ctx.out.map(fields.len());
+        for (k, text, int) in fields {
+            ctx.out.bulk(k.as_bytes());
+            match (text, int) {
+                (Some(t), _) => ctx.out.bulk(t.as_bytes()),
+                (None, Some(n)) => ctx.out.integer(n),
+                (None, None) => ctx.out.null(),
+            }
+        }
+    }
+}
+
+/// READONLY / READWRITE: the client flag that lets a replica serve reads.
+fn readonly(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    if ctx.core.cluster.is_none() {
+        return Err(ReplyError::msg(DISABLED));
+    }
+    ctx.client.cluster_readonly = super::is(ctx.arg(0), "readonly");
+    ctx.out.ok();
+    Ok(())
+}
+
+/// ASKING: the next command may touch an importing slot.
+fn asking(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    if ctx.core.cluster.is_none() {
+        return Err(ReplyError::msg(DISABLED));
+    }
+    ctx.client.asking = true;
+    ctx.out.ok();
+    Ok(())
 }
 
 const fn sub(
@@ -29,7 +740,7 @@ const fn sub(
     summary: &'static str,
     since: &'static str,
 ) -> CommandSpec {
-    CommandSpec::new(name, arity, flags, "cluster", summary, since, disabled)
+    CommandSpec::new(name, arity, flags, "cluster", summary, since, cluster_cmd)
 }
 
 /// The flags Redis 7.0 gives the subcommands that change the cluster's configuration.
@@ -53,7 +764,7 @@ pub const COMMANDS: &[CommandSpec] = &[
             "cluster",
             "Enables read-only queries for a connection to a Redis Cluster replica node.",
             "3.0.0",
-            disabled,
+            readonly,
         )
     },
     CommandSpec {
@@ -65,7 +776,7 @@ pub const COMMANDS: &[CommandSpec] = &[
             "cluster",
             "Enables read-write queries for a connection to a Reids Cluster replica node.",
             "3.0.0",
-            disabled,
+            readonly,
         )
     },
     CommandSpec {
@@ -77,7 +788,7 @@ pub const COMMANDS: &[CommandSpec] = &[
             "cluster",
             "Signals that a cluster client is following an -ASK redirect.",
             "3.0.0",
-            disabled,
+            asking,
         )
     },
     CommandSpec {

@@ -520,7 +520,8 @@ pub fn info_text(ctx: &Ctx<'_>, sections: &[String]) -> String {
         push_section("Latencystats", latencystats(core));
     }
     if wanted("cluster") {
-        push_section("Cluster", "cluster_enabled:0\r\n".to_string());
+        let enabled = u8::from(core.cluster.is_some());
+        push_section("Cluster", format!("cluster_enabled:{enabled}\r\n"));
     }
     if wanted("keyspace") {
         let body: String = core

@@ -143,13 +143,6 @@ pub const REDIS_ONLY: &[Directive] = &[
         help: "AOF file layout; streamd's effect log has its own format (docs/format.md).",
     },
     Directive {
-        name: "cluster-require-full-coverage",
-        default: "yes",
-        kind: Kind::Bool,
-        mutable: true,
-        help: "Redis Cluster settings; streamd runs standalone.",
-    },
-    Directive {
         name: "rdb-save-incremental-fsync",
         default: "yes",
         kind: Kind::Bool,
@@ -169,13 +162,6 @@ pub const REDIS_ONLY: &[Directive] = &[
         kind: Kind::Bool,
         mutable: true,
         help: "AOF file layout; streamd's effect log has its own format (docs/format.md).",
-    },
-    Directive {
-        name: "cluster-replica-no-failover",
-        default: "no",
-        kind: Kind::Bool,
-        mutable: true,
-        help: "Redis Cluster settings; streamd runs standalone.",
     },
     Directive {
         name: "replica-lazy-flush",
@@ -213,27 +199,6 @@ pub const REDIS_ONLY: &[Directive] = &[
         help: "Process management that streamd leaves to the service manager.",
     },
     Directive {
-        name: "cluster-enabled",
-        default: "no",
-        kind: Kind::Bool,
-        mutable: false,
-        help: "Redis Cluster settings; streamd runs standalone.",
-    },
-    Directive {
-        name: "cluster-allow-reads-when-down",
-        default: "no",
-        kind: Kind::Bool,
-        mutable: true,
-        help: "Redis Cluster settings; streamd runs standalone.",
-    },
-    Directive {
-        name: "cluster-allow-pubsubshard-when-down",
-        default: "yes",
-        kind: Kind::Bool,
-        mutable: true,
-        help: "Redis Cluster settings; streamd runs standalone.",
-    },
-    Directive {
         name: "crash-log-enabled",
         default: "yes",
         kind: Kind::Bool,
@@ -255,13 +220,6 @@ pub const REDIS_ONLY: &[Directive] = &[
         help: "Process management that streamd leaves to the service manager.",
     },
     Directive {
-        name: "cluster-allow-replica-migration",
-        default: "yes",
-        kind: Kind::Bool,
-        mutable: true,
-        help: "Redis Cluster settings; streamd runs standalone.",
-    },
-    Directive {
         name: "aof-disable-auto-gc",
         default: "no",
         kind: Kind::Bool,
@@ -281,27 +239,6 @@ pub const REDIS_ONLY: &[Directive] = &[
         kind: Kind::Str,
         mutable: false,
         help: "Unix socket and socket marks; streamd listens on TCP only.",
-    },
-    Directive {
-        name: "cluster-announce-ip",
-        default: "",
-        kind: Kind::Str,
-        mutable: true,
-        help: "Redis Cluster settings; streamd runs standalone.",
-    },
-    Directive {
-        name: "cluster-config-file",
-        default: "nodes.conf",
-        kind: Kind::Str,
-        mutable: false,
-        help: "Redis Cluster settings; streamd runs standalone.",
-    },
-    Directive {
-        name: "cluster-announce-hostname",
-        default: "",
-        kind: Kind::Str,
-        mutable: true,
-        help: "Redis Cluster settings; streamd runs standalone.",
     },
     Directive {
         name: "syslog-ident",
@@ -411,13 +348,6 @@ pub const REDIS_ONLY: &[Directive] = &[
         help: "streamd has no modules.",
     },
     Directive {
-        name: "cluster-preferred-endpoint-type",
-        default: "ip",
-        kind: Kind::Enum(&["ip", "hostname", "unknown-endpoint"]),
-        mutable: true,
-        help: "Redis Cluster settings; streamd runs standalone.",
-    },
-    Directive {
         name: "propagation-error-behavior",
         default: "ignore",
         kind: Kind::Enum(&["ignore", "panic", "panic-on-replicas"]),
@@ -444,26 +374,6 @@ pub const REDIS_ONLY: &[Directive] = &[
         kind: Kind::Int { min: 1, max: 128 },
         mutable: false,
         help: "Redis's I/O threads; streamd's sockets are served by the tokio runtime beside the core.",
-    },
-    Directive {
-        name: "cluster-replica-validity-factor",
-        default: "10",
-        kind: Kind::Int {
-            min: 0,
-            max: I32_MAX,
-        },
-        mutable: true,
-        help: "Redis Cluster settings; streamd runs standalone.",
-    },
-    Directive {
-        name: "cluster-migration-barrier",
-        default: "1",
-        kind: Kind::Int {
-            min: 0,
-            max: I32_MAX,
-        },
-        mutable: true,
-        help: "Redis Cluster settings; streamd runs standalone.",
     },
     Directive {
         name: "active-defrag-cycle-min",
@@ -531,27 +441,6 @@ pub const REDIS_ONLY: &[Directive] = &[
         help: "Eviction tuning; `noeviction` is the only `maxmemory-policy`.",
     },
     Directive {
-        name: "cluster-port",
-        default: "0",
-        kind: Kind::Int { min: 0, max: 65535 },
-        mutable: false,
-        help: "Redis Cluster settings; streamd runs standalone.",
-    },
-    Directive {
-        name: "cluster-announce-bus-port",
-        default: "0",
-        kind: Kind::Int { min: 0, max: 65535 },
-        mutable: true,
-        help: "Redis Cluster settings; streamd runs standalone.",
-    },
-    Directive {
-        name: "cluster-announce-port",
-        default: "0",
-        kind: Kind::Int { min: 0, max: 65535 },
-        mutable: true,
-        help: "Redis Cluster settings; streamd runs standalone.",
-    },
-    Directive {
         name: "cluster-announce-tls-port",
         default: "0",
         kind: Kind::Int { min: 0, max: 65535 },
@@ -601,16 +490,6 @@ pub const REDIS_ONLY: &[Directive] = &[
         },
         mutable: true,
         help: "Active defragmentation of jemalloc; streamd's allocator is not jemalloc.",
-    },
-    Directive {
-        name: "cluster-node-timeout",
-        default: "15000",
-        kind: Kind::Int {
-            min: 0,
-            max: I64_MAX,
-        },
-        mutable: true,
-        help: "Redis Cluster settings; streamd runs standalone.",
     },
     Directive {
         name: "cluster-link-sendbuf-limit",

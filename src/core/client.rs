@@ -117,6 +117,10 @@ pub struct Client {
     /// True for the client a Lua script's commands run as (`redis.call`): blocking
     /// commands answer at once, as inside EXEC.
     pub in_script: bool,
+    /// READONLY was sent (Redis's `CLIENT_READONLY`).
+    pub cluster_readonly: bool,
+    /// ASKING was sent and no command ran since (Redis's `CLIENT_ASKING`).
+    pub asking: bool,
     /// Set while blocked in a stream read.
     pub blocked: Option<BlockState>,
     /// Mailbox to the connection task. Send through [`Client::send`], which accounts
@@ -166,6 +170,8 @@ impl Client {
             no_touch: false,
             in_exec: false,
             in_script: false,
+            cluster_readonly: false,
+            asking: false,
             blocked: None,
             tx,
             output: Rc::default(),

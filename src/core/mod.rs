@@ -24,6 +24,7 @@
 pub mod acl;
 pub mod blocked;
 pub mod client;
+pub mod cluster;
 pub mod command;
 pub mod dict;
 pub mod keyspace;
@@ -246,6 +247,9 @@ pub struct Core {
     pub held_effects: Option<Vec<(usize, Vec<Bytes>)>>,
     /// Scripting's numbers for INFO.
     pub script_info: script::ScriptInfo,
+    /// The cluster state when `cluster-enabled yes` (`core/cluster.rs`); `None` on a
+    /// standalone node, and the routing hook of [`Core::execute`] checks only that.
+    pub cluster: Option<Box<cluster::ClusterState>>,
 }
 
 /// Everything a command handler may touch.
@@ -499,6 +503,7 @@ impl Core {
             detached: Vec::new(),
             notify_flags: 0,
             repl: Default::default(),
+            cluster: None,
             config,
         };
         core.refresh_config_cache();
@@ -961,6 +966,12 @@ impl Core {
         true
     }
 
+    /// Ends a client's block with `reply` (the cluster's redirection of a slot that
+    /// moved away); false if it was not blocked.
+    pub fn end_block_with(&mut self, client: &mut Client, reply: Vec<u8>) -> bool {
+        self.end_block(client, reply)
+    }
+
     /// Ends the block of a client whose script (busy past the threshold) finished, with
     /// the script's reply.
     pub fn finish_script_block(&mut self, client: &mut Client, reply: Vec<u8>) -> bool {
@@ -1103,6 +1114,22 @@ impl Core {
     /// Runs one command for `client`, writing its reply to `out`. The command time is
     /// that of the batch ([`Core::begin_batch`]).
     pub fn execute(&mut self, client: &mut Client, argv: Argv, out: &mut RespWriter) -> Outcome {
+        if !client.asking {
+            return self.execute_one(client, argv, out);
+        }
+        // ASKING lasts for one command (Redis's resetClient), or the whole MULTI.
+        let is_asking = argv
+            .first()
+            .is_some_and(|n| n.eq_ignore_ascii_case(b"asking"));
+        let outcome = self.execute_one(client, argv, out);
+        if !is_asking && client.multi.is_none() {
+            client.asking = false;
+        }
+        outcome
+    }
+
+    /// [`Core::execute`] without the ASKING bookkeeping.
+    fn execute_one(&mut self, client: &mut Client, argv: Argv, out: &mut RespWriter) -> Outcome {
         let now_ms = self.batch_now_ms;
         client.last_interaction_ms = now_ms;
         let Some(name) = argv.first() else {
@@ -1206,6 +1233,26 @@ impl Core {
                         .any(|a| a.eq_ignore_ascii_case(b"nosave"))))
         {
             let err = ReplyError::owned(script::busy_error(busy.is_eval).to_string());
+            self.reject(client, out, Some(spec), &err);
+            return Outcome::Done;
+        }
+        // Cluster routing (Redis's processCommand → getNodeByQuery): only in cluster
+        // mode, never for the primary's link or log replay.
+        if self.cluster.is_some()
+            && client.repl != client::ClientRepl::Master
+            && !self.replaying()
+            && !client.in_script
+            && (spec.flags & flags::MOVABLEKEYS != 0
+                || !spec.key_flags.is_empty()
+                || spec.name == "exec")
+            && let Some(redirect) = self.cluster_route(client, spec, &argv)
+        {
+            if spec.name == "exec" {
+                client.multi = None;
+                client.multi_error = false;
+                self.unwatch_all(client);
+            }
+            let err = ReplyError::owned(redirect.reply());
             self.reject(client, out, Some(spec), &err);
             return Outcome::Done;
         }

@@ -1,0 +1,563 @@
+//! The node's cluster state while `cluster-enabled yes` (Redis's `clusterState` of one
+//! node): my id, the epochs, the nodes table, which node owns each slot and the open
+//! (migrating/importing) slots.
+//!
+//! It is loaded from `cluster-config-file` at start ([`ClusterState::load`], the file is
+//! created when missing and a corrupt one stops start-up, as cluster.c `clusterInit` /
+//! `clusterLoadConfig`), and saved with [`nodes_conf::write_atomically`] after every change
+//! ([`ClusterState::save`], Redis's `clusterSaveConfigOrDie`). Without the cluster bus the
+//! table holds the nodes the file named and no node is ever marked failing.
+
+use super::command::{self, CommandSpec, flags};
+use crate::cluster::nodes_conf::{
+    self, LinkState, NodeFlags, NodeLine, NodesConf, OpenSlot, SlotMigration,
+};
+use crate::cluster::slots::{CLUSTER_SLOTS, SlotBitmap, key_hash_slot};
+use crate::resp::Argv;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// One node of the table (the `myself` node included).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    /// 40 lowercase hex characters.
+    pub id: String,
+    /// Last known IP (empty until known).
+    pub ip: String,
+    /// Client port.
+    pub port: u16,
+    /// Bus port.
+    pub cport: u16,
+    /// Announced hostname.
+    pub hostname: Option<String>,
+    /// Flags (`NodeFlags` bits).
+    pub flags: NodeFlags,
+    /// The primary's id for a replica.
+    pub master: Option<String>,
+    /// Config epoch.
+    pub config_epoch: u64,
+}
+
+/// The state of this cluster node.
+#[derive(Debug, Clone)]
+pub struct ClusterState {
+    /// Where the state is saved.
+    pub path: PathBuf,
+    /// The table; index 0 is always myself.
+    pub nodes: Vec<Node>,
+    /// Slot → index in `nodes` of its owner.
+    pub owner: Vec<Option<usize>>,
+    /// Slots this node migrates, with the target id (`migrating_slots_to`).
+    pub migrating: BTreeMap<u16, String>,
+    /// Slots this node imports, with the source id (`importing_slots_from`).
+    pub importing: BTreeMap<u16, String>,
+    /// `currentEpoch`.
+    pub current_epoch: u64,
+    /// `lastVoteEpoch`.
+    pub last_vote_epoch: u64,
+    /// My shard id (Redis 7.2's; not in a 7.0 nodes.conf, so new at every start).
+    pub shard_id: String,
+    /// Cluster bus messages sent and received by type (always zero without the bus).
+    pub stats_messages: u64,
+}
+
+/// Why the cluster state could not be loaded or saved.
+#[derive(Debug)]
+pub enum ClusterStateError {
+    /// The file could not be read or written.
+    Io(PathBuf, std::io::Error),
+    /// The file is not a valid nodes.conf.
+    Corrupt(PathBuf, nodes_conf::NodesConfError),
+}
+
+impl std::fmt::Display for ClusterStateError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Io(p, e) => write!(f, "cluster config file {}: {e}", p.display()),
+            Self::Corrupt(p, e) => write!(
+                f,
+                "Unrecoverable error: corrupted cluster config file {}: {e}",
+                p.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ClusterStateError {}
+
+/// A new random node id: 40 lowercase hex characters (cluster.c `getRandomHexChars`).
+pub fn random_node_id() -> String {
+    super::replication::random_replid()
+}
+
+impl ClusterState {
+    /// A fresh node (no file yet): a new id, no slots, epochs 0 (`createClusterNode`).
+    pub fn fresh(path: PathBuf, port: u16, cport: u16) -> Self {
+        let me = Node {
+            id: random_node_id(),
+            ip: String::new(),
+            port,
+            cport,
+            hostname: None,
+            flags: NodeFlags(NodeFlags::MYSELF | NodeFlags::MASTER),
+            master: None,
+            config_epoch: 0,
+        };
+        ClusterState {
+            path,
+            nodes: vec![me],
+            owner: vec![None; CLUSTER_SLOTS],
+            migrating: BTreeMap::new(),
+            importing: BTreeMap::new(),
+            current_epoch: 0,
+            last_vote_epoch: 0,
+            shard_id: random_node_id(),
+            stats_messages: 0,
+        }
+    }
+
+    /// Loads `path`, or creates it for a fresh node when it does not exist. The ports of
+    /// myself are the configured ones (Redis updates them at start too).
+    pub fn load(path: &Path, port: u16, cport: u16) -> Result<Self, ClusterStateError> {
+        let bytes = match std::fs::read(path) {
+            Ok(b) if b.iter().all(|c| c.is_ascii_whitespace()) => None,
+            Ok(b) => Some(b),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(ClusterStateError::Io(path.to_path_buf(), e)),
+        };
+        let Some(bytes) = bytes else {
+            let state = Self::fresh(path.to_path_buf(), port, cport);
+            state.save()?;
+            return Ok(state);
+        };
+        let conf = NodesConf::parse(&bytes)
+            .map_err(|e| ClusterStateError::Corrupt(path.to_path_buf(), e))?;
+        let mut state = Self::fresh(path.to_path_buf(), port, cport);
+        state.nodes.clear();
+        state.current_epoch = conf.current_epoch;
+        state.last_vote_epoch = conf.last_vote_epoch;
+        let mut lines: Vec<&NodeLine> = conf.nodes.iter().collect();
+        // Myself first.
+        lines.sort_by_key(|n| !n.flags.contains(NodeFlags::MYSELF));
+        for line in lines {
+            let index = state.nodes.len();
+            let mut node = Node {
+                id: line.id.clone(),
+                ip: line.ip.clone(),
+                port: line.port,
+                cport: line.cport,
+                hostname: line.hostname.clone(),
+                flags: line.flags,
+                master: line.master.clone(),
+                config_epoch: line.config_epoch,
+            };
+            if index == 0 {
+                node.port = port;
+                node.cport = cport;
+            }
+            state.nodes.push(node);
+            for &(start, end) in &line.slots {
+                for slot in start..=end {
+                    state.owner[usize::from(slot)] = Some(index);
+                }
+            }
+            if index == 0 {
+                for open in &line.open_slots {
+                    let map = match open.direction {
+                        SlotMigration::Migrating => &mut state.migrating,
+                        SlotMigration::Importing => &mut state.importing,
+                    };
+                    map.insert(open.slot, open.node.clone());
+                }
+            }
+        }
+        Ok(state)
+    }
+
+    /// Writes the state to its file atomically.
+    pub fn save(&self) -> Result<(), ClusterStateError> {
+        nodes_conf::write_atomically(&self.path, self.to_conf().write().as_bytes())
+            .map_err(|e| ClusterStateError::Io(self.path.clone(), e))
+    }
+
+    /// My node.
+    pub fn myself(&self) -> &Node {
+        &self.nodes[0]
+    }
+
+    /// My id.
+    pub fn my_id(&self) -> &str {
+        &self.nodes[0].id
+    }
+
+    /// The index of node `id` in the table.
+    pub fn lookup(&self, id: &str) -> Option<usize> {
+        self.nodes.iter().position(|n| n.id == id)
+    }
+
+    /// The slots node `index` owns.
+    pub fn slots_of(&self, index: usize) -> SlotBitmap {
+        let mut bitmap = SlotBitmap::default();
+        for (slot, owner) in self.owner.iter().enumerate() {
+            if *owner == Some(index) {
+                bitmap.set(slot as u16);
+            }
+        }
+        bitmap
+    }
+
+    /// Number of assigned slots.
+    pub fn slots_assigned(&self) -> usize {
+        self.owner.iter().filter(|o| o.is_some()).count()
+    }
+
+    /// Primaries serving at least one slot (`cluster_size`).
+    pub fn size(&self) -> usize {
+        (0..self.nodes.len())
+            .filter(|&i| {
+                self.nodes[i].flags.contains(NodeFlags::MASTER) && self.owner.contains(&Some(i))
+            })
+            .count()
+    }
+
+    /// `cluster_state` ok (true) or fail, as cluster.c `clusterUpdateState` decides it
+    /// for nodes that never fail: every slot assigned when `require_full_coverage`, and
+    /// a majority of the slot-serving primaries reachable (all are, without a bus; a
+    /// cluster of size 0 has no majority).
+    pub fn is_ok(&self, require_full_coverage: bool) -> bool {
+        if require_full_coverage && self.slots_assigned() < CLUSTER_SLOTS {
+            return false;
+        }
+        self.size() > 0
+    }
+
+    /// The state as nodes.conf lines.
+    pub fn to_conf(&self) -> NodesConf {
+        let nodes = self
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| NodeLine {
+                id: n.id.clone(),
+                ip: n.ip.clone(),
+                port: n.port,
+                cport: n.cport,
+                hostname: n.hostname.clone(),
+                flags: n.flags,
+                master: n.master.clone(),
+                ping_sent: 0,
+                pong_recv: 0,
+                config_epoch: n.config_epoch,
+                link_state: if i == 0 {
+                    LinkState::Connected
+                } else {
+                    LinkState::Disconnected
+                },
+                slots: self.slots_of(i).ranges().collect(),
+                open_slots: if i == 0 {
+                    self.open_slots()
+                } else {
+                    Vec::new()
+                },
+            })
+            .collect();
+        NodesConf {
+            nodes,
+            current_epoch: self.current_epoch,
+            last_vote_epoch: self.last_vote_epoch,
+        }
+    }
+
+    /// The open slots, ascending, migrating before importing for one slot (a slot both
+    /// migrating and importing prints only migrating, as `clusterGenNodeDescription`).
+    pub fn open_slots(&self) -> Vec<OpenSlot> {
+        let mut open: BTreeMap<u16, OpenSlot> = BTreeMap::new();
+        for (&slot, node) in &self.importing {
+            open.insert(
+                slot,
+                OpenSlot {
+                    slot,
+                    direction: SlotMigration::Importing,
+                    node: node.clone(),
+                },
+            );
+        }
+        for (&slot, node) in &self.migrating {
+            open.insert(
+                slot,
+                OpenSlot {
+                    slot,
+                    direction: SlotMigration::Migrating,
+                    node: node.clone(),
+                },
+            );
+        }
+        open.into_values().collect()
+    }
+
+    /// The greatest config epoch of the table (`clusterGetMaxEpoch`, with the current
+    /// epoch).
+    pub fn max_epoch(&self) -> u64 {
+        self.nodes
+            .iter()
+            .map(|n| n.config_epoch)
+            .max()
+            .unwrap_or(0)
+            .max(self.current_epoch)
+    }
+}
+
+/// Why a command is not served here (cluster.c `getNodeByQuery`'s error codes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Redirect {
+    /// `-MOVED <slot> <endpoint>:<port>`.
+    Moved(u16, String),
+    /// `-ASK <slot> <endpoint>:<port>`.
+    Ask(u16, String),
+    /// Keys in several slots.
+    CrossSlot,
+    /// Several keys, some missing, in an importing slot.
+    TryAgain,
+    /// The cluster is down.
+    Down,
+    /// The cluster is down and this command writes.
+    DownReadOnly,
+    /// The slot has no owner.
+    Unbound,
+}
+
+impl Redirect {
+    /// The error reply (cluster.c `clusterRedirectClient`).
+    pub fn reply(&self) -> String {
+        match self {
+            Redirect::Moved(slot, to) => format!("MOVED {slot} {to}"),
+            Redirect::Ask(slot, to) => format!("ASK {slot} {to}"),
+            Redirect::CrossSlot => "CROSSSLOT Keys in request don't hash to the same slot".into(),
+            Redirect::TryAgain => "TRYAGAIN Multiple keys request during rehashing of slot".into(),
+            Redirect::Down => "CLUSTERDOWN The cluster is down".into(),
+            Redirect::DownReadOnly => {
+                "CLUSTERDOWN The cluster is down and only accepts read commands".into()
+            }
+            Redirect::Unbound => "CLUSTERDOWN Hash slot not served".into(),
+        }
+    }
+}
+
+impl super::Core {
+    /// Saves the cluster state after a change (Redis's `clusterSaveConfigOrDie`, which
+    /// exits on failure; we log and keep serving, the next change retries).
+    pub fn cluster_changed(&mut self) {
+        if let Some(st) = self.cluster.as_deref()
+            && let Err(e) = st.save()
+        {
+            tracing::error!(error = %e, "could not save the cluster configuration");
+        }
+    }
+
+    /// Keys of database 0 in `slot` (a scan of the database: O(keys)).
+    pub fn count_keys_in_slot(&self, slot: u16) -> usize {
+        self.dbs[0]
+            .keys
+            .keys()
+            .filter(|k| key_hash_slot(k) == slot)
+            .count()
+    }
+
+    /// Up to `max` key names of database 0 in `slot` (a scan, like
+    /// [`Core::count_keys_in_slot`]).
+    pub fn keys_in_slot(&self, slot: u16, max: usize) -> Vec<bytes::Bytes> {
+        self.dbs[0]
+            .keys
+            .keys()
+            .filter(|k| key_hash_slot(k) == slot)
+            .take(max)
+            .map(bytes::Bytes::copy_from_slice)
+            .collect()
+    }
+
+    /// `<endpoint>:<port>` of node `index` as redirections name it.
+    fn node_address(&self, st: &ClusterState, index: usize) -> String {
+        let node = &st.nodes[index];
+        let host = match self.config.get("cluster-preferred-endpoint-type") {
+            Some("hostname") => node.hostname.clone().unwrap_or_else(|| "?".into()),
+            Some("unknown-endpoint") => "?".into(),
+            _ => node.ip.clone(),
+        };
+        format!("{host}:{}", node.port)
+    }
+
+    /// Where the command `argv` (and, for EXEC, every queued command) must run (cluster.c
+    /// `getNodeByQuery`): `None` = here.
+    pub fn cluster_route(
+        &self,
+        client: &super::client::Client,
+        spec: &'static CommandSpec,
+        argv: &Argv,
+    ) -> Option<Redirect> {
+        let st = self.cluster.as_deref()?;
+        let mut commands: Vec<(&'static CommandSpec, &Argv)> = Vec::new();
+        let queued;
+        if spec.name == "exec" {
+            queued = client.multi.clone().unwrap_or_default();
+            for a in &queued {
+                if let Some(s) = a
+                    .first()
+                    .and_then(|n| command::lookup(n))
+                    .and_then(|s| command::resolve_subcommand(s, a).ok())
+                {
+                    commands.push((s, a));
+                }
+            }
+        } else {
+            commands.push((spec, argv));
+        }
+        let mut slot: Option<u16> = None;
+        let mut first_key: Option<&[u8]> = None;
+        let mut multiple_keys = false;
+        let mut missing = 0usize;
+        let mut migrating = false;
+        let mut importing = false;
+        let mut owner: Option<usize> = None;
+        let mut any_write = false;
+        let db = client.db;
+        for (s, a) in &commands {
+            let positions = s.key_positions(a);
+            if !positions.is_empty() && s.flags & flags::WRITE != 0 {
+                any_write = true;
+            }
+            for pos in positions {
+                let Some(key) = a.get(pos) else { continue };
+                let this = key_hash_slot(key);
+                match slot {
+                    None => {
+                        slot = Some(this);
+                        first_key = Some(key);
+                        owner = st.owner[usize::from(this)];
+                        let Some(o) = owner else {
+                            return Some(Redirect::Unbound);
+                        };
+                        migrating = o == 0 && st.migrating.contains_key(&this);
+                        importing = st.importing.contains_key(&this);
+                    }
+                    Some(prev) if prev != this => return Some(Redirect::CrossSlot),
+                    Some(_) => {
+                        if first_key != Some(key.as_ref()) {
+                            multiple_keys = true;
+                        }
+                    }
+                }
+                if (migrating || importing) && !self.dbs[db].keys.contains_key(key) {
+                    missing += 1;
+                }
+            }
+        }
+        let (slot, owner) = (slot?, owner?);
+        let full = self.config.get_bool("cluster-require-full-coverage");
+        if !st.is_ok(full) {
+            if !self.config.get_bool("cluster-allow-reads-when-down") {
+                return Some(Redirect::Down);
+            } else if any_write {
+                return Some(Redirect::DownReadOnly);
+            }
+        }
+        if (migrating || importing) && spec.name == "migrate" {
+            return None;
+        }
+        if migrating && missing > 0 {
+            let to = st.migrating.get(&slot)?;
+            let index = st.lookup(to)?;
+            return Some(Redirect::Ask(slot, self.node_address(st, index)));
+        }
+        if importing && (client.asking || spec.name == "restore-asking") {
+            if multiple_keys && missing > 0 {
+                return Some(Redirect::TryAgain);
+            }
+            return None;
+        }
+        if owner != 0 {
+            return Some(Redirect::Moved(slot, self.node_address(st, owner)));
+        }
+        None
+    }
+
+    /// Answers blocked clients whose keys' slot is no longer served here with the
+    /// redirection (cluster.c `clusterRedirectBlockedClientIfNeeded`), after a change of
+    /// slot ownership.
+    pub fn redirect_blocked_clients(&mut self) {
+        if self.blocked.is_empty() {
+            return;
+        }
+        let Some(st) = self.cluster.as_deref() else {
+            return;
+        };
+        let full = self.config.get_bool("cluster-require-full-coverage");
+        let down = !st.is_ok(full) && !self.config.get_bool("cluster-allow-reads-when-down");
+        let mut answers: Vec<(u64, String)> = Vec::new();
+        for (id, c) in &self.clients {
+            let Some(state) = &c.blocked else { continue };
+            let Some(key) = state.keys.first() else {
+                continue;
+            };
+            let slot = key_hash_slot(key);
+            let s = usize::from(slot);
+            let reply = if down {
+                Some(Redirect::Down)
+            } else {
+                match st.owner[s] {
+                    None => Some(Redirect::Unbound),
+                    Some(0) => None,
+                    Some(o) if st.importing.contains_key(&slot) && c.asking => {
+                        let _ = o;
+                        None
+                    }
+                    Some(o) => Some(Redirect::Moved(slot, self.node_address(st, o))),
+                }
+            };
+            if let Some(r) = reply {
+                answers.push((*id, r.reply()));
+            }
+        }
+        for (id, text) in answers {
+            if let Some(mut client) = self.clients.remove(&id) {
+                let reply = format!("-{text}\r\n").into_bytes();
+                self.end_block_with(&mut client, reply);
+                self.clients.insert(id, client);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fresh_state_saves_and_loads_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nodes.conf");
+        let mut s = ClusterState::load(&path, 7000, 17000).unwrap();
+        assert!(crate::cluster::nodes_conf::is_valid_node_id(s.my_id()));
+        s.owner[5] = Some(0);
+        s.migrating.insert(5, "a".repeat(40));
+        s.current_epoch = 3;
+        s.save().unwrap();
+        let back = ClusterState::load(&path, 7000, 17000).unwrap();
+        assert_eq!(back.my_id(), s.my_id());
+        assert_eq!(back.owner[5], Some(0));
+        assert_eq!(back.migrating.get(&5), Some(&"a".repeat(40)));
+        assert_eq!(back.current_epoch, 3);
+        assert!(!back.is_ok(true));
+        assert!(back.is_ok(false));
+    }
+
+    #[test]
+    fn corrupt_file_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nodes.conf");
+        std::fs::write(&path, "garbage line\n").unwrap();
+        assert!(matches!(
+            ClusterState::load(&path, 7000, 17000),
+            Err(ClusterStateError::Corrupt(..))
+        ));
+    }
+}
