@@ -272,6 +272,12 @@ pub fn require_program(program: &str, package: &str) -> PathBuf {
 /// Starts the reference `redis-server` (foreground child, no persistence). Panics with the
 /// install hint when it is not installed: a comparison with Redis never passes without Redis.
 pub fn redis_server() -> RedisServer {
+    redis_server_with(&[])
+}
+
+/// [`redis_server`] with `args` after the defaults (later directives win).
+pub fn redis_server_with(args: &[&str]) -> RedisServer {
+    let extra: Vec<String> = args.iter().map(|s| s.to_string()).collect();
     let program = Path::new(REDIS_SERVER_BIN);
     assert!(
         program.exists(),
@@ -296,6 +302,7 @@ pub fn redis_server() -> RedisServer {
         ]
         .iter()
         .map(|s| s.to_string())
+        .chain(extra.iter().cloned())
         .collect()
     });
     RedisServer {
