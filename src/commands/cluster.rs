@@ -90,6 +90,14 @@ fn state<'a>(ctx: &'a mut Ctx<'_>) -> Result<&'a mut ClusterState, ReplyError> {
         .ok_or(ReplyError::msg(DISABLED))
 }
 
+/// The disabled answer on a standalone node.
+fn enabled(ctx: &Ctx<'_>) -> Result<(), ReplyError> {
+    match ctx.core.cluster {
+        Some(_) => Ok(()),
+        None => Err(ReplyError::msg(DISABLED)),
+    }
+}
+
 fn saved(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     ctx.core.cluster_changed();
     Ok(())
@@ -106,9 +114,7 @@ fn slot_arg(arg: &[u8]) -> Result<u16, ReplyError> {
 /// The dispatcher of every CLUSTER subcommand: the disabled answer on a standalone node,
 /// the cluster-mode handler otherwise.
 fn cluster_cmd(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
-    if ctx.core.cluster.is_none() {
-        return Err(ReplyError::msg(DISABLED));
-    }
+    enabled(ctx)?;
     let sub = String::from_utf8_lossy(ctx.arg(1)).to_ascii_lowercase();
     match sub.as_str() {
         "help" => {
@@ -715,9 +721,7 @@ fn shards_reply(ctx: &mut Ctx<'_>) {
 
 /// READONLY / READWRITE: the client flag that lets a replica serve reads.
 fn readonly(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
-    if ctx.core.cluster.is_none() {
-        return Err(ReplyError::msg(DISABLED));
-    }
+    enabled(ctx)?;
     ctx.client.cluster_readonly = super::is(ctx.arg(0), "readonly");
     ctx.out.ok();
     Ok(())
@@ -725,9 +729,7 @@ fn readonly(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 
 /// ASKING: the next command may touch an importing slot.
 fn asking(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
-    if ctx.core.cluster.is_none() {
-        return Err(ReplyError::msg(DISABLED));
-    }
+    enabled(ctx)?;
     ctx.client.asking = true;
     ctx.out.ok();
     Ok(())
