@@ -24,6 +24,7 @@
 
 pub mod alloc;
 pub mod cluster;
+pub mod cluster_bus;
 pub mod commands;
 pub mod config;
 pub mod core;
@@ -105,6 +106,17 @@ pub fn serve(config: config::Config) -> std::io::Result<()> {
             tracing::info!(port = listener.local_addr()?.port(), "TLS port ready");
             listeners.tls = Some((listener, acceptor));
         }
+        // The cluster bus port (a port in use stops start-up, as in Redis).
+        let cluster_listener = match core.cluster.as_deref() {
+            Some(st) => {
+                let cport = st.myself().cport;
+                let l = tokio::net::TcpListener::bind((addr, cport)).await?;
+                tracing::info!(cport, "cluster bus port ready");
+                Some(l)
+            }
+            None => None,
+        };
+        core.cluster_changed();
         let port = match &listeners.plain {
             Some(l) => l.local_addr()?.port(),
             None => 0,
@@ -119,6 +131,9 @@ pub fn serve(config: config::Config) -> std::io::Result<()> {
         );
         core.port = port;
         let core = Rc::new(RefCell::new(core));
+        if let Some(listener) = cluster_listener {
+            cluster_bus::start(&core, listener);
+        }
         let loading = persist::run_loader(core.clone(), loader);
         let reason = server::run(listeners, core.clone(), loading).await?;
         replication::wait_before_shutdown(&core).await;

@@ -15,15 +15,11 @@ use super::{CommandSpec, flags::*};
 use crate::cluster::nodes_conf::NodeFlags;
 use crate::cluster::slots::{CLUSTER_SLOTS, key_hash_slot};
 use crate::core::Ctx;
-use crate::core::cluster::{ClusterState, Node};
+use crate::core::cluster::{BusRequest, ClusterState, MESSAGE_TYPE_NAMES, Node};
 use crate::error::ReplyError;
 
 /// What every cluster command answers on a standalone node (Redis's text).
 const DISABLED: &str = "ERR This instance has cluster support disabled";
-
-/// CLUSTER MEET needs the cluster bus, which this node does not run yet.
-const NO_BUS: &str =
-    "ERR CLUSTER MEET needs the cluster bus, which streamd does not run yet (docs/cluster.md)";
 
 /// Redis 7.0's CLUSTER HELP lines (the reply text, which clients may show).
 const HELP: &[&str] = &[
@@ -294,10 +290,14 @@ fn cluster_cmd(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         }
         "count-failure-reports" => {
             let id = String::from_utf8_lossy(ctx.arg(2)).into_owned();
-            if state(ctx)?.lookup(&id).is_none() {
+            let now = ctx.now_ms;
+            let timeout = ctx.core.config.get_i64("cluster-node-timeout").max(1) as u64;
+            let st = state(ctx)?;
+            let Some(i) = st.lookup(&id) else {
                 return Err(ReplyError::owned(format!("ERR Unknown node {id}")));
-            }
-            ctx.out.integer(0);
+            };
+            let n = st.failure_reports(i, now, timeout * 2);
+            ctx.out.integer(n as i64);
             Ok(())
         }
         "links" => {
@@ -306,6 +306,7 @@ fn cluster_cmd(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         }
         "forget" => {
             let id = String::from_utf8_lossy(ctx.arg(2)).into_owned();
+            let now = ctx.now_ms;
             let st = state(ctx)?;
             match st.lookup(&id) {
                 None => Err(ReplyError::owned(format!("ERR Unknown node {id}"))),
@@ -316,7 +317,9 @@ fn cluster_cmd(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
                     if st.nodes[0].master.as_deref() == Some(id.as_str()) {
                         return Err(ReplyError::msg("ERR Can't forget my master!"));
                     }
-                    forget(st, i);
+                    st.del_node(i);
+                    st.blacklist
+                        .insert(id, now + crate::core::cluster::BLACKLIST_TTL_MS);
                     ctx.out.ok();
                     saved(ctx)
                 }
@@ -324,6 +327,7 @@ fn cluster_cmd(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         }
         "replicate" => {
             let id = String::from_utf8_lossy(ctx.arg(2)).into_owned();
+            let keys = !ctx.core.dbs[0].keys.is_empty();
             let st = state(ctx)?;
             match st.lookup(&id) {
                 None => Err(ReplyError::owned(format!("ERR Unknown node {id}"))),
@@ -331,18 +335,33 @@ fn cluster_cmd(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
                 Some(i) if !st.nodes[i].flags.contains(NodeFlags::MASTER) => Err(ReplyError::msg(
                     "ERR I can only replicate a master, not a replica.",
                 )),
-                Some(_) => Err(ReplyError::msg(
-                    "ERR To set a master the node must be empty and without assigned slots.",
-                ))
-                .or_else(|e| {
-                    // Replicating another node needs the bus to reach it.
-                    let st = state(ctx)?;
-                    if st.owner.contains(&Some(0)) || !ctx.core.dbs[0].keys.is_empty() {
-                        Err(e)
-                    } else {
-                        Err(ReplyError::msg(NO_BUS_REPLICATE))
+                Some(_)
+                    if st.nodes[0].flags.contains(NodeFlags::MASTER)
+                        && (st.owner.contains(&Some(0)) || keys) =>
+                {
+                    Err(ReplyError::msg(
+                        "ERR To set a master the node must be empty and without assigned slots.",
+                    ))
+                }
+                Some(i) => {
+                    // clusterSetMaster: a primary gives up its open slots and becomes a
+                    // replica; the replication link follows the new primary.
+                    let me = &mut st.nodes[0];
+                    me.flags.0 &= !(NodeFlags::MASTER | NodeFlags::MIGRATE_TO);
+                    me.flags.0 |= NodeFlags::SLAVE;
+                    me.master = Some(id);
+                    st.migrating.clear();
+                    st.importing.clear();
+                    st.manual = Default::default();
+                    let (ip, port) = (st.nodes[i].ip.clone(), st.nodes[i].port);
+                    st.requests.push(BusRequest::BroadcastPong);
+                    st.wake.notify_one();
+                    if !ip.is_empty() {
+                        super::replication::follow(ctx.core, ip, port);
                     }
-                }),
+                    ctx.out.ok();
+                    saved(ctx)
+                }
             }
         }
         "replicas" | "slaves" => {
@@ -353,8 +372,20 @@ fn cluster_cmd(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
                 Some(i) if !st.nodes[i].flags.contains(NodeFlags::MASTER) => {
                     Err(ReplyError::msg("ERR The specified node is not a master"))
                 }
-                Some(_) => {
-                    ctx.out.array(0);
+                Some(i) => {
+                    let text: Vec<String> = st
+                        .replicas_of(i)
+                        .into_iter()
+                        .map(|r| {
+                            let mut line = String::new();
+                            st.to_conf().nodes[r].write(&mut line);
+                            line
+                        })
+                        .collect();
+                    ctx.out.array(text.len());
+                    for t in text {
+                        ctx.out.bulk(t.as_bytes());
+                    }
                     Ok(())
                 }
             }
@@ -365,41 +396,95 @@ fn cluster_cmd(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
                 3 if super::is(ctx.arg(2), "force") || super::is(ctx.arg(2), "takeover") => {}
                 _ => return Err(ReplyError::Syntax),
             }
+            let force = ctx.argv.len() == 3 && super::is(ctx.arg(2), "force");
+            let takeover = ctx.argv.len() == 3 && super::is(ctx.arg(2), "takeover");
+            let link_down = ctx
+                .core
+                .repl
+                .master
+                .as_ref()
+                .is_none_or(|m| m.state != crate::core::replication::LinkState::Connected);
+            let now = ctx.now_ms;
             let st = state(ctx)?;
             if st.nodes[0].flags.contains(NodeFlags::MASTER) {
                 return Err(ReplyError::msg(
                     "ERR You should send CLUSTER FAILOVER to a replica",
                 ));
             }
-            Err(ReplyError::msg(
-                "ERR I'm a replica but my master is unknown to me",
-            ))
+            let Some(m) = st.my_master() else {
+                return Err(ReplyError::msg(
+                    "ERR I'm a replica but my master is unknown to me",
+                ));
+            };
+            if !force && !takeover && (st.nodes[m].flags.contains(NodeFlags::FAIL) || link_down) {
+                return Err(ReplyError::msg(
+                    "ERR Master is down or failed, please use CLUSTER FAILOVER FORCE",
+                ));
+            }
+            // clusterCommand "failover": a manual failover of MF_TIMEOUT.
+            st.manual = Default::default();
+            st.manual.end = now + crate::core::cluster::MF_TIMEOUT_MS;
+            if takeover {
+                st.requests.push(BusRequest::Takeover);
+            } else if force {
+                st.manual.can_start = true;
+            } else {
+                st.requests.push(BusRequest::MfStart);
+            }
+            st.wake.notify_one();
+            ctx.out.ok();
+            Ok(())
         }
-        "meet" => Err(ReplyError::msg(NO_BUS)),
+        "meet" => meet(ctx),
         _ => Err(subcommand_error(ctx)),
     }
 }
 
-/// What REPLICATE of a known primary answers while there is no bus to reach it.
-const NO_BUS_REPLICATE: &str =
-    "ERR CLUSTER REPLICATE needs the cluster bus, which streamd does not run yet (docs/cluster.md)";
+/// CLUSTER MEET ip port [cport]: the bus starts a handshake (cluster.c `clusterCommand`
+/// "meet" → `clusterStartHandshake`).
+fn meet(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    if ctx.argv.len() != 4 && ctx.argv.len() != 5 {
+        return Err(subcommand_error(ctx));
+    }
+    let ip = String::from_utf8_lossy(ctx.arg(2)).into_owned();
+    let port = super::parse_i64(ctx.arg(3)).map_err(|_| {
+        ReplyError::owned(format!(
+            "ERR Invalid TCP base port specified: {}",
+            String::from_utf8_lossy(ctx.arg(3))
+        ))
+    })?;
+    let cport = match ctx.argv.get(4) {
+        Some(a) => super::parse_i64(a).map_err(|_| {
+            ReplyError::owned(format!(
+                "ERR Invalid TCP bus port specified: {}",
+                String::from_utf8_lossy(a)
+            ))
+        })?,
+        None => port + 10000,
+    };
+    let valid = ip.parse::<std::net::IpAddr>().is_ok()
+        && (1..=65535).contains(&port)
+        && (1..=65535).contains(&cport);
+    if !valid {
+        return Err(ReplyError::owned(format!(
+            "ERR Invalid node address specified: {ip}:{port}"
+        )));
+    }
+    let st = state(ctx)?;
+    st.requests.push(BusRequest::Meet {
+        ip,
+        port: port as u16,
+        cport: cport as u16,
+    });
+    st.wake.notify_one();
+    ctx.out.ok();
+    Ok(())
+}
 
 fn subcommand_error(ctx: &Ctx<'_>) -> ReplyError {
     ReplyError::SubcommandSyntax {
         sub: String::from_utf8_lossy(ctx.arg(1)).into_owned(),
         container: "CLUSTER".into(),
-    }
-}
-
-/// Removes node `i` from the table, renumbering the owners.
-fn forget(st: &mut ClusterState, i: usize) {
-    st.nodes.remove(i);
-    for o in st.owner.iter_mut() {
-        *o = match *o {
-            Some(x) if x == i => None,
-            Some(x) if x > i => Some(x - 1),
-            other => other,
-        };
     }
 }
 
@@ -551,21 +636,47 @@ fn endpoint(ctx: &Ctx<'_>, node: &Node) -> Option<String> {
     }
 }
 
-/// CLUSTER INFO's text (cluster.c `clusterCommand` "info").
+/// CLUSTER INFO's text (cluster.c `clusterGenClusterInfoString`).
 fn info_text(ctx: &Ctx<'_>) -> String {
     let Some(st) = ctx.core.cluster.as_deref() else {
         return String::new();
     };
-    let full = ctx.core.config.get_bool("cluster-require-full-coverage");
-    let assigned = st.slots_assigned();
-    format!(
-        "cluster_state:{}\r\ncluster_slots_assigned:{assigned}\r\ncluster_slots_ok:{assigned}\r\ncluster_slots_pfail:0\r\ncluster_slots_fail:0\r\ncluster_known_nodes:{}\r\ncluster_size:{}\r\ncluster_current_epoch:{}\r\ncluster_my_epoch:{}\r\ncluster_stats_messages_sent:0\r\ncluster_stats_messages_received:0\r\ntotal_cluster_links_buffer_limit_exceeded:0\r\n",
-        if st.is_ok(full) { "ok" } else { "fail" },
+    let (mut assigned, mut ok, mut pfail, mut fail) = (0, 0, 0, 0);
+    for o in st.owner.iter().flatten() {
+        assigned += 1;
+        let f = st.nodes[*o].flags;
+        if f.contains(NodeFlags::FAIL) {
+            fail += 1;
+        } else if f.contains(NodeFlags::PFAIL) {
+            pfail += 1;
+        } else {
+            ok += 1;
+        }
+    }
+    let my_epoch = match st.my_master() {
+        Some(m) if st.nodes[0].flags.contains(NodeFlags::SLAVE) => st.nodes[m].config_epoch,
+        _ => st.nodes[0].config_epoch,
+    };
+    let mut out = format!(
+        "cluster_state:{}\r\ncluster_slots_assigned:{assigned}\r\ncluster_slots_ok:{ok}\r\ncluster_slots_pfail:{pfail}\r\ncluster_slots_fail:{fail}\r\ncluster_known_nodes:{}\r\ncluster_size:{}\r\ncluster_current_epoch:{}\r\ncluster_my_epoch:{my_epoch}\r\n",
+        if st.is_ok() { "ok" } else { "fail" },
         st.nodes.len(),
         st.size(),
         st.current_epoch,
-        st.nodes[0].config_epoch,
-    )
+    );
+    for (dir, word) in [(0, "sent"), (1, "received")] {
+        let mut total = 0;
+        for (code, name) in MESSAGE_TYPE_NAMES.iter().enumerate() {
+            let n = st.stats[dir][code];
+            if n > 0 {
+                out.push_str(&format!("cluster_stats_messages_{name}_{word}:{n}\r\n"));
+                total += n;
+            }
+        }
+        out.push_str(&format!("cluster_stats_messages_{word}:{total}\r\n"));
+    }
+    out.push_str("total_cluster_links_buffer_limit_exceeded:0\r\n");
+    out
 }
 
 /// CLUSTER NODES's text: nodes.conf's lines without the vars line, with the
@@ -630,13 +741,33 @@ fn slots_reply(ctx: &mut Ctx<'_>) {
         .get("cluster-preferred-endpoint-type")
         .unwrap_or("ip")
         .to_string();
+    // Each run names its primary, then its replicas that are not failing.
+    let replicas: Vec<Vec<usize>> = match ctx.core.cluster.as_deref() {
+        Some(st) => (0..nodes.len())
+            .map(|i| {
+                st.replicas_of(i)
+                    .into_iter()
+                    .filter(|&r| !nodes[r].flags.contains(NodeFlags::FAIL))
+                    .collect()
+            })
+            .collect(),
+        None => return,
+    };
     ctx.out.array(runs.len());
     for (start, end, n) in runs {
-        ctx.out.array(3);
+        ctx.out.array(3 + replicas[n].len());
         ctx.out.integer(start as i64);
         ctx.out.integer(end as i64);
-        let node = &nodes[n];
-        ctx.out.array(4);
+        for &shown in std::iter::once(&n).chain(replicas[n].iter()) {
+            slot_node(ctx, &nodes[shown], &kind);
+        }
+    }
+}
+
+/// One node of a CLUSTER SLOTS run (cluster.c `addNodeToNodeReply`).
+fn slot_node(ctx: &mut Ctx<'_>, node: &Node, kind: &str) {
+    ctx.out.array(4);
+    {
         match endpoint(ctx, node) {
             Some(e) => ctx.out.bulk(e.as_bytes()),
             None => ctx.out.null(),
@@ -660,7 +791,8 @@ fn slots_reply(ctx: &mut Ctx<'_>) {
     }
 }
 
-/// CLUSTER SHARDS (cluster.c `clusterReplyShards`, `addNodeDetailsToShardReply`).
+/// CLUSTER SHARDS (cluster.c `clusterReplyShards`, `addNodeDetailsToShardReply`): one
+/// entry per primary, its slots and its nodes (the primary first, then its replicas).
 fn shards_reply(ctx: &mut Ctx<'_>) {
     let nodes = nodes_view(ctx);
     let Some(st) = ctx.core.cluster.as_deref() else {
@@ -669,13 +801,13 @@ fn shards_reply(ctx: &mut Ctx<'_>) {
     let ranges: Vec<Vec<(u16, u16)>> = (0..nodes.len())
         .map(|i| st.slots_of(i).ranges().collect())
         .collect();
-    let offset = ctx.core.repl.offset as i64;
-    let masters: Vec<usize> = (0..nodes.len())
+    let my_offset = ctx.core.repl.offset as i64;
+    let masters: Vec<(usize, Vec<usize>)> = (0..nodes.len())
         .filter(|&i| nodes[i].flags.contains(NodeFlags::MASTER))
+        .map(|i| (i, st.replicas_of(i)))
         .collect();
     ctx.out.array(masters.len());
-    for i in masters {
-        let node = &nodes[i];
+    for (i, replicas) in masters {
         ctx.out.map(2);
         ctx.out.bulk(b"slots");
         ctx.out.array(ranges[i].len() * 2);
@@ -684,36 +816,47 @@ fn shards_reply(ctx: &mut Ctx<'_>) {
             ctx.out.integer(i64::from(b));
         }
         ctx.out.bulk(b"nodes");
-        ctx.out.array(1);
-        let mut fields: Vec<(&str, Option<String>, Option<i64>)> = vec![
-            ("id", Some(node.id.clone()), None),
-            ("port", None, Some(i64::from(node.port))),
-            ("ip", Some(node.ip.clone()), None),
-            (
-                "endpoint",
-                Some(endpoint(ctx, node).unwrap_or_else(|| "?".into())),
-                None,
-            ),
-        ];
-        if let Some(h) = &node.hostname {
-            fields.push(("hostname", Some(h.clone()), None));
-        }
-        let my_offset = if i == 0 { offset } else { 0 };
-        fields.push(("role", Some("master".into()), None));
-        fields.push(("replication-offset", None, Some(my_offset)));
-        let failed = node.flags.contains(NodeFlags::FAIL);
-        fields.push((
-            "health",
-            Some(if failed { "fail" } else { "online" }.into()),
-            None,
-        ));
-        ctx.out.map(fields.len());
-        for (k, text, int) in fields {
-            ctx.out.bulk(k.as_bytes());
-            match (text, int) {
-                (Some(t), _) => ctx.out.bulk(t.as_bytes()),
-                (None, Some(n)) => ctx.out.integer(n),
-                (None, None) => ctx.out.null(),
+        ctx.out.array(1 + replicas.len());
+        for n in std::iter::once(i).chain(replicas) {
+            let node = &nodes[n];
+            let offset = if n == 0 {
+                my_offset
+            } else {
+                node.rt.repl_offset as i64
+            };
+            let replica = node.flags.contains(NodeFlags::SLAVE);
+            let health = if node.flags.contains(NodeFlags::FAIL) {
+                "fail"
+            } else if replica && offset == 0 {
+                "loading"
+            } else {
+                "online"
+            };
+            let mut fields: Vec<(&str, Option<String>, Option<i64>)> = vec![
+                ("id", Some(node.id.clone()), None),
+                ("port", None, Some(i64::from(node.port))),
+                ("ip", Some(node.ip.clone()), None),
+                (
+                    "endpoint",
+                    Some(endpoint(ctx, node).unwrap_or_else(|| "?".into())),
+                    None,
+                ),
+            ];
+            if let Some(h) = &node.hostname {
+                fields.push(("hostname", Some(h.clone()), None));
+            }
+            let role = if replica { "replica" } else { "master" };
+            fields.push(("role", Some(role.into()), None));
+            fields.push(("replication-offset", None, Some(offset)));
+            fields.push(("health", Some(health.into()), None));
+            ctx.out.map(fields.len());
+            for (k, text, int) in fields {
+                ctx.out.bulk(k.as_bytes());
+                match (text, int) {
+                    (Some(t), _) => ctx.out.bulk(t.as_bytes()),
+                    (None, Some(n)) => ctx.out.integer(n),
+                    (None, None) => ctx.out.null(),
+                }
             }
         }
     }

@@ -104,6 +104,12 @@ pub const COMMANDS: &[CommandSpec] = &[
 ];
 
 fn replicaof(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    // A cluster node's primary is chosen by the cluster (CLUSTER REPLICATE, failovers).
+    if ctx.core.cluster.is_some() {
+        return Err(ReplyError::msg(
+            "ERR REPLICAOF not allowed in cluster mode.",
+        ));
+    }
     let host = ctx.arg(1).clone();
     let port = ctx.arg(2).clone();
     if host.eq_ignore_ascii_case(b"no") && port.eq_ignore_ascii_case(b"one") {

@@ -36,7 +36,125 @@ pub struct Node {
     pub master: Option<String>,
     /// Config epoch.
     pub config_epoch: u64,
+    /// What the bus learns while running (never saved, zero after a load).
+    pub rt: NodeRuntime,
 }
+
+/// The run-time part of a node (cluster.h `clusterNode` fields that are not saved): the
+/// timers of failure detection, the replication offset it announced, its failure reports.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeRuntime {
+    /// When the node entered the table (ms), for the handshake timeout.
+    pub ctime: u64,
+    /// When the pending PING was sent (ms), 0 when none is pending.
+    pub ping_sent: u64,
+    /// When the last PONG came (ms).
+    pub pong_received: u64,
+    /// When anything last came from it (ms).
+    pub data_received: u64,
+    /// When it was flagged FAIL (ms).
+    pub fail_time: u64,
+    /// When we last voted for a replica of this primary (ms).
+    pub voted_time: u64,
+    /// The replication offset of its last header.
+    pub repl_offset: u64,
+    /// An outbound link to it is connected.
+    pub link: bool,
+    /// When the current outbound link was made (ms).
+    pub link_ctime: u64,
+    /// An inbound link from it is known.
+    pub inbound: bool,
+    /// Primaries that reported it PFAIL or FAIL, with the time of their last report.
+    pub fail_reports: Vec<(String, u64)>,
+}
+
+/// A replica's election in progress (cluster.h `failover_auth_*`).
+#[derive(Debug, Clone, Default)]
+pub struct Election {
+    /// When the vote request goes out (ms), 0 before the first attempt.
+    pub auth_time: u64,
+    /// Votes received.
+    pub auth_count: usize,
+    /// The request was sent.
+    pub auth_sent: bool,
+    /// This replica's rank among its primary's replicas (0 = best offset).
+    pub auth_rank: u64,
+    /// The epoch of the request.
+    pub auth_epoch: u64,
+}
+
+/// A manual failover in progress (cluster.h `mf_*`), on the replica or on its primary.
+#[derive(Debug, Clone, Default)]
+pub struct ManualFailover {
+    /// Deadline (ms); 0 = none in progress.
+    pub end: u64,
+    /// The replica may start its election.
+    pub can_start: bool,
+    /// The primary's offset when it paused, as its PAUSED PING said.
+    pub master_offset: Option<u64>,
+    /// On the primary: the replica asking.
+    pub replica: Option<String>,
+}
+
+/// What a command asks of the bus task (which owns the sockets).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BusRequest {
+    /// Start a handshake with this address (CLUSTER MEET).
+    Meet {
+        /// IP.
+        ip: String,
+        /// Client port.
+        port: u16,
+        /// Bus port.
+        cport: u16,
+    },
+    /// Send MFSTART to my primary (CLUSTER FAILOVER without FORCE/TAKEOVER).
+    MfStart,
+    /// Broadcast a PONG now (my configuration changed).
+    BroadcastPong,
+    /// Take my primary's slots without an election (CLUSTER FAILOVER TAKEOVER).
+    Takeover,
+    /// Send PUBLISH (`shard` false, to every node) or PUBLISHSHARD (to my shard).
+    Publish {
+        /// Shard channel (SPUBLISH).
+        shard: bool,
+        /// Channel.
+        channel: bytes::Bytes,
+        /// Message.
+        message: bytes::Bytes,
+    },
+}
+
+/// The saved part of a [`ClusterState`] ([`ClusterState::config_key`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigKey {
+    nodes: Vec<(String, String, u16, u16, u16, Option<String>, u64)>,
+    owner: Vec<Option<usize>>,
+    migrating: BTreeMap<u16, String>,
+    importing: BTreeMap<u16, String>,
+    epochs: (u64, u64),
+}
+
+/// Names of the bus message types in CLUSTER INFO, by type code (cluster.c
+/// `clusterGetMessageTypeString`).
+pub const MESSAGE_TYPE_NAMES: [&str; 11] = [
+    "ping",
+    "pong",
+    "meet",
+    "fail",
+    "publish",
+    "auth-req",
+    "auth-ack",
+    "update",
+    "mfstart",
+    "module",
+    "publishshard",
+];
+
+/// How long a forgotten node may not come back through gossip (CLUSTER_BLACKLIST_TTL).
+pub const BLACKLIST_TTL_MS: u64 = 60_000;
+/// How long a manual failover may take (CLUSTER_MF_TIMEOUT).
+pub const MF_TIMEOUT_MS: u64 = 5_000;
 
 /// The state of this cluster node.
 #[derive(Debug, Clone)]
@@ -57,8 +175,22 @@ pub struct ClusterState {
     pub last_vote_epoch: u64,
     /// My shard id (Redis 7.2's; not in a 7.0 nodes.conf, so new at every start).
     pub shard_id: String,
-    /// Cluster bus messages sent and received by type (always zero without the bus).
-    pub stats_messages: u64,
+    /// Bus messages sent (`[0]`) and received (`[1]`) by type code.
+    pub stats: [[u64; 11]; 2],
+    /// `cluster_state:ok`, as last computed by [`ClusterState::refresh_state`].
+    pub state_ok: bool,
+    /// Primaries serving at least one slot, as last computed.
+    pub size_cached: usize,
+    /// The election of this replica.
+    pub election: Election,
+    /// The manual failover in progress.
+    pub manual: ManualFailover,
+    /// What commands asked of the bus since it last looked.
+    pub requests: Vec<BusRequest>,
+    /// Wakes the bus task when a request is queued.
+    pub wake: std::rc::Rc<tokio::sync::Notify>,
+    /// Forgotten nodes and until when gossip may not re-add them (ms).
+    pub blacklist: BTreeMap<String, u64>,
 }
 
 /// Why the cluster state could not be loaded or saved.
@@ -102,6 +234,7 @@ impl ClusterState {
             flags: NodeFlags(NodeFlags::MYSELF | NodeFlags::MASTER),
             master: None,
             config_epoch: 0,
+            rt: NodeRuntime::default(),
         };
         ClusterState {
             path,
@@ -112,7 +245,14 @@ impl ClusterState {
             current_epoch: 0,
             last_vote_epoch: 0,
             shard_id: random_node_id(),
-            stats_messages: 0,
+            stats: [[0; 11]; 2],
+            state_ok: false,
+            size_cached: 0,
+            election: Election::default(),
+            manual: ManualFailover::default(),
+            requests: Vec::new(),
+            wake: std::rc::Rc::new(tokio::sync::Notify::new()),
+            blacklist: BTreeMap::new(),
         }
     }
 
@@ -150,6 +290,10 @@ impl ClusterState {
                 flags: line.flags,
                 master: line.master.clone(),
                 config_epoch: line.config_epoch,
+                rt: NodeRuntime {
+                    ctime: super::unix_ms(),
+                    ..NodeRuntime::default()
+                },
             };
             if index == 0 {
                 node.port = port;
@@ -211,24 +355,145 @@ impl ClusterState {
         self.owner.iter().filter(|o| o.is_some()).count()
     }
 
-    /// Primaries serving at least one slot (`cluster_size`).
+    /// Primaries serving at least one slot (`cluster_size`), as last computed.
     pub fn size(&self) -> usize {
-        (0..self.nodes.len())
-            .filter(|&i| {
-                self.nodes[i].flags.contains(NodeFlags::MASTER) && self.owner.contains(&Some(i))
-            })
-            .count()
+        self.size_cached
     }
 
-    /// `cluster_state` ok (true) or fail, as cluster.c `clusterUpdateState` decides it
-    /// for nodes that never fail: every slot assigned when `require_full_coverage`, and
-    /// a majority of the slot-serving primaries reachable (all are, without a bus; a
-    /// cluster of size 0 has no majority).
-    pub fn is_ok(&self, require_full_coverage: bool) -> bool {
-        if require_full_coverage && self.slots_assigned() < CLUSTER_SLOTS {
-            return false;
+    /// `cluster_state` ok (true) or fail, as last computed by [`Self::refresh_state`].
+    pub fn is_ok(&self) -> bool {
+        self.state_ok
+    }
+
+    /// Recomputes `cluster_state` and the size (cluster.c `clusterUpdateState`): fail
+    /// when `require_full_coverage` and a slot is unassigned or served by a FAIL node, or
+    /// when fewer than a majority of the slot-serving primaries are reachable (neither
+    /// PFAIL nor FAIL). A cluster of size 0 has no majority.
+    pub fn refresh_state(&mut self, require_full_coverage: bool) {
+        let mut serving = vec![false; self.nodes.len()];
+        let mut ok = true;
+        for owner in &self.owner {
+            match owner {
+                Some(i) => {
+                    serving[*i] = true;
+                    if require_full_coverage && self.nodes[*i].flags.contains(NodeFlags::FAIL) {
+                        ok = false;
+                    }
+                }
+                None if require_full_coverage => ok = false,
+                None => {}
+            }
         }
-        self.size() > 0
+        let mut size = 0;
+        let mut reachable = 0;
+        for (i, node) in self.nodes.iter().enumerate() {
+            if serving[i] && node.flags.contains(NodeFlags::MASTER) {
+                size += 1;
+                if !node.flags.contains(NodeFlags::FAIL) && !node.flags.contains(NodeFlags::PFAIL) {
+                    reachable += 1;
+                }
+            }
+        }
+        self.size_cached = size;
+        if size == 0 || reachable < size / 2 + 1 {
+            ok = false;
+        }
+        self.state_ok = ok;
+    }
+
+    /// What is saved in nodes.conf, as a value to compare: a change means a save
+    /// (the run-time fields and PFAIL are not saved).
+    pub fn config_key(&self) -> ConfigKey {
+        ConfigKey {
+            nodes: self
+                .nodes
+                .iter()
+                .map(|n| {
+                    (
+                        n.id.clone(),
+                        n.ip.clone(),
+                        n.port,
+                        n.cport,
+                        n.flags.0 & !NodeFlags::PFAIL,
+                        n.master.clone(),
+                        n.config_epoch,
+                    )
+                })
+                .collect(),
+            owner: self.owner.clone(),
+            migrating: self.migrating.clone(),
+            importing: self.importing.clone(),
+            epochs: (self.current_epoch, self.last_vote_epoch),
+        }
+    }
+
+    /// Number of slots node `index` serves.
+    pub fn num_slots(&self, index: usize) -> usize {
+        self.owner.iter().filter(|o| **o == Some(index)).count()
+    }
+
+    /// Whether node `index` is a primary.
+    pub fn is_master(&self, index: usize) -> bool {
+        self.nodes[index].flags.contains(NodeFlags::MASTER)
+    }
+
+    /// Indices of the replicas of node `index` (nodes naming it as their primary).
+    pub fn replicas_of(&self, index: usize) -> Vec<usize> {
+        let id = &self.nodes[index].id;
+        (0..self.nodes.len())
+            .filter(|&i| {
+                self.nodes[i].master.as_deref() == Some(id.as_str())
+                    && self.nodes[i].flags.contains(NodeFlags::SLAVE)
+            })
+            .collect()
+    }
+
+    /// The index of my primary, when I am a replica of a known node.
+    pub fn my_master(&self) -> Option<usize> {
+        self.nodes[0].master.as_deref().and_then(|m| self.lookup(m))
+    }
+
+    /// Removes node `i` from the table (cluster.c `clusterDelNode`): its slots become
+    /// unassigned, its failure reports go, the owners are renumbered.
+    pub fn del_node(&mut self, i: usize) {
+        if i == 0 || i >= self.nodes.len() {
+            return;
+        }
+        let id = self.nodes.remove(i).id;
+        for o in self.owner.iter_mut() {
+            *o = match *o {
+                Some(x) if x == i => None,
+                Some(x) if x > i => Some(x - 1),
+                other => other,
+            };
+        }
+        self.migrating.retain(|_, to| *to != id);
+        self.importing.retain(|_, from| *from != id);
+        for n in self.nodes.iter_mut() {
+            n.rt.fail_reports.retain(|(by, _)| *by != id);
+        }
+    }
+
+    /// Records that primary `by` reports node `i` failing (`clusterNodeAddFailureReport`).
+    pub fn add_failure_report(&mut self, i: usize, by: &str, now: u64) {
+        let reports = &mut self.nodes[i].rt.fail_reports;
+        match reports.iter_mut().find(|(b, _)| b == by) {
+            Some(r) => r.1 = now,
+            None => reports.push((by.to_string(), now)),
+        }
+    }
+
+    /// Forgets `by`'s report about node `i` (`clusterNodeDelFailureReport`).
+    pub fn del_failure_report(&mut self, i: usize, by: &str) {
+        self.nodes[i].rt.fail_reports.retain(|(b, _)| b != by);
+    }
+
+    /// Failure reports about node `i` younger than `max_age` ms, the older ones dropped
+    /// (`clusterNodeFailureReportsCount`).
+    pub fn failure_reports(&mut self, i: usize, now: u64, max_age: u64) -> usize {
+        let reports = &mut self.nodes[i].rt.fail_reports;
+        reports.retain(|(_, t)| now.saturating_sub(*t) <= max_age);
+        reports.len()
     }
 
     /// The state as nodes.conf lines.
@@ -245,10 +510,14 @@ impl ClusterState {
                 hostname: n.hostname.clone(),
                 flags: n.flags,
                 master: n.master.clone(),
-                ping_sent: 0,
-                pong_recv: 0,
-                config_epoch: n.config_epoch,
-                link_state: if i == 0 {
+                ping_sent: n.rt.ping_sent as i64,
+                pong_recv: n.rt.pong_received as i64,
+                // A replica prints its primary's epoch (clusterGenNodeDescription).
+                config_epoch: match n.master.as_deref().and_then(|m| self.lookup(m)) {
+                    Some(m) if n.flags.contains(NodeFlags::SLAVE) => self.nodes[m].config_epoch,
+                    _ => n.config_epoch,
+                },
+                link_state: if i == 0 || n.rt.link {
                     LinkState::Connected
                 } else {
                     LinkState::Disconnected
@@ -347,10 +616,12 @@ impl super::Core {
     /// Saves the cluster state after a change (Redis's `clusterSaveConfigOrDie`, which
     /// exits on failure; we log and keep serving, the next change retries).
     pub fn cluster_changed(&mut self) {
-        if let Some(st) = self.cluster.as_deref()
-            && let Err(e) = st.save()
-        {
-            tracing::error!(error = %e, "could not save the cluster configuration");
+        let full = self.config.get_bool("cluster-require-full-coverage");
+        if let Some(st) = self.cluster.as_deref_mut() {
+            st.refresh_state(full);
+            if let Err(e) = st.save() {
+                tracing::error!(error = %e, "could not save the cluster configuration");
+            }
         }
     }
 
@@ -452,8 +723,7 @@ impl super::Core {
             }
         }
         let (slot, owner) = (slot?, owner?);
-        let full = self.config.get_bool("cluster-require-full-coverage");
-        if !st.is_ok(full) {
+        if !st.is_ok() {
             if !self.config.get_bool("cluster-allow-reads-when-down") {
                 return Some(Redirect::Down);
             } else if any_write {
@@ -474,7 +744,14 @@ impl super::Core {
             }
             return None;
         }
-        if owner != 0 {
+        // A READONLY client of a replica reads its primary's slots here
+        // (getNodeByQuery: `c->flags & CLIENT_READONLY`, no write, myself a replica of n).
+        if owner != 0
+            && !(client.cluster_readonly
+                && !any_write
+                && st.nodes[0].flags.contains(NodeFlags::SLAVE)
+                && st.nodes[0].master.as_deref() == Some(st.nodes[owner].id.as_str()))
+        {
             return Some(Redirect::Moved(slot, self.node_address(st, owner)));
         }
         None
@@ -490,8 +767,7 @@ impl super::Core {
         let Some(st) = self.cluster.as_deref() else {
             return;
         };
-        let full = self.config.get_bool("cluster-require-full-coverage");
-        let down = !st.is_ok(full) && !self.config.get_bool("cluster-allow-reads-when-down");
+        let down = !st.is_ok() && !self.config.get_bool("cluster-allow-reads-when-down");
         let mut answers: Vec<(u64, String)> = Vec::new();
         for (id, c) in &self.clients {
             let Some(state) = &c.blocked else { continue };
@@ -546,8 +822,11 @@ mod tests {
         assert_eq!(back.owner[5], Some(0));
         assert_eq!(back.migrating.get(&5), Some(&"a".repeat(40)));
         assert_eq!(back.current_epoch, 3);
-        assert!(!back.is_ok(true));
-        assert!(back.is_ok(false));
+        let mut back = back;
+        back.refresh_state(true);
+        assert!(!back.is_ok());
+        back.refresh_state(false);
+        assert!(back.is_ok());
     }
 
     #[test]
