@@ -812,7 +812,7 @@ fn receive(
             process_gossip(st, env, bus, Some(s), &ping.gossip);
         }
         Body::Fail { node } => {
-            let Some(_) = sender else { return None };
+            sender?;
             if let Some(f) = st.lookup(&node.to_id())
                 && f != 0
                 && !has(&st.nodes[f], NodeFlags::FAIL)
@@ -853,7 +853,7 @@ fn receive(
             }
         }
         Body::MfStart => {
-            let Some(s) = sender else { return None };
+            let s = sender?;
             if st.nodes[s].master.as_deref() != Some(st.my_id()) {
                 return None;
             }
@@ -870,12 +870,8 @@ fn receive(
             node,
             slots,
         } => {
-            if sender.is_none() {
-                return None;
-            }
-            let Some(n) = st.lookup(&node.to_id()) else {
-                return None;
-            };
+            sender?;
+            let n = st.lookup(&node.to_id())?;
             if st.nodes[n].config_epoch >= *config_epoch {
                 return None;
             }

@@ -398,12 +398,6 @@ fn cluster_cmd(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             }
             let force = ctx.argv.len() == 3 && super::is(ctx.arg(2), "force");
             let takeover = ctx.argv.len() == 3 && super::is(ctx.arg(2), "takeover");
-            let link_down = ctx
-                .core
-                .repl
-                .master
-                .as_ref()
-                .is_none_or(|m| m.state != crate::core::replication::LinkState::Connected);
             let now = ctx.now_ms;
             let st = state(ctx)?;
             if st.nodes[0].flags.contains(NodeFlags::MASTER) {
@@ -416,7 +410,10 @@ fn cluster_cmd(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
                     "ERR I'm a replica but my master is unknown to me",
                 ));
             };
-            if !force && !takeover && (st.nodes[m].flags.contains(NodeFlags::FAIL) || link_down) {
+            if !force
+                && !takeover
+                && (st.nodes[m].flags.contains(NodeFlags::FAIL) || !st.nodes[m].rt.link)
+            {
                 return Err(ReplyError::msg(
                     "ERR Master is down or failed, please use CLUSTER FAILOVER FORCE",
                 ));

@@ -200,10 +200,13 @@ fn publish(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let n = ctx.core.publish(&ctx.argv[1], &ctx.argv[2]);
     ctx.core.flush_pushes(ctx.client.id, ctx.out);
     ctx.out.integer(n as i64);
-    // Subscribers on replicas get it too (Redis propagates PUBLISH to replicas only).
-    let db = ctx.client.db;
-    ctx.core
-        .propagate_to_replicas(db, &[b"PUBLISH".as_slice(), &ctx.argv[1], &ctx.argv[2]]);
+    // In a cluster every node gets it over the bus (clusterPropagatePublish); otherwise
+    // subscribers on replicas get it through replication (Redis's PROPAGATE_REPL).
+    if !to_cluster(ctx, false) {
+        let db = ctx.client.db;
+        ctx.core
+            .propagate_to_replicas(db, &[b"PUBLISH".as_slice(), &ctx.argv[1], &ctx.argv[2]]);
+    }
     Ok(())
 }
 
@@ -212,10 +215,28 @@ fn spublish(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let n = ctx.core.spublish(&ctx.argv[1], &ctx.argv[2]);
     ctx.core.flush_pushes(ctx.client.id, ctx.out);
     ctx.out.integer(n as i64);
-    let db = ctx.client.db;
-    ctx.core
-        .propagate_to_replicas(db, &[b"SPUBLISH".as_slice(), &ctx.argv[1], &ctx.argv[2]]);
+    if !to_cluster(ctx, true) {
+        let db = ctx.client.db;
+        ctx.core
+            .propagate_to_replicas(db, &[b"SPUBLISH".as_slice(), &ctx.argv[1], &ctx.argv[2]]);
+    }
     Ok(())
+}
+
+/// Queues a PUBLISH (or, `shard`, a PUBLISHSHARD to my shard) for the cluster bus;
+/// false when cluster mode is off.
+fn to_cluster(ctx: &mut Ctx<'_>, shard: bool) -> bool {
+    let (channel, message) = (ctx.argv[1].clone(), ctx.argv[2].clone());
+    let Some(st) = ctx.core.cluster.as_deref_mut() else {
+        return false;
+    };
+    st.requests.push(crate::core::cluster::BusRequest::Publish {
+        shard,
+        channel,
+        message,
+    });
+    st.wake.notify_one();
+    true
 }
 
 /// `ERR unknown subcommand or wrong number of arguments for '<sub>'. Try PUBSUB HELP.`

@@ -125,10 +125,13 @@ pub enum BusRequest {
     },
 }
 
+/// A node's saved fields: id, ip, port, cport, flags, primary, config epoch.
+type SavedNode = (String, String, u16, u16, u16, Option<String>, u64);
+
 /// The saved part of a [`ClusterState`] ([`ClusterState::config_key`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigKey {
-    nodes: Vec<(String, String, u16, u16, u16, Option<String>, u64)>,
+    nodes: Vec<SavedNode>,
     owner: Vec<Option<usize>>,
     migrating: BTreeMap<u16, String>,
     importing: BTreeMap<u16, String>,

@@ -1173,6 +1173,27 @@ impl Core {
                 return Outcome::Done;
             }
         }
+        // Cluster routing (Redis's processCommand → getNodeByQuery, right after the ACL
+        // check, before OOM, read-only replica and loading refusals): only in cluster
+        // mode, never for the primary's link or log replay.
+        if self.cluster.is_some()
+            && client.repl != client::ClientRepl::Master
+            && !self.replaying()
+            && !client.in_script
+            && (spec.flags & flags::MOVABLEKEYS != 0
+                || !spec.key_flags.is_empty()
+                || spec.name == "exec")
+            && let Some(redirect) = self.cluster_route(client, spec, &argv)
+        {
+            if spec.name == "exec" {
+                client.multi = None;
+                client.multi_error = false;
+                self.unwatch_all(client);
+            }
+            let err = ReplyError::owned(redirect.reply());
+            self.reject(client, out, Some(spec), &err);
+            return Outcome::Done;
+        }
         // The primary's own client is never refused for memory (Redis exempts it too:
         // the replica must apply what the primary did).
         if self.limits.maxmemory > 0
@@ -1233,26 +1254,6 @@ impl Core {
                         .any(|a| a.eq_ignore_ascii_case(b"nosave"))))
         {
             let err = ReplyError::owned(script::busy_error(busy.is_eval).to_string());
-            self.reject(client, out, Some(spec), &err);
-            return Outcome::Done;
-        }
-        // Cluster routing (Redis's processCommand → getNodeByQuery): only in cluster
-        // mode, never for the primary's link or log replay.
-        if self.cluster.is_some()
-            && client.repl != client::ClientRepl::Master
-            && !self.replaying()
-            && !client.in_script
-            && (spec.flags & flags::MOVABLEKEYS != 0
-                || !spec.key_flags.is_empty()
-                || spec.name == "exec")
-            && let Some(redirect) = self.cluster_route(client, spec, &argv)
-        {
-            if spec.name == "exec" {
-                client.multi = None;
-                client.multi_error = false;
-                self.unwatch_all(client);
-            }
-            let err = ReplyError::owned(redirect.reply());
             self.reject(client, out, Some(spec), &err);
             return Outcome::Done;
         }

@@ -1,0 +1,513 @@
+//! Clusters of several nodes talking over the cluster bus: six streamd nodes made into a
+//! cluster by `redis-cli --cluster create`, PUBLISH and SPUBLISH across nodes,
+//! redirections from primaries and replicas, failover of a killed primary (an election),
+//! a manual CLUSTER FAILOVER, and mixed clusters where Redis 7.0 nodes vote for a
+//! streamd replica and streamd nodes vote for a Redis replica.
+//!
+//! Every node gets a port `p` with `p + 10000` free for its bus, its own directory, and
+//! is killed when the test ends. Waits are bounded (a failed wait panics with what was
+//! last seen).
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+const STREAMD: &str = env!("CARGO_BIN_EXE_streamd");
+
+/// One cluster node process (streamd or redis-server), killed on drop.
+struct Node {
+    port: u16,
+    child: Option<Child>,
+    _dir: tempfile::TempDir,
+    log: PathBuf,
+    redis: bool,
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A port `p` with `p` and `p + 10000` free, not handed out before in this process.
+fn free_port_pair(used: &mut Vec<u16>) -> u16 {
+    for _ in 0..200 {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let p = l.local_addr().expect("addr").port();
+        if p < 55000 && !used.contains(&p) && TcpListener::bind(("127.0.0.1", p + 10000)).is_ok() {
+            used.push(p);
+            return p;
+        }
+    }
+    panic!("no free port pair");
+}
+
+impl Node {
+    fn start(redis: bool, used: &mut Vec<u16>) -> Node {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let port = free_port_pair(used);
+        let conf = dir.path().join("node.conf");
+        std::fs::write(
+            &conf,
+            "cluster-enabled yes\ncluster-config-file nodes.conf\ncluster-node-timeout 2000\nappendonly no\nsave \"\"\n",
+        )
+        .expect("write conf");
+        let log = dir.path().join("node.log");
+        let out = std::fs::File::create(&log).expect("log");
+        let program = if redis { "redis-server" } else { STREAMD };
+        let child = Command::new(program)
+            .arg(&conf)
+            .args(["--port", &port.to_string(), "--dir"])
+            .arg(dir.path())
+            .stdout(out.try_clone().expect("log"))
+            .stderr(out)
+            .spawn()
+            .expect("start node (redis-server from Debian's package for the mixed tests)");
+        let node = Node {
+            port,
+            child: Some(child),
+            _dir: dir,
+            log,
+            redis,
+        };
+        wait_for(&format!("node {port} to answer PING"), 10, || {
+            (node.cli(&["ping"]) == "PONG", String::new())
+        });
+        node
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    fn cli(&self, args: &[&str]) -> String {
+        let out = Command::new("redis-cli")
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
+            .args(args)
+            .output()
+            .expect("redis-cli");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    fn info(&self, field: &str) -> String {
+        self.cli(&["cluster", "info"])
+            .lines()
+            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+            .unwrap_or("")
+            .to_string()
+    }
+
+    /// CLUSTER NODES as `id → (port, flags, master, slots text)`.
+    fn table(&self) -> BTreeMap<String, (u16, String, String, String)> {
+        let mut t = BTreeMap::new();
+        for line in self.cli(&["cluster", "nodes"]).lines() {
+            let f: Vec<&str> = line.split(' ').collect();
+            if f.len() < 8 {
+                continue;
+            }
+            let port = f[1]
+                .split('@')
+                .next()
+                .and_then(|a| a.rsplit(':').next())
+                .and_then(|p| p.parse().ok())
+                .unwrap_or(0);
+            let flags = f[2].replace("myself,", "");
+            t.insert(
+                f[0].to_string(),
+                (port, flags, f[3].to_string(), f[8..].join(" ")),
+            );
+        }
+        t
+    }
+
+    fn id(&self) -> String {
+        self.cli(&["cluster", "myid"])
+    }
+
+    fn role(&self) -> String {
+        self.cli(&["role"]).lines().next().unwrap_or("").to_string()
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+/// Polls `probe` (which says whether it holds and what it saw) for up to `secs`.
+fn wait_for(what: &str, secs: u64, mut probe: impl FnMut() -> (bool, String)) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let (ok, seen) = probe();
+        if ok {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {secs} s waiting for {what}; last seen: {seen}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `redis-cli --cluster create` over `nodes` with one replica per primary, then waits
+/// until every node sees the same six nodes and `cluster_state:ok`.
+fn create(nodes: &[Node]) {
+    let addrs: Vec<String> = nodes
+        .iter()
+        .map(|n| format!("127.0.0.1:{}", n.port))
+        .collect();
+    let out = Command::new("redis-cli")
+        .args(["--cluster", "create"])
+        .args(&addrs)
+        .args(["--cluster-replicas", "1", "--cluster-yes"])
+        .output()
+        .expect("redis-cli --cluster create");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "create failed: {text}");
+    assert!(text.contains("[OK] All 16384 slots covered."), "{text}");
+    wait_for("every node to agree on the table and be ok", 20, || {
+        let views: Vec<_> = nodes
+            .iter()
+            .map(|n| {
+                let t: Vec<_> = n.table().into_values().collect();
+                (t, n.info("cluster_state"))
+            })
+            .collect();
+        let agree = views.iter().all(|v| v.0 == views[0].0 && v.1 == "ok");
+        let replicas = views[0].0.iter().filter(|r| r.1 == "slave").count();
+        (agree && replicas == 3, format!("{views:?}"))
+    });
+    check_clean(&nodes[0]);
+    // The replicas' first full sync (after repl-diskless-sync-delay) before any WAIT.
+    wait_for("every primary to have its replica online", 20, || {
+        let mut seen = String::new();
+        let ok = nodes.iter().filter(|n| n.role() == "master").all(|n| {
+            seen = n.cli(&["info", "replication"]);
+            seen.contains("state=online")
+        });
+        (ok, seen)
+    });
+}
+
+fn check_clean(entry: &Node) {
+    let addr = format!("127.0.0.1:{}", entry.port);
+    wait_for("redis-cli --cluster check to be clean", 20, || {
+        let out = Command::new("redis-cli")
+            .args(["--cluster", "check", &addr])
+            .output()
+            .expect("check");
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let ok = out.status.success()
+            && text.contains("[OK] All nodes agree about slots configuration.")
+            && text.contains("[OK] All 16384 slots covered.")
+            && !text.contains("[WARNING]")
+            && !text.contains("[ERR]");
+        (ok, text)
+    });
+}
+
+/// (primary, its replica) ports, primaries ordered by their first slot.
+fn shards(entry: &Node) -> Vec<(u16, u16)> {
+    let t = entry.table();
+    let mut primaries: Vec<(u16, String, String)> = t
+        .iter()
+        .filter(|(_, v)| v.1 == "master" && !v.3.is_empty())
+        .map(|(id, v)| {
+            let first: u16 =
+                v.3.split(['-', ' '])
+                    .next()
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or(0);
+            (first, id.clone(), String::new())
+        })
+        .collect();
+    primaries.sort();
+    primaries
+        .iter()
+        .map(|(_, id, _)| {
+            let p = t[id].0;
+            let r = t
+                .values()
+                .find(|v| v.2 == *id && v.1 == "slave")
+                .map_or(0, |v| v.0);
+            (p, r)
+        })
+        .collect()
+}
+
+fn by_port(nodes: &mut [Node], port: u16) -> &mut Node {
+    nodes
+        .iter_mut()
+        .find(|n| n.port == port)
+        .expect("node of port")
+}
+
+fn start_all(kinds: &[bool]) -> Vec<Node> {
+    let mut used = Vec::new();
+    kinds
+        .iter()
+        .map(|&redis| Node::start(redis, &mut used))
+        .collect()
+}
+
+/// A key (with a hash tag) whose slot node `port` serves, per CLUSTER KEYSLOT and SLOTS.
+fn key_on(entry: &Node, port: u16, prefix: &str) -> String {
+    for i in 0..10_000 {
+        let key = format!("{prefix}{{t{i}}}");
+        let slot: u16 = entry
+            .cli(&["cluster", "keyslot", &key])
+            .parse()
+            .unwrap_or(0);
+        let owner = entry.table().into_values().find(|v| {
+            v.1 == "master"
+                && v.3.split(' ').any(|r| {
+                    let mut it = r.split('-');
+                    let a: u16 = it.next().and_then(|s| s.parse().ok()).unwrap_or(u16::MAX);
+                    let b: u16 = it.next().and_then(|s| s.parse().ok()).unwrap_or(a);
+                    a <= slot && slot <= b
+                })
+        });
+        if owner.is_some_and(|o| o.0 == port) {
+            return key;
+        }
+    }
+    panic!("no key found for node {port}");
+}
+
+/// Subscribes on `port` and returns the connection once the subscription is confirmed.
+fn subscriber(port: u16, command: &str, channel: &str) -> BufReader<TcpStream> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    write!(
+        s,
+        "*2\r\n${}\r\n{command}\r\n${}\r\n{channel}\r\n",
+        command.len(),
+        channel.len()
+    )
+    .expect("subscribe");
+    let mut r = BufReader::new(s);
+    let mut seen = String::new();
+    for _ in 0..6 {
+        let mut line = String::new();
+        r.read_line(&mut line).expect("subscribe reply");
+        seen.push_str(&line);
+    }
+    assert!(seen.contains(channel), "{seen}");
+    r
+}
+
+fn read_message(r: &mut BufReader<TcpStream>) -> String {
+    let mut seen = String::new();
+    for _ in 0..7 {
+        let mut line = String::new();
+        if r.read_line(&mut line).is_err() {
+            break;
+        }
+        seen.push_str(&line);
+    }
+    seen
+}
+
+#[test]
+fn six_streamd_nodes_form_a_cluster_route_and_publish_across_nodes() {
+    let nodes = start_all(&[false; 6]);
+    create(&nodes);
+    let sh = shards(&nodes[0]);
+    assert_eq!(sh.len(), 3, "{sh:?}");
+    let (p0, r0) = sh[0];
+    let (p1, _) = sh[1];
+    let n = |p: u16| nodes.iter().find(|n| n.port == p).expect("node");
+    // Replication works under the cluster: what the primary writes the replica has.
+    let key = key_on(n(p0), p0, "s");
+    assert!(n(p0).cli(&["xadd", &key, "1-1", "f", "v"]) == "1-1");
+    assert_eq!(n(p0).cli(&["wait", "1", "2000"]), "1");
+    let slot = n(p0).cli(&["cluster", "keyslot", &key]);
+    let moved = format!("MOVED {slot} 127.0.0.1:{p0}");
+    // -MOVED from another primary and from the replica (before the read-only refusal),
+    // and a READONLY client reads on the replica.
+    assert_eq!(n(p1).cli(&["xlen", &key]), moved);
+    assert_eq!(n(r0).cli(&["xadd", &key, "*", "f", "v"]), moved);
+    let mut raw = TcpStream::connect(("127.0.0.1", r0)).expect("connect");
+    raw.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    raw.write_all(b"READONLY\r\nXLEN ").expect("send");
+    raw.write_all(key.as_bytes()).expect("send");
+    raw.write_all(b"\r\n").expect("send");
+    let mut r = BufReader::new(raw);
+    let (mut a, mut b) = (String::new(), String::new());
+    r.read_line(&mut a).expect("reply");
+    r.read_line(&mut b).expect("reply");
+    assert_eq!((a.as_str(), b.as_str()), ("+OK\r\n", ":1\r\n"));
+    // PUBLISH on one node reaches a subscriber on another; SPUBLISH reaches the shard's
+    // replica.
+    let mut sub = subscriber(p1, "SUBSCRIBE", "news");
+    assert_eq!(n(p0).cli(&["publish", "news", "hello"]), "0");
+    let got = read_message(&mut sub);
+    assert!(got.contains("message") && got.contains("hello"), "{got}");
+    let chan = key.clone();
+    let mut ssub = subscriber(r0, "SSUBSCRIBE", &chan);
+    n(p0).cli(&["spublish", &chan, "sharded"]);
+    let got = read_message(&mut ssub);
+    assert!(got.contains("smessage") && got.contains("sharded"), "{got}");
+    // CLUSTER INFO counts the bus traffic; COUNT-FAILURE-REPORTS knows the nodes.
+    let sent: u64 = n(p0)
+        .info("cluster_stats_messages_sent")
+        .parse()
+        .unwrap_or(0);
+    assert!(sent > 10, "{sent}");
+    let other = n(p1).id();
+    assert_eq!(
+        n(p0).cli(&["cluster", "count-failure-reports", &other]),
+        "0"
+    );
+    // REPLICAOF is the cluster's business.
+    assert_eq!(
+        n(r0).cli(&["replicaof", "127.0.0.1", &p1.to_string()]),
+        "ERR REPLICAOF not allowed in cluster mode."
+    );
+}
+
+#[test]
+fn a_killed_primary_is_replaced_by_its_replica_and_manual_failover_swaps_roles() {
+    let mut nodes = start_all(&[false; 6]);
+    create(&nodes);
+    let sh = shards(&nodes[0]);
+    let (p0, r0) = sh[0];
+    let (p2, r2) = sh[2];
+    let dead_slots = by_port(&mut nodes, p2)
+        .table()
+        .into_values()
+        .find(|v| v.0 == p2)
+        .map(|v| v.3)
+        .unwrap_or_default();
+    let key = key_on(by_port(&mut nodes, p2), p2, "acked");
+    let primary = by_port(&mut nodes, p2);
+    for i in 0..20 {
+        primary.cli(&["xadd", &key, &format!("{}-1", i + 1), "i", &i.to_string()]);
+    }
+    assert_eq!(primary.cli(&["wait", "1", "2000"]), "1");
+    primary.kill();
+    let survivors: Vec<u16> = nodes
+        .iter()
+        .filter(|n| n.port != p2)
+        .map(|n| n.port)
+        .collect();
+    // PFAIL, FAIL by a majority of primaries, an election won by the replica.
+    wait_for(
+        "the replica to take the dead primary's slots everywhere",
+        20,
+        || {
+            let mut seen = String::new();
+            let ok = survivors.iter().all(|&p| {
+                let n = nodes.iter().find(|n| n.port == p).expect("node");
+                let t = n.table();
+                let promoted = t
+                    .values()
+                    .any(|v| v.0 == r2 && v.1 == "master" && v.3 == dead_slots);
+                let failed = t.values().any(|v| v.0 == p2 && v.1.contains("fail"));
+                seen = format!("{p}: {t:?} {}", n.info("cluster_state"));
+                promoted && failed && n.info("cluster_state") == "ok"
+            });
+            (ok, seen)
+        },
+    );
+    let new_primary = by_port(&mut nodes, r2);
+    assert_eq!(new_primary.role(), "master");
+    assert_eq!(
+        new_primary.cli(&["xlen", &key]),
+        "20",
+        "acknowledged entries survive"
+    );
+    assert!(new_primary.log_text().contains("Failover election won"));
+    // A manual failover: the replica of another primary takes over without data loss.
+    let replica = by_port(&mut nodes, r0);
+    assert_eq!(replica.cli(&["cluster", "failover"]), "OK");
+    let r0_id = by_port(&mut nodes, r0).id();
+    wait_for("the manual failover to swap the roles", 10, || {
+        let a = nodes.iter().find(|n| n.port == r0).expect("node");
+        let b = nodes.iter().find(|n| n.port == p0).expect("node");
+        let t = b.table();
+        let swapped = t.get(&r0_id).is_some_and(|v| v.1 == "master")
+            && t.values()
+                .any(|v| v.0 == p0 && v.1 == "slave" && v.2 == r0_id);
+        let roles = (a.role(), b.role());
+        (
+            swapped && roles == ("master".into(), "slave".into()),
+            format!("{roles:?} {t:?}"),
+        )
+    });
+    let _ = survivors;
+}
+
+#[test]
+fn mixed_clusters_elect_across_implementations() {
+    // Redis, streamd, Redis, streamd, Redis, streamd: redis-cli makes the first three the
+    // primaries and gives each a replica of the other kind or the same kind.
+    let mut nodes = start_all(&[true, false, true, false, true, false]);
+    create(&nodes);
+    // Every node's view of every node agrees (checked by create); now kill each primary
+    // whose replica is of the other implementation and watch that replica win the
+    // election with votes from primaries of both kinds.
+    let sh = shards(&nodes[0]);
+    let kind = |nodes: &[Node], p: u16| nodes.iter().find(|n| n.port == p).map(|n| n.redis);
+    let cross: Vec<(u16, u16)> = sh
+        .iter()
+        .copied()
+        .filter(|&(p, r)| kind(&nodes, p) != kind(&nodes, r))
+        .collect();
+    assert!(
+        !cross.is_empty(),
+        "no primary with a replica of the other kind: {sh:?}"
+    );
+    // Both directions when the layout has both: a Redis replica elected by streamd and
+    // Redis primaries, and a streamd replica elected by both kinds.
+    let mut directions = Vec::new();
+    for &(p, r) in &cross {
+        if !directions
+            .iter()
+            .any(|&(q, _): &(u16, u16)| kind(&nodes, q) == kind(&nodes, p))
+        {
+            directions.push((p, r));
+        }
+    }
+    for (p, r) in directions {
+        let key = key_on(by_port(&mut nodes, p), p, "mixed");
+        let primary = by_port(&mut nodes, p);
+        for i in 0..10 {
+            primary.cli(&["xadd", &key, "*", "i", &i.to_string()]);
+        }
+        assert_eq!(
+            primary.cli(&["wait", "1", "3000"]),
+            "1",
+            "the replica of the other kind acknowledges"
+        );
+        primary.kill();
+        let survivors: Vec<u16> = nodes
+            .iter()
+            .filter(|n| n.child.is_some())
+            .map(|n| n.port)
+            .collect();
+        wait_for("the cross-implementation replica to be elected", 25, || {
+            let mut seen = String::new();
+            let ok = survivors.iter().all(|&s| {
+                let n = nodes.iter().find(|n| n.port == s).expect("node");
+                let t = n.table();
+                seen = format!("{s}: {t:?} {}", n.info("cluster_state"));
+                t.values()
+                    .any(|v| v.0 == r && v.1 == "master" && !v.3.is_empty())
+                    && n.info("cluster_state") == "ok"
+            });
+            (ok, seen)
+        });
+        let promoted = by_port(&mut nodes, r);
+        assert_eq!(promoted.role(), "master");
+        assert_eq!(promoted.cli(&["xlen", &key]), "10");
+    }
+}
