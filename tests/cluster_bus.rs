@@ -95,6 +95,27 @@ impl Node {
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
 
+    /// Runs `commands` (one per line) over one redis-cli connection, so a WAIT after
+    /// writes waits for those writes (WAIT counts the calling client's own offset).
+    fn cli_session(&self, commands: &[String]) -> Vec<String> {
+        let mut child = Command::new("redis-cli")
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("redis-cli");
+        let mut input = child.stdin.take().expect("stdin");
+        input
+            .write_all(commands.join("\n").as_bytes())
+            .expect("write commands");
+        drop(input);
+        let out = child.wait_with_output().expect("redis-cli");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
     fn info(&self, field: &str) -> String {
         self.cli(&["cluster", "info"])
             .lines()
@@ -389,10 +410,15 @@ fn a_killed_primary_is_replaced_by_its_replica_and_manual_failover_swaps_roles()
         .unwrap_or_default();
     let key = key_on(by_port(&mut nodes, p2), p2, "acked");
     let primary = by_port(&mut nodes, p2);
-    for i in 0..20 {
-        primary.cli(&["xadd", &key, &format!("{}-1", i + 1), "i", &i.to_string()]);
-    }
-    assert_eq!(primary.cli(&["wait", "1", "2000"]), "1");
+    let mut session: Vec<String> = (0..20)
+        .map(|i| format!("xadd {key} {}-1 i {i}", i + 1))
+        .collect();
+    session.push("wait 1 2000".into());
+    assert_eq!(
+        primary.cli_session(&session).last().map(String::as_str),
+        Some("1"),
+        "the replica acknowledges the writes"
+    );
     primary.kill();
     let survivors: Vec<u16> = nodes
         .iter()
@@ -480,12 +506,11 @@ fn mixed_clusters_elect_across_implementations() {
     for (p, r) in directions {
         let key = key_on(by_port(&mut nodes, p), p, "mixed");
         let primary = by_port(&mut nodes, p);
-        for i in 0..10 {
-            primary.cli(&["xadd", &key, "*", "i", &i.to_string()]);
-        }
+        let mut session: Vec<String> = (0..10).map(|i| format!("xadd {key} * i {i}")).collect();
+        session.push("wait 1 3000".into());
         assert_eq!(
-            primary.cli(&["wait", "1", "3000"]),
-            "1",
+            primary.cli_session(&session).last().map(String::as_str),
+            Some("1"),
             "the replica of the other kind acknowledges"
         );
         primary.kill();
@@ -508,6 +533,13 @@ fn mixed_clusters_elect_across_implementations() {
         });
         let promoted = by_port(&mut nodes, r);
         assert_eq!(promoted.role(), "master");
-        assert_eq!(promoted.cli(&["xlen", &key]), "10");
+        assert_eq!(
+            promoted.cli(&["xlen", &key]),
+            "10",
+            "the entries WAIT acknowledged survive on {} (redis: {}); its log:\n{}",
+            promoted.port,
+            promoted.redis,
+            std::fs::read_to_string(&promoted.log).unwrap_or_default()
+        );
     }
 }
