@@ -628,23 +628,21 @@ impl super::Core {
         }
     }
 
-    /// Keys of database 0 in `slot` (a scan of the database: O(keys)).
-    pub fn count_keys_in_slot(&self, slot: u16) -> usize {
-        self.dbs[0]
-            .keys
-            .keys()
-            .filter(|k| key_hash_slot(k) == slot)
-            .count()
+    /// Keys of database 0 in `slot`. The first call turns on the keyspace's index of
+    /// keys by slot (built in one pass), which every later write keeps up to date.
+    pub fn count_keys_in_slot(&mut self, slot: u16) -> usize {
+        let keys = &mut self.dbs[0].keys;
+        keys.enable_groups(key_hash_slot, CLUSTER_SLOTS);
+        keys.group_len(slot)
     }
 
-    /// Up to `max` key names of database 0 in `slot` (a scan, like
+    /// Up to `max` key names of database 0 in `slot` (from the same index as
     /// [`Core::count_keys_in_slot`]).
-    pub fn keys_in_slot(&self, slot: u16, max: usize) -> Vec<bytes::Bytes> {
-        self.dbs[0]
-            .keys
-            .keys()
-            .filter(|k| key_hash_slot(k) == slot)
-            .take(max)
+    pub fn keys_in_slot(&mut self, slot: u16, max: usize) -> Vec<bytes::Bytes> {
+        let keys = &mut self.dbs[0].keys;
+        keys.enable_groups(key_hash_slot, CLUSTER_SLOTS);
+        keys.group_keys(slot, max)
+            .into_iter()
             .map(bytes::Bytes::copy_from_slice)
             .collect()
     }

@@ -350,6 +350,56 @@ pub struct Dict<V> {
     /// Next bucket of `tables[0]` to move while rehashing; `None` when not rehashing.
     rehash_idx: Option<usize>,
     hasher: RandomState,
+    /// The keys of each group (a cluster node's hash slots), once
+    /// [`Dict::enable_groups`] asked for it; kept up to date by every insert and removal.
+    groups: Option<Box<GroupIndex>>,
+}
+
+/// Which group (hash slot) every key is in, so a group's keys are counted in O(1) and
+/// listed without walking the table (CLUSTER COUNTKEYSINSLOT / GETKEYSINSLOT; Redis
+/// 7.0 links each slot's keys through its dict entries for the same purpose).
+///
+/// It holds no keys, only their hashes: `members` maps (group, key hash) to how many
+/// keys share that pair (two keys of one group with the same 64-bit hash stay apart),
+/// and a key is found again from its hash by walking its bucket. About 20 bytes a key,
+/// against Redis's 16 (two pointers per entry).
+#[derive(Clone)]
+struct GroupIndex {
+    /// The group of a key.
+    group_of: fn(&[u8]) -> u16,
+    /// Keys per group.
+    counts: Vec<u32>,
+    /// (group, key hash) → number of keys with both.
+    members: std::collections::BTreeMap<(u16, u64), u32>,
+}
+
+impl GroupIndex {
+    fn add(&mut self, key: &[u8], hash: u64) {
+        let g = (self.group_of)(key);
+        if let Some(c) = self.counts.get_mut(usize::from(g)) {
+            *c += 1;
+        }
+        *self.members.entry((g, hash)).or_insert(0) += 1;
+    }
+
+    fn remove(&mut self, key: &[u8], hash: u64) {
+        let g = (self.group_of)(key);
+        if let Some(c) = self.counts.get_mut(usize::from(g)) {
+            *c = c.saturating_sub(1);
+        }
+        if let std::collections::btree_map::Entry::Occupied(mut e) = self.members.entry((g, hash)) {
+            if *e.get() <= 1 {
+                e.remove();
+            } else {
+                *e.get_mut() -= 1;
+            }
+        }
+    }
+
+    fn clear(&mut self) {
+        self.counts.iter_mut().for_each(|c| *c = 0);
+        self.members.clear();
+    }
 }
 
 impl<V> Default for Dict<V> {
@@ -358,6 +408,7 @@ impl<V> Default for Dict<V> {
             tables: [Table::empty(), Table::empty()],
             rehash_idx: None,
             hasher: RandomState::new(),
+            groups: None,
         }
     }
 }
@@ -372,6 +423,8 @@ impl<V: Clone> Clone for Dict<V> {
             ],
             rehash_idx: None,
             hasher: self.hasher.clone(),
+            // Same hasher, so the hashes it holds stay right.
+            groups: self.groups.clone(),
         };
         for (key, value) in self.iter() {
             let hash = copy.hash(key);
@@ -512,6 +565,9 @@ impl<V> Dict<V> {
     /// Adds a key known to be absent (its hash is `hash`); returns its value.
     fn push_new(&mut self, hash: u64, key: &[u8], value: V) -> &mut V {
         self.expand_if_needed();
+        if let Some(g) = self.groups.as_deref_mut() {
+            g.add(key, hash);
+        }
         let slot = Slot::new(key, value);
         let target = if self.is_rehashing() { 1 } else { 0 };
         &mut self.tables[target].push(hash, slot).head_mut().value
@@ -528,15 +584,83 @@ impl<V> Dict<V> {
             Some(s) => s,
             None => self.tables[1].take(hash, key)?,
         };
+        if let Some(g) = self.groups.as_deref_mut() {
+            g.remove(key, hash);
+        }
         self.shrink_if_needed();
         Some(slot.into_value())
     }
 
-    /// Removes every key and frees the tables.
+    /// Removes every key and frees the tables (a group index stays on, empty).
     pub fn clear(&mut self) {
         self.tables[0].clear();
         self.tables[1].clear();
         self.rehash_idx = None;
+        if let Some(g) = self.groups.as_deref_mut() {
+            g.clear();
+        }
+    }
+
+    /// Starts keeping the index of keys by group (`group_of(key) < groups`), built now
+    /// from the keys present; nothing when it is already kept with the same function.
+    pub fn enable_groups(&mut self, group_of: fn(&[u8]) -> u16, groups: usize) {
+        if self
+            .groups
+            .as_deref()
+            .is_some_and(|g| std::ptr::fn_addr_eq(g.group_of, group_of) && g.counts.len() == groups)
+        {
+            return;
+        }
+        let mut index = GroupIndex {
+            group_of,
+            counts: vec![0; groups],
+            members: std::collections::BTreeMap::new(),
+        };
+        for (key, _) in self.iter() {
+            index.add(key, self.hash(key));
+        }
+        self.groups = Some(Box::new(index));
+    }
+
+    /// True once [`Dict::enable_groups`] turned the group index on.
+    pub fn has_groups(&self) -> bool {
+        self.groups.is_some()
+    }
+
+    /// Keys in `group` (0 without a group index).
+    pub fn group_len(&self, group: u16) -> usize {
+        self.groups
+            .as_deref()
+            .and_then(|g| g.counts.get(usize::from(group)))
+            .map_or(0, |&c| c as usize)
+    }
+
+    /// Up to `max` keys of `group`, in the order of their hashes (none without a group
+    /// index).
+    pub fn group_keys(&self, group: u16, max: usize) -> Vec<&[u8]> {
+        let mut out = Vec::new();
+        let Some(index) = self.groups.as_deref() else {
+            return out;
+        };
+        for (&(_, hash), _) in index.members.range((group, 0)..=(group, u64::MAX)) {
+            for table in &self.tables {
+                if table.buckets.is_empty() {
+                    continue;
+                }
+                let mut link = &table.buckets[hash as usize & table.mask()];
+                while let Some(slot) = link {
+                    let key = slot.key();
+                    if out.len() < max && self.hash(key) == hash && (index.group_of)(key) == group {
+                        out.push(key);
+                    }
+                    link = &slot.head().next;
+                }
+            }
+            if out.len() >= max {
+                break;
+            }
+        }
+        out
     }
 
     /// Starts growing when the load factor reaches 1.
@@ -996,6 +1120,62 @@ mod tests {
                 prop_assert_eq!(d.get(&k.to_be_bytes()), Some(v));
             }
             prop_assert_eq!(d.iter().count(), model.len());
+        }
+
+        /// The group index (a cluster node's keys by hash slot) agrees with a model
+        /// grouping of the keys present, whether it was turned on before, during or
+        /// after the inserts and removals, through rehashes, clears and clones.
+        #[test]
+        fn group_index_matches_the_keys_present(
+            ops in proptest::collection::vec(op(), 1..2000),
+            enable_at in 0usize..2000,
+            clear_at in 0usize..4000,
+        ) {
+            fn group_of(key: &[u8]) -> u16 {
+                u16::from(key.iter().fold(0u8, |a, b| a.wrapping_add(*b)) % 7)
+            }
+            let mut d = Dict::new();
+            let mut model: HashMap<u16, u32> = HashMap::new();
+            for (n, op) in ops.iter().enumerate() {
+                if n == enable_at {
+                    d.enable_groups(group_of, 7);
+                }
+                if n == clear_at {
+                    d.clear();
+                    model.clear();
+                }
+                match *op {
+                    Op::Insert(k) => {
+                        d.insert(&k.to_be_bytes(), n as u32);
+                        model.insert(k, n as u32);
+                    }
+                    Op::Remove(k) => {
+                        d.remove(&k.to_be_bytes());
+                        model.remove(&k);
+                    }
+                    Op::Scan => {}
+                }
+            }
+            d.enable_groups(group_of, 7);
+            let copy = d.clone();
+            for dict in [&d, &copy] {
+                for g in 0..7u16 {
+                    let mut want: Vec<Vec<u8>> = model
+                        .keys()
+                        .map(|k| k.to_be_bytes().to_vec())
+                        .filter(|k| group_of(k) == g)
+                        .collect();
+                    want.sort();
+                    prop_assert_eq!(dict.group_len(g), want.len());
+                    let mut got: Vec<Vec<u8>> =
+                        dict.group_keys(g, usize::MAX).into_iter().map(<[u8]>::to_vec).collect();
+                    got.sort();
+                    prop_assert_eq!(&got, &want);
+                    let few = dict.group_keys(g, 3);
+                    prop_assert_eq!(few.len(), want.len().min(3));
+                    prop_assert!(few.iter().all(|k| group_of(k) == g));
+                }
+            }
         }
 
         /// Keys of any length (across the one-byte/long length prefix at 255 bytes) and
