@@ -347,8 +347,10 @@ fn six_streamd_nodes_form_a_cluster_route_and_publish_across_nodes() {
     let n = |p: u16| nodes.iter().find(|n| n.port == p).expect("node");
     // Replication works under the cluster: what the primary writes the replica has.
     let key = key_on(n(p0), p0, "s");
-    assert!(n(p0).cli(&["xadd", &key, "1-1", "f", "v"]) == "1-1");
-    assert_eq!(n(p0).cli(&["wait", "1", "2000"]), "1");
+    assert_eq!(
+        n(p0).cli_session(&[format!("xadd {key} 1-1 f v"), "wait 1 2000".into()]),
+        ["1-1", "1"]
+    );
     let slot = n(p0).cli(&["cluster", "keyslot", &key]);
     let moved = format!("MOVED {slot} 127.0.0.1:{p0}");
     // -MOVED from another primary and from the replica (before the read-only refusal),
@@ -377,6 +379,18 @@ fn six_streamd_nodes_form_a_cluster_route_and_publish_across_nodes() {
     n(p0).cli(&["spublish", &chan, "sharded"]);
     let got = read_message(&mut ssub);
     assert!(got.contains("smessage") && got.contains("sharded"), "{got}");
+    // Sharded Pub/Sub routes by the channel's slot: another primary redirects, channels
+    // of two slots are refused.
+    assert_eq!(n(p1).cli(&["spublish", &chan, "x"]), moved);
+    assert_eq!(n(p1).cli(&["ssubscribe", &chan]), moved);
+    let other_chan = (0..)
+        .map(|i| format!("c{i}"))
+        .find(|c| n(p0).cli(&["cluster", "keyslot", c]) != slot)
+        .expect("a channel in another slot");
+    assert_eq!(
+        n(p0).cli(&["ssubscribe", &chan, &other_chan]),
+        "CROSSSLOT Keys in request don't hash to the same slot"
+    );
     // CLUSTER INFO counts the bus traffic; COUNT-FAILURE-REPORTS knows the nodes.
     let sent: u64 = n(p0)
         .info("cluster_stats_messages_sent")
@@ -542,4 +556,81 @@ fn mixed_clusters_elect_across_implementations() {
             std::fs::read_to_string(&promoted.log).unwrap_or_default()
         );
     }
+}
+
+#[test]
+fn a_replica_migrates_to_a_primary_left_without_replicas() {
+    let mut used = Vec::new();
+    let mut nodes: Vec<Node> = (0..6).map(|_| Node::start(false, &mut used)).collect();
+    create(&nodes);
+    let sh = shards(&nodes[0]);
+    let (p0, _) = sh[0];
+    let (p2, r2) = sh[2];
+    // A seventh node joins as a second replica of the first primary.
+    let extra = Node::start(false, &mut used);
+    let p0_id = by_port(&mut nodes, p0).id();
+    let out = Command::new("redis-cli")
+        .args(["--cluster", "add-node"])
+        .arg(format!("127.0.0.1:{}", extra.port))
+        .arg(format!("127.0.0.1:{p0}"))
+        .args(["--cluster-slave", "--cluster-master-id", &p0_id])
+        .output()
+        .expect("redis-cli --cluster add-node");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    nodes.push(extra);
+    wait_for(
+        "the first primary to have two replicas everywhere",
+        20,
+        || {
+            let mut seen = String::new();
+            let ok = nodes.iter().all(|n| {
+                let t = n.table();
+                seen = format!("{}: {t:?}", n.port);
+                t.values()
+                    .filter(|v| v.2 == p0_id && v.1 == "slave")
+                    .count()
+                    == 2
+            });
+            (ok, seen)
+        },
+    );
+    // The third primary's only replica dies: the primary is orphaned, and one of the
+    // first primary's two replicas (the one with the smaller id) moves to it.
+    by_port(&mut nodes, r2).kill();
+    let p2_id = by_port(&mut nodes, p2).id();
+    let alive: Vec<u16> = nodes
+        .iter()
+        .filter(|n| n.child.is_some())
+        .map(|n| n.port)
+        .collect();
+    wait_for("a replica to migrate to the orphaned primary", 25, || {
+        let mut seen = String::new();
+        let ok = alive.iter().all(|&p| {
+            let n = nodes.iter().find(|n| n.port == p).expect("node");
+            let t = n.table();
+            seen = format!("{p}: {t:?}");
+            let of = |m: &str| t.values().filter(|v| v.2 == m && v.1 == "slave").count();
+            of(&p2_id) == 1 && of(&p0_id) == 1
+        });
+        (ok, seen)
+    });
+    let moved = nodes
+        .iter()
+        .filter(|n| n.child.is_some() && n.role() == "slave")
+        .find(|n| n.table().values().any(|v| v.0 == n.port && v.2 == p2_id))
+        .expect("the migrated replica");
+    assert!(moved.log_text().contains("Migrating to orphaned master"));
+    assert_eq!(
+        moved
+            .cli(&["info", "replication"])
+            .lines()
+            .find_map(|l| l.strip_prefix("master_port:"))
+            .map(str::trim),
+        Some(p2.to_string().as_str()),
+        "its replication link follows the new primary"
+    );
 }

@@ -13,7 +13,7 @@ use crate::cluster::bus::{
     PingExt, STATE_FAIL, STATE_OK,
 };
 use crate::cluster::nodes_conf::NodeFlags;
-use crate::cluster::slots::{CLUSTER_SLOTS, SlotBitmap, key_hash_slot};
+use crate::cluster::slots::{CLUSTER_SLOTS, SlotBitmap};
 use crate::core::Core;
 use crate::core::cluster::{
     BusRequest, ClusterState, MF_TIMEOUT_MS, Node, NodeRuntime, random_node_id,
@@ -204,15 +204,15 @@ fn with_state<R>(
 /// Deletes the keys of `slots` from database 0, propagated as DEL (cluster.c
 /// `delKeysInSlot`).
 fn drop_slots(core: &mut Core, slots: &[u16]) {
-    let keys: Vec<Bytes> = core.dbs[0]
-        .keys
-        .keys()
-        .filter(|k| slots.contains(&key_hash_slot(k)))
-        .map(Bytes::copy_from_slice)
-        .collect();
-    for key in keys {
-        core.dbs[0].keys.remove(&key);
-        core.propagate(0, &[&b"DEL"[..], &key]);
+    for &slot in slots {
+        for key in core.keys_in_slot(slot, usize::MAX) {
+            if core.dbs[0].remove(&key).is_some() {
+                core.key_deleted(0, &key);
+                core.notify_keyspace_event(crate::core::notify::class::GENERIC, "del", &key, 0);
+                core.dirty += 1;
+                core.propagate(0, &[&b"DEL"[..], &key]);
+            }
+        }
     }
 }
 
@@ -421,9 +421,36 @@ fn set_node_as_master(st: &mut ClusterState, i: usize) {
     if has(n, NodeFlags::MASTER) {
         return;
     }
+    // A replica that becomes a primary (a failover) is a target for replica migration
+    // when it is left without replicas.
+    if n.master.is_some() && i != 0 {
+        set(n, NodeFlags::MIGRATE_TO);
+    }
     n.master = None;
     clear(n, NodeFlags::SLAVE);
     set(n, NodeFlags::MASTER);
+}
+
+/// A primary that has (or had) a replica may receive migrating replicas
+/// (cluster.c `clusterNodeAddSlave` sets MIGRATE_TO on the primary).
+fn note_replica_of(st: &mut ClusterState, master: usize) {
+    if master != 0 {
+        set(&mut st.nodes[master], NodeFlags::MIGRATE_TO);
+    }
+}
+
+/// A node neither PFAIL nor FAIL (cluster.h `nodeFailed` negated).
+fn working(n: &crate::core::cluster::Node) -> bool {
+    !has(n, NodeFlags::FAIL) && !has(n, NodeFlags::PFAIL)
+}
+
+/// Replicas of `m` that are neither PFAIL nor FAIL (cluster.c
+/// `clusterCountNonFailingSlaves`).
+fn working_replicas(st: &ClusterState, m: usize) -> usize {
+    st.replicas_of(m)
+        .into_iter()
+        .filter(|&r| working(&st.nodes[r]))
+        .count()
 }
 
 /// I replicate node `m` from now on (`clusterSetMaster`): a primary gives up its open
@@ -442,6 +469,7 @@ fn set_my_master(st: &mut ClusterState, m: usize, after: &mut Vec<After>) {
         st.nodes[m].port,
     );
     st.nodes[0].master = Some(id);
+    note_replica_of(st, m);
     after.push(After::Follow(ip, port));
     reset_manual_failover(st, after);
 }
@@ -517,7 +545,7 @@ fn update_slots_config_with(
     }
 }
 
-/// Two primaries with the same config epoch: the one with the greater id takes a new
+/// Two primaries with the same config epoch: the one with the smaller id takes a new
 /// epoch (cluster.c `clusterHandleConfigEpochCollision`).
 fn handle_epoch_collision(st: &mut ClusterState, sender: usize) {
     if st.nodes[sender].config_epoch != st.nodes[0].config_epoch
@@ -766,8 +794,9 @@ fn receive(
                         clear(n, NodeFlags::MASTER | NodeFlags::MIGRATE_TO);
                         set(n, NodeFlags::SLAVE);
                     }
-                    if st.lookup(&master_id).is_some() {
+                    if let Some(m) = st.lookup(&master_id) {
                         st.nodes[s].master = Some(master_id);
+                        note_replica_of(st, m);
                     }
                 }
             }
@@ -1171,12 +1200,8 @@ pub fn cron(core: &mut Core, bus: &mut Bus) -> Vec<Connect> {
             if has(n, NodeFlags::HANDSHAKE) || has(n, NodeFlags::NOADDR) {
                 continue;
             }
-            if me_slave && has(n, NodeFlags::MASTER) && !has(n, NodeFlags::FAIL) {
-                let ok = st
-                    .replicas_of(j)
-                    .iter()
-                    .filter(|&&r| !has(&st.nodes[r], NodeFlags::FAIL))
-                    .count();
+            if me_slave && has(n, NodeFlags::MASTER) && working(n) {
+                let ok = working_replicas(st, j);
                 if ok == 0 && st.num_slots(j) > 0 && has(n, NodeFlags::MIGRATE_TO) {
                     orphaned_masters += 1;
                 }
@@ -1251,10 +1276,9 @@ pub fn cron(core: &mut Core, bus: &mut Bus) -> Vec<Connect> {
             if orphaned_masters > 0
                 && max_replicas >= 2
                 && my_master_ok_replicas == max_replicas
-                && my_master_ok_replicas > env.migration_barrier
                 && env.allow_replica_migration
             {
-                migrate_to_orphan(st, env, after);
+                migrate_to_orphan(st, env, max_replicas, after);
             }
         }
         connects
@@ -1262,34 +1286,63 @@ pub fn cron(core: &mut Core, bus: &mut Bus) -> Vec<Connect> {
     .unwrap_or_default()
 }
 
-/// Replica migration (cluster.c `clusterHandleSlaveMigration`): the replica with the
-/// smallest id among those of the best-served primary moves to an orphaned primary.
-fn migrate_to_orphan(st: &mut ClusterState, env: &Env, after: &mut Vec<After>) {
-    let Some(mine) = st.my_master() else { return };
-    let ok_replicas = |st: &ClusterState, m: usize| {
-        st.replicas_of(m)
-            .into_iter()
-            .filter(|&r| !has(&st.nodes[r], NodeFlags::FAIL))
-            .collect::<Vec<_>>()
-    };
-    let mut candidate = 0usize;
-    for r in ok_replicas(st, mine) {
-        if st.nodes[r].id < st.nodes[candidate].id {
-            candidate = r;
-        }
-    }
-    if candidate != 0 {
+/// How long a primary must stay orphaned before a replica migrates to it (cluster.h
+/// `CLUSTER_SLAVE_MIGRATION_DELAY`).
+const REPLICA_MIGRATION_DELAY_MS: u64 = 5000;
+
+/// Replica migration (cluster.c `clusterHandleSlaveMigration`): when the cluster is ok
+/// and my primary keeps more than `cluster-migration-barrier` working replicas without
+/// me, the replica with the smallest id among those of the primaries with the most
+/// working replicas moves to the first orphaned primary with slots, once that primary
+/// has been orphaned for [`REPLICA_MIGRATION_DELAY_MS`].
+fn migrate_to_orphan(
+    st: &mut ClusterState,
+    env: &Env,
+    max_replicas: usize,
+    after: &mut Vec<After>,
+) {
+    if !st.state_ok {
         return;
     }
-    let target = (1..st.nodes.len()).find(|&j| {
-        has(&st.nodes[j], NodeFlags::MASTER)
-            && !has(&st.nodes[j], NodeFlags::FAIL)
-            && st.num_slots(j) > 0
-            && has(&st.nodes[j], NodeFlags::MIGRATE_TO)
-            && ok_replicas(st, j).is_empty()
-            && env.now.saturating_sub(st.nodes[j].rt.ctime) > 5000
-    });
-    if let Some(t) = target {
+    let Some(mine) = st.my_master() else { return };
+    if working_replicas(st, mine) <= env.migration_barrier {
+        return;
+    }
+    let mut candidate = 0usize;
+    let mut target: Option<usize> = None;
+    for j in 1..st.nodes.len() {
+        let n = &st.nodes[j];
+        let ok = if has(n, NodeFlags::MASTER) {
+            working_replicas(st, j)
+        } else {
+            0
+        };
+        let orphaned = has(n, NodeFlags::MASTER)
+            && !has(n, NodeFlags::FAIL)
+            && has(n, NodeFlags::MIGRATE_TO)
+            && ok == 0;
+        if orphaned {
+            if target.is_none() && st.num_slots(j) > 0 {
+                target = Some(j);
+            }
+            if st.nodes[j].rt.orphaned_time == 0 {
+                st.nodes[j].rt.orphaned_time = env.now;
+            }
+        } else {
+            st.nodes[j].rt.orphaned_time = 0;
+        }
+        if has(&st.nodes[j], NodeFlags::MASTER) && ok == max_replicas {
+            for r in st.replicas_of(j) {
+                if st.nodes[r].id < st.nodes[candidate].id {
+                    candidate = r;
+                }
+            }
+        }
+    }
+    if let Some(t) = target
+        && candidate == 0
+        && env.now.saturating_sub(st.nodes[t].rt.orphaned_time) > REPLICA_MIGRATION_DELAY_MS
+    {
         tracing::info!("Migrating to orphaned master {}", st.nodes[t].id);
         set_my_master(st, t, after);
     }

@@ -266,14 +266,42 @@ fn cluster_cmd(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
                 _ => return Err(subcommand_error(ctx)),
             };
             let db = ctx.client.db;
-            if !ctx.core.dbs[db].keys.is_empty() {
+            let replica = state(ctx)?.nodes[0].flags.contains(NodeFlags::SLAVE);
+            if !replica && !ctx.core.dbs[db].keys.is_empty() {
                 return Err(ReplyError::msg(
                     "ERR CLUSTER RESET can't be called with master nodes containing keys",
                 ));
             }
+            if replica {
+                // clusterReset: a replica turns into a primary and drops its data.
+                {
+                    let me = &mut state(ctx)?.nodes[0];
+                    me.flags.0 &= !NodeFlags::SLAVE;
+                    me.flags.0 |= NodeFlags::MASTER;
+                    me.master = None;
+                }
+                ctx.core.become_primary();
+                for db in 0..ctx.core.dbs.len() {
+                    let keys: Vec<bytes::Bytes> = ctx.core.dbs[db]
+                        .keys
+                        .keys()
+                        .map(bytes::Bytes::copy_from_slice)
+                        .collect();
+                    ctx.core.dbs[db].clear();
+                    for key in keys {
+                        ctx.core.key_deleted(db, &key);
+                    }
+                    ctx.core.touch_all(Some(db));
+                }
+                ctx.core.dirty += 1;
+                ctx.propagate(&["FLUSHALL"]);
+            }
             let st = state(ctx)?;
-            // clusterReset: forget every slot and every other node; a hard reset also
-            // takes a new id and zeroes the epochs.
+            // clusterReset: forget every slot and every other node, close open slots,
+            // end a manual failover; a hard reset also takes a new id and zeroes the
+            // epochs.
+            let manual_failover = st.manual.end != 0;
+            st.manual = Default::default();
             st.owner.iter_mut().for_each(|o| *o = None);
             st.migrating.clear();
             st.importing.clear();
@@ -283,6 +311,12 @@ fn cluster_cmd(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
                 st.last_vote_epoch = 0;
                 st.nodes[0].config_epoch = 0;
                 st.nodes[0].id = crate::core::cluster::random_node_id();
+            }
+            // A primary paused for a manual failover takes writes again
+            // (resetManualFailover).
+            if manual_failover && ctx.core.repl.pause_writes {
+                ctx.core.repl.pause_writes = false;
+                ctx.core.resume_paused();
             }
             ctx.core.redirect_blocked_clients();
             ctx.out.ok();

@@ -66,6 +66,9 @@ pub struct NodeRuntime {
     pub inbound: bool,
     /// Primaries that reported it PFAIL or FAIL, with the time of their last report.
     pub fail_reports: Vec<(String, u64)>,
+    /// When this primary was first seen orphaned (no working replica, MIGRATE_TO set;
+    /// 0 = not orphaned): replicas migrate only to a primary orphaned for a while.
+    pub orphaned_time: u64,
 }
 
 /// A replica's election in progress (cluster.h `failover_auth_*`).
@@ -316,6 +319,20 @@ impl ClusterState {
                     };
                     map.insert(open.slot, open.node.clone());
                 }
+            }
+        }
+        // A primary with a replica in the file may receive migrating replicas
+        // (`clusterLoadConfig` → `clusterNodeAddSlave` sets MIGRATE_TO).
+        let primaries: Vec<String> = state
+            .nodes
+            .iter()
+            .filter_map(|n| n.master.clone())
+            .collect();
+        for id in primaries {
+            if let Some(m) = state.lookup(&id)
+                && m != 0
+            {
+                state.nodes[m].flags.0 |= NodeFlags::MIGRATE_TO;
             }
         }
         Ok(state)
@@ -692,8 +709,18 @@ impl super::Core {
         let mut owner: Option<usize> = None;
         let mut any_write = false;
         let db = client.db;
+        let mut pubsub_shard = false;
         for (s, a) in &commands {
-            let positions = s.key_positions(a);
+            // Sharded Pub/Sub routes by its channels' slots as if they were keys
+            // (Redis 7.0 gives the three commands NOT_KEY key specs), but never looks
+            // them up in the keyspace.
+            let shard = is_pubsub_shard(s);
+            pubsub_shard |= shard;
+            let positions = if shard {
+                (1..if s.name == "spublish" { 2 } else { a.len() }).collect()
+            } else {
+                s.key_positions(a)
+            };
             if !positions.is_empty() && s.flags & flags::WRITE != 0 {
                 any_write = true;
             }
@@ -718,14 +745,18 @@ impl super::Core {
                         }
                     }
                 }
-                if (migrating || importing) && !self.dbs[db].keys.contains_key(key) {
+                if (migrating || importing) && !shard && !self.dbs[db].keys.contains_key(key) {
                     missing += 1;
                 }
             }
         }
         let (slot, owner) = (slot?, owner?);
         if !st.is_ok() {
-            if !self.config.get_bool("cluster-allow-reads-when-down") {
+            if pubsub_shard {
+                if !self.config.get_bool("cluster-allow-pubsubshard-when-down") {
+                    return Some(Redirect::Down);
+                }
+            } else if !self.config.get_bool("cluster-allow-reads-when-down") {
                 return Some(Redirect::Down);
             } else if any_write {
                 return Some(Redirect::DownReadOnly);
@@ -748,7 +779,7 @@ impl super::Core {
         // A READONLY client of a replica reads its primary's slots here
         // (getNodeByQuery: `c->flags & CLIENT_READONLY`, no write, myself a replica of n).
         if owner != 0
-            && !(client.cluster_readonly
+            && !((client.cluster_readonly || pubsub_shard)
                 && !any_write
                 && st.nodes[0].flags.contains(NodeFlags::SLAVE)
                 && st.nodes[0].master.as_deref() == Some(st.nodes[owner].id.as_str()))
@@ -802,6 +833,12 @@ impl super::Core {
             }
         }
     }
+}
+
+/// SSUBSCRIBE, SUNSUBSCRIBE and SPUBLISH: routed by their channels' hash slots
+/// (cluster.c `getNodeByQuery`'s `is_pubsubshard`).
+pub fn is_pubsub_shard(spec: &CommandSpec) -> bool {
+    matches!(spec.name, "ssubscribe" | "sunsubscribe" | "spublish")
 }
 
 #[cfg(test)]

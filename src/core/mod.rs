@@ -1182,7 +1182,8 @@ impl Core {
             && !client.in_script
             && (spec.flags & flags::MOVABLEKEYS != 0
                 || !spec.key_flags.is_empty()
-                || spec.name == "exec")
+                || spec.name == "exec"
+                || cluster::is_pubsub_shard(spec))
             && let Some(redirect) = self.cluster_route(client, spec, &argv)
         {
             if spec.name == "exec" {
