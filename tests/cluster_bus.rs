@@ -402,6 +402,13 @@ fn six_streamd_nodes_form_a_cluster_route_and_publish_across_nodes() {
         n(p0).cli(&["cluster", "count-failure-reports", &other]),
         "0"
     );
+    // CLUSTER LINKS: a link to and a link from each of the five other nodes.
+    wait_for("ten links in CLUSTER LINKS", 10, || {
+        let links = n(p0).cli(&["cluster", "links"]);
+        let to = links.lines().filter(|l| *l == "to").count();
+        let from = links.lines().filter(|l| *l == "from").count();
+        (to == 5 && from == 5, links)
+    });
     // REPLICAOF is the cluster's business.
     assert_eq!(
         n(r0).cli(&["replicaof", "127.0.0.1", &p1.to_string()]),

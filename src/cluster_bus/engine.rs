@@ -31,6 +31,8 @@ pub enum Source {
         peer_ip: String,
         /// Our end's IP (how we learn our own address).
         local_ip: String,
+        /// This connection among the inbound ones (CLUSTER LINKS' "from" links).
+        conn: u64,
     },
     /// Our link to a node.
     Outbound(LinkId),
@@ -657,8 +659,10 @@ fn receive(
     if let Some(s) = sender {
         let n = &mut st.nodes[s];
         n.rt.data_received = env.now;
-        if let Source::Inbound { .. } = src {
-            n.rt.inbound = true;
+        if let Source::Inbound { conn, .. } = src
+            && n.rt.inbound.is_none_or(|(c, _)| c != *conn)
+        {
+            n.rt.inbound = Some((*conn, env.now));
         }
         if h.current_epoch > st.current_epoch {
             st.current_epoch = h.current_epoch;
@@ -683,7 +687,9 @@ fn receive(
         Body::Ping(ping) | Body::Meet(ping) | Body::Pong(ping) => {
             let is_meet = matches!(msg.body, Body::Meet(_));
             let is_pong = matches!(msg.body, Body::Pong(_));
-            if let Source::Inbound { peer_ip, local_ip } = src
+            if let Source::Inbound {
+                peer_ip, local_ip, ..
+            } = src
                 && !is_pong
             {
                 // Learn my own address from the socket (only without an announced IP).
@@ -1072,6 +1078,17 @@ pub fn on_link_closed(core: &mut Core, bus: &mut Bus, link: LinkId) {
             }
         }
     });
+}
+
+/// Inbound connection `conn` closed: the node it came from has no inbound link now.
+pub fn on_inbound_closed(core: &mut Core, conn: u64) {
+    if let Some(st) = core.cluster.as_deref_mut() {
+        for n in &mut st.nodes {
+            if n.rt.inbound.is_some_and(|(c, _)| c == conn) {
+                n.rt.inbound = None;
+            }
+        }
+    }
 }
 
 // ---------------------------------------------------------------- the cron

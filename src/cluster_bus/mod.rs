@@ -180,6 +180,7 @@ pub fn start(core: &SharedCore, listener: TcpListener) {
 }
 
 async fn accept_loop(core: SharedCore, bus: SharedBus, listener: TcpListener) {
+    let mut next_conn: u64 = 0;
     loop {
         match listener.accept().await {
             Ok((socket, peer)) => {
@@ -188,9 +189,11 @@ async fn accept_loop(core: SharedCore, bus: SharedBus, listener: TcpListener) {
                     .local_addr()
                     .map(|a| a.ip().to_string())
                     .unwrap_or_default();
+                next_conn += 1;
                 let src = engine::Source::Inbound {
                     peer_ip: peer.ip().to_string(),
                     local_ip: local,
+                    conn: next_conn,
                 };
                 tokio::task::spawn_local(inbound(core.clone(), bus.clone(), socket, src));
             }
@@ -234,8 +237,11 @@ async fn inbound(core: SharedCore, bus: SharedBus, mut socket: TcpStream, src: e
         if let Some(reply) = reply
             && socket.write_all(&reply).await.is_err()
         {
-            return;
+            break;
         }
+    }
+    if let engine::Source::Inbound { conn, .. } = src {
+        engine::on_inbound_closed(&mut core.borrow_mut(), conn);
     }
 }
 

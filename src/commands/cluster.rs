@@ -335,7 +335,36 @@ fn cluster_cmd(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             Ok(())
         }
         "links" => {
-            ctx.out.array(0);
+            // clusterCommand "links" (addReplyClusterLinksDescription): every other
+            // node's outbound link ("to") and the inbound one it uses ("from"). Our
+            // frames go straight to the link's writer, so nothing waits in a send
+            // buffer of ours: both buffer fields are 0.
+            let st = state(ctx)?;
+            let mut links: Vec<(&'static str, String, u64)> = Vec::new();
+            for n in st.nodes.iter().skip(1) {
+                if n.rt.link {
+                    links.push(("to", n.id.clone(), n.rt.link_ctime));
+                }
+                if let Some((_, since)) = n.rt.inbound {
+                    links.push(("from", n.id.clone(), since));
+                }
+            }
+            ctx.out.array(links.len());
+            for (direction, node, since) in links {
+                ctx.out.map(6);
+                ctx.out.bulk(b"direction");
+                ctx.out.bulk(direction.as_bytes());
+                ctx.out.bulk(b"node");
+                ctx.out.bulk(node.as_bytes());
+                ctx.out.bulk(b"create-time");
+                ctx.out.integer(since as i64);
+                ctx.out.bulk(b"events");
+                ctx.out.bulk(b"r");
+                ctx.out.bulk(b"send-buffer-allocated");
+                ctx.out.integer(0);
+                ctx.out.bulk(b"send-buffer-used");
+                ctx.out.integer(0);
+            }
             Ok(())
         }
         "forget" => {

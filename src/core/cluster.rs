@@ -62,8 +62,9 @@ pub struct NodeRuntime {
     pub link: bool,
     /// When the current outbound link was made (ms).
     pub link_ctime: u64,
-    /// An inbound link from it is known.
-    pub inbound: bool,
+    /// The inbound connection it last used to reach us (its id among the inbound
+    /// connections) and when we first heard from it there; `None` once it closed.
+    pub inbound: Option<(u64, u64)>,
     /// Primaries that reported it PFAIL or FAIL, with the time of their last report.
     pub fail_reports: Vec<(String, u64)>,
     /// When this primary was first seen orphaned (no working replica, MIGRATE_TO set;
