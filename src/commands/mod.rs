@@ -26,6 +26,7 @@ pub mod keys;
 pub mod latency;
 pub mod list;
 pub mod memory;
+pub mod migrate;
 pub mod pubsub;
 pub mod replication;
 pub mod reply;
@@ -67,6 +68,7 @@ pub static FAMILIES: &[&[CommandSpec]] = &[
     acl::COMMANDS,
     keys::COMMANDS,
     dump::COMMANDS,
+    migrate::COMMANDS,
     cluster::COMMANDS,
     transaction::COMMANDS,
     xadd::COMMANDS,

@@ -321,7 +321,7 @@ impl CommandSpec {
 
 /// Keys of commands whose key positions depend on their arguments (XREAD,
 /// XREADGROUP: the first half of what follows STREAMS; XGROUP SETDLQ: the dead-letter
-/// key when one is given). Redis describes this as a key
+/// key when one is given; MIGRATE: its key or its KEYS list). Redis describes this as a key
 /// spec (search for the keyword `STREAMS`, then keys up to half of the rest); the
 /// table has no other movable-key form, so the rule is written here by name rather
 /// than as a key-spec field on every row.
@@ -379,8 +379,44 @@ fn movable_keys(spec: &CommandSpec, argv: &Argv) -> Vec<usize> {
         "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" => {
             numkeys_keys(argv, 2)
         }
+        "migrate" => migrate_keys(argv),
         _ => Vec::new(),
     }
+}
+
+/// MIGRATE's keys, as Redis 7.0 finds them: its first key spec (argument 3) stands
+/// unless its second, incomplete one (the keyword `KEYS`, searched from the
+/// second-to-last argument back) matches, and then `migrateGetKeys` decides: every
+/// argument after the first `KEYS` of the options, or none when the key argument is not
+/// empty (the command refuses that itself). The options before `KEYS` are skipped with
+/// their values (`AUTH password`, `AUTH2 username password`), as Redis skips them.
+fn migrate_keys(argv: &Argv) -> Vec<usize> {
+    if argv.len() < 4 {
+        return Vec::new();
+    }
+    if !argv[1..argv.len() - 1]
+        .iter()
+        .any(|a| a.eq_ignore_ascii_case(b"keys"))
+    {
+        return vec![3];
+    }
+    let mut i = 6;
+    while i < argv.len() {
+        let a = &argv[i];
+        if a.eq_ignore_ascii_case(b"keys") {
+            if !argv[3].is_empty() {
+                return Vec::new();
+            }
+            return (i + 1..argv.len()).collect();
+        }
+        if a.eq_ignore_ascii_case(b"auth") {
+            i += 1;
+        } else if a.eq_ignore_ascii_case(b"auth2") {
+            i += 2;
+        }
+        i += 1;
+    }
+    vec![3]
 }
 
 /// The `numkeys` keys after `argv[at]` (LMPOP `at` = 1, BLMPOP 2), as far as the

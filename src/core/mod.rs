@@ -32,6 +32,7 @@ pub mod latency;
 pub mod lifecycle;
 pub mod limits;
 pub mod mailbox;
+pub mod migrate_sockets;
 pub mod notify;
 pub mod persistence;
 pub mod pubsub;
@@ -250,6 +251,9 @@ pub struct Core {
     /// The cluster state when `cluster-enabled yes` (`core/cluster.rs`); `None` on a
     /// standalone node, and the routing hook of [`Core::execute`] checks only that.
     pub cluster: Option<Box<cluster::ClusterState>>,
+    /// MIGRATE's connections to its targets, kept between calls (Redis's
+    /// `migrate_cached_sockets`; closed by [`Core::cron`] after 10 idle seconds).
+    pub migrate_sockets: migrate_sockets::MigrateSockets,
 }
 
 /// Everything a command handler may touch.
@@ -504,6 +508,7 @@ impl Core {
             notify_flags: 0,
             repl: Default::default(),
             cluster: None,
+            migrate_sockets: Default::default(),
             config,
         };
         core.refresh_config_cache();
@@ -1475,6 +1480,7 @@ impl Core {
         self.lifecycle_cron(now);
         self.handle_ready_keys();
         self.peak_memory();
+        self.migrate_sockets.close_idle(now / 1000);
         self.repl_cron(now);
         self.with_persistence(|p, core| p.cron(core));
     }
@@ -1487,11 +1493,40 @@ const ACTIVE_REHASH_BUCKETS: usize = 1000;
 /// Most units of IDMP expiry work (streams, producers and iids looked at) per cron tick.
 const IDMP_EXPIRE_BUDGET: usize = 1000;
 
-/// Is `argv[i]` a credential MONITOR must not show: every argument of AUTH, and the user
-/// and password after HELLO's AUTH (Redis's `redactClientCommandArgument`).
+/// Is `argv[i]` a credential MONITOR and the slow log must not show: every argument of
+/// AUTH, the user and password after HELLO's AUTH, and MIGRATE's AUTH/AUTH2 credentials
+/// (Redis's `redactClientCommandArgument`).
 fn redacted(spec: &CommandSpec, argv: &Argv, i: usize) -> bool {
     match spec.name {
         "auth" => i > 0,
+        // MIGRATE ... AUTH password / AUTH2 username password, in its option part (Redis's
+        // migrateCommand redacts the arguments it consumes; KEYS ends the options).
+        "migrate" => {
+            let mut j = 6;
+            while j < argv.len() && j < i {
+                let a = &argv[j];
+                if a.eq_ignore_ascii_case(b"KEYS") {
+                    return false;
+                } else if a.eq_ignore_ascii_case(b"AUTH") {
+                    if i == j + 1 {
+                        return true;
+                    }
+                    j += 1;
+                } else if a.eq_ignore_ascii_case(b"AUTH2") {
+                    if j + 2 >= argv.len() {
+                        return false;
+                    }
+                    if i == j + 1 || i == j + 2 {
+                        return true;
+                    }
+                    j += 2;
+                } else if !a.eq_ignore_ascii_case(b"COPY") && !a.eq_ignore_ascii_case(b"REPLACE") {
+                    return false;
+                }
+                j += 1;
+            }
+            false
+        }
         "hello" => argv
             .iter()
             .take(i)
