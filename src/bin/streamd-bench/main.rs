@@ -304,6 +304,16 @@ async fn run_all(args: &Args, chosen: &[Workload], programs: Option<&(Program, P
                 // Every wait inside is bounded; this bounds the round as a whole too.
                 let limit = args.timeout * 20;
                 match tokio::time::timeout(limit, workloads::run(w, &ctx)).await {
+                    // A timed operation (a reshard, a failover) counts no commands:
+                    // its time is what to show.
+                    Ok(Ok(sample)) if sample.ops == 0 => {
+                        eprintln!(
+                            "{:.2} s, {} entries/s",
+                            sample.secs,
+                            report::rate(sample.entries as f64 / sample.secs)
+                        );
+                        samples[s].push(sample);
+                    }
                     Ok(Ok(sample)) => {
                         eprintln!(
                             "{} ops/s, {} entries/s, CPU {} µs/op",
