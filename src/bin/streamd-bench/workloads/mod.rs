@@ -571,6 +571,17 @@ mod tests {
             vec!["pel/xack", "mem/entries", "mem/pending"]
         );
         assert!(only(&["xad"]).is_empty());
+        assert_eq!(
+            only(&["cluster"]),
+            vec![
+                "cluster/xadd-1024",
+                "cluster/auction",
+                "cluster/reshard-100k",
+                "cluster/failover"
+            ]
+        );
+        assert!(starts_own_servers("cluster/failover") && starts_own_servers("cluster"));
+        assert!(!starts_own_servers("auction/1024x32"));
         assert_eq!(only(&[]).len(), ws.len());
     }
 }
