@@ -641,3 +641,106 @@ fn a_replica_migrates_to_a_primary_left_without_replicas() {
         "its replication link follows the new primary"
     );
 }
+
+/// What a stream looks like from a client: its entries, its groups (without the
+/// idle-dependent fields) and its pending summary, as redis-cli prints them.
+fn stream_state(n: &Node, key: &str) -> String {
+    let groups: Vec<String> = n
+        .cli(&["xinfo", "groups", key])
+        .lines()
+        .map(str::to_string)
+        .collect();
+    format!(
+        "{}\n{}\n{}",
+        n.cli(&["xrange", key, "-", "+"]),
+        groups.join("\n"),
+        n.cli(&["xpending", key, "g"])
+    )
+}
+
+/// `redis-cli --cluster reshard` of `count` slots from `from` to `to` (node ids).
+fn reshard(entry: &Node, from: &str, to: &str, count: usize) {
+    let out = Command::new("redis-cli")
+        .args(["--cluster", "reshard"])
+        .arg(format!("127.0.0.1:{}", entry.port))
+        .args(["--cluster-from", from, "--cluster-to", to])
+        .args(["--cluster-slots", &count.to_string(), "--cluster-yes"])
+        .output()
+        .expect("redis-cli --cluster reshard");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "reshard failed: {text}");
+    check_clean(entry);
+}
+
+#[test]
+fn resharding_moves_streams_with_their_groups_between_redis_and_streamd() {
+    let mut nodes = start_all(&[true, false, true, false, true, false]);
+    create(&nodes);
+    let kind = |nodes: &[Node], p: u16| nodes.iter().find(|n| n.port == p).map(|n| n.redis);
+    // Primaries in slot order: a Redis one, then a streamd one after it, so the slots
+    // moved to streamd are its lowest and the way back moves the same slots.
+    let sh = shards(&nodes[0]);
+    let redis = sh
+        .iter()
+        .map(|s| s.0)
+        .find(|&p| kind(&nodes, p) == Some(true))
+        .expect("a Redis primary");
+    let ours = sh
+        .iter()
+        .map(|s| s.0)
+        .skip_while(|&p| p != redis)
+        .find(|&p| kind(&nodes, p) == Some(false))
+        .expect("a streamd primary after the Redis one");
+    let (redis_id, ours_id) = (
+        by_port(&mut nodes, redis).id(),
+        by_port(&mut nodes, ours).id(),
+    );
+    // Streams with a group, delivered and acknowledged entries, in the first slot of
+    // the Redis primary: `--cluster reshard` moves a source's slots from its lowest.
+    let first_slot = |n: &Node, id: &str| -> u16 {
+        n.table()[id]
+            .3
+            .split(['-', ' '])
+            .next()
+            .and_then(|s| s.parse().ok())
+            .expect("a slot")
+    };
+    let slot = first_slot(by_port(&mut nodes, redis), &redis_id);
+    let tag = (0..)
+        .map(|i| format!("t{i}"))
+        .find(|t| streamd::cluster::slots::key_hash_slot(t.as_bytes()) == slot)
+        .expect("a tag in the slot");
+    let keys: Vec<String> = (0..3).map(|i| format!("bids:{{{tag}}}:{i}")).collect();
+    let src = by_port(&mut nodes, redis);
+    for key in &keys {
+        let mut session: Vec<String> = (1..=5).map(|i| format!("xadd {key} {i}-1 n {i}")).collect();
+        session.push(format!("xgroup create {key} g 0"));
+        session.push(format!("xreadgroup group g c1 count 3 streams {key} >"));
+        session.push(format!("xack {key} g 1-1"));
+        src.cli_session(&session);
+    }
+    let before: Vec<String> = keys.iter().map(|k| stream_state(src, k)).collect();
+    assert!(
+        before[0].contains("2-1") && before[0].contains("c1"),
+        "{}",
+        before[0]
+    );
+    // Redis → streamd: MIGRATE from Redis, RESTORE-ASKING into streamd.
+    reshard(&nodes[0], &redis_id, &ours_id, 10);
+    let dst = by_port(&mut nodes, ours);
+    let after: Vec<String> = keys.iter().map(|k| stream_state(dst, k)).collect();
+    assert_eq!(after, before, "the streams as streamd serves them");
+    let moved = format!("MOVED {slot} 127.0.0.1:{ours}");
+    assert_eq!(by_port(&mut nodes, redis).cli(&["xlen", &keys[0]]), moved);
+    // streamd → Redis: our MIGRATE, our DUMP payloads into Redis's RESTORE-ASKING.
+    reshard(&nodes[0], &ours_id, &redis_id, 10);
+    let back: Vec<String> = keys
+        .iter()
+        .map(|k| stream_state(by_port(&mut nodes, redis), k))
+        .collect();
+    assert_eq!(back, before, "the streams back on Redis");
+    assert_eq!(
+        by_port(&mut nodes, ours).cli(&["exists", &keys[0]]),
+        format!("MOVED {slot} 127.0.0.1:{redis}")
+    );
+}

@@ -62,6 +62,12 @@ impl Conn {
         encode(&mut self.out, args);
     }
 
+    /// Appends one command already RESP-encoded by [`encode`] (a cluster client keeps
+    /// the encoded commands of a batch to resend those a node redirects).
+    pub fn push_encoded(&mut self, command: &[u8]) {
+        self.out.extend_from_slice(command);
+    }
+
     /// Writes every pushed command in one `write_all`.
     pub async fn flush(&mut self) -> io::Result<()> {
         let write = self.stream.write_all(&self.out);

@@ -19,6 +19,8 @@
 //!
 //! The `repl/*` workloads start their own servers instead (A = streamd, B = redis-server,
 //! a primary with 0, 1 or 2 replicas each round) and run only when named: `--only repl`.
+//! So do the `cluster/*` workloads (a 3-primary, 3-replica cluster of each kind, formed
+//! with `redis-cli --cluster create` each round): `--only cluster`.
 
 mod client;
 mod driver;
@@ -44,6 +46,7 @@ const DEFAULT_SYNC_ENTRIES: u64 = 5_000_000;
 const USAGE: &str = "\
 usage: streamd-bench --a HOST:PORT [--b HOST:PORT] [options] [WORKLOAD...]
        streamd-bench --only repl [--streamd PATH] [--sync-entries N] [options]
+       streamd-bench --only cluster [--streamd PATH] [options]
 
   --a, --b ADDR     servers to compare (B optional; ratios are A/B)
   --rounds N        rounds per server, alternating A B, B A, ... (default 5)
@@ -54,11 +57,13 @@ usage: streamd-bench --a HOST:PORT [--b HOST:PORT] [options] [WORKLOAD...]
   --json            one JSON object per workload and server (and per ratio) per line
   --list            print the workload names and exit
 
-  repl/* (replication) starts its own servers each round, A = streamd and B =
-  redis-server (from PATH), and runs only when named; --a/--b are not used for it:
+  repl/* (replication) and cluster/* (3 primaries + 3 replicas formed with redis-cli
+  --cluster create; redis-cli from PATH) start their own servers each round, A = streamd
+  and B = redis-server (from PATH), and run only when named; --a/--b are not used for
+  them:
   --streamd PATH    the streamd binary (default: streamd next to this executable);
                     a redis-server path here makes A Redis too (Redis-vs-Redis check)
-  --sync-entries N  entries loaded before each full sync (default 5000000)
+  --sync-entries N  entries loaded before each repl/fullsync-* (default 5000000)
 ";
 
 /// Command-line options.
@@ -185,8 +190,8 @@ fn main() {
             Ok((a, b)) => {
                 if a.name == b.name {
                     eprintln!(
-                        "note: repl/* A is {} too (--streamd {}): a sanity run, ratios \
-                         should be near 1",
+                        "note: repl/* and cluster/* A is {} too (--streamd {}): a sanity \
+                         run, ratios should be near 1",
                         a.name,
                         a.path.display()
                     );
@@ -299,6 +304,16 @@ async fn run_all(args: &Args, chosen: &[Workload], programs: Option<&(Program, P
                 // Every wait inside is bounded; this bounds the round as a whole too.
                 let limit = args.timeout * 20;
                 match tokio::time::timeout(limit, workloads::run(w, &ctx)).await {
+                    // A timed operation (a reshard, a failover) counts no commands:
+                    // its time is what to show.
+                    Ok(Ok(sample)) if sample.ops == 0 => {
+                        eprintln!(
+                            "{:.2} s, {} entries/s",
+                            sample.secs,
+                            report::rate(sample.entries as f64 / sample.secs)
+                        );
+                        samples[s].push(sample);
+                    }
                     Ok(Ok(sample)) => {
                         eprintln!(
                             "{} ops/s, {} entries/s, CPU {} µs/op",
@@ -375,6 +390,8 @@ mod tests {
             (Some(PathBuf::from("/x/streamd")), 1000)
         );
         assert!(parse("--only repl,xadd").is_err());
+        assert!(parse("--only cluster/failover,repl").is_ok());
+        assert!(parse("--only cluster,xadd").is_err());
         assert!(parse("--only repl --sync-entries 0").is_err());
         assert!(is_local("127.0.0.1:6379") && !is_local("10.0.0.1:6379"));
     }

@@ -13,26 +13,29 @@ use crate::driver::{Stop, closed_loop};
 use crate::measure::{Rng, Sample};
 
 /// Microseconds from `epoch` to now.
-fn micros(epoch: Instant) -> u64 {
+pub(super) fn micros(epoch: Instant) -> u64 {
     u64::try_from(epoch.elapsed().as_micros()).unwrap_or(u64::MAX)
 }
 
 /// Nanoseconds from the `ts` value (as written by [`micros`]) to now.
-fn age_ns(epoch: Instant, ts: &[u8]) -> Option<u64> {
+pub(super) fn age_ns(epoch: Instant, ts: &[u8]) -> Option<u64> {
     let ts: u64 = std::str::from_utf8(ts).ok()?.parse().ok()?;
     Some(micros(epoch).saturating_sub(ts) * 1000)
 }
 
 /// Counts of one task of a live workload.
 #[derive(Default)]
-struct Tally {
-    ops: u64,
-    delivered: u64,
-    lat_ns: Vec<u64>,
+pub(super) struct Tally {
+    /// Commands completed.
+    pub(super) ops: u64,
+    /// Entries delivered to consumers.
+    pub(super) delivered: u64,
+    /// Latency samples (ns).
+    pub(super) lat_ns: Vec<u64>,
 }
 
 /// Joins every task and adds their tallies up.
-async fn join(mut set: JoinSet<io::Result<Tally>>) -> io::Result<Tally> {
+pub(super) async fn join(mut set: JoinSet<io::Result<Tally>>) -> io::Result<Tally> {
     let mut all = Tally::default();
     while let Some(t) = set.join_next().await {
         let t = t.map_err(io::Error::other)??;

@@ -5,10 +5,11 @@
 //! Sizes are the full sizes (1M entries, 100k PEL, 100k streams) times `--scale`;
 //! timed phases last [`TIMED_SECS`] times `--scale` (at least half a second).
 //!
-//! The `repl/*` family is the exception to "a flushed server": it starts its own servers
-//! (streamd for A, `redis-server` for B) every round, and runs only when named
-//! ([`OWN_SERVERS`]).
+//! The `repl/*` and `cluster/*` families are the exception to "a flushed server": they
+//! start their own servers (streamd for A, `redis-server` for B) every round, and run only
+//! when named ([`OWN_SERVERS`]).
 
+mod cluster;
 mod groups;
 mod lifecycle;
 mod live;
@@ -42,7 +43,7 @@ pub struct Ctx {
     pub timeout: Duration,
     /// Origin of the microsecond timestamps carried inside entries.
     pub epoch: Instant,
-    /// The server program `repl/*` starts (`addr` is then only a label).
+    /// The server program `repl/*` and `cluster/*` start (`addr` is then only a label).
     pub spawn: Option<replication::Program>,
     /// Entries loaded before a `repl/fullsync-*` (not scaled).
     pub sync_entries: u64,
@@ -166,6 +167,8 @@ pub enum Kind {
     },
     /// Replication, on servers the workload starts itself.
     Repl(replication::Repl),
+    /// A 3-primary, 3-replica cluster, on nodes the workload starts itself.
+    Cluster(cluster::Bench),
     /// XADD to a stream keeping a time window: MAXAGE on streamd, the producer's MINID
     /// on Redis.
     XaddMaxAge {
@@ -371,12 +374,15 @@ pub fn all() -> Vec<Workload> {
     for (v, r, latency) in replication::variants() {
         out.push(w(format!("repl/{v}"), "entry", latency, Kind::Repl(r)));
     }
+    for (v, b, latency, unit) in cluster::variants() {
+        out.push(w(format!("cluster/{v}"), unit, latency, Kind::Cluster(b)));
+    }
     out
 }
 
 /// Families that start their own servers (so ignore `--a`/`--b`) and run only when named
 /// in `--only`: a default run stays the one against the given servers.
-pub const OWN_SERVERS: &[&str] = &["repl"];
+pub const OWN_SERVERS: &[&str] = &["repl", "cluster"];
 
 /// Whether the workload `name` (or the `--only` entry naming it) belongs to a family of
 /// [`OWN_SERVERS`].
@@ -423,6 +429,7 @@ pub async fn run(w: &Workload, ctx: &Ctx) -> io::Result<Sample> {
             distinct,
         } => pubsub::memory(ctx, clients, per_client, distinct).await,
         Kind::Repl(r) => replication::run(ctx, r).await,
+        Kind::Cluster(b) => cluster::run(ctx, b).await,
         Kind::XaddMaxAge { clients, pipeline } => {
             lifecycle::xadd_maxage(ctx, clients, pipeline).await
         }
@@ -564,6 +571,17 @@ mod tests {
             vec!["pel/xack", "mem/entries", "mem/pending"]
         );
         assert!(only(&["xad"]).is_empty());
+        assert_eq!(
+            only(&["cluster"]),
+            vec![
+                "cluster/xadd-1024",
+                "cluster/auction",
+                "cluster/reshard-100k",
+                "cluster/failover"
+            ]
+        );
+        assert!(starts_own_servers("cluster/failover") && starts_own_servers("cluster"));
+        assert!(!starts_own_servers("auction/1024x32"));
         assert_eq!(only(&[]).len(), ws.len());
     }
 }

@@ -46,9 +46,10 @@
 //! REPLICAOF or WAIT fails the round at once with the server's own error.
 
 use std::cell::{Cell, RefCell};
+use std::ffi::OsString;
 use std::fs::File;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -198,11 +199,13 @@ pub async fn run(ctx: &Ctx, r: Repl) -> io::Result<Sample> {
 }
 
 /// One server process started by this tool on a free port of 127.0.0.1, with its own
-/// directory; killed (and the directory removed) when dropped.
-struct Server {
+/// directory; killed (and the directory removed) when dropped. `cluster/*` starts its
+/// nodes with [`Server::launch`] too.
+pub(super) struct Server {
     /// `streamd primary`, `redis-server replica 2`: for messages.
-    what: String,
-    port: u16,
+    pub(super) what: String,
+    /// The client port.
+    pub(super) port: u16,
     child: Child,
     dir: PathBuf,
     log: PathBuf,
@@ -211,10 +214,31 @@ struct Server {
 impl Server {
     /// Starts `program` with persistence off and waits for its PING (bounded).
     async fn start(program: &Program, role: &str) -> io::Result<Server> {
+        Server::launch(program, role, free_port, |port, dir| {
+            let mut args: Vec<OsString> = ["--port", &port.to_string(), "--bind", "127.0.0.1"]
+                .map(OsString::from)
+                .to_vec();
+            args.extend([OsString::from("--dir"), dir.as_os_str().to_owned()]);
+            args.extend(["--save", "", "--appendonly", "no"].map(OsString::from));
+            Ok(args)
+        })
+        .await
+    }
+
+    /// Starts `program` on a port `pick_port` chooses, in a new directory, with the
+    /// arguments `args(port, dir)` returns (which may write files into `dir`), and waits
+    /// for its PING (bounded by [`START_TIMEOUT`]). A server that exits during start-up
+    /// (its port taken meanwhile) is retried on another port, [`START_ATTEMPTS`] times.
+    pub(super) async fn launch(
+        program: &Program,
+        role: &str,
+        pick_port: fn() -> io::Result<u16>,
+        args: impl Fn(u16, &Path) -> io::Result<Vec<OsString>>,
+    ) -> io::Result<Server> {
         let what = format!("{} {role}", program.name);
         let mut last = String::new();
         for _ in 0..START_ATTEMPTS {
-            let port = free_port()?;
+            let port = pick_port()?;
             let dir = std::env::temp_dir().join(format!(
                 "streamd-bench-{}-{port}-{}",
                 std::process::id(),
@@ -225,10 +249,7 @@ impl Server {
             let out = File::create(&log)?;
             let err = out.try_clone()?;
             let child = Command::new(&program.path)
-                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-                .arg("--dir")
-                .arg(&dir)
-                .args(["--save", "", "--appendonly", "no"])
+                .args(args(port, &dir)?)
                 .current_dir(&dir)
                 .stdin(Stdio::null())
                 .stdout(Stdio::from(out))
@@ -277,12 +298,20 @@ impl Server {
         }
     }
 
-    fn addr(&self) -> String {
+    /// `127.0.0.1:<port>`.
+    pub(super) fn addr(&self) -> String {
         format!("127.0.0.1:{}", self.port)
     }
 
+    /// SIGKILL now, and reaps it (its directory stays until it is dropped).
+    pub(super) fn kill(&mut self) -> io::Result<()> {
+        self.child.kill()?;
+        self.child.wait()?;
+        Ok(())
+    }
+
     /// Its exit status, if it has ended.
-    fn exited(&mut self) -> Option<std::process::ExitStatus> {
+    pub(super) fn exited(&mut self) -> Option<std::process::ExitStatus> {
         self.child.try_wait().ok().flatten()
     }
 
@@ -301,7 +330,7 @@ impl Server {
     }
 
     /// `e` with a note if the process has died meanwhile, and the end of its log.
-    fn explain(&mut self, e: impl std::fmt::Display) -> io::Error {
+    pub(super) fn explain(&mut self, e: impl std::fmt::Display) -> io::Error {
         match self.exited() {
             Some(status) => io::Error::other(format!(
                 "{e} ({} exited with {status}){}",
