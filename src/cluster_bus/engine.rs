@@ -164,7 +164,7 @@ fn with_state<R>(
     st.refresh_state(env.full_coverage);
     let changed = st.config_key() != before.0;
     let owner_or_state_changed = changed || st.state_ok != before.1;
-    if changed && let Err(e) = st.save() {
+    if changed && let Err(e) = st.save_change() {
         tracing::error!(error = %e, "could not save the cluster configuration");
     }
     for a in after {
