@@ -15,6 +15,7 @@
 
 mod common;
 
+use common::stream_view::{flat, norm_map, norm_pending, pairs};
 use common::{Raw, client, escape, redis_server, start_server, start_server_with};
 use redis::Value;
 use redis::aio::MultiplexedConnection;
@@ -98,92 +99,6 @@ async fn build(con: &mut MultiplexedConnection, key: &[u8], script: Script) {
             let line = line.replace("{k}", std::str::from_utf8(key).expect("ascii key"));
             qs(con, &line).await;
         }
-    }
-}
-
-/// A flat `[k1, v1, k2, v2 ...]` reply as pairs.
-fn pairs(v: Value) -> Vec<(String, Value)> {
-    let Value::Array(items) = v else {
-        panic!("expected a flat map, got {v:?}");
-    };
-    let mut out = Vec::new();
-    let mut it = items.into_iter();
-    while let (Some(k), Some(v)) = (it.next(), it.next()) {
-        let k = match k {
-            Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
-            Value::SimpleString(s) => s,
-            other => panic!("field name {other:?}"),
-        };
-        out.push((k, v));
-    }
-    out
-}
-
-/// Fields 7.0 lacks, and fields that must differ (see the module doc).
-const DROPPED: &[&str] = &[
-    "radix-tree-nodes",
-    "idmp-duration",
-    "idmp-maxsize",
-    "pids-tracked",
-    "iids-tracked",
-    "iids-added",
-    "iids-duplicates",
-    "nacked-count",
-    "active-time",
-    "inactive",
-];
-
-/// A flat map with the dropped fields removed, `idle` zeroed, and `nested` fields
-/// normalised as arrays of flat maps.
-fn norm_map(v: Value, nested: &[&str]) -> Vec<(String, Value)> {
-    pairs(v)
-        .into_iter()
-        .filter(|(k, _)| !DROPPED.contains(&k.as_str()))
-        .map(|(k, v)| {
-            let v = if k == "idle" {
-                Value::Int(0)
-            } else if nested.contains(&k.as_str()) {
-                match v {
-                    Value::Array(items) => Value::Array(
-                        items
-                            .into_iter()
-                            .map(|g| flat(norm_map(g, &["consumers"])))
-                            .collect(),
-                    ),
-                    other => other,
-                }
-            } else {
-                v
-            };
-            (k, v)
-        })
-        .collect()
-}
-
-fn flat(p: Vec<(String, Value)>) -> Value {
-    Value::Array(
-        p.into_iter()
-            .flat_map(|(k, v)| [Value::BulkString(k.into_bytes()), v])
-            .collect(),
-    )
-}
-
-/// XPENDING extended entries with the idle time zeroed.
-fn norm_pending(v: Value) -> Value {
-    match v {
-        Value::Array(items) => Value::Array(
-            items
-                .into_iter()
-                .map(|e| match e {
-                    Value::Array(mut f) if f.len() == 4 => {
-                        f[2] = Value::Int(0);
-                        Value::Array(f)
-                    }
-                    other => other,
-                })
-                .collect(),
-        ),
-        other => other,
     }
 }
 

@@ -16,6 +16,7 @@
 
 mod common;
 
+use common::stream_view::{flat, norm_map, norm_pending};
 use common::{Raw, client, escape, free_port, redis_server_with, start_server_with};
 use redis::Value;
 use redis::aio::MultiplexedConnection;
@@ -522,85 +523,6 @@ async fn build(con: &mut MultiplexedConnection, key: &str) {
     }
 }
 
-/// A flat `[k1, v1, ...]` reply as pairs.
-fn pairs(v: Value) -> Vec<(String, Value)> {
-    let Value::Array(items) = v else {
-        panic!("expected a flat map, got {v:?}");
-    };
-    let mut out = Vec::new();
-    let mut it = items.into_iter();
-    while let (Some(k), Some(v)) = (it.next(), it.next()) {
-        let k = match k {
-            Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
-            Value::SimpleString(s) => s,
-            other => panic!("field name {other:?}"),
-        };
-        out.push((k, v));
-    }
-    out
-}
-
-/// Fields Redis 7.0 lacks, and the radix tree's node count (each server's own shape).
-const DROPPED: &[&str] = &[
-    "radix-tree-nodes",
-    "idmp-duration",
-    "idmp-maxsize",
-    "pids-tracked",
-    "iids-tracked",
-    "iids-added",
-    "iids-duplicates",
-    "nacked-count",
-    "active-time",
-    "inactive",
-];
-
-/// A flat map without the dropped fields, idle times zeroed, `nested` fields as arrays
-/// of flat maps normalised the same way.
-fn norm_map(v: Value, nested: &[&str]) -> Value {
-    let kept = pairs(v)
-        .into_iter()
-        .filter(|(k, _)| !DROPPED.contains(&k.as_str()))
-        .flat_map(|(k, v)| {
-            let v = if k == "idle" {
-                Value::Int(0)
-            } else if nested.contains(&k.as_str()) {
-                match v {
-                    Value::Array(items) => Value::Array(
-                        items
-                            .into_iter()
-                            .map(|g| norm_map(g, &["consumers"]))
-                            .collect(),
-                    ),
-                    other => other,
-                }
-            } else {
-                v
-            };
-            [Value::BulkString(k.into_bytes()), v]
-        })
-        .collect();
-    Value::Array(kept)
-}
-
-/// XPENDING's extended entries with idle times zeroed.
-fn norm_pending(v: Value) -> Value {
-    match v {
-        Value::Array(items) => Value::Array(
-            items
-                .into_iter()
-                .map(|e| match e {
-                    Value::Array(mut f) if f.len() == 4 => {
-                        f[2] = Value::Int(0);
-                        Value::Array(f)
-                    }
-                    other => other,
-                })
-                .collect(),
-        ),
-        other => other,
-    }
-}
-
 /// The read replies about `key`, normalised.
 async fn view(con: &mut MultiplexedConnection, key: &str) -> Vec<(String, Value)> {
     let mut out = Vec::new();
@@ -621,7 +543,7 @@ async fn view(con: &mut MultiplexedConnection, key: &str) -> Vec<(String, Value)
     }
     let line = format!("XINFO STREAM {key} FULL");
     let v = q(con, &line).await;
-    out.push((line, norm_map(v, &["groups"])));
+    out.push((line, flat(norm_map(v, &["groups"]))));
     out
 }
 
