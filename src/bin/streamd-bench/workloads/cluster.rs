@@ -52,10 +52,10 @@ use std::time::{Duration, Instant};
 use streamd::cluster::slots::{CLUSTER_SLOTS, key_hash_slot};
 use tokio::task::JoinSet;
 
-use super::live::{Tally, age_ns, join, micros};
+use super::live::{Tally, join, micros};
 use super::replication::{Program, Server};
 use super::{Ctx, Ids, load};
-use crate::client::{Conn, Value, check, encode, info_field, parse, push_entries};
+use crate::client::{Conn, Value, check, encode, info_field, parse};
 use crate::measure::{Measured, Phase, Rng, Sample, ns_since};
 
 /// Nodes per cluster: 3 primaries and 3 replicas.
@@ -853,24 +853,7 @@ async fn auction(ctx: &Ctx, cluster: &Cluster) -> io::Result<Sample> {
                 }
                 t.ops += 1;
                 let mut acks: Vec<Cmd> = Vec::new();
-                for stream in reply.items() {
-                    let [key, list] = stream.items() else {
-                        continue;
-                    };
-                    let mut got = Vec::new();
-                    push_entries(list, &mut got);
-                    if got.is_empty() {
-                        continue;
-                    }
-                    let mut ack: Vec<&[u8]> = vec![b"XACK", key.bytes(), b"g"];
-                    for e in &got {
-                        t.delivered += 1;
-                        t.lat_ns
-                            .extend(e.field(b"ts").and_then(|v| age_ns(epoch, v)));
-                        ack.push(e.id);
-                    }
-                    acks.push(cmd(key.bytes(), &ack));
-                }
+                t.take_delivered(&reply, epoch, |key, ack| acks.push(cmd(key, ack)));
                 for r in cc.send(&acks).await? {
                     check(&r)?;
                 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use tokio::task::JoinSet;
 
 use super::Ctx;
-use crate::client::{Conn, info_field, push_entries, read_entries};
+use crate::client::{Conn, Value, info_field, push_entries, read_entries};
 use crate::driver::{Stop, closed_loop};
 use crate::measure::{Rng, Sample};
 
@@ -32,6 +32,36 @@ pub(super) struct Tally {
     pub(super) delivered: u64,
     /// Latency samples (ns).
     pub(super) lat_ns: Vec<u64>,
+}
+
+impl Tally {
+    /// Counts the entries of each stream of an XREADGROUP reply (and the age of their
+    /// `ts` field) and hands `XACK <key> g <ids...>` for that stream to `ack`.
+    pub(super) fn take_delivered(
+        &mut self,
+        reply: &Value,
+        epoch: Instant,
+        mut ack: impl FnMut(&[u8], &[&[u8]]),
+    ) {
+        for stream in reply.items() {
+            let [key, list] = stream.items() else {
+                continue;
+            };
+            let mut got = Vec::new();
+            push_entries(list, &mut got);
+            if got.is_empty() {
+                continue;
+            }
+            let mut args: Vec<&[u8]> = vec![b"XACK", key.bytes(), b"g"];
+            for e in &got {
+                self.delivered += 1;
+                self.lat_ns
+                    .extend(e.field(b"ts").and_then(|v| age_ns(epoch, v)));
+                args.push(e.id);
+            }
+            ack(key.bytes(), &args);
+        }
+    }
 }
 
 /// Joins every task and adds their tallies up.
@@ -149,25 +179,10 @@ pub async fn auction(ctx: &Ctx) -> io::Result<Sample> {
                 }
                 t.ops += 1;
                 let mut acks = 0;
-                for stream in reply.items() {
-                    let [key, list] = stream.items() else {
-                        continue;
-                    };
-                    let mut got = Vec::new();
-                    push_entries(list, &mut got);
-                    if got.is_empty() {
-                        continue;
-                    }
-                    let mut ack: Vec<&[u8]> = vec![b"XACK", key.bytes(), b"g"];
-                    for e in &got {
-                        t.delivered += 1;
-                        t.lat_ns
-                            .extend(e.field(b"ts").and_then(|v| age_ns(epoch, v)));
-                        ack.push(e.id);
-                    }
-                    conn.push(&ack);
+                t.take_delivered(&reply, epoch, |_, ack| {
+                    conn.push(ack);
                     acks += 1;
-                }
+                });
                 conn.flush().await?;
                 conn.skip(acks).await?;
                 t.ops += acks as u64;
