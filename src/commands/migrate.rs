@@ -38,6 +38,7 @@ use crate::core::notify::class;
 use crate::core::{Ctx, unix_ms};
 use crate::error::ReplyError;
 use crate::rdb::payload;
+use crate::resp::writer::command;
 use bytes::Bytes;
 use std::io::{self, BufRead, BufReader, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -236,20 +237,6 @@ fn connect(host: &[u8], port: &[u8], timeout: Duration) -> Result<MigrateSocket,
     Err(last.map_or(ConnectError::Unresolved, ConnectError::Failed))
 }
 
-/// Appends one RESP array of bulk strings to `buf`.
-fn encode(buf: &mut Vec<u8>, args: &[&[u8]]) {
-    buf.push(b'*');
-    buf.extend_from_slice(itoa::Buffer::new().format(args.len()).as_bytes());
-    buf.extend_from_slice(b"\r\n");
-    for a in args {
-        buf.push(b'$');
-        buf.extend_from_slice(itoa::Buffer::new().format(a.len()).as_bytes());
-        buf.extend_from_slice(b"\r\n");
-        buf.extend_from_slice(a);
-        buf.extend_from_slice(b"\r\n");
-    }
-}
-
 /// Reads one reply line (Redis's `syncReadLine`): up to `\n`, without `\r\n`, at most
 /// [`LINE_MAX`] - 1 bytes. End of stream is an error.
 fn read_line(conn: &mut BufReader<TcpStream>) -> io::Result<Vec<u8>> {
@@ -301,15 +288,15 @@ fn exchange(
     let mut cmd = Vec::new();
     if let Some(password) = opts.password {
         match opts.username {
-            Some(user) => encode(&mut cmd, &[b"AUTH", user, password]),
-            None => encode(&mut cmd, &[b"AUTH", password]),
+            Some(user) => command(&mut cmd, &[&b"AUTH"[..], user, password]),
+            None => command(&mut cmd, &[&b"AUTH"[..], password]),
         }
     }
     let select = sock.last_db != db;
     if select {
-        encode(
+        command(
             &mut cmd,
-            &[b"SELECT", itoa::Buffer::new().format(db).as_bytes()],
+            &[&b"SELECT"[..], itoa::Buffer::new().format(db).as_bytes()],
         );
     }
     let restore: &[u8] = if cluster {
@@ -323,7 +310,7 @@ fn exchange(
         if opts.replace {
             args.push(b"REPLACE");
         }
-        encode(&mut cmd, &args);
+        command(&mut cmd, &args);
     }
     let stream = sock.conn.get_mut();
     let set = stream
@@ -544,12 +531,5 @@ mod tests {
         assert_eq!(atoi(b"-5"), -5);
         assert_eq!(atoi(b"abc"), 0);
         assert_eq!(atoi(b""), 0);
-    }
-
-    #[test]
-    fn requests_are_resp_arrays() {
-        let mut buf = Vec::new();
-        encode(&mut buf, &[b"SELECT", b"3"]);
-        assert_eq!(buf, b"*2\r\n$6\r\nSELECT\r\n$1\r\n3\r\n");
     }
 }
