@@ -197,28 +197,31 @@ fn sunsubscribe(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 /// MULTI the message is in EXEC's reply where the PUBLISH ran. Keyspace events a client
 /// raises itself follow the reply instead (see `core/pubsub.rs`).
 fn publish(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
-    let n = ctx.core.publish(&ctx.argv[1], &ctx.argv[2]);
-    ctx.core.flush_pushes(ctx.client.id, ctx.out);
-    ctx.out.integer(n as i64);
-    // In a cluster every node gets it over the bus (clusterPropagatePublish); otherwise
-    // subscribers on replicas get it through replication (Redis's PROPAGATE_REPL).
-    if !to_cluster(ctx, false) {
-        let db = ctx.client.db;
-        ctx.core
-            .propagate_to_replicas(db, &[b"PUBLISH".as_slice(), &ctx.argv[1], &ctx.argv[2]]);
-    }
-    Ok(())
+    deliver(ctx, false)
 }
 
 /// SPUBLISH, with PUBLISH's order for a subscriber publishing to itself.
 fn spublish(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
-    let n = ctx.core.spublish(&ctx.argv[1], &ctx.argv[2]);
+    deliver(ctx, true)
+}
+
+/// PUBLISH (or, `shard`, SPUBLISH): local subscribers, the count, then the other nodes.
+/// In a cluster every node (or my shard) gets it over the bus (clusterPropagatePublish);
+/// otherwise subscribers on replicas get it through replication (Redis's PROPAGATE_REPL).
+fn deliver(ctx: &mut Ctx<'_>, shard: bool) -> Result<(), ReplyError> {
+    let (channel, message) = (&ctx.argv[1], &ctx.argv[2]);
+    let n = if shard {
+        ctx.core.spublish(channel, message)
+    } else {
+        ctx.core.publish(channel, message)
+    };
     ctx.core.flush_pushes(ctx.client.id, ctx.out);
     ctx.out.integer(n as i64);
-    if !to_cluster(ctx, true) {
+    if !to_cluster(ctx, shard) {
+        let name: &[u8] = if shard { b"SPUBLISH" } else { b"PUBLISH" };
         let db = ctx.client.db;
         ctx.core
-            .propagate_to_replicas(db, &[b"SPUBLISH".as_slice(), &ctx.argv[1], &ctx.argv[2]]);
+            .propagate_to_replicas(db, &[name, &ctx.argv[1], &ctx.argv[2]]);
     }
     Ok(())
 }
