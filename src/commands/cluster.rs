@@ -282,16 +282,7 @@ fn cluster_cmd(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
                 }
                 ctx.core.become_primary();
                 for db in 0..ctx.core.dbs.len() {
-                    let keys: Vec<bytes::Bytes> = ctx.core.dbs[db]
-                        .keys
-                        .keys()
-                        .map(bytes::Bytes::copy_from_slice)
-                        .collect();
-                    ctx.core.dbs[db].clear();
-                    for key in keys {
-                        ctx.core.key_deleted(db, &key);
-                    }
-                    ctx.core.touch_all(Some(db));
+                    super::server::flush_db(ctx, db);
                 }
                 ctx.core.dirty += 1;
                 ctx.propagate(&["FLUSHALL"]);

@@ -628,7 +628,9 @@ fn flush_mode(ctx: &Ctx<'_>) -> Result<(), ReplyError> {
     }
 }
 
-fn flush_db(ctx: &mut Ctx<'_>, db: usize) {
+/// Empties database `db` as FLUSHDB does (blocked readers woken, WATCH invalidated),
+/// without propagating anything.
+pub(super) fn flush_db(ctx: &mut Ctx<'_>, db: usize) {
     let keys: Vec<bytes::Bytes> = ctx.core.dbs[db]
         .keys
         .keys()
