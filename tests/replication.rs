@@ -1975,6 +1975,14 @@ fn a_durable_replica_answers_getack_with_its_log_synced_to_the_offset_it_acknowl
         &["--appendonly", "yes", "--appendfsync", "always"],
     );
     follow(&mut replica.conn(), proxy.port);
+    // Until the log's new base (the full sync's dataset) is written, nothing of the new
+    // history is durable on the replica and its FACK stays behind.
+    wait_info(
+        &mut replica.conn(),
+        "persistence",
+        "aof_rewrite_in_progress",
+        "0",
+    );
     let mut p = primary.conn();
     proxy.record_upstream();
     p.ok("XADD s * f v");
@@ -2207,4 +2215,118 @@ fn streamd_follows_a_redis_primary_and_skips_what_it_does_not_store() {
     );
     r.ok("XADD s * after promotion");
     r.ok("XREADGROUP GROUP g alice STREAMS s >");
+}
+
+// ---------------------------------------------------------------------------------------
+// Invariants a failover relies on (docs/replication.md, "Guarantees"): offsets stay in
+// the primary's space, WAIT counts only applied bytes, an old primary never keeps writes
+// the new one never had, a replica's log claims only what a restart would load.
+// ---------------------------------------------------------------------------------------
+
+/// What Sentinel does to every server every two seconds: PUBLISH a hello message on
+/// `__sentinel__:hello`. `n` of them, about 250 bytes each.
+fn sentinel_hellos(c: &mut Conn, n: usize) {
+    let payload = "127.0.0.1,26379,0123456789abcdef0123456789abcdef01234567,1,mymaster,\
+                   127.0.0.1,6379,1"
+        .repeat(2);
+    for _ in 0..n {
+        c.ok(&format!("PUBLISH __sentinel__:hello {payload}"));
+    }
+}
+
+/// The `offset=` a primary's INFO reports for its replica `slave0` (its last ACK).
+fn acked_offset(primary: &mut Conn) -> u64 {
+    let line = primary.info_field("replication", "slave0");
+    line.split(',')
+        .find_map(|kv| kv.strip_prefix("offset="))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{}: no offset in slave0:{line}", primary.who))
+}
+
+#[test]
+fn a_replicas_offset_never_passes_its_primarys_when_its_own_clients_publish() {
+    let a = Node::streamd("primary", &["--repl-ping-replica-period", "3600"]);
+    let b = Node::streamd("replica", &[]);
+    let (mut pa, mut pb) = (a.conn(), b.conn());
+    follow(&mut pb, a.port);
+    pa.ok("XADD s * f v");
+    wait_acked(&mut pa, 1);
+    // A replica's stream is its primary's: what its own clients publish is delivered
+    // to its subscribers and goes no further.
+    sentinel_hellos(&mut pb, 40);
+    pa.ok("XADD s * f w");
+    wait_acked(&mut pa, 1);
+    let primary_offset = pa.repl_offset();
+    let replica_offset = wait_for("the replica at the primary's offset", || {
+        let r = pb.repl_offset();
+        assert!(
+            r <= primary_offset,
+            "the replica reports offset {r}, past its primary's {primary_offset}"
+        );
+        if r == primary_offset {
+            Ok(r)
+        } else {
+            Err(format!("{r} vs {primary_offset}"))
+        }
+    });
+    assert_eq!(
+        pb.info_field("replication", "slave_repl_offset"),
+        replica_offset.to_string()
+    );
+    let acked = acked_offset(&mut pa);
+    assert!(
+        acked <= primary_offset,
+        "the replica acknowledged {acked}, past everything its primary sent ({primary_offset})"
+    );
+}
+
+#[test]
+fn wait_counts_a_replica_only_for_bytes_it_applied() {
+    let (a, b, proxy) = primary_and_proxied_replica(&["--repl-ping-replica-period", "3600"]);
+    let (mut pa, mut pb) = (a.conn(), b.conn());
+    pa.ok("XADD s 1-1 f v");
+    wait_acked(&mut pa, 1);
+    sentinel_hellos(&mut pb, 40);
+    // From here the replica gets nothing more from its primary.
+    proxy.hold_after(0);
+    pa.ok("XADD s 2-1 f held");
+    assert_eq!(
+        pa.run("WAIT 1 1500"),
+        V::Int(0),
+        "WAIT counted a replica that never received the write"
+    );
+    assert_eq!(pb.run("XLEN s"), V::Int(1));
+    proxy.release();
+    wait_acked(&mut pa, 1);
+    assert_eq!(pb.run("XLEN s"), V::Int(2));
+    wait_same_offset(&mut pa, &mut pb);
+    assert_same_streamd_data(&mut pa, &mut pb);
+}
+
+#[test]
+fn an_old_primary_never_keeps_writes_its_promoted_replica_never_had() {
+    let (a, b, proxy) = primary_and_proxied_replica(&["--repl-ping-replica-period", "3600"]);
+    let (mut pa, mut pb) = (a.conn(), b.conn());
+    stream_workload(&mut pa, "a-");
+    wait_acked(&mut pa, 1);
+    sentinel_hellos(&mut pb, 40);
+    // The primary takes writes the replica never receives (its link stalls), then the
+    // replica is promoted and the old primary follows it, as Sentinel would do.
+    proxy.hold_after(0);
+    for i in 0..5 {
+        pa.ok(&format!("XADD a-s * only old-primary n {i}"));
+    }
+    pb.ok("REPLICAOF NO ONE");
+    proxy.release();
+    pb.ok("XADD a-s * on new-primary");
+    follow(&mut pa, b.port);
+    wait_acked(&mut pb, 1);
+    wait_same_offset(&mut pa, &mut pb);
+    assert_same_streamd_data(&mut pb, &mut pa);
+    let kept = dataset(&mut pa, Compare::Streamd);
+    assert!(
+        !kept.contains("old-primary"),
+        "the old primary kept writes the new primary never had"
+    );
+    assert!(kept.contains("new-primary"));
 }

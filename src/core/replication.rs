@@ -450,9 +450,15 @@ impl Replication {
         self.master.is_some()
     }
 
-    /// True when effects must be encoded into the stream.
+    /// True when effects must be encoded into the stream: only on a primary. A
+    /// replica's stream is its primary's, byte for byte (`feed_from_master`); what its
+    /// own clients change there (a PUBLISH, Sentinel's hello messages every two
+    /// seconds, a write on a writable replica) must not enter it, or its offset would
+    /// run ahead of its primary's, its ACKs would count bytes it never received, and
+    /// a PSYNC would continue from the wrong place (Redis's `replicationFeedSlaves`
+    /// returns at once when `masterhost` is set, for the same reason).
     pub fn feeding(&self) -> bool {
-        self.backlog.is_some() && !self.applying_master
+        self.backlog.is_some() && !self.applying_master && self.master.is_none()
     }
 
     /// Creates the backlog at the current offset if there is none.
@@ -604,7 +610,7 @@ impl Replication {
     /// Feeds a record outside any command (PING, REPLCONF GETACK) straight into the
     /// backlog.
     pub fn feed_control(&mut self, argv: &[&[u8]], backlog_size: u64, hard_limit: u64) {
-        if self.backlog.is_none() {
+        if !self.feeding() {
             return;
         }
         self.record(argv);
