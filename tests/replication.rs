@@ -2330,3 +2330,86 @@ fn an_old_primary_never_keeps_writes_its_promoted_replica_never_had() {
     );
     assert!(kept.contains("new-primary"));
 }
+
+#[test]
+fn waitaof_never_counts_a_replica_for_a_log_of_another_history() {
+    let x = Node::streamd("first-primary", &["--repl-ping-replica-period", "3600"]);
+    let y = Node::streamd("second-primary", &["--repl-ping-replica-period", "3600"]);
+    let proxy = Proxy::start(y.port);
+    let r = Node::streamd(
+        "replica",
+        &["--appendonly", "yes", "--appendfsync", "always"],
+    );
+    let (mut px, mut py, mut pr) = (x.conn(), y.conn(), r.conn());
+    follow(&mut pr, x.port);
+    // A long history under the first primary: the replica's log made it all durable.
+    fill(&mut px, "big", 2000, 100);
+    assert_eq!(
+        px.run("WAITAOF 0 1 20000"),
+        V::Array(vec![V::Int(0), V::Int(1)])
+    );
+    py.ok("XADD s 1-1 f v");
+    assert!(py.repl_offset() < px.repl_offset());
+    // The replica moves to another primary, whose offsets are far lower.
+    follow(&mut pr, proxy.port);
+    wait_acked(&mut py, 1);
+    assert_eq!(
+        py.run("WAITAOF 0 1 20000"),
+        V::Array(vec![V::Int(0), V::Int(1)])
+    );
+    proxy.hold_after(0);
+    py.ok("XADD s 2-1 f held");
+    assert_eq!(
+        py.run("WAITAOF 0 1 1500"),
+        V::Array(vec![V::Int(0), V::Int(0)]),
+        "WAITAOF counted the replica's log for a write it never received"
+    );
+    assert_eq!(py.run("WAIT 1 200"), V::Int(0));
+    proxy.release();
+    assert_eq!(
+        py.run("WAITAOF 0 1 20000"),
+        V::Array(vec![V::Int(0), V::Int(1)])
+    );
+}
+
+/// A replica with a log that full-syncs from another primary and is killed at once
+/// restarts with one whole dataset: the previous one (the log's new base was not
+/// written yet) or the new one with what followed it, never the previous dataset with
+/// the new history's records on top.
+#[test]
+fn a_replica_killed_after_a_full_sync_restarts_with_one_whole_dataset() {
+    let x = Node::streamd("first-primary", &[]);
+    let y = Node::streamd("second-primary", &[]);
+    let mut r = Node::streamd(
+        "replica",
+        &["--appendonly", "yes", "--appendfsync", "always"],
+    );
+    let (mut px, mut py) = (x.conn(), y.conn());
+    let mut pr = r.conn();
+    follow(&mut pr, x.port);
+    px.ok("XADD x-only 1-1 from first-primary");
+    wait_acked(&mut px, 1);
+    // The new dataset is large, so writing the replica's new log base takes a while.
+    fill(&mut py, "y-before", 60_000, 200);
+    follow(&mut pr, y.port);
+    for i in 1..=20 {
+        py.ok(&format!("XADD y-after {i}-1 n {i}"));
+    }
+    wait_acked(&mut py, 1);
+    r.kill9();
+    r.start();
+    let mut pr = r.conn();
+    let has = |c: &mut Conn, key: &str| c.run(&format!("EXISTS {key}")) == V::Int(1);
+    let (old, before, after) = (
+        has(&mut pr, "x-only"),
+        has(&mut pr, "y-before"),
+        pr.run("XLEN y-after").int(),
+    );
+    let whole_old = old && !before && after == 0;
+    let whole_new = !old && before && after == 20;
+    assert!(
+        whole_old || whole_new,
+        "after kill -9 the replica loaded x-only={old} y-before={before} y-after={after} \
+         entries: a mix of two datasets"
+    );
+}

@@ -238,6 +238,9 @@ struct BgJob {
     dirty_at_start: u64,
     /// Rewrite: sequence number of the new base and of the segment started with it.
     seq: u64,
+    /// Rewrite: started after a full sync replaced the dataset (its end makes the
+    /// new dataset durable, see `Persist::sync_hold`).
+    after_sync: bool,
 }
 
 /// Counters and statuses for INFO persistence.
@@ -302,6 +305,11 @@ pub struct Persist {
     rewrite_scheduled: bool,
     /// A BGSAVE SCHEDULE came while one ran: start it when that one ends.
     bgsave_scheduled: bool,
+    /// A full sync replaced the dataset and the rewrite that puts it on disk has not
+    /// finished: the log's files still describe the previous dataset, so nothing of
+    /// the new history is durable yet, whatever was fsynced (WAITAOF's local count
+    /// and a replica's FACK stay where they are, Redis's `AOF_WAIT_REWRITE`).
+    sync_hold: bool,
     /// Statistics for INFO.
     pub stats: PersistStats,
     /// Set while loading.
@@ -360,8 +368,18 @@ fn note_all_durable(core: &mut Core) {
         aof.writer.pending_len() == 0 && aof.writer.durability().durable() >= aof.writer.appended()
     });
     if done {
-        core.repl.fsynced_offset = core.repl.fsynced_offset.max(core.repl.offset);
+        let offset = core.repl.offset;
+        note_durable(core, offset);
     }
+}
+
+/// The replication stream up to `offset` is on disk: WAITAOF's local count and a
+/// replica's FACK may say so, unless a full sync's dataset is not on disk yet.
+fn note_durable(core: &mut Core, offset: u64) {
+    if state(core).is_some_and(|p| p.sync_hold) {
+        return;
+    }
+    core.repl.fsynced_offset = core.repl.fsynced_offset.max(offset);
 }
 
 /// Called by connection tasks after a batch and before writing its replies: makes the
@@ -398,8 +416,7 @@ pub async fn commit(core: &SharedCore) -> Result<(), String> {
             if r.is_ok() {
                 // Everything the replication stream held when this commit began is on
                 // disk now (WAITAOF's local count).
-                let mut c = core.borrow_mut();
-                c.repl.fsynced_offset = c.repl.fsynced_offset.max(offset);
+                note_durable(&mut core.borrow_mut(), offset);
             }
             r
         }
@@ -1191,6 +1208,7 @@ fn bgsave(p: &mut Persist, core: &mut Core) -> Result<(), String> {
         handle,
         dirty_at_start: core.dirty,
         seq: 0,
+        after_sync: false,
     });
     Ok(())
 }
@@ -1234,7 +1252,15 @@ fn start_rewrite(p: &mut Persist, core: &mut Core) -> Result<(), PersistError> {
     });
     let (tx, rx) = std::sync::mpsc::channel();
     let manifest_path = aof.names.manifest();
-    let stored = with_new.clone();
+    // After a full sync the new segment holds records of the new history, which mean
+    // nothing on top of the old files: until the new base is written, a restart must
+    // load the old dataset whole, so the manifest stored now does not name the segment
+    // (storing it still makes the segment's directory entry durable).
+    let stored = if p.sync_hold {
+        old.clone()
+    } else {
+        with_new.clone()
+    };
     let hook: log::Hook = Box::new(move || {
         let r = stored.store(&manifest_path).map_err(io::Error::other);
         let _ = tx.send(r.is_ok());
@@ -1344,6 +1370,7 @@ fn spawn_base(
         handle,
         dirty_at_start: 0,
         seq,
+        after_sync: p.sync_hold,
     });
     Ok(())
 }
@@ -1399,6 +1426,11 @@ fn reap_jobs(p: &mut Persist, core: &mut Core) {
                     seconds = secs,
                     "Background AOF rewrite finished successfully"
                 );
+                if job.after_sync {
+                    // The full sync's dataset is on disk: the new history is durable
+                    // as far as the log is.
+                    p.sync_hold = false;
+                }
                 stats.aof_last_bgrewrite_failed = false;
                 stats.aof_rewrites += 1;
             }
@@ -1624,14 +1656,20 @@ fn cron(p: &mut Persist, core: &mut Core) {
         let durable = aof.writer.durability().durable();
         let appended = aof.writer.appended();
         let (mark, mark_offset) = p.fsync_mark;
-        if durable >= mark {
-            core.repl.fsynced_offset = core.repl.fsynced_offset.max(mark_offset);
-        }
-        if durable >= mark || appended < mark {
+        if p.sync_hold {
+            // Nothing of the new history is durable before its dataset is on disk;
+            // the marks start again in its offsets.
             p.fsync_mark = (appended, core.repl.offset);
-        }
-        if appended == durable {
-            core.repl.fsynced_offset = core.repl.fsynced_offset.max(core.repl.offset);
+        } else {
+            if durable >= mark {
+                core.repl.fsynced_offset = core.repl.fsynced_offset.max(mark_offset);
+            }
+            if durable >= mark || appended < mark {
+                p.fsync_mark = (appended, core.repl.offset);
+            }
+            if appended == durable {
+                core.repl.fsynced_offset = core.repl.fsynced_offset.max(core.repl.offset);
+            }
         }
         core.serve_waiters(unix_ms());
         // The longest fsync since the last tick, for the latency monitor (the sync

@@ -57,8 +57,19 @@ pub fn load_snapshot_file(core: &mut Core, path: &Path) -> Result<(), PersistErr
 }
 
 /// After a full sync replaced the dataset: when a log is on, rewrite it so its base is
-/// the new dataset (Redis's `restartAOFAfterSYNC`).
+/// the new dataset (Redis's `restartAOFAfterSYNC`). Until that rewrite ends, a restart
+/// loads the previous dataset whole and nothing of the new history counts as durable
+/// (a replica's FACK, WAITAOF), so no FACK promises what a crash would lose.
 pub fn after_full_sync(core: &mut Core) {
+    // Offsets restart in the primary's history: nothing of it is durable here yet.
+    core.repl.fsynced_offset = 0;
+    if let Some(p) = super::state_mut(core)
+        && p.aof.is_some()
+    {
+        // Until a rewrite that starts from now has finished, the log's files hold the
+        // previous dataset (see `Persist::sync_hold`).
+        p.sync_hold = true;
+    }
     if core.persist.recording() {
         let r = core.with_persistence(|p, core| p.bgrewriteaof(core));
         if let Err(e) = r {
