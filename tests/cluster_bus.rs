@@ -744,3 +744,180 @@ fn resharding_moves_streams_with_their_groups_between_redis_and_streamd() {
         format!("MOVED {slot} 127.0.0.1:{redis}")
     );
 }
+
+/// A writer on its own connection: `XADD key * n <i>` then `WAIT 1 500`, again and
+/// again, until the connection fails or `stop` is set. Returns the `n` of every write
+/// that was acknowledged (an ID, then WAIT answered 1).
+fn acked_writer(
+    port: u16,
+    key: String,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    acked: std::sync::Arc<std::sync::Mutex<Vec<u64>>>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let Ok(s) = TcpStream::connect(("127.0.0.1", port)) else {
+            return;
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+        let mut w = s.try_clone().expect("clone");
+        let mut r = BufReader::new(s);
+        let mut line = String::new();
+        let mut read_line = |r: &mut BufReader<TcpStream>, line: &mut String| {
+            line.clear();
+            matches!(r.read_line(line), Ok(n) if n > 0)
+        };
+        for n in 0u64.. {
+            if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                return;
+            }
+            let nt = n.to_string();
+            let cmd = format!(
+                "*5\r\n$4\r\nXADD\r\n${}\r\n{key}\r\n$1\r\n*\r\n$1\r\nn\r\n${}\r\n{nt}\r\n\
+                 *3\r\n$4\r\nWAIT\r\n$1\r\n1\r\n$3\r\n500\r\n",
+                key.len(),
+                nt.len()
+            );
+            if w.write_all(cmd.as_bytes()).is_err() || !read_line(&mut r, &mut line) {
+                return;
+            }
+            let added = line.starts_with('$');
+            if added && !read_line(&mut r, &mut line) {
+                return;
+            }
+            if !read_line(&mut r, &mut line) {
+                return;
+            }
+            if added && line.trim_end() == ":1" {
+                acked.lock().expect("acked").push(n);
+            }
+        }
+    })
+}
+
+/// Composed faults on one shard under `XADD` + `WAIT 1`: the replica stopped (SIGSTOP)
+/// while writes go on, then resumed; then the primary killed (-9) mid-write. Every write
+/// WAIT acknowledged is on the replica that takes over, once each; the old primary,
+/// restarted on its directory, rejoins as its replica and ends up with the same stream.
+#[test]
+fn no_wait_acknowledged_write_is_lost_when_a_cluster_replica_takes_over() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+    let mut nodes = start_all(&[false; 6]);
+    create(&nodes);
+    let (p, r) = shards(&nodes[0])[1];
+    let key = key_on(by_port(&mut nodes, p), p, "faults");
+    let acked = Arc::new(Mutex::new(Vec::new()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let count = |a: &Arc<Mutex<Vec<u64>>>| a.lock().expect("acked").len();
+    let writer = acked_writer(p, key.clone(), stop.clone(), acked.clone());
+    wait_for("50 acknowledged writes", 30, || {
+        (count(&acked) >= 50, count(&acked).to_string())
+    });
+    // The replica stalls: writes go on but are not acknowledged; then it catches up.
+    let replica_pid = by_port(&mut nodes, r)
+        .child
+        .as_ref()
+        .expect("running")
+        .id()
+        .to_string();
+    let signal = |sig: &str| {
+        let ok = Command::new("kill")
+            .args([sig, &replica_pid])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "kill {sig} {replica_pid}");
+    };
+    signal("-STOP");
+    let before = count(&acked);
+    std::thread::sleep(Duration::from_millis(1500));
+    signal("-CONT");
+    wait_for("20 more acknowledged writes after the stall", 30, || {
+        (count(&acked) >= before + 20, count(&acked).to_string())
+    });
+    // The primary dies with writes in flight.
+    by_port(&mut nodes, p).kill();
+    writer.join().expect("writer");
+    stop.store(true, Ordering::Relaxed);
+    let acked = acked.lock().expect("acked").clone();
+    let survivors: Vec<u16> = nodes.iter().map(|n| n.port).filter(|&x| x != p).collect();
+    wait_for("the replica to be a primary everywhere", 30, || {
+        let mut seen = String::new();
+        let ok = survivors.iter().all(|&port| {
+            let n = nodes.iter().find(|n| n.port == port).expect("node");
+            let t = n.table();
+            seen = format!("{port}: {t:?}");
+            t.values()
+                .any(|v| v.0 == r && v.1 == "master" && !v.3.is_empty())
+        });
+        (ok, seen)
+    });
+    let promoted = nodes.iter().find(|n| n.port == r).expect("node");
+    let entries = promoted.cli(&["xrange", &key, "-", "+"]);
+    let mut seen: BTreeMap<u64, usize> = BTreeMap::new();
+    let mut lines = entries.lines();
+    while let Some(l) = lines.next() {
+        if l == "n" {
+            let n: u64 = lines.next().and_then(|v| v.parse().ok()).expect("n value");
+            *seen.entry(n).or_default() += 1;
+        }
+    }
+    let lost: Vec<u64> = acked
+        .iter()
+        .copied()
+        .filter(|n| !seen.contains_key(n))
+        .collect();
+    let twice: Vec<u64> = seen
+        .iter()
+        .filter(|(_, c)| **c > 1)
+        .map(|(n, _)| *n)
+        .collect();
+    assert!(
+        lost.is_empty() && twice.is_empty(),
+        "{} acknowledged writes; lost {lost:?}, duplicated {twice:?}",
+        acked.len()
+    );
+    // The old primary comes back on its directory and follows the new one.
+    let old = by_port(&mut nodes, p);
+    let conf = old._dir.path().join("node.conf");
+    let out = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&old.log)
+        .expect("log");
+    old.child = Some(
+        Command::new(STREAMD)
+            .arg(&conf)
+            .args(["--port", &p.to_string(), "--dir"])
+            .arg(old._dir.path())
+            .stdout(out.try_clone().expect("log"))
+            .stderr(out)
+            .spawn()
+            .expect("restart"),
+    );
+    let promoted = nodes.iter().find(|n| n.port == r).expect("node");
+    let old = nodes.iter().find(|n| n.port == p).expect("node");
+    wait_for(
+        "the old primary to sync as the new one's replica",
+        30,
+        || {
+            let session =
+                promoted.cli_session(&[format!("xadd {key} * n done"), "wait 1 1000".into()]);
+            let ok = old.role() == "slave" && session.last().map(String::as_str) == Some("1");
+            (ok, format!("{} {session:?}", old.role()))
+        },
+    );
+    // What each holds, read on the replica with READONLY (else it redirects).
+    let view = |n: &Node| {
+        let mut lines = n.cli_session(&[
+            "readonly".into(),
+            format!("xrange {key} - +"),
+            format!("xinfo stream {key}"),
+        ]);
+        lines.retain(|l| l != "OK");
+        lines.join("\n")
+    };
+    let (a, b) = (view(promoted), view(old));
+    assert_eq!(
+        a, b,
+        "the old primary's stream differs from the new primary's"
+    );
+}
