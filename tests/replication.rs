@@ -2413,3 +2413,41 @@ fn a_replica_killed_after_a_full_sync_restarts_with_one_whole_dataset() {
          entries: a mix of two datasets"
     );
 }
+
+/// `repl-diskless-sync-delay` gathers replicas that arrive together into one sync. A
+/// full sync waits for it only while a replica this primary has had is missing: when
+/// every known replica is connected (a first replica, an old primary rejoining the one
+/// that replaced it) nobody else is coming, and the sync starts at once.
+#[test]
+fn a_full_sync_waits_for_the_delay_only_while_a_known_replica_is_missing() {
+    let p = Node::streamd("primary", &["--repl-diskless-sync-delay", "3600"]);
+    let a = Node::streamd("replica-a", &[]);
+    let b = Node::streamd("replica-b", &[]);
+    let proxy = Proxy::start(p.port);
+    let (mut pp, mut pa, mut pb) = (p.conn(), a.conn(), b.conn());
+    // The first replica: none is known, so its sync does not wait an hour.
+    follow(&mut pa, p.port);
+    follow(&mut pb, proxy.port);
+    pp.ok("XADD s * f v");
+    wait_acked(&mut pp, 2);
+    // B is gone; A asks for a full sync (a new history of its own): it waits for B.
+    proxy.cut();
+    wait_info(&mut pp, "replication", "connected_slaves", "1");
+    wait_info(&mut pb, "replication", "master_link_status", "down");
+    pa.ok("REPLICAOF NO ONE");
+    let full = pp.stat("sync_full");
+    pa.ok(&format!("REPLICAOF 127.0.0.1 {}", p.port));
+    wait_stat(&mut pp, "sync_full", full + 1);
+    for _ in 0..10 {
+        let line = pp.info_field("replication", "slave0");
+        assert!(line.contains("state=wait_bgsave"), "{line}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // B is back (it continues from the backlog): every known replica is here.
+    proxy.restore();
+    wait_info(&mut pa, "replication", "master_link_status", "up");
+    wait_info(&mut pb, "replication", "master_link_status", "up");
+    pp.ok("XADD s * f w");
+    wait_acked(&mut pp, 2);
+    assert_same_streamd_data(&mut pp, &mut pa);
+}

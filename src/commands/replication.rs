@@ -329,6 +329,9 @@ fn psync(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         info.old_sync = !is_psync;
     }
     ctx.core.repl.replicas.insert(ctx.client.id, info);
+    if partial {
+        ctx.core.repl.set_online(ctx.client.id, ctx.now_ms);
+    }
     ctx.client.repl = ClientRepl::Replica;
     Ok(())
 }

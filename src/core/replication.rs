@@ -338,6 +338,10 @@ pub struct Replication {
     pub ack_requested: bool,
     /// Clients in WAIT / WAITAOF.
     pub waiters: Vec<Waiter>,
+    /// Every replica (by its announced address) that has been online with this
+    /// server: a full sync waits `repl-diskless-sync-delay` only while one of them is
+    /// not connected, since only then can another be expected to arrive.
+    pub known_replicas: std::collections::BTreeSet<(String, u16)>,
     /// A `REPLCONF GETACK *` is in the stream since the last write.
     pub getack_pending: bool,
     /// Replicas counted good for `min-replicas-to-write`.
@@ -399,6 +403,7 @@ impl Default for Replication {
             applying_master: false,
             ack_requested: false,
             waiters: Vec::new(),
+            known_replicas: std::collections::BTreeSet::new(),
             getack_pending: false,
             good_replicas: 0,
             last_ping_ms: 0,
@@ -660,6 +665,26 @@ impl Replication {
     /// Replicas whose durable offset reached `offset`.
     pub fn facked(&self, offset: u64) -> u64 {
         self.replicas.values().filter(|r| r.fack >= offset).count() as u64
+    }
+
+    /// Marks the replica `id` online and remembers its address.
+    pub fn set_online(&mut self, id: u64, now_ms: u64) {
+        if let Some(r) = self.replicas.get_mut(&id) {
+            r.state = ReplicaState::Online;
+            r.ack_ms = now_ms;
+            self.known_replicas.insert((r.ip.clone(), r.port));
+        }
+    }
+
+    /// True when every replica known to this server is connected (streaming or
+    /// waiting for its full sync): no other is expected, so a full sync need not wait
+    /// for one.
+    pub fn every_known_replica_connected(&self) -> bool {
+        self.known_replicas.iter().all(|(ip, port)| {
+            self.replicas
+                .values()
+                .any(|r| r.ip == *ip && r.port == *port && r.drop.is_none())
+        })
     }
 }
 

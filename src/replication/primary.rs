@@ -83,6 +83,12 @@ where
         if max > 0 && waiting >= max {
             break;
         }
+        // The delay gathers replicas that arrive together into one sync; when every
+        // replica this server has had is here already, none is coming (a promoted
+        // replica's old primary rejoining, a restarted primary's first replicas).
+        if core.borrow().repl.every_known_replica_connected() {
+            break;
+        }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(100)) => {}
             msg = rx.recv() => if matches!(msg, Some(ClientMsg::Close) | None) { return Err(()) },
@@ -171,10 +177,7 @@ where
     {
         let mut c = core.borrow_mut();
         c.stats.net_output_bytes += payload.len() as u64;
-        if let Some(r) = c.repl.replicas.get_mut(&id) {
-            r.state = ReplicaState::Online;
-            r.ack_ms = unix_ms();
-        }
+        c.repl.set_online(id, unix_ms());
     }
     tracing::info!(
         replica_id = id,
