@@ -762,7 +762,7 @@ fn acked_writer(
         let mut w = s.try_clone().expect("clone");
         let mut r = BufReader::new(s);
         let mut line = String::new();
-        let mut read_line = |r: &mut BufReader<TcpStream>, line: &mut String| {
+        let read_line = |r: &mut BufReader<TcpStream>, line: &mut String| {
             line.clear();
             matches!(r.read_line(line), Ok(n) if n > 0)
         };
