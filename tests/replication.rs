@@ -2451,3 +2451,59 @@ fn a_full_sync_waits_for_the_delay_only_while_a_known_replica_is_missing() {
     wait_acked(&mut pp, 2);
     assert_same_streamd_data(&mut pp, &mut pa);
 }
+
+/// A `__sentinel__:hello` payload from Sentinel `runid` naming `port` as the primary
+/// under configuration epoch `epoch`.
+fn hello(runid: &str, port: u16, epoch: u64) -> String {
+    format!("127.0.0.1,26379,{runid},{epoch},mymaster,127.0.0.1,{port},{epoch}")
+}
+
+/// `sentinel-rejoin yes`: a primary without replicas follows the primary two Sentinels
+/// name in their hellos, and only then: not on one Sentinel's word, not when the
+/// address named is its own, not while its own promotion is recent.
+#[test]
+fn sentinel_rejoin_follows_the_primary_two_sentinels_name_and_nothing_less() {
+    let a = Node::streamd("old-primary", &["--sentinel-rejoin", "yes"]);
+    let b = Node::streamd("new-primary", &[]);
+    let (mut pa, mut pb) = (a.conn(), b.conn());
+    pa.ok("XADD only-old * f v");
+    pb.ok("XADD s 1-1 f new");
+    let (s1, s2) = ("1".repeat(40), "2".repeat(40));
+    // One Sentinel, or two that disagree, or two naming this very server: it stays.
+    let stays = |c: &mut Conn, hellos: &[String]| {
+        for h in hellos {
+            c.ok(&format!("PUBLISH __sentinel__:hello {h}"));
+        }
+        for _ in 0..10 {
+            assert_eq!(c.info_field("replication", "role"), "master", "{hellos:?}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    stays(&mut pa, &[hello(&s1, b.port, 5)]);
+    stays(&mut pa, &[hello(&s1, b.port, 5), hello(&s2, b.port, 4)]);
+    stays(&mut pa, &[hello(&s1, a.port, 6), hello(&s2, a.port, 6)]);
+    // Epoch 6 named this server: an older epoch naming another does not move it.
+    stays(&mut pa, &[hello(&s1, b.port, 6), hello(&s2, b.port, 6)]);
+    // Two Sentinels agree on another primary under a newer epoch: it follows it, and the
+    // writes it took alone are gone.
+    pa.ok(&format!(
+        "PUBLISH __sentinel__:hello {}",
+        hello(&s1, b.port, 7)
+    ));
+    pa.ok(&format!(
+        "PUBLISH __sentinel__:hello {}",
+        hello(&s2, b.port, 7)
+    ));
+    wait_info(&mut pa, "replication", "master_link_status", "up");
+    assert_eq!(
+        pa.info_field("replication", "master_port"),
+        b.port.to_string()
+    );
+    wait_acked(&mut pb, 1);
+    assert_eq!(pa.run("EXISTS only-old"), V::Int(0));
+    assert_eq!(pa.run("XLEN s"), V::Int(1));
+    // Promoted a moment ago, it does not step down on hellos that name its old primary.
+    pa.ok("REPLICAOF NO ONE");
+    let c = Node::streamd("third", &[]);
+    stays(&mut pa, &[hello(&s1, c.port, 8), hello(&s2, c.port, 8)]);
+}

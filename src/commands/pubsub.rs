@@ -215,6 +215,10 @@ fn deliver(ctx: &mut Ctx<'_>, shard: bool) -> Result<(), ReplyError> {
     } else {
         ctx.core.publish(channel, message)
     };
+    if !shard && channel.as_ref() == b"__sentinel__:hello" {
+        let now = ctx.now_ms;
+        ctx.core.repl.note_sentinel_hello(message, now);
+    }
     ctx.core.flush_pushes(ctx.client.id, ctx.out);
     ctx.out.integer(n as i64);
     if !to_cluster(ctx, shard) {

@@ -388,13 +388,13 @@ pub fn info_text(ctx: &Ctx<'_>, sections: &[String]) -> String {
         push_section(
             "Server",
             format!(
-                "redis_version:{}\r\nstreamd_version:{}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:standalone\r\nos:{} {}\r\narch_bits:64\r\nmultiplexing_api:epoll\r\nprocess_id:{}\r\nrun_id:{:040x}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nhz:{}\r\nexecutable:streamd\r\nconfig_file:{}\r\n",
+                "redis_version:{}\r\nstreamd_version:{}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:standalone\r\nos:{} {}\r\narch_bits:64\r\nmultiplexing_api:epoll\r\nprocess_id:{}\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nhz:{}\r\nexecutable:streamd\r\nconfig_file:{}\r\n",
                 redis_version(core.compat),
                 crate::STREAMD_VERSION,
                 std::env::consts::OS,
                 std::env::consts::ARCH,
                 std::process::id(),
-                std::process::id() as u128 * 0x9e37_79b9_7f4a_7c15,
+                crate::core::run_id(),
                 core.port,
                 ctx.now_ms * 1000,
                 uptime,

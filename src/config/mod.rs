@@ -791,6 +791,13 @@ pub const DIRECTIVES: &[Directive] = &[
         help: "The primary this server replicates (`replicaof <host> <port>`); REPLICAOF changes it and CONFIG REWRITE saves it.",
     },
     Directive {
+        name: "sentinel-rejoin",
+        default: "no",
+        kind: Kind::Bool,
+        mutable: true,
+        help: "A primary left without replicas follows the primary that two Sentinels name in their __sentinel__:hello messages (newer configuration epoch) at once, instead of waiting 8-18 s for Sentinel's convert-to-slave (docs/replication.md).",
+    },
+    Directive {
         name: "shutdown-timeout",
         default: "10",
         kind: Kind::Int {

@@ -271,6 +271,15 @@ pub struct Ctx<'a> {
     pub now_ms: u64,
 }
 
+/// This process's `run_id` (INFO server): 40 hex digits derived from the process id,
+/// so two servers on one machine never share one.
+pub fn run_id() -> String {
+    format!(
+        "{:040x}",
+        std::process::id() as u128 * 0x9e37_79b9_7f4a_7c15
+    )
+}
+
 /// Current unix time in milliseconds.
 pub fn unix_ms() -> u64 {
     std::time::SystemTime::now()

@@ -297,6 +297,28 @@ pub struct Waiter {
     pub deadline_ms: Option<u64>,
 }
 
+/// The last `__sentinel__:hello` one Sentinel published on this server: who that
+/// Sentinel says is the primary of this server's group (Sentinel's `sentinelSendHello`:
+/// `ip,port,runid,current_epoch,master_name,master_ip,master_port,master_config_epoch`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SentinelHello {
+    /// The primary's address as Sentinel knows it.
+    pub master_ip: String,
+    /// Its port.
+    pub master_port: u16,
+    /// The configuration epoch of that Sentinel's view of the group.
+    pub config_epoch: u64,
+    /// Unix ms it arrived.
+    pub at_ms: u64,
+}
+
+/// How recent a hello must be to count (Sentinel publishes every 2 s).
+const HELLO_FRESH_MS: u64 = 5_000;
+/// A primary promoted less than this ago never follows a hello: Sentinels that have not
+/// heard of its promotion yet still name its old primary (Sentinel itself waits
+/// `SENTINEL_PUBLISH_PERIOD*4` before it reconfigures a server for the same reason).
+const PROMOTION_SETTLE_MS: u64 = 10_000;
+
 /// Replication statistics for INFO stats.
 #[derive(Debug, Default, Clone)]
 pub struct ReplStats {
@@ -338,6 +360,13 @@ pub struct Replication {
     pub ack_requested: bool,
     /// Clients in WAIT / WAITAOF.
     pub waiters: Vec<Waiter>,
+    /// The latest `__sentinel__:hello` of each Sentinel (by its run id), for
+    /// `sentinel-rejoin`.
+    pub sentinel_hellos: BTreeMap<String, SentinelHello>,
+    /// The highest configuration epoch of a hello that turned out to name this server.
+    pub self_epoch: u64,
+    /// Unix ms this server was last promoted (REPLICAOF NO ONE, FAILOVER), 0 never.
+    pub promoted_ms: u64,
     /// Every replica (by its announced address) that has been online with this
     /// server: a full sync waits `repl-diskless-sync-delay` only while one of them is
     /// not connected, since only then can another be expected to arrive.
@@ -403,6 +432,9 @@ impl Default for Replication {
             applying_master: false,
             ack_requested: false,
             waiters: Vec::new(),
+            sentinel_hellos: BTreeMap::new(),
+            self_epoch: 0,
+            promoted_ms: 0,
             known_replicas: std::collections::BTreeSet::new(),
             getack_pending: false,
             good_replicas: 0,
@@ -667,6 +699,60 @@ impl Replication {
         self.replicas.values().filter(|r| r.fack >= offset).count() as u64
     }
 
+    /// Records a `__sentinel__:hello` message published on this server (ignored when
+    /// it is not one).
+    pub fn note_sentinel_hello(&mut self, payload: &[u8], now_ms: u64) {
+        let Ok(text) = std::str::from_utf8(payload) else {
+            return;
+        };
+        let f: Vec<&str> = text.split(',').collect();
+        if f.len() != 8 {
+            return;
+        }
+        let (Ok(master_port), Ok(config_epoch)) = (f[6].parse::<u16>(), f[7].parse::<u64>()) else {
+            return;
+        };
+        self.sentinel_hellos.insert(
+            f[2].to_string(),
+            SentinelHello {
+                master_ip: f[5].to_string(),
+                master_port,
+                config_epoch,
+                at_ms: now_ms,
+            },
+        );
+    }
+
+    /// The primary Sentinels name for this server's group, when a primary that has lost
+    /// its replicas should follow it (`sentinel-rejoin`): at least two Sentinels'
+    /// recent hellos name the same address with the newest configuration epoch any of
+    /// them reports, newer than any epoch that named this server; this server is a
+    /// primary without replicas and was not promoted moments ago. Whether that address
+    /// is this server itself, the caller asks it (run id).
+    pub fn hello_candidate(&self, now_ms: u64) -> Option<(String, u16, u64)> {
+        if self.is_replica()
+            || !self.replicas.is_empty()
+            || (self.promoted_ms > 0
+                && now_ms.saturating_sub(self.promoted_ms) < PROMOTION_SETTLE_MS)
+        {
+            return None;
+        }
+        let recent: Vec<&SentinelHello> = self
+            .sentinel_hellos
+            .values()
+            .filter(|h| now_ms.saturating_sub(h.at_ms) <= HELLO_FRESH_MS)
+            .collect();
+        let newest = recent.iter().map(|h| h.config_epoch).max()?;
+        let named: Vec<&&SentinelHello> =
+            recent.iter().filter(|h| h.config_epoch == newest).collect();
+        let first = named.first()?;
+        let agree = named
+            .iter()
+            .all(|h| h.master_ip == first.master_ip && h.master_port == first.master_port);
+        (agree && named.len() >= 2 && newest > self.self_epoch)
+            .then(|| (first.master_ip.clone(), first.master_port, newest))
+    }
+
     /// Marks the replica `id` online and remembers its address.
     pub fn set_online(&mut self, id: u64, now_ms: u64) {
         if let Some(r) = self.replicas.get_mut(&id) {
@@ -721,6 +807,7 @@ impl Core {
     /// this server's own replicas reconnect to learn the new id (Redis's
     /// `replicationUnsetMaster`).
     pub fn become_primary(&mut self) {
+        self.repl.promoted_ms = super::unix_ms();
         self.repl.shift_history();
         self.repl.ensure_backlog();
         self.repl.force_select();

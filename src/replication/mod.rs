@@ -12,6 +12,7 @@
 pub mod primary;
 pub mod redis_forms;
 pub mod replica;
+pub mod sentinel_rejoin;
 
 /// Starts replication for a server that is about to serve: spawns the link task
 /// (on the current `LocalSet`) and follows the configured `replicaof`, if any.
@@ -27,6 +28,7 @@ pub fn start(core: &crate::core::SharedCore) {
         }
     }
     tokio::task::spawn_local(replica::run(core.clone()));
+    tokio::task::spawn_local(sentinel_rejoin::run(core.clone()));
 }
 
 /// Before a primary stops (SIGTERM, SHUTDOWN): holds new writes and gives lagging
