@@ -215,7 +215,12 @@ fn deliver(ctx: &mut Ctx<'_>, shard: bool) -> Result<(), ReplyError> {
     } else {
         ctx.core.publish(channel, message)
     };
-    if !shard && channel.as_ref() == b"__sentinel__:hello" {
+    // A Sentinel's own hello (not one forwarded by our primary) is what
+    // `sentinel-rejoin` reads.
+    if !shard
+        && channel.as_ref() == b"__sentinel__:hello"
+        && ctx.client.repl == crate::core::client::ClientRepl::Normal
+    {
         let now = ctx.now_ms;
         ctx.core.repl.note_sentinel_hello(message, now);
     }
