@@ -15,7 +15,8 @@
 //!          REPLCONF ACK <offset> [FACK <durable offset>] every second and on GETACK
 //! ```
 //!
-//! A failed or cut link is retried every second. The dataset is replaced only once a
+//! A link that was streaming is tried again at once when it ends; a failed attempt is
+//! retried every second. The dataset is replaced only once a
 //! whole payload arrived and loaded: a primary that dies during a full sync leaves
 //! the replica with its previous data, still a replica, retrying.
 
@@ -60,10 +61,21 @@ pub async fn run(core: SharedCore) {
             LinkEnd::Changed => continue,
             LinkEnd::Failed(why) => {
                 tracing::warn!(primary = %format!("{host}:{port}"), "replication link: {why}");
+                // A link that was streaming is tried again at once (Redis 7.0's
+                // replicationHandleMasterDisconnection: waiting risks the backlog moving
+                // past us); a failed attempt waits a second before the next.
+                let was_up = core
+                    .borrow()
+                    .repl
+                    .master
+                    .as_ref()
+                    .is_some_and(|m| m.state == LinkState::Connected);
                 link_down(&core, generation);
-                tokio::select! {
-                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-                    _ = changed.notified() => {}
+                if !was_up {
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                        _ = changed.notified() => {}
+                    }
                 }
             }
         }
