@@ -1171,3 +1171,43 @@ impl Core {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hello(runid: char, port: u16, epoch: u64) -> Vec<u8> {
+        let id: String = std::iter::repeat_n(runid, 40).collect();
+        format!("127.0.0.1,26379,{id},{epoch},mymaster,127.0.0.1,{port},{epoch}").into_bytes()
+    }
+
+    #[test]
+    fn a_hello_candidate_needs_two_fresh_sentinels_agreeing_on_the_newest_epoch() {
+        let mut r = Replication::default();
+        let now = 1_000_000;
+        r.note_sentinel_hello(&hello('a', 7000, 3), now);
+        assert_eq!(r.hello_candidate(now), None, "one Sentinel");
+        r.note_sentinel_hello(&hello('b', 7000, 3), now);
+        assert_eq!(r.hello_candidate(now), Some(("127.0.0.1".into(), 7000, 3)));
+        // A third Sentinel with a newer epoch alone: the newest epoch has one voice.
+        r.note_sentinel_hello(&hello('c', 7001, 4), now);
+        assert_eq!(r.hello_candidate(now), None);
+        r.note_sentinel_hello(&hello('a', 7001, 4), now);
+        assert_eq!(r.hello_candidate(now), Some(("127.0.0.1".into(), 7001, 4)));
+        // Stale hellos do not count.
+        assert_eq!(r.hello_candidate(now + HELLO_FRESH_MS + 1), None);
+        // An epoch that named this server itself is not overridden by an equal one.
+        r.self_epoch = 4;
+        assert_eq!(r.hello_candidate(now), None);
+        r.self_epoch = 0;
+        // Not on a replica, not with replicas, not right after a promotion.
+        r.promoted_ms = now - 1;
+        assert_eq!(r.hello_candidate(now), None);
+        r.promoted_ms = now - PROMOTION_SETTLE_MS;
+        assert!(r.hello_candidate(now).is_some());
+        // Malformed payloads are ignored.
+        r.note_sentinel_hello(b"garbage", now);
+        r.note_sentinel_hello(b"a,b,c,d,e,f,notaport,1", now);
+        assert_eq!(r.sentinel_hellos.len(), 3);
+    }
+}
