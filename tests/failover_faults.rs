@@ -13,8 +13,16 @@ use std::process::Command;
 #[test]
 fn two_seeds_of_the_fault_schedule_lose_nothing_and_leave_replicas_equal() {
     let out = Command::new("python3")
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/failover-faults"))
-        .args(["--server", "streamd", "--bin", env!("CARGO_BIN_EXE_streamd")])
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/scripts/failover-faults"
+        ))
+        .args([
+            "--server",
+            "streamd",
+            "--bin",
+            env!("CARGO_BIN_EXE_streamd"),
+        ])
         .args(["--seeds", "1,2"])
         .output()
         .expect("run python3 scripts/failover-faults (python3 and redis-sentinel are needed)");
