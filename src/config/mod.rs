@@ -704,7 +704,7 @@ pub const DIRECTIVES: &[Directive] = &[
             max: I32_MAX,
         },
         mutable: true,
-        help: "Seconds a full sync waits for more replicas before it starts.",
+        help: "Seconds a full sync waits for more replicas before it starts; only while a replica this primary has had is not connected (a first replica, or an old primary rejoining, syncs at once).",
     },
     Directive {
         name: "replica-announce-port",
