@@ -17,6 +17,16 @@ use std::time::{Duration, Instant};
 
 const STREAMD: &str = env!("CARGO_BIN_EXE_streamd");
 
+/// `cluster-node-timeout` of every node here, in milliseconds.
+const NODE_TIMEOUT_MS: u64 = 2000;
+
+/// Seconds a failover may take once a primary died, from the nodes' own timers: failure
+/// detection (PFAIL after a node timeout, FAIL once a majority's gossip agrees: two
+/// timeouts) and three election attempts (a replica whose votes did not all arrive tries
+/// again four node timeouts later, cluster.c's `auth_retry_time`), half again on top for
+/// a machine busy with other clusters.
+const FAILOVER_SECS: u64 = NODE_TIMEOUT_MS * (2 + 3 * 4) * 3 / 2 / 1000;
+
 /// One cluster node process (streamd or redis-server), killed on drop.
 struct Node {
     port: u16,
@@ -52,7 +62,9 @@ impl Node {
         let conf = dir.path().join("node.conf");
         std::fs::write(
             &conf,
-            "cluster-enabled yes\ncluster-config-file nodes.conf\ncluster-node-timeout 2000\nappendonly no\nsave \"\"\n",
+            format!(
+                "cluster-enabled yes\ncluster-config-file nodes.conf\ncluster-node-timeout {NODE_TIMEOUT_MS}\nappendonly no\nsave \"\"\n"
+            ),
         )
         .expect("write conf");
         let log = dir.path().join("node.log");
@@ -449,7 +461,7 @@ fn a_killed_primary_is_replaced_by_its_replica_and_manual_failover_swaps_roles()
     // PFAIL, FAIL by a majority of primaries, an election won by the replica.
     wait_for(
         "the replica to take the dead primary's slots everywhere",
-        20,
+        FAILOVER_SECS,
         || {
             let mut seen = String::new();
             let ok = survivors.iter().all(|&p| {
@@ -540,18 +552,22 @@ fn mixed_clusters_elect_across_implementations() {
             .filter(|n| n.child.is_some())
             .map(|n| n.port)
             .collect();
-        wait_for("the cross-implementation replica to be elected", 25, || {
-            let mut seen = String::new();
-            let ok = survivors.iter().all(|&s| {
-                let n = nodes.iter().find(|n| n.port == s).expect("node");
-                let t = n.table();
-                seen = format!("{s}: {t:?} {}", n.info("cluster_state"));
-                t.values()
-                    .any(|v| v.0 == r && v.1 == "master" && !v.3.is_empty())
-                    && n.info("cluster_state") == "ok"
-            });
-            (ok, seen)
-        });
+        wait_for(
+            "the cross-implementation replica to be elected",
+            FAILOVER_SECS,
+            || {
+                let mut seen = String::new();
+                let ok = survivors.iter().all(|&s| {
+                    let n = nodes.iter().find(|n| n.port == s).expect("node");
+                    let t = n.table();
+                    seen = format!("{s}: {t:?} {}", n.info("cluster_state"));
+                    t.values()
+                        .any(|v| v.0 == r && v.1 == "master" && !v.3.is_empty())
+                        && n.info("cluster_state") == "ok"
+                });
+                (ok, seen)
+            },
+        );
         let promoted = by_port(&mut nodes, r);
         assert_eq!(promoted.role(), "master");
         assert_eq!(
@@ -840,17 +856,21 @@ fn no_wait_acknowledged_write_is_lost_when_a_cluster_replica_takes_over() {
     stop.store(true, Ordering::Relaxed);
     let acked = acked.lock().expect("acked").clone();
     let survivors: Vec<u16> = nodes.iter().map(|n| n.port).filter(|&x| x != p).collect();
-    wait_for("the replica to be a primary everywhere", 30, || {
-        let mut seen = String::new();
-        let ok = survivors.iter().all(|&port| {
-            let n = nodes.iter().find(|n| n.port == port).expect("node");
-            let t = n.table();
-            seen = format!("{port}: {t:?}");
-            t.values()
-                .any(|v| v.0 == r && v.1 == "master" && !v.3.is_empty())
-        });
-        (ok, seen)
-    });
+    wait_for(
+        "the replica to be a primary everywhere",
+        FAILOVER_SECS,
+        || {
+            let mut seen = String::new();
+            let ok = survivors.iter().all(|&port| {
+                let n = nodes.iter().find(|n| n.port == port).expect("node");
+                let t = n.table();
+                seen = format!("{port}: {t:?}");
+                t.values()
+                    .any(|v| v.0 == r && v.1 == "master" && !v.3.is_empty())
+            });
+            (ok, seen)
+        },
+    );
     let promoted = nodes.iter().find(|n| n.port == r).expect("node");
     let entries = promoted.cli(&["xrange", &key, "-", "+"]);
     let mut seen: BTreeMap<u64, usize> = BTreeMap::new();
