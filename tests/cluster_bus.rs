@@ -274,6 +274,23 @@ fn shards(entry: &Node) -> Vec<(u16, u16)> {
         .collect()
 }
 
+/// Waits (a failover's time, [`FAILOVER_SECS`]) until every node of `survivors` lists
+/// node `port` as a primary with slots and says `cluster_state:ok`.
+fn wait_promoted(nodes: &[Node], survivors: &[u16], port: u16, what: &str) {
+    wait_for(what, FAILOVER_SECS, || {
+        let mut seen = String::new();
+        let ok = survivors.iter().all(|&s| {
+            let n = nodes.iter().find(|n| n.port == s).expect("node");
+            let t = n.table();
+            seen = format!("{s}: {t:?} {}", n.info("cluster_state"));
+            t.values()
+                .any(|v| v.0 == port && v.1 == "master" && !v.3.is_empty())
+                && n.info("cluster_state") == "ok"
+        });
+        (ok, seen)
+    });
+}
+
 fn by_port(nodes: &mut [Node], port: u16) -> &mut Node {
     nodes
         .iter_mut()
@@ -552,21 +569,11 @@ fn mixed_clusters_elect_across_implementations() {
             .filter(|n| n.child.is_some())
             .map(|n| n.port)
             .collect();
-        wait_for(
+        wait_promoted(
+            &nodes,
+            &survivors,
+            r,
             "the cross-implementation replica to be elected",
-            FAILOVER_SECS,
-            || {
-                let mut seen = String::new();
-                let ok = survivors.iter().all(|&s| {
-                    let n = nodes.iter().find(|n| n.port == s).expect("node");
-                    let t = n.table();
-                    seen = format!("{s}: {t:?} {}", n.info("cluster_state"));
-                    t.values()
-                        .any(|v| v.0 == r && v.1 == "master" && !v.3.is_empty())
-                        && n.info("cluster_state") == "ok"
-                });
-                (ok, seen)
-            },
         );
         let promoted = by_port(&mut nodes, r);
         assert_eq!(promoted.role(), "master");
@@ -856,20 +863,11 @@ fn no_wait_acknowledged_write_is_lost_when_a_cluster_replica_takes_over() {
     stop.store(true, Ordering::Relaxed);
     let acked = acked.lock().expect("acked").clone();
     let survivors: Vec<u16> = nodes.iter().map(|n| n.port).filter(|&x| x != p).collect();
-    wait_for(
+    wait_promoted(
+        &nodes,
+        &survivors,
+        r,
         "the replica to be a primary everywhere",
-        FAILOVER_SECS,
-        || {
-            let mut seen = String::new();
-            let ok = survivors.iter().all(|&port| {
-                let n = nodes.iter().find(|n| n.port == port).expect("node");
-                let t = n.table();
-                seen = format!("{port}: {t:?}");
-                t.values()
-                    .any(|v| v.0 == r && v.1 == "master" && !v.3.is_empty())
-            });
-            (ok, seen)
-        },
     );
     let promoted = nodes.iter().find(|n| n.port == r).expect("node");
     let entries = promoted.cli(&["xrange", &key, "-", "+"]);

@@ -1666,12 +1666,19 @@ fn an_old_primary_repointed_to_the_new_one_drops_its_own_writes() {
     wait_acked(&mut pb, 1);
     assert_same_streamd_data(&mut pb, &mut pa);
     assert_eq!(pa.run("EXISTS only-old old-s"), V::Int(0));
-    let kept = dataset(&mut pa, Compare::Streamd);
+    assert_only_new_primary_entries(&mut pa);
+}
+
+/// The old primary `c`, now a replica, holds the entry the new primary wrote
+/// (`on new-primary`) and none it wrote itself (`only old-primary`).
+fn assert_only_new_primary_entries(c: &mut Conn) {
+    let kept = dataset(c, Compare::Streamd);
     assert!(
         !kept.contains("old-primary"),
-        "the old primary's own entry is gone"
+        "{}: the old primary kept writes the new primary never had",
+        c.who
     );
-    assert!(kept.contains("new-primary"));
+    assert!(kept.contains("new-primary"), "{}: {kept}", c.who);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -2323,12 +2330,7 @@ fn an_old_primary_never_keeps_writes_its_promoted_replica_never_had() {
     wait_acked(&mut pb, 1);
     wait_same_offset(&mut pa, &mut pb);
     assert_same_streamd_data(&mut pb, &mut pa);
-    let kept = dataset(&mut pa, Compare::Streamd);
-    assert!(
-        !kept.contains("old-primary"),
-        "the old primary kept writes the new primary never had"
-    );
-    assert!(kept.contains("new-primary"));
+    assert_only_new_primary_entries(&mut pa);
 }
 
 #[test]

@@ -64,14 +64,7 @@ pub async fn run(core: SharedCore) {
                 // A link that was streaming is tried again at once (Redis 7.0's
                 // replicationHandleMasterDisconnection: waiting risks the backlog moving
                 // past us); a failed attempt waits a second before the next.
-                let was_up = core
-                    .borrow()
-                    .repl
-                    .master
-                    .as_ref()
-                    .is_some_and(|m| m.state == LinkState::Connected);
-                link_down(&core, generation);
-                if !was_up {
+                if !link_down(&core, generation) {
                     tokio::select! {
                         _ = tokio::time::sleep(Duration::from_secs(1)) => {}
                         _ = changed.notified() => {}
@@ -82,19 +75,32 @@ pub async fn run(core: SharedCore) {
     }
 }
 
-/// Marks the link down (if it is still the current one).
-fn link_down(core: &SharedCore, generation: u64) {
+/// Marks the link down (if it is still the current one); true when it was streaming.
+fn link_down(core: &SharedCore, generation: u64) -> bool {
     let mut c = core.borrow_mut();
     if c.repl.link_generation != generation {
-        return;
+        return false;
     }
     let now = unix_ms();
-    if let Some(m) = c.repl.master.as_mut() {
-        if m.state == LinkState::Connected {
-            m.down_since_ms = now;
-        }
-        m.state = LinkState::Connect;
-        m.client_id = None;
+    let Some(m) = c.repl.master.as_mut() else {
+        return false;
+    };
+    let was_up = m.state == LinkState::Connected;
+    if was_up {
+        m.down_since_ms = now;
+    }
+    m.state = LinkState::Connect;
+    m.client_id = None;
+    was_up
+}
+
+/// The AUTH a replica sends its primary (`masteruser`, `masterauth`), `None` without a
+/// password.
+pub(crate) fn auth_argv<'a>(user: &'a str, pass: &'a str) -> Option<Vec<&'a [u8]>> {
+    match (user.is_empty(), pass.is_empty()) {
+        (_, true) => None,
+        (true, false) => Some(vec![b"AUTH", pass.as_bytes()]),
+        (false, false) => Some(vec![b"AUTH", user.as_bytes(), pass.as_bytes()]),
     }
 }
 
@@ -233,13 +239,8 @@ async fn link_inner(core: &SharedCore, generation: u64, host: &str, port: u16) -
                 .to_string(),
         )
     };
-    if !auth.is_empty() {
-        let r = if user.is_empty() {
-            conn.call(&[b"AUTH", auth.as_bytes()]).await?
-        } else {
-            conn.call(&[b"AUTH", user.as_bytes(), auth.as_bytes()])
-                .await?
-        };
+    if let Some(argv) = auth_argv(&user, &auth) {
+        let r = conn.call(&argv).await?;
         if r.starts_with('-') {
             return Err(LinkEnd::Failed(format!("Unable to AUTH to MASTER: {r}")));
         }

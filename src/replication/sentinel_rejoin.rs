@@ -80,17 +80,12 @@ async fn probe(ip: &str, port: u16, auth: &(String, String)) -> Option<(String, 
         let mut sock = TcpStream::connect((ip, port)).await.ok()?;
         let mut out = Vec::new();
         let (user, pass) = auth;
-        let replies = if pass.is_empty() {
-            0
-        } else if user.is_empty() {
-            crate::resp::writer::command(&mut out, &[b"AUTH".as_slice(), pass.as_bytes()]);
-            1
-        } else {
-            crate::resp::writer::command(
-                &mut out,
-                &[b"AUTH".as_slice(), user.as_bytes(), pass.as_bytes()],
-            );
-            1
+        let replies = match super::replica::auth_argv(user, pass) {
+            Some(argv) => {
+                crate::resp::writer::command(&mut out, &argv);
+                1
+            }
+            None => 0,
         };
         crate::resp::writer::command(&mut out, &[b"INFO".as_slice(), b"server"]);
         crate::resp::writer::command(&mut out, &[b"INFO".as_slice(), b"replication"]);
