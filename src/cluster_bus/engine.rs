@@ -635,6 +635,43 @@ pub fn process(core: &mut Core, bus: &mut Bus, frame: &[u8], src: &Source) -> Op
     .flatten()
 }
 
+/// What every frame's header says about its known sender `s` (cluster.c
+/// `clusterProcessPacket`'s first part): it is alive, a newer current epoch, its (or its
+/// primary's) newer config epoch, its replication offset.
+fn note_sender_header(
+    st: &mut ClusterState,
+    env: &Env,
+    s: usize,
+    h: &Header,
+    src: &Source,
+    sender_id: &str,
+) {
+    let n = &mut st.nodes[s];
+    n.rt.data_received = env.now;
+    if let Source::Inbound { conn, .. } = src
+        && n.rt.inbound.is_none_or(|(c, _)| c != *conn)
+    {
+        n.rt.inbound = Some((*conn, env.now));
+    }
+    if h.current_epoch > st.current_epoch {
+        st.current_epoch = h.current_epoch;
+    }
+    let n = &mut st.nodes[s];
+    if h.config_epoch > n.config_epoch {
+        n.config_epoch = h.config_epoch;
+    }
+    n.rt.repl_offset = h.offset;
+    // The paused primary's offset, for the replica in a manual failover.
+    if st.manual.end != 0
+        && has(&st.nodes[0], NodeFlags::SLAVE)
+        && st.nodes[0].master.as_deref() == Some(sender_id)
+        && h.mflags[0] & MFLAG0_PAUSED != 0
+        && st.manual.master_offset.is_none()
+    {
+        st.manual.master_offset = Some(h.offset);
+    }
+}
+
 fn receive(
     st: &mut ClusterState,
     env: &Env,
@@ -657,30 +694,7 @@ fn receive(
         Source::Inbound { .. } => None,
     };
     if let Some(s) = sender {
-        let n = &mut st.nodes[s];
-        n.rt.data_received = env.now;
-        if let Source::Inbound { conn, .. } = src
-            && n.rt.inbound.is_none_or(|(c, _)| c != *conn)
-        {
-            n.rt.inbound = Some((*conn, env.now));
-        }
-        if h.current_epoch > st.current_epoch {
-            st.current_epoch = h.current_epoch;
-        }
-        let n = &mut st.nodes[s];
-        if h.config_epoch > n.config_epoch {
-            n.config_epoch = h.config_epoch;
-        }
-        n.rt.repl_offset = h.offset;
-        // The paused primary's offset, for the replica in a manual failover.
-        if st.manual.end != 0
-            && has(&st.nodes[0], NodeFlags::SLAVE)
-            && st.nodes[0].master.as_deref() == Some(sender_id.as_str())
-            && h.mflags[0] & MFLAG0_PAUSED != 0
-            && st.manual.master_offset.is_none()
-        {
-            st.manual.master_offset = Some(h.offset);
-        }
+        note_sender_header(st, env, s, h, src, &sender_id);
     }
     let mut reply = None;
     match &msg.body {
@@ -748,9 +762,17 @@ fn receive(
                     return reply;
                 }
             }
+            let known_before = sender.is_some();
             let sender = st
                 .lookup(&sender_id)
                 .filter(|&i| i != 0 && !has(&st.nodes[i], NodeFlags::HANDSHAKE));
+            // A handshake just completed: the header's epochs are the new node's too. Were
+            // its slots taken below without its config epoch, and the node died before its
+            // next PING, its replica would ask for votes with config epoch 0 and every
+            // primary would refuse them (a slot's owner has a newer epoch): no failover.
+            if let Some(s) = sender.filter(|_| !known_before) {
+                note_sender_header(st, env, s, h, src, &sender_id);
+            }
             // A PING from a known node from another address: it moved.
             if let (Some(s), Source::Inbound { peer_ip, .. }) = (sender, src)
                 && !is_pong
@@ -1007,17 +1029,40 @@ fn maybe_vote(st: &mut ClusterState, env: &Env, bus: &mut Bus, s: usize, h: &Hea
     if has(me, NodeFlags::SLAVE) || st.num_slots(0) == 0 {
         return;
     }
-    if h.current_epoch < st.current_epoch || st.last_vote_epoch == st.current_epoch {
+    let asker = st.nodes[s].id.clone();
+    // Each refusal is logged with its reason, as cluster.c does: an election that never
+    // gathers a majority is explained by its voters' logs.
+    let deny = |why: String| tracing::warn!("Failover auth denied to {asker}: {why}");
+    if h.current_epoch < st.current_epoch {
+        deny(format!(
+            "reqEpoch ({}) < curEpoch({})",
+            h.current_epoch, st.current_epoch
+        ));
+        return;
+    }
+    if st.last_vote_epoch == st.current_epoch {
+        deny(format!("already voted for epoch {}", st.current_epoch));
         return;
     }
     let force = h.mflags[0] & MFLAG0_FORCEACK != 0;
     let Some(m) = h.slaveof.as_ref().and_then(|n| st.lookup(&n.to_id())) else {
+        deny("its master is unknown".into());
         return;
     };
-    if has(&st.nodes[s], NodeFlags::MASTER) || (!has(&st.nodes[m], NodeFlags::FAIL) && !force) {
+    if has(&st.nodes[s], NodeFlags::MASTER) {
+        deny("it is a master node".into());
         return;
     }
-    if env.now.saturating_sub(st.nodes[m].rt.voted_time) < env.node_timeout * 2 {
+    if !has(&st.nodes[m], NodeFlags::FAIL) && !force {
+        deny("its master is up".into());
+        return;
+    }
+    let since_vote = env.now.saturating_sub(st.nodes[m].rt.voted_time);
+    if since_vote < env.node_timeout * 2 {
+        deny(format!(
+            "can't vote about this master before {} milliseconds",
+            env.node_timeout * 2 - since_vote
+        ));
         return;
     }
     for slot in 0..CLUSTER_SLOTS as u16 {
@@ -1027,6 +1072,10 @@ fn maybe_vote(st: &mut ClusterState, env: &Env, bus: &mut Bus, s: usize, h: &Hea
         if let Some(o) = st.owner[usize::from(slot)]
             && st.nodes[o].config_epoch > h.config_epoch
         {
+            deny(format!(
+                "slot {slot} epoch ({}) > reqEpoch ({})",
+                st.nodes[o].config_epoch, h.config_epoch
+            ));
             return;
         }
     }
