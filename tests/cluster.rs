@@ -10,6 +10,9 @@
 //!
 //! Every wait is bounded; the servers are killed by a guard's `Drop`, also when a test fails.
 
+mod common;
+
+use common::free_port_pair;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
@@ -43,18 +46,6 @@ impl Drop for RedisNode {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// A port `p` such that `p` and its default bus port `p + 10000` are both free now.
-fn free_port_pair() -> u16 {
-    for _ in 0..100 {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let port = listener.local_addr().expect("addr").port();
-        if port < 55000 && TcpListener::bind(("127.0.0.1", port + 10000)).is_ok() {
-            return port;
-        }
-    }
-    panic!("no free port pair on 127.0.0.1");
 }
 
 impl RedisNode {

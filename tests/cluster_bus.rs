@@ -8,9 +8,12 @@
 //! is killed when the test ends. Waits are bounded (a failed wait panics with what was
 //! last seen).
 
+mod common;
+
+use common::free_port_pair;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
@@ -27,6 +30,24 @@ const NODE_TIMEOUT_MS: u64 = 2000;
 /// a machine busy with other clusters.
 const FAILOVER_SECS: u64 = NODE_TIMEOUT_MS * (2 + 3 * 4) * 3 / 2 / 1000;
 
+/// Seconds for every node to learn a fact spread by gossip (a new node, a role, a slot
+/// owner): each pair of nodes exchanges a PING at least every half node timeout, and a fact
+/// may need a few hops; five node timeouts, doubled for a machine busy with other clusters.
+const AGREE_SECS: u64 = NODE_TIMEOUT_MS * 5 * 2 / 1000;
+
+/// Seconds for a replica to migrate to an orphaned primary: the dead replica's FAIL (a node
+/// timeout, then a gossip round: two), cluster.c's 5 s `CLUSTER_SLAVE_MIGRATION_DELAY`, and
+/// a node timeout for everyone to hear of it; three times that for a busy machine.
+const MIGRATE_SECS: u64 = (NODE_TIMEOUT_MS * 3 + 5000) * 3 / 1000;
+
+/// Seconds for a manual failover: cluster.c's 5 s `CLUSTER_MF_TIMEOUT` bounds it (after
+/// that it is abandoned), plus a node timeout for the new roles to spread; doubled.
+const MANUAL_FAILOVER_SECS: u64 = (5000 + NODE_TIMEOUT_MS) * 2 / 1000;
+
+/// Seconds for a replica's first full sync: `repl-diskless-sync-delay` (5 s, skipped when
+/// every known replica is connected) and a reconnect period; three times that.
+const FIRST_SYNC_SECS: u64 = (5 + 1) * 3;
+
 /// One cluster node process (streamd or redis-server), killed on drop.
 struct Node {
     port: u16,
@@ -37,28 +58,35 @@ struct Node {
 }
 
 impl Drop for Node {
+    /// Kills the node; when a test failed, first prints the end of its log, so the failure
+    /// says what each node saw and did (elections, votes, PFAIL/FAIL, migrations).
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            let log = self.log_text();
+            let lines: Vec<&str> = log.lines().collect();
+            let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+            let what = if self.redis {
+                "redis-server"
+            } else {
+                "streamd"
+            };
+            eprintln!(
+                "--- node {} ({what}), end of {} ---\n{tail}",
+                self.port,
+                self.log.display()
+            );
+            if std::env::var_os("STREAMD_TEST_KEEP").is_some() {
+                self._dir.disable_cleanup(true);
+            }
+        }
         self.kill();
     }
 }
 
-/// A port `p` with `p` and `p + 10000` free, not handed out before in this process.
-fn free_port_pair(used: &mut Vec<u16>) -> u16 {
-    for _ in 0..200 {
-        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let p = l.local_addr().expect("addr").port();
-        if p < 55000 && !used.contains(&p) && TcpListener::bind(("127.0.0.1", p + 10000)).is_ok() {
-            used.push(p);
-            return p;
-        }
-    }
-    panic!("no free port pair");
-}
-
 impl Node {
-    fn start(redis: bool, used: &mut Vec<u16>) -> Node {
+    fn start(redis: bool) -> Node {
         let dir = tempfile::tempdir().expect("tempdir");
-        let port = free_port_pair(used);
+        let port = free_port_pair();
         let conf = dir.path().join("node.conf");
         std::fs::write(
             &conf,
@@ -188,6 +216,24 @@ fn wait_for(what: &str, secs: u64, mut probe: impl FnMut() -> (bool, String)) {
     }
 }
 
+/// Waits until every node of `nodes` lists the same nodes with the same roles, primaries
+/// and slots, every replica with a known primary.
+fn wait_tables_agree(nodes: &[Node], what: &str) {
+    wait_for(what, AGREE_SECS, || {
+        let views: Vec<(u16, Vec<_>)> = nodes
+            .iter()
+            .map(|n| (n.port, n.table().into_values().collect()))
+            .collect();
+        let complete = views[0].1.len() == nodes.len()
+            && views[0]
+                .1
+                .iter()
+                .all(|(_, flags, master, _)| !flags.contains("slave") || master != "-");
+        let agree = views.iter().all(|v| v.1 == views[0].1);
+        (complete && agree, format!("{views:?}"))
+    });
+}
+
 /// `redis-cli --cluster create` over `nodes` with one replica per primary, then waits
 /// until every node sees the same six nodes and `cluster_state:ok`.
 fn create(nodes: &[Node]) {
@@ -204,33 +250,41 @@ fn create(nodes: &[Node]) {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "create failed: {text}");
     assert!(text.contains("[OK] All 16384 slots covered."), "{text}");
-    wait_for("every node to agree on the table and be ok", 20, || {
-        let views: Vec<_> = nodes
-            .iter()
-            .map(|n| {
-                let t: Vec<_> = n.table().into_values().collect();
-                (t, n.info("cluster_state"))
-            })
-            .collect();
-        let agree = views.iter().all(|v| v.0 == views[0].0 && v.1 == "ok");
-        let replicas = views[0].0.iter().filter(|r| r.1 == "slave").count();
-        (agree && replicas == 3, format!("{views:?}"))
-    });
+    wait_for(
+        "every node to agree on the table and be ok",
+        AGREE_SECS,
+        || {
+            let views: Vec<_> = nodes
+                .iter()
+                .map(|n| {
+                    let t: Vec<_> = n.table().into_values().collect();
+                    (t, n.info("cluster_state"))
+                })
+                .collect();
+            let agree = views.iter().all(|v| v.0 == views[0].0 && v.1 == "ok");
+            let replicas = views[0].0.iter().filter(|r| r.1 == "slave").count();
+            (agree && replicas == 3, format!("{views:?}"))
+        },
+    );
     check_clean(&nodes[0]);
     // The replicas' first full sync (after repl-diskless-sync-delay) before any WAIT.
-    wait_for("every primary to have its replica online", 20, || {
-        let mut seen = String::new();
-        let ok = nodes.iter().filter(|n| n.role() == "master").all(|n| {
-            seen = n.cli(&["info", "replication"]);
-            seen.contains("state=online")
-        });
-        (ok, seen)
-    });
+    wait_for(
+        "every primary to have its replica online",
+        FIRST_SYNC_SECS,
+        || {
+            let mut seen = String::new();
+            let ok = nodes.iter().filter(|n| n.role() == "master").all(|n| {
+                seen = n.cli(&["info", "replication"]);
+                seen.contains("state=online")
+            });
+            (ok, seen)
+        },
+    );
 }
 
 fn check_clean(entry: &Node) {
     let addr = format!("127.0.0.1:{}", entry.port);
-    wait_for("redis-cli --cluster check to be clean", 20, || {
+    wait_for("redis-cli --cluster check to be clean", AGREE_SECS, || {
         let out = Command::new("redis-cli")
             .args(["--cluster", "check", &addr])
             .output()
@@ -299,11 +353,7 @@ fn by_port(nodes: &mut [Node], port: u16) -> &mut Node {
 }
 
 fn start_all(kinds: &[bool]) -> Vec<Node> {
-    let mut used = Vec::new();
-    kinds
-        .iter()
-        .map(|&redis| Node::start(redis, &mut used))
-        .collect()
+    kinds.iter().map(|&redis| Node::start(redis)).collect()
 }
 
 /// A key (with a hash tag) whose slot node `port` serves, per CLUSTER KEYSLOT and SLOTS.
@@ -432,7 +482,7 @@ fn six_streamd_nodes_form_a_cluster_route_and_publish_across_nodes() {
         "0"
     );
     // CLUSTER LINKS: a link to and a link from each of the five other nodes.
-    wait_for("ten links in CLUSTER LINKS", 10, || {
+    wait_for("ten links in CLUSTER LINKS", AGREE_SECS, || {
         let links = n(p0).cli(&["cluster", "links"]);
         let to = links.lines().filter(|l| *l == "to").count();
         let from = links.lines().filter(|l| *l == "from").count();
@@ -506,19 +556,23 @@ fn a_killed_primary_is_replaced_by_its_replica_and_manual_failover_swaps_roles()
     let replica = by_port(&mut nodes, r0);
     assert_eq!(replica.cli(&["cluster", "failover"]), "OK");
     let r0_id = by_port(&mut nodes, r0).id();
-    wait_for("the manual failover to swap the roles", 10, || {
-        let a = nodes.iter().find(|n| n.port == r0).expect("node");
-        let b = nodes.iter().find(|n| n.port == p0).expect("node");
-        let t = b.table();
-        let swapped = t.get(&r0_id).is_some_and(|v| v.1 == "master")
-            && t.values()
-                .any(|v| v.0 == p0 && v.1 == "slave" && v.2 == r0_id);
-        let roles = (a.role(), b.role());
-        (
-            swapped && roles == ("master".into(), "slave".into()),
-            format!("{roles:?} {t:?}"),
-        )
-    });
+    wait_for(
+        "the manual failover to swap the roles",
+        MANUAL_FAILOVER_SECS,
+        || {
+            let a = nodes.iter().find(|n| n.port == r0).expect("node");
+            let b = nodes.iter().find(|n| n.port == p0).expect("node");
+            let t = b.table();
+            let swapped = t.get(&r0_id).is_some_and(|v| v.1 == "master")
+                && t.values()
+                    .any(|v| v.0 == p0 && v.1 == "slave" && v.2 == r0_id);
+            let roles = (a.role(), b.role());
+            (
+                swapped && roles == ("master".into(), "slave".into()),
+                format!("{roles:?} {t:?}"),
+            )
+        },
+    );
     let _ = survivors;
 }
 
@@ -590,14 +644,13 @@ fn mixed_clusters_elect_across_implementations() {
 
 #[test]
 fn a_replica_migrates_to_a_primary_left_without_replicas() {
-    let mut used = Vec::new();
-    let mut nodes: Vec<Node> = (0..6).map(|_| Node::start(false, &mut used)).collect();
+    let mut nodes: Vec<Node> = (0..6).map(|_| Node::start(false)).collect();
     create(&nodes);
     let sh = shards(&nodes[0]);
     let (p0, _) = sh[0];
     let (p2, r2) = sh[2];
     // A seventh node joins as a second replica of the first primary.
-    let extra = Node::start(false, &mut used);
+    let extra = Node::start(false);
     let p0_id = by_port(&mut nodes, p0).id();
     let out = Command::new("redis-cli")
         .args(["--cluster", "add-node"])
@@ -612,21 +665,14 @@ fn a_replica_migrates_to_a_primary_left_without_replicas() {
         String::from_utf8_lossy(&out.stdout)
     );
     nodes.push(extra);
-    wait_for(
-        "the first primary to have two replicas everywhere",
-        20,
-        || {
-            let mut seen = String::new();
-            let ok = nodes.iter().all(|n| {
-                let t = n.table();
-                seen = format!("{}: {t:?}", n.port);
-                t.values()
-                    .filter(|v| v.2 == p0_id && v.1 == "slave")
-                    .count()
-                    == 2
-            });
-            (ok, seen)
-        },
+    // Every node must know every replica's primary before one dies: a node learns a
+    // replica's primary only from the replica's own PING or PONG, and only once it knows
+    // the primary. The new node, still meeting the others, may not yet; if the replica dies
+    // first, that node never learns the third primary had a replica, so it never sees it
+    // orphaned (cluster.c's MIGRATE_TO) and the migration never happens.
+    wait_tables_agree(
+        &nodes,
+        "every node to know the first primary's two replicas",
     );
     // The third primary's only replica dies: the primary is orphaned, and one of the
     // first primary's two replicas (the one with the smaller id) moves to it.
@@ -637,17 +683,21 @@ fn a_replica_migrates_to_a_primary_left_without_replicas() {
         .filter(|n| n.child.is_some())
         .map(|n| n.port)
         .collect();
-    wait_for("a replica to migrate to the orphaned primary", 25, || {
-        let mut seen = String::new();
-        let ok = alive.iter().all(|&p| {
-            let n = nodes.iter().find(|n| n.port == p).expect("node");
-            let t = n.table();
-            seen = format!("{p}: {t:?}");
-            let of = |m: &str| t.values().filter(|v| v.2 == m && v.1 == "slave").count();
-            of(&p2_id) == 1 && of(&p0_id) == 1
-        });
-        (ok, seen)
-    });
+    wait_for(
+        "a replica to migrate to the orphaned primary",
+        MIGRATE_SECS,
+        || {
+            let mut seen = String::new();
+            let ok = alive.iter().all(|&p| {
+                let n = nodes.iter().find(|n| n.port == p).expect("node");
+                let t = n.table();
+                seen = format!("{p}: {t:?}");
+                let of = |m: &str| t.values().filter(|v| v.2 == m && v.1 == "slave").count();
+                of(&p2_id) == 1 && of(&p0_id) == 1
+            });
+            (ok, seen)
+        },
+    );
     let moved = nodes
         .iter()
         .filter(|n| n.child.is_some() && n.role() == "slave")
@@ -938,4 +988,102 @@ fn no_wait_acknowledged_write_is_lost_when_a_cluster_replica_takes_over() {
         a, b,
         "the old primary's stream differs from the new primary's"
     );
+}
+
+/// A node learns a primary's config epoch from the same frame as its slots: the PONG that
+/// completes their handshake. Taking the slots without the epoch (as once happened) left
+/// the primary at config epoch 0 in that node's view until its next PING; a primary killed
+/// before then had a replica whose vote requests carried epoch 0 (a replica sends its
+/// primary's), and every other primary refused them ("slot epoch > reqEpoch"): no failover,
+/// ever. A fake primary here answers the handshake and then says nothing more.
+#[test]
+fn the_handshake_pong_teaches_a_primarys_config_epoch_with_its_slots() {
+    use std::io::Read;
+    use streamd::cluster::bus::{self, Body, Header, IpField, Message, NodeName, PingBody};
+    use streamd::cluster::nodes_conf::NodeFlags;
+    use streamd::cluster::slots::SlotBitmap;
+    const FAKE_ID: &str = "f00dfacef00dfacef00dfacef00dfacef00dface";
+    let a = Node::start(false);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the fake bus port");
+    let cport = listener.local_addr().expect("addr").port();
+    let fake_port = free_port_pair();
+    assert_eq!(
+        a.cli(&[
+            "cluster",
+            "meet",
+            "127.0.0.1",
+            &fake_port.to_string(),
+            &cport.to_string()
+        ]),
+        "OK"
+    );
+    // A connects to the fake's bus port and sends MEET.
+    listener.set_nonblocking(true).expect("nonblocking");
+    let deadline = Instant::now() + Duration::from_secs(AGREE_SECS);
+    let mut link = loop {
+        match listener.accept() {
+            Ok((stream, _)) => break stream,
+            Err(_) => {
+                assert!(Instant::now() < deadline, "A never connected to the fake");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    };
+    link.set_nonblocking(false).expect("blocking");
+    link.set_read_timeout(Some(Duration::from_secs(AGREE_SECS)))
+        .expect("read timeout");
+    let mut frame = vec![0u8; 8];
+    link.read_exact(&mut frame).expect("A's first frame");
+    let len = bus::frame_length(&frame)
+        .expect("a valid length")
+        .expect("eight bytes are enough");
+    frame.resize(len, 0);
+    link.read_exact(&mut frame[8..]).expect("A's first frame");
+    let meet = Message::decode(&frame).expect("A's MEET decodes");
+    assert!(matches!(meet.body, Body::Meet(_)), "{:?}", meet.body);
+    // One PONG: a primary of slots 0-99 at config epoch 7; then silence.
+    let mut slots = SlotBitmap::new();
+    slots.set_range(0, 99);
+    let pong = Message {
+        header: Header {
+            port: fake_port,
+            current_epoch: 7,
+            config_epoch: 7,
+            offset: 0,
+            sender: NodeName::from_id(FAKE_ID).expect("40 characters"),
+            myslots: slots,
+            slaveof: None,
+            myip: IpField::EMPTY,
+            pport: 0,
+            cport,
+            flags: NodeFlags(NodeFlags::MASTER),
+            state: bus::STATE_OK,
+            mflags: [0; 3],
+        },
+        body: Body::Pong(PingBody::default()),
+    };
+    link.write_all(&pong.encode().expect("PONG encodes"))
+        .expect("answer A's MEET");
+    let mut line = String::new();
+    wait_for(
+        "A to list the fake primary with its slots",
+        AGREE_SECS,
+        || {
+            line = a
+                .cli(&["cluster", "nodes"])
+                .lines()
+                .find(|l| l.starts_with(FAKE_ID))
+                .unwrap_or("")
+                .to_string();
+            (line.ends_with(" 0-99"), line.clone())
+        },
+    );
+    let fields: Vec<&str> = line.split(' ').collect();
+    assert_eq!(fields[2], "master", "{line}");
+    assert_eq!(
+        fields[6], "7",
+        "its config epoch came with its slots: {line}"
+    );
+    assert_eq!(a.info("cluster_current_epoch"), "7");
+    drop(link);
 }

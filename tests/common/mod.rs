@@ -31,10 +31,48 @@ const RAW_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// our probe and the server's bind).
 const START_ATTEMPTS: usize = 5;
 
-/// A port nobody listens on right now: bind 127.0.0.1:0 and let the kernel choose.
+/// Every port [`free_port`] and [`free_port_pair`] handed out in this test process.
+static HANDED_OUT: std::sync::Mutex<std::collections::BTreeSet<u16>> =
+    std::sync::Mutex::new(std::collections::BTreeSet::new());
+
+/// A port nobody listens on right now (the kernel chooses it: bind 127.0.0.1:0) and that no
+/// other test of this process was given. Tests run in parallel threads, and some restart a
+/// server on its old port after killing it: were that port handed to another test in
+/// between, the two tests would talk to each other's servers.
 pub fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    listener.local_addr().expect("local_addr").port()
+    free_port_where(&[])
+}
+
+/// A port `p` with `p` and `p + 10000` (its default cluster bus port) free, neither handed out
+/// before in this process (see [`free_port`]).
+pub fn free_port_pair() -> u16 {
+    free_port_where(&[10000])
+}
+
+/// A fresh port `p` (see [`free_port`]) with `p + offset` free and fresh too for each offset.
+fn free_port_where(offsets: &[u16]) -> u16 {
+    let mut handed_out = HANDED_OUT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    for _ in 0..1000 {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let port = listener.local_addr().expect("local_addr").port();
+        let others: Option<Vec<u16>> = offsets.iter().map(|o| port.checked_add(*o)).collect();
+        let Some(others) = others else { continue };
+        let fresh = std::iter::once(port)
+            .chain(others.iter().copied())
+            .all(|p| !handed_out.contains(&p));
+        if fresh
+            && others
+                .iter()
+                .all(|&p| TcpListener::bind(("127.0.0.1", p)).is_ok())
+        {
+            handed_out.insert(port);
+            handed_out.extend(others);
+            return port;
+        }
+    }
+    panic!("no fresh free port on 127.0.0.1 after 1000 tries");
 }
 
 /// A running child process serving RESP on `port`, with a temporary directory; killed on drop.
@@ -101,7 +139,12 @@ impl Process {
                 raw.send(b"*1\r\n$4\r\nPING\r\n");
                 if let Ok(reply) = raw.try_read_reply() {
                     // `-NOAUTH` (requirepass set) also means it is serving; `-LOADING` not yet.
-                    if reply == b"+PONG\r\n" || reply.starts_with(b"-NOAUTH") {
+                    if reply.starts_with(b"-NOAUTH") {
+                        return Ok(());
+                    }
+                    // Served by our child, not by another process that has the port: ours
+                    // would then exit saying so, and the caller tries another port.
+                    if reply == b"+PONG\r\n" && self.serves(&mut raw) {
                         return Ok(());
                     }
                 }
@@ -113,6 +156,17 @@ impl Process {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// Whether INFO on `raw` names this child's pid as `process_id`.
+    fn serves(&self, raw: &mut Raw) -> bool {
+        raw.send(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n");
+        let pid = format!("process_id:{}", self.child.id());
+        raw.try_read_reply().is_ok_and(|info| {
+            String::from_utf8_lossy(&info)
+                .lines()
+                .any(|l| l.trim() == pid)
+        })
     }
 
     fn log_text(&self) -> String {
