@@ -136,6 +136,45 @@ fn spawn_notified(
     panic!("no free port after 5 attempts");
 }
 
+/// Starts streamd (see [`spawn`]) and waits until it answers PING and INFO names its pid,
+/// retrying on another port when the free port was taken meanwhile (the server exits
+/// saying so). For the servers that send no notification.
+fn spawn_serving(dir: &Path, notify: Option<&OsString>, args: &[&str]) -> Streamd {
+    for _ in 0..5 {
+        let mut server = spawn(dir, notify, args);
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            if let Ok(mut raw) = Raw::try_connect(server.port)
+                && raw.cmd_str(&["PING"]) == b"+PONG\r\n"
+            {
+                // Another process on the port means ours lost the race for it: it exits
+                // saying so, and the next attempt takes another port.
+                let info = String::from_utf8_lossy(&raw.cmd_str(&["INFO", "server"])).into_owned();
+                let pid = format!("process_id:{}", server.child.id());
+                if info.lines().any(|l| l.trim() == pid) {
+                    return server;
+                }
+            }
+            if let Ok(Some(status)) = server.child.try_wait() {
+                let log = log_of(dir);
+                assert!(
+                    log.contains("in use"),
+                    "streamd exited with {status}:\n{log}"
+                );
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no answer on {} within {START_TIMEOUT:?}:\n{}",
+                server.port,
+                log_of(dir)
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    panic!("no free port after 5 attempts");
+}
+
 /// Binds a datagram socket at `dir/notify.sock`; returns it and its name for `NOTIFY_SOCKET`.
 fn notify_socket(dir: &Path) -> (UnixDatagram, OsString) {
     let path = dir.join("notify.sock");
@@ -143,15 +182,50 @@ fn notify_socket(dir: &Path) -> (UnixDatagram, OsString) {
     (socket, path.into_os_string())
 }
 
-/// Asserts the server answers PING at once: one connect, one PING, `+PONG` (not `-LOADING`).
-fn assert_serving(port: u16) -> Raw {
-    let mut raw = Raw::try_connect(port)
-        .unwrap_or_else(|e| panic!("READY=1 was sent, but connect to {port} failed: {e}"));
-    assert_eq!(
-        common::escape(&raw.cmd_str(&["PING"])),
-        "+PONG\\r\\n",
-        "READY=1 was sent before the server served"
-    );
+/// Asserts `server`, which sent READY=1, answers at once: one connect, `+PONG` to a PING
+/// (not `-LOADING`), and INFO's `process_id` is its child's pid, so the notification and
+/// the listener belong to the same process. A failure says whether the child still runs,
+/// who listens on the port, and what the server logged.
+fn assert_serving(server: &mut Streamd, dir: &Path) -> Raw {
+    let port = server.port;
+    let seen = |server: &mut Streamd, what: String| -> String {
+        let status = match server.child.try_wait() {
+            Ok(Some(status)) => format!("exited with {status}"),
+            Ok(None) => "still running".to_string(),
+            Err(e) => format!("unknown ({e})"),
+        };
+        let listeners = Command::new("ss")
+            .args(["-Hltnp", &format!("sport = :{port}")])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_else(|e| format!("(ss failed: {e})"));
+        format!(
+            "READY=1 was sent by pid {}, but {what}; that child is {status}; \
+             listening on {port}: {listeners:?}\n--- its log ---\n{}",
+            server.child.id(),
+            log_of(dir)
+        )
+    };
+    let mut raw = match Raw::try_connect(port) {
+        Ok(raw) => raw,
+        Err(e) => panic!("{}", seen(server, format!("connect to {port} failed: {e}"))),
+    };
+    let pong = common::escape(&raw.cmd_str(&["PING"]));
+    if pong != "+PONG\\r\\n" {
+        panic!("{}", seen(server, format!("PING answered {pong}")));
+    }
+    let info = String::from_utf8_lossy(&raw.cmd_str(&["INFO", "server"])).into_owned();
+    let pid = info
+        .lines()
+        .find_map(|l| l.strip_prefix("process_id:"))
+        .map(str::trim)
+        .unwrap_or("");
+    if pid != server.child.id().to_string() {
+        panic!(
+            "{}",
+            seen(server, format!("port {port} is served by pid {pid:?}"))
+        );
+    }
     raw
 }
 
@@ -159,7 +233,7 @@ fn assert_serving(port: u16) -> Raw {
 fn ready_is_sent_once_the_server_accepts_connections() {
     let dir = tempfile::tempdir().expect("temp dir");
     let (socket, name) = notify_socket(dir.path());
-    let (server, ready) = spawn_notified(
+    let (mut server, ready) = spawn_notified(
         dir.path(),
         &socket,
         &name,
@@ -172,7 +246,7 @@ fn ready_is_sent_once_the_server_accepts_connections() {
             "",
         ],
     );
-    assert_serving(server.port);
+    assert_serving(&mut server, dir.path());
     assert_eq!(ready, "READY=1\nSTATUS=Ready to accept connections\n");
     assert!(
         log_of(dir.path()).contains("sending READY=1"),
@@ -196,7 +270,7 @@ fn ready_waits_until_the_dataset_is_loaded() {
     ];
     let (mut first, ready) = spawn_notified(dir.path(), &socket, &name, &args);
     assert!(ready.starts_with("READY=1\n"), "{ready:?}");
-    let mut raw = assert_serving(first.port);
+    let mut raw = assert_serving(&mut first, dir.path());
     // Enough log to replay that loading takes a while: 100 000 entries of ~200 bytes.
     let value = "v".repeat(200);
     for _ in 0..ENTRIES / 1000 {
@@ -226,9 +300,9 @@ fn ready_waits_until_the_dataset_is_loaded() {
     drop(first);
 
     // Restart on the same data: READY=1 only when every entry is back.
-    let (second, ready) = spawn_notified(dir.path(), &socket, &name, &args);
+    let (mut second, ready) = spawn_notified(dir.path(), &socket, &name, &args);
     assert!(ready.starts_with("READY=1\n"), "{ready:?}");
-    let mut raw = assert_serving(second.port);
+    let mut raw = assert_serving(&mut second, dir.path());
     assert_eq!(
         common::escape(&raw.cmd_str(&["XLEN", "s"])),
         format!(":{ENTRIES}\\r\\n"),
@@ -240,18 +314,23 @@ fn ready_waits_until_the_dataset_is_loaded() {
 fn an_abstract_notify_socket_works_with_supervised_auto() {
     use std::os::linux::net::SocketAddrExt;
     let dir = tempfile::tempdir().expect("temp dir");
-    let name = format!("streamd-supervised-test-{}", std::process::id());
+    // Abstract names are shared by every process on the machine (per network namespace):
+    // unique per test process and start, so two suites running at once never cross.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let name = format!("streamd-supervised-test-{}-{nanos}", std::process::id());
     let addr =
         std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).expect("abstract");
     let socket = UnixDatagram::bind_addr(&addr).expect("bind the abstract socket");
-    let (server, ready) = spawn_notified(
+    let (mut server, ready) = spawn_notified(
         dir.path(),
         &socket,
         &OsString::from(format!("@{name}")),
         &["--supervised", "auto", "--appendonly", "no", "--save", ""],
     );
     assert!(ready.starts_with("READY=1\n"), "{ready:?}");
-    assert_serving(server.port);
+    assert_serving(&mut server, dir.path());
 }
 
 #[test]
@@ -259,37 +338,17 @@ fn supervised_no_sends_nothing_and_systemd_without_a_socket_warns() {
     let dir = tempfile::tempdir().expect("temp dir");
     let (socket, name) = notify_socket(dir.path());
     // The default is `supervised no`: NOTIFY_SOCKET is ignored.
-    let mut server = spawn(dir.path(), Some(&name), &["--appendonly", "no"]);
-    let deadline = Instant::now() + START_TIMEOUT;
-    while Raw::try_connect(server.port).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "no listener:\n{}",
-            log_of(dir.path())
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert_serving(server.port);
+    let mut server = spawn_serving(dir.path(), Some(&name), &["--appendonly", "no"]);
     server.terminate();
     let got = recv_within(&socket, Duration::from_millis(300));
     assert_eq!(got, None, "supervised no sent a notification");
 
     let other = tempfile::tempdir().expect("temp dir");
-    let mut server = spawn(
+    let mut server = spawn_serving(
         other.path(),
         None,
         &["--supervised", "systemd", "--appendonly", "no"],
     );
-    let deadline = Instant::now() + START_TIMEOUT;
-    loop {
-        if let Ok(mut raw) = Raw::try_connect(server.port)
-            && raw.cmd_str(&["PING"]) == b"+PONG\r\n"
-        {
-            break;
-        }
-        assert!(Instant::now() < deadline, "{}", log_of(other.path()));
-        std::thread::sleep(Duration::from_millis(20));
-    }
     server.terminate();
     assert!(
         log_of(other.path()).contains("NOTIFY_SOCKET not found"),
