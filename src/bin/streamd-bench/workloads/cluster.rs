@@ -207,8 +207,14 @@ impl Cluster {
     /// create ... --cluster-replicas 1`, and waits until it is whole (see the module doc).
     async fn start(ctx: &Ctx, program: &Program) -> io::Result<Cluster> {
         let cli = redis_cli()?;
-        let tools =
-            std::env::temp_dir().join(format!("streamd-bench-{}-cluster-cli", std::process::id()));
+        // One directory per cluster: a cluster removes its own when dropped, and two may
+        // be alive at once (the tests run side by side).
+        static CLUSTERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = CLUSTERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tools = std::env::temp_dir().join(format!(
+            "streamd-bench-{}-cluster-{n}-cli",
+            std::process::id()
+        ));
         std::fs::create_dir_all(&tools)?;
         let mut cluster = Cluster {
             nodes: Vec::with_capacity(NODES),
@@ -1362,36 +1368,62 @@ mod tests {
         assert_eq!(per_primary, [11, 13, 8]);
     }
 
-    /// Every variant on a cluster of real Redis nodes at a tiny size (the tool's own check;
-    /// streamd nodes go through the same code with `--only cluster`), and the client
-    /// following -MOVED from a map that puts every slot on one primary.
-    #[test]
-    fn rounds_on_a_redis_cluster_measure_and_redirects_are_followed() {
+    /// Runs `body` with the context of a tiny-size round on real Redis nodes, on a
+    /// single-threaded runtime as the tool does.
+    fn on_redis_nodes<F: std::future::Future<Output = ()>>(body: impl FnOnce(Ctx, Program) -> F) {
         let redis = Program::redis().expect("the cluster workloads compare with redis-server");
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .expect("runtime");
         let local = tokio::task::LocalSet::new();
-        local.block_on(&rt, async {
-            let ctx = Ctx {
-                addr: redis.name.clone(),
-                local: true,
-                scale: 0.01,
-                timeout: Duration::from_secs(20),
-                epoch: Instant::now(),
-                spawn: Some(redis.clone()),
-                sync_entries: 0,
-            };
+        let ctx = Ctx {
+            addr: redis.name.clone(),
+            local: true,
+            scale: 0.01,
+            timeout: Duration::from_secs(20),
+            epoch: Instant::now(),
+            spawn: Some(redis.clone()),
+            sync_entries: 0,
+        };
+        local.block_on(&rt, body(ctx, redis));
+    }
+
+    // Every variant on a cluster of real Redis nodes at a tiny size (the tool's own check;
+    // streamd nodes go through the same code with `--only cluster`), one test each so they
+    // run side by side: each starts its own cluster and mostly waits on its timers.
+
+    #[test]
+    fn an_xadd_round_on_a_redis_cluster_measures() {
+        on_redis_nodes(|ctx, _| async move {
             let s = run(&ctx, Bench::Xadd).await.expect("xadd round");
             assert!(s.ops > 0 && s.ops % XADD_PIPELINE as u64 == 0, "{}", s.ops);
             assert!(s.cpu_us.is_some_and(|c| c > 0.0));
+        });
+    }
+
+    #[test]
+    fn an_auction_round_on_a_redis_cluster_measures() {
+        on_redis_nodes(|ctx, _| async move {
             let s = run(&ctx, Bench::Auction).await.expect("auction round");
             assert!(s.entries > 0 && !s.lat_ns.is_empty());
+        });
+    }
+
+    #[test]
+    fn a_failover_round_on_a_redis_cluster_measures() {
+        on_redis_nodes(|ctx, _| async move {
             let s = run(&ctx, Bench::Failover).await.expect("failover round");
             assert_eq!(s.lat_ns.len(), NODES - 1);
             assert!(s.secs > 0.0);
+        });
+    }
 
+    /// The client follows -MOVED from a map that puts every slot on one primary, and a
+    /// reshard round measures.
+    #[test]
+    fn redirects_are_followed_and_a_reshard_round_measures_on_a_redis_cluster() {
+        on_redis_nodes(|ctx, redis| async move {
             let mut cluster = Cluster::start(&ctx, &redis).await.expect("cluster");
             let map = cluster.map(&ctx).await.expect("map");
             let wrong = SlotMap {
