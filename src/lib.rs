@@ -98,11 +98,12 @@ pub fn serve(config: config::Config) -> std::io::Result<()> {
     local.block_on(&runtime, async move {
         let addr = bind.split_whitespace().next().unwrap_or("127.0.0.1").trim_start_matches('-');
         let mut listeners = server::Listeners::default();
+        let backlog = core.config.get_i64("tcp-backlog");
         if port != 0 {
-            listeners.plain = Some(tokio::net::TcpListener::bind((addr, port)).await?);
+            listeners.plain = Some(server::listen(addr, port, backlog)?);
         }
         if let Some(acceptor) = acceptor {
-            let listener = tokio::net::TcpListener::bind((addr, tls_port)).await?;
+            let listener = server::listen(addr, tls_port, backlog)?;
             tracing::info!(port = listener.local_addr()?.port(), "TLS port ready");
             listeners.tls = Some((listener, acceptor));
         }
@@ -110,7 +111,7 @@ pub fn serve(config: config::Config) -> std::io::Result<()> {
         let cluster_listener = match core.cluster.as_deref() {
             Some(st) => {
                 let cport = st.myself().cport;
-                let l = tokio::net::TcpListener::bind((addr, cport)).await?;
+                let l = server::listen(addr, cport, backlog)?;
                 tracing::info!(cport, "cluster bus port ready");
                 Some(l)
             }

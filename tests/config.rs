@@ -172,3 +172,35 @@ fn config_rewrite_keeps_the_file_and_survives_a_restart() {
     assert_eq!(config_get(&mut c, "lua-time-limit")[0].1, "100");
     assert_eq!(config_get(&mut c, "aof-use-rdb-preamble")[0].1, "no");
 }
+
+/// The listen queue length `ss` shows for the listener on `port` (its Send-Q column).
+fn listen_backlog(port: u16) -> u64 {
+    let out = std::process::Command::new("ss")
+        .args(["-Hltn", &format!("sport = :{port}")])
+        .output()
+        .expect("ss (iproute2)");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.split_whitespace()
+        .nth(2)
+        .and_then(|q| q.parse().ok())
+        .unwrap_or_else(|| panic!("no listener on {port} in {text:?}"))
+}
+
+/// `tcp-backlog` sizes the listen queue, as in Redis (the kernel caps it at somaxconn):
+/// with `std`'s 128, a burst of connects beside busy clients lost SYNs, a second each.
+#[test]
+fn tcp_backlog_sizes_the_listen_queue() {
+    let somaxconn: u64 = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+        .ok()
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or(4096);
+    let default = start_server();
+    assert_eq!(listen_backlog(default.port), 511.min(somaxconn));
+    let small = common::start_server_with(&["--tcp-backlog", "77"]);
+    assert_eq!(listen_backlog(small.port), 77.min(somaxconn));
+    let mut raw = small.raw();
+    assert_eq!(
+        config_get(&mut raw, "tcp-backlog"),
+        [("tcp-backlog".to_string(), "77".to_string())]
+    );
+}

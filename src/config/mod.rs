@@ -300,7 +300,7 @@ pub const DIRECTIVES: &[Directive] = &[
             max: i32::MAX as i64,
         },
         mutable: false,
-        help: "Listen backlog.",
+        help: "Listen backlog of the client, TLS and cluster bus ports: connections the kernel queues until streamd accepts them (capped by net.core.somaxconn).",
     },
     Directive {
         name: "proto-max-bulk-len",

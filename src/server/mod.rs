@@ -45,6 +45,41 @@ pub struct Listeners {
     pub tls: Option<(TcpListener, TlsAcceptor)>,
 }
 
+/// Listens on `addr:port` with a queue of `backlog` connections not yet accepted (the
+/// `tcp-backlog` directive; the kernel caps it at `net.core.somaxconn`). `std`'s and tokio's
+/// `bind` always ask for 128: a burst of connects beside busy clients then overflows the
+/// queue, and each dropped SYN costs its client a retransmission (a second or more).
+/// Redis listens with `tcp-backlog`, 511 by default.
+pub fn listen(addr: &str, port: u16, backlog: i64) -> std::io::Result<TcpListener> {
+    use std::net::ToSocketAddrs;
+    let backlog = i32::try_from(backlog.max(0)).unwrap_or(i32::MAX);
+    let mut last = None;
+    for sa in (addr, port).to_socket_addrs()? {
+        let bound = (|| {
+            let socket = socket2::Socket::new(
+                socket2::Domain::for_address(sa),
+                socket2::Type::STREAM,
+                Some(socket2::Protocol::TCP),
+            )?;
+            socket.set_reuse_address(true)?;
+            socket.bind(&sa.into())?;
+            socket.listen(backlog)?;
+            socket.set_nonblocking(true)?;
+            TcpListener::from_std(socket.into())
+        })();
+        match bound {
+            Ok(listener) => return Ok(listener),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{addr} resolves to no address"),
+        )
+    }))
+}
+
 /// Accepts on `listener`, or waits forever when there is none.
 async fn accept(listener: Option<&TcpListener>) -> std::io::Result<(TcpStream, SocketAddr)> {
     match listener {
