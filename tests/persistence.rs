@@ -325,7 +325,8 @@ fn observe(node: &Node) -> Observed {
 }
 
 /// `after` shows the same data as `before`, with every time moved on by at most `elapsed`
-/// (TTLs down, idle times up).
+/// (TTLs down, idle times up), measured from before `before` was observed until `after`
+/// was.
 fn assert_same(before: &Observed, after: &Observed, elapsed: Duration) {
     assert_eq!(
         before.exact.len(),
@@ -626,13 +627,15 @@ fn restart_from_the_log_keeps_every_reply() {
     let node = Node::start(&dir, &["--save", ""]);
     build_dataset(&node);
     std::thread::sleep(Duration::from_millis(30));
+    // The clock starts before the first observation: a time read at its start and
+    // again at the end of a later one moved on by both spans and what lies between.
+    let t = Instant::now();
     let before = observe(&node);
     eprintln!(
         "observed {} exact replies and {} times",
         before.exact.len(),
         before.times.len()
     );
-    let t = Instant::now();
     node.kill9();
     let node = Node::start(&dir, &["--save", ""]);
     let after = observe(&node);
@@ -657,12 +660,14 @@ fn restart_after_a_rewrite_keeps_every_reply() {
     wait_info(&node, "aof_rewrite_in_progress:0");
     // Writes after the rewrite go to the new segment.
     node.cmd(&["XADD", "after", "1-1", "k", "v"]);
+    // The clock starts before the first observation: a time read at its start and
+    // again at the end of a later one moved on by both spans and what lies between.
+    let t = Instant::now();
     let before = observe(&node);
     let logdir = dir.join("appendonlydir");
     let manifest = fs::read_to_string(logdir.join("appendonly.manifest")).unwrap();
     assert!(manifest.contains("type b"), "{manifest}");
     assert_eq!(manifest.lines().count(), 2, "{manifest}");
-    let t = Instant::now();
     node.kill9();
     let node = Node::start(&dir, &["--save", ""]);
     assert_same(&before, &observe(&node), t.elapsed());
@@ -682,8 +687,10 @@ fn snapshots_keep_every_reply_save_debug_reload_and_appendonly_no() {
     let dir = data_dir(&tmp, "snap");
     let node = Node::start(&dir, &["--appendonly", "no", "--save", ""]);
     build_dataset(&node);
-    let before = observe(&node);
+    // The clock starts before the first observation: a time read at its start and
+    // again at the end of a later one moved on by both spans and what lies between.
     let t = Instant::now();
+    let before = observe(&node);
     assert_eq!(node.cmd(&["DEBUG", "RELOAD"]), b"+OK\r\n");
     assert_same(&before, &observe(&node), t.elapsed());
     assert_eq!(node.cmd(&["BGSAVE"]), b"+Background saving started\r\n");
@@ -717,8 +724,10 @@ fn config_set_appendonly_yes_writes_a_base_first() {
     node.cmd(&["XADD", "while", "1-1", "a", "b"]);
     wait_info(&node, "aof_rewrite_in_progress:0");
     node.cmd(&["XADD", "later", "1-1", "a", "b"]);
-    let before = observe(&node);
+    // The clock starts before the first observation: a time read at its start and
+    // again at the end of a later one moved on by both spans and what lies between.
     let t = Instant::now();
+    let before = observe(&node);
     node.kill9();
     let node = Node::start(&dir, &["--save", ""]);
     assert_same(&before, &observe(&node), t.elapsed());
