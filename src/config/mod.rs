@@ -560,7 +560,7 @@ pub const DIRECTIVES: &[Directive] = &[
             max: I64_MAX,
         },
         mutable: true,
-        help: "Accepted for compatibility; streamd has no scripting.",
+        help: "Milliseconds a script or function may run before other clients get -BUSY and SCRIPT KILL or FUNCTION KILL may stop it (alias lua-time-limit).",
     },
     Directive {
         name: "slowlog-log-slower-than",
