@@ -5,7 +5,7 @@ mod common;
 
 use common::send;
 
-use common::{Raw, start_server};
+use common::{Raw, start_server, wait_blocked};
 use std::time::{Duration, Instant};
 
 fn s(text: &str) -> Vec<u8> {
@@ -19,18 +19,6 @@ fn info_field(raw: &mut Raw, section: &str, field: &str) -> String {
         .find_map(|l| l.strip_prefix(&format!("{field}:")))
         .map(|v| v.trim().to_string())
         .unwrap_or_else(|| panic!("no {field} in {text}"))
-}
-
-/// Waits (bounded) until `blocked_clients` reaches `n`.
-fn wait_blocked(raw: &mut Raw, n: usize) {
-    let start = Instant::now();
-    while info_field(raw, "clients", "blocked_clients") != n.to_string() {
-        assert!(
-            start.elapsed() < Duration::from_secs(5),
-            "never reached {n} blocked clients"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
 }
 
 #[test]

@@ -16,7 +16,7 @@ use common::{check, send};
 
 use common::reply::{arr, bulk, entry, err, int, null};
 
-use common::{Raw, escape, start_server};
+use common::{Raw, escape, start_server, wait_blocked};
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -117,18 +117,6 @@ fn info_field(raw: &mut Raw, section: &str, field: &str) -> Option<String> {
     text.lines()
         .find_map(|l| l.strip_prefix(&format!("{field}:")))
         .map(|v| v.trim().to_string())
-}
-
-/// Waits (bounded) until `blocked_clients` is `n`.
-fn wait_blocked(raw: &mut Raw, n: usize) {
-    let start = Instant::now();
-    while info_field(raw, "clients", "blocked_clients").as_deref() != Some(&n.to_string()) {
-        assert!(
-            start.elapsed() < Duration::from_secs(5),
-            "never reached {n} blocked clients"
-        );
-        thread::sleep(Duration::from_millis(5));
-    }
 }
 
 // ---------------------------------------------------------------------------------------

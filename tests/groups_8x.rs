@@ -16,7 +16,7 @@ mod common;
 
 use common::reply::{arr, bulk, err, int};
 
-use common::{Raw, encode_cmd, escape, start_server, start_server_with};
+use common::{Raw, encode_cmd, escape, start_server, start_server_with, wait_blocked};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use std::collections::{BTreeMap, BTreeSet};
@@ -1230,7 +1230,7 @@ fn xnack_wakes_a_blocked_claim_reader() {
     .map(|a| a.as_bytes())
     .collect();
     blocked.send(&encode_cmd(&cmd));
-    std::thread::sleep(Duration::from_millis(100));
+    wait_blocked(&mut r, 1);
     assert!(blocked.pending().is_empty());
     check(
         &mut r,

@@ -320,7 +320,7 @@ fn rename_onto_a_key_wakes_a_reader_blocked_on_it() {
     reader.send(&encode_cmd(&[
         b"XREAD", b"BLOCK", b"5000", b"STREAMS", b"dst", b"$",
     ]));
-    std::thread::sleep(Duration::from_millis(100));
+    wait_blocked(&mut r, 1);
     assert_eq!(c(&mut r, "RENAME src dst"), "+OK\r\n");
     assert_eq!(
         String::from_utf8_lossy(&reader.read_reply()),

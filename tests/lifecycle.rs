@@ -17,7 +17,7 @@
 mod common;
 
 use common::reply::{arr, bulk, entry, err, int};
-use common::{Raw, check, start_server, start_server_with};
+use common::{Raw, check, start_server, start_server_with, wait_blocked};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 const OK: &[u8] = b"+OK\r\n";
@@ -631,7 +631,7 @@ fn a_move_wakes_readers_blocked_on_the_dead_letter_stream() {
     reader.send(&common::encode_cmd(&[
         b"XREAD", b"BLOCK", b"5000", b"STREAMS", b"dead", b"$",
     ]));
-    std::thread::sleep(Duration::from_millis(100));
+    wait_blocked(&mut r, 1);
     check(
         &mut r,
         &[(&["XNACK", "jobs", "w", "FATAL", "IDS", "1", "1-0"], int(1))],

@@ -335,12 +335,18 @@ fn events(port: u16, cmds: &[&str]) -> Vec<String> {
     for line in cmds {
         c.cmd(&words(line));
     }
+    // A last message on a channel the pattern matches marks the end: events come in order,
+    // so no wait for silence (which a busy machine can break) is needed.
+    const END: &str = "__keyevent@0__:end-of-events";
+    c.cmd_str(&["PUBLISH", END, "."]);
     let mut seen = Vec::new();
-    sub.set_timeout(Duration::from_millis(500));
-    while let Ok(m) = sub.try_read_reply() {
-        seen.push(escape(&m));
+    loop {
+        let m = escape(&sub.read_reply());
+        if m.contains(END) {
+            return seen;
+        }
+        seen.push(m);
     }
-    seen
 }
 
 #[test]
@@ -378,9 +384,20 @@ fn blocked(port: u16, proto: u8, cmd: &str) -> Raw {
     if proto == 3 {
         c.cmd_str(&["HELLO", "3"]);
     }
+    let mut admin = Raw::connect(port);
+    let before = blocked_clients(&mut admin);
     c.send(&encode_cmd(&words(cmd)));
-    std::thread::sleep(Duration::from_millis(100));
+    wait_blocked(&mut admin, before + 1);
     c
+}
+
+/// INFO's `blocked_clients`.
+fn blocked_clients(raw: &mut Raw) -> usize {
+    String::from_utf8_lossy(&raw.cmd_str(&["INFO", "clients"]))
+        .lines()
+        .find_map(|l| l.strip_prefix("blocked_clients:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
 }
 
 /// The blocking scenarios; returns what each step saw, for comparison with Redis.

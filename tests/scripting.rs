@@ -312,6 +312,24 @@ fn last() -> Vec<u8> {
     LAST.with(|l| l.borrow().clone())
 }
 
+/// Waits (bounded) until PING on `raw` answers -BUSY: the script sent on another
+/// connection runs and is past `busy-reply-threshold`, however slow the machine.
+fn wait_busy(raw: &mut Raw) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let reply = raw.cmd_str(&["PING"]);
+        if reply.starts_with(b"-BUSY ") {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the script never got busy (PING: {})",
+            String::from_utf8_lossy(&reply)
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 #[test]
 fn a_busy_script_answers_busy_until_killed() {
     let s = start_server();
@@ -326,7 +344,7 @@ fn a_busy_script_answers_busy_until_killed() {
         b"local i = 0 while true do i = i + 1 end",
         b"0",
     ]));
-    std::thread::sleep(Duration::from_millis(300));
+    wait_busy(&mut b);
     let busy = b"-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n";
     assert_eq!(b.cmd_str(&["PING"]), busy);
     assert_eq!(b.cmd_str(&["XADD", "s", "1-1", "f", "v"]), busy);
@@ -369,7 +387,7 @@ fn an_unkillable_script_leaves_nothing_after_shutdown_nosave() {
         b"half",
         b"before",
     ]));
-    std::thread::sleep(Duration::from_millis(300));
+    wait_busy(&mut b);
     assert!(
         String::from_utf8_lossy(&b.cmd_str(&["SCRIPT", "KILL"])).starts_with("-UNKILLABLE "),
         "a script that wrote must not be killable"
@@ -457,7 +475,18 @@ fn functions_and_script_writes_survive_restarts_but_the_cache_does_not() {
     assert_eq!(r.cmd_str(&["SCRIPT", "EXISTS", &sha]), b"*1\r\n:0\r\n");
     // A rewrite keeps the libraries too (they are written as FUNCTION LOAD records).
     assert_eq!(r.cmd_str(&["BGREWRITEAOF"])[0], b'+');
-    std::thread::sleep(Duration::from_millis(500));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let info = String::from_utf8_lossy(&r.cmd_str(&["INFO", "persistence"])).into_owned();
+        if info.contains("aof_rewrite_in_progress:0") && info.contains("aof_rewrite_scheduled:0") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the rewrite never ended:\n{info}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     node.stop();
     let node = Node::start(dir.path(), &args);
     let mut r = node.raw();

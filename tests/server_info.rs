@@ -4,8 +4,7 @@
 
 mod common;
 
-use common::{Raw, redis_server, send, start_server};
-use std::time::{Duration, Instant};
+use common::{Raw, redis_server, send, start_server, wait_blocked};
 
 fn info_field(raw: &mut Raw, section: &str, field: &str) -> Option<String> {
     let reply = raw.cmd_str(&["INFO", section]);
@@ -24,14 +23,6 @@ fn calls(raw: &mut Raw, name: &str) -> u64 {
         })
         .and_then(|n| n.parse().ok())
         .unwrap_or(0)
-}
-
-fn wait_blocked(raw: &mut Raw, n: usize) {
-    let start = Instant::now();
-    while info_field(raw, "clients", "blocked_clients").as_deref() != Some(&n.to_string()) {
-        assert!(start.elapsed() < Duration::from_secs(5), "never blocked");
-        std::thread::sleep(Duration::from_millis(5));
-    }
 }
 
 /// Blocks one XREADGROUP until an XADD serves it and one XREAD until it times out;

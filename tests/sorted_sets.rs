@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Raw, escape, redis_server, start_server};
+use common::{Raw, escape, redis_server, start_server, wait_blocked};
 use std::time::Duration;
 
 /// Splits a script line into arguments (space separated; `\x00`-style escapes are not
@@ -368,11 +368,11 @@ fn blocking_pops_wake_in_fifo_order() {
     let mut b = raw3(s.port);
     let mut w = s.raw();
     a.send(&common::encode_cmd(&[b"BZPOPMIN", b"q", b"5"]));
-    std::thread::sleep(Duration::from_millis(100));
+    wait_blocked(&mut w, 1);
     b.send(&common::encode_cmd(&[
         b"BZMPOP", b"5", b"1", b"q", b"MAX", b"COUNT", b"5",
     ]));
-    std::thread::sleep(Duration::from_millis(100));
+    wait_blocked(&mut w, 2);
     assert_eq!(
         w.cmd_str(&["ZADD", "q", "1", "a", "2", "b", "3", "c"]),
         b":3\r\n"
@@ -390,13 +390,15 @@ fn blocking_pop_ignores_a_key_of_another_type_and_times_out() {
     let s = start_server();
     let mut a = raw3(s.port);
     let mut w = s.raw();
+    // Timed from before the send: the null reply comes only with the 0.3 s timeout, not
+    // when the stream appears.
+    let t = std::time::Instant::now();
     a.send(&common::encode_cmd(&[b"BZPOPMAX", b"k", b"0.3"]));
-    std::thread::sleep(Duration::from_millis(50));
+    wait_blocked(&mut w, 1);
     w.cmd_str(&["XADD", "k", "1-1", "f", "v"]);
     w.cmd_str(&["DEL", "k"]);
-    let t = std::time::Instant::now();
     assert_eq!(a.read_reply(), b"_\r\n");
-    assert!(t.elapsed() >= Duration::from_millis(100));
+    assert!(t.elapsed() >= Duration::from_millis(300));
 }
 
 #[test]
@@ -409,7 +411,7 @@ fn multi_answers_at_once_and_wakes_after_exec() {
     w.cmd_str(&["BZPOPMIN", "m", "0"]);
     assert_eq!(w.cmd_str(&["EXEC"]), b"*1\r\n*-1\r\n");
     a.send(&common::encode_cmd(&[b"BZPOPMIN", b"m", b"5"]));
-    std::thread::sleep(Duration::from_millis(100));
+    wait_blocked(&mut w, 1);
     w.cmd_str(&["MULTI"]);
     w.cmd_str(&["ZADD", "m", "1", "a"]);
     w.cmd_str(&["ZADD", "m", "0", "b"]);

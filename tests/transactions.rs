@@ -299,7 +299,7 @@ fn writes_inside_exec_wake_blocked_readers_once_after_exec() {
     reader.send(&encode_cmd(&[
         b"XREAD", b"BLOCK", b"5000", b"STREAMS", b"s", b"$",
     ]));
-    std::thread::sleep(Duration::from_millis(100));
+    wait_blocked(&mut r, 1);
     assert_eq!(
         watched_exec(&mut r, &["XADD s 2-1 b 2", "XADD s 3-1 c 3"]),
         "*2\r\n$3\r\n2-1\r\n$3\r\n3-1\r\n"

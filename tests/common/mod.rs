@@ -75,6 +75,33 @@ fn free_port_where(offsets: &[u16]) -> u16 {
     panic!("no fresh free port on 127.0.0.1 after 1000 tries");
 }
 
+/// How long [`wait_blocked`] waits: a blocking command only has to reach the server.
+const BLOCKED_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Waits (bounded) until the server behind `raw` counts exactly `n` blocked clients (INFO
+/// `blocked_clients`, in Redis as in streamd): a blocking command sent on another
+/// connection has been taken, so what the test does next comes after it however busy the
+/// machine is. A fixed sleep instead fails when the machine is slow.
+pub fn wait_blocked(raw: &mut Raw, n: usize) {
+    let deadline = Instant::now() + BLOCKED_TIMEOUT;
+    loop {
+        let info = String::from_utf8_lossy(&raw.cmd_str(&["INFO", "clients"])).into_owned();
+        let blocked = info
+            .lines()
+            .find_map(|l| l.strip_prefix("blocked_clients:"))
+            .map(|v| v.trim().to_string())
+            .unwrap_or_default();
+        if blocked == n.to_string() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never reached {n} blocked clients in {BLOCKED_TIMEOUT:?} (last {blocked:?})"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// A running child process serving RESP on `port`, with a temporary directory; killed on drop.
 struct Process {
     port: u16,
