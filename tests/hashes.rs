@@ -195,40 +195,8 @@ fn hash_replies_and_errors_match_redis_in_both_protocols() {
     }
 }
 
-/// Reads pub/sub messages from `sub` until the `done` marker and returns
-/// `event key` lines.
-fn events_until_done(sub: &mut Raw) -> Vec<String> {
-    let mut got = Vec::new();
-    loop {
-        let reply = sub.read_reply();
-        let V::Agg(_, Some(items)) = parse(&reply, 0).0 else {
-            continue;
-        };
-        let text = |v: &V| match v {
-            V::Bulk(Some(b)) => String::from_utf8_lossy(b).into_owned(),
-            _ => String::new(),
-        };
-        if items.len() == 4 {
-            let channel = text(&items[2]);
-            if channel == "done" {
-                return got;
-            }
-            got.push(format!("{} {}", channel, text(&items[3])));
-        }
-    }
-}
-
 fn events_of(port: u16, cmds: &[&[&str]]) -> Vec<String> {
-    let mut c = Raw::connect(port);
-    c.cmd_str(&["FLUSHALL"]);
-    c.cmd_str(&["CONFIG", "SET", "notify-keyspace-events", "KEA"]);
-    let mut sub = Raw::connect(port);
-    sub.cmd_str(&["PSUBSCRIBE", "__keyevent@0__:*", "done"]);
-    for cmd in cmds {
-        c.cmd_str(cmd);
-    }
-    c.cmd_str(&["PUBLISH", "done", "x"]);
-    events_until_done(&mut sub)
+    keyevents(port, "KEA", cmds)
 }
 
 #[test]

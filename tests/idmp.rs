@@ -12,7 +12,7 @@
 mod common;
 
 use common::reply::{bulk, err, int};
-use common::{Raw, check, start_server, start_server_with};
+use common::{Raw, Rng, check, start_server, start_server_with};
 use std::time::{Duration, Instant};
 
 const OK: &[u8] = b"+OK\r\n";
@@ -506,18 +506,6 @@ fn xidmprecord_records_a_mapping_for_an_existing_entry() {
     );
     // Not counted as an add; the mapping is tracked.
     assert_eq!(counters(&mut r, "s"), [1, 1, 0, 1]);
-}
-
-/// A tiny deterministic generator (xorshift64*), so the test is reproducible.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
 }
 
 #[test]

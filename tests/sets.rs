@@ -231,36 +231,7 @@ fn set_replies_and_errors_match_redis_in_both_protocols() {
 }
 
 fn events_of(port: u16, cmds: &[&[&str]]) -> Vec<String> {
-    events_with(port, "KEA", cmds)
-}
-
-fn events_with(port: u16, flags: &str, cmds: &[&[&str]]) -> Vec<String> {
-    let mut c = Raw::connect(port);
-    c.cmd_str(&["FLUSHALL"]);
-    c.cmd_str(&["CONFIG", "SET", "notify-keyspace-events", flags]);
-    let mut sub = Raw::connect(port);
-    sub.cmd_str(&["PSUBSCRIBE", "__keyevent@0__:*", "done"]);
-    for cmd in cmds {
-        c.cmd_str(cmd);
-    }
-    c.cmd_str(&["PUBLISH", "done", "x"]);
-    let mut got = Vec::new();
-    loop {
-        let reply = sub.read_reply();
-        let V::Agg(_, Some(items)) = parse(&reply, 0).0 else {
-            continue;
-        };
-        let text = |v: &V| match v {
-            V::Bulk(Some(b)) => String::from_utf8_lossy(b).into_owned(),
-            _ => String::new(),
-        };
-        if items.len() == 4 {
-            if text(&items[2]) == "done" {
-                return got;
-            }
-            got.push(format!("{} {}", text(&items[2]), text(&items[3])));
-        }
-    }
+    keyevents(port, "KEA", cmds)
 }
 
 #[test]
@@ -319,9 +290,9 @@ fn keymiss_events_of_hash_and_set_reads_match_redis() {
         &["SADD", "w6", "a"],
         &["SSCAN", "m15", "0"],
     ];
-    let ours = events_with(s.port, "Em", cmds);
+    let ours = keyevents(s.port, "Em", cmds);
     assert!(ours.len() > 10, "{ours:?}");
-    assert_eq!(ours, events_with(r.port, "Em", cmds));
+    assert_eq!(ours, keyevents(r.port, "Em", cmds));
 }
 
 #[test]

@@ -15,7 +15,7 @@
 
 mod common;
 
-use common::{Raw, escape, redis_server, start_server, start_server_with};
+use common::{Raw, Rng, escape, redis_server, start_server, start_server_with};
 use std::time::Duration;
 
 /// Sends `args` to both servers; returns both raw replies.
@@ -283,25 +283,6 @@ fn edge_cases_answer_as_redis_7_0_in_resp2_and_resp3() {
     );
 }
 
-/// A small deterministic generator (xorshift64*), so the sequences are the same on
-/// every run without a dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn pick<'a>(&mut self, pool: &[&'a str]) -> &'a str {
-        pool[(self.next() % pool.len() as u64) as usize]
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 const KEYS: &[&str] = &["k0", "k1", "k2", "k3"];
 const VALS: &[&str] = &[
     "a",
@@ -393,11 +374,7 @@ fn random_command(g: &mut Rng) -> Vec<String> {
                 &["EX", "1", "PX", "2"],
                 &["PXAT", "1"],
             ];
-            out.extend(
-                opts[g.below(opts.len() as u64) as usize]
-                    .iter()
-                    .map(|s| s.to_string()),
-            );
+            out.extend(opts[g.below(opts.len())].iter().map(|s| s.to_string()));
         }
         "LCS" => {
             out.extend([k(g), k(g)]);
@@ -410,11 +387,7 @@ fn random_command(g: &mut Rng) -> Vec<String> {
                 &["IDX", "MINMATCHLEN", "1", "WITHMATCHLEN"],
                 &["LEN", "IDX"],
             ];
-            out.extend(
-                opts[g.below(opts.len() as u64) as usize]
-                    .iter()
-                    .map(|s| s.to_string()),
-            );
+            out.extend(opts[g.below(opts.len())].iter().map(|s| s.to_string()));
         }
         "MGET" => (0..1 + g.below(3)).for_each(|_| out.push(k(g))),
         "MSET" | "MSETNX" => (0..1 + g.below(3)).for_each(|_| out.extend([k(g), v(g)])),

@@ -16,31 +16,7 @@
 
 mod common;
 
-use common::{Raw, escape, redis_server, start_server};
-
-/// A small deterministic generator (xorshift64*), so a failing seed replays exactly.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn pick<'a>(&mut self, pool: &[&'a str]) -> &'a str {
-        pool[self.below(pool.len())]
-    }
-
-    fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
-}
+use common::{Raw, Rng, escape, redis_server, start_server};
 
 const KEYS: &[&str] = &["k0", "k1", "k2", "k3", "k4", "k5"];
 const VALS: &[&str] = &[

@@ -75,6 +75,35 @@ fn free_port_where(offsets: &[u16]) -> u16 {
     panic!("no fresh free port on 127.0.0.1 after 1000 tries");
 }
 
+/// A small deterministic generator (xorshift64*): a seed replays exactly, so a failing
+/// random sequence can be rerun, without a dependency.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next 64 random bits.
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// A number below `n` (which must not be 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    /// One of `pool` (which must not be empty).
+    pub fn pick<'a>(&mut self, pool: &[&'a str]) -> &'a str {
+        pool[self.below(pool.len())]
+    }
+
+    /// True `percent` times in a hundred.
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.next() % 100 < percent
+    }
+}
+
 /// How long [`wait_blocked`] waits: a blocking command only has to reach the server.
 const BLOCKED_TIMEOUT: Duration = Duration::from_secs(10);
 

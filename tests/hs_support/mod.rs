@@ -214,3 +214,36 @@ pub fn dir_bytes(dir: &Path) -> Vec<u8> {
 pub fn count(hay: &[u8], needle: &[u8]) -> usize {
     hay.windows(needle.len()).filter(|w| *w == needle).count()
 }
+
+/// The keyspace events (`event key` lines) a subscriber to `__keyevent@0__:*` sees on a
+/// flushed server with `notify-keyspace-events` set to `flags` while `cmds` run. A last
+/// PUBLISH on `done` marks the end: events come in order, so no wait for silence.
+pub fn keyevents(port: u16, flags: &str, cmds: &[&[&str]]) -> Vec<String> {
+    let mut c = Raw::connect(port);
+    c.cmd_str(&["FLUSHALL"]);
+    c.cmd_str(&["CONFIG", "SET", "notify-keyspace-events", flags]);
+    let mut sub = Raw::connect(port);
+    sub.cmd_str(&["PSUBSCRIBE", "__keyevent@0__:*", "done"]);
+    for cmd in cmds {
+        c.cmd_str(cmd);
+    }
+    c.cmd_str(&["PUBLISH", "done", "x"]);
+    let mut got = Vec::new();
+    loop {
+        let reply = sub.read_reply();
+        let V::Agg(_, Some(items)) = parse(&reply, 0).0 else {
+            continue;
+        };
+        let text = |v: &V| match v {
+            V::Bulk(Some(b)) => String::from_utf8_lossy(b).into_owned(),
+            _ => String::new(),
+        };
+        if items.len() == 4 {
+            let channel = text(&items[2]);
+            if channel == "done" {
+                return got;
+            }
+            got.push(format!("{channel} {}", text(&items[3])));
+        }
+    }
+}
