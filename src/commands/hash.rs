@@ -570,7 +570,7 @@ pub(super) const SUB_STRATEGY_MUL: usize = 3;
 /// whole copy thinned at random when the count is close to the size, random draws
 /// otherwise. The order is the one a reply lists them in.
 pub(super) fn distinct_indices(size: usize, count: usize) -> Vec<usize> {
-    use crate::types::set::rand_below;
+    use crate::types::table::rand_below;
     if count * SUB_STRATEGY_MUL > size {
         let mut keep: Vec<usize> = (0..size).collect();
         while keep.len() > count {

@@ -35,7 +35,8 @@
 //! allocations of Redis's `hashtable` for short pairs (see `types/set.rs`).
 
 use super::Thresholds;
-use super::set::{KeyOf, Table, edit_exact, rand_below};
+use super::set::edit_exact;
+use super::table::{KeyOf, Table, rand_below};
 use crate::short_bytes::ShortBytes;
 use crate::stream::id::string2ll;
 use std::borrow::Cow;

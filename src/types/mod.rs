@@ -15,6 +15,7 @@ pub mod hash;
 pub mod list;
 pub mod set;
 pub mod string;
+pub mod table;
 pub mod zset;
 
 pub use hash::Hash;
