@@ -8,19 +8,7 @@ use crate::resp::writer::Protocol;
 use bytes::Bytes;
 use std::rc::Rc;
 
-/// A message from the core to a connection task, outside the request/reply rhythm.
-#[derive(Debug)]
-pub enum ClientMsg {
-    /// Bytes to write (a MONITOR line, or the reply of a blocked command once served).
-    Write(Vec<u8>),
-    /// Bytes to write that other clients get too (a Pub/Sub message frame, built once
-    /// per publish and shared by every subscriber with the same protocol).
-    Shared(bytes::Bytes),
-    /// The client was blocked and is now served: write these bytes and resume reading.
-    Unblocked(Vec<u8>),
-    /// Close the connection (CLIENT KILL, SHUTDOWN).
-    Close,
-}
+pub use super::mailbox::ClientMsg;
 
 /// What a connection is to replication (CLIENT LIST flags `S` and `M`, CLIENT KILL
 /// TYPE).

@@ -1,7 +1,7 @@
 //! The queue from the core to one connection task: replies for a client that was
 //! blocked, MONITOR lines, Pub/Sub messages, and the order to close.
 //!
-//! The whole server runs on one thread, and each queue has one sender (the [`Client`]
+//! The whole server runs on one thread, and each queue has one sender (the `Client`
 //! in the core) and one receiver (its connection task), so the queue is a `VecDeque`
 //! in a `RefCell` with the receiving task's waker next to it. A tokio `mpsc` channel did
 //! the same with atomics and a block list, and the connection task polls its queue
@@ -16,16 +16,27 @@
 //! [`Receiver::recv`] is cancel-safe: a message leaves the queue only in the poll that
 //! returns it. `recv` answers `None` once the sender is gone and the queue is empty;
 //! `send` fails once the receiver is gone.
-//!
-//! [`Client`]: super::client::Client
 
-use super::client::ClientMsg;
 use super::waker_slot::WakerSlot;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::future::Future;
 use std::rc::Rc;
 use std::task::Poll;
+
+/// A message from the core to a connection task, outside the request/reply rhythm.
+#[derive(Debug)]
+pub enum ClientMsg {
+    /// Bytes to write (a MONITOR line, or the reply of a blocked command once served).
+    Write(Vec<u8>),
+    /// Bytes to write that other clients get too (a Pub/Sub message frame, built once
+    /// per publish and shared by every subscriber with the same protocol).
+    Shared(bytes::Bytes),
+    /// The client was blocked and is now served: write these bytes and resume reading.
+    Unblocked(Vec<u8>),
+    /// Close the connection (CLIENT KILL, SHUTDOWN).
+    Close,
+}
 
 /// The state both ends share.
 #[derive(Debug, Default)]
