@@ -130,6 +130,10 @@ mod tests {
 
     #[test]
     fn errors_are_worded_like_redis_7_0() {
+        // As Core::new does before any ACL is read: the command index is built once, on
+        // first use, from the installed table (built earlier, it would stay empty for every
+        // later test of this process).
+        crate::core::command::install(crate::commands::FAMILIES);
         let text = "user default on nopass ~* &* +@all\nuser alice on >pw ~x +@stream\nfoo bar\nuser bob on +nosuch\n";
         assert_eq!(
             parse(text, "/tmp/bad.acl").unwrap_err(),
@@ -151,6 +155,7 @@ mod tests {
 
     #[test]
     fn render_then_parse_gives_the_same_users() {
+        crate::core::command::install(crate::commands::FAMILIES);
         let text = "# users\n\nuser alice on >pw ~orders:* +@stream -@dangerous\nuser default on nopass ~* &* +@all\n";
         let users = parse(text, "f").unwrap();
         let rendered = render(users.values().map(User::list_line));
