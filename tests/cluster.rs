@@ -146,21 +146,7 @@ fn read_frame(
 
 /// What the fake node currently says about itself.
 fn fake_header(cport: u16, myslots: SlotBitmap) -> Header {
-    Header {
-        port: FAKE_PORT,
-        current_epoch: 0,
-        config_epoch: 0,
-        offset: 0,
-        sender: NodeName::from_id(FAKE_ID).expect("40 characters"),
-        myslots,
-        slaveof: None,
-        myip: IpField::EMPTY,
-        pport: 0,
-        cport,
-        flags: NodeFlags(NodeFlags::MASTER),
-        state: bus::STATE_OK,
-        mflags: [0; 3],
-    }
+    common::bus::fake_primary_header(FAKE_ID, FAKE_PORT, cport, myslots)
 }
 
 /// A frame received by the fake node: which connection, the bytes, the decoded message.

@@ -999,8 +999,7 @@ fn no_wait_acknowledged_write_is_lost_when_a_cluster_replica_takes_over() {
 #[test]
 fn the_handshake_pong_teaches_a_primarys_config_epoch_with_its_slots() {
     use std::io::Read;
-    use streamd::cluster::bus::{self, Body, Header, IpField, Message, NodeName, PingBody};
-    use streamd::cluster::nodes_conf::NodeFlags;
+    use streamd::cluster::bus::{self, Body, Header, Message, PingBody};
     use streamd::cluster::slots::SlotBitmap;
     const FAKE_ID: &str = "f00dfacef00dfacef00dfacef00dfacef00dface";
     let a = Node::start(false);
@@ -1046,19 +1045,9 @@ fn the_handshake_pong_teaches_a_primarys_config_epoch_with_its_slots() {
     slots.set_range(0, 99);
     let pong = Message {
         header: Header {
-            port: fake_port,
             current_epoch: 7,
             config_epoch: 7,
-            offset: 0,
-            sender: NodeName::from_id(FAKE_ID).expect("40 characters"),
-            myslots: slots,
-            slaveof: None,
-            myip: IpField::EMPTY,
-            pport: 0,
-            cport,
-            flags: NodeFlags(NodeFlags::MASTER),
-            state: bus::STATE_OK,
-            mflags: [0; 3],
+            ..common::bus::fake_primary_header(FAKE_ID, fake_port, cport, slots)
         },
         body: Body::Pong(PingBody::default()),
     };

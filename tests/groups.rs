@@ -16,7 +16,7 @@ use common::{check, send};
 
 use common::reply::{arr, bulk, entry, err, int, null};
 
-use common::{Raw, escape, start_server, wait_blocked};
+use common::{Raw, escape, info_field, start_server, wait_blocked};
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -109,14 +109,6 @@ fn conn(server: &common::Server, resp3: bool) -> Raw {
         raw.hello3();
     }
     raw
-}
-
-fn info_field(raw: &mut Raw, section: &str, field: &str) -> Option<String> {
-    let reply = raw.cmd_str(&["INFO", section]);
-    let text = String::from_utf8_lossy(&reply).into_owned();
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .map(|v| v.trim().to_string())
 }
 
 // ---------------------------------------------------------------------------------------

@@ -391,15 +391,6 @@ fn blocked(port: u16, proto: u8, cmd: &str) -> Raw {
     c
 }
 
-/// INFO's `blocked_clients`.
-fn blocked_clients(raw: &mut Raw) -> usize {
-    String::from_utf8_lossy(&raw.cmd_str(&["INFO", "clients"]))
-        .lines()
-        .find_map(|l| l.strip_prefix("blocked_clients:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0)
-}
-
 /// The blocking scenarios; returns what each step saw, for comparison with Redis.
 fn blocking_transcript(port: u16, proto: u8) -> Vec<String> {
     let mut out = Vec::new();

@@ -4,15 +4,7 @@
 
 mod common;
 
-use common::{Raw, redis_server, send, start_server, wait_blocked};
-
-fn info_field(raw: &mut Raw, section: &str, field: &str) -> Option<String> {
-    let reply = raw.cmd_str(&["INFO", section]);
-    let text = String::from_utf8_lossy(&reply).into_owned();
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .map(|v| v.trim().to_string())
-}
+use common::{Raw, info_field, redis_server, send, start_server, wait_blocked};
 
 /// `calls=N` of `cmdstat_<name>`, 0 when the command has no line.
 fn calls(raw: &mut Raw, name: &str) -> u64 {

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{Raw, free_port};
+use common::{Raw, free_port, served_by};
 use std::ffi::OsString;
 use std::fs::File;
 use std::os::unix::net::UnixDatagram;
@@ -102,21 +102,23 @@ fn recv_within(socket: &UnixDatagram, timeout: Duration) -> Option<String> {
     }
 }
 
-/// Starts streamd (see [`spawn`]) and waits for its first notification on `socket`, retrying
-/// on another port when the free port was taken meanwhile. Returns the server and the
-/// notification; panics with the log if none comes.
-fn spawn_notified(
+/// Starts streamd (see [`spawn`]) and polls `ready` until it gives something, retrying on
+/// another port when the free port was taken meanwhile (the server exits saying so).
+/// Panics with the log, saying it waited for `what`, when nothing comes. `ready` paces
+/// itself (a bounded wait or a short sleep).
+fn spawn_until<T>(
     dir: &Path,
-    socket: &UnixDatagram,
-    name: &OsString,
+    notify: Option<&OsString>,
     args: &[&str],
-) -> (Streamd, String) {
+    what: &str,
+    mut ready: impl FnMut(&mut Streamd) -> Option<T>,
+) -> (Streamd, T) {
     for _ in 0..5 {
-        let mut server = spawn(dir, Some(name), args);
+        let mut server = spawn(dir, notify, args);
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
-            if let Some(message) = recv_within(socket, Duration::from_millis(50)) {
-                return (server, message);
+            if let Some(got) = ready(&mut server) {
+                return (server, got);
             }
             if let Ok(Some(status)) = server.child.try_wait() {
                 let log = log_of(dir);
@@ -128,7 +130,8 @@ fn spawn_notified(
             }
             assert!(
                 Instant::now() < deadline,
-                "no notification within {START_TIMEOUT:?}:\n{}",
+                "no {what} on {} within {START_TIMEOUT:?}:\n{}",
+                server.port,
                 log_of(dir)
             );
         }
@@ -136,43 +139,34 @@ fn spawn_notified(
     panic!("no free port after 5 attempts");
 }
 
-/// Starts streamd (see [`spawn`]) and waits until it answers PING and INFO names its pid,
-/// retrying on another port when the free port was taken meanwhile (the server exits
-/// saying so). For the servers that send no notification.
+/// Starts streamd and waits for its first notification on `socket` (see [`spawn_until`]).
+/// Returns the server and the notification.
+fn spawn_notified(
+    dir: &Path,
+    socket: &UnixDatagram,
+    name: &OsString,
+    args: &[&str],
+) -> (Streamd, String) {
+    spawn_until(dir, Some(name), args, "notification", |_| {
+        recv_within(socket, Duration::from_millis(50))
+    })
+}
+
+/// Starts streamd and waits until it answers PING and INFO names its pid (see
+/// [`spawn_until`]); another process on the port means ours lost the race for it. For the
+/// servers that send no notification.
 fn spawn_serving(dir: &Path, notify: Option<&OsString>, args: &[&str]) -> Streamd {
-    for _ in 0..5 {
-        let mut server = spawn(dir, notify, args);
-        let deadline = Instant::now() + START_TIMEOUT;
-        loop {
-            if let Ok(mut raw) = Raw::try_connect(server.port)
-                && raw.cmd_str(&["PING"]) == b"+PONG\r\n"
-            {
-                // Another process on the port means ours lost the race for it: it exits
-                // saying so, and the next attempt takes another port.
-                let info = String::from_utf8_lossy(&raw.cmd_str(&["INFO", "server"])).into_owned();
-                let pid = format!("process_id:{}", server.child.id());
-                if info.lines().any(|l| l.trim() == pid) {
-                    return server;
-                }
-            }
-            if let Ok(Some(status)) = server.child.try_wait() {
-                let log = log_of(dir);
-                assert!(
-                    log.contains("in use"),
-                    "streamd exited with {status}:\n{log}"
-                );
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no answer on {} within {START_TIMEOUT:?}:\n{}",
-                server.port,
-                log_of(dir)
-            );
-            std::thread::sleep(Duration::from_millis(20));
+    let (server, ()) = spawn_until(dir, notify, args, "answer", |server| {
+        if let Ok(mut raw) = Raw::try_connect(server.port)
+            && raw.cmd_str(&["PING"]) == b"+PONG\r\n"
+            && served_by(&mut raw, server.child.id())
+        {
+            return Some(());
         }
-    }
-    panic!("no free port after 5 attempts");
+        std::thread::sleep(Duration::from_millis(20));
+        None
+    });
+    server
 }
 
 /// Binds a datagram socket at `dir/notify.sock`; returns it and its name for `NOTIFY_SOCKET`.
@@ -214,13 +208,8 @@ fn assert_serving(server: &mut Streamd, dir: &Path) -> Raw {
     if pong != "+PONG\\r\\n" {
         panic!("{}", seen(server, format!("PING answered {pong}")));
     }
-    let info = String::from_utf8_lossy(&raw.cmd_str(&["INFO", "server"])).into_owned();
-    let pid = info
-        .lines()
-        .find_map(|l| l.strip_prefix("process_id:"))
-        .map(str::trim)
-        .unwrap_or("");
-    if pid != server.child.id().to_string() {
+    let pid = common::info_field(&mut raw, "server", "process_id");
+    if pid != Some(server.child.id().to_string()) {
         panic!(
             "{}",
             seen(server, format!("port {port} is served by pid {pid:?}"))

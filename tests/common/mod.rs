@@ -16,6 +16,8 @@
 
 #![allow(dead_code)]
 
+pub mod bus;
+
 use std::fs::File;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -104,8 +106,34 @@ impl Rng {
     }
 }
 
+/// Field `field` of INFO section `section` on `raw`, trimmed; `None` when the reply has no
+/// such field (or no reply came).
+pub fn info_field(raw: &mut Raw, section: &str, field: &str) -> Option<String> {
+    raw.send(&encode_cmd(&[b"INFO", section.as_bytes()]));
+    let reply = raw.try_read_reply().ok()?;
+    let prefix = format!("{field}:");
+    String::from_utf8_lossy(&reply)
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .map(|v| v.trim().to_string())
+}
+
+/// Whether the server behind `raw` is the process `pid` (INFO's `process_id`).
+pub fn served_by(raw: &mut Raw, pid: u32) -> bool {
+    info_field(raw, "server", "process_id") == Some(pid.to_string())
+}
+
 /// How long [`wait_blocked`] waits: a blocking command only has to reach the server.
 const BLOCKED_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// INFO's `blocked_clients` on `raw`.
+pub fn blocked_clients(raw: &mut Raw) -> usize {
+    let field = info_field(raw, "clients", "blocked_clients");
+    field
+        .as_deref()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("INFO clients gave blocked_clients {field:?}"))
+}
 
 /// Waits (bounded) until the server behind `raw` counts exactly `n` blocked clients (INFO
 /// `blocked_clients`, in Redis as in streamd): a blocking command sent on another
@@ -114,18 +142,13 @@ const BLOCKED_TIMEOUT: Duration = Duration::from_secs(10);
 pub fn wait_blocked(raw: &mut Raw, n: usize) {
     let deadline = Instant::now() + BLOCKED_TIMEOUT;
     loop {
-        let info = String::from_utf8_lossy(&raw.cmd_str(&["INFO", "clients"])).into_owned();
-        let blocked = info
-            .lines()
-            .find_map(|l| l.strip_prefix("blocked_clients:"))
-            .map(|v| v.trim().to_string())
-            .unwrap_or_default();
-        if blocked == n.to_string() {
+        let blocked = blocked_clients(raw);
+        if blocked == n {
             return;
         }
         assert!(
             Instant::now() < deadline,
-            "never reached {n} blocked clients in {BLOCKED_TIMEOUT:?} (last {blocked:?})"
+            "never reached {n} blocked clients in {BLOCKED_TIMEOUT:?} (last {blocked})"
         );
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -200,7 +223,7 @@ impl Process {
                     }
                     // Served by our child, not by another process that has the port: ours
                     // would then exit saying so, and the caller tries another port.
-                    if reply == b"+PONG\r\n" && self.serves(&mut raw) {
+                    if reply == b"+PONG\r\n" && served_by(&mut raw, self.child.id()) {
                         return Ok(());
                     }
                 }
@@ -212,17 +235,6 @@ impl Process {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-    }
-
-    /// Whether INFO on `raw` names this child's pid as `process_id`.
-    fn serves(&self, raw: &mut Raw) -> bool {
-        raw.send(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n");
-        let pid = format!("process_id:{}", self.child.id());
-        raw.try_read_reply().is_ok_and(|info| {
-            String::from_utf8_lossy(&info)
-                .lines()
-                .any(|l| l.trim() == pid)
-        })
     }
 
     fn log_text(&self) -> String {
