@@ -20,7 +20,7 @@
 //! propagated as LPOP/RPOP (LPOP/RPOP with the count for BLMPOP and LMPOP, as 7.0
 //! rewrites them) and BLMOVE/BRPOPLPUSH as LMOVE/RPOPLPUSH.
 
-use super::{CommandSpec, flags::*, is, keyflags};
+use super::{CommandSpec, Family, flags::*, is, keyflags};
 use crate::core::Ctx;
 use crate::core::notify::class;
 use crate::error::ReplyError;
@@ -36,258 +36,45 @@ const MOVE_KEYS: &[u32] = &[
     keyflags::RW | keyflags::INSERT,
 ];
 
-/// A list command row with keys `first..=last`.
-#[allow(clippy::too_many_arguments)]
-const fn row(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    keys: (i32, i32),
-    key_flags: &'static [u32],
-    summary: &'static str,
-    since: &'static str,
-    handler: super::Handler,
-) -> CommandSpec {
-    let spec = CommandSpec::new(name, arity, flags, "list", summary, since, handler)
-        .keys(keys.0, keys.1, 1)
-        .categories(LIST);
-    CommandSpec { key_flags, ..spec }
-}
+/// The family of the list commands.
+const LIST_ROWS: Family = Family::new("list").categories(LIST);
 
 const PUSH_KEYS: &[u32] = keyflags::RW_INSERT;
 
 /// This family's rows of the command table.
 pub const COMMANDS: &[CommandSpec] = &[
-    row(
-        "blmove",
-        6,
-        WRITE | DENYOOM | NOSCRIPT | BLOCKING,
-        (1, 2),
-        MOVE_KEYS,
-        "Pop an element from a list, push it to another list and return it; or block until one is available",
-        "6.2.0",
-        blmove,
-    ),
+    LIST_ROWS.row("blmove", 6, WRITE | DENYOOM | NOSCRIPT | BLOCKING, "Pop an element from a list, push it to another list and return it; or block until one is available", "6.2.0", blmove).keys(1, 2, 1).with_key_flags(MOVE_KEYS),
     CommandSpec {
         first_key: 0,
         last_key: 0,
         key_step: 0,
-        ..row(
-            "blmpop",
-            -5,
-            WRITE | BLOCKING | MOVABLEKEYS,
-            (0, 0),
-            RW_ACCESS_DELETE,
-            "Pop elements from a list, or block until one is available",
-            "7.0.0",
-            blmpop,
-        )
+        ..LIST_ROWS.row("blmpop", -5, WRITE | BLOCKING | MOVABLEKEYS, "Pop elements from a list, or block until one is available", "7.0.0", blmpop).keys(0, 0, 1).with_key_flags(RW_ACCESS_DELETE)
     },
-    row(
-        "blpop",
-        -3,
-        WRITE | NOSCRIPT | BLOCKING,
-        (1, -2),
-        RW_ACCESS_DELETE,
-        "Remove and get the first element in a list, or block until one is available",
-        "2.0.0",
-        blpop,
-    ),
-    row(
-        "brpop",
-        -3,
-        WRITE | NOSCRIPT | BLOCKING,
-        (1, -2),
-        RW_ACCESS_DELETE,
-        "Remove and get the last element in a list, or block until one is available",
-        "2.0.0",
-        brpop,
-    ),
-    row(
-        "brpoplpush",
-        4,
-        WRITE | DENYOOM | NOSCRIPT | BLOCKING,
-        (1, 2),
-        MOVE_KEYS,
-        "Pop an element from a list, push it to another list and return it; or block until one is available",
-        "2.2.0",
-        brpoplpush,
-    ),
-    row(
-        "lindex",
-        3,
-        READONLY,
-        (1, 1),
-        RO_ACCESS,
-        "Get an element from a list by its index",
-        "1.0.0",
-        lindex,
-    ),
-    row(
-        "linsert",
-        5,
-        WRITE | DENYOOM,
-        (1, 1),
-        keyflags::RW_INSERT,
-        "Insert an element before or after another element in a list",
-        "2.2.0",
-        linsert,
-    ),
-    row(
-        "llen",
-        2,
-        READONLY | FAST,
-        (1, 1),
-        keyflags::RO_ONLY,
-        "Get the length of a list",
-        "1.0.0",
-        llen,
-    ),
-    row(
-        "lmove",
-        5,
-        WRITE | DENYOOM,
-        (1, 2),
-        MOVE_KEYS,
-        "Pop an element from a list, push it to another list and return it",
-        "6.2.0",
-        lmove,
-    ),
+    LIST_ROWS.row("blpop", -3, WRITE | NOSCRIPT | BLOCKING, "Remove and get the first element in a list, or block until one is available", "2.0.0", blpop).keys(1, -2, 1).with_key_flags(RW_ACCESS_DELETE),
+    LIST_ROWS.row("brpop", -3, WRITE | NOSCRIPT | BLOCKING, "Remove and get the last element in a list, or block until one is available", "2.0.0", brpop).keys(1, -2, 1).with_key_flags(RW_ACCESS_DELETE),
+    LIST_ROWS.row("brpoplpush", 4, WRITE | DENYOOM | NOSCRIPT | BLOCKING, "Pop an element from a list, push it to another list and return it; or block until one is available", "2.2.0", brpoplpush).keys(1, 2, 1).with_key_flags(MOVE_KEYS),
+    LIST_ROWS.row("lindex", 3, READONLY, "Get an element from a list by its index", "1.0.0", lindex).keys(1, 1, 1).with_key_flags(RO_ACCESS),
+    LIST_ROWS.row("linsert", 5, WRITE | DENYOOM, "Insert an element before or after another element in a list", "2.2.0", linsert).keys(1, 1, 1).with_key_flags(keyflags::RW_INSERT),
+    LIST_ROWS.row("llen", 2, READONLY | FAST, "Get the length of a list", "1.0.0", llen).keys(1, 1, 1).with_key_flags(keyflags::RO_ONLY),
+    LIST_ROWS.row("lmove", 5, WRITE | DENYOOM, "Pop an element from a list, push it to another list and return it", "6.2.0", lmove).keys(1, 2, 1).with_key_flags(MOVE_KEYS),
     CommandSpec {
         first_key: 0,
         last_key: 0,
         key_step: 0,
-        ..row(
-            "lmpop",
-            -4,
-            WRITE | MOVABLEKEYS,
-            (0, 0),
-            RW_ACCESS_DELETE,
-            "Pop elements from a list",
-            "7.0.0",
-            lmpop,
-        )
+        ..LIST_ROWS.row("lmpop", -4, WRITE | MOVABLEKEYS, "Pop elements from a list", "7.0.0", lmpop).keys(0, 0, 1).with_key_flags(RW_ACCESS_DELETE)
     },
-    row(
-        "lpop",
-        -2,
-        WRITE | FAST,
-        (1, 1),
-        RW_ACCESS_DELETE,
-        "Remove and get the first elements in a list",
-        "1.0.0",
-        lpop,
-    ),
-    row(
-        "lpos",
-        -3,
-        READONLY,
-        (1, 1),
-        RO_ACCESS,
-        "Return the index of matching elements on a list",
-        "6.0.6",
-        lpos,
-    ),
-    row(
-        "lpush",
-        -3,
-        WRITE | DENYOOM | FAST,
-        (1, 1),
-        PUSH_KEYS,
-        "Prepend one or multiple elements to a list",
-        "1.0.0",
-        lpush,
-    ),
-    row(
-        "lpushx",
-        -3,
-        WRITE | DENYOOM | FAST,
-        (1, 1),
-        PUSH_KEYS,
-        "Prepend an element to a list, only if the list exists",
-        "2.2.0",
-        lpushx,
-    ),
-    row(
-        "lrange",
-        4,
-        READONLY,
-        (1, 1),
-        RO_ACCESS,
-        "Get a range of elements from a list",
-        "1.0.0",
-        lrange,
-    ),
-    row(
-        "lrem",
-        4,
-        WRITE,
-        (1, 1),
-        keyflags::RW_DELETE,
-        "Remove elements from a list",
-        "1.0.0",
-        lrem,
-    ),
-    row(
-        "lset",
-        4,
-        WRITE | DENYOOM,
-        (1, 1),
-        keyflags::RW_UPDATE,
-        "Set the value of an element in a list by its index",
-        "1.0.0",
-        lset,
-    ),
-    row(
-        "ltrim",
-        4,
-        WRITE,
-        (1, 1),
-        keyflags::RW_DELETE,
-        "Trim a list to the specified range",
-        "1.0.0",
-        ltrim,
-    ),
-    row(
-        "rpop",
-        -2,
-        WRITE | FAST,
-        (1, 1),
-        RW_ACCESS_DELETE,
-        "Remove and get the last elements in a list",
-        "1.0.0",
-        rpop,
-    ),
-    row(
-        "rpoplpush",
-        3,
-        WRITE | DENYOOM,
-        (1, 2),
-        MOVE_KEYS,
-        "Remove the last element in a list, prepend it to another list and return it",
-        "1.2.0",
-        rpoplpush,
-    ),
-    row(
-        "rpush",
-        -3,
-        WRITE | DENYOOM | FAST,
-        (1, 1),
-        PUSH_KEYS,
-        "Append one or multiple elements to a list",
-        "1.0.0",
-        rpush,
-    ),
-    row(
-        "rpushx",
-        -3,
-        WRITE | DENYOOM | FAST,
-        (1, 1),
-        PUSH_KEYS,
-        "Append an element to a list, only if the list exists",
-        "2.2.0",
-        rpushx,
-    ),
+    LIST_ROWS.row("lpop", -2, WRITE | FAST, "Remove and get the first elements in a list", "1.0.0", lpop).keys(1, 1, 1).with_key_flags(RW_ACCESS_DELETE),
+    LIST_ROWS.row("lpos", -3, READONLY, "Return the index of matching elements on a list", "6.0.6", lpos).keys(1, 1, 1).with_key_flags(RO_ACCESS),
+    LIST_ROWS.row("lpush", -3, WRITE | DENYOOM | FAST, "Prepend one or multiple elements to a list", "1.0.0", lpush).keys(1, 1, 1).with_key_flags(PUSH_KEYS),
+    LIST_ROWS.row("lpushx", -3, WRITE | DENYOOM | FAST, "Prepend an element to a list, only if the list exists", "2.2.0", lpushx).keys(1, 1, 1).with_key_flags(PUSH_KEYS),
+    LIST_ROWS.row("lrange", 4, READONLY, "Get a range of elements from a list", "1.0.0", lrange).keys(1, 1, 1).with_key_flags(RO_ACCESS),
+    LIST_ROWS.row("lrem", 4, WRITE, "Remove elements from a list", "1.0.0", lrem).keys(1, 1, 1).with_key_flags(keyflags::RW_DELETE),
+    LIST_ROWS.row("lset", 4, WRITE | DENYOOM, "Set the value of an element in a list by its index", "1.0.0", lset).keys(1, 1, 1).with_key_flags(keyflags::RW_UPDATE),
+    LIST_ROWS.row("ltrim", 4, WRITE, "Trim a list to the specified range", "1.0.0", ltrim).keys(1, 1, 1).with_key_flags(keyflags::RW_DELETE),
+    LIST_ROWS.row("rpop", -2, WRITE | FAST, "Remove and get the last elements in a list", "1.0.0", rpop).keys(1, 1, 1).with_key_flags(RW_ACCESS_DELETE),
+    LIST_ROWS.row("rpoplpush", 3, WRITE | DENYOOM, "Remove the last element in a list, prepend it to another list and return it", "1.2.0", rpoplpush).keys(1, 2, 1).with_key_flags(MOVE_KEYS),
+    LIST_ROWS.row("rpush", -3, WRITE | DENYOOM | FAST, "Append one or multiple elements to a list", "1.0.0", rpush).keys(1, 1, 1).with_key_flags(PUSH_KEYS),
+    LIST_ROWS.row("rpushx", -3, WRITE | DENYOOM | FAST, "Append an element to a list, only if the list exists", "2.2.0", rpushx).keys(1, 1, 1).with_key_flags(PUSH_KEYS),
 ];
 
 /// Which end of a list.
@@ -423,16 +210,6 @@ fn create(ctx: &mut Ctx<'_>, key: &[u8]) {
     ctx.notify(class::NEW, "new", key);
 }
 
-/// Deletes `key` if its list became empty, with the `del` event.
-fn delete_if_empty(ctx: &mut Ctx<'_>, key: &[u8]) -> bool {
-    let empty = matches!(ctx.db().get(key), Some(Value::List(l)) if l.is_empty());
-    if empty {
-        ctx.db().remove(key);
-        ctx.notify(class::GENERIC, "del", key);
-    }
-    empty
-}
-
 /// LPUSH/RPUSH/LPUSHX/RPUSHX: one lookup when the list exists.
 fn push_generic(ctx: &mut Ctx<'_>, end: End, only_existing: bool) -> Result<(), ReplyError> {
     let argv = ctx.argv;
@@ -464,10 +241,8 @@ fn push_generic(ctx: &mut Ctx<'_>, end: End, only_existing: bool) -> Result<(), 
         }
     };
     ctx.out.integer(len as i64);
-    ctx.modified(key);
     ctx.core.dirty += argv.len() as u64 - 3;
-    ctx.notify(class::LIST, end.push_event(), key);
-    ctx.propagate(argv);
+    ctx.collection_written(class::LIST, end.push_event(), key, false, argv);
     Ok(())
 }
 
@@ -515,20 +290,19 @@ fn pop_range_reply(ctx: &mut Ctx<'_>, key: &[u8], end: End, count: usize, with_k
 
 /// The side effects of `n` elements popped from `end` of `key`.
 fn popped(ctx: &mut Ctx<'_>, key: &[u8], end: End, n: usize) {
-    ctx.notify(class::LIST, end.pop_event(), key);
-    delete_if_empty(ctx, key);
-    ctx.modified(key);
+    let emptied = is_emptied(ctx, key);
+    popped_known(ctx, key, end, emptied);
     ctx.core.dirty += (n as u64).saturating_sub(1);
 }
 
 /// [`popped`] when the caller knows whether the list became empty.
 fn popped_known(ctx: &mut Ctx<'_>, key: &[u8], end: End, emptied: bool) {
-    ctx.notify(class::LIST, end.pop_event(), key);
-    if emptied {
-        ctx.db().remove(key);
-        ctx.notify(class::GENERIC, "del", key);
-    }
-    ctx.modified(key);
+    ctx.collection_changed(class::LIST, end.pop_event(), key, emptied);
+}
+
+/// True if the list at `key` is empty (a write just took its last element).
+fn is_emptied(ctx: &mut Ctx<'_>, key: &[u8]) -> bool {
+    matches!(ctx.db().get(key), Some(Value::List(l)) if l.is_empty())
 }
 
 /// LPOP/RPOP key [count].
@@ -642,9 +416,7 @@ fn lset(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     };
     list.set(i, &argv[3]);
     ctx.out.ok();
-    ctx.modified(&key);
-    ctx.notify(class::LIST, "lset", &key);
-    ctx.propagate(argv);
+    ctx.collection_written(class::LIST, "lset", &key, false, argv);
     Ok(())
 }
 
@@ -680,10 +452,8 @@ fn linsert(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     };
     list.insert(if after { p + 1 } else { p }, &argv[4], &th);
     let len = list.len();
-    ctx.modified(&key);
-    ctx.notify(class::LIST, "linsert", &key);
     ctx.out.integer(len as i64);
-    ctx.propagate(argv);
+    ctx.collection_written(class::LIST, "linsert", &key, false, argv);
     Ok(())
 }
 
@@ -756,12 +526,10 @@ fn ltrim(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         Some((s, e)) => list.retain_range(s, e),
     }
     let removed = before - list.len();
-    ctx.notify(class::LIST, "ltrim", &key);
-    delete_if_empty(ctx, &key);
-    ctx.modified(&key);
+    let emptied = list.is_empty();
     ctx.core.dirty += (removed as u64).saturating_sub(1);
     ctx.out.ok();
-    ctx.propagate(argv);
+    ctx.collection_written(class::LIST, "ltrim", &key, emptied, argv);
     Ok(())
 }
 
@@ -774,15 +542,11 @@ fn lrem(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         return Ok(());
     };
     let removed = list.remove_matching(&Needle::new(&argv[3]), count);
-    if removed > 0 {
-        ctx.modified(&key);
-        ctx.core.dirty += removed as u64 - 1;
-        ctx.notify(class::LIST, "lrem", &key);
-    }
-    delete_if_empty(ctx, &key);
+    let emptied = list.is_empty();
     ctx.out.integer(removed as i64);
     if removed > 0 {
-        ctx.propagate(argv);
+        ctx.core.dirty += removed as u64 - 1;
+        ctx.collection_written(class::LIST, "lrem", &key, emptied, argv);
     }
     Ok(())
 }
@@ -920,12 +684,10 @@ fn move_generic(
             End::Right => l.push_back(&elem, &th),
         }
     }
-    ctx.modified(dst);
-    ctx.notify(class::LIST, to.push_event(), dst);
+    ctx.collection_changed(class::LIST, to.push_event(), dst, false);
     ctx.out.bulk(&elem);
-    ctx.notify(class::LIST, from.pop_event(), src);
-    delete_if_empty(ctx, src);
-    ctx.modified(src);
+    let emptied = is_emptied(ctx, src);
+    ctx.collection_changed(class::LIST, from.pop_event(), src, emptied);
     ctx.core.dirty -= 1;
     Ok(())
 }

@@ -34,7 +34,6 @@
 
 use super::{CommandSpec, flags::*, is, keyflags, parse_i64};
 use crate::core::migrate_sockets::{MigrateSocket, UNKNOWN_DB};
-use crate::core::notify::class;
 use crate::core::{Ctx, unix_ms};
 use crate::error::ReplyError;
 use crate::rdb::payload;
@@ -453,10 +452,7 @@ fn migrate(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         let mut del: Vec<&[u8]> = vec![&b"DEL"[..]];
         for &j in &done.accepted {
             let key = &sent[j].0.key;
-            if ctx.core.dbs[here].remove(key).is_some() {
-                ctx.core.key_deleted(here, key);
-                ctx.notify(class::GENERIC, "del", key);
-            }
+            ctx.delete_key(key);
             ctx.core.dirty += 1;
             del.push(key);
         }

@@ -344,11 +344,12 @@ fn sort_generic(ctx: &mut Ctx<'_>, readonly: bool) -> Result<(), ReplyError> {
                 ctx.notify(class::LIST, "sortstore", &dst);
                 ctx.core.dirty += outputlen as u64 - 1;
                 ctx.propagate(argv);
-            } else if ctx.exists(&dst) {
-                ctx.db().remove(&dst);
-                ctx.modified(&dst);
-                ctx.notify(class::GENERIC, "del", &dst);
-                ctx.propagate(argv);
+            } else {
+                ctx.expire_if_needed(&dst);
+                if ctx.delete_key(&dst) {
+                    ctx.core.dirty += 1;
+                    ctx.propagate(argv);
+                }
             }
             ctx.out.integer(outputlen as i64);
         }

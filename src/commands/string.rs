@@ -30,7 +30,7 @@
 //! everything else                 ->  verbatim, when it changed something
 //! ```
 
-use super::{CommandSpec, flags::*, is, keyflags, parse_i64};
+use super::{CommandSpec, Family, flags::*, is, keyflags, parse_i64};
 use crate::core::Ctx;
 use crate::core::notify::class;
 use crate::error::ReplyError;
@@ -41,23 +41,8 @@ use std::borrow::Cow;
 
 const STRING: &[&str] = &["@string"];
 
-/// A single-key string command row.
-const fn cmd(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    key_flags: &'static [u32],
-    summary: &'static str,
-    since: &'static str,
-    handler: super::Handler,
-) -> CommandSpec {
-    CommandSpec {
-        key_flags,
-        ..CommandSpec::new(name, arity, flags, "string", summary, since, handler)
-            .keys(1, 1, 1)
-            .categories(STRING)
-    }
-}
+/// The family of the string commands: the key is the first argument.
+const STRING_ROWS: Family = Family::new("string").categories(STRING).keys(1, 1, 1);
 
 const RW_ACCESS_UPDATE: &[u32] = &[keyflags::RW | keyflags::ACCESS | keyflags::UPDATE];
 const RW_ACCESS_DELETE: &[u32] = &[keyflags::RW | keyflags::ACCESS | keyflags::DELETE];
@@ -66,105 +51,116 @@ const OW_INSERT: &[u32] = &[keyflags::OW | keyflags::INSERT];
 
 /// This family's rows of the command table.
 pub const COMMANDS: &[CommandSpec] = &[
-    cmd(
-        "append",
-        3,
-        WRITE | DENYOOM | FAST,
-        keyflags::RW_INSERT,
-        "Append a value to a key",
-        "2.0.0",
-        append,
-    ),
-    cmd(
-        "decr",
-        2,
-        WRITE | DENYOOM | FAST,
-        RW_ACCESS_UPDATE,
-        "Decrement the integer value of a key by one",
-        "1.0.0",
-        decr,
-    ),
-    cmd(
-        "decrby",
-        3,
-        WRITE | DENYOOM | FAST,
-        RW_ACCESS_UPDATE,
-        "Decrement the integer value of a key by the given number",
-        "1.0.0",
-        decrby,
-    ),
-    cmd(
-        "get",
-        2,
-        READONLY | FAST,
-        keyflags::RO_ACCESS,
-        "Get the value of a key",
-        "1.0.0",
-        get,
-    ),
-    cmd(
-        "getdel",
-        2,
-        WRITE | FAST,
-        RW_ACCESS_DELETE,
-        "Get the value of a key and delete the key",
-        "6.2.0",
-        getdel,
-    ),
-    cmd(
-        "getex",
-        -2,
-        WRITE | FAST,
-        RW_ACCESS_UPDATE,
-        "Get the value of a key and optionally set its expiration",
-        "6.2.0",
-        getex,
-    ),
-    cmd(
-        "getrange",
-        4,
-        READONLY,
-        keyflags::RO_ACCESS,
-        "Get a substring of the string stored at a key",
-        "2.4.0",
-        getrange,
-    ),
-    cmd(
-        "getset",
-        3,
-        WRITE | DENYOOM | FAST,
-        RW_ACCESS_UPDATE,
-        "Set the string value of a key and return its old value",
-        "1.0.0",
-        getset,
-    ),
-    cmd(
-        "incr",
-        2,
-        WRITE | DENYOOM | FAST,
-        RW_ACCESS_UPDATE,
-        "Increment the integer value of a key by one",
-        "1.0.0",
-        incr,
-    ),
-    cmd(
-        "incrby",
-        3,
-        WRITE | DENYOOM | FAST,
-        RW_ACCESS_UPDATE,
-        "Increment the integer value of a key by the given amount",
-        "1.0.0",
-        incrby,
-    ),
-    cmd(
-        "incrbyfloat",
-        3,
-        WRITE | DENYOOM | FAST,
-        RW_ACCESS_UPDATE,
-        "Increment the float value of a key by the given amount",
-        "2.6.0",
-        incrbyfloat,
-    ),
+    STRING_ROWS
+        .row(
+            "append",
+            3,
+            WRITE | DENYOOM | FAST,
+            "Append a value to a key",
+            "2.0.0",
+            append,
+        )
+        .with_key_flags(keyflags::RW_INSERT),
+    STRING_ROWS
+        .row(
+            "decr",
+            2,
+            WRITE | DENYOOM | FAST,
+            "Decrement the integer value of a key by one",
+            "1.0.0",
+            decr,
+        )
+        .with_key_flags(RW_ACCESS_UPDATE),
+    STRING_ROWS
+        .row(
+            "decrby",
+            3,
+            WRITE | DENYOOM | FAST,
+            "Decrement the integer value of a key by the given number",
+            "1.0.0",
+            decrby,
+        )
+        .with_key_flags(RW_ACCESS_UPDATE),
+    STRING_ROWS
+        .row(
+            "get",
+            2,
+            READONLY | FAST,
+            "Get the value of a key",
+            "1.0.0",
+            get,
+        )
+        .with_key_flags(keyflags::RO_ACCESS),
+    STRING_ROWS
+        .row(
+            "getdel",
+            2,
+            WRITE | FAST,
+            "Get the value of a key and delete the key",
+            "6.2.0",
+            getdel,
+        )
+        .with_key_flags(RW_ACCESS_DELETE),
+    STRING_ROWS
+        .row(
+            "getex",
+            -2,
+            WRITE | FAST,
+            "Get the value of a key and optionally set its expiration",
+            "6.2.0",
+            getex,
+        )
+        .with_key_flags(RW_ACCESS_UPDATE),
+    STRING_ROWS
+        .row(
+            "getrange",
+            4,
+            READONLY,
+            "Get a substring of the string stored at a key",
+            "2.4.0",
+            getrange,
+        )
+        .with_key_flags(keyflags::RO_ACCESS),
+    STRING_ROWS
+        .row(
+            "getset",
+            3,
+            WRITE | DENYOOM | FAST,
+            "Set the string value of a key and return its old value",
+            "1.0.0",
+            getset,
+        )
+        .with_key_flags(RW_ACCESS_UPDATE),
+    STRING_ROWS
+        .row(
+            "incr",
+            2,
+            WRITE | DENYOOM | FAST,
+            "Increment the integer value of a key by one",
+            "1.0.0",
+            incr,
+        )
+        .with_key_flags(RW_ACCESS_UPDATE),
+    STRING_ROWS
+        .row(
+            "incrby",
+            3,
+            WRITE | DENYOOM | FAST,
+            "Increment the integer value of a key by the given amount",
+            "1.0.0",
+            incrby,
+        )
+        .with_key_flags(RW_ACCESS_UPDATE),
+    STRING_ROWS
+        .row(
+            "incrbyfloat",
+            3,
+            WRITE | DENYOOM | FAST,
+            "Increment the float value of a key by the given amount",
+            "2.6.0",
+            incrbyfloat,
+        )
+        .with_key_flags(RW_ACCESS_UPDATE),
     CommandSpec {
         key_flags: keyflags::RO_ACCESS,
         ..CommandSpec::new(
@@ -221,69 +217,76 @@ pub const COMMANDS: &[CommandSpec] = &[
         .keys(1, -1, 2)
         .categories(STRING)
     },
-    cmd(
-        "psetex",
-        4,
-        WRITE | DENYOOM,
-        OW_UPDATE,
-        "Set the value and expiration in milliseconds of a key",
-        "2.6.0",
-        psetex,
-    ),
-    cmd(
-        "set",
-        -3,
-        WRITE | DENYOOM,
-        RW_ACCESS_UPDATE,
-        "Set the string value of a key",
-        "1.0.0",
-        set,
-    ),
-    cmd(
-        "setex",
-        4,
-        WRITE | DENYOOM,
-        OW_UPDATE,
-        "Set the value and expiration of a key",
-        "2.0.0",
-        setex,
-    ),
-    cmd(
-        "setnx",
-        3,
-        WRITE | DENYOOM | FAST,
-        OW_INSERT,
-        "Set the value of a key, only if the key does not exist",
-        "1.0.0",
-        setnx,
-    ),
-    cmd(
-        "setrange",
-        4,
-        WRITE | DENYOOM,
-        keyflags::RW_UPDATE,
-        "Overwrite part of a string at key starting at the specified offset",
-        "2.2.0",
-        setrange,
-    ),
-    cmd(
-        "strlen",
-        2,
-        READONLY | FAST,
-        keyflags::RO_ONLY,
-        "Get the length of the value stored in a key",
-        "2.2.0",
-        strlen,
-    ),
-    cmd(
-        "substr",
-        4,
-        READONLY,
-        keyflags::RO_ACCESS,
-        "Get a substring of the string stored at a key",
-        "1.0.0",
-        getrange,
-    ),
+    STRING_ROWS
+        .row(
+            "psetex",
+            4,
+            WRITE | DENYOOM,
+            "Set the value and expiration in milliseconds of a key",
+            "2.6.0",
+            psetex,
+        )
+        .with_key_flags(OW_UPDATE),
+    STRING_ROWS
+        .row(
+            "set",
+            -3,
+            WRITE | DENYOOM,
+            "Set the string value of a key",
+            "1.0.0",
+            set,
+        )
+        .with_key_flags(RW_ACCESS_UPDATE),
+    STRING_ROWS
+        .row(
+            "setex",
+            4,
+            WRITE | DENYOOM,
+            "Set the value and expiration of a key",
+            "2.0.0",
+            setex,
+        )
+        .with_key_flags(OW_UPDATE),
+    STRING_ROWS
+        .row(
+            "setnx",
+            3,
+            WRITE | DENYOOM | FAST,
+            "Set the value of a key, only if the key does not exist",
+            "1.0.0",
+            setnx,
+        )
+        .with_key_flags(OW_INSERT),
+    STRING_ROWS
+        .row(
+            "setrange",
+            4,
+            WRITE | DENYOOM,
+            "Overwrite part of a string at key starting at the specified offset",
+            "2.2.0",
+            setrange,
+        )
+        .with_key_flags(keyflags::RW_UPDATE),
+    STRING_ROWS
+        .row(
+            "strlen",
+            2,
+            READONLY | FAST,
+            "Get the length of the value stored in a key",
+            "2.2.0",
+            strlen,
+        )
+        .with_key_flags(keyflags::RO_ONLY),
+    STRING_ROWS
+        .row(
+            "substr",
+            4,
+            READONLY,
+            "Get a substring of the string stored at a key",
+            "1.0.0",
+            getrange,
+        )
+        .with_key_flags(keyflags::RO_ACCESS),
 ];
 
 // --- errors (exact Redis 7.0 texts) ----------------------------------------------------
@@ -534,12 +537,7 @@ fn getdel(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let argv = ctx.argv;
     let key = &argv[1];
     if reply_get(ctx, key)? {
-        let db = ctx.client.db;
-        ctx.core.dbs[db].remove(key);
-        ctx.core.key_deleted(db, key);
-        ctx.notify(class::GENERIC, "del", key);
-        ctx.core.dirty += 1;
-        ctx.propagate(&[b"DEL".as_slice(), key]);
+        ctx.delete_and_log(key);
     }
     Ok(())
 }
@@ -576,11 +574,7 @@ fn getex(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
                 && !ctx.core.replaying()
                 && !ctx.core.repl.is_replica() =>
         {
-            ctx.core.dbs[db].remove(key);
-            ctx.core.key_deleted(db, key);
-            ctx.notify(class::GENERIC, "del", key);
-            ctx.core.dirty += 1;
-            ctx.propagate(&[b"DEL".as_slice(), key]);
+            ctx.delete_and_log(key);
         }
         Some(at) => {
             ctx.core.dbs[db].set_expire(key, at);

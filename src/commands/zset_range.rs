@@ -7,7 +7,7 @@
 //! members of different scores (which Redis leaves unspecified) answers as a Redis
 //! listpack does. The large encoding finds the same span by binary search.
 
-use super::zset::{delete_if_empty, lookup, reply_len, reply_pair, strtod};
+use super::zset_score::{lookup, reply_len, reply_pair, strtod};
 use super::{is, parse_i64};
 use crate::core::Ctx;
 use crate::core::notify::class;
@@ -437,17 +437,14 @@ pub fn store_result(ctx: &mut Ctx<'_>, dst: &[u8], items: Vec<(Vec<u8>, f64)>, e
         if !existed {
             ctx.notify(class::NEW, "new", dst);
         }
-        ctx.modified(dst);
         ctx.signal_ready(dst);
-        ctx.notify(class::ZSET, event, dst);
         ctx.out.integer(n as i64);
-        ctx.propagate(ctx.argv);
+        ctx.collection_written(class::ZSET, event, dst, false, ctx.argv);
     } else {
         ctx.out.integer(0);
-        if ctx.exists(dst) {
-            ctx.db().remove(dst);
-            ctx.modified(dst);
-            ctx.notify(class::GENERIC, "del", dst);
+        ctx.expire_if_needed(dst);
+        if ctx.delete_key(dst) {
+            ctx.core.dirty += 1;
             ctx.propagate(ctx.argv);
         }
     }
@@ -527,12 +524,10 @@ fn zremrange(ctx: &mut Ctx<'_>, how: Rem, event: &str) -> Result<(), ReplyError>
         Rem::Lex(r) => r.span_fwd(z),
     };
     let deleted = z.remove_range(a, b);
+    let emptied = z.is_empty();
     out.integer(deleted as i64);
     if deleted > 0 {
-        ctx.notify(class::ZSET, event, key);
-        delete_if_empty(ctx, key);
-        ctx.modified(key);
-        ctx.propagate(argv);
+        ctx.collection_written(class::ZSET, event, key, emptied, argv);
     }
     Ok(())
 }

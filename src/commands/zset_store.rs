@@ -14,8 +14,8 @@
 //! the null array at once. A served pop is propagated as ZPOPMIN/ZPOPMAX with the
 //! number it popped, as Redis 7.0 rewrites it.
 
-use super::zset::{delete_if_empty, lookup, reply_len, reply_pair, reply_score, string2d};
 use super::zset_range::store_result;
+use super::zset_score::{lookup, reply_len, reply_pair, reply_score, string2d};
 use super::{is, parse_i64};
 use crate::core::Ctx;
 use crate::core::notify::class;
@@ -369,9 +369,13 @@ fn pop_from(
         }
     }
     z.remove_range(a, b);
-    ctx.notify(class::ZSET, if max { "zpopmax" } else { "zpopmin" }, key);
-    ctx.modified(key);
-    delete_if_empty(ctx, key);
+    let emptied = z.is_empty();
+    ctx.collection_changed(
+        class::ZSET,
+        if max { "zpopmax" } else { "zpopmin" },
+        key,
+        emptied,
+    );
     let name: &[u8] = if max { b"ZPOPMAX" } else { b"ZPOPMIN" };
     match rewrite {
         None => ctx.propagate(ctx.argv),

@@ -40,6 +40,7 @@ pub mod replication;
 pub mod script;
 pub mod slowlog;
 pub mod waker_slot;
+mod writes;
 
 use crate::config::Config;
 use crate::error::ReplyError;
