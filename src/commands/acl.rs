@@ -2,26 +2,14 @@
 //! LOAD, SAVE, DRYRUN, HELP (Redis 7.0 replies and errors). The users and the permission
 //! logic live in `core/acl/`; this file parses arguments and shapes replies.
 
+use super::SERVER;
 use super::{CommandSpec, flags::*, is, parse_i64};
 use crate::core::Ctx;
-use crate::core::acl::{self, CATEGORIES};
+use crate::core::acl;
+use crate::core::command::CATEGORIES;
 use crate::error::ReplyError;
 use bytes::Bytes;
 use std::io::Read;
-
-const fn sub(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    summary: &'static str,
-    since: &'static str,
-    handler: super::Handler,
-) -> CommandSpec {
-    CommandSpec {
-        key_flags: &[],
-        ..CommandSpec::new(name, arity, flags, "server", summary, since, handler)
-    }
-}
 
 /// Flags of the administrative subcommands (everything that reads or changes users).
 const ADMIN_SUB: u32 = ADMIN | NOSCRIPT | LOADING | STALE;
@@ -46,7 +34,7 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
 }];
 
 const ACL_SUBCOMMANDS: &[CommandSpec] = &[
-    sub(
+    SERVER.row(
         "acl|cat",
         -2,
         PLAIN_SUB,
@@ -54,7 +42,7 @@ const ACL_SUBCOMMANDS: &[CommandSpec] = &[
         "6.0.0",
         acl_cat,
     ),
-    sub(
+    SERVER.row(
         "acl|deluser",
         -3,
         ADMIN_SUB,
@@ -62,7 +50,7 @@ const ACL_SUBCOMMANDS: &[CommandSpec] = &[
         "6.0.0",
         acl_deluser,
     ),
-    sub(
+    SERVER.row(
         "acl|dryrun",
         -4,
         ADMIN_SUB,
@@ -70,7 +58,7 @@ const ACL_SUBCOMMANDS: &[CommandSpec] = &[
         "7.0.0",
         acl_dryrun,
     ),
-    sub(
+    SERVER.row(
         "acl|genpass",
         -2,
         PLAIN_SUB,
@@ -78,7 +66,7 @@ const ACL_SUBCOMMANDS: &[CommandSpec] = &[
         "6.0.0",
         acl_genpass,
     ),
-    sub(
+    SERVER.row(
         "acl|getuser",
         3,
         ADMIN_SUB,
@@ -86,7 +74,7 @@ const ACL_SUBCOMMANDS: &[CommandSpec] = &[
         "6.0.0",
         acl_getuser,
     ),
-    sub(
+    SERVER.row(
         "acl|list",
         2,
         ADMIN_SUB,
@@ -94,7 +82,7 @@ const ACL_SUBCOMMANDS: &[CommandSpec] = &[
         "6.0.0",
         acl_list,
     ),
-    sub(
+    SERVER.row(
         "acl|load",
         2,
         ADMIN_SUB,
@@ -102,7 +90,7 @@ const ACL_SUBCOMMANDS: &[CommandSpec] = &[
         "6.0.0",
         acl_load,
     ),
-    sub(
+    SERVER.row(
         "acl|log",
         -2,
         ADMIN_SUB,
@@ -110,7 +98,7 @@ const ACL_SUBCOMMANDS: &[CommandSpec] = &[
         "6.0.0",
         acl_log,
     ),
-    sub(
+    SERVER.row(
         "acl|save",
         2,
         ADMIN_SUB,
@@ -118,7 +106,7 @@ const ACL_SUBCOMMANDS: &[CommandSpec] = &[
         "6.0.0",
         acl_save,
     ),
-    sub(
+    SERVER.row(
         "acl|setuser",
         -3,
         ADMIN_SUB,
@@ -126,7 +114,7 @@ const ACL_SUBCOMMANDS: &[CommandSpec] = &[
         "6.0.0",
         acl_setuser,
     ),
-    sub(
+    SERVER.row(
         "acl|users",
         2,
         ADMIN_SUB,
@@ -134,7 +122,7 @@ const ACL_SUBCOMMANDS: &[CommandSpec] = &[
         "6.0.0",
         acl_users,
     ),
-    sub(
+    SERVER.row(
         "acl|whoami",
         2,
         PLAIN_SUB,
@@ -142,7 +130,7 @@ const ACL_SUBCOMMANDS: &[CommandSpec] = &[
         "6.0.0",
         acl_whoami,
     ),
-    sub(
+    SERVER.row(
         "acl|help",
         2,
         LOADING | STALE,

@@ -11,7 +11,7 @@
 //! Cluster mode itself (the bus, slots, redirections) is the `cluster` layer's work; these
 //! rows are the standalone node's.
 
-use super::{CommandSpec, flags::*};
+use super::{CommandSpec, Family, flags::*};
 use crate::cluster::nodes_conf::NodeFlags;
 use crate::cluster::slots::{CLUSTER_SLOTS, key_hash_slot};
 use crate::core::Ctx;
@@ -107,393 +107,474 @@ fn slot_arg(arg: &[u8]) -> Result<u16, ReplyError> {
         .ok_or(ReplyError::msg("ERR Invalid or out of range slot"))
 }
 
-/// The dispatcher of every CLUSTER subcommand: the disabled answer on a standalone node,
-/// the cluster-mode handler otherwise.
-fn cluster_cmd(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+/// CLUSTER HELP: Returns helpful text about the different subcommands.
+fn cluster_help(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     enabled(ctx)?;
-    let sub = String::from_utf8_lossy(ctx.arg(1)).to_ascii_lowercase();
-    match sub.as_str() {
-        "help" => {
-            ctx.out.array(HELP.len() + 1);
-            ctx.out
-                .simple(b"CLUSTER <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
-            for l in HELP {
-                ctx.out.simple(l.as_bytes());
+    ctx.out.array(HELP.len() + 1);
+    ctx.out
+        .simple(b"CLUSTER <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
+    for l in HELP {
+        ctx.out.simple(l.as_bytes());
+    }
+    // Redis's last HELP lines are part of the table.
+    Ok(())
+}
+
+/// CLUSTER MYID: Returns the ID of a node.
+fn cluster_myid(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    enabled(ctx)?;
+    let id = state(ctx)?.my_id().to_string();
+    ctx.out.bulk(id.as_bytes());
+    Ok(())
+}
+
+/// CLUSTER MYSHARDID: Returns the shard ID of a node.
+fn cluster_myshardid(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    enabled(ctx)?;
+    let id = state(ctx)?.shard_id.clone();
+    ctx.out.bulk(id.as_bytes());
+    Ok(())
+}
+
+/// CLUSTER INFO: Returns information about the state of a node.
+fn cluster_info(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    enabled(ctx)?;
+    let text = info_text(ctx);
+    ctx.out.verbatim(text.as_bytes());
+    Ok(())
+}
+
+/// CLUSTER NODES: Returns the cluster configuration for a node.
+fn cluster_nodes(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    enabled(ctx)?;
+    let text = nodes_text(ctx);
+    ctx.out.verbatim(text.as_bytes());
+    Ok(())
+}
+
+/// CLUSTER SLOTS: Returns the mapping of cluster slots to nodes.
+fn cluster_slots(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    enabled(ctx)?;
+    slots_reply(ctx);
+    Ok(())
+}
+
+/// CLUSTER SHARDS: Returns the mapping of cluster slots to shards.
+fn cluster_shards(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    enabled(ctx)?;
+    shards_reply(ctx);
+    Ok(())
+}
+
+/// CLUSTER KEYSLOT: Returns the hash slot for a key.
+fn cluster_keyslot(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    enabled(ctx)?;
+    let slot = key_hash_slot(ctx.arg(2));
+    ctx.out.integer(i64::from(slot));
+    Ok(())
+}
+
+/// CLUSTER COUNTKEYSINSLOT: Returns the number of keys in a hash slot.
+fn cluster_countkeysinslot(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    enabled(ctx)?;
+    let slot = super::parse_i64(ctx.arg(2))?;
+    if !(0..CLUSTER_SLOTS as i64).contains(&slot) {
+        return Err(ReplyError::msg("ERR Invalid slot"));
+    }
+    let n = ctx.core.count_keys_in_slot(slot as u16);
+    ctx.out.integer(n as i64);
+    Ok(())
+}
+
+/// CLUSTER GETKEYSINSLOT: Returns the key names in a hash slot.
+fn cluster_getkeysinslot(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    enabled(ctx)?;
+    let slot = super::parse_i64(ctx.arg(2))?;
+    let max = super::parse_i64(ctx.arg(3))?;
+    if !(0..CLUSTER_SLOTS as i64).contains(&slot) || max < 0 {
+        return Err(ReplyError::msg("ERR Invalid slot or number of keys"));
+    }
+    let keys = ctx.core.keys_in_slot(slot as u16, max as usize);
+    ctx.out.array(keys.len());
+    for k in keys {
+        ctx.out.bulk(&k);
+    }
+    Ok(())
+}
+
+/// CLUSTER ADDSLOTS / DELSLOTS (`del`): Assigns new hash slots to a node.
+fn cluster_addslots_or_del(ctx: &mut Ctx<'_>, del: bool) -> Result<(), ReplyError> {
+    enabled(ctx)?;
+    let mut slots = Vec::new();
+    for a in &ctx.argv[2..] {
+        slots.push(slot_arg(a)?);
+    }
+    assign(ctx, &slots, del)
+}
+
+/// CLUSTER ADDSLOTS.
+fn cluster_addslots(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    cluster_addslots_or_del(ctx, false)
+}
+
+/// CLUSTER DELSLOTS.
+fn cluster_delslots(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    cluster_addslots_or_del(ctx, true)
+}
+
+/// CLUSTER ADDSLOTSRANGE / DELSLOTSRANGE (`del`): Assigns new hash slot ranges to a node.
+fn cluster_addslotsrange_or_del(ctx: &mut Ctx<'_>, del: bool) -> Result<(), ReplyError> {
+    enabled(ctx)?;
+    if ctx.argv.len() % 2 == 1 {
+        return Err(ReplyError::WrongArity(
+            if del {
+                "cluster|delslotsrange"
+            } else {
+                "cluster|addslotsrange"
             }
-            // Redis's last HELP lines are part of the table.
-            Ok(())
+            .to_string(),
+        ));
+    }
+    let mut slots = Vec::new();
+    for pair in ctx.argv[2..].chunks_exact(2) {
+        let start = slot_arg(&pair[0])?;
+        let end = slot_arg(&pair[1])?;
+        if start > end {
+            return Err(ReplyError::owned(format!(
+                "ERR start slot number {start} is greater than end slot number {end}"
+            )));
         }
-        "myid" => {
-            let id = state(ctx)?.my_id().to_string();
-            ctx.out.bulk(id.as_bytes());
-            Ok(())
+        slots.extend(start..=end);
+    }
+    assign(ctx, &slots, del)
+}
+
+/// CLUSTER ADDSLOTSRANGE.
+fn cluster_addslotsrange(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    cluster_addslotsrange_or_del(ctx, false)
+}
+
+/// CLUSTER DELSLOTSRANGE.
+fn cluster_delslotsrange(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    cluster_addslotsrange_or_del(ctx, true)
+}
+
+/// CLUSTER FLUSHSLOTS: Deletes all slots information from a node.
+fn cluster_flushslots(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    enabled(ctx)?;
+    if !ctx.core.dbs[0].keys.is_empty() {
+        return Err(ReplyError::msg(
+            "ERR DB must be empty to perform CLUSTER FLUSHSLOTS.",
+        ));
+    }
+    let st = state(ctx)?;
+    for o in st.owner.iter_mut() {
+        if *o == Some(0) {
+            *o = None;
         }
-        "myshardid" => {
-            let id = state(ctx)?.shard_id.clone();
-            ctx.out.bulk(id.as_bytes());
-            Ok(())
+    }
+    ctx.core.redirect_blocked_clients();
+    ctx.out.ok();
+    saved(ctx)
+}
+
+/// CLUSTER SAVECONFIG: Forces a node to save the cluster configuration to disk.
+fn cluster_saveconfig(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    enabled(ctx)?;
+    if let Err(e) = state(ctx)?.save() {
+        return Err(ReplyError::owned(format!(
+            "ERR error saving the cluster node config: {e}"
+        )));
+    }
+    ctx.out.ok();
+    Ok(())
+}
+
+/// CLUSTER SET-CONFIG-EPOCH: Sets the configuration epoch for a new node.
+fn cluster_set_config_epoch(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    enabled(ctx)?;
+    let epoch = super::parse_i64(ctx.arg(2))?;
+    let st = state(ctx)?;
+    if epoch < 0 {
+        return Err(ReplyError::owned(format!(
+            "ERR Invalid config epoch specified: {epoch}"
+        )));
+    } else if st.nodes.len() > 1 {
+        return Err(ReplyError::msg(
+            "ERR The user can assign a config epoch only when the node does not know any other node.",
+        ));
+    } else if st.nodes[0].config_epoch != 0 {
+        return Err(ReplyError::msg("ERR Node config epoch is already non-zero"));
+    }
+    st.nodes[0].config_epoch = epoch as u64;
+    st.current_epoch = st.current_epoch.max(epoch as u64);
+    ctx.out.ok();
+    saved(ctx)
+}
+
+/// CLUSTER BUMPEPOCH: Advances the cluster config epoch.
+fn cluster_bumpepoch(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    enabled(ctx)?;
+    let st = state(ctx)?;
+    let bumped = bump_epoch(st);
+    let epoch = st.nodes[0].config_epoch;
+    let word = if bumped { "BUMPED" } else { "STILL" };
+    ctx.out.simple(format!("{word} {epoch}").as_bytes());
+    saved(ctx)
+}
+
+/// CLUSTER RESET: Resets a node.
+fn cluster_reset(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    enabled(ctx)?;
+    let hard = match ctx.argv.len() {
+        2 => false,
+        3 if super::is(ctx.arg(2), "hard") => true,
+        3 if super::is(ctx.arg(2), "soft") => false,
+        3 => return Err(ReplyError::Syntax),
+        _ => return Err(subcommand_error(ctx)),
+    };
+    let db = ctx.client.db;
+    let replica = state(ctx)?.nodes[0].flags.contains(NodeFlags::SLAVE);
+    if !replica && !ctx.core.dbs[db].keys.is_empty() {
+        return Err(ReplyError::msg(
+            "ERR CLUSTER RESET can't be called with master nodes containing keys",
+        ));
+    }
+    if replica {
+        // clusterReset: a replica turns into a primary and drops its data.
+        {
+            let me = &mut state(ctx)?.nodes[0];
+            me.flags.0 &= !NodeFlags::SLAVE;
+            me.flags.0 |= NodeFlags::MASTER;
+            me.master = None;
         }
-        "info" => {
-            let text = info_text(ctx);
-            ctx.out.verbatim(text.as_bytes());
-            Ok(())
+        ctx.core.become_primary();
+        for db in 0..ctx.core.dbs.len() {
+            super::server::flush_db(ctx, db);
         }
-        "nodes" => {
-            let text = nodes_text(ctx);
-            ctx.out.verbatim(text.as_bytes());
-            Ok(())
+        ctx.core.dirty += 1;
+        ctx.propagate(&["FLUSHALL"]);
+    }
+    let st = state(ctx)?;
+    // clusterReset: forget every slot and every other node, close open slots,
+    // end a manual failover; a hard reset also takes a new id and zeroes the
+    // epochs.
+    let manual_failover = st.manual.end != 0;
+    st.manual = Default::default();
+    st.owner.iter_mut().for_each(|o| *o = None);
+    st.migrating.clear();
+    st.importing.clear();
+    st.nodes.truncate(1);
+    if hard {
+        st.current_epoch = 0;
+        st.last_vote_epoch = 0;
+        st.nodes[0].config_epoch = 0;
+        st.nodes[0].id = crate::core::cluster::random_node_id();
+    }
+    // A primary paused for a manual failover takes writes again
+    // (resetManualFailover).
+    if manual_failover && ctx.core.repl.pause_writes {
+        ctx.core.repl.pause_writes = false;
+        ctx.core.resume_paused();
+    }
+    ctx.core.redirect_blocked_clients();
+    ctx.out.ok();
+    saved(ctx)
+}
+
+/// CLUSTER COUNT-FAILURE-REPORTS: Returns the number of active failure reports active for a node.
+fn cluster_count_failure_reports(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    enabled(ctx)?;
+    let id = String::from_utf8_lossy(ctx.arg(2)).into_owned();
+    let now = ctx.now_ms;
+    let timeout = ctx.core.config.get_i64("cluster-node-timeout").max(1) as u64;
+    let st = state(ctx)?;
+    let Some(i) = st.lookup(&id) else {
+        return Err(ReplyError::owned(format!("ERR Unknown node {id}")));
+    };
+    let n = st.failure_reports(i, now, timeout * 2);
+    ctx.out.integer(n as i64);
+    Ok(())
+}
+
+/// CLUSTER LINKS: Returns a list of all TCP links to and from peer nodes.
+fn cluster_links(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    enabled(ctx)?;
+    // clusterCommand "links" (addReplyClusterLinksDescription): every other
+    // node's outbound link ("to") and the inbound one it uses ("from"). Our
+    // frames go straight to the link's writer, so nothing waits in a send
+    // buffer of ours: both buffer fields are 0.
+    let st = state(ctx)?;
+    let mut links: Vec<(&'static str, String, u64)> = Vec::new();
+    for n in st.nodes.iter().skip(1) {
+        if n.rt.link {
+            links.push(("to", n.id.clone(), n.rt.link_ctime));
         }
-        "slots" => {
-            slots_reply(ctx);
-            Ok(())
+        if let Some((_, since)) = n.rt.inbound {
+            links.push(("from", n.id.clone(), since));
         }
-        "shards" => {
-            shards_reply(ctx);
-            Ok(())
-        }
-        "keyslot" => {
-            let slot = key_hash_slot(ctx.arg(2));
-            ctx.out.integer(i64::from(slot));
-            Ok(())
-        }
-        "countkeysinslot" => {
-            let slot = super::parse_i64(ctx.arg(2))?;
-            if !(0..CLUSTER_SLOTS as i64).contains(&slot) {
-                return Err(ReplyError::msg("ERR Invalid slot"));
+    }
+    ctx.out.array(links.len());
+    for (direction, node, since) in links {
+        ctx.out.map(6);
+        ctx.out.bulk(b"direction");
+        ctx.out.bulk(direction.as_bytes());
+        ctx.out.bulk(b"node");
+        ctx.out.bulk(node.as_bytes());
+        ctx.out.bulk(b"create-time");
+        ctx.out.integer(since as i64);
+        ctx.out.bulk(b"events");
+        ctx.out.bulk(b"r");
+        ctx.out.bulk(b"send-buffer-allocated");
+        ctx.out.integer(0);
+        ctx.out.bulk(b"send-buffer-used");
+        ctx.out.integer(0);
+    }
+    Ok(())
+}
+
+/// CLUSTER FORGET: Removes a node from the nodes table.
+fn cluster_forget(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    enabled(ctx)?;
+    let id = String::from_utf8_lossy(ctx.arg(2)).into_owned();
+    let now = ctx.now_ms;
+    let st = state(ctx)?;
+    match st.lookup(&id) {
+        None => Err(ReplyError::owned(format!("ERR Unknown node {id}"))),
+        Some(0) => Err(ReplyError::msg(
+            "ERR I tried hard but I can't forget myself...",
+        )),
+        Some(i) => {
+            if st.nodes[0].master.as_deref() == Some(id.as_str()) {
+                return Err(ReplyError::msg("ERR Can't forget my master!"));
             }
-            let n = ctx.core.count_keys_in_slot(slot as u16);
-            ctx.out.integer(n as i64);
-            Ok(())
-        }
-        "getkeysinslot" => {
-            let slot = super::parse_i64(ctx.arg(2))?;
-            let max = super::parse_i64(ctx.arg(3))?;
-            if !(0..CLUSTER_SLOTS as i64).contains(&slot) || max < 0 {
-                return Err(ReplyError::msg("ERR Invalid slot or number of keys"));
-            }
-            let keys = ctx.core.keys_in_slot(slot as u16, max as usize);
-            ctx.out.array(keys.len());
-            for k in keys {
-                ctx.out.bulk(&k);
-            }
-            Ok(())
-        }
-        "addslots" | "delslots" => {
-            let del = sub == "delslots";
-            let mut slots = Vec::new();
-            for a in &ctx.argv[2..] {
-                slots.push(slot_arg(a)?);
-            }
-            assign(ctx, &slots, del)
-        }
-        "addslotsrange" | "delslotsrange" => {
-            let del = sub == "delslotsrange";
-            if ctx.argv.len() % 2 == 1 {
-                return Err(ReplyError::WrongArity(format!("cluster|{sub}")));
-            }
-            let mut slots = Vec::new();
-            for pair in ctx.argv[2..].chunks_exact(2) {
-                let start = slot_arg(&pair[0])?;
-                let end = slot_arg(&pair[1])?;
-                if start > end {
-                    return Err(ReplyError::owned(format!(
-                        "ERR start slot number {start} is greater than end slot number {end}"
-                    )));
-                }
-                slots.extend(start..=end);
-            }
-            assign(ctx, &slots, del)
-        }
-        "flushslots" => {
-            if !ctx.core.dbs[0].keys.is_empty() {
-                return Err(ReplyError::msg(
-                    "ERR DB must be empty to perform CLUSTER FLUSHSLOTS.",
-                ));
-            }
-            let st = state(ctx)?;
-            for o in st.owner.iter_mut() {
-                if *o == Some(0) {
-                    *o = None;
-                }
-            }
-            ctx.core.redirect_blocked_clients();
+            st.del_node(i);
+            st.blacklist
+                .insert(id, now + crate::core::cluster::BLACKLIST_TTL_MS);
             ctx.out.ok();
             saved(ctx)
         }
-        "setslot" => setslot(ctx),
-        "saveconfig" => {
-            if let Err(e) = state(ctx)?.save() {
-                return Err(ReplyError::owned(format!(
-                    "ERR error saving the cluster node config: {e}"
-                )));
-            }
-            ctx.out.ok();
-            Ok(())
+    }
+}
+
+/// CLUSTER REPLICATE: Configure a node as replica of a master node.
+fn cluster_replicate(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    enabled(ctx)?;
+    let id = String::from_utf8_lossy(ctx.arg(2)).into_owned();
+    let keys = !ctx.core.dbs[0].keys.is_empty();
+    let st = state(ctx)?;
+    match st.lookup(&id) {
+        None => Err(ReplyError::owned(format!("ERR Unknown node {id}"))),
+        Some(0) => Err(ReplyError::msg("ERR Can't replicate myself")),
+        Some(i) if !st.nodes[i].flags.contains(NodeFlags::MASTER) => Err(ReplyError::msg(
+            "ERR I can only replicate a master, not a replica.",
+        )),
+        Some(_)
+            if st.nodes[0].flags.contains(NodeFlags::MASTER)
+                && (st.owner.contains(&Some(0)) || keys) =>
+        {
+            Err(ReplyError::msg(
+                "ERR To set a master the node must be empty and without assigned slots.",
+            ))
         }
-        "set-config-epoch" => {
-            let epoch = super::parse_i64(ctx.arg(2))?;
-            let st = state(ctx)?;
-            if epoch < 0 {
-                return Err(ReplyError::owned(format!(
-                    "ERR Invalid config epoch specified: {epoch}"
-                )));
-            } else if st.nodes.len() > 1 {
-                return Err(ReplyError::msg(
-                    "ERR The user can assign a config epoch only when the node does not know any other node.",
-                ));
-            } else if st.nodes[0].config_epoch != 0 {
-                return Err(ReplyError::msg("ERR Node config epoch is already non-zero"));
-            }
-            st.nodes[0].config_epoch = epoch as u64;
-            st.current_epoch = st.current_epoch.max(epoch as u64);
-            ctx.out.ok();
-            saved(ctx)
-        }
-        "bumpepoch" => {
-            let st = state(ctx)?;
-            let bumped = bump_epoch(st);
-            let epoch = st.nodes[0].config_epoch;
-            let word = if bumped { "BUMPED" } else { "STILL" };
-            ctx.out.simple(format!("{word} {epoch}").as_bytes());
-            saved(ctx)
-        }
-        "reset" => {
-            let hard = match ctx.argv.len() {
-                2 => false,
-                3 if super::is(ctx.arg(2), "hard") => true,
-                3 if super::is(ctx.arg(2), "soft") => false,
-                3 => return Err(ReplyError::Syntax),
-                _ => return Err(subcommand_error(ctx)),
-            };
-            let db = ctx.client.db;
-            let replica = state(ctx)?.nodes[0].flags.contains(NodeFlags::SLAVE);
-            if !replica && !ctx.core.dbs[db].keys.is_empty() {
-                return Err(ReplyError::msg(
-                    "ERR CLUSTER RESET can't be called with master nodes containing keys",
-                ));
-            }
-            if replica {
-                // clusterReset: a replica turns into a primary and drops its data.
-                {
-                    let me = &mut state(ctx)?.nodes[0];
-                    me.flags.0 &= !NodeFlags::SLAVE;
-                    me.flags.0 |= NodeFlags::MASTER;
-                    me.master = None;
-                }
-                ctx.core.become_primary();
-                for db in 0..ctx.core.dbs.len() {
-                    super::server::flush_db(ctx, db);
-                }
-                ctx.core.dirty += 1;
-                ctx.propagate(&["FLUSHALL"]);
-            }
-            let st = state(ctx)?;
-            // clusterReset: forget every slot and every other node, close open slots,
-            // end a manual failover; a hard reset also takes a new id and zeroes the
-            // epochs.
-            let manual_failover = st.manual.end != 0;
-            st.manual = Default::default();
-            st.owner.iter_mut().for_each(|o| *o = None);
+        Some(i) => {
+            // clusterSetMaster: a primary gives up its open slots and becomes a
+            // replica; the replication link follows the new primary.
+            let me = &mut st.nodes[0];
+            me.flags.0 &= !(NodeFlags::MASTER | NodeFlags::MIGRATE_TO);
+            me.flags.0 |= NodeFlags::SLAVE;
+            me.master = Some(id);
             st.migrating.clear();
             st.importing.clear();
-            st.nodes.truncate(1);
-            if hard {
-                st.current_epoch = 0;
-                st.last_vote_epoch = 0;
-                st.nodes[0].config_epoch = 0;
-                st.nodes[0].id = crate::core::cluster::random_node_id();
+            st.manual = Default::default();
+            let (ip, port) = (st.nodes[i].ip.clone(), st.nodes[i].port);
+            st.requests.push(BusRequest::BroadcastPong);
+            st.wake.notify_one();
+            if !ip.is_empty() {
+                super::replication::follow(ctx.core, ip, port);
             }
-            // A primary paused for a manual failover takes writes again
-            // (resetManualFailover).
-            if manual_failover && ctx.core.repl.pause_writes {
-                ctx.core.repl.pause_writes = false;
-                ctx.core.resume_paused();
-            }
-            ctx.core.redirect_blocked_clients();
             ctx.out.ok();
             saved(ctx)
         }
-        "count-failure-reports" => {
-            let id = String::from_utf8_lossy(ctx.arg(2)).into_owned();
-            let now = ctx.now_ms;
-            let timeout = ctx.core.config.get_i64("cluster-node-timeout").max(1) as u64;
-            let st = state(ctx)?;
-            let Some(i) = st.lookup(&id) else {
-                return Err(ReplyError::owned(format!("ERR Unknown node {id}")));
-            };
-            let n = st.failure_reports(i, now, timeout * 2);
-            ctx.out.integer(n as i64);
-            Ok(())
-        }
-        "links" => {
-            // clusterCommand "links" (addReplyClusterLinksDescription): every other
-            // node's outbound link ("to") and the inbound one it uses ("from"). Our
-            // frames go straight to the link's writer, so nothing waits in a send
-            // buffer of ours: both buffer fields are 0.
-            let st = state(ctx)?;
-            let mut links: Vec<(&'static str, String, u64)> = Vec::new();
-            for n in st.nodes.iter().skip(1) {
-                if n.rt.link {
-                    links.push(("to", n.id.clone(), n.rt.link_ctime));
-                }
-                if let Some((_, since)) = n.rt.inbound {
-                    links.push(("from", n.id.clone(), since));
-                }
-            }
-            ctx.out.array(links.len());
-            for (direction, node, since) in links {
-                ctx.out.map(6);
-                ctx.out.bulk(b"direction");
-                ctx.out.bulk(direction.as_bytes());
-                ctx.out.bulk(b"node");
-                ctx.out.bulk(node.as_bytes());
-                ctx.out.bulk(b"create-time");
-                ctx.out.integer(since as i64);
-                ctx.out.bulk(b"events");
-                ctx.out.bulk(b"r");
-                ctx.out.bulk(b"send-buffer-allocated");
-                ctx.out.integer(0);
-                ctx.out.bulk(b"send-buffer-used");
-                ctx.out.integer(0);
-            }
-            Ok(())
-        }
-        "forget" => {
-            let id = String::from_utf8_lossy(ctx.arg(2)).into_owned();
-            let now = ctx.now_ms;
-            let st = state(ctx)?;
-            match st.lookup(&id) {
-                None => Err(ReplyError::owned(format!("ERR Unknown node {id}"))),
-                Some(0) => Err(ReplyError::msg(
-                    "ERR I tried hard but I can't forget myself...",
-                )),
-                Some(i) => {
-                    if st.nodes[0].master.as_deref() == Some(id.as_str()) {
-                        return Err(ReplyError::msg("ERR Can't forget my master!"));
-                    }
-                    st.del_node(i);
-                    st.blacklist
-                        .insert(id, now + crate::core::cluster::BLACKLIST_TTL_MS);
-                    ctx.out.ok();
-                    saved(ctx)
-                }
-            }
-        }
-        "replicate" => {
-            let id = String::from_utf8_lossy(ctx.arg(2)).into_owned();
-            let keys = !ctx.core.dbs[0].keys.is_empty();
-            let st = state(ctx)?;
-            match st.lookup(&id) {
-                None => Err(ReplyError::owned(format!("ERR Unknown node {id}"))),
-                Some(0) => Err(ReplyError::msg("ERR Can't replicate myself")),
-                Some(i) if !st.nodes[i].flags.contains(NodeFlags::MASTER) => Err(ReplyError::msg(
-                    "ERR I can only replicate a master, not a replica.",
-                )),
-                Some(_)
-                    if st.nodes[0].flags.contains(NodeFlags::MASTER)
-                        && (st.owner.contains(&Some(0)) || keys) =>
-                {
-                    Err(ReplyError::msg(
-                        "ERR To set a master the node must be empty and without assigned slots.",
-                    ))
-                }
-                Some(i) => {
-                    // clusterSetMaster: a primary gives up its open slots and becomes a
-                    // replica; the replication link follows the new primary.
-                    let me = &mut st.nodes[0];
-                    me.flags.0 &= !(NodeFlags::MASTER | NodeFlags::MIGRATE_TO);
-                    me.flags.0 |= NodeFlags::SLAVE;
-                    me.master = Some(id);
-                    st.migrating.clear();
-                    st.importing.clear();
-                    st.manual = Default::default();
-                    let (ip, port) = (st.nodes[i].ip.clone(), st.nodes[i].port);
-                    st.requests.push(BusRequest::BroadcastPong);
-                    st.wake.notify_one();
-                    if !ip.is_empty() {
-                        super::replication::follow(ctx.core, ip, port);
-                    }
-                    ctx.out.ok();
-                    saved(ctx)
-                }
-            }
-        }
-        "replicas" | "slaves" => {
-            let id = String::from_utf8_lossy(ctx.arg(2)).into_owned();
-            let st = state(ctx)?;
-            match st.lookup(&id) {
-                None => Err(ReplyError::owned(format!("ERR Unknown node {id}"))),
-                Some(i) if !st.nodes[i].flags.contains(NodeFlags::MASTER) => {
-                    Err(ReplyError::msg("ERR The specified node is not a master"))
-                }
-                Some(i) => {
-                    let text: Vec<String> = st
-                        .replicas_of(i)
-                        .into_iter()
-                        .map(|r| {
-                            let mut line = String::new();
-                            st.to_conf().nodes[r].write(&mut line);
-                            line
-                        })
-                        .collect();
-                    ctx.out.array(text.len());
-                    for t in text {
-                        ctx.out.bulk(t.as_bytes());
-                    }
-                    Ok(())
-                }
-            }
-        }
-        "failover" => {
-            match ctx.argv.len() {
-                2 => {}
-                3 if super::is(ctx.arg(2), "force") || super::is(ctx.arg(2), "takeover") => {}
-                _ => return Err(ReplyError::Syntax),
-            }
-            let force = ctx.argv.len() == 3 && super::is(ctx.arg(2), "force");
-            let takeover = ctx.argv.len() == 3 && super::is(ctx.arg(2), "takeover");
-            let now = ctx.now_ms;
-            let st = state(ctx)?;
-            if st.nodes[0].flags.contains(NodeFlags::MASTER) {
-                return Err(ReplyError::msg(
-                    "ERR You should send CLUSTER FAILOVER to a replica",
-                ));
-            }
-            let Some(m) = st.my_master() else {
-                return Err(ReplyError::msg(
-                    "ERR I'm a replica but my master is unknown to me",
-                ));
-            };
-            if !force
-                && !takeover
-                && (st.nodes[m].flags.contains(NodeFlags::FAIL) || !st.nodes[m].rt.link)
-            {
-                return Err(ReplyError::msg(
-                    "ERR Master is down or failed, please use CLUSTER FAILOVER FORCE",
-                ));
-            }
-            // clusterCommand "failover": a manual failover of MF_TIMEOUT.
-            st.manual = Default::default();
-            st.manual.end = now + crate::core::cluster::MF_TIMEOUT_MS;
-            if takeover {
-                st.requests.push(BusRequest::Takeover);
-            } else if force {
-                st.manual.can_start = true;
-            } else {
-                st.requests.push(BusRequest::MfStart);
-            }
-            st.wake.notify_one();
-            ctx.out.ok();
-            Ok(())
-        }
-        "meet" => meet(ctx),
-        _ => Err(subcommand_error(ctx)),
     }
+}
+
+/// CLUSTER REPLICAS (and SLAVES): Lists the replica nodes of a master node.
+fn cluster_replicas(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    enabled(ctx)?;
+    let id = String::from_utf8_lossy(ctx.arg(2)).into_owned();
+    let st = state(ctx)?;
+    match st.lookup(&id) {
+        None => Err(ReplyError::owned(format!("ERR Unknown node {id}"))),
+        Some(i) if !st.nodes[i].flags.contains(NodeFlags::MASTER) => {
+            Err(ReplyError::msg("ERR The specified node is not a master"))
+        }
+        Some(i) => {
+            let text: Vec<String> = st
+                .replicas_of(i)
+                .into_iter()
+                .map(|r| {
+                    let mut line = String::new();
+                    st.to_conf().nodes[r].write(&mut line);
+                    line
+                })
+                .collect();
+            ctx.out.array(text.len());
+            for t in text {
+                ctx.out.bulk(t.as_bytes());
+            }
+            Ok(())
+        }
+    }
+}
+
+/// CLUSTER FAILOVER: Forces a replica to perform a manual failover of its master.
+fn cluster_failover(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    enabled(ctx)?;
+    match ctx.argv.len() {
+        2 => {}
+        3 if super::is(ctx.arg(2), "force") || super::is(ctx.arg(2), "takeover") => {}
+        _ => return Err(ReplyError::Syntax),
+    }
+    let force = ctx.argv.len() == 3 && super::is(ctx.arg(2), "force");
+    let takeover = ctx.argv.len() == 3 && super::is(ctx.arg(2), "takeover");
+    let now = ctx.now_ms;
+    let st = state(ctx)?;
+    if st.nodes[0].flags.contains(NodeFlags::MASTER) {
+        return Err(ReplyError::msg(
+            "ERR You should send CLUSTER FAILOVER to a replica",
+        ));
+    }
+    let Some(m) = st.my_master() else {
+        return Err(ReplyError::msg(
+            "ERR I'm a replica but my master is unknown to me",
+        ));
+    };
+    if !force && !takeover && (st.nodes[m].flags.contains(NodeFlags::FAIL) || !st.nodes[m].rt.link)
+    {
+        return Err(ReplyError::msg(
+            "ERR Master is down or failed, please use CLUSTER FAILOVER FORCE",
+        ));
+    }
+    // clusterCommand "failover": a manual failover of MF_TIMEOUT.
+    st.manual = Default::default();
+    st.manual.end = now + crate::core::cluster::MF_TIMEOUT_MS;
+    if takeover {
+        st.requests.push(BusRequest::Takeover);
+    } else if force {
+        st.manual.can_start = true;
+    } else {
+        st.requests.push(BusRequest::MfStart);
+    }
+    st.wake.notify_one();
+    ctx.out.ok();
+    Ok(())
 }
 
 /// CLUSTER MEET ip port [cport]: the bus starts a handshake (cluster.c `clusterCommand`
 /// "meet" → `clusterStartHandshake`).
 fn meet(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    enabled(ctx)?;
     if ctx.argv.len() != 4 && ctx.argv.len() != 5 {
         return Err(subcommand_error(ctx));
     }
@@ -593,6 +674,7 @@ fn assign(ctx: &mut Ctx<'_>, slots: &[u16], del: bool) -> Result<(), ReplyError>
 
 /// CLUSTER SETSLOT <slot> IMPORTING|MIGRATING|STABLE|NODE (cluster.c `clusterCommand`).
 fn setslot(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    enabled(ctx)?;
     let me_master = state(ctx)?.nodes[0].flags.contains(NodeFlags::MASTER);
     if !me_master {
         return Err(ReplyError::msg("ERR Please use SETSLOT only with masters."));
@@ -929,15 +1011,8 @@ fn asking(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     Ok(())
 }
 
-const fn sub(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    summary: &'static str,
-    since: &'static str,
-) -> CommandSpec {
-    CommandSpec::new(name, arity, flags, "cluster", summary, since, cluster_cmd)
-}
+/// The family of CLUSTER's subcommands.
+const CLUSTER: Family = Family::new("cluster");
 
 /// The flags Redis 7.0 gives the subcommands that change the cluster's configuration.
 const CONFIGURE: u32 = ADMIN | STALE;
@@ -997,201 +1072,229 @@ pub const COMMANDS: &[CommandSpec] = &[
 ];
 
 const SUBCOMMANDS: &[CommandSpec] = &[
-    sub(
+    CLUSTER.row(
         "cluster|addslots",
         -3,
         CONFIGURE,
         "Assigns new hash slots to a node.",
         "3.0.0",
+        cluster_addslots,
     ),
-    sub(
+    CLUSTER.row(
         "cluster|addslotsrange",
         -4,
         CONFIGURE,
         "Assigns new hash slot ranges to a node.",
         "7.0.0",
+        cluster_addslotsrange,
     ),
-    sub(
+    CLUSTER.row(
         "cluster|bumpepoch",
         2,
         CONFIGURE,
         "Advances the cluster config epoch.",
         "3.0.0",
+        cluster_bumpepoch,
     ),
-    sub(
+    CLUSTER.row(
         "cluster|count-failure-reports",
         3,
         CONFIGURE,
         "Returns the number of active failure reports active for a node.",
         "3.0.0",
+        cluster_count_failure_reports,
     ),
-    sub(
+    CLUSTER.row(
         "cluster|countkeysinslot",
         3,
         STALE,
         "Returns the number of keys in a hash slot.",
         "3.0.0",
+        cluster_countkeysinslot,
     ),
-    sub(
+    CLUSTER.row(
         "cluster|delslots",
         -3,
         CONFIGURE,
         "Sets hash slots as unbound for a node.",
         "3.0.0",
+        cluster_delslots,
     ),
-    sub(
+    CLUSTER.row(
         "cluster|delslotsrange",
         -4,
         CONFIGURE,
         "Sets hash slot ranges as unbound for a node.",
         "7.0.0",
+        cluster_delslotsrange,
     ),
-    sub(
+    CLUSTER.row(
         "cluster|failover",
         -2,
         CONFIGURE,
         "Forces a replica to perform a manual failover of its master.",
         "3.0.0",
+        cluster_failover,
     ),
-    sub(
+    CLUSTER.row(
         "cluster|flushslots",
         2,
         CONFIGURE,
         "Deletes all slots information from a node.",
         "3.0.0",
+        cluster_flushslots,
     ),
-    sub(
+    CLUSTER.row(
         "cluster|forget",
         3,
         CONFIGURE,
         "Removes a node from the nodes table.",
         "3.0.0",
+        cluster_forget,
     ),
-    sub(
+    CLUSTER.row(
         "cluster|getkeysinslot",
         4,
         STALE,
         "Returns the key names in a hash slot.",
         "3.0.0",
+        cluster_getkeysinslot,
     ),
-    sub(
+    CLUSTER.row(
         "cluster|help",
         2,
         LOADING | STALE,
         "Returns helpful text about the different subcommands.",
         "5.0.0",
+        cluster_help,
     ),
-    sub(
+    CLUSTER.row(
         "cluster|info",
         2,
         STALE,
         "Returns information about the state of a node.",
         "3.0.0",
+        cluster_info,
     ),
-    sub(
+    CLUSTER.row(
         "cluster|keyslot",
         3,
         STALE,
         "Returns the hash slot for a key.",
         "3.0.0",
+        cluster_keyslot,
     ),
-    sub(
+    CLUSTER.row(
         "cluster|links",
         2,
         STALE,
         "Returns a list of all TCP links to and from peer nodes.",
         "7.0.0",
+        cluster_links,
     ),
-    sub(
+    CLUSTER.row(
         "cluster|meet",
         -4,
         CONFIGURE,
         "Forces a node to handshake with another node.",
         "3.0.0",
+        meet,
     ),
-    sub(
+    CLUSTER.row(
         "cluster|myid",
         2,
         STALE,
         "Returns the ID of a node.",
         "3.0.0",
+        cluster_myid,
     ),
-    sub(
+    CLUSTER.row(
         "cluster|myshardid",
         2,
         STALE,
         "Returns the shard ID of a node.",
         "7.2.0",
+        cluster_myshardid,
     ),
-    sub(
+    CLUSTER.row(
         "cluster|nodes",
         2,
         STALE,
         "Returns the cluster configuration for a node.",
         "3.0.0",
+        cluster_nodes,
     ),
-    sub(
+    CLUSTER.row(
         "cluster|replicas",
         3,
         CONFIGURE,
         "Lists the replica nodes of a master node.",
         "5.0.0",
+        cluster_replicas,
     ),
-    sub(
+    CLUSTER.row(
         "cluster|replicate",
         3,
         CONFIGURE,
         "Configure a node as replica of a master node.",
         "3.0.0",
+        cluster_replicate,
     ),
-    sub(
+    CLUSTER.row(
         "cluster|reset",
         -2,
         CONFIGURE | NOSCRIPT,
         "Resets a node.",
         "3.0.0",
+        cluster_reset,
     ),
-    sub(
+    CLUSTER.row(
         "cluster|saveconfig",
         2,
         CONFIGURE,
         "Forces a node to save the cluster configuration to disk.",
         "3.0.0",
+        cluster_saveconfig,
     ),
-    sub(
+    CLUSTER.row(
         "cluster|set-config-epoch",
         3,
         CONFIGURE,
         "Sets the configuration epoch for a new node.",
         "3.0.0",
+        cluster_set_config_epoch,
     ),
-    sub(
+    CLUSTER.row(
         "cluster|setslot",
         -4,
         CONFIGURE,
         "Binds a hash slot to a node.",
         "3.0.0",
+        setslot,
     ),
-    sub(
+    CLUSTER.row(
         "cluster|shards",
         2,
         LOADING | STALE,
         "Returns the mapping of cluster slots to shards.",
         "7.0.0",
+        cluster_shards,
     ),
-    sub(
+    CLUSTER.row(
         "cluster|slaves",
         3,
         CONFIGURE,
         "Lists the replica nodes of a master node.",
         "3.0.0",
+        cluster_replicas,
     ),
-    sub(
+    CLUSTER.row(
         "cluster|slots",
         2,
         LOADING | STALE,
         "Returns the mapping of cluster slots to nodes.",
         "3.0.0",
+        cluster_slots,
     ),
 ];
 

@@ -1,7 +1,7 @@
 //! Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, RESET, READONLY,
 //! READWRITE and the CLIENT container (reference §6).
 
-use super::{CommandSpec, flags::*, is, parse_i64};
+use super::{CommandSpec, Family, flags::*, is, parse_i64};
 use crate::core::client::ClientMsg;
 use crate::core::{Ctx, redis_version};
 use crate::error::ReplyError;
@@ -9,20 +9,12 @@ use crate::resp::writer::Protocol;
 
 const CONN: &[&str] = &["@connection"];
 
-const fn conn(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    summary: &'static str,
-    since: &'static str,
-    handler: super::Handler,
-) -> CommandSpec {
-    CommandSpec::new(name, arity, flags, "connection", summary, since, handler).categories(CONN)
-}
+/// The family of the connection commands' rows.
+const CONNECTION: Family = Family::new("connection").categories(CONN);
 
 /// This family's rows of the command table.
 pub const COMMANDS: &[CommandSpec] = &[
-    conn(
+    CONNECTION.row(
         "ping",
         -1,
         FAST,
@@ -30,8 +22,8 @@ pub const COMMANDS: &[CommandSpec] = &[
         "1.0.0",
         ping,
     ),
-    conn("echo", 2, FAST, "Returns the given string.", "1.0.0", echo),
-    conn(
+    CONNECTION.row("echo", 2, FAST, "Returns the given string.", "1.0.0", echo),
+    CONNECTION.row(
         "hello",
         -1,
         FAST | NO_AUTH | NOSCRIPT | LOADING | STALE,
@@ -39,7 +31,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "6.0.0",
         hello,
     ),
-    conn(
+    CONNECTION.row(
         "auth",
         -2,
         FAST | NO_AUTH | NOSCRIPT | LOADING | STALE,
@@ -47,7 +39,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "1.0.0",
         auth,
     ),
-    conn(
+    CONNECTION.row(
         "select",
         2,
         FAST | LOADING | STALE,
@@ -55,7 +47,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "1.0.0",
         select,
     ),
-    conn(
+    CONNECTION.row(
         "quit",
         -1,
         FAST | NO_AUTH | NO_MULTI_QUEUE | NOSCRIPT | LOADING | STALE,
@@ -63,7 +55,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "1.0.0",
         quit,
     ),
-    conn(
+    CONNECTION.row(
         "reset",
         1,
         FAST | NO_AUTH | NO_MULTI_QUEUE | NOSCRIPT | LOADING | STALE,
@@ -90,7 +82,7 @@ pub const COMMANDS: &[CommandSpec] = &[
 ];
 
 const CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
-    conn(
+    CONNECTION.row(
         "client|id",
         2,
         NOSCRIPT | LOADING | STALE,
@@ -98,7 +90,7 @@ const CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
         "5.0.0",
         client_id,
     ),
-    conn(
+    CONNECTION.row(
         "client|setname",
         3,
         NOSCRIPT | LOADING | STALE,
@@ -106,7 +98,7 @@ const CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
         "2.6.9",
         client_setname,
     ),
-    conn(
+    CONNECTION.row(
         "client|getname",
         2,
         NOSCRIPT | LOADING | STALE,
@@ -114,7 +106,7 @@ const CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
         "2.6.9",
         client_getname,
     ),
-    conn(
+    CONNECTION.row(
         "client|setinfo",
         4,
         NOSCRIPT | LOADING | STALE,
@@ -122,7 +114,7 @@ const CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
         "7.2.0",
         client_setinfo,
     ),
-    conn(
+    CONNECTION.row(
         "client|list",
         -2,
         ADMIN | NOSCRIPT | LOADING | STALE,
@@ -130,7 +122,7 @@ const CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
         "2.4.0",
         client_list,
     ),
-    conn(
+    CONNECTION.row(
         "client|info",
         2,
         NOSCRIPT | LOADING | STALE,
@@ -138,7 +130,7 @@ const CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
         "6.2.0",
         client_info,
     ),
-    conn(
+    CONNECTION.row(
         "client|kill",
         -3,
         ADMIN | NOSCRIPT | LOADING | STALE,
@@ -146,7 +138,7 @@ const CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
         "2.4.0",
         client_kill,
     ),
-    conn(
+    CONNECTION.row(
         "client|no-evict",
         3,
         ADMIN | NOSCRIPT | LOADING | STALE,
@@ -154,7 +146,7 @@ const CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
         "7.0.0",
         client_no_evict,
     ),
-    conn(
+    CONNECTION.row(
         "client|no-touch",
         3,
         NOSCRIPT | LOADING | STALE,
@@ -162,7 +154,7 @@ const CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
         "7.2.0",
         client_no_touch,
     ),
-    conn(
+    CONNECTION.row(
         "client|unblock",
         -3,
         ADMIN | NOSCRIPT | LOADING | STALE,
@@ -170,7 +162,7 @@ const CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
         "5.0.0",
         client_unblock,
     ),
-    conn(
+    CONNECTION.row(
         "client|help",
         2,
         LOADING | STALE,

@@ -17,7 +17,7 @@
 //! last field went. HINCRBYFLOAT is logged as `HSET key field <result>` (Redis's
 //! rewrite); every other write is logged as sent, and only when it changed something.
 
-use super::{CommandSpec, flags::*, is, keyflags, parse_i64};
+use super::{CommandSpec, Family, flags::*, is, keyflags, parse_i64};
 use crate::core::Ctx;
 use crate::core::notify::class;
 use crate::error::ReplyError;
@@ -29,23 +29,8 @@ use crate::util::glob_match;
 
 const HASH: &[&str] = &["@hash"];
 
-/// A single-key hash command row.
-const fn row(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    summary: &'static str,
-    since: &'static str,
-    handler: super::Handler,
-    key_flags: &'static [u32],
-) -> CommandSpec {
-    CommandSpec {
-        key_flags,
-        ..CommandSpec::new(name, arity, flags, "hash", summary, since, handler)
-            .keys(1, 1, 1)
-            .categories(HASH)
-    }
-}
+/// The family of the hash commands: the key is the first argument.
+const HASH_ROWS: Family = Family::new("hash").categories(HASH).keys(1, 1, 1);
 
 use keyflags::{ACCESS, DELETE, INSERT, RO, RW, UPDATE};
 const RO_: &[u32] = &[RO];
@@ -54,150 +39,166 @@ const RW_ACCESS_UPDATE: &[u32] = &[RW | ACCESS | UPDATE];
 
 /// This family's rows of the command table.
 pub const COMMANDS: &[CommandSpec] = &[
-    row(
-        "hdel",
-        -3,
-        WRITE | FAST,
-        "Delete one or more hash fields",
-        "2.0.0",
-        hdel,
-        &[RW | DELETE],
-    ),
-    row(
-        "hexists",
-        3,
-        READONLY | FAST,
-        "Determine if a hash field exists",
-        "2.0.0",
-        hexists,
-        RO_,
-    ),
-    row(
-        "hget",
-        3,
-        READONLY | FAST,
-        "Get the value of a hash field",
-        "2.0.0",
-        hget,
-        RO_ACCESS,
-    ),
-    row(
-        "hgetall",
-        2,
-        READONLY,
-        "Get all the fields and values in a hash",
-        "2.0.0",
-        hgetall,
-        RO_ACCESS,
-    ),
-    row(
-        "hincrby",
-        4,
-        WRITE | DENYOOM | FAST,
-        "Increment the integer value of a hash field by the given number",
-        "2.0.0",
-        hincrby,
-        RW_ACCESS_UPDATE,
-    ),
-    row(
-        "hincrbyfloat",
-        4,
-        WRITE | DENYOOM | FAST,
-        "Increment the float value of a hash field by the given amount",
-        "2.6.0",
-        hincrbyfloat,
-        RW_ACCESS_UPDATE,
-    ),
-    row(
-        "hkeys",
-        2,
-        READONLY,
-        "Get all the fields in a hash",
-        "2.0.0",
-        hkeys,
-        RO_ACCESS,
-    ),
-    row(
-        "hlen",
-        2,
-        READONLY | FAST,
-        "Get the number of fields in a hash",
-        "2.0.0",
-        hlen,
-        RO_,
-    ),
-    row(
-        "hmget",
-        -3,
-        READONLY | FAST,
-        "Get the values of all the given hash fields",
-        "2.0.0",
-        hmget,
-        RO_ACCESS,
-    ),
-    row(
-        "hmset",
-        -4,
-        WRITE | DENYOOM | FAST,
-        "Set multiple hash fields to multiple values",
-        "2.0.0",
-        hset,
-        &[RW | UPDATE],
-    ),
-    row(
-        "hrandfield",
-        -2,
-        READONLY,
-        "Get one or multiple random fields from a hash",
-        "6.2.0",
-        hrandfield,
-        RO_ACCESS,
-    ),
-    row(
-        "hscan",
-        -3,
-        READONLY,
-        "Incrementally iterate hash fields and associated values",
-        "2.8.0",
-        hscan,
-        RO_ACCESS,
-    ),
-    row(
-        "hset",
-        -4,
-        WRITE | DENYOOM | FAST,
-        "Set the string value of a hash field",
-        "2.0.0",
-        hset,
-        &[RW | UPDATE],
-    ),
-    row(
-        "hsetnx",
-        4,
-        WRITE | DENYOOM | FAST,
-        "Set the value of a hash field, only if the field does not exist",
-        "2.0.0",
-        hsetnx,
-        &[RW | INSERT],
-    ),
-    row(
-        "hstrlen",
-        3,
-        READONLY | FAST,
-        "Get the length of the value of a hash field",
-        "3.2.0",
-        hstrlen,
-        RO_,
-    ),
-    row(
-        "hvals",
-        2,
-        READONLY,
-        "Get all the values in a hash",
-        "2.0.0",
-        hvals,
-        RO_ACCESS,
-    ),
+    HASH_ROWS
+        .row(
+            "hdel",
+            -3,
+            WRITE | FAST,
+            "Delete one or more hash fields",
+            "2.0.0",
+            hdel,
+        )
+        .with_key_flags(&[RW | DELETE]),
+    HASH_ROWS
+        .row(
+            "hexists",
+            3,
+            READONLY | FAST,
+            "Determine if a hash field exists",
+            "2.0.0",
+            hexists,
+        )
+        .with_key_flags(RO_),
+    HASH_ROWS
+        .row(
+            "hget",
+            3,
+            READONLY | FAST,
+            "Get the value of a hash field",
+            "2.0.0",
+            hget,
+        )
+        .with_key_flags(RO_ACCESS),
+    HASH_ROWS
+        .row(
+            "hgetall",
+            2,
+            READONLY,
+            "Get all the fields and values in a hash",
+            "2.0.0",
+            hgetall,
+        )
+        .with_key_flags(RO_ACCESS),
+    HASH_ROWS
+        .row(
+            "hincrby",
+            4,
+            WRITE | DENYOOM | FAST,
+            "Increment the integer value of a hash field by the given number",
+            "2.0.0",
+            hincrby,
+        )
+        .with_key_flags(RW_ACCESS_UPDATE),
+    HASH_ROWS
+        .row(
+            "hincrbyfloat",
+            4,
+            WRITE | DENYOOM | FAST,
+            "Increment the float value of a hash field by the given amount",
+            "2.6.0",
+            hincrbyfloat,
+        )
+        .with_key_flags(RW_ACCESS_UPDATE),
+    HASH_ROWS
+        .row(
+            "hkeys",
+            2,
+            READONLY,
+            "Get all the fields in a hash",
+            "2.0.0",
+            hkeys,
+        )
+        .with_key_flags(RO_ACCESS),
+    HASH_ROWS
+        .row(
+            "hlen",
+            2,
+            READONLY | FAST,
+            "Get the number of fields in a hash",
+            "2.0.0",
+            hlen,
+        )
+        .with_key_flags(RO_),
+    HASH_ROWS
+        .row(
+            "hmget",
+            -3,
+            READONLY | FAST,
+            "Get the values of all the given hash fields",
+            "2.0.0",
+            hmget,
+        )
+        .with_key_flags(RO_ACCESS),
+    HASH_ROWS
+        .row(
+            "hmset",
+            -4,
+            WRITE | DENYOOM | FAST,
+            "Set multiple hash fields to multiple values",
+            "2.0.0",
+            hset,
+        )
+        .with_key_flags(&[RW | UPDATE]),
+    HASH_ROWS
+        .row(
+            "hrandfield",
+            -2,
+            READONLY,
+            "Get one or multiple random fields from a hash",
+            "6.2.0",
+            hrandfield,
+        )
+        .with_key_flags(RO_ACCESS),
+    HASH_ROWS
+        .row(
+            "hscan",
+            -3,
+            READONLY,
+            "Incrementally iterate hash fields and associated values",
+            "2.8.0",
+            hscan,
+        )
+        .with_key_flags(RO_ACCESS),
+    HASH_ROWS
+        .row(
+            "hset",
+            -4,
+            WRITE | DENYOOM | FAST,
+            "Set the string value of a hash field",
+            "2.0.0",
+            hset,
+        )
+        .with_key_flags(&[RW | UPDATE]),
+    HASH_ROWS
+        .row(
+            "hsetnx",
+            4,
+            WRITE | DENYOOM | FAST,
+            "Set the value of a hash field, only if the field does not exist",
+            "2.0.0",
+            hsetnx,
+        )
+        .with_key_flags(&[RW | INSERT]),
+    HASH_ROWS
+        .row(
+            "hstrlen",
+            3,
+            READONLY | FAST,
+            "Get the length of the value of a hash field",
+            "3.2.0",
+            hstrlen,
+        )
+        .with_key_flags(RO_),
+    HASH_ROWS
+        .row(
+            "hvals",
+            2,
+            READONLY,
+            "Get all the values in a hash",
+            "2.0.0",
+            hvals,
+        )
+        .with_key_flags(RO_ACCESS),
 ];
 
 // --- errors ------------------------------------------------------------------------------
@@ -261,15 +262,6 @@ pub(super) fn value_or_create<'c>(
     Ok((v, created))
 }
 
-/// Removes `key` (its collection became empty) with Redis's side effects: `del`,
-/// WATCH, blocked readers.
-pub(super) fn delete_emptied(ctx: &mut Ctx<'_>, key: &[u8]) {
-    let db = ctx.client.db;
-    ctx.core.dbs[db].remove(key);
-    ctx.core.key_deleted(db, key);
-    ctx.notify(class::GENERIC, "del", key);
-}
-
 fn as_hash(v: Option<&mut Value>) -> Result<Option<&mut Hash>, ReplyError> {
     match v {
         None => Ok(None),
@@ -325,9 +317,7 @@ fn hset(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     if created {
         ctx.notify(class::NEW, "new", key);
     }
-    ctx.modified(key);
-    ctx.notify(class::HASH, "hset", key);
-    ctx.propagate(argv);
+    ctx.collection_written(class::HASH, "hset", key, false, argv);
     Ok(())
 }
 
@@ -347,9 +337,7 @@ fn hsetnx(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     if created {
         ctx.notify(class::NEW, "new", key);
     }
-    ctx.modified(key);
-    ctx.notify(class::HASH, "hset", key);
-    ctx.propagate(argv);
+    ctx.collection_written(class::HASH, "hset", key, false, argv);
     Ok(())
 }
 
@@ -374,12 +362,7 @@ fn hdel(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     }
     ctx.out.integer(deleted);
     if deleted > 0 {
-        ctx.modified(key);
-        ctx.notify(class::HASH, "hdel", key);
-        if emptied {
-            delete_emptied(ctx, key);
-        }
-        ctx.propagate(argv);
+        ctx.collection_written(class::HASH, "hdel", key, emptied, argv);
     }
     Ok(())
 }
@@ -402,9 +385,7 @@ fn hincrby(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     if created {
         ctx.notify(class::NEW, "new", key);
     }
-    ctx.modified(key);
-    ctx.notify(class::HASH, "hincrby", key);
-    ctx.propagate(argv);
+    ctx.collection_written(class::HASH, "hincrby", key, false, argv);
     Ok(())
 }
 
@@ -440,9 +421,8 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     if created {
         ctx.notify(class::NEW, "new", key);
     }
-    ctx.modified(key);
-    ctx.notify(class::HASH, "hincrbyfloat", key);
-    ctx.propagate(&[b"HSET".as_slice(), key, &argv[2], text.as_bytes()]);
+    let effect = [b"HSET".as_slice(), key, &argv[2], text.as_bytes()];
+    ctx.collection_written(class::HASH, "hincrbyfloat", key, false, &effect);
     Ok(())
 }
 
@@ -570,7 +550,7 @@ pub(super) const SUB_STRATEGY_MUL: usize = 3;
 /// whole copy thinned at random when the count is close to the size, random draws
 /// otherwise. The order is the one a reply lists them in.
 pub(super) fn distinct_indices(size: usize, count: usize) -> Vec<usize> {
-    use crate::types::table::rand_below;
+    use crate::util::rand_below;
     if count * SUB_STRATEGY_MUL > size {
         let mut keep: Vec<usize> = (0..size).collect();
         while keep.len() > count {

@@ -24,7 +24,7 @@
 //! Lookups expire keys lazily first (`ctx.expire_if_needed`), so an expired key is
 //! never seen, counted or copied.
 
-use super::{CommandSpec, flags::*, is, parse_i64};
+use super::{CommandSpec, Family, flags::*, is, parse_i64};
 use crate::core::notify::class;
 use crate::core::{Core, Ctx};
 use crate::error::{ReplyError, lossy};
@@ -32,343 +32,135 @@ use crate::stream::Stream;
 use crate::types::{Kind, Value};
 use crate::util::glob_match;
 use bytes::Bytes;
-use std::hash::{BuildHasher, Hasher, RandomState};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 const KEYSPACE: &[&str] = &["@keyspace"];
 const KEYSPACE_DANGEROUS: &[&str] = &["@keyspace", "@dangerous"];
 
-/// A generic-group command row with the first/last/step key spec.
-#[allow(clippy::too_many_arguments)]
-const fn generic(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    (first_key, last_key, key_step): (i32, i32, i32),
-    summary: &'static str,
-    since: &'static str,
-    handler: super::Handler,
-) -> CommandSpec {
-    CommandSpec::new(name, arity, flags, "generic", summary, since, handler)
-        .keys(first_key, last_key, key_step)
-        .categories(KEYSPACE)
-}
-
-/// A container row (OBJECT, MEMORY): dispatch goes to its subcommands.
-const fn container(
-    name: &'static str,
-    group: &'static str,
-    summary: &'static str,
-    since: &'static str,
-    subcommands: &'static [CommandSpec],
-) -> CommandSpec {
-    CommandSpec::container(name, group, summary, since, subcommands)
-}
-
-/// Key spec: no keys.
-const NO_KEYS: (i32, i32, i32) = (0, 0, 0);
-/// Key spec: argument 1 only.
-const KEY1: (i32, i32, i32) = (1, 1, 1);
-/// Key spec: arguments 1 and 2.
-const KEY1_2: (i32, i32, i32) = (1, 2, 1);
-/// Key spec: every argument from 1.
-const ALL_KEYS: (i32, i32, i32) = (1, -1, 1);
-/// Key spec: argument 2 only (container subcommands).
-const KEY2: (i32, i32, i32) = (2, 2, 1);
+/// The family of the generic (keyspace) commands.
+const GENERIC: Family = Family::new("generic").categories(KEYSPACE);
 
 /// This family's rows of the command table.
 pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         key_flags: super::keyflags::RM_DELETE,
-        ..generic(
-            "del",
-            -2,
-            WRITE,
-            ALL_KEYS,
-            "Deletes one or more keys.",
-            "1.0.0",
-            del,
-        )
+        ..GENERIC.row("del", -2, WRITE, "Deletes one or more keys.", "1.0.0", del).keys(1, -1, 1)
     },
     CommandSpec {
         key_flags: super::keyflags::RM_DELETE,
-        ..generic(
-            "unlink",
-            -2,
-            WRITE | FAST,
-            ALL_KEYS,
-            "Asynchronously deletes one or more keys.",
-            "4.0.0",
-            del,
-        )
+        ..GENERIC.row("unlink", -2, WRITE | FAST, "Asynchronously deletes one or more keys.", "4.0.0", del).keys(1, -1, 1)
     },
     CommandSpec {
         key_flags: super::keyflags::RO_ONLY,
-        ..generic(
-            "exists",
-            -2,
-            READONLY | FAST,
-            ALL_KEYS,
-            "Determines whether one or more keys exist.",
-            "1.0.0",
-            exists,
-        )
+        ..GENERIC.row("exists", -2, READONLY | FAST, "Determines whether one or more keys exist.", "1.0.0", exists).keys(1, -1, 1)
     },
     CommandSpec {
         key_flags: super::keyflags::RO_ONLY,
-        ..generic(
-            "type",
-            2,
-            READONLY | FAST,
-            KEY1,
-            "Determines the type of value stored at a key.",
-            "1.0.0",
-            type_,
-        )
+        ..GENERIC.row("type", 2, READONLY | FAST, "Determines the type of value stored at a key.", "1.0.0", type_).keys(1, 1, 1)
     },
     CommandSpec {
         acl: KEYSPACE_DANGEROUS,
-        ..generic(
-            "keys",
-            2,
-            READONLY,
-            NO_KEYS,
-            "Returns all key names that match a pattern.",
-            "1.0.0",
-            keys,
-        )
+        ..GENERIC.row("keys", 2, READONLY, "Returns all key names that match a pattern.", "1.0.0", keys)
     },
-    generic(
-        "scan",
-        -2,
-        READONLY,
-        NO_KEYS,
-        "Iterates over the key names in the database.",
-        "2.8.0",
-        scan,
-    ),
-    generic(
-        "randomkey",
-        1,
-        READONLY,
-        NO_KEYS,
-        "Returns a random key name from the database.",
-        "1.0.0",
-        randomkey,
-    ),
+    GENERIC.row("scan", -2, READONLY, "Iterates over the key names in the database.", "2.8.0", scan),
+    GENERIC.row("randomkey", 1, READONLY, "Returns a random key name from the database.", "1.0.0", randomkey),
     CommandSpec {
         key_flags: &[
             super::keyflags::RW | super::keyflags::ACCESS | super::keyflags::DELETE,
             super::keyflags::OW | super::keyflags::UPDATE,
         ],
-        ..generic(
-            "rename",
-            3,
-            WRITE,
-            KEY1_2,
-            "Renames a key and overwrites the destination.",
-            "1.0.0",
-            rename,
-        )
+        ..GENERIC.row("rename", 3, WRITE, "Renames a key and overwrites the destination.", "1.0.0", rename).keys(1, 2, 1)
     },
     CommandSpec {
         key_flags: &[
             super::keyflags::RW | super::keyflags::ACCESS | super::keyflags::DELETE,
             super::keyflags::OW | super::keyflags::INSERT,
         ],
-        ..generic(
-            "renamenx",
-            3,
-            WRITE | FAST,
-            KEY1_2,
-            "Renames a key only when the target key name doesn't exist.",
-            "1.0.0",
-            renamenx,
-        )
+        ..GENERIC.row("renamenx", 3, WRITE | FAST, "Renames a key only when the target key name doesn't exist.", "1.0.0", renamenx).keys(1, 2, 1)
     },
     CommandSpec {
         key_flags: &[
             super::keyflags::RO | super::keyflags::ACCESS,
             super::keyflags::OW | super::keyflags::UPDATE,
         ],
-        ..generic(
-            "copy",
-            -3,
-            WRITE | DENYOOM,
-            KEY1_2,
-            "Copies the value of a key to a new key.",
-            "6.2.0",
-            copy,
-        )
+        ..GENERIC.row("copy", -3, WRITE | DENYOOM, "Copies the value of a key to a new key.", "6.2.0", copy).keys(1, 2, 1)
     },
     CommandSpec {
         key_flags: &[super::keyflags::RW | super::keyflags::ACCESS | super::keyflags::UPDATE],
-        ..generic(
-            "move",
-            3,
-            WRITE | FAST,
-            KEY1,
-            "Moves a key to another database.",
-            "1.0.0",
-            move_,
-        )
+        ..GENERIC.row("move", 3, WRITE | FAST, "Moves a key to another database.", "1.0.0", move_).keys(1, 1, 1)
     },
-    generic(
-        "expire",
-        -3,
-        WRITE | FAST,
-        KEY1,
-        "Sets the expiration time of a key in seconds.",
-        "1.0.0",
-        expire,
-    ),
-    generic(
-        "pexpire",
-        -3,
-        WRITE | FAST,
-        KEY1,
-        "Sets the expiration time of a key in milliseconds.",
-        "2.6.0",
-        pexpire,
-    ),
-    generic(
-        "expireat",
-        -3,
-        WRITE | FAST,
-        KEY1,
-        "Sets the expiration time of a key to a Unix timestamp.",
-        "1.2.0",
-        expireat,
-    ),
-    generic(
-        "pexpireat",
-        -3,
-        WRITE | FAST,
-        KEY1,
-        "Sets the expiration time of a key to a Unix milliseconds timestamp.",
-        "2.6.0",
-        pexpireat,
-    ),
-    generic(
-        "ttl",
-        2,
-        READONLY | FAST,
-        KEY1,
-        "Returns the expiration time in seconds of a key.",
-        "1.0.0",
-        ttl,
-    ),
-    generic(
-        "pttl",
-        2,
-        READONLY | FAST,
-        KEY1,
-        "Returns the expiration time in milliseconds of a key.",
-        "2.6.0",
-        pttl,
-    ),
-    generic(
-        "expiretime",
-        2,
-        READONLY | FAST,
-        KEY1,
-        "Returns the expiration time of a key as a Unix timestamp.",
-        "7.0.0",
-        expiretime,
-    ),
-    generic(
-        "pexpiretime",
-        2,
-        READONLY | FAST,
-        KEY1,
-        "Returns the expiration time of a key as a Unix milliseconds timestamp.",
-        "7.0.0",
-        pexpiretime,
-    ),
-    generic(
-        "persist",
-        2,
-        WRITE | FAST,
-        KEY1,
-        "Removes the expiration time of a key.",
-        "2.2.0",
-        persist,
-    ),
+    GENERIC.row("expire", -3, WRITE | FAST, "Sets the expiration time of a key in seconds.", "1.0.0", expire).keys(1, 1, 1),
+    GENERIC.row("pexpire", -3, WRITE | FAST, "Sets the expiration time of a key in milliseconds.", "2.6.0", pexpire).keys(1, 1, 1),
+    GENERIC.row("expireat", -3, WRITE | FAST, "Sets the expiration time of a key to a Unix timestamp.", "1.2.0", expireat).keys(1, 1, 1),
+    GENERIC.row("pexpireat", -3, WRITE | FAST, "Sets the expiration time of a key to a Unix milliseconds timestamp.", "2.6.0", pexpireat).keys(1, 1, 1),
+    GENERIC.row("ttl", 2, READONLY | FAST, "Returns the expiration time in seconds of a key.", "1.0.0", ttl).keys(1, 1, 1),
+    GENERIC.row("pttl", 2, READONLY | FAST, "Returns the expiration time in milliseconds of a key.", "2.6.0", pttl).keys(1, 1, 1),
+    GENERIC.row("expiretime", 2, READONLY | FAST, "Returns the expiration time of a key as a Unix timestamp.", "7.0.0", expiretime).keys(1, 1, 1),
+    GENERIC.row("pexpiretime", 2, READONLY | FAST, "Returns the expiration time of a key as a Unix milliseconds timestamp.", "7.0.0", pexpiretime).keys(1, 1, 1),
+    GENERIC.row("persist", 2, WRITE | FAST, "Removes the expiration time of a key.", "2.2.0", persist).keys(1, 1, 1),
     CommandSpec {
         key_flags: super::keyflags::RO_ONLY,
-        ..generic(
-            "touch",
-            -2,
-            READONLY | FAST,
-            ALL_KEYS,
-            "Returns the number of existing keys out of those specified after updating the time they were last accessed.",
-            "3.2.1",
-            touch,
-        )
+        ..GENERIC.row("touch", -2, READONLY | FAST, "Returns the number of existing keys out of those specified after updating the time they were last accessed.", "3.2.1", touch).keys(1, -1, 1)
     },
-    container(
-        "object",
-        "generic",
-        "A container for object introspection commands.",
-        "2.2.3",
-        OBJECT_SUBCOMMANDS,
-    ),
+    CommandSpec::container("object", "generic", "A container for object introspection commands.", "2.2.3", OBJECT_SUBCOMMANDS),
 ];
 
 const OBJECT_SUBCOMMANDS: &[CommandSpec] = &[
     CommandSpec {
         key_flags: super::keyflags::RO_ONLY,
-        ..generic(
-            "object|encoding",
-            3,
-            READONLY,
-            KEY2,
-            "Returns the internal encoding of a Redis object.",
-            "2.2.3",
-            object_encoding,
-        )
+        ..GENERIC
+            .row(
+                "object|encoding",
+                3,
+                READONLY,
+                "Returns the internal encoding of a Redis object.",
+                "2.2.3",
+                object_encoding,
+            )
+            .keys(2, 2, 1)
     },
     CommandSpec {
         key_flags: super::keyflags::RO_ONLY,
-        ..generic(
-            "object|freq",
-            3,
-            READONLY,
-            KEY2,
-            "Returns the logarithmic access frequency counter of a Redis object.",
-            "4.0.0",
-            object_freq,
-        )
+        ..GENERIC
+            .row(
+                "object|freq",
+                3,
+                READONLY,
+                "Returns the logarithmic access frequency counter of a Redis object.",
+                "4.0.0",
+                object_freq,
+            )
+            .keys(2, 2, 1)
     },
     CommandSpec {
         key_flags: super::keyflags::RO_ONLY,
-        ..generic(
-            "object|idletime",
-            3,
-            READONLY,
-            KEY2,
-            "Returns the time since the last access to a Redis object.",
-            "2.2.3",
-            object_idletime,
-        )
+        ..GENERIC
+            .row(
+                "object|idletime",
+                3,
+                READONLY,
+                "Returns the time since the last access to a Redis object.",
+                "2.2.3",
+                object_idletime,
+            )
+            .keys(2, 2, 1)
     },
     CommandSpec {
         key_flags: super::keyflags::RO_ONLY,
-        ..generic(
-            "object|refcount",
-            3,
-            READONLY,
-            KEY2,
-            "Returns the reference count of a value of a key.",
-            "2.2.3",
-            object_refcount,
-        )
+        ..GENERIC
+            .row(
+                "object|refcount",
+                3,
+                READONLY,
+                "Returns the reference count of a value of a key.",
+                "2.2.3",
+                object_refcount,
+            )
+            .keys(2, 2, 1)
     },
-    generic(
+    GENERIC.row(
         "object|help",
         2,
         LOADING | STALE,
-        NO_KEYS,
         "Returns helpful text about the different subcommands.",
         "6.2.0",
         object_help,
@@ -410,26 +202,15 @@ fn parse_db(core: &Core, arg: &[u8]) -> Result<usize, ReplyError> {
     Ok(n as usize)
 }
 
-/// A pseudo-random u64 (RANDOMKEY): std's randomly keyed SipHash of a counter.
-fn random_u64() -> u64 {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut h = RandomState::new().build_hasher();
-    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    h.finish()
-}
-
 // --- DEL, EXISTS, TYPE, TOUCH ----------------------------------------------------------
 
 /// DEL and UNLINK (streamd frees synchronously either way).
 fn del(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let argv = ctx.argv;
-    let db = ctx.client.db;
     let mut deleted = 0;
     for key in &argv[1..] {
         ctx.expire_if_needed(key);
-        if ctx.core.dbs[db].remove(key).is_some() {
-            ctx.core.key_deleted(db, key);
-            ctx.notify(class::GENERIC, "del", key);
+        if ctx.delete_key(key) {
             ctx.core.dirty += 1;
             deleted += 1;
         }
@@ -599,7 +380,7 @@ fn scan(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 fn randomkey(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let db = ctx.client.db;
     loop {
-        let Some(key) = ctx.core.dbs[db].random_key(random_u64()) else {
+        let Some(key) = ctx.core.dbs[db].random_key(crate::util::rand_u64()) else {
             ctx.out.null();
             return Ok(());
         };
@@ -917,11 +698,7 @@ fn expire_generic(
             ]);
         }
         _ => {
-            ctx.core.dbs[db].remove(key);
-            ctx.core.key_deleted(db, key);
-            ctx.notify(class::GENERIC, "del", key);
-            ctx.core.dirty += 1;
-            ctx.propagate(&[b"DEL".as_slice(), key]);
+            ctx.delete_and_log(key);
         }
     }
     ctx.out.integer(1);

@@ -5,21 +5,12 @@
 //! HISTORY an array of `[time, ms]`, HISTOGRAM a map of command → `{calls,
 //! histogram_usec: {bucket µs: cumulative calls}}`, GRAPH and DOCTOR verbatim text.
 
+use super::SERVER;
 use super::{CommandSpec, flags::*};
 use crate::core::latency::{LatencyMonitor, TimeSeries};
 use crate::core::{Ctx, unix_ms};
 use crate::error::ReplyError;
 use std::fmt::Write as _;
-
-const fn sub(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    summary: &'static str,
-    handler: super::Handler,
-) -> CommandSpec {
-    CommandSpec::new(name, arity, flags, "server", summary, "2.8.13", handler)
-}
 
 const MONITOR: u32 = ADMIN | NOSCRIPT | LOADING | STALE;
 
@@ -33,56 +24,63 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec::container(
 )];
 
 const SUBCOMMANDS: &[CommandSpec] = &[
-    sub(
+    SERVER.row(
         "latency|doctor",
         2,
         MONITOR,
         "Returns a human-readable latency analysis report.",
+        "2.8.13",
         latency_doctor,
     ),
-    sub(
+    SERVER.row(
         "latency|graph",
         3,
         MONITOR,
         "Returns a latency graph for an event.",
+        "2.8.13",
         latency_graph,
     ),
-    sub(
+    SERVER.row(
         "latency|history",
         3,
         MONITOR,
         "Returns timestamp-latency samples for an event.",
+        "2.8.13",
         latency_history,
     ),
-    sub(
+    SERVER.row(
         "latency|latest",
         2,
         MONITOR,
         "Returns the latest latency samples for all events.",
+        "2.8.13",
         latency_latest,
     ),
-    sub(
+    SERVER.row(
         "latency|reset",
         -2,
         MONITOR,
         "Resets the latency data for one or more events.",
+        "2.8.13",
         latency_reset,
     ),
     CommandSpec {
         since: "7.0.0",
-        ..sub(
+        ..SERVER.row(
             "latency|histogram",
             -2,
             MONITOR,
             "Returns the cumulative distribution of latencies of a subset or all commands.",
+            "2.8.13",
             latency_histogram,
         )
     },
-    sub(
+    SERVER.row(
         "latency|help",
         2,
         LOADING | STALE,
         "Returns helpful text about the different subcommands.",
+        "2.8.13",
         latency_help,
     ),
 ];

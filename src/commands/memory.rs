@@ -8,21 +8,12 @@
 //! all fragmentation shows in `fragmentation` (RSS over allocated), which is honest about
 //! what we can see.
 
+use super::SERVER;
 use super::{CommandSpec, flags::*, is, parse_i64};
 use crate::core::{Core, Ctx};
 use crate::error::ReplyError;
 use crate::stream::memory::key_overhead;
 use std::fmt::Write as _;
-
-const fn sub(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    summary: &'static str,
-    handler: super::Handler,
-) -> CommandSpec {
-    CommandSpec::new(name, arity, flags, "server", summary, "4.0.0", handler)
-}
 
 /// This family's rows of the command table.
 pub const COMMANDS: &[CommandSpec] = &[CommandSpec::container(
@@ -34,50 +25,57 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec::container(
 )];
 
 const SUBCOMMANDS: &[CommandSpec] = &[
-    sub(
+    SERVER.row(
         "memory|doctor",
         2,
         0,
         "Outputs a memory problems report.",
+        "4.0.0",
         memory_doctor,
     ),
-    sub(
+    SERVER.row(
         "memory|malloc-stats",
         2,
         0,
         "Returns the allocator statistics.",
+        "4.0.0",
         memory_malloc_stats,
     ),
-    sub(
+    SERVER.row(
         "memory|purge",
         2,
         0,
         "Asks the allocator to release memory.",
+        "4.0.0",
         memory_purge,
     ),
-    sub(
+    SERVER.row(
         "memory|stats",
         2,
         0,
         "Returns details about memory usage.",
+        "4.0.0",
         memory_stats,
     ),
     CommandSpec {
         key_flags: super::keyflags::RO_ONLY,
-        ..sub(
-            "memory|usage",
-            -3,
-            READONLY,
-            "Estimates the memory usage of a key.",
-            memory_usage,
-        )
-        .keys(2, 2, 1)
+        ..SERVER
+            .row(
+                "memory|usage",
+                -3,
+                READONLY,
+                "Estimates the memory usage of a key.",
+                "4.0.0",
+                memory_usage,
+            )
+            .keys(2, 2, 1)
     },
-    sub(
+    SERVER.row(
         "memory|help",
         2,
         LOADING | STALE,
         "Returns helpful text about the different subcommands.",
+        "4.0.0",
         memory_help,
     ),
 ];

@@ -49,13 +49,25 @@ pub mod xrange;
 pub mod xread;
 pub mod zset;
 pub mod zset_range;
+pub mod zset_score;
 pub mod zset_store;
 
 use crate::core::Ctx;
 pub use crate::core::command::{
-    CommandSpec, Handler, default_key_flags, flags, keyflags, resolve_subcommand, since_version,
+    CommandSpec, Family, Handler, default_key_flags, flags, keyflags, resolve_subcommand,
+    since_version,
 };
 use crate::error::ReplyError;
+
+/// The family of the rows documented under `server` without keys (ACL, LATENCY,
+/// MEMORY, SLOWLOG, the replication and server commands).
+pub const SERVER: Family = Family::new("server");
+
+/// The ACL category of the stream commands.
+pub const STREAM: &[&str] = &["@stream"];
+
+/// The family of the stream commands whose key is their first argument.
+pub const STREAM_KEY1: Family = Family::new("stream").categories(STREAM).keys(1, 1, 1);
 
 /// Every family's rows: together, the command table.
 pub static FAMILIES: &[&[CommandSpec]] = &[

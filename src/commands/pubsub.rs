@@ -7,21 +7,13 @@
 //! PING, QUIT and RESET (the dispatcher refuses the rest, `Core::execute`); PING then
 //! answers `[pong, ""]`.
 
-use super::{CommandSpec, flags::*};
+use super::{CommandSpec, Family, flags::*};
 use crate::core::Ctx;
 use crate::error::ReplyError;
 use crate::pubsub::Kind;
 
-const fn row(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    summary: &'static str,
-    since: &'static str,
-    handler: super::Handler,
-) -> CommandSpec {
-    CommandSpec::new(name, arity, flags, "pubsub", summary, since, handler)
-}
+/// The family of the Pub/Sub commands' rows.
+const PUBSUB_ROWS: Family = Family::new("pubsub");
 
 /// The `pubsub` command flag (the name `PUBSUB` is this file's category list).
 const PUBSUB_FLAG: u32 = super::flags::PUBSUB;
@@ -31,7 +23,7 @@ const SUB: u32 = PUBSUB_FLAG | NOSCRIPT | LOADING | STALE;
 
 /// This family's rows of the command table.
 pub const COMMANDS: &[CommandSpec] = &[
-    row(
+    PUBSUB_ROWS.row(
         "subscribe",
         -2,
         SUB,
@@ -39,7 +31,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "2.0.0",
         subscribe,
     ),
-    row(
+    PUBSUB_ROWS.row(
         "unsubscribe",
         -1,
         SUB,
@@ -47,7 +39,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "2.0.0",
         unsubscribe,
     ),
-    row(
+    PUBSUB_ROWS.row(
         "psubscribe",
         -2,
         SUB,
@@ -55,7 +47,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "2.0.0",
         psubscribe,
     ),
-    row(
+    PUBSUB_ROWS.row(
         "punsubscribe",
         -1,
         SUB,
@@ -63,7 +55,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "2.0.0",
         punsubscribe,
     ),
-    row(
+    PUBSUB_ROWS.row(
         "publish",
         3,
         PUBSUB_FLAG | LOADING | STALE | FAST,
@@ -71,7 +63,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "2.0.0",
         publish,
     ),
-    row(
+    PUBSUB_ROWS.row(
         "ssubscribe",
         -2,
         SUB,
@@ -79,7 +71,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "7.0.0",
         ssubscribe,
     ),
-    row(
+    PUBSUB_ROWS.row(
         "sunsubscribe",
         -1,
         SUB,
@@ -87,7 +79,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "7.0.0",
         sunsubscribe,
     ),
-    row(
+    PUBSUB_ROWS.row(
         "spublish",
         3,
         PUBSUB_FLAG | LOADING | STALE | FAST,
@@ -105,7 +97,7 @@ pub const COMMANDS: &[CommandSpec] = &[
 ];
 
 const PUBSUB_SUBCOMMANDS: &[CommandSpec] = &[
-    row(
+    PUBSUB_ROWS.row(
         "pubsub|channels",
         -2,
         PUBSUB_FLAG | LOADING | STALE,
@@ -113,7 +105,7 @@ const PUBSUB_SUBCOMMANDS: &[CommandSpec] = &[
         "2.8.0",
         pubsub_channels,
     ),
-    row(
+    PUBSUB_ROWS.row(
         "pubsub|numsub",
         -2,
         PUBSUB_FLAG | LOADING | STALE,
@@ -121,7 +113,7 @@ const PUBSUB_SUBCOMMANDS: &[CommandSpec] = &[
         "2.8.0",
         pubsub_numsub,
     ),
-    row(
+    PUBSUB_ROWS.row(
         "pubsub|numpat",
         2,
         PUBSUB_FLAG | LOADING | STALE,
@@ -129,7 +121,7 @@ const PUBSUB_SUBCOMMANDS: &[CommandSpec] = &[
         "2.8.0",
         pubsub_numpat,
     ),
-    row(
+    PUBSUB_ROWS.row(
         "pubsub|shardchannels",
         -2,
         PUBSUB_FLAG | LOADING | STALE,
@@ -137,7 +129,7 @@ const PUBSUB_SUBCOMMANDS: &[CommandSpec] = &[
         "7.0.0",
         pubsub_shardchannels,
     ),
-    row(
+    PUBSUB_ROWS.row(
         "pubsub|shardnumsub",
         -2,
         PUBSUB_FLAG | LOADING | STALE,

@@ -4,154 +4,132 @@
 //! The persistence commands hand over to `persist/`; FLUSHDB, FLUSHALL and SWAPDB log
 //! themselves verbatim.
 
+use super::SERVER;
 use super::{CommandSpec, flags::*, is, parse_i64};
 use crate::core::{Ctx, ShutdownKind, redis_version};
 use crate::error::ReplyError;
 
-const fn srv(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    acl: &'static [&'static str],
-    summary: &'static str,
-    since: &'static str,
-    handler: super::Handler,
-) -> CommandSpec {
-    CommandSpec::new(name, arity, flags, "server", summary, since, handler).categories(acl)
-}
-
-const fn container(
-    name: &'static str,
-    summary: &'static str,
-    since: &'static str,
-    subcommands: &'static [CommandSpec],
-) -> CommandSpec {
-    CommandSpec::container(name, "server", summary, since, subcommands)
-}
-
 const KEYSPACE: &[&str] = &["@keyspace"];
-const NONE: &[&str] = &[];
 
 /// This family's rows of the command table.
 pub const COMMANDS: &[CommandSpec] = &[
-    srv(
-        "info",
-        -1,
-        LOADING | STALE,
-        &["@dangerous"],
-        "Returns information and statistics about the server.",
-        "1.0.0",
-        info,
-    ),
-    srv(
+    SERVER
+        .row(
+            "info",
+            -1,
+            LOADING | STALE,
+            "Returns information and statistics about the server.",
+            "1.0.0",
+            info,
+        )
+        .categories(&["@dangerous"]),
+    SERVER.row(
         "lolwut",
         -1,
         READONLY | FAST,
-        NONE,
         "Displays computer art and the Redis version",
         "5.0.0",
         lolwut,
     ),
-    srv(
+    SERVER.row(
         "time",
         1,
         FAST | LOADING | STALE,
-        NONE,
         "Returns the server time.",
         "2.6.0",
         time,
     ),
-    srv(
-        "dbsize",
-        1,
-        READONLY | FAST,
-        KEYSPACE,
-        "Returns the number of keys in the database.",
-        "1.0.0",
-        dbsize,
-    ),
-    srv(
-        "flushdb",
-        -1,
-        WRITE,
-        &["@keyspace", "@dangerous"],
-        "Remove all keys from the current database.",
-        "1.0.0",
-        flushdb,
-    ),
-    srv(
-        "flushall",
-        -1,
-        WRITE,
-        &["@keyspace", "@dangerous"],
-        "Removes all keys from all databases.",
-        "1.0.0",
-        flushall,
-    ),
-    srv(
-        "swapdb",
-        3,
-        WRITE | FAST,
-        &["@keyspace", "@dangerous"],
-        "Swaps two Redis databases.",
-        "4.0.0",
-        swapdb,
-    ),
-    srv(
-        "lastsave",
-        1,
-        LOADING | STALE | FAST,
-        &["@admin", "@dangerous"],
-        "Returns the Unix timestamp of the last successful save to disk.",
-        "1.0.0",
-        lastsave,
-    ),
-    srv(
+    SERVER
+        .row(
+            "dbsize",
+            1,
+            READONLY | FAST,
+            "Returns the number of keys in the database.",
+            "1.0.0",
+            dbsize,
+        )
+        .categories(KEYSPACE),
+    SERVER
+        .row(
+            "flushdb",
+            -1,
+            WRITE,
+            "Remove all keys from the current database.",
+            "1.0.0",
+            flushdb,
+        )
+        .categories(&["@keyspace", "@dangerous"]),
+    SERVER
+        .row(
+            "flushall",
+            -1,
+            WRITE,
+            "Removes all keys from all databases.",
+            "1.0.0",
+            flushall,
+        )
+        .categories(&["@keyspace", "@dangerous"]),
+    SERVER
+        .row(
+            "swapdb",
+            3,
+            WRITE | FAST,
+            "Swaps two Redis databases.",
+            "4.0.0",
+            swapdb,
+        )
+        .categories(&["@keyspace", "@dangerous"]),
+    SERVER
+        .row(
+            "lastsave",
+            1,
+            LOADING | STALE | FAST,
+            "Returns the Unix timestamp of the last successful save to disk.",
+            "1.0.0",
+            lastsave,
+        )
+        .categories(&["@admin", "@dangerous"]),
+    SERVER.row(
         "save",
         1,
         ADMIN | NOSCRIPT,
-        NONE,
         "Synchronously saves the database(s) to disk.",
         "1.0.0",
         save,
     ),
-    srv(
+    SERVER.row(
         "bgsave",
         -1,
         ADMIN | NOSCRIPT,
-        NONE,
         "Asynchronously saves the database(s) to disk.",
         "1.0.0",
         bgsave,
     ),
-    srv(
+    SERVER.row(
         "bgrewriteaof",
         1,
         ADMIN | NOSCRIPT,
-        NONE,
         "Asynchronously rewrites the append-only file to disk.",
         "1.0.0",
         bgrewriteaof,
     ),
-    srv(
+    SERVER.row(
         "monitor",
         1,
         ADMIN | NOSCRIPT | LOADING | STALE,
-        NONE,
         "Listens for all requests received by the server in real-time.",
         "1.0.0",
         monitor,
     ),
-    srv(
+    SERVER.row(
         "shutdown",
         -1,
         ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI_QUEUE,
-        NONE,
         "Synchronously saves the database(s) to disk and shuts down the Redis server.",
         "1.0.0",
         shutdown,
     ),
-    container(
+    SERVER.container(
         "config",
         "A container for server configuration commands.",
         "2.0.0",
@@ -162,7 +140,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         flags: LOADING | STALE,
         acl: &["@connection"],
         handler: command_dispatch,
-        ..container(
+        ..SERVER.container(
             "command",
             "Returns detailed information about all commands.",
             "2.8.13",
@@ -171,7 +149,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         flags: ADMIN | NOSCRIPT | LOADING | STALE,
-        ..container(
+        ..SERVER.container(
             "debug",
             "A container for debugging commands.",
             "1.0.0",
@@ -181,47 +159,42 @@ pub const COMMANDS: &[CommandSpec] = &[
 ];
 
 const CONFIG_SUBCOMMANDS: &[CommandSpec] = &[
-    srv(
+    SERVER.row(
         "config|get",
         -3,
         ADMIN | NOSCRIPT | LOADING | STALE,
-        NONE,
         "Returns the effective values of configuration parameters.",
         "2.0.0",
         config_get,
     ),
-    srv(
+    SERVER.row(
         "config|set",
         -4,
         ADMIN | NOSCRIPT | LOADING | STALE,
-        NONE,
         "Sets configuration parameters in-flight.",
         "2.0.0",
         config_set,
     ),
-    srv(
+    SERVER.row(
         "config|resetstat",
         2,
         ADMIN | NOSCRIPT | LOADING | STALE,
-        NONE,
         "Resets the server's statistics.",
         "2.0.0",
         config_resetstat,
     ),
-    srv(
+    SERVER.row(
         "config|rewrite",
         2,
         ADMIN | NOSCRIPT | LOADING | STALE,
-        NONE,
         "Persists the effective configuration to file.",
         "2.8.0",
         config_rewrite,
     ),
-    srv(
+    SERVER.row(
         "config|help",
         2,
         LOADING | STALE,
-        NONE,
         "Returns helpful text about the different subcommands.",
         "5.0.0",
         config_help,
@@ -231,95 +204,97 @@ const CONFIG_SUBCOMMANDS: &[CommandSpec] = &[
 /// COMMAND with no subcommand is valid (the full table), so the container resolves a
 /// missing argv[1] specially in [`command_dispatch`].
 const COMMAND_SUBCOMMANDS_WITH_BARE: &[CommandSpec] = &[
-    srv(
-        "command|count",
-        2,
-        LOADING | STALE,
-        &["@connection"],
-        "Returns a count of commands.",
-        "2.8.13",
-        command_count,
-    ),
-    srv(
-        "command|info",
-        -2,
-        LOADING | STALE,
-        &["@connection"],
-        "Returns information about one, multiple or all commands.",
-        "2.8.13",
-        command_info,
-    ),
-    srv(
-        "command|docs",
-        -2,
-        LOADING | STALE,
-        &["@connection"],
-        "Returns documentary information about one, multiple or all commands.",
-        "7.0.0",
-        command_docs,
-    ),
-    srv(
-        "command|getkeys",
-        -3,
-        LOADING | STALE,
-        &["@connection"],
-        "Extracts the key names from an arbitrary command.",
-        "2.8.13",
-        command_getkeys,
-    ),
-    srv(
-        "command|list",
-        -2,
-        LOADING | STALE,
-        &["@connection"],
-        "Returns a list of command names.",
-        "7.0.0",
-        command_list,
-    ),
-    srv(
-        "command|help",
-        2,
-        LOADING | STALE,
-        &["@connection"],
-        "Returns helpful text about the different subcommands.",
-        "5.0.0",
-        command_help,
-    ),
+    SERVER
+        .row(
+            "command|count",
+            2,
+            LOADING | STALE,
+            "Returns a count of commands.",
+            "2.8.13",
+            command_count,
+        )
+        .categories(&["@connection"]),
+    SERVER
+        .row(
+            "command|info",
+            -2,
+            LOADING | STALE,
+            "Returns information about one, multiple or all commands.",
+            "2.8.13",
+            command_info,
+        )
+        .categories(&["@connection"]),
+    SERVER
+        .row(
+            "command|docs",
+            -2,
+            LOADING | STALE,
+            "Returns documentary information about one, multiple or all commands.",
+            "7.0.0",
+            command_docs,
+        )
+        .categories(&["@connection"]),
+    SERVER
+        .row(
+            "command|getkeys",
+            -3,
+            LOADING | STALE,
+            "Extracts the key names from an arbitrary command.",
+            "2.8.13",
+            command_getkeys,
+        )
+        .categories(&["@connection"]),
+    SERVER
+        .row(
+            "command|list",
+            -2,
+            LOADING | STALE,
+            "Returns a list of command names.",
+            "7.0.0",
+            command_list,
+        )
+        .categories(&["@connection"]),
+    SERVER
+        .row(
+            "command|help",
+            2,
+            LOADING | STALE,
+            "Returns helpful text about the different subcommands.",
+            "5.0.0",
+            command_help,
+        )
+        .categories(&["@connection"]),
 ];
 
 const DEBUG_SUBCOMMANDS: &[CommandSpec] = &[
-    srv(
+    SERVER.row(
         "debug|reload",
         -2,
         ADMIN | NOSCRIPT,
-        NONE,
         "Saves the snapshot and loads it back in place of the dataset.",
         "1.0.0",
         debug_reload,
     ),
-    srv(
+    SERVER.row(
         "debug|loadaof",
         2,
         ADMIN | NOSCRIPT,
-        NONE,
         "Flushes the append only file and loads it back in place of the dataset.",
         "1.0.0",
         debug_loadaof,
     ),
-    srv(
+    SERVER.row(
         "debug|log",
         3,
         ADMIN | NOSCRIPT | LOADING | STALE,
-        NONE,
         "Writes a message to the server log.",
         "1.0.0",
         debug_log,
     ),
-    srv(
+    SERVER.row(
         "debug|sleep",
         3,
         ADMIN | NOSCRIPT | LOADING | STALE,
-        NONE,
         "Blocks the server for some seconds.",
         "1.0.0",
         debug_sleep,

@@ -21,10 +21,10 @@
 //! `del` when a set is emptied.
 
 use super::hash::{
-    OUT_OF_RANGE_ERR, REPEAT_LIMIT, SUB_STRATEGY_MUL, delete_emptied, distinct_indices, empty_scan,
-    parse_count, parse_scan_opts, read_value, value_or_create, write_value,
+    OUT_OF_RANGE_ERR, REPEAT_LIMIT, SUB_STRATEGY_MUL, distinct_indices, empty_scan, parse_count,
+    parse_scan_opts, read_value, value_or_create, write_value,
 };
-use super::{CommandSpec, flags::*, is, keyflags, parse_i64};
+use super::{CommandSpec, Family, flags::*, is, keyflags, parse_i64};
 use crate::core::Ctx;
 use crate::core::notify::class;
 use crate::error::ReplyError;
@@ -36,209 +36,190 @@ use bytes::Bytes;
 
 const SET: &[&str] = &["@set"];
 
-/// A set command row with keys `first..=last`.
-#[allow(clippy::too_many_arguments)]
-const fn row(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    summary: &'static str,
-    since: &'static str,
-    handler: super::Handler,
-    keys: (i32, i32),
-    key_flags: &'static [u32],
-) -> CommandSpec {
-    CommandSpec {
-        key_flags,
-        ..CommandSpec::new(name, arity, flags, "set", summary, since, handler)
-            .keys(keys.0, keys.1, 1)
-            .categories(SET)
-    }
-}
+/// The family of the set commands: the key is the first argument unless the row says otherwise.
+const SET_ROWS: Family = Family::new("set").categories(SET).keys(1, 1, 1);
 
 use keyflags::{ACCESS, DELETE, INSERT, OW, RO, RW, UPDATE};
-const ONE: (i32, i32) = (1, 1);
-const ALL: (i32, i32) = (1, -1);
 const RO_: &[u32] = &[RO];
 const RO_ACCESS: &[u32] = &[RO | ACCESS];
 
 /// This family's rows of the command table.
 pub const COMMANDS: &[CommandSpec] = &[
-    row(
-        "sadd",
-        -3,
-        WRITE | DENYOOM | FAST,
-        "Add one or more members to a set",
-        "1.0.0",
-        sadd,
-        ONE,
-        &[RW | INSERT],
-    ),
-    row(
-        "scard",
-        2,
-        READONLY | FAST,
-        "Get the number of members in a set",
-        "1.0.0",
-        scard,
-        ONE,
-        RO_,
-    ),
-    row(
-        "sdiff",
-        -2,
-        READONLY,
-        "Subtract multiple sets",
-        "1.0.0",
-        sdiff,
-        ALL,
-        RO_ACCESS,
-    ),
-    row(
-        "sdiffstore",
-        -3,
-        WRITE | DENYOOM,
-        "Subtract multiple sets and store the resulting set in a key",
-        "1.0.0",
-        sdiffstore,
-        ALL,
-        &[OW | UPDATE, RO | ACCESS],
-    ),
-    row(
-        "sinter",
-        -2,
-        READONLY,
-        "Intersect multiple sets",
-        "1.0.0",
-        sinter,
-        ALL,
-        RO_ACCESS,
-    ),
+    SET_ROWS
+        .row(
+            "sadd",
+            -3,
+            WRITE | DENYOOM | FAST,
+            "Add one or more members to a set",
+            "1.0.0",
+            sadd,
+        )
+        .with_key_flags(&[RW | INSERT]),
+    SET_ROWS
+        .row(
+            "scard",
+            2,
+            READONLY | FAST,
+            "Get the number of members in a set",
+            "1.0.0",
+            scard,
+        )
+        .with_key_flags(RO_),
+    SET_ROWS
+        .row(
+            "sdiff",
+            -2,
+            READONLY,
+            "Subtract multiple sets",
+            "1.0.0",
+            sdiff,
+        )
+        .keys(1, -1, 1)
+        .with_key_flags(RO_ACCESS),
+    SET_ROWS
+        .row(
+            "sdiffstore",
+            -3,
+            WRITE | DENYOOM,
+            "Subtract multiple sets and store the resulting set in a key",
+            "1.0.0",
+            sdiffstore,
+        )
+        .keys(1, -1, 1)
+        .with_key_flags(&[OW | UPDATE, RO | ACCESS]),
+    SET_ROWS
+        .row(
+            "sinter",
+            -2,
+            READONLY,
+            "Intersect multiple sets",
+            "1.0.0",
+            sinter,
+        )
+        .keys(1, -1, 1)
+        .with_key_flags(RO_ACCESS),
     CommandSpec {
         first_key: 0,
         last_key: 0,
         key_step: 0,
-        ..row(
-            "sintercard",
-            -3,
-            READONLY | MOVABLEKEYS,
-            "Intersect multiple sets and return the cardinality of the result",
-            "7.0.0",
-            sintercard,
-            ONE,
-            RO_ACCESS,
-        )
+        ..SET_ROWS
+            .row(
+                "sintercard",
+                -3,
+                READONLY | MOVABLEKEYS,
+                "Intersect multiple sets and return the cardinality of the result",
+                "7.0.0",
+                sintercard,
+            )
+            .with_key_flags(RO_ACCESS)
     },
-    row(
-        "sinterstore",
-        -3,
-        WRITE | DENYOOM,
-        "Intersect multiple sets and store the resulting set in a key",
-        "1.0.0",
-        sinterstore,
-        ALL,
-        &[RW | UPDATE, RO | ACCESS],
-    ),
-    row(
-        "sismember",
-        3,
-        READONLY | FAST,
-        "Determine if a given value is a member of a set",
-        "1.0.0",
-        sismember,
-        ONE,
-        RO_,
-    ),
-    row(
-        "smembers",
-        2,
-        READONLY,
-        "Get all the members in a set",
-        "1.0.0",
-        smembers,
-        ONE,
-        RO_ACCESS,
-    ),
-    row(
-        "smismember",
-        -3,
-        READONLY | FAST,
-        "Returns the membership associated with the given elements for a set",
-        "6.2.0",
-        smismember,
-        ONE,
-        RO_ACCESS,
-    ),
-    row(
-        "smove",
-        4,
-        WRITE | FAST,
-        "Move a member from one set to another",
-        "1.0.0",
-        smove,
-        (1, 2),
-        &[RW | ACCESS | DELETE, RW | INSERT],
-    ),
-    row(
-        "spop",
-        -2,
-        WRITE | FAST,
-        "Remove and return one or multiple random members from a set",
-        "1.0.0",
-        spop,
-        ONE,
-        &[RW | ACCESS | DELETE],
-    ),
-    row(
-        "srandmember",
-        -2,
-        READONLY,
-        "Get one or multiple random members from a set",
-        "1.0.0",
-        srandmember,
-        ONE,
-        RO_ACCESS,
-    ),
-    row(
-        "srem",
-        -3,
-        WRITE | FAST,
-        "Remove one or more members from a set",
-        "1.0.0",
-        srem,
-        ONE,
-        &[RW | DELETE],
-    ),
-    row(
-        "sscan",
-        -3,
-        READONLY,
-        "Incrementally iterate Set elements",
-        "2.8.0",
-        sscan,
-        ONE,
-        RO_ACCESS,
-    ),
-    row(
-        "sunion",
-        -2,
-        READONLY,
-        "Add multiple sets",
-        "1.0.0",
-        sunion,
-        ALL,
-        RO_ACCESS,
-    ),
-    row(
-        "sunionstore",
-        -3,
-        WRITE | DENYOOM,
-        "Add multiple sets and store the resulting set in a key",
-        "1.0.0",
-        sunionstore,
-        ALL,
-        &[OW | UPDATE, RO | ACCESS],
-    ),
+    SET_ROWS
+        .row(
+            "sinterstore",
+            -3,
+            WRITE | DENYOOM,
+            "Intersect multiple sets and store the resulting set in a key",
+            "1.0.0",
+            sinterstore,
+        )
+        .keys(1, -1, 1)
+        .with_key_flags(&[RW | UPDATE, RO | ACCESS]),
+    SET_ROWS
+        .row(
+            "sismember",
+            3,
+            READONLY | FAST,
+            "Determine if a given value is a member of a set",
+            "1.0.0",
+            sismember,
+        )
+        .with_key_flags(RO_),
+    SET_ROWS
+        .row(
+            "smembers",
+            2,
+            READONLY,
+            "Get all the members in a set",
+            "1.0.0",
+            smembers,
+        )
+        .with_key_flags(RO_ACCESS),
+    SET_ROWS
+        .row(
+            "smismember",
+            -3,
+            READONLY | FAST,
+            "Returns the membership associated with the given elements for a set",
+            "6.2.0",
+            smismember,
+        )
+        .with_key_flags(RO_ACCESS),
+    SET_ROWS
+        .row(
+            "smove",
+            4,
+            WRITE | FAST,
+            "Move a member from one set to another",
+            "1.0.0",
+            smove,
+        )
+        .keys(1, 2, 1)
+        .with_key_flags(&[RW | ACCESS | DELETE, RW | INSERT]),
+    SET_ROWS
+        .row(
+            "spop",
+            -2,
+            WRITE | FAST,
+            "Remove and return one or multiple random members from a set",
+            "1.0.0",
+            spop,
+        )
+        .with_key_flags(&[RW | ACCESS | DELETE]),
+    SET_ROWS
+        .row(
+            "srandmember",
+            -2,
+            READONLY,
+            "Get one or multiple random members from a set",
+            "1.0.0",
+            srandmember,
+        )
+        .with_key_flags(RO_ACCESS),
+    SET_ROWS
+        .row(
+            "srem",
+            -3,
+            WRITE | FAST,
+            "Remove one or more members from a set",
+            "1.0.0",
+            srem,
+        )
+        .with_key_flags(&[RW | DELETE]),
+    SET_ROWS
+        .row(
+            "sscan",
+            -3,
+            READONLY,
+            "Incrementally iterate Set elements",
+            "2.8.0",
+            sscan,
+        )
+        .with_key_flags(RO_ACCESS),
+    SET_ROWS
+        .row("sunion", -2, READONLY, "Add multiple sets", "1.0.0", sunion)
+        .keys(1, -1, 1)
+        .with_key_flags(RO_ACCESS),
+    SET_ROWS
+        .row(
+            "sunionstore",
+            -3,
+            WRITE | DENYOOM,
+            "Add multiple sets and store the resulting set in a key",
+            "1.0.0",
+            sunionstore,
+        )
+        .keys(1, -1, 1)
+        .with_key_flags(&[OW | UPDATE, RO | ACCESS]),
 ];
 
 // --- errors ------------------------------------------------------------------------------
@@ -400,16 +381,11 @@ fn combine_store(ctx: &mut Ctx<'_>, op: Op, event: &str) -> Result<(), ReplyErro
         if !existed {
             ctx.notify(class::NEW, "new", dst);
         }
-        ctx.modified(dst);
-        ctx.notify(class::SET, event, dst);
-        ctx.propagate(argv);
+        ctx.collection_written(class::SET, event, dst, false, argv);
     } else {
         ctx.out.integer(0);
-        if existed {
-            ctx.core.dbs[db].remove(dst);
-            ctx.core.key_deleted(db, dst);
+        if ctx.delete_key(dst) {
             ctx.core.dirty += 1;
-            ctx.notify(class::GENERIC, "del", dst);
             ctx.propagate(argv);
         }
     }
@@ -436,9 +412,7 @@ fn sadd(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         ctx.notify(class::NEW, "new", key);
     }
     if added > 0 {
-        ctx.modified(key);
-        ctx.notify(class::SET, "sadd", key);
-        ctx.propagate(argv);
+        ctx.collection_written(class::SET, "sadd", key, false, argv);
     }
     Ok(())
 }
@@ -464,12 +438,7 @@ fn srem(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     }
     ctx.out.integer(removed);
     if removed > 0 {
-        ctx.modified(key);
-        ctx.notify(class::SET, "srem", key);
-        if emptied {
-            delete_emptied(ctx, key);
-        }
-        ctx.propagate(argv);
+        ctx.collection_written(class::SET, "srem", key, emptied, argv);
     }
     Ok(())
 }
@@ -506,7 +475,7 @@ fn smove(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let emptied = s.is_empty();
     ctx.notify(class::SET, "srem", src);
     if emptied {
-        delete_emptied(ctx, src);
+        ctx.delete_key(src);
     }
     let t = ctx.core.thresholds;
     let (v, created) = value_or_create(ctx, dst, Kind::Set, new_set)?;
@@ -662,13 +631,14 @@ fn spop(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         return Ok(());
     };
     let emptied = s.is_empty();
-    ctx.notify(class::SET, "spop", key);
-    ctx.propagate(&[b"SREM".as_slice(), key, &m]);
     ctx.out.bulk(&m);
-    if emptied {
-        delete_emptied(ctx, key);
-    }
-    ctx.modified(key);
+    ctx.collection_written(
+        class::SET,
+        "spop",
+        key,
+        emptied,
+        &[b"SREM".as_slice(), key, &m],
+    );
     Ok(())
 }
 
@@ -697,10 +667,7 @@ fn spop_count(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         for m in s.members() {
             bulk_member(out, m);
         }
-        ctx.notify(class::SET, "spop", key);
-        delete_emptied(ctx, key);
-        ctx.propagate(&[b"DEL".as_slice(), key]);
-        ctx.modified(key);
+        ctx.collection_written(class::SET, "spop", key, true, &[b"DEL".as_slice(), key]);
         return Ok(());
     }
     let remaining = size - count;

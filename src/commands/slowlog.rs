@@ -4,20 +4,10 @@
 //! An entry is the six-element array of Redis 7: id, unix time, duration in
 //! microseconds, the (trimmed) arguments, the client's `ip:port`, the client's name.
 
+use super::SERVER;
 use super::{CommandSpec, flags::*, parse_i64};
 use crate::core::Ctx;
 use crate::error::ReplyError;
-
-const fn sub(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    summary: &'static str,
-    since: &'static str,
-    handler: super::Handler,
-) -> CommandSpec {
-    CommandSpec::new(name, arity, flags, "server", summary, since, handler)
-}
 
 /// This family's rows of the command table.
 pub const COMMANDS: &[CommandSpec] = &[CommandSpec::container(
@@ -29,7 +19,7 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec::container(
 )];
 
 const SUBCOMMANDS: &[CommandSpec] = &[
-    sub(
+    SERVER.row(
         "slowlog|get",
         -2,
         ADMIN | LOADING | STALE,
@@ -37,7 +27,7 @@ const SUBCOMMANDS: &[CommandSpec] = &[
         "2.2.12",
         slowlog_get,
     ),
-    sub(
+    SERVER.row(
         "slowlog|len",
         2,
         ADMIN | LOADING | STALE,
@@ -45,7 +35,7 @@ const SUBCOMMANDS: &[CommandSpec] = &[
         "2.2.12",
         slowlog_len,
     ),
-    sub(
+    SERVER.row(
         "slowlog|reset",
         2,
         ADMIN | LOADING | STALE,
@@ -53,7 +43,7 @@ const SUBCOMMANDS: &[CommandSpec] = &[
         "2.2.12",
         slowlog_reset,
     ),
-    sub(
+    SERVER.row(
         "slowlog|help",
         2,
         LOADING | STALE,

@@ -19,78 +19,60 @@
 //! [`Core::execute`]: crate::core::Core::execute
 //! [`Core::touch_key`]: crate::core::Core::touch_key
 
-use super::{CommandSpec, flags::*};
+use super::{CommandSpec, Family, flags::*};
 use crate::core::Ctx;
 use crate::error::ReplyError;
 use bytes::Bytes;
 
 const TRANSACTION: &[&str] = &["@transaction"];
 
-const fn tx(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    first_key: i32,
-    summary: &'static str,
-    since: &'static str,
-    handler: super::Handler,
-) -> CommandSpec {
-    let row = CommandSpec::new(name, arity, flags, "transactions", summary, since, handler)
-        .categories(TRANSACTION);
-    if first_key > 0 {
-        row.keys(first_key, -1, 1)
-    } else {
-        row
-    }
-}
+/// The family of the transaction commands.
+const TRANSACTIONS: Family = Family::new("transactions").categories(TRANSACTION);
 
 /// This family's rows of the command table.
 pub const COMMANDS: &[CommandSpec] = &[
-    tx(
+    TRANSACTIONS.row(
         "multi",
         1,
         NO_MULTI_QUEUE | NOSCRIPT | LOADING | STALE | FAST,
-        0,
         "Starts a transaction.",
         "1.2.0",
         multi,
     ),
-    tx(
+    TRANSACTIONS.row(
         "exec",
         1,
         NO_MULTI_QUEUE | NOSCRIPT | LOADING | STALE,
-        0,
         "Executes all commands in a transaction.",
         "1.2.0",
         exec,
     ),
-    tx(
+    TRANSACTIONS.row(
         "discard",
         1,
         NO_MULTI_QUEUE | NOSCRIPT | LOADING | STALE | FAST,
-        0,
         "Discards a transaction.",
         "2.0.0",
         discard,
     ),
     CommandSpec {
         key_flags: super::keyflags::RO_ONLY,
-        ..tx(
-            "watch",
-            -2,
-            NO_MULTI_QUEUE | NOSCRIPT | LOADING | STALE | FAST,
-            1,
-            "Monitors changes to keys to determine the execution of a transaction.",
-            "2.2.0",
-            watch,
-        )
+        ..TRANSACTIONS
+            .row(
+                "watch",
+                -2,
+                NO_MULTI_QUEUE | NOSCRIPT | LOADING | STALE | FAST,
+                "Monitors changes to keys to determine the execution of a transaction.",
+                "2.2.0",
+                watch,
+            )
+            .keys(1, -1, 1)
     },
     // UNWATCH is queued inside MULTI, as in Redis.
-    tx(
+    TRANSACTIONS.row(
         "unwatch",
         1,
         NOSCRIPT | LOADING | STALE | FAST,
-        0,
         "Forgets about watched keys of a transaction.",
         "2.2.0",
         unwatch,

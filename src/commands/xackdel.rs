@@ -37,6 +37,7 @@
 //!
 //! Both commands are logged verbatim when they changed something (reference §5).
 
+use super::STREAM;
 use super::{CommandSpec, flags::*, is, parse_i64};
 use crate::core::Ctx;
 use crate::core::notify::class;
@@ -44,8 +45,6 @@ use crate::error::{ReplyError, c_str_prefix};
 use crate::resp::Argv;
 use crate::stream::id::parse_strict_id;
 use crate::stream::{RefPolicy, Stream, StreamId};
-
-const STREAM: &[&str] = &["@stream"];
 
 /// `IDS` with a count that is not an integer in `1..=LONG_MAX`.
 const NUMIDS_NOT_POSITIVE: ReplyError =

@@ -35,6 +35,7 @@
 //! duplicate is logged as `STREAMD.IDMP` with the new counters only, so replaying the log
 //! can never append it.
 
+use super::STREAM_KEY1;
 use super::reply::StreamReply;
 use super::{CommandSpec, flags::*, is, parse_i64};
 use crate::core::Ctx;
@@ -48,8 +49,6 @@ use crate::stream::memory::key_overhead;
 use crate::stream::{RefPolicy, Stream, StreamId, TrimSpec, TrimStrategy};
 use crate::types::Value;
 use bytes::Bytes;
-
-const STREAM: &[&str] = &["@stream"];
 
 /// Redis `STREAM_LISTPACK_MAX_SIZE`: an entry whose fields and values total more than
 /// this is refused (`Elements are too large to be stored`).
@@ -89,53 +88,44 @@ const XSETID_ENTRIES_ADDED_BELOW_LENGTH: ReplyError = ReplyError::msg(
     "ERR The entries_added specified in XSETID is smaller than the target stream length",
 );
 
-/// A single-key stream write command row.
-const fn write_cmd(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    summary: &'static str,
-    handler: super::Handler,
-) -> CommandSpec {
-    CommandSpec::new(name, arity, flags, "stream", summary, "5.0.0", handler)
-        .keys(1, 1, 1)
-        .categories(STREAM)
-}
-
 /// This family's rows of the command table.
 pub const COMMANDS: &[CommandSpec] = &[
-    write_cmd(
+    STREAM_KEY1.row(
         "xadd",
         -5,
         WRITE | DENYOOM | FAST,
         "Appends a new message to a stream. Creates the key if it doesn't exist.",
+        "5.0.0",
         xadd,
     ),
     CommandSpec {
         key_flags: super::keyflags::RW_DELETE,
-        ..write_cmd(
+        ..STREAM_KEY1.row(
             "xtrim",
             -4,
             WRITE,
             "Deletes messages from the beginning of a stream.",
+            "5.0.0",
             xtrim,
         )
     },
     CommandSpec {
         key_flags: super::keyflags::RW_DELETE,
-        ..write_cmd(
+        ..STREAM_KEY1.row(
             "xdel",
             -3,
             WRITE | FAST,
             "Returns the number of messages after removing them from a stream.",
+            "5.0.0",
             xdel,
         )
     },
-    write_cmd(
+    STREAM_KEY1.row(
         "xsetid",
         -3,
         WRITE | DENYOOM | FAST,
         "An internal command for replicating stream values.",
+        "5.0.0",
         xsetid,
     ),
 ];

@@ -30,6 +30,7 @@
 //! MAXDELIVERIES moves the entry there instead (commands/deadletter.rs): it is not in the
 //! reply, and it is acknowledged.
 
+use super::STREAM_KEY1;
 use super::reply::StreamReply;
 use super::xrange::{lookup_for_reply, write_entry};
 use super::{CommandSpec, flags::*, is, parse_i64};
@@ -42,8 +43,6 @@ use crate::resp::Argv;
 use crate::stream::StreamId;
 use crate::stream::group::{ClaimOutcome, ClaimSpec, DeliveryCount};
 use crate::stream::id::{parse_range_start, parse_strict_id};
-
-const STREAM: &[&str] = &["@stream"];
 
 /// XAUTOCLAIM looks at up to this many PEL entries per claimed one (Redis:
 /// `attempts_factor`).
@@ -66,34 +65,12 @@ const XAUTOCLAIM_BAD_MIN_IDLE: ReplyError =
     ReplyError::msg("ERR Invalid min-idle-time argument for XAUTOCLAIM");
 const XAUTOCLAIM_BAD_COUNT: ReplyError = ReplyError::msg("ERR COUNT must be > 0");
 
-/// A single-key consumer-group write command row.
-const fn write_cmd(
-    name: &'static str,
-    summary: &'static str,
-    since: &'static str,
-    handler: super::Handler,
-) -> CommandSpec {
-    CommandSpec::new(name, -6, WRITE | FAST, "stream", summary, since, handler)
-        .keys(1, 1, 1)
-        .categories(STREAM)
-}
-
 /// This family's rows of the command table.
 pub const COMMANDS: &[CommandSpec] = &[
-    write_cmd(
-        "xclaim",
-        "Changes, or acquires, ownership of a message in a consumer group, as if the message was delivered a consumer group member.",
-        "5.0.0",
-        xclaim,
-    ),
+    STREAM_KEY1.row("xclaim", -6, WRITE | FAST, "Changes, or acquires, ownership of a message in a consumer group, as if the message was delivered a consumer group member.", "5.0.0", xclaim),
     CommandSpec {
         key_flags: super::keyflags::RW_DELETE,
-        ..write_cmd(
-            "xautoclaim",
-            "Changes, or acquires, ownership of messages in a consumer group, as if the messages were delivered to as consumer group member.",
-            "6.2.0",
-            xautoclaim,
-        )
+        ..STREAM_KEY1.row("xautoclaim", -6, WRITE | FAST, "Changes, or acquires, ownership of messages in a consumer group, as if the messages were delivered to as consumer group member.", "6.2.0", xautoclaim)
     },
 ];
 

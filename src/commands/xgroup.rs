@@ -22,7 +22,8 @@
 //! so clients comparing it with Redis see no difference; docs/beyond-redis.md documents
 //! the subcommand.
 
-use super::{CommandSpec, flags::*, is, parse_i64};
+use super::STREAM;
+use super::{CommandSpec, Family, flags::*, is, parse_i64};
 use crate::core::Ctx;
 use crate::core::notify::class;
 use crate::error::{ReplyError, lossy};
@@ -30,8 +31,6 @@ use crate::resp::Argv;
 use crate::stream::Stream;
 use crate::stream::group::{DeadLetter, StreamCounters};
 use crate::stream::id::{parse_id, parse_strict_id};
-
-const STREAM: &[&str] = &["@stream"];
 
 const KEY_REQUIRED: ReplyError = ReplyError::msg(
     "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically.",
@@ -62,24 +61,13 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
     key_flags: super::default_key_flags(0, 0),
 }];
 
-/// A keyed XGROUP subcommand row (the key is argv[2]).
-const fn sub(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    summary: &'static str,
-    since: &'static str,
-    handler: super::Handler,
-) -> CommandSpec {
-    CommandSpec::new(name, arity, flags, "stream", summary, since, handler)
-        .keys(2, 2, 1)
-        .categories(STREAM)
-}
+/// The family of XGROUP's subcommands: the key is the argument after the subcommand.
+const XGROUP: Family = Family::new("stream").categories(STREAM).keys(2, 2, 1);
 
 const XGROUP_SUBCOMMANDS: &[CommandSpec] = &[
     CommandSpec {
         key_flags: super::keyflags::RW_INSERT,
-        ..sub(
+        ..XGROUP.row(
             "xgroup|create",
             -5,
             WRITE | DENYOOM,
@@ -90,7 +78,7 @@ const XGROUP_SUBCOMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         key_flags: super::keyflags::RW_INSERT,
-        ..sub(
+        ..XGROUP.row(
             "xgroup|createconsumer",
             5,
             WRITE | DENYOOM,
@@ -101,7 +89,7 @@ const XGROUP_SUBCOMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         key_flags: super::keyflags::RW_DELETE,
-        ..sub(
+        ..XGROUP.row(
             "xgroup|delconsumer",
             5,
             WRITE,
@@ -112,7 +100,7 @@ const XGROUP_SUBCOMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         key_flags: super::keyflags::RW_DELETE,
-        ..sub(
+        ..XGROUP.row(
             "xgroup|destroy",
             4,
             WRITE,
@@ -121,7 +109,7 @@ const XGROUP_SUBCOMMANDS: &[CommandSpec] = &[
             xgroup_destroy,
         )
     },
-    sub(
+    XGROUP.row(
         "xgroup|setid",
         -5,
         WRITE,
@@ -132,12 +120,11 @@ const XGROUP_SUBCOMMANDS: &[CommandSpec] = &[
     CommandSpec {
         flags: WRITE | MOVABLEKEYS,
         key_flags: &[super::keyflags::RW_UPDATE[0], super::keyflags::RW_INSERT[0]],
-        ..sub(
+        ..XGROUP.row(
             "xgroup|setdlq",
             -5,
             WRITE,
-            "Sets or clears the dead-letter stream of a consumer group (streamd).",
-            // streamd's own: no Redis version has it (this is streamd's version).
+            "Sets or clears the dead-letter stream of a consumer group (streamd).", // streamd's own: no Redis version has it (this is streamd's version).
             "0.1.0",
             xgroup_setdlq,
         )

@@ -29,6 +29,7 @@
 //! values, so replay does not depend on the defaults then); replaying XCFGSET always
 //! clears the producers, since only a change was logged.
 
+use super::STREAM;
 use super::{CommandSpec, flags::*, is, parse_i64};
 use crate::core::Ctx;
 use crate::error::ReplyError;
@@ -36,8 +37,6 @@ use crate::stream::RefPolicy;
 use crate::stream::id::parse_strict_id;
 use crate::stream::idmp::{DURATION_MAX, DURATION_MIN, MAXSIZE_MAX, MAXSIZE_MIN};
 use crate::stream::lifecycle::Retention;
-
-const STREAM: &[&str] = &["@stream"];
 
 const DURATION_TWICE: ReplyError = ReplyError::msg("ERR IDMP-DURATION specified multiple times");
 const MAXSIZE_TWICE: ReplyError = ReplyError::msg("ERR IDMP-MAXSIZE specified multiple times");

@@ -28,18 +28,17 @@
 //! `compat-version` below 8.6 the six IDMP fields are left out (10 and 9 fields, the
 //! 7.x shapes), and below 8.8 FULL's groups have no `nacked-count` (7 fields).
 
+use super::STREAM;
 use super::reply::StreamReply;
 use super::xgroup::counters;
 use super::xrange::{lookup_for_reply, write_entry, write_range};
-use super::{CommandSpec, flags::*, is, parse_i64};
+use super::{CommandSpec, Family, flags::*, is, parse_i64};
 use crate::core::Ctx;
 use crate::error::{ReplyError, lossy};
 use crate::resp::Argv;
 use crate::resp::writer::RespWriter;
 use crate::stream::group::{ConsumerGroup, StreamCounters};
 use crate::stream::{RefPolicy, Stream, StreamId};
-
-const STREAM: &[&str] = &["@stream"];
 
 /// XINFO STREAM FULL's default COUNT (also used for a negative COUNT).
 const FULL_DEFAULT_COUNT: usize = 10;
@@ -62,37 +61,30 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
     key_flags: super::default_key_flags(0, 0),
 }];
 
-/// A keyed XINFO subcommand row.
-const fn sub(
-    name: &'static str,
-    arity: i32,
-    summary: &'static str,
-    since: &'static str,
-    handler: super::Handler,
-) -> CommandSpec {
-    CommandSpec::new(name, arity, READONLY, "stream", summary, since, handler)
-        .keys(2, 2, 1)
-        .categories(STREAM)
-}
+/// The family of XINFO's subcommands: the key is the argument after the subcommand.
+const XINFO: Family = Family::new("stream").categories(STREAM).keys(2, 2, 1);
 
 const XINFO_SUBCOMMANDS: &[CommandSpec] = &[
-    sub(
+    XINFO.row(
         "xinfo|consumers",
         4,
+        READONLY,
         "Returns a list of the consumers in a consumer group.",
         "5.0.0",
         xinfo_consumers,
     ),
-    sub(
+    XINFO.row(
         "xinfo|groups",
         3,
+        READONLY,
         "Returns a list of the consumer groups of a stream.",
         "5.0.0",
         xinfo_groups,
     ),
-    sub(
+    XINFO.row(
         "xinfo|stream",
         -3,
+        READONLY,
         "Returns information about a stream.",
         "5.0.0",
         xinfo_stream,

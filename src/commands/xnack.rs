@@ -28,6 +28,7 @@
 //! deliveries), and acknowledges it; the reply counts the entries moved, and the log
 //! gets the moves' XADD and XACK records instead of the XNACK.
 
+use super::STREAM;
 use super::{CommandSpec, flags::*, is, parse_i64};
 use crate::commands::deadletter::{self, Move};
 use crate::commands::effects::{GroupEffects, log_effects};
@@ -37,8 +38,6 @@ use crate::resp::Argv;
 use crate::stream::StreamId;
 use crate::stream::group::NackMode;
 use crate::stream::id::parse_strict_id;
-
-const STREAM: &[&str] = &["@stream"];
 
 const BAD_MODE: ReplyError = ReplyError::msg("ERR mode must be SILENT, FAIL, or FATAL");
 const NUMIDS_NOT_POSITIVE: ReplyError = ReplyError::msg("ERR numids must be a positive integer");

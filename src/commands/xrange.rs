@@ -12,6 +12,7 @@
 //! `COUNT 0` (or a negative COUNT, which becomes 0) answers a *null array* (`*-1` / `_`).
 //! Both IDs are parsed, start first, before the key is looked up, so ID errors win.
 
+use super::STREAM_KEY1;
 use super::reply::StreamReply;
 use super::{CommandSpec, flags::*, is, parse_i64};
 use crate::core::Ctx;
@@ -22,44 +23,32 @@ use crate::stream::id::{parse_range_end, parse_range_start};
 use crate::stream::{Entry, Stream, StreamId};
 use bytes::Bytes;
 
-const STREAM: &[&str] = &["@stream"];
-
-/// A read-only, single-key stream command row.
-const fn read_cmd(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    summary: &'static str,
-    handler: super::Handler,
-) -> CommandSpec {
-    CommandSpec::new(name, arity, flags, "stream", summary, "5.0.0", handler)
-        .keys(1, 1, 1)
-        .categories(STREAM)
-}
-
 /// This family's rows of the command table.
 pub const COMMANDS: &[CommandSpec] = &[
-    read_cmd(
+    STREAM_KEY1.row(
         "xrange",
         -4,
         READONLY,
         "Returns the messages from a stream within a range of IDs.",
+        "5.0.0",
         xrange,
     ),
-    read_cmd(
+    STREAM_KEY1.row(
         "xrevrange",
         -4,
         READONLY,
         "Returns the messages from a stream within a range of IDs in reverse order.",
+        "5.0.0",
         xrevrange,
     ),
     CommandSpec {
         key_flags: super::keyflags::RO_ONLY,
-        ..read_cmd(
+        ..STREAM_KEY1.row(
             "xlen",
             2,
             READONLY | FAST,
             "Return the number of messages in a stream.",
+            "5.0.0",
             xlen,
         )
     },

@@ -103,6 +103,32 @@ pub struct CommandSpec {
     pub key_flags: &'static [u32],
 }
 
+/// ACL categories, in Redis's `ACLCommandCategories` order (`ACL CAT` lists them so, and
+/// the description algorithm tries them so).
+pub const CATEGORIES: &[&str] = &[
+    "keyspace",
+    "read",
+    "write",
+    "set",
+    "sortedset",
+    "list",
+    "hash",
+    "string",
+    "bitmap",
+    "hyperloglog",
+    "geo",
+    "stream",
+    "pubsub",
+    "admin",
+    "fast",
+    "slow",
+    "blocking",
+    "dangerous",
+    "connection",
+    "transaction",
+    "scripting",
+];
+
 /// Key-spec flags (Redis's `CMD_KEY_*`): how a command uses each of its keys.
 pub mod keyflags {
     /// Read-only: the key's value is not changed.
@@ -159,6 +185,75 @@ pub const fn default_key_flags(flags: u32, first_key: i32) -> &'static [u32] {
     }
 }
 
+/// What the rows of one command family share: the documentation group (`COMMAND
+/// DOCS`), the ACL categories beyond the ones the flags imply, and where the keys of
+/// most of its rows stand. Every family file builds its rows with [`Family::row`] and
+/// its containers with [`Family::container`], then adds what a row has of its own
+/// ([`CommandSpec::keys`], [`CommandSpec::with_key_flags`]).
+///
+/// ```text
+/// const SERVER: Family = Family::new("server");
+/// const XGROUP: Family = Family::new("stream").categories(STREAM).keys(2, 2, 1);
+/// XGROUP.row("xgroup|destroy", 4, WRITE, "Destroys a consumer group.", "5.0.0", destroy)
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct Family {
+    group: &'static str,
+    acl: &'static [&'static str],
+    keys: (i32, i32, i32),
+}
+
+impl Family {
+    /// A family documented under `group`, without extra ACL categories or keys.
+    pub const fn new(group: &'static str) -> Family {
+        Family {
+            group,
+            acl: &[],
+            keys: (0, 0, 0),
+        }
+    }
+
+    /// The same family with these ACL categories on every row.
+    pub const fn categories(self, acl: &'static [&'static str]) -> Family {
+        Family { acl, ..self }
+    }
+
+    /// The same family with keys at `first, first + step, ... last` on every row.
+    pub const fn keys(self, first: i32, last: i32, step: i32) -> Family {
+        Family {
+            keys: (first, last, step),
+            ..self
+        }
+    }
+
+    /// A row of this family (see [`CommandSpec::new`] for the fields).
+    pub const fn row(
+        &self,
+        name: &'static str,
+        arity: i32,
+        flags: u32,
+        summary: &'static str,
+        since: &'static str,
+        handler: Handler,
+    ) -> CommandSpec {
+        let (first, last, step) = self.keys;
+        CommandSpec::new(name, arity, flags, self.group, summary, since, handler)
+            .keys(first, last, step)
+            .categories(self.acl)
+    }
+
+    /// A container row of this family ([`CommandSpec::container`]).
+    pub const fn container(
+        &self,
+        name: &'static str,
+        summary: &'static str,
+        since: &'static str,
+        subcommands: &'static [CommandSpec],
+    ) -> CommandSpec {
+        CommandSpec::container(name, self.group, summary, since, subcommands)
+    }
+}
+
 impl CommandSpec {
     /// A row for a command without keys, ACL categories beyond its flags' or
     /// subcommands; the family helpers add those with [`CommandSpec::keys`],
@@ -206,6 +301,12 @@ impl CommandSpec {
         CommandSpec { acl, ..self }
     }
 
+    /// The same row with these [`keyflags`] for its keys (a family's default is
+    /// [`default_key_flags`]).
+    pub const fn with_key_flags(self, key_flags: &'static [u32]) -> CommandSpec {
+        CommandSpec { key_flags, ..self }
+    }
+
     /// A container row (`XINFO`, `CONFIG`, ...): it only dispatches to `subcommands`, so
     /// running it bare is a syntax error.
     pub const fn container(
@@ -249,7 +350,7 @@ impl CommandSpec {
     pub fn acl_categories(&self) -> Vec<&'static str> {
         let mut cats = self.acl_categories_unordered();
         let rank = |c: &str| {
-            super::acl::CATEGORIES
+            CATEGORIES
                 .iter()
                 .position(|k| c.strip_prefix('@') == Some(k))
                 .unwrap_or(usize::MAX)
