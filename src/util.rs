@@ -1,4 +1,5 @@
-//! Small helpers shared by commands: argument matching and glob patterns.
+//! Small helpers shared by commands: argument matching, glob patterns and the
+//! pseudo-random numbers of the random-member commands.
 
 /// Redis's `stringmatchlen`: glob matching with `*`, `?`, `[...]` (with `^` negation
 /// and ranges) and `\` escapes; `nocase` folds ASCII case.
@@ -109,6 +110,34 @@ fn glob_inner(mut p: &[u8], mut s: &[u8], nocase: bool, depth: usize) -> bool {
         }
     }
     s.is_empty()
+}
+
+// --- randomness --------------------------------------------------------------------------
+
+thread_local! {
+    /// wyrand state, seeded from std's random SipHash keys on first use.
+    static RNG: std::cell::Cell<u64> = std::cell::Cell::new({
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u64(0x5eed);
+        h.finish() | 1
+    });
+}
+
+/// A pseudo-random u64 (wyrand): the choices of SPOP, SRANDMEMBER, HRANDFIELD,
+/// ZRANDMEMBER and RANDOMKEY. Not cryptographic, as Redis's `random()` is not.
+pub fn rand_u64() -> u64 {
+    RNG.with(|s| {
+        let x = s.get().wrapping_add(0xa076_1d64_78bd_642f);
+        s.set(x);
+        let t = u128::from(x) * u128::from(x ^ 0xe703_7ed1_a0b4_28db);
+        ((t >> 64) as u64) ^ (t as u64)
+    })
+}
+
+/// A random index below `n` (`n > 0`).
+pub fn rand_below(n: usize) -> usize {
+    ((u128::from(rand_u64()) * n as u128) >> 64) as usize
 }
 
 #[cfg(test)]

@@ -36,9 +36,10 @@
 
 use super::Thresholds;
 use super::set::edit_exact;
-use super::table::{KeyOf, Table, rand_below};
+use super::table::{KeyOf, Table};
 use crate::short_bytes::ShortBytes;
 use crate::stream::id::string2ll;
+use crate::util::rand_below;
 use std::borrow::Cow;
 
 // --- items -------------------------------------------------------------------------------

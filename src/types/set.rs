@@ -25,9 +25,10 @@
 //! Redis's 8-byte bucket + 24-byte `dictEntry` + an sds allocation per member.
 
 use super::Thresholds;
-use super::table::{Table, Whole, rand_below};
+use super::table::{Table, Whole};
 use crate::short_bytes::ShortBytes;
 use crate::stream::id::string2ll;
+use crate::util::rand_below;
 use std::borrow::Cow;
 
 // --- intset ------------------------------------------------------------------------------

@@ -1,5 +1,4 @@
-//! The open-addressing [`Table`] that large sets and large hashes share, and the
-//! randomness their random-member commands use.
+//! The open-addressing [`Table`] that large sets and large hashes share.
 //!
 //! ```text
 //! Table    capacity = 2^k slots of 24 bytes, linear probing, no tombstones
@@ -21,38 +20,10 @@
 //! or shrinks between calls.
 
 use crate::short_bytes::ShortBytes;
-use std::cell::Cell;
+use crate::util::rand_below;
 use std::hash::BuildHasher;
 use std::marker::PhantomData;
 use std::sync::OnceLock;
-
-// --- randomness --------------------------------------------------------------------------
-
-thread_local! {
-    /// wyrand state, seeded from std's random SipHash keys on first use.
-    static RNG: Cell<u64> = Cell::new({
-        use std::hash::{BuildHasher, Hasher};
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u64(0x5eed);
-        h.finish() | 1
-    });
-}
-
-/// A pseudo-random u64 (wyrand): SPOP, SRANDMEMBER and HRANDFIELD choices. Not
-/// cryptographic, as Redis's `random()` is not.
-pub fn rand_u64() -> u64 {
-    RNG.with(|s| {
-        let x = s.get().wrapping_add(0xa076_1d64_78bd_642f);
-        s.set(x);
-        let t = u128::from(x) * u128::from(x ^ 0xe703_7ed1_a0b4_28db);
-        ((t >> 64) as u64) ^ (t as u64)
-    })
-}
-
-/// A random index below `n` (`n > 0`).
-pub fn rand_below(n: usize) -> usize {
-    ((u128::from(rand_u64()) * n as u128) >> 64) as usize
-}
 
 // --- the table ---------------------------------------------------------------------------
 

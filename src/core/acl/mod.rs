@@ -68,7 +68,7 @@ pub fn channel_args(spec: &CommandSpec, argc: usize) -> Option<(usize, usize, bo
 pub mod log;
 pub mod sha256;
 
-use super::command::{self as commands, CommandSpec, flags, keyflags};
+use super::command::{self as commands, CATEGORIES, CommandSpec, flags, keyflags};
 use crate::error::ReplyError;
 use crate::resp::Argv;
 use bytes::Bytes;
@@ -76,32 +76,6 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 use std::sync::LazyLock;
-
-/// ACL categories, in Redis's `ACLCommandCategories` order (`ACL CAT` lists them so, and
-/// the description algorithm tries them so).
-pub const CATEGORIES: &[&str] = &[
-    "keyspace",
-    "read",
-    "write",
-    "set",
-    "sortedset",
-    "list",
-    "hash",
-    "string",
-    "bitmap",
-    "hyperloglog",
-    "geo",
-    "stream",
-    "pubsub",
-    "admin",
-    "fast",
-    "slow",
-    "blocking",
-    "dangerous",
-    "connection",
-    "transaction",
-    "scripting",
-];
 
 /// The command table seen as ids: every command and subcommand in table order.
 pub struct CommandIndex {
