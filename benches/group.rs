@@ -20,7 +20,8 @@ use divan::counter::ItemsCount;
 use divan::{AllocProfiler, Bencher, black_box};
 use std::cell::RefCell;
 use streamd::stream::StreamId;
-use streamd::stream::group::{ConsumerId, Groups};
+use streamd::stream::consumer::ConsumerId;
+use streamd::stream::group::Groups;
 
 #[global_allocator]
 static ALLOC: AllocProfiler = AllocProfiler::system();

@@ -22,8 +22,9 @@ use crate::error::{ReplyError, lossy};
 use crate::resp::Argv;
 use crate::resp::writer::RespWriter;
 use crate::stream::StreamId;
-use crate::stream::group::{ConsumerGroup, PendingEntry};
+use crate::stream::group::ConsumerGroup;
 use crate::stream::id::{parse_range_end, parse_range_start};
+use crate::stream::pel::PendingEntry;
 use bytes::Bytes;
 
 /// This family's rows of the command table.

@@ -1,11 +1,13 @@
-//! Consumer groups of one stream: last-delivered IDs, read counters, the pending entries
-//! lists (PELs) shared between a group and its consumers, the delivery-time list with its
-//! NACK zone, and the stream-level reverse index "ID → groups that still hold it".
+//! Consumer groups of one stream (Redis: `streamCG`): last-delivered IDs, read counters,
+//! the group's pending entries kept in step with its consumers, and the stream-level
+//! reverse index "ID → groups that still hold it" (Redis: `cgroups_ref`).
 //!
-//! One pending entry (Redis: `streamNACK`) is stored exactly once, as a 40-byte slot in the
-//! group's slab. Everything else refers to it by its `u32` slot number: the group PEL, the
-//! owner's PEL (both `PelIndex`es: slot numbers in ID order, keyless) and the
-//! delivery-time list, which is threaded through the slots themselves.
+//! The pieces a group is made of have their own files: the pending entries (Redis:
+//! `streamNACK`), the delivery-time list and the PEL indexes are in pel.rs; the consumers
+//! (Redis: `streamConsumer`) and their handles in consumer.rs. This file ties them
+//! together: one pending entry is stored exactly once, as a slot in the group's slab, and
+//! the group PEL, the owner's consumer PEL and the delivery-time list all refer to it by
+//! slot number; every change here updates all of them and the reverse index.
 //!
 //! ```text
 //!  Groups (one per stream)
@@ -16,34 +18,17 @@
 //!  └─ min_last_id : smallest last_id over the groups
 //!
 //!  ConsumerGroup "emails"   last_id 5-0, entries_read 5
-//!
-//!   pel: slot numbers       slab: pages of Slot, 40 bytes a slot
-//!   in ID order             slot │ id   owner  delivery_time  count │ prev  next
-//!   ┌───┬───┬───┬───┐       ─────┼──────────────────────────────────┼───────────
-//!   │ 2 │ 4 │ 0 │ 3 │         0  │ 3-0  alice  1005           1     │  3    NIL  ← tail
-//!   └───┴───┴───┴───┘         1  │ (free)                           │  ·    NIL  ← free_head
-//!   (1-0 2-0 3-0 5-0)         2  │ 1-0  none   0              2     │ NIL   4    ← head
-//!                             3  │ 5-0  bob    1003           1     │  4    0
-//!                             4  │ 2-0  none   0              1     │  2    3    ← nack_tail
-//!
-//!   consumers: Rax name → index in the consumer table
-//!    alice { seen_time, active_time, pel: [0] }
-//!    bob   { seen_time, active_time, pel: [3] }
-//!
-//!   the delivery-time list, through prev/next:
-//!    head → [2] 1-0 ⇄ [4] 2-0 ⇄ [3] 5-0 @1003 ⇄ [0] 3-0 @1005 ← tail
-//!           └──── NACK zone ───┘   └── oldest delivery first ──┘
+//!   pel       : group PEL, slot numbers in ID order      (pel.rs: PelIndex)
+//!   slab      : the pending entries and the delivery-time list   (pel.rs: Slab)
+//!   consumers : alice { seen_time, active_time, pel: [0] }      (consumer.rs)
+//!               bob   { seen_time, active_time, pel: [3] }
 //! ```
 //!
-//! Invariants (checked after every step by the property test at the bottom):
-//! - the group PEL holds exactly the live slots, in strictly increasing ID order; a live
-//!   slot's ID never changes;
+//! Invariants (checked after every step by the property test at the bottom, together with
+//! those of pel.rs and consumer.rs):
+//! - the group PEL holds exactly the live slots;
 //! - an owned slot is in its owner's PEL and in no other consumer's; an unowned slot (after
 //!   XNACK) is in no consumer PEL;
-//! - the time list holds exactly the live slots; its head segment up to `nack_tail` (the
-//!   NACK zone) holds exactly the unowned ones, in the order they were NACKed (FIFO), each
-//!   with `delivery_time == 0`; after the zone, delivery times never decrease, so the
-//!   oldest idle entry is the first after the zone;
 //! - with two or more groups, `refs` maps each ID to the number of group PELs holding it
 //!   (IDs held by none are absent); with fewer it is not kept;
 //! - `min_last_id` is the smallest `last_id` over the groups (0-0 when there are none).
@@ -52,56 +37,23 @@
 //! [`Groups`] borrowed, so the reverse index and `min_last_id` cannot fall out of step.
 //! Nothing here reads a clock: each operation that needs "now" takes `now_ms`.
 //!
-//! Costs: a PEL lookup, insert or removal is O(log n) (binary searches over the index's
-//! chunks, then within one chunk of ≤ 128, reading IDs from the slab); deliver, ack, claim,
-//! NACK and re-delivery do one or two of those plus O(1) in the slab and the time list.
-//! Placing an entry in the time list is O(1) when its delivery time is at least the newest
-//! one (the normal case); an XCLAIM with an older TIME or IDLE walks back from the tail to
-//! its place, so a snapshot reloaded in [`ConsumerGroup::by_time`] order loads each entry
-//! in O(1).
-//!
-//! Memory: a pending entry costs its 40-byte slot plus about 4.5 bytes in each of the two
-//! PEL indexes, ~49.5 bytes in all (`benches/group.rs` prints the figure; Redis 7 uses ~85).
-//! That is why the PELs are not radix trees keyed by the 16-byte ID: two such keys would
-//! cost more than the whole budget. The slab grows by whole pages (no copying, at most one
-//! page spare) and, when fewer than half of its slots are live, is compacted (live slots
-//! moved down, their references repointed) and shrunk, so acknowledging a large PEL gives
-//! the memory back.
+//! Costs: deliver, ack, claim, NACK and re-delivery do one or two O(log n) PEL lookups or
+//! changes plus O(1) in the slab and the time list (pel.rs). An XCLAIM with an older TIME
+//! or IDLE walks the time list back from the tail to its place, so a snapshot reloaded in
+//! [`ConsumerGroup::by_time`] order loads each entry in O(1). Memory per pending entry is
+//! pel.rs's: ~49.5 bytes (`benches/group.rs` prints the figure).
 
+use super::consumer::{Consumer, ConsumerId, ConsumerTable, UNSET, signed_or_unset};
 use super::id::StreamId;
+use super::pel::{
+    DELIVERY_COUNT_MAX, NO_OWNER, PelIndex, PendingEntry, Slab, SlotRange, TimeOrder, cap_count,
+};
 use super::rax::Rax;
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, VecDeque};
 use std::ops::Deref;
 
-/// Largest delivery count (Redis: `LLONG_MAX`). Counts saturate here; XNACK FATAL sets it.
-pub const DELIVERY_COUNT_MAX: u64 = i64::MAX as u64;
-
 /// `entries_read` when the read counter is unknown (Redis: `SCG_INVALID_ENTRIES_READ`).
-const SCG_INVALID_ENTRIES_READ: i64 = -1;
-
-/// End of a slot list (time list links, free list).
-const NIL: u32 = u32::MAX;
-/// `Slot::owner` of an unowned (NACKed) entry.
-const NO_OWNER: u32 = u32::MAX;
-/// `Slot::owner` of a slot on the free list.
-const FREE_SLOT: u32 = u32::MAX - 1;
-/// Slabs smaller than this are never compacted (a few hundred bytes at most). Tiny in
-/// tests, so the model test compacts often.
-const COMPACT_MIN_SLOTS: usize = if cfg!(test) { 4 } else { 16 };
-/// Slots in a slab page: 1638 × 40 = 65 520 bytes, just under the allocator's 64 KiB
-/// size class (a power-of-two slot count would round up by 1/4). 3 in tests, so the
-/// model test crosses pages.
-const PAGE_SLOTS: usize = if cfg!(test) { 3 } else { 1638 };
-/// `Slot::delivery_count` of a slot whose count does not fit in 32 bits; the count is in
-/// `Slab::big_counts` instead (only XCLAIM RETRYCOUNT and XNACK FATAL/RETRYCOUNT make
-/// such counts).
-const COUNT_SPILLED: u32 = u32::MAX;
-/// Smallest first allocation of the first page, in slots.
-const PAGE_MIN_GROWTH: usize = if PAGE_SLOTS < 4 { PAGE_SLOTS } else { 4 };
-/// Most slot numbers in one chunk of a PEL index (512 bytes). Small in tests, so the
-/// model test splits and merges chunks.
-const CHUNK_MAX: usize = if cfg!(test) { 8 } else { 128 };
+const SCG_INVALID_ENTRIES_READ: i64 = UNSET;
 
 // ---------------------------------------------------------------------------------------
 // entries-read and lag (reference §3.3)
@@ -170,76 +122,6 @@ pub fn estimate_entries_read(c: &StreamCounters, id: StreamId) -> Option<u64> {
 // Public value types
 // ---------------------------------------------------------------------------------------
 
-/// A pending entry as the commands see it (Redis: `streamNACK`): delivered to the group,
-/// not yet acknowledged. Stored once per group (see the module diagram); this is a copy of
-/// it with the owner's name resolved.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PendingEntry<'a> {
-    /// The entry ID.
-    pub id: StreamId,
-    /// Last delivery time, Unix ms; 0 for a NACKed entry.
-    pub delivery_time: u64,
-    /// Number of deliveries, at most [`DELIVERY_COUNT_MAX`].
-    pub delivery_count: u64,
-    /// The owning consumer's name, or `None` for an unowned (NACKed) entry.
-    pub owner: Option<&'a [u8]>,
-}
-
-impl PendingEntry<'_> {
-    /// True for an unowned entry, i.e. one in the NACK zone.
-    pub fn is_nacked(&self) -> bool {
-        self.owner.is_none()
-    }
-
-    /// Milliseconds since the last delivery, 0 if the clock is behind it. XPENDING shows
-    /// -1 for NACKed entries instead; that choice is the caller's.
-    pub fn idle(&self, now_ms: u64) -> u64 {
-        now_ms.saturating_sub(self.delivery_time)
-    }
-}
-
-/// A handle to a consumer of one group, valid until that consumer is deleted. Using a
-/// handle after its consumer was deleted panics (it is a programming error).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct ConsumerId {
-    /// Index in the group's consumer table.
-    idx: u32,
-    /// Generation of that table slot when the handle was made.
-    generation: u32,
-}
-
-/// A consumer of a group (Redis: `streamConsumer`).
-#[derive(Debug, Clone)]
-pub struct Consumer {
-    /// Name, as given by the client (binary safe, case sensitive).
-    name: Box<[u8]>,
-    /// Last attempted interaction (read or claim), Unix ms.
-    seen_time: u64,
-    /// Last successful read or claim, Unix ms; -1 when never.
-    active_time: i64,
-    /// This consumer's PEL: its slots in the group's slab, in ID order.
-    pel: PelIndex,
-}
-
-impl Consumer {
-    /// The consumer's name.
-    pub fn name(&self) -> &[u8] {
-        &self.name
-    }
-    /// Last attempted interaction (XINFO CONSUMERS `idle` = now − this), Unix ms.
-    pub fn seen_time(&self) -> u64 {
-        self.seen_time
-    }
-    /// Last successful read or claim, Unix ms; `None` when never (XINFO `inactive` -1).
-    pub fn active_time(&self) -> Option<u64> {
-        u64::try_from(self.active_time).ok()
-    }
-    /// Number of entries this consumer owns.
-    pub fn pel_count(&self) -> usize {
-        self.pel.len()
-    }
-}
-
 /// How a claim sets `delivery_count`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DeliveryCount {
@@ -307,573 +189,6 @@ pub enum NackMode {
 }
 
 // ---------------------------------------------------------------------------------------
-// The slab and the delivery-time list
-// ---------------------------------------------------------------------------------------
-
-/// One pending entry as stored: the only copy of it (Redis: `streamNACK`).
-///
-/// Packed to 4-byte alignment: 40 bytes instead of 48. The delivery count is stored in
-/// 32 bits; the rare larger count (RETRYCOUNT, XNACK FATAL) spills to the slab's
-/// `big_counts` map, so every count up to `DELIVERY_COUNT_MAX` is still exact. Fields are only ever copied out
-/// (the accessors), never borrowed, which is what a packed struct requires; the compiler
-/// rejects any reference to a field.
-#[derive(Debug, Clone, Copy)]
-#[repr(C, packed(4))]
-struct Slot {
-    /// The entry ID; the order key of the group PEL and the owner's PEL. Never changes
-    /// while the slot is live.
-    id: StreamId,
-    /// Last delivery, Unix ms; 0 while NACKed.
-    delivery_time: u64,
-    /// Deliveries so far, or `COUNT_SPILLED` (read it through [`Slab::count`]).
-    delivery_count: u32,
-    /// Owner's index in the consumer table, `NO_OWNER` (NACKed), or `FREE_SLOT`.
-    owner: u32,
-    /// Previous slot in the time list (`NIL` at the head).
-    prev: u32,
-    /// Next slot in the time list (`NIL` at the tail); for a free slot, the next free one.
-    next: u32,
-}
-
-impl Slot {
-    fn id(&self) -> StreamId {
-        self.id
-    }
-    fn delivery_time(&self) -> u64 {
-        self.delivery_time
-    }
-    fn owner(&self) -> u32 {
-        self.owner
-    }
-    fn prev(&self) -> u32 {
-        self.prev
-    }
-    fn next(&self) -> u32 {
-        self.next
-    }
-}
-
-/// The slab of a group's pending entries plus the delivery-time list through it.
-///
-/// Slot `i` lives in page `i / PAGE_SLOTS`. Pages after the first are allocated whole, so
-/// growing never copies slots and wastes at most one page; the first page grows
-/// geometrically, so a small PEL costs little.
-#[derive(Debug, Clone)]
-struct Slab {
-    /// The slots, `PAGE_SLOTS` to a page (the last page may be partial).
-    pages: Vec<Vec<Slot>>,
-    /// Number of slots, live or free.
-    len: u32,
-    /// First free slot (`NIL` if none); free slots chain through `next`.
-    free_head: u32,
-    /// Number of free slots.
-    free_len: u32,
-    /// Time list head: the NACK zone's first entry, else the oldest delivery.
-    head: u32,
-    /// Time list tail: the newest delivery.
-    tail: u32,
-    /// Last entry of the NACK zone (`NIL` when the zone is empty).
-    nack_tail: u32,
-    /// Number of entries in the NACK zone.
-    nacked: u32,
-    /// Delivery counts of the slots whose count is `COUNT_SPILLED` (≥ 2^32 − 1).
-    big_counts: BTreeMap<u32, u64>,
-}
-
-impl Default for Slab {
-    fn default() -> Self {
-        Slab {
-            pages: Vec::new(),
-            len: 0,
-            free_head: NIL,
-            free_len: 0,
-            head: NIL,
-            tail: NIL,
-            nack_tail: NIL,
-            nacked: 0,
-            big_counts: BTreeMap::new(),
-        }
-    }
-}
-
-impl Slab {
-    fn slot(&self, i: u32) -> Slot {
-        let i = i as usize;
-        self.pages[i / PAGE_SLOTS][i % PAGE_SLOTS]
-    }
-
-    fn slot_mut(&mut self, i: u32) -> &mut Slot {
-        let i = i as usize;
-        &mut self.pages[i / PAGE_SLOTS][i % PAGE_SLOTS]
-    }
-
-    fn id(&self, i: u32) -> StreamId {
-        self.slot(i).id()
-    }
-
-    /// Slot `i`'s delivery count.
-    fn count(&self, i: u32) -> u64 {
-        match self.slot(i).delivery_count {
-            COUNT_SPILLED => self
-                .big_counts
-                .get(&i)
-                .copied()
-                .unwrap_or(DELIVERY_COUNT_MAX),
-            small => u64::from(small),
-        }
-    }
-
-    /// Sets slot `i`'s delivery count, spilling it to `big_counts` when it needs more
-    /// than 32 bits.
-    fn set_count(&mut self, i: u32, count: u64) {
-        match u32::try_from(count) {
-            Ok(small) if small != COUNT_SPILLED => {
-                if self.slot(i).delivery_count == COUNT_SPILLED {
-                    self.big_counts.remove(&i);
-                }
-                self.slot_mut(i).delivery_count = small;
-            }
-            _ => {
-                self.slot_mut(i).delivery_count = COUNT_SPILLED;
-                self.big_counts.insert(i, count);
-            }
-        }
-    }
-
-    fn live(&self) -> usize {
-        (self.len - self.free_len) as usize
-    }
-
-    /// A new, unlinked slot.
-    fn alloc(&mut self, id: StreamId, delivery_time: u64, delivery_count: u64, owner: u32) -> u32 {
-        let slot = Slot {
-            id,
-            delivery_time,
-            delivery_count: 0,
-            owner,
-            prev: NIL,
-            next: NIL,
-        };
-        if self.free_head != NIL {
-            let i = self.free_head;
-            self.free_head = self.slot(i).next();
-            self.free_len -= 1;
-            *self.slot_mut(i) = slot;
-            self.set_count(i, delivery_count);
-            return i;
-        }
-        let i = self.len;
-        assert!(
-            i < FREE_SLOT,
-            "a group PEL holds fewer than 2^32 - 2 entries"
-        );
-        if self.pages.last().is_none_or(|p| p.len() == PAGE_SLOTS) {
-            let first = self.pages.is_empty();
-            self.pages.push(if first {
-                Vec::new()
-            } else {
-                Vec::with_capacity(PAGE_SLOTS)
-            });
-        }
-        let page = self
-            .pages
-            .last_mut()
-            .expect("a page with room was just ensured");
-        if page.len() == page.capacity() {
-            let want = (page.capacity() * 2).clamp(PAGE_MIN_GROWTH, PAGE_SLOTS);
-            page.reserve_exact(want - page.len());
-        }
-        page.push(slot);
-        self.len += 1;
-        self.set_count(i, delivery_count);
-        i
-    }
-
-    /// Returns an unlinked slot to the free list.
-    fn release(&mut self, i: u32) {
-        if self.slot(i).delivery_count == COUNT_SPILLED {
-            self.big_counts.remove(&i);
-        }
-        let head = self.free_head;
-        let s = self.slot_mut(i);
-        s.owner = FREE_SLOT;
-        s.prev = NIL;
-        s.next = head;
-        self.free_head = i;
-        self.free_len += 1;
-    }
-
-    /// Keeps the first `n` slots (all live, none on the free list) and frees the rest.
-    fn truncate(&mut self, n: u32) {
-        let n = n as usize;
-        let pages = n.div_ceil(PAGE_SLOTS);
-        self.pages.truncate(pages);
-        self.pages.shrink_to_fit();
-        if let Some(last) = self.pages.last_mut() {
-            last.truncate(n - (pages - 1) * PAGE_SLOTS);
-            last.shrink_to_fit();
-        }
-        self.len = n as u32;
-        self.free_head = NIL;
-        self.free_len = 0;
-    }
-
-    /// Takes slot `i` out of the time list. Call before changing its owner: whether it
-    /// leaves the NACK zone is read from it.
-    fn unlink(&mut self, i: u32) {
-        let s = self.slot(i);
-        let (p, n) = (s.prev(), s.next());
-        if p == NIL {
-            self.head = n;
-        } else {
-            self.slot_mut(p).next = n;
-        }
-        if n == NIL {
-            self.tail = p;
-        } else {
-            self.slot_mut(n).prev = p;
-        }
-        if s.owner() == NO_OWNER {
-            self.nacked -= 1;
-            if self.nack_tail == i {
-                self.nack_tail = p;
-            }
-        }
-        let s = self.slot_mut(i);
-        s.prev = NIL;
-        s.next = NIL;
-    }
-
-    /// Links unlinked slot `i` right after `after` (`NIL`: at the head).
-    fn link_after(&mut self, after: u32, i: u32) {
-        let next = if after == NIL {
-            self.head
-        } else {
-            self.slot(after).next()
-        };
-        {
-            let s = self.slot_mut(i);
-            s.prev = after;
-            s.next = next;
-        }
-        if after == NIL {
-            self.head = i;
-        } else {
-            self.slot_mut(after).next = i;
-        }
-        if next == NIL {
-            self.tail = i;
-        } else {
-            self.slot_mut(next).prev = i;
-        }
-    }
-
-    /// Links owned, unlinked slot `i` after the NACK zone, in delivery-time order: after
-    /// every entry delivered at or before its time. O(1) when it is the newest.
-    fn link_by_time(&mut self, i: u32) {
-        let t = self.slot(i).delivery_time();
-        let mut after = self.tail;
-        while after != NIL && after != self.nack_tail && self.slot(after).delivery_time() > t {
-            after = self.slot(after).prev();
-        }
-        self.link_after(after, i);
-    }
-
-    /// Links unowned, unlinked slot `i` at the tail of the NACK zone.
-    fn link_nacked(&mut self, i: u32) {
-        self.link_after(self.nack_tail, i);
-        self.nack_tail = i;
-        self.nacked += 1;
-    }
-
-    /// The first slot after the NACK zone (the oldest delivery), or `NIL`.
-    fn first_delivered(&self) -> u32 {
-        if self.nack_tail == NIL {
-            self.head
-        } else {
-            self.slot(self.nack_tail).next()
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// PEL index: slot numbers in ID order, without keys
-// ---------------------------------------------------------------------------------------
-
-/// A PEL: the slot numbers of its entries, ordered by the IDs stored in those slots.
-///
-/// It keeps no keys of its own: comparisons read the ID from the slab, which every method
-/// takes. That is what makes a pending entry cost 40 bytes of slot plus about 4–5 bytes in
-/// each of the two PELs holding it, where a radix tree keyed by 16-byte IDs costs tens of
-/// bytes per key.
-///
-/// ```text
-///   chunks (VecDeque, ID order)
-///   ┌──────────────────┬──────────────────┬─────
-///   │ first 5-0        │ first 9-3        │ ...      first = ID of items[0], cached
-///   │ items [7, 2, 11] │ items [4, 0, ..] │          items = slot numbers, ≤ 128, sorted
-///   └──────────────────┴──────────────────┴─────              by slab[item].id
-/// ```
-///
-/// Lookup: binary search over the chunks' cached first IDs, then over the chunk's items
-/// (reading their IDs from the slab). Appending past the last full chunk (the usual `>`
-/// delivery) starts a new chunk, so ID-ordered fills leave chunks full; an insert into a
-/// full chunk elsewhere splits it in half; a chunk falling under a quarter full merges with
-/// a neighbour when they fit in one, or shrinks its allocation.
-#[derive(Debug, Clone, Default)]
-struct PelIndex {
-    /// Non-empty chunks; every ID in a chunk is below every ID in the next one.
-    chunks: VecDeque<Chunk>,
-    /// Number of slot numbers held.
-    len: u32,
-}
-
-/// A run of at most `CHUNK_MAX` slot numbers of a [`PelIndex`].
-#[derive(Debug, Clone)]
-struct Chunk {
-    /// The ID of `items[0]`.
-    first: StreamId,
-    /// Slot numbers in ID order, never empty.
-    items: Vec<u32>,
-}
-
-/// A position in a [`PelIndex`]: chunk, then item within it.
-#[derive(Debug, Clone, Copy)]
-struct PelPos {
-    chunk: usize,
-    item: usize,
-}
-
-impl PelIndex {
-    fn len(&self) -> usize {
-        self.len as usize
-    }
-
-    /// The chunk that holds `id` or would receive it.
-    fn chunk_for(&self, id: StreamId) -> usize {
-        // Deliveries (and snapshot loads) come in ID order: try the last chunk first.
-        if let Some(last) = self.chunks.back()
-            && last.first <= id
-        {
-            return self.chunks.len() - 1;
-        }
-        self.chunks
-            .partition_point(|c| c.first <= id)
-            .saturating_sub(1)
-    }
-
-    /// Where `id` is (`Ok`) or would go (`Err`); `None` when the index is empty.
-    fn locate(&self, slab: &Slab, id: StreamId) -> Option<(usize, Result<usize, usize>)> {
-        if self.chunks.is_empty() {
-            return None;
-        }
-        let c = self.chunk_for(id);
-        let items = &self.chunks[c].items;
-        // Past the chunk's last ID (an append): no search.
-        if let Some(&last) = items.last()
-            && slab.id(last) < id
-        {
-            return Some((c, Err(items.len())));
-        }
-        Some((c, items.binary_search_by(|&i| slab.id(i).cmp(&id))))
-    }
-
-    fn get(&self, slab: &Slab, id: StreamId) -> Option<u32> {
-        match self.locate(slab, id)? {
-            (c, Ok(p)) => Some(self.chunks[c].items[p]),
-            _ => None,
-        }
-    }
-
-    /// Adds slot `i` (its ID must not be in the index yet).
-    fn insert(&mut self, slab: &Slab, i: u32) {
-        let id = slab.id(i);
-        let Some((c, found)) = self.locate(slab, id) else {
-            self.chunks.push_back(Chunk {
-                first: id,
-                items: vec![i],
-            });
-            self.len = 1;
-            return;
-        };
-        let p = match found {
-            Ok(p) => {
-                debug_assert!(false, "PelIndex::insert of an ID already present");
-                self.chunks[c].items[p] = i;
-                return;
-            }
-            Err(p) => p,
-        };
-        self.len += 1;
-        let last = self.chunks.len() - 1;
-        let chunk = &mut self.chunks[c];
-        if chunk.items.len() < CHUNK_MAX {
-            chunk.items.insert(p, i);
-            if p == 0 {
-                chunk.first = id;
-            }
-            return;
-        }
-        // Full. Past either end of the index, start a new chunk so in-order fills stay dense.
-        if c == last && p == CHUNK_MAX {
-            self.chunks.push_back(Chunk {
-                first: id,
-                items: vec![i],
-            });
-            return;
-        }
-        if c == 0 && p == 0 {
-            self.chunks.push_front(Chunk {
-                first: id,
-                items: vec![i],
-            });
-            return;
-        }
-        let upper = chunk.items.split_off(CHUNK_MAX / 2);
-        let upper_first = slab.id(upper[0]);
-        self.chunks.insert(
-            c + 1,
-            Chunk {
-                first: upper_first,
-                items: upper,
-            },
-        );
-        let (c, p) = if p > CHUNK_MAX / 2 {
-            (c + 1, p - CHUNK_MAX / 2)
-        } else {
-            (c, p)
-        };
-        let chunk = &mut self.chunks[c];
-        chunk.items.insert(p, i);
-        if p == 0 {
-            chunk.first = id;
-        }
-    }
-
-    /// Removes `id`; returns its slot number. The slot must still hold `id`.
-    fn remove(&mut self, slab: &Slab, id: StreamId) -> Option<u32> {
-        let (c, Ok(p)) = self.locate(slab, id)? else {
-            return None;
-        };
-        self.len -= 1;
-        let chunk = &mut self.chunks[c];
-        let i = chunk.items.remove(p);
-        if chunk.items.is_empty() {
-            self.chunks.remove(c);
-            return Some(i);
-        }
-        if p == 0 {
-            chunk.first = slab.id(chunk.items[0]);
-        }
-        if chunk.items.len() < CHUNK_MAX / 4 {
-            self.merge_or_shrink(c);
-        }
-        Some(i)
-    }
-
-    /// Chunk `c` got small: merge it with a neighbour if both fit in one chunk, else give
-    /// back most of its spare capacity.
-    fn merge_or_shrink(&mut self, c: usize) {
-        let n = self.chunks[c].items.len();
-        if let Some(next) = self.chunks.get(c + 1)
-            && n + next.items.len() <= CHUNK_MAX
-        {
-            let next = self.chunks.remove(c + 1).expect("checked above");
-            self.chunks[c].items.extend_from_slice(&next.items);
-        } else if c > 0 && n + self.chunks[c - 1].items.len() <= CHUNK_MAX {
-            let this = self.chunks.remove(c).expect("c is a valid index");
-            self.chunks[c - 1].items.extend_from_slice(&this.items);
-        } else {
-            let items = &mut self.chunks[c].items;
-            if items.capacity() > 4 && items.capacity() >= 4 * n {
-                items.shrink_to(2 * n);
-            }
-        }
-    }
-
-    /// Points the entry `id` at slot `i` instead (the slab moved it). Both the old and the
-    /// new slot must hold `id`.
-    fn repoint(&mut self, slab: &Slab, id: StreamId, i: u32) {
-        if let Some((c, Ok(p))) = self.locate(slab, id) {
-            self.chunks[c].items[p] = i;
-        } else {
-            debug_assert!(false, "PelIndex::repoint of a missing ID");
-        }
-    }
-
-    /// The first position holding an ID ≥ `id`.
-    fn seek_ge(&self, slab: &Slab, id: StreamId) -> PelPos {
-        let Some((chunk, found)) = self.locate(slab, id) else {
-            return PelPos { chunk: 0, item: 0 };
-        };
-        let item = found.unwrap_or_else(|p| p);
-        if item == self.chunks[chunk].items.len() {
-            PelPos {
-                chunk: chunk + 1,
-                item: 0,
-            }
-        } else {
-            PelPos { chunk, item }
-        }
-    }
-
-    /// The slot number at `pos` and the position after it.
-    fn at(&self, pos: PelPos) -> Option<(u32, PelPos)> {
-        let items = &self.chunks.get(pos.chunk)?.items;
-        let i = *items.get(pos.item)?;
-        let next = if pos.item + 1 == items.len() {
-            PelPos {
-                chunk: pos.chunk + 1,
-                item: 0,
-            }
-        } else {
-            PelPos {
-                chunk: pos.chunk,
-                item: pos.item + 1,
-            }
-        };
-        Some((i, next))
-    }
-
-    fn first(&self) -> Option<u32> {
-        self.chunks.front().map(|c| c.items[0])
-    }
-
-    fn last(&self) -> Option<u32> {
-        self.chunks.back().and_then(|c| c.items.last().copied())
-    }
-
-    /// All slot numbers in ID order.
-    fn iter(&self) -> impl Iterator<Item = u32> + '_ {
-        self.chunks.iter().flat_map(|c| c.items.iter().copied())
-    }
-
-    /// Heap bytes allocated (capacities, requested sizes).
-    fn heap_bytes(&self) -> usize {
-        let items: usize = self.chunks.iter().map(|c| c.items.capacity()).sum();
-        self.chunks.capacity() * size_of::<Chunk>() + items * size_of::<u32>()
-    }
-}
-
-/// A consumer table slot: a consumer, or a hole awaiting reuse.
-#[derive(Debug, Clone)]
-struct ConsumerSlot {
-    /// Bumped each time the slot is vacated, so stale [`ConsumerId`]s are caught.
-    generation: u32,
-    /// The consumer living here, if any.
-    consumer: Option<Consumer>,
-}
-
-/// The consumer at table index `idx`, which slot owners and checked handles guarantee
-/// live. A free function so callers can borrow the slab alongside.
-fn consumer_in(slots: &mut [ConsumerSlot], idx: u32) -> &mut Consumer {
-    slots[idx as usize]
-        .consumer
-        .as_mut()
-        .expect("slot owners and handles name live consumers")
-}
-
-// ---------------------------------------------------------------------------------------
 // ConsumerGroup (reads)
 // ---------------------------------------------------------------------------------------
 
@@ -891,12 +206,8 @@ pub struct ConsumerGroup {
     pel: PelIndex,
     /// The pending entries and the delivery-time list.
     slab: Slab,
-    /// Consumer name → index in `consumer_slots`.
-    consumers: Rax<u32>,
-    /// The consumers; `Slot::owner` indexes this.
-    consumer_slots: Vec<ConsumerSlot>,
-    /// Vacant indices of `consumer_slots`.
-    consumer_free: Vec<u32>,
+    /// The consumers; a slot's owner is an index in this table.
+    consumers: ConsumerTable,
     /// The dead-letter stream (XGROUP SETDLQ), boxed: most groups have none.
     dlq: Option<Box<DeadLetter>>,
 }
@@ -909,9 +220,7 @@ impl ConsumerGroup {
             entries_read: signed_or_unset(entries_read),
             pel: PelIndex::default(),
             slab: Slab::default(),
-            consumers: Rax::new(),
-            consumer_slots: Vec::new(),
-            consumer_free: Vec::new(),
+            consumers: ConsumerTable::new(),
             dlq: None,
         }
     }
@@ -955,10 +264,16 @@ impl ConsumerGroup {
     /// The delivery count a history read by `c` would give `id` ([`GroupMut::redeliver`]),
     /// or `None` when `id` is not pending with `c` as its owner.
     pub fn redeliver_count(&self, c: ConsumerId, id: StreamId) -> Option<u64> {
-        let owner = self.index_of(c);
+        self.redelivery(c, id).map(|(_, _, count)| count)
+    }
+
+    /// For a history read of `id` by `c`: `c`'s table index, the slot and the new delivery
+    /// count (+1, saturating); `None` when `id` is not pending with `c` as its owner.
+    fn redelivery(&self, c: ConsumerId, id: StreamId) -> Option<(u32, u32, u64)> {
+        let owner = self.consumers.index_of(c);
         let i = self.pel.get(&self.slab, id)?;
         (self.slab.slot(i).owner() == owner)
-            .then(|| cap_count(self.slab.count(i).saturating_add(1)))
+            .then(|| (owner, i, cap_count(self.slab.count(i).saturating_add(1))))
     }
 
     /// The group's name.
@@ -1000,7 +315,7 @@ impl ConsumerGroup {
 
     /// Number of NACKed (unowned) pending entries (XINFO FULL `nacked-count`).
     pub fn nacked_count(&self) -> usize {
-        self.slab.nacked as usize
+        self.slab.nacked() as usize
     }
 
     /// Number of consumers.
@@ -1035,13 +350,19 @@ impl ConsumerGroup {
 
     /// Pending entries with `start <= id <= end`, in ID order (XPENDING, XAUTOCLAIM).
     pub fn pel_range(&self, start: StreamId, end: StreamId) -> PelRange<'_> {
-        PelRange::new(self, &self.pel, start, end)
+        PelRange {
+            group: self,
+            slots: self.pel.range(&self.slab, start, end),
+        }
     }
 
     /// A consumer's pending entries with `start <= id <= end`, in ID order (XREADGROUP
     /// history, XPENDING with a consumer, XINFO STREAM FULL).
     pub fn consumer_pel(&self, c: ConsumerId, start: StreamId, end: StreamId) -> PelRange<'_> {
-        PelRange::new(self, &self.consumer_at(c).pel, start, end)
+        PelRange {
+            group: self,
+            slots: self.consumers.get(c).pel().range(&self.slab, start, end),
+        }
     }
 
     /// All pending entries in delivery-time list order: the NACK zone first (in NACK
@@ -1050,9 +371,7 @@ impl ConsumerGroup {
     pub fn by_time(&self) -> ByTime<'_> {
         ByTime {
             group: self,
-            next: self.slab.head,
-            nacked_left: self.slab.nacked,
-            min: None,
+            slots: self.slab.by_time(None),
         }
     }
 
@@ -1062,29 +381,26 @@ impl ConsumerGroup {
     pub fn claimable(&self, now_ms: u64, min_idle: u64) -> ByTime<'_> {
         ByTime {
             group: self,
-            next: self.slab.head,
-            nacked_left: self.slab.nacked,
-            min: Some((now_ms, min_idle)),
+            slots: self.slab.by_time(Some((now_ms, min_idle))),
         }
     }
 
     /// The head of the delivery-time list: the first NACKed entry, else the oldest
     /// delivery.
     pub fn oldest(&self) -> Option<PendingEntry<'_>> {
-        (self.slab.head != NIL).then(|| self.view(self.slab.head))
+        self.slab.oldest().map(|i| self.view(i))
     }
 
     /// The oldest owned entry's delivery time (NACKed entries aside).
     pub fn oldest_delivery_time(&self) -> Option<u64> {
-        let i = self.slab.first_delivered();
-        (i != NIL).then(|| self.slab.slot(i).delivery_time())
+        self.slab.oldest_delivery_time()
     }
 
     /// When the first entry becomes claimable with `min_idle` (Unix ms), for waking a
     /// blocked XREADGROUP CLAIM: 0 if a NACKed entry is waiting, `None` if the PEL is
     /// empty.
     pub fn next_claimable_at(&self, min_idle: u64) -> Option<u64> {
-        if self.slab.nacked > 0 {
+        if self.slab.nacked() > 0 {
             return Some(0);
         }
         self.oldest_delivery_time()
@@ -1093,35 +409,22 @@ impl ConsumerGroup {
 
     /// The consumer called `name`.
     pub fn consumer_id(&self, name: &[u8]) -> Option<ConsumerId> {
-        self.consumers.get(name).map(|&idx| self.handle(idx))
+        self.consumers.id(name)
     }
 
     /// The consumer behind a handle. Panics if it was deleted.
     pub fn consumer(&self, c: ConsumerId) -> &Consumer {
-        self.consumer_at(c)
+        self.consumers.get(c)
     }
 
     /// The consumer called `name`.
     pub fn consumer_by_name(&self, name: &[u8]) -> Option<&Consumer> {
-        self.consumers
-            .get(name)
-            .and_then(|&idx| self.consumer_slots[idx as usize].consumer.as_ref())
+        self.consumers.by_name(name)
     }
 
     /// All consumers in name order (XINFO CONSUMERS, XPENDING summary).
     pub fn consumers(&self) -> impl Iterator<Item = (ConsumerId, &Consumer)> + '_ {
-        self.consumers.iter().filter_map(move |(_, &idx)| {
-            let slot = &self.consumer_slots[idx as usize];
-            slot.consumer.as_ref().map(|c| {
-                (
-                    ConsumerId {
-                        idx,
-                        generation: slot.generation,
-                    },
-                    c,
-                )
-            })
-        })
+        self.consumers.iter()
     }
 
     /// Heap bytes held by the pending entries: the slab pages and the group's and the
@@ -1129,56 +432,16 @@ impl ConsumerGroup {
     /// not included. Divided by [`ConsumerGroup::pel_count`] this is the memory cost of a
     /// pending entry.
     pub fn pel_heap_bytes(&self) -> usize {
-        let pages = &self.slab.pages;
-        let slab = pages.capacity() * size_of::<Vec<Slot>>()
-            + pages
-                .iter()
-                .map(|p| p.capacity() * size_of::<Slot>())
-                .sum::<usize>();
-        let consumers: usize = self
-            .consumer_slots
-            .iter()
-            .filter_map(|s| s.consumer.as_ref())
-            .map(|c| c.pel.heap_bytes())
-            .sum();
-        slab + self.pel.heap_bytes() + consumers
+        self.slab.heap_bytes() + self.pel.heap_bytes() + self.consumers.pel_heap_bytes()
     }
 
     // --- private helpers -------------------------------------------------------------
-
-    fn handle(&self, idx: u32) -> ConsumerId {
-        ConsumerId {
-            idx,
-            generation: self.consumer_slots[idx as usize].generation,
-        }
-    }
-
-    /// The consumer-table index of a live handle. Panics on a stale one.
-    fn index_of(&self, c: ConsumerId) -> u32 {
-        let live = self
-            .consumer_slots
-            .get(c.idx as usize)
-            .is_some_and(|s| s.generation == c.generation && s.consumer.is_some());
-        assert!(live, "ConsumerId used after its consumer was deleted");
-        c.idx
-    }
-
-    fn consumer_at(&self, c: ConsumerId) -> &Consumer {
-        let idx = self.index_of(c);
-        self.consumer_slots[idx as usize]
-            .consumer
-            .as_ref()
-            .expect("index_of checked it is live")
-    }
 
     fn owner_name(&self, owner: u32) -> Option<&[u8]> {
         if owner == NO_OWNER {
             return None;
         }
-        self.consumer_slots[owner as usize]
-            .consumer
-            .as_ref()
-            .map(|c| &*c.name)
+        self.consumers.name_at(owner)
     }
 
     fn view(&self, i: u32) -> PendingEntry<'_> {
@@ -1202,15 +465,10 @@ impl ConsumerGroup {
         delivery_count: u64,
         refs: &mut RefIndex,
     ) -> u32 {
-        let i = self.slab.alloc(id, delivery_time, delivery_count, owner);
+        let i = self.slab.insert(id, owner, delivery_time, delivery_count);
         self.pel.insert(&self.slab, i);
-        if owner == NO_OWNER {
-            self.slab.link_nacked(i);
-        } else {
-            consumer_in(&mut self.consumer_slots, owner)
-                .pel
-                .insert(&self.slab, i);
-            self.slab.link_by_time(i);
+        if owner != NO_OWNER {
+            self.consumers.at_mut(owner).pel_mut().insert(&self.slab, i);
         }
         refs.incr(&id.to_key());
         i
@@ -1224,159 +482,72 @@ impl ConsumerGroup {
         };
         let owner = self.slab.slot(i).owner();
         if owner != NO_OWNER {
-            consumer_in(&mut self.consumer_slots, owner)
-                .pel
+            self.consumers
+                .at_mut(owner)
+                .pel_mut()
                 .remove(&self.slab, id);
         }
-        self.slab.unlink(i);
-        self.slab.release(i);
+        self.slab.remove(i);
         refs.decr(&id.to_key());
         self.maybe_compact();
         true
     }
 
-    /// Moves unlinked slot `i` to `new_owner`'s PEL (or to none).
-    fn set_owner(&mut self, i: u32, new_owner: u32) {
+    /// Moves slot `i` from its owner's PEL to `new_owner`'s (or to none); the slot's
+    /// owner itself is the slab's to change.
+    fn move_to_owner_pel(&mut self, i: u32, new_owner: u32) {
         let old = self.slab.slot(i).owner();
         if old == new_owner {
             return;
         }
         if old != NO_OWNER {
             let id = self.slab.id(i);
-            consumer_in(&mut self.consumer_slots, old)
-                .pel
-                .remove(&self.slab, id);
+            self.consumers.at_mut(old).pel_mut().remove(&self.slab, id);
         }
         if new_owner != NO_OWNER {
-            consumer_in(&mut self.consumer_slots, new_owner)
-                .pel
+            self.consumers
+                .at_mut(new_owner)
+                .pel_mut()
                 .insert(&self.slab, i);
         }
-        self.slab.slot_mut(i).owner = new_owner;
     }
 
-    /// Re-links slot `i` as owned by `owner`, delivered at `time` with `count`.
+    /// Re-delivers slot `i` to `owner` at `time` with `count` (its PELs and time list).
     fn redeliver_slot(&mut self, i: u32, owner: u32, time: u64, count: u64) {
-        self.slab.unlink(i);
-        self.set_owner(i, owner);
-        self.slab.slot_mut(i).delivery_time = time;
-        self.slab.set_count(i, count);
-        self.slab.link_by_time(i);
+        self.move_to_owner_pel(i, owner);
+        self.slab.redeliver(i, owner, time, count);
     }
 
-    /// Compacts the slab when fewer than half its slots are live, so memory follows the
-    /// PEL down. Amortised O(log n) per release: after a compaction, at least half the
-    /// slab must be released again before the next one.
+    /// Compacts the slab when it has become sparse (pel.rs), repointing the group PEL
+    /// and the owners' PELs at the moved slots.
     fn maybe_compact(&mut self) {
-        let len = self.slab.len;
-        let live = self.slab.live() as u32;
-        if (len as usize) < COMPACT_MIN_SLOTS || live * 2 >= len {
-            return;
-        }
-        let mut hole = 0u32;
-        for src in live..len {
-            if self.slab.slot(src).owner() == FREE_SLOT {
-                continue;
+        let ConsumerGroup {
+            pel,
+            slab,
+            consumers,
+            ..
+        } = self;
+        slab.compact_if_sparse(|slab, id, owner, to| {
+            pel.repoint(slab, id, to);
+            if owner != NO_OWNER {
+                consumers.at_mut(owner).pel_mut().repoint(slab, id, to);
             }
-            while self.slab.slot(hole).owner() != FREE_SLOT {
-                hole += 1;
-            }
-            self.move_slot(src, hole);
-            hole += 1;
-        }
-        self.slab.truncate(live);
+        });
     }
-
-    /// Moves live slot `src` into free slot `dst`, fixing every reference to it.
-    fn move_slot(&mut self, src: u32, dst: u32) {
-        let s = self.slab.slot(src);
-        *self.slab.slot_mut(dst) = s;
-        if s.delivery_count == COUNT_SPILLED
-            && let Some(c) = self.slab.big_counts.remove(&src)
-        {
-            self.slab.big_counts.insert(dst, c);
-        }
-        let (p, n) = (s.prev(), s.next());
-        if p == NIL {
-            self.slab.head = dst;
-        } else {
-            self.slab.slot_mut(p).next = dst;
-        }
-        if n == NIL {
-            self.slab.tail = dst;
-        } else {
-            self.slab.slot_mut(n).prev = dst;
-        }
-        if self.slab.nack_tail == src {
-            self.slab.nack_tail = dst;
-        }
-        // Both slots hold the ID now, so the indexes still find it while being repointed.
-        self.pel.repoint(&self.slab, s.id(), dst);
-        if s.owner() != NO_OWNER {
-            consumer_in(&mut self.consumer_slots, s.owner())
-                .pel
-                .repoint(&self.slab, s.id(), dst);
-        }
-        self.slab.slot_mut(src).owner = FREE_SLOT;
-    }
-}
-
-/// `Some(n)` as an `i64` (saturating), `None` as -1: the encoding of `entries_read` and
-/// `active_time`.
-fn signed_or_unset(value: Option<u64>) -> i64 {
-    match value {
-        Some(n) => i64::try_from(n).unwrap_or(i64::MAX),
-        None => SCG_INVALID_ENTRIES_READ,
-    }
-}
-
-fn cap_count(n: u64) -> u64 {
-    n.min(DELIVERY_COUNT_MAX)
 }
 
 /// Pending entries of a group or consumer PEL in ID order, from [`ConsumerGroup::pel_range`]
 /// or [`ConsumerGroup::consumer_pel`].
 pub struct PelRange<'a> {
     group: &'a ConsumerGroup,
-    pel: &'a PelIndex,
-    pos: PelPos,
-    end: StreamId,
-}
-
-impl<'a> PelRange<'a> {
-    fn new(group: &'a ConsumerGroup, pel: &'a PelIndex, start: StreamId, end: StreamId) -> Self {
-        let pos = if start > end {
-            PelPos {
-                chunk: pel.chunks.len(),
-                item: 0,
-            }
-        } else {
-            pel.seek_ge(&group.slab, start)
-        };
-        PelRange {
-            group,
-            pel,
-            pos,
-            end,
-        }
-    }
+    slots: SlotRange<'a>,
 }
 
 impl<'a> Iterator for PelRange<'a> {
     type Item = PendingEntry<'a>;
 
     fn next(&mut self) -> Option<PendingEntry<'a>> {
-        let (i, next) = self.pel.at(self.pos)?;
-        let entry = self.group.view(i);
-        if entry.id > self.end {
-            self.pos = PelPos {
-                chunk: self.pel.chunks.len(),
-                item: 0,
-            };
-            return None;
-        }
-        self.pos = next;
-        Some(entry)
+        self.slots.next().map(|i| self.group.view(i))
     }
 }
 
@@ -1384,32 +555,14 @@ impl<'a> Iterator for PelRange<'a> {
 /// [`ConsumerGroup::claimable`].
 pub struct ByTime<'a> {
     group: &'a ConsumerGroup,
-    next: u32,
-    /// NACK-zone entries still ahead.
-    nacked_left: u32,
-    /// `(now_ms, min_idle)` for `claimable`: stop at the first owned entry too young.
-    min: Option<(u64, u64)>,
+    slots: TimeOrder<'a>,
 }
 
 impl<'a> Iterator for ByTime<'a> {
     type Item = PendingEntry<'a>;
 
     fn next(&mut self) -> Option<PendingEntry<'a>> {
-        if self.next == NIL {
-            return None;
-        }
-        let s = self.group.slab.slot(self.next);
-        if self.nacked_left > 0 {
-            self.nacked_left -= 1;
-        } else if let Some((now, min_idle)) = self.min
-            && now.saturating_sub(s.delivery_time()) < min_idle
-        {
-            self.next = NIL;
-            return None;
-        }
-        let entry = self.group.view(self.next);
-        self.next = s.next();
-        Some(entry)
+        self.slots.next().map(|i| self.group.view(i))
     }
 }
 
@@ -1775,35 +928,7 @@ impl GroupMut<'_> {
     /// The consumer called `name`, created if missing (seen now, never active). The bool
     /// is true when it was created (XREADGROUP/XCLAIM then notify `xgroup-createconsumer`).
     pub fn get_or_create_consumer(&mut self, name: &[u8], now_ms: u64) -> (ConsumerId, bool) {
-        let g = self.group();
-        if let Some(&idx) = g.consumers.get(name) {
-            return (g.handle(idx), false);
-        }
-        let consumer = Consumer {
-            name: name.into(),
-            seen_time: now_ms,
-            active_time: -1,
-            pel: PelIndex::default(),
-        };
-        let idx = match g.consumer_free.pop() {
-            Some(idx) => {
-                g.consumer_slots[idx as usize].consumer = Some(consumer);
-                idx
-            }
-            None => {
-                let idx = u32::try_from(g.consumer_slots.len())
-                    .ok()
-                    .filter(|&i| i < FREE_SLOT)
-                    .expect("a group has fewer than 2^32 - 2 consumers");
-                g.consumer_slots.push(ConsumerSlot {
-                    generation: 0,
-                    consumer: Some(consumer),
-                });
-                idx
-            }
-        };
-        g.consumers.insert(name, idx);
-        (g.handle(idx), true)
+        self.group().consumers.get_or_create(name, now_ms)
     }
 
     /// XGROUP CREATECONSUMER: true if created, false if it existed.
@@ -1816,40 +941,30 @@ impl GroupMut<'_> {
     /// such consumer.
     pub fn delete_consumer(&mut self, name: &[u8]) -> Option<usize> {
         let (g, refs) = self.parts();
-        let idx = g.consumers.remove(name)?;
-        let slot = &mut g.consumer_slots[idx as usize];
-        let consumer = slot
-            .consumer
-            .take()
-            .expect("the consumer map names live consumers");
-        slot.generation = slot.generation.wrapping_add(1);
-        g.consumer_free.push(idx);
-        for i in consumer.pel.iter() {
+        let consumer = g.consumers.remove(name)?;
+        for i in consumer.pel().iter() {
             let id = g.slab.id(i);
             g.pel.remove(&g.slab, id);
-            g.slab.unlink(i);
-            g.slab.release(i);
+            g.slab.remove(i);
             refs.decr(&id.to_key());
         }
         g.maybe_compact();
-        Some(consumer.pel.len())
+        Some(consumer.pel_count())
     }
 
     /// Records an attempted interaction: `seen_time = now` (XREADGROUP, XCLAIM,
     /// XAUTOCLAIM do this even when they deliver nothing).
     pub fn touch(&mut self, c: ConsumerId, now_ms: u64) {
-        let g = self.group();
-        let idx = g.index_of(c);
-        consumer_in(&mut g.consumer_slots, idx).seen_time = now_ms;
+        let consumers = &mut self.group().consumers;
+        consumers.at_mut(consumers.index_of(c)).touch(now_ms);
     }
 
     /// Sets both consumer times (log replay, snapshot load); `active_time` `None` = never.
     pub fn set_consumer_times(&mut self, c: ConsumerId, seen_time: u64, active_time: Option<u64>) {
-        let g = self.group();
-        let idx = g.index_of(c);
-        let consumer = consumer_in(&mut g.consumer_slots, idx);
-        consumer.seen_time = seen_time;
-        consumer.active_time = signed_or_unset(active_time);
+        let consumers = &mut self.group().consumers;
+        consumers
+            .at_mut(consumers.index_of(c))
+            .set_times(seen_time, active_time);
     }
 
     // --- the PEL -------------------------------------------------------------------------
@@ -1860,7 +975,7 @@ impl GroupMut<'_> {
     /// returns false. Either way `c` becomes active now.
     pub fn deliver(&mut self, c: ConsumerId, id: StreamId, now_ms: u64) -> bool {
         let (g, refs) = self.parts();
-        let owner = g.index_of(c);
+        let owner = g.consumers.index_of(c);
         let created = match g.pel.get(&g.slab, id) {
             Some(i) => {
                 g.redeliver_slot(i, owner, now_ms, 1);
@@ -1871,7 +986,7 @@ impl GroupMut<'_> {
                 true
             }
         };
-        consumer_in(&mut g.consumer_slots, owner).active_time = signed_or_unset(Some(now_ms));
+        g.consumers.at_mut(owner).mark_active(now_ms);
         created
     }
 
@@ -1880,15 +995,9 @@ impl GroupMut<'_> {
     /// pending with `c` as owner.
     pub fn redeliver(&mut self, c: ConsumerId, id: StreamId, now_ms: u64) -> bool {
         let g = self.group();
-        let owner = g.index_of(c);
-        let Some(i) = g.pel.get(&g.slab, id) else {
+        let Some((owner, i, count)) = g.redelivery(c, id) else {
             return false;
         };
-        let s = g.slab.slot(i);
-        if s.owner() != owner {
-            return false;
-        }
-        let count = cap_count(g.slab.count(i).saturating_add(1));
         g.redeliver_slot(i, owner, now_ms, count);
         true
     }
@@ -1913,7 +1022,7 @@ impl GroupMut<'_> {
         now_ms: u64,
     ) -> ClaimOutcome {
         let (g, refs) = self.parts();
-        let owner = g.index_of(c);
+        let owner = g.consumers.index_of(c);
         let found = g.pel.get(&g.slab, id);
         let Some(count) = g.claim_count_at(found, spec, now_ms) else {
             return if found.is_some() {
@@ -1930,7 +1039,7 @@ impl GroupMut<'_> {
         let previous_count = g.slab.count(i);
         let time = spec.delivery_time.min(now_ms);
         g.redeliver_slot(i, owner, time, count);
-        consumer_in(&mut g.consumer_slots, owner).active_time = signed_or_unset(Some(now_ms));
+        g.consumers.at_mut(owner).mark_active(now_ms);
         ClaimOutcome::Claimed {
             previous_delivery_time: s.delivery_time(),
             previous_delivery_count: previous_count,
@@ -1961,11 +1070,8 @@ impl GroupMut<'_> {
             (None, NackMode::Fail) => old,
             (None, NackMode::Fatal) => DELIVERY_COUNT_MAX,
         };
-        g.slab.unlink(i);
-        g.set_owner(i, NO_OWNER);
-        g.slab.slot_mut(i).delivery_time = 0;
-        g.slab.set_count(i, count);
-        g.slab.link_nacked(i);
+        g.move_to_owner_pel(i, NO_OWNER);
+        g.slab.nack(i, count);
         true
     }
 }
@@ -1974,23 +1080,7 @@ impl GroupMut<'_> {
 // Tests
 // ---------------------------------------------------------------------------------------
 
-/// Checks a PEL index's shape and returns its slot numbers in order.
-#[cfg(test)]
-fn check_pel_index(pel: &PelIndex, slab: &Slab) -> Vec<u32> {
-    let mut all = Vec::new();
-    for chunk in &pel.chunks {
-        assert!(!chunk.items.is_empty() && chunk.items.len() <= CHUNK_MAX);
-        assert_eq!(chunk.first, slab.id(chunk.items[0]));
-        all.extend_from_slice(&chunk.items);
-    }
-    assert_eq!(all.len(), pel.len());
-    assert!(
-        all.windows(2).all(|w| slab.id(w[0]) < slab.id(w[1])),
-        "PEL index out of order"
-    );
-    all
-}
-
+/// Checks every invariant of the module doc, and those of pel.rs and consumer.rs.
 #[cfg(test)]
 fn check_invariants(groups: &Groups) {
     // An allocated table always holds at least one group.
@@ -2000,8 +1090,10 @@ fn check_invariants(groups: &Groups) {
     check_set_invariants(groups);
 }
 
+/// [`check_invariants`] for an allocated group table.
 #[cfg(test)]
 fn check_set_invariants(groups: &GroupSet) {
+    use super::pel::{FREE_SLOT, check_pel_index};
     use std::collections::BTreeMap;
 
     // Group table and name index agree.
@@ -2020,101 +1112,39 @@ fn check_set_invariants(groups: &GroupSet) {
     let mut union: BTreeMap<Vec<u8>, u32> = BTreeMap::new();
     for g in &groups.list {
         let slab = &g.slab;
-        // Pages: all full but the last; the total is `len`.
-        let total: usize = slab.pages.iter().map(Vec::len).sum();
-        assert_eq!(total, slab.len as usize);
-        if let Some((_, full)) = slab.pages.split_last() {
-            assert!(full.iter().all(|p| p.len() == PAGE_SLOTS));
-        }
-        // Free list.
-        let mut free = 0;
-        let mut f = slab.free_head;
-        while f != NIL {
-            assert_eq!(slab.slot(f).owner(), FREE_SLOT);
-            free += 1;
-            f = slab.slot(f).next();
-        }
-        assert_eq!(free, slab.free_len);
-        let live = (0..slab.len)
-            .filter(|&i| slab.slot(i).owner() != FREE_SLOT)
-            .count();
-        assert_eq!(live + free as usize, slab.len as usize);
+        // Pages, free list and time list (pel.rs).
+        let live = slab.check();
         // The group PEL holds every live slot; owners hold theirs.
         let pel = check_pel_index(&g.pel, slab);
         assert_eq!(pel.len(), live);
+        let consumers = g.consumers.check();
+        let owned_by = |owner: u32| {
+            consumers
+                .iter()
+                .find(|(idx, _)| *idx == owner)
+                .map(|(_, c)| *c)
+                .expect("owners are live consumers")
+        };
         for &i in &pel {
             let s = slab.slot(i);
             assert_ne!(s.owner(), FREE_SLOT);
             assert_eq!(g.pel.get(slab, s.id()), Some(i));
             if s.owner() != NO_OWNER {
-                let c = g.consumer_slots[s.owner() as usize]
-                    .consumer
-                    .as_ref()
-                    .expect("live");
-                assert_eq!(c.pel.get(slab, s.id()), Some(i));
+                assert_eq!(owned_by(s.owner()).pel().get(slab, s.id()), Some(i));
             }
             *union.entry(s.id().to_key().to_vec()).or_default() += 1;
         }
         // Consumer PELs hold only their own entries.
         let mut owned = 0;
-        for (name, &ci) in g.consumers.iter() {
-            let c = g.consumer_slots[ci as usize]
-                .consumer
-                .as_ref()
-                .expect("live consumer");
-            assert_eq!(&*c.name, name);
-            for i in check_pel_index(&c.pel, slab) {
+        for &(ci, c) in &consumers {
+            for i in check_pel_index(c.pel(), slab) {
                 assert_eq!(slab.slot(i).owner(), ci);
                 assert_eq!(g.pel.get(slab, slab.id(i)), Some(i));
             }
-            owned += c.pel.len();
+            owned += c.pel_count();
         }
-        let live_consumers = g
-            .consumer_slots
-            .iter()
-            .filter(|s| s.consumer.is_some())
-            .count();
-        assert_eq!(live_consumers, g.consumers.len());
-        assert_eq!(
-            live_consumers + g.consumer_free.len(),
-            g.consumer_slots.len()
-        );
-        // Time list: symmetric links, NACK zone first, then non-decreasing times.
-        let mut prev = NIL;
-        let mut i = slab.head;
-        let mut n = 0usize;
-        let mut zone = 0u32;
-        let mut in_zone = true;
-        let mut last_time = 0u64;
-        let mut unowned = 0usize;
-        while i != NIL {
-            let s = slab.slot(i);
-            assert_eq!(s.prev(), prev);
-            assert_ne!(s.owner(), FREE_SLOT);
-            if s.owner() == NO_OWNER {
-                assert!(in_zone, "NACKed entry after the NACK zone");
-                assert_eq!(s.delivery_time(), 0);
-                zone += 1;
-                unowned += 1;
-                if zone == slab.nacked {
-                    assert_eq!(slab.nack_tail, i);
-                }
-            } else {
-                in_zone = false;
-                assert!(s.delivery_time() >= last_time, "time list out of order");
-                last_time = s.delivery_time();
-            }
-            prev = i;
-            i = s.next();
-            n += 1;
-        }
-        assert_eq!(slab.tail, prev);
-        assert_eq!(n, live);
-        assert_eq!(zone, slab.nacked);
-        if slab.nacked == 0 {
-            assert_eq!(slab.nack_tail, NIL);
-        }
-        assert_eq!(owned + unowned, live);
+        // Unowned entries are exactly the NACK zone (pel.rs checks the zone holds them).
+        assert_eq!(owned + g.nacked_count(), live);
     }
     // Reverse index.
     match &groups.refs.counts {
@@ -2750,9 +1780,9 @@ mod tests {
         check_invariants(&groups);
         let slab = &groups.get(b"g").expect("g").slab;
         assert!(
-            slab.len <= 400,
+            slab.slots() <= 400,
             "slab kept {} slots for 200 entries",
-            slab.len
+            slab.slots()
         );
         let mut g = groups.get_mut(b"g").expect("group");
         assert_eq!(
@@ -2770,17 +1800,9 @@ mod tests {
         let slab = &groups.get(b"g").expect("g").slab;
         assert_eq!(slab.live(), 0);
         assert!(
-            slab.pages.iter().map(Vec::capacity).sum::<usize>() < 2 * COMPACT_MIN_SLOTS,
+            slab.capacity() < 2 * super::super::pel::COMPACT_MIN_SLOTS,
             "memory returned"
         );
-    }
-
-    #[test]
-    fn a_pending_entry_slot_is_40_bytes() {
-        // The memory figure: one slot per pending entry in the slab, plus one key in the
-        // group PEL rax and one in the owner's PEL rax (16-byte key → u32 slot index).
-        assert_eq!(std::mem::size_of::<Slot>(), 40);
-        assert_eq!(std::mem::align_of::<Slot>(), 4);
     }
 
     // --- entries-read and lag (reference §3.3) ---------------------------------------

@@ -9,7 +9,8 @@
 //!  │   └ 1700000000097-0 ──▶ [hdr | master: user action | e0 | e1 | e2]   tail (appends)
 //!  ├ length, last_id, entries_added
 //!  └ extra: boxed, absent until a stream needs one of
-//!      ├ groups                consumer groups (group.rs)
+//!      ├ groups                consumer groups (group.rs; their pending entries in
+//!      │                       pel.rs, their consumers in consumer.rs)
 //!      ├ idmp                  idempotent producers, boxed again (idmp.rs)
 //!      ├ lifecycle             retention settings and their bookkeeping, boxed again
 //!      │                       (lifecycle.rs: XCFGSET MAXAGE / MAXBYTES / RETENTION-REFS)
@@ -40,12 +41,14 @@
 //! Invariants: every node in the index has at least one live entry; the sum of the
 //! nodes' live counts is `length`; every entry ID is `<= last_id`.
 
+pub mod consumer;
 pub mod group;
 pub mod id;
 pub mod idmp;
 pub mod lifecycle;
 pub mod listpack;
 pub mod memory;
+pub mod pel;
 pub mod rax;
 
 pub use id::StreamId;
