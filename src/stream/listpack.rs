@@ -896,6 +896,17 @@ impl Listpack {
         }
     }
 
+    /// The live entry `id` of this node (master ID `master`): `None` when the node does
+    /// not hold it or holds only its tombstone.
+    pub fn live_entry(&self, master: StreamId, m: &Master, id: StreamId) -> Option<EntryInfo> {
+        let pos = self.seek_ge(master, m, id);
+        if pos >= self.len() {
+            return None;
+        }
+        let e = self.entry_at(master, m, pos);
+        (e.id == id && !e.is_deleted()).then_some(e)
+    }
+
     /// Decodes the entry that ends (back-len included) just before `end`.
     pub fn entry_before(&self, master: StreamId, m: &Master, end: usize) -> EntryInfo {
         let (len, backlen_start) = get_backlen(self.data(), end);
@@ -1398,6 +1409,35 @@ mod tests {
                 .map_or(lp.len(), |&(_, start)| start);
             assert_eq!(lp.seek_ge(master, &m, probe), want, "{probe:?}");
         }
+    }
+
+    #[test]
+    fn live_entry_finds_live_ids_only() {
+        let master = id(100, 0);
+        let mut lp = Listpack::new(&[&b"f"[..], b"v"]);
+        for seq in 1..4 {
+            lp.append(master, id(100, seq), &[&b"f"[..], b"v"], 1 << 20);
+        }
+        let m = lp.master();
+        let second = lp.live_entry(master, &m, id(100, 1)).expect("live");
+        assert_eq!(second.id, id(100, 1));
+        lp.mark_deleted(second.start);
+        let m = lp.master();
+        assert_eq!(lp.live_entry(master, &m, id(100, 1)), None, "a tombstone");
+        assert_eq!(
+            lp.live_entry(master, &m, id(100, 2)).map(|e| e.id),
+            Some(id(100, 2))
+        );
+        assert_eq!(
+            lp.live_entry(master, &m, StreamId::new(100, 9)),
+            None,
+            "past the end"
+        );
+        assert_eq!(
+            lp.live_entry(master, &m, StreamId::new(99, 9)),
+            None,
+            "before the node"
+        );
     }
 
     #[test]

@@ -553,14 +553,7 @@ impl Stream {
     pub fn get(&self, id: StreamId) -> Option<Entry<'_>> {
         let (master, lp) = self.nodes.node_for(id)?;
         let m = lp.master();
-        let pos = lp.seek_ge(master, &m, id);
-        if pos >= lp.len() {
-            return None;
-        }
-        let e = lp.entry_at(master, &m, pos);
-        if e.id != id || e.is_deleted() {
-            return None;
-        }
+        let e = lp.live_entry(master, &m, id)?;
         Some(Entry {
             id,
             elements: lp.elements(&m, &e),
@@ -606,14 +599,7 @@ impl Stream {
             .get_mut(&master.to_key())
             .expect("node found a moment ago");
         let m = lp.master();
-        let pos = lp.seek_ge(master, &m, id);
-        if pos >= lp.len() {
-            return None;
-        }
-        let e = lp.entry_at(master, &m, pos);
-        if e.id != id || e.is_deleted() {
-            return None;
-        }
+        let e = lp.live_entry(master, &m, id)?;
         lp.mark_deleted(e.start);
         let stays = lp.live() > 0;
         if !stays {
