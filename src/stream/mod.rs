@@ -1308,6 +1308,27 @@ mod tests {
         }
     }
 
+    /// `XTRIM MINID ~ <at>-0 ACKED` on `s` while groups hold the entries `<ms>-0` of
+    /// `referenced`: how many entries went, and the stand-in groups afterwards.
+    fn trim_minid_approx_acked(
+        s: &mut Stream,
+        at: u64,
+        referenced: &[u64],
+        lim: &NodeLimits,
+    ) -> (u64, Refs) {
+        let mut refs = Refs {
+            referenced: referenced.iter().map(|&i| id(i, 0)).collect(),
+            removed: vec![],
+        };
+        let n = s.nodes.trim(
+            &minid(id(at, 0), true, RefPolicy::Acked),
+            lim,
+            &mut refs,
+            &mut 0,
+        );
+        (n, refs)
+    }
+
     #[test]
     fn minid_approx_acked_removes_exactly_the_acked_entries_of_eligible_nodes() {
         // Reference §3.1: 2-entry nodes, acks on 1, 2 and 4: `XTRIM MINID ~ 6-0 ACKED`
@@ -1317,16 +1338,7 @@ mod tests {
         for i in 1..=6 {
             s.append(id(i, 0), &els(&[("f", "v")]), &lim);
         }
-        let mut refs = Refs {
-            referenced: [3, 5, 6].map(|i| id(i, 0)).into(),
-            removed: vec![],
-        };
-        let n = s.nodes.trim(
-            &minid(id(6, 0), true, RefPolicy::Acked),
-            &lim,
-            &mut refs,
-            &mut 0,
-        );
+        let (n, refs) = trim_minid_approx_acked(&mut s, 6, &[3, 5, 6], &lim);
         assert_eq!(n, 3);
         assert_eq!(ids(&s, false), vec![id(3, 0), id(5, 0), id(6, 0)]);
         assert_eq!(s.first_id(), id(3, 0));
@@ -1340,19 +1352,7 @@ mod tests {
         let lim = limits(4096, 2);
         let mut s = Stream::new();
         fill(&mut s, 4, &lim);
-        let mut refs = Refs {
-            referenced: [3, 4].map(|i| id(i, 0)).into(),
-            removed: vec![],
-        };
-        assert_eq!(
-            s.nodes.trim(
-                &minid(id(5, 0), true, RefPolicy::Acked),
-                &lim,
-                &mut refs,
-                &mut 0
-            ),
-            2
-        );
+        assert_eq!(trim_minid_approx_acked(&mut s, 5, &[3, 4], &lim).0, 2);
         assert_eq!(ids(&s, false), vec![id(3, 0), id(4, 0)]);
     }
 
@@ -1363,17 +1363,7 @@ mod tests {
         let lim = limits(4096, 2);
         let mut s = Stream::new();
         fill(&mut s, 6, &lim);
-        let mut refs = Refs {
-            referenced: [3].map(|i| id(i, 0)).into(),
-            removed: vec![],
-        };
-        let n = s.nodes.trim(
-            &minid(id(6, 0), true, RefPolicy::Acked),
-            &lim,
-            &mut refs,
-            &mut 0,
-        );
-        assert_eq!(n, 4);
+        assert_eq!(trim_minid_approx_acked(&mut s, 6, &[3], &lim).0, 4);
         assert_eq!(ids(&s, false), vec![id(3, 0), id(6, 0)]);
         check_invariants(&s);
     }
@@ -1657,6 +1647,25 @@ mod tests {
             }
         }
 
+        /// A trim took `removed` entries where an exact one takes `exact` (an approximate
+        /// one at most that): checks the count and drops that many oldest from the model.
+        fn apply_trim(
+            model: &mut Model,
+            removed: u64,
+            exact: u64,
+            approx: bool,
+        ) -> Result<(), TestCaseError> {
+            if approx {
+                prop_assert!(removed <= exact);
+            } else {
+                prop_assert_eq!(removed, exact);
+            }
+            for _ in 0..removed {
+                model.pop_first();
+            }
+            Ok(())
+        }
+
         fn model_entries(m: &Model) -> Vec<(StreamId, Vec<Vec<u8>>)> {
             m.iter()
                 .map(|(id, p)| {
@@ -1733,28 +1742,16 @@ mod tests {
                             prop_assert_eq!(got, want);
                         }
                         Op::MaxLen { n, approx, limit } => {
-                            let before: Vec<StreamId> = model.keys().copied().collect();
                             let removed = s.trim(&maxlen(n, approx, limit), &lim);
-                            let exact = (before.len() as u64).saturating_sub(n);
-                            if approx {
-                                prop_assert!(removed <= exact);
-                            } else {
-                                prop_assert_eq!(removed, exact);
-                            }
-                            for k in before.iter().take(removed as usize) { model.remove(k); }
+                            let exact = (model.len() as u64).saturating_sub(n);
+                            apply_trim(&mut model, removed, exact, approx)?;
                         }
                         Op::MinId { at, approx } => {
                             if appended.is_empty() { continue }
                             let m = appended[at % appended.len()];
-                            let before: Vec<StreamId> = model.keys().copied().collect();
                             let removed = s.trim(&minid(m, approx, RefPolicy::KeepRef), &lim);
-                            let exact = before.iter().filter(|k| **k < m).count() as u64;
-                            if approx {
-                                prop_assert!(removed <= exact);
-                            } else {
-                                prop_assert_eq!(removed, exact);
-                            }
-                            for k in before.iter().take(removed as usize) { model.remove(k); }
+                            let exact = model.range(..m).count() as u64;
+                            apply_trim(&mut model, removed, exact, approx)?;
                         }
                         Op::MinIdRefs { at, acked, salt } => {
                             if appended.is_empty() { continue }
