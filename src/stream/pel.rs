@@ -381,17 +381,8 @@ impl Slab {
         {
             self.big_counts.insert(dst, c);
         }
-        let (p, n) = (s.prev(), s.next());
-        if p == NIL {
-            self.head = dst;
-        } else {
-            self.slot_mut(p).next = dst;
-        }
-        if n == NIL {
-            self.tail = dst;
-        } else {
-            self.slot_mut(n).prev = dst;
-        }
+        self.point_next(s.prev(), dst);
+        self.point_prev(s.next(), dst);
         if self.nack_tail == src {
             self.nack_tail = dst;
         }
@@ -477,16 +468,8 @@ impl Slab {
     fn unlink(&mut self, i: u32) {
         let s = self.slot(i);
         let (p, n) = (s.prev(), s.next());
-        if p == NIL {
-            self.head = n;
-        } else {
-            self.slot_mut(p).next = n;
-        }
-        if n == NIL {
-            self.tail = p;
-        } else {
-            self.slot_mut(n).prev = p;
-        }
+        self.point_next(p, n);
+        self.point_prev(n, p);
         if s.owner() == NO_OWNER {
             self.nacked -= 1;
             if self.nack_tail == i {
@@ -510,15 +493,25 @@ impl Slab {
             s.prev = after;
             s.next = next;
         }
-        if after == NIL {
-            self.head = i;
+        self.point_next(after, i);
+        self.point_prev(next, i);
+    }
+
+    /// Makes `to` follow slot `p` in the time list; `p == NIL` makes `to` the head.
+    fn point_next(&mut self, p: u32, to: u32) {
+        if p == NIL {
+            self.head = to;
         } else {
-            self.slot_mut(after).next = i;
+            self.slot_mut(p).next = to;
         }
-        if next == NIL {
-            self.tail = i;
+    }
+
+    /// Makes `to` precede slot `n` in the time list; `n == NIL` makes `to` the tail.
+    fn point_prev(&mut self, n: u32, to: u32) {
+        if n == NIL {
+            self.tail = to;
         } else {
-            self.slot_mut(next).prev = i;
+            self.slot_mut(n).prev = to;
         }
     }
 
