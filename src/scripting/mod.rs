@@ -9,6 +9,7 @@
 //!
 //! - `vm.rs`: building a VM: libraries, the `redis` table, read-only globals.
 //! - `run.rs`: one run (a coroutine), `redis.call`, Lua ↔ RESP conversions, the hook.
+//! - `suspend.rs`: what the hook suspended, shared by the run and the VM's wrappers.
 //! - `eval.rs`: EVAL*, SCRIPT, the script cache, shebang flags, busy scripts.
 //! - `function.rs`: FUNCTION*, FCALL*, libraries, FUNCTION DUMP/RESTORE payloads.
 //! - `libs/`: cjson, cmsgpack, bit, struct.
@@ -21,6 +22,7 @@ pub mod function;
 pub mod libs;
 pub mod run;
 pub mod sha1;
+pub mod suspend;
 pub mod vm;
 
 use crate::commands::{CommandSpec, flags::*};

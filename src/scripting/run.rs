@@ -27,6 +27,7 @@
 //! → true), double → `{double = n}`, boolean → boolean, big number →
 //! `{big_number = s}`, verbatim → `{verbatim_string = {format, string}}`.
 
+use super::suspend;
 use super::vm::{self, push_bytes, push_error_table, raise, set_fn, set_num, str_at};
 use crate::core::client::Client;
 use crate::core::command::{self, CommandSpec, flags};
@@ -71,11 +72,8 @@ pub struct RunCtx {
     co: *mut ffi::lua_State,
     /// Where the hook last suspended it (source, line).
     pub stopped_at: Option<(Vec<u8>, i64)>,
-    /// The hook suspended it (any other yield of the script's coroutine is the
-    /// script's own `coroutine.yield` outside a coroutine: an error).
-    pub hook_yield: bool,
-    /// The hook suspended a coroutine below the script's.
-    pub inner_hook_yield: bool,
+    /// What the hook suspended (active in `suspend.rs` while the run is resumed).
+    suspension: suspend::Flags,
     /// The argument vector of `redis.call`, kept between calls (its capacity).
     argv: Argv,
     /// Where `redis.call`'s command writes its reply, kept between calls.
@@ -216,8 +214,7 @@ impl Run {
                     repl: REPL_ALL,
                     co,
                     stopped_at: None,
-                    hook_yield: false,
-                    inner_hook_yield: false,
+                    suspension: suspend::Flags::new(co),
                     argv: Vec::new(),
                     reply: RespWriter::new(Protocol::Resp2),
                 }),
@@ -249,15 +246,19 @@ impl Run {
         self.ctx.core = core;
         let ctx: *mut RunCtx = &mut *self.ctx;
         let prev = CURRENT.with(|c| c.replace(ctx));
+        let prev_suspension = suspend::enter(self.ctx.suspension);
         let nargs = if self.started { 0 } else { self.nargs };
         self.started = true;
         // SAFETY: the coroutine is anchored in the registry; CURRENT points at a live
         // context for the whole resume.
         let status = unsafe { ffi::lua_resume_(self.ctx.co, nargs) };
+        if let Some(flags) = suspend::leave(prev_suspension) {
+            self.ctx.suspension = flags;
+        }
         CURRENT.with(|c| c.set(prev));
         self.ctx.core = std::ptr::null_mut();
         match status {
-            ffi::LUA_YIELD if std::mem::take(&mut self.ctx.hook_yield) => Step::Suspended,
+            ffi::LUA_YIELD if self.ctx.suspension.take_outer() => Step::Suspended,
             ffi::LUA_YIELD => Step::Failed(
                 b"ERR attempt to yield across metamethod/C-call boundary".to_vec(),
                 false,
@@ -403,32 +404,10 @@ unsafe extern "C-unwind" fn hook(l: *mut ffi::lua_State, ar: *mut ffi::lua_Debug
             ctx.stopped_at = Some((source, i64::from((*ar).currentline)));
             // The script's own coroutine is suspended for the server; one below it (a
             // pcall, a user coroutine) for its resumer, which passes it up (vm.rs).
-            mark_hook_suspension(l);
+            suspend::mark(l);
             ffi::lua_yield(l, 0);
         }
     }
-}
-
-/// Records that the hook (or a wrapper passing the hook's suspension up) suspends `l`.
-pub fn mark_hook_suspension(l: *mut ffi::lua_State) {
-    let ctx = CURRENT.with(Cell::get);
-    if ctx.is_null() {
-        return;
-    }
-    // SAFETY: CURRENT points at the live context of the resume in progress.
-    let ctx = unsafe { &mut *ctx };
-    if l == ctx.co {
-        ctx.hook_yield = true;
-    } else {
-        ctx.inner_hook_yield = true;
-    }
-}
-
-/// Takes the flag a nested coroutine's hook suspension left.
-pub fn take_inner_hook_suspension() -> bool {
-    let ctx = CURRENT.with(Cell::get);
-    // SAFETY: as above.
-    !ctx.is_null() && unsafe { std::mem::take(&mut (*ctx).inner_hook_yield) }
 }
 
 // ---- Lua → RESP ------------------------------------------------------------------------

@@ -617,7 +617,7 @@ unsafe extern "C-unwind" fn lua_resume_hook_aware(l: *mut ffi::lua_State) -> c_i
         ffi::lua_xmove(l, co, narg);
         lua_setlevel(l, co);
         let status = ffi::lua_resume_(co, narg);
-        if status == ffi::LUA_YIELD && super::run::take_inner_hook_suspension() {
+        if status == ffi::LUA_YIELD && super::suspend::take_inner() {
             ffi::lua_pushlightuserdata(l, &HOOK_YIELD as *const u8 as *mut std::ffi::c_void);
             return 1;
         }
@@ -641,7 +641,7 @@ unsafe extern "C-unwind" fn lua_resume_hook_aware(l: *mut ffi::lua_State) -> c_i
 /// up a level).
 unsafe extern "C-unwind" fn lua_suspend_for_hook(l: *mut ffi::lua_State) -> c_int {
     unsafe {
-        super::run::mark_hook_suspension(l);
+        super::suspend::mark(l);
         ffi::lua_yield(l, 0)
     }
 }
