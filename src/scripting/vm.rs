@@ -729,17 +729,29 @@ unsafe fn bare_proxy(l: *mut ffi::lua_State, idx: c_int) -> c_int {
     }
 }
 
-/// If the value at `idx` is a proxy, replaces it (in place) with the table it stands
-/// for; true when it was one.
-unsafe fn unproxy(l: *mut ffi::lua_State, idx: c_int) -> bool {
+/// When the value at `idx` is a table: pushes the registry's proxies table and, above
+/// it, the table the value is a proxy of (nil when it is none), and returns `idx` as an
+/// absolute index. Pushes nothing and returns None for any other value.
+unsafe fn push_proxied(l: *mut ffi::lua_State, idx: c_int) -> Option<c_int> {
     unsafe {
         let idx = ffi::lua_absindex(l, idx);
         if ffi::lua_type(l, idx) != ffi::LUA_TTABLE {
-            return false;
+            return None;
         }
         ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, PROXIES.as_ptr());
         ffi::lua_pushvalue(l, idx);
         ffi::lua_rawget(l, -2);
+        Some(idx)
+    }
+}
+
+/// If the value at `idx` is a proxy, replaces it (in place) with the table it stands
+/// for; true when it was one.
+unsafe fn unproxy(l: *mut ffi::lua_State, idx: c_int) -> bool {
+    unsafe {
+        let Some(idx) = push_proxied(l, idx) else {
+            return false;
+        };
         if ffi::lua_type(l, -1) == ffi::LUA_TTABLE {
             ffi::lua_replace(l, idx);
             ffi::lua_pop(l, 1);
@@ -754,13 +766,9 @@ unsafe fn unproxy(l: *mut ffi::lua_State, idx: c_int) -> bool {
 /// True when the table at `idx` is a proxy or a table a proxy stands for.
 unsafe fn is_protected(l: *mut ffi::lua_State, idx: c_int) -> bool {
     unsafe {
-        let idx = ffi::lua_absindex(l, idx);
-        if ffi::lua_type(l, idx) != ffi::LUA_TTABLE {
+        let Some(idx) = push_proxied(l, idx) else {
             return false;
-        }
-        ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, PROXIES.as_ptr());
-        ffi::lua_pushvalue(l, idx);
-        ffi::lua_rawget(l, -2);
+        };
         let proxy = ffi::lua_type(l, -1) != ffi::LUA_TNIL;
         ffi::lua_pop(l, 1);
         let mut real = false;
