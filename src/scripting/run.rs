@@ -485,10 +485,7 @@ unsafe fn write_table(
         }
         ffi::lua_pop(l, 1);
         if field(l, idx, c"ok") == ffi::LUA_TSTRING {
-            let text: Vec<u8> = str_at(l, -1)
-                .iter()
-                .map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c })
-                .collect();
+            let text = one_line(str_at(l, -1));
             ffi::lua_pop(l, 1);
             out.simple(&text);
             return;
@@ -509,10 +506,7 @@ unsafe fn write_table(
         }
         ffi::lua_pop(l, 1);
         if field(l, idx, c"big_number") == ffi::LUA_TSTRING {
-            let text: Vec<u8> = str_at(l, -1)
-                .iter()
-                .map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c })
-                .collect();
+            let text = one_line(str_at(l, -1));
             ffi::lua_pop(l, 1);
             if out.is_resp3() {
                 out.raw(b"(");
@@ -525,32 +519,15 @@ unsafe fn write_table(
         }
         ffi::lua_pop(l, 1);
         if field(l, idx, c"map") == ffi::LUA_TTABLE {
-            let map = ffi::lua_gettop(l);
             let d = out.defer_len();
-            let mut n = 0;
-            ffi::lua_pushnil(l);
-            while ffi::lua_next(l, map) != 0 {
-                write_reply(l, -2, out, resp3, depth + 1);
-                write_reply(l, -1, out, resp3, depth + 1);
-                ffi::lua_pop(l, 1);
-                n += 1;
-            }
-            ffi::lua_pop(l, 1);
+            let n = write_entries(l, out, resp3, depth, true);
             out.finish_map(d, n);
             return;
         }
         ffi::lua_pop(l, 1);
         if field(l, idx, c"set") == ffi::LUA_TTABLE {
-            let set = ffi::lua_gettop(l);
             let d = out.defer_len();
-            let mut n = 0;
-            ffi::lua_pushnil(l);
-            while ffi::lua_next(l, set) != 0 {
-                write_reply(l, -2, out, resp3, depth + 1);
-                ffi::lua_pop(l, 1);
-                n += 1;
-            }
-            ffi::lua_pop(l, 1);
+            let n = write_entries(l, out, resp3, depth, false);
             out.finish_set(d, n);
             return;
         }
@@ -596,6 +573,43 @@ unsafe fn write_table(
     }
 }
 
+/// `text` with its CRs and LFs turned into spaces, as Redis writes a status or a big
+/// number a script returned (the reply's framing must survive).
+fn one_line(text: &[u8]) -> Vec<u8> {
+    text.iter()
+        .map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c })
+        .collect()
+}
+
+/// Writes the entries of the table on top of `l` (its keys, and after each its value
+/// when `values`) and pops it; returns how many entries it wrote.
+///
+/// # Safety
+/// A table is on top of `l`'s stack, with room for the traversal.
+unsafe fn write_entries(
+    l: *mut ffi::lua_State,
+    out: &mut RespWriter,
+    resp3: bool,
+    depth: usize,
+    values: bool,
+) -> usize {
+    unsafe {
+        let table = ffi::lua_gettop(l);
+        let mut n = 0;
+        ffi::lua_pushnil(l);
+        while ffi::lua_next(l, table) != 0 {
+            write_reply(l, -2, out, resp3, depth + 1);
+            if values {
+                write_reply(l, -1, out, resp3, depth + 1);
+            }
+            ffi::lua_pop(l, 1);
+            n += 1;
+        }
+        ffi::lua_pop(l, 1);
+        n
+    }
+}
+
 // ---- RESP → Lua ------------------------------------------------------------------------
 
 /// Pushes the reply at `buf[*pos..]` as a Lua value; false when the bytes end early.
@@ -631,11 +645,7 @@ unsafe fn push_reply(l: *mut ffi::lua_State, buf: &[u8], pos: &mut usize, resp3:
             b'$' | b'=' => {
                 let n = number().unwrap_or(-1);
                 if n < 0 {
-                    if resp3 {
-                        ffi::lua_pushnil(l);
-                    } else {
-                        ffi::lua_pushboolean(l, 0);
-                    }
+                    push_null(l, resp3);
                 } else {
                     let n = n as usize;
                     let Some(body) = buf.get(*pos..*pos + n) else {
@@ -663,11 +673,7 @@ unsafe fn push_reply(l: *mut ffi::lua_State, buf: &[u8], pos: &mut usize, resp3:
             b'*' | b'~' | b'>' => {
                 let n = number().unwrap_or(-1);
                 if n < 0 {
-                    if resp3 {
-                        ffi::lua_pushnil(l);
-                    } else {
-                        ffi::lua_pushboolean(l, 0);
-                    }
+                    push_null(l, resp3);
                     return true;
                 }
                 if kind == b'~' {
@@ -731,6 +737,21 @@ unsafe fn push_reply(l: *mut ffi::lua_State, buf: &[u8], pos: &mut usize, resp3:
             _ => return false,
         }
         true
+    }
+}
+
+/// Pushes a null bulk string or array as a script sees it: false, or nil after
+/// `redis.setresp(3)`.
+///
+/// # Safety
+/// `l` is a live state with room on its stack.
+unsafe fn push_null(l: *mut ffi::lua_State, resp3: bool) {
+    unsafe {
+        if resp3 {
+            ffi::lua_pushnil(l);
+        } else {
+            ffi::lua_pushboolean(l, 0);
+        }
     }
 }
 
@@ -1324,6 +1345,16 @@ mod tests {
             run_chunk("math.randomseed(42) return {math.random(100), math.random(100)}"),
             b"*2\r\n:75\r\n:35\r\n"
         );
+        assert_eq!(
+            run_chunk("return {ok = 'two\\r\\nlines'}"),
+            b"+two  lines\r\n"
+        );
+        assert_eq!(run_chunk("return {big_number = '1\\n2'}"), b"$3\r\n1 2\r\n");
+        assert_eq!(
+            run_chunk("return {map = {a = 1}}"),
+            b"*2\r\n$1\r\na\r\n:1\r\n"
+        );
+        assert_eq!(run_chunk("return {set = {x = true}}"), b"*1\r\n$1\r\nx\r\n");
         let readonly = run_chunk("string.x = 1");
         assert!(String::from_utf8_lossy(&readonly).contains("Attempt to modify a readonly table"));
         let missing = run_chunk("return nosuch");
