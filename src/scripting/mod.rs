@@ -14,9 +14,12 @@
 //! - `function.rs`: FUNCTION*, FCALL*, libraries, FUNCTION DUMP/RESTORE payloads.
 //! - `libs/`: cjson, cmsgpack, bit, struct.
 //! - `sha1.rs`: script names.
+//! - `ccast.rs`: C's conversions of a Lua number to an integer, which Redis's replies and
+//!   libraries inherit.
 
 #![allow(unsafe_code)]
 
+pub mod ccast;
 pub mod eval;
 pub mod function;
 pub mod libs;

@@ -27,8 +27,8 @@
 //! → true), double → `{double = n}`, boolean → boolean, big number →
 //! `{big_number = s}`, verbatim → `{verbatim_string = {format, string}}`.
 
-use super::suspend;
 use super::vm::{self, push_bytes, push_error_table, raise, set_fn, set_num, str_at};
+use super::{ccast, suspend};
 use crate::core::client::Client;
 use crate::core::command::{self, CommandSpec, flags};
 use crate::core::{Core, acl};
@@ -412,17 +412,6 @@ unsafe extern "C-unwind" fn hook(l: *mut ffi::lua_State, ar: *mut ffi::lua_Debug
 
 // ---- Lua → RESP ------------------------------------------------------------------------
 
-/// C's `(long long)` cast of a double on x86-64: out of range and NaN give `i64::MIN`.
-pub fn c_cast_i64(d: f64) -> i64 {
-    // 2^63 is the first double past i64::MAX; -2^63 is i64::MIN itself.
-    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
-    if d.is_nan() || !(-TWO_63..TWO_63).contains(&d) {
-        i64::MIN
-    } else {
-        d as i64
-    }
-}
-
 /// Writes the Lua value at `idx` as a reply.
 ///
 /// # Safety
@@ -441,7 +430,7 @@ pub unsafe fn write_reply(
             return;
         }
         match ffi::lua_type(l, idx) {
-            ffi::LUA_TNUMBER => out.integer(c_cast_i64(ffi::lua_tonumber(l, idx))),
+            ffi::LUA_TNUMBER => out.integer(ccast::f64_to_i64(ffi::lua_tonumber(l, idx))),
             ffi::LUA_TSTRING => out.bulk(str_at(l, idx)),
             ffi::LUA_TBOOLEAN => {
                 let b = ffi::lua_toboolean(l, idx) != 0;
@@ -1250,23 +1239,6 @@ unsafe extern "C-unwind" fn lua_acl_check_cmd(l: *mut ffi::lua_State) -> c_int {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn doubles_cast_as_c_does_on_x86_64() {
-        assert_eq!(c_cast_i64(3.99), 3);
-        assert_eq!(c_cast_i64(-3.99), -3);
-        assert_eq!(c_cast_i64(2f64.powi(62)), 1 << 62);
-        for d in [
-            1e300,
-            f64::INFINITY,
-            f64::NEG_INFINITY,
-            f64::NAN,
-            2f64.powi(63),
-        ] {
-            assert_eq!(c_cast_i64(d), i64::MIN, "{d}");
-        }
-        assert_eq!(c_cast_i64(-(2f64.powi(63))), i64::MIN);
-    }
 
     #[test]
     fn number_arguments_print_as_percent_17g() {

@@ -220,15 +220,6 @@ pub(crate) mod harness {
     /// " script: <sha>, on @user_script:1." suffix and "ERR " prefix).
     pub(crate) type Expect = Result<&'static [u8], &'static str>;
 
-    /// What C's `(long long)d` gives on x86-64 (out of range and NaN: i64::MIN).
-    fn c_i64(d: f64) -> i64 {
-        if (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&d) {
-            d as i64
-        } else {
-            i64::MIN
-        }
-    }
-
     unsafe fn resp(l: *mut lua_State, out: &mut Vec<u8>) {
         // SAFETY (whole fn): `l` is the harness's state; the value is at the top.
         unsafe {
@@ -242,7 +233,7 @@ pub(crate) mod harness {
                 }
                 LUA_TBOOLEAN if lua_toboolean(l, -1) != 0 => out.extend_from_slice(b":1\r\n"),
                 LUA_TNUMBER => {
-                    let n = c_i64(lua_tonumber(l, -1));
+                    let n = crate::scripting::ccast::f64_to_i64(lua_tonumber(l, -1));
                     out.extend_from_slice(format!(":{n}\r\n").as_bytes());
                 }
                 LUA_TTABLE => {

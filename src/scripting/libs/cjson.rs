@@ -1237,13 +1237,7 @@ mod tests {
                     out.extend_from_slice(b"\r\n");
                 }
                 LUA_TNUMBER => {
-                    // C's (long long) cast: NaN and out of range give LLONG_MIN.
-                    let n = lua_tonumber(l, -1);
-                    let i = if (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&n) {
-                        n as i64
-                    } else {
-                        i64::MIN
-                    };
+                    let i = crate::scripting::ccast::f64_to_i64(lua_tonumber(l, -1));
                     out.extend_from_slice(format!(":{i}\r\n").as_bytes());
                 }
                 LUA_TBOOLEAN if lua_toboolean(l, -1) != 0 => out.extend_from_slice(b":1\r\n"),

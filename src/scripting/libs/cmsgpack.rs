@@ -34,7 +34,8 @@ use mlua_sys::{
     lua_settop, lua_toboolean, lua_tolstring, lua_tonumber, lua_type,
 };
 
-use super::lstruct::{Failure, c_f64_to_i64, check_bytes, check_integer, opt_integer, raise};
+use super::lstruct::{Failure, check_bytes, check_integer, opt_integer, raise};
+use crate::scripting::ccast;
 
 /// Tables nested this deep are encoded as nil (this also stops reference cycles).
 const MAX_NESTING: u32 = 16;
@@ -42,15 +43,6 @@ const MAX_NESTING: u32 = 16;
 /// A stack-growth failure: `luaL_checkstack`'s message.
 fn stack_overflow(what: &str) -> Failure {
     Failure::Msg(format!("stack overflow ({what})").into_bytes())
-}
-
-/// C's `(int)d` on x86-64: truncation, with out-of-range values and NaN giving i32::MIN.
-fn c_f64_to_i32(d: f64) -> i32 {
-    if d > -2_147_483_649.0 && d < 2_147_483_648.0 {
-        d as i32
-    } else {
-        i32::MIN
-    }
 }
 
 // ------------------------------------------------------------------ encoding
@@ -129,7 +121,7 @@ fn encode_header(buf: &mut Vec<u8>, n: u64, fix: u8, wide16: u8) {
 
 fn encode_number(buf: &mut Vec<u8>, n: f64) {
     // lua-cmsgpack's test: not infinite and (int64_t)n == n, with x86-64's conversion.
-    let i = c_f64_to_i64(n);
+    let i = ccast::f64_to_i64(n);
     if !n.is_infinite() && i as f64 == n {
         encode_int(buf, i);
     } else {
@@ -154,7 +146,7 @@ unsafe fn table_is_array(l: *mut lua_State) -> Result<bool, Failure> {
                 return Ok(false);
             }
             let n = lua_tonumber(l, -1);
-            if n <= 0.0 || n.is_infinite() || f64::from(c_f64_to_i32(n)) != n {
+            if n <= 0.0 || n.is_infinite() || f64::from(ccast::f64_to_i32(n)) != n {
                 lua_settop(l, top);
                 return Ok(false);
             }

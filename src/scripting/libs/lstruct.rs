@@ -29,6 +29,7 @@
 use std::ffi::{CStr, c_int};
 use std::mem::ManuallyDrop;
 
+use crate::scripting::ccast;
 use mlua_sys::{
     LUA_REGISTRYINDEX, lua_CFunction, lua_Integer, lua_State, lua_checkstack, lua_concat,
     lua_createtable, lua_error, lua_getfield, lua_insert, lua_isnumber, lua_istable, lua_pop,
@@ -182,26 +183,6 @@ pub(super) unsafe fn opt_integer(
     }
 }
 
-/// C's `(long)d` on x86-64: truncation, with out-of-range values and NaN giving i64::MIN.
-pub(super) fn c_f64_to_i64(d: f64) -> i64 {
-    if (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&d) {
-        d as i64
-    } else {
-        i64::MIN
-    }
-}
-
-/// C's `(unsigned long)d` as gcc compiles it on x86-64: values from 2^63 up are converted
-/// as `d - 2^63` with the top bit flipped; everything else (NaN included) as `(long)d`.
-fn c_f64_to_u64(d: f64) -> u64 {
-    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
-    if d >= TWO_63 {
-        (c_f64_to_i64(d - TWO_63) as u64) ^ (1 << 63)
-    } else {
-        c_f64_to_i64(d) as u64
-    }
-}
-
 /// Byte order and maximum alignment, changed by `<`, `>` and `!`.
 struct Header {
     little: bool,
@@ -318,9 +299,9 @@ fn is_integer_opt(opt: u8) -> bool {
 /// The `size` bytes of an integer field holding `n`.
 fn put_integer(out: &mut Vec<u8>, n: f64, little: bool, size: usize) {
     let mut value = if n < 0.0 {
-        c_f64_to_i64(n) as u64
+        ccast::f64_to_i64(n) as u64
     } else {
-        c_f64_to_u64(n)
+        ccast::f64_to_u64(n)
     };
     let mut le = [0u8; MAX_INT_SIZE as usize];
     for b in le.iter_mut().take(size) {
@@ -508,7 +489,7 @@ unsafe fn unpack_values(l: *mut lua_State) -> Result<c_int, Failure> {
                     if n == 0 || unsafe { lua_isnumber(l, -1) } == 0 {
                         return Err(Failure::Msg(b"format 'c0' needs a previous size".to_vec()));
                     }
-                    size = c_f64_to_u64(unsafe { lua_tonumber(l, -1) }) as usize;
+                    size = ccast::f64_to_u64(unsafe { lua_tonumber(l, -1) }) as usize;
                     unsafe { lua_pop(l, 1) };
                     n -= 1;
                     fits(pos, size, len)?;
