@@ -24,7 +24,6 @@
 )]
 
 use std::ffi::{CStr, c_int};
-use std::mem::ManuallyDrop;
 
 use mlua_sys::{
     LUA_TBOOLEAN, LUA_TNIL, LUA_TNUMBER, LUA_TSTRING, LUA_TTABLE, lua_CFunction, lua_State,
@@ -34,7 +33,7 @@ use mlua_sys::{
     lua_settop, lua_toboolean, lua_tolstring, lua_tonumber, lua_type,
 };
 
-use super::lstruct::{Failure, check_bytes, check_integer, opt_integer, raise};
+use super::failure::{Failure, check_bytes, check_integer, finish, opt_integer, return_string};
 use crate::scripting::ccast;
 
 /// Tables nested this deep are encoded as nil (this also stops reference cycles).
@@ -252,22 +251,8 @@ unsafe fn pack_into(l: *mut lua_State, buf: &mut Vec<u8>) -> Result<(), Failure>
 }
 
 unsafe extern "C-unwind" fn pack(l: *mut lua_State) -> c_int {
-    let mut buf = ManuallyDrop::new(Vec::new());
     // SAFETY: called by Lua with a live state.
-    let result = unsafe { pack_into(l, &mut buf) };
-    match result {
-        Ok(()) => {
-            // SAFETY: `l` is live; Lua copies the bytes.
-            unsafe { lua_pushlstring(l, buf.as_ptr().cast(), buf.len()) };
-            drop(ManuallyDrop::into_inner(buf));
-            1
-        }
-        Err(failure) => {
-            drop(ManuallyDrop::into_inner(buf));
-            // SAFETY: `l` is live; nothing with a destructor is left in this frame.
-            unsafe { raise(l, failure) }
-        }
-    }
+    unsafe { return_string(l, pack_into) }
 }
 
 // ------------------------------------------------------------------ decoding
@@ -543,15 +528,6 @@ unsafe fn unpack_full(l: *mut lua_State, limit: i64, offset: i64) -> Result<c_in
             count += 1;
         }
         Ok(count)
-    }
-}
-
-/// Returns a body's result count, or raises its failure.
-unsafe fn finish(l: *mut lua_State, result: Result<c_int, Failure>) -> c_int {
-    match result {
-        Ok(n) => n,
-        // SAFETY: `l` is live; the failure is moved into `raise`.
-        Err(failure) => unsafe { raise(l, failure) },
     }
 }
 

@@ -27,161 +27,22 @@
 )]
 
 use std::ffi::{CStr, c_int};
-use std::mem::ManuallyDrop;
 
+use super::failure::{
+    Failure, check_bytes, check_number, finish, opt_integer, raise, return_string,
+};
 use crate::scripting::ccast;
 use mlua_sys::{
-    LUA_REGISTRYINDEX, lua_CFunction, lua_Integer, lua_State, lua_checkstack, lua_concat,
-    lua_createtable, lua_error, lua_getfield, lua_insert, lua_isnumber, lua_istable, lua_pop,
-    lua_pushcfunction, lua_pushinteger, lua_pushlstring, lua_pushnil, lua_pushnumber,
-    lua_pushvalue, lua_setfield, lua_setglobal, lua_settop, lua_tointeger_, lua_tolstring,
-    lua_tonumber, lua_type, luaL_argerror, luaL_typerror, luaL_where,
+    LUA_REGISTRYINDEX, lua_CFunction, lua_Integer, lua_State, lua_checkstack, lua_createtable,
+    lua_getfield, lua_isnumber, lua_istable, lua_pop, lua_pushcfunction, lua_pushinteger,
+    lua_pushlstring, lua_pushnil, lua_pushnumber, lua_pushvalue, lua_setfield, lua_setglobal,
+    lua_tonumber,
 };
 
 /// Largest size of an `i`/`I` field.
 const MAX_INT_SIZE: i32 = 32;
 /// Alignment of `!` without a number: a double's alignment on x86-64.
 const MAX_ALIGN: i32 = 8;
-
-/// A Lua error to raise once the Rust frames that built it are gone (shared with
-/// `cmsgpack`).
-#[derive(Debug)]
-pub(super) enum Failure {
-    /// `luaL_error`: the caller's position, then the message.
-    Msg(Vec<u8>),
-    /// `luaL_argerror(narg, message)`.
-    Arg(c_int, Vec<u8>),
-    /// `luaL_typerror(narg, expected type)`.
-    Type(c_int, &'static CStr),
-}
-
-/// What [`push_failure`] left for [`throw`]: only `Copy` data.
-#[derive(Clone, Copy)]
-enum Pending {
-    Msg,
-    Arg(c_int),
-    Type(c_int, &'static CStr),
-}
-
-/// Pushes the failure's message (if it has one) and releases its Rust allocation.
-unsafe fn push_failure(l: *mut lua_State, failure: Failure) -> Pending {
-    let failure = ManuallyDrop::new(failure);
-    let (pending, msg) = match &*failure {
-        Failure::Msg(m) => (Pending::Msg, Some(m)),
-        Failure::Arg(n, m) => (Pending::Arg(*n), Some(m)),
-        Failure::Type(n, t) => (Pending::Type(*n, t), None),
-    };
-    if let Some(m) = msg {
-        // SAFETY: `l` is live; Lua copies the bytes.
-        unsafe {
-            // A stack-overflow failure leaves no room for the message (and for what
-            // `luaL_where`/`luaL_argerror` push): the values on the stack are about to be
-            // discarded by the error anyway, and these messages do not read them.
-            if lua_checkstack(l, 4) == 0 {
-                lua_settop(l, 0);
-            }
-            lua_pushlstring(l, m.as_ptr().cast(), m.len());
-        }
-    }
-    drop(ManuallyDrop::into_inner(failure));
-    pending
-}
-
-/// Raises what [`push_failure`] prepared, as `luaL_error`/`luaL_argerror`/`luaL_typerror`.
-unsafe fn throw(l: *mut lua_State, pending: Pending) -> ! {
-    // SAFETY (whole fn): `l` is live; the message, if any, is at the top.
-    unsafe {
-        match pending {
-            Pending::Msg => {
-                luaL_where(l, 1);
-                lua_insert(l, -2);
-                lua_concat(l, 2);
-            }
-            Pending::Arg(n) => {
-                luaL_argerror(l, n, lua_tolstring(l, -1, std::ptr::null_mut()));
-            }
-            Pending::Type(n, t) => {
-                luaL_typerror(l, n, t.as_ptr());
-            }
-        }
-        lua_error(l)
-    }
-}
-
-/// Raises `failure` from the running C function, exactly as the matching `luaL_*` call.
-///
-/// # Safety
-/// `l` must be the state of the running C function, and the caller's frame must hold no
-/// value with a destructor (the error longjmps).
-pub(super) unsafe fn raise(l: *mut lua_State, failure: Failure) -> ! {
-    // SAFETY: `l` is live; `failure` is consumed before the longjmp.
-    unsafe {
-        let pending = push_failure(l, failure);
-        throw(l, pending)
-    }
-}
-
-/// Argument `idx` as bytes (numbers are converted in place, as `luaL_checklstring` does).
-/// The slice lives as long as the value stays on the stack.
-///
-/// # Safety
-/// `l` must be the state of the running C function.
-pub(super) unsafe fn check_bytes<'a>(l: *mut lua_State, idx: c_int) -> Result<&'a [u8], Failure> {
-    let mut len = 0;
-    // SAFETY: `l` is live; a non-null result points at `len` bytes owned by the stack value.
-    unsafe {
-        let p = lua_tolstring(l, idx, &mut len);
-        if p.is_null() {
-            return Err(Failure::Type(idx, c"string"));
-        }
-        Ok(std::slice::from_raw_parts(p.cast(), len))
-    }
-}
-
-/// Argument `idx` as a number, as `luaL_checknumber`.
-unsafe fn check_number(l: *mut lua_State, idx: c_int) -> Result<f64, Failure> {
-    // SAFETY: `l` is live.
-    unsafe {
-        let d = lua_tonumber(l, idx);
-        if d == 0.0 && lua_isnumber(l, idx) == 0 {
-            return Err(Failure::Type(idx, c"number"));
-        }
-        Ok(d)
-    }
-}
-
-/// Argument `idx` as an integer, as `luaL_checkinteger` (C's truncating conversion).
-///
-/// # Safety
-/// `l` must be the state of the running C function.
-pub(super) unsafe fn check_integer(l: *mut lua_State, idx: c_int) -> Result<i64, Failure> {
-    // SAFETY: `l` is live.
-    unsafe {
-        let d: lua_Integer = lua_tointeger_(l, idx);
-        if d == 0 && lua_isnumber(l, idx) == 0 {
-            return Err(Failure::Type(idx, c"number"));
-        }
-        Ok(d as i64)
-    }
-}
-
-/// Argument `idx` as an integer or `default` when absent/nil, as `luaL_optinteger`.
-///
-/// # Safety
-/// `l` must be the state of the running C function.
-pub(super) unsafe fn opt_integer(
-    l: *mut lua_State,
-    idx: c_int,
-    default: i64,
-) -> Result<i64, Failure> {
-    // SAFETY: `l` is live.
-    unsafe {
-        if lua_type(l, idx) <= 0 {
-            return Ok(default);
-        }
-        check_integer(l, idx)
-    }
-}
 
 /// Byte order and maximum alignment, changed by `<`, `>` and `!`.
 struct Header {
@@ -402,24 +263,8 @@ unsafe fn pack_into(l: *mut lua_State, out: &mut Vec<u8>) -> Result<(), Failure>
 }
 
 unsafe extern "C-unwind" fn pack(l: *mut lua_State) -> c_int {
-    let mut out = ManuallyDrop::new(Vec::new());
     // SAFETY: called by Lua with a live state.
-    let result = unsafe { pack_into(l, &mut out) };
-    let out = ManuallyDrop::into_inner(out);
-    match result {
-        Ok(()) => {
-            let out = ManuallyDrop::new(out);
-            // SAFETY: `l` is live; Lua copies the bytes.
-            unsafe { lua_pushlstring(l, out.as_ptr().cast(), out.len()) };
-            drop(ManuallyDrop::into_inner(out));
-            1
-        }
-        Err(failure) => {
-            drop(out);
-            // SAFETY: `l` is live; nothing with a destructor is left in this frame.
-            unsafe { raise(l, failure) }
-        }
-    }
+    unsafe { return_string(l, pack_into) }
 }
 
 /// The check every field of `unpack` makes.
@@ -519,14 +364,9 @@ unsafe fn unpack_values(l: *mut lua_State) -> Result<c_int, Failure> {
 }
 
 unsafe extern "C-unwind" fn unpack(l: *mut lua_State) -> c_int {
-    // SAFETY: called by Lua with a live state; the failure is raised by `raise` after
+    // SAFETY: called by Lua with a live state; the failure is raised by `finish` after
     // `unpack_values` returned.
-    unsafe {
-        match unpack_values(l) {
-            Ok(n) => n,
-            Err(failure) => raise(l, failure),
-        }
-    }
+    unsafe { finish(l, unpack_values(l)) }
 }
 
 /// `struct.size`'s work: the size of a format with fixed-size fields only.

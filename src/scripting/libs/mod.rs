@@ -5,4 +5,5 @@
 pub mod bit;
 pub mod cjson;
 pub mod cmsgpack;
+mod failure;
 pub mod lstruct;
