@@ -20,10 +20,10 @@
 
 use std::ffi::{CStr, c_int};
 
+use super::Library;
 use mlua_sys::{
-    LUA_REGISTRYINDEX, lua_CFunction, lua_State, lua_createtable, lua_getfield, lua_gettop,
-    lua_isnone, lua_isnumber, lua_istable, lua_pop, lua_pushcfunction, lua_pushlstring,
-    lua_pushnumber, lua_pushvalue, lua_setfield, lua_setglobal, lua_tonumber, luaL_typerror,
+    lua_CFunction, lua_State, lua_gettop, lua_isnone, lua_isnumber, lua_pushlstring,
+    lua_pushnumber, lua_tonumber, luaL_typerror,
 };
 
 /// 2^52 + 2^51: adding it to a double (|x| < 2^51) leaves round(x) in the mantissa's low bits.
@@ -169,6 +169,14 @@ const FUNCS: [(&CStr, lua_CFunction); 12] = [
     (c"tohex", tohex),
 ];
 
+/// The library as `open` registers it.
+const LIBRARY: Library = Library {
+    name: c"bit",
+    funcs: &FUNCS,
+    info: &[],
+    loaded: true,
+};
+
 /// Opens the library: builds the `bit` table, sets it as the global `bit` (and, as
 /// `luaL_register` does, as `_LOADED.bit` when the registry has a `_LOADED` table), and
 /// returns it on the stack.
@@ -177,23 +185,8 @@ const FUNCS: [(&CStr, lua_CFunction); 12] = [
 /// `l` must be a valid Lua 5.1 state; call it through Lua (`lua_pushcfunction` +
 /// `lua_call`/`lua_pcall`) or directly with room for a few stack slots.
 pub unsafe extern "C-unwind" fn open(l: *mut lua_State) -> c_int {
-    // SAFETY (whole fn): `l` is a valid state (the caller's contract).
-    unsafe {
-        lua_createtable(l, 0, FUNCS.len() as c_int);
-        for (name, f) in FUNCS {
-            lua_pushcfunction(l, f);
-            lua_setfield(l, -2, name.as_ptr());
-        }
-        lua_getfield(l, LUA_REGISTRYINDEX, c"_LOADED".as_ptr());
-        if lua_istable(l, -1) != 0 {
-            lua_pushvalue(l, -2);
-            lua_setfield(l, -2, c"bit".as_ptr());
-        }
-        lua_pop(l, 1);
-        lua_pushvalue(l, -1);
-        lua_setglobal(l, c"bit".as_ptr());
-    }
-    1
+    // SAFETY: `l` is a valid state (the caller's contract).
+    unsafe { LIBRARY.open(l) }
 }
 
 /// A test harness shared by the three libraries' tests: a fresh state with Lua's own

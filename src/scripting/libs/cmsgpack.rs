@@ -25,12 +25,12 @@
 
 use std::ffi::{CStr, c_int};
 
+use super::Library;
 use mlua_sys::{
     LUA_TBOOLEAN, LUA_TNIL, LUA_TNUMBER, LUA_TSTRING, LUA_TTABLE, lua_CFunction, lua_State,
     lua_checkstack, lua_createtable, lua_gettop, lua_insert, lua_next, lua_objlen, lua_pop,
-    lua_pushboolean, lua_pushcfunction, lua_pushinteger, lua_pushlstring, lua_pushnil,
-    lua_pushnumber, lua_pushvalue, lua_rawgeti_, lua_setfield, lua_setglobal, lua_settable,
-    lua_settop, lua_toboolean, lua_tolstring, lua_tonumber, lua_type,
+    lua_pushboolean, lua_pushinteger, lua_pushlstring, lua_pushnil, lua_pushnumber, lua_pushvalue,
+    lua_rawgeti_, lua_settable, lua_settop, lua_toboolean, lua_tolstring, lua_tonumber, lua_type,
 };
 
 use super::failure::{Failure, check_bytes, check_integer, finish, opt_integer, return_string};
@@ -581,6 +581,14 @@ const INFO: [(&CStr, &CStr); 4] = [
     (c"_DESCRIPTION", c"MessagePack C implementation for Lua"),
 ];
 
+/// The library as `open` registers it.
+const LIBRARY: Library = Library {
+    name: c"cmsgpack",
+    funcs: &FUNCS,
+    info: &INFO,
+    loaded: false,
+};
+
 /// Opens the library: builds the `cmsgpack` table, sets it as the global `cmsgpack` and
 /// returns it on the stack.
 ///
@@ -588,22 +596,8 @@ const INFO: [(&CStr, &CStr); 4] = [
 /// `l` must be a valid Lua 5.1 state; call it through Lua (`lua_pushcfunction` +
 /// `lua_call`/`lua_pcall`) or directly with room for a few stack slots.
 pub unsafe extern "C-unwind" fn open(l: *mut lua_State) -> c_int {
-    // SAFETY (whole fn): `l` is a valid state (the caller's contract).
-    unsafe {
-        lua_createtable(l, 0, (FUNCS.len() + INFO.len()) as c_int);
-        for (name, f) in FUNCS {
-            lua_pushcfunction(l, f);
-            lua_setfield(l, -2, name.as_ptr());
-        }
-        for (name, value) in INFO {
-            let v = value.to_bytes();
-            lua_pushlstring(l, v.as_ptr().cast(), v.len());
-            lua_setfield(l, -2, name.as_ptr());
-        }
-        lua_pushvalue(l, -1);
-        lua_setglobal(l, c"cmsgpack".as_ptr());
-    }
-    1
+    // SAFETY: `l` is a valid state (the caller's contract).
+    unsafe { LIBRARY.open(l) }
 }
 
 #[cfg(test)]

@@ -28,15 +28,14 @@
 
 use std::ffi::{CStr, c_int};
 
+use super::Library;
 use super::failure::{
     Failure, check_bytes, check_number, finish, opt_integer, raise, return_string,
 };
 use crate::scripting::ccast;
 use mlua_sys::{
-    LUA_REGISTRYINDEX, lua_CFunction, lua_Integer, lua_State, lua_checkstack, lua_createtable,
-    lua_getfield, lua_isnumber, lua_istable, lua_pop, lua_pushcfunction, lua_pushinteger,
-    lua_pushlstring, lua_pushnil, lua_pushnumber, lua_pushvalue, lua_setfield, lua_setglobal,
-    lua_tonumber,
+    lua_CFunction, lua_Integer, lua_State, lua_checkstack, lua_isnumber, lua_pop, lua_pushinteger,
+    lua_pushlstring, lua_pushnil, lua_pushnumber, lua_tonumber,
 };
 
 /// Largest size of an `i`/`I` field.
@@ -408,6 +407,14 @@ unsafe extern "C-unwind" fn size(l: *mut lua_State) -> c_int {
 /// The library's functions by name.
 const FUNCS: [(&CStr, lua_CFunction); 3] = [(c"pack", pack), (c"unpack", unpack), (c"size", size)];
 
+/// The library as `open` registers it.
+const LIBRARY: Library = Library {
+    name: c"struct",
+    funcs: &FUNCS,
+    info: &[],
+    loaded: true,
+};
+
 /// Opens the library: builds the `struct` table, sets it as the global `struct` (and, as
 /// `luaL_register` does, as `_LOADED.struct` when the registry has a `_LOADED` table), and
 /// returns it on the stack.
@@ -416,23 +423,8 @@ const FUNCS: [(&CStr, lua_CFunction); 3] = [(c"pack", pack), (c"unpack", unpack)
 /// `l` must be a valid Lua 5.1 state; call it through Lua (`lua_pushcfunction` +
 /// `lua_call`/`lua_pcall`) or directly with room for a few stack slots.
 pub unsafe extern "C-unwind" fn open(l: *mut lua_State) -> c_int {
-    // SAFETY (whole fn): `l` is a valid state (the caller's contract).
-    unsafe {
-        lua_createtable(l, 0, FUNCS.len() as c_int);
-        for (name, f) in FUNCS {
-            lua_pushcfunction(l, f);
-            lua_setfield(l, -2, name.as_ptr());
-        }
-        lua_getfield(l, LUA_REGISTRYINDEX, c"_LOADED".as_ptr());
-        if lua_istable(l, -1) != 0 {
-            lua_pushvalue(l, -2);
-            lua_setfield(l, -2, c"struct".as_ptr());
-        }
-        lua_pop(l, 1);
-        lua_pushvalue(l, -1);
-        lua_setglobal(l, c"struct".as_ptr());
-    }
-    1
+    // SAFETY: `l` is a valid state (the caller's contract).
+    unsafe { LIBRARY.open(l) }
 }
 
 #[cfg(test)]
