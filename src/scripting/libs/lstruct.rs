@@ -429,7 +429,7 @@ pub unsafe extern "C-unwind" fn open(l: *mut lua_State) -> c_int {
 
 #[cfg(test)]
 mod tests {
-    use super::super::bit::harness::{Expect, check, eval};
+    use super::super::harness::{Expect, check, eval};
 
     /// The acceptance list's STRUCT cases with redis-server 7.0's replies.
     const CASES: &[(&str, Expect)] = &[

@@ -7,6 +7,8 @@ pub mod bit;
 pub mod cjson;
 pub mod cmsgpack;
 mod failure;
+#[cfg(test)]
+mod harness;
 pub mod lstruct;
 
 use std::ffi::{CStr, c_int};
@@ -65,7 +67,7 @@ impl Library {
 
 #[cfg(test)]
 mod tests {
-    use super::bit::harness::check;
+    use super::harness::check;
 
     #[test]
     fn libraries_are_globals_and_loaded_as_redis_registers_them() {
