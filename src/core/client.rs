@@ -53,6 +53,20 @@ pub struct BlockState {
     pub unblock_on_nokey: bool,
 }
 
+impl BlockState {
+    /// A block on no key and with no deadline: only the code that put the client there
+    /// ends it (a busy script's driver, WAIT's waiter list, a failover's pause).
+    pub fn held(argv: Argv, db: usize) -> BlockState {
+        BlockState {
+            argv,
+            db,
+            keys: Vec::new(),
+            deadline_ms: None,
+            unblock_on_nokey: false,
+        }
+    }
+}
+
 /// One connected client.
 #[derive(Debug)]
 pub struct Client {
@@ -264,5 +278,18 @@ impl Client {
             lossy(&self.lib_name),
             lossy(&self.lib_ver),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_held_block_waits_on_no_key_and_no_deadline() {
+        let argv: Argv = vec![Bytes::from_static(b"WAIT")];
+        let b = BlockState::held(argv.clone(), 3);
+        assert_eq!((b.argv, b.db), (argv, 3));
+        assert!(b.keys.is_empty() && b.deadline_ms.is_none() && !b.unblock_on_nokey);
     }
 }

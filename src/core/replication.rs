@@ -863,13 +863,7 @@ impl Core {
             return false;
         }
         self.repl.paused.push(client.id);
-        client.blocked = Some(super::client::BlockState {
-            argv: argv.clone(),
-            db: client.db,
-            keys: Vec::new(),
-            deadline_ms: None,
-            unblock_on_nokey: false,
-        });
+        client.blocked = Some(super::client::BlockState::held(argv.clone(), client.db));
         true
     }
 

@@ -251,13 +251,7 @@ pub fn execute(ctx: &mut Ctx<'_>, mut started: Started) {
                 started: Instant::now() - started.run.ctx.started.elapsed(),
             });
             // Blocked, but on no key and with no deadline: only the driver ends it.
-            ctx.client.blocked = Some(BlockState {
-                argv: ctx.argv.clone(),
-                db: ctx.client.db,
-                keys: Vec::new(),
-                deadline_ms: None,
-                unblock_on_nokey: false,
-            });
+            ctx.client.blocked = Some(BlockState::held(ctx.argv.clone(), ctx.client.db));
             if let Some(outer) = outer_hold {
                 // A script inside EXEC cannot be suspended: EXEC's own effects stay
                 // ahead of the script's.
