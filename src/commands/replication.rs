@@ -428,13 +428,7 @@ fn block_for_replicas(
         aof_local,
         deadline_ms: (timeout_ms > 0).then(|| ctx.now_ms.saturating_add(timeout_ms)),
     });
-    ctx.client.blocked = Some(BlockState {
-        argv: ctx.argv.clone(),
-        db: ctx.client.db,
-        keys: Vec::new(),
-        deadline_ms: None,
-        unblock_on_nokey: false,
-    });
+    ctx.client.blocked = Some(BlockState::held(ctx.argv.clone(), ctx.client.db));
     if !ctx.core.repl.replicas.is_empty() && !ctx.core.repl.getack_pending {
         ctx.core.repl_control(&[b"REPLCONF", b"GETACK", b"*"]);
         ctx.core.repl.getack_pending = true;
