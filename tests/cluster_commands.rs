@@ -6,10 +6,9 @@
 //! and slots across a restart.
 
 mod common;
-mod hs_support;
 
 use common::{Raw, escape, free_port, redis_server_with, start_server_with};
-use hs_support::Node;
+use common::differential::Node;
 use std::process::Command;
 use std::time::{Duration, Instant};
 

@@ -4,10 +4,9 @@
 //! compared with Redis's, HINCRBYFLOAT logged as HSET, and hashes surviving a restart.
 
 mod common;
-mod hs_support;
 
 use common::*;
-use hs_support::*;
+use common::differential::*;
 
 fn big_hset(key: &str, n: usize) -> Vec<String> {
     let mut v = vec!["HSET".to_string(), key.to_string()];

@@ -5,10 +5,9 @@
 //! script writes across restarts.
 
 mod common;
-mod hs_support;
 
 use common::*;
-use hs_support::*;
+use common::differential::*;
 use std::time::{Duration, Instant};
 
 const LIB: &str = "#!lua name=qlib\n\

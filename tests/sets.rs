@@ -5,10 +5,9 @@
 //! surviving a restart, SSCAN under resizes and the randomness of SPOP/SRANDMEMBER.
 
 mod common;
-mod hs_support;
 
 use common::*;
-use hs_support::*;
+use common::differential::*;
 use std::collections::{HashMap, HashSet};
 
 fn sadd(key: &str, members: impl IntoIterator<Item = String>) -> Vec<String> {

@@ -17,6 +17,7 @@
 #![allow(dead_code)]
 
 pub mod bus;
+pub mod differential;
 
 use std::fs::File;
 use std::io::{Read, Write};

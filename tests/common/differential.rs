@@ -1,4 +1,4 @@
-//! Support shared by `tests/hashes.rs` and `tests/sets.rs`: a small RESP2/RESP3 reply
+//! The differential loop of `tests/hashes.rs` and `tests/sets.rs`: a small RESP2/RESP3 reply
 //! parser, the normalisations a differential comparison needs where Redis leaves the
 //! order or the choice unspecified (unordered replies sorted, random ones compared by
 //! shape), a runner that sends the same commands to streamd and to redis-server, and a
@@ -6,7 +6,7 @@
 
 #![allow(dead_code)]
 
-use super::common::{Raw, escape, free_port};
+use super::{Raw, escape, free_port};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -181,7 +181,7 @@ impl Node {
     /// Stops it with SIGTERM-like SHUTDOWN and waits for the exit.
     pub fn stop(mut self) {
         let mut r = self.raw();
-        r.send(&super::common::encode_cmd(&[b"SHUTDOWN"]));
+        r.send(&super::encode_cmd(&[b"SHUTDOWN"]));
         let _ = self.child.wait();
     }
 }
