@@ -106,6 +106,7 @@
 
 use super::id::{StreamId, string2ll};
 use super::memory::usable_size;
+use super::redis_lp;
 use std::sync::Arc;
 
 /// Bytes of the allocation before a node's bytes: its length, u32 LE.
@@ -361,54 +362,12 @@ fn skip_elem(buf: &[u8], pos: &mut usize) {
     }
 }
 
-// ---------------------------------------------------------------------------------------
-// Redis listpack sizes (listpack.c lpEncodeGetType / lpEncodeBacklen), used only to decide
-// node rollover the way Redis does. Every element is its encoding plus a back-len.
-// ---------------------------------------------------------------------------------------
-
-/// Redis listpack header (u32 total bytes + u16 element count) plus the EOF byte.
-const REDIS_LP_EMPTY: usize = 6 + 1;
-
-/// Bytes of a Redis listpack element holding integer `v` (all int encodings are at most
-/// 9 bytes, so the back-len is 1 byte).
-fn redis_int_size(v: i64) -> usize {
-    let enc = match v {
-        0..=127 => 1,
-        -4096..=4095 => 2,
-        -32768..=32767 => 3,
-        -8_388_608..=8_388_607 => 4,
-        -2_147_483_648..=2_147_483_647 => 5,
-        _ => 9,
-    };
-    enc + 1
-}
-
-/// Bytes of a Redis listpack back-len for an element of `l` bytes.
-fn redis_backlen_size(l: usize) -> usize {
-    match l {
-        0..=127 => 1,
-        128..16383 => 2,
-        16383..2_097_151 => 3,
-        2_097_151..268_435_455 => 4,
-        _ => 5,
-    }
-}
-
-/// Bytes of a Redis listpack element holding `v`.
+/// Bytes of a Redis listpack element holding `v` (`redis_lp.rs`), used only to decide
+/// node rollover the way Redis does.
 fn redis_value_size(v: Value<'_>) -> usize {
     match v {
-        Value::Int(i) => redis_int_size(i),
-        Value::Str(s) => {
-            let len = s.len();
-            let enc = if len < 64 {
-                1 + len
-            } else if len < 4096 {
-                2 + len
-            } else {
-                5 + len
-            };
-            enc + redis_backlen_size(enc)
-        }
+        Value::Int(i) => redis_lp::int_size(i),
+        Value::Str(s) => redis_lp::str_size(s.len()),
     }
 }
 
@@ -434,15 +393,15 @@ fn write_entry<T: AsRef<[u8]>>(
     let nfields = elements.len() / 2;
     let same = flags & FLAG_SAMEFIELDS != 0;
     // Redis passes the u64 differences to an int64 parameter: they wrap.
-    let mut redis = redis_int_size(i64::from(flags))
-        + redis_int_size(ms_delta as i64)
-        + redis_int_size(seq_delta as i64);
+    let mut redis = redis_lp::int_size(i64::from(flags))
+        + redis_lp::int_size(ms_delta as i64)
+        + redis_lp::int_size(seq_delta as i64);
     let start = out.written();
     put_tagged(out, ms_delta, flags, HEAD_TAG_BITS);
     put_uvarint(out, zigzag(seq_delta as i64));
     if !same {
         put_uvarint(out, nfields as u64);
-        redis += redis_int_size(nfields as i64);
+        redis += redis_lp::int_size(nfields as i64);
     }
     // With SAMEFIELDS only the values (odd positions) are stored.
     let stored = elements
@@ -457,7 +416,7 @@ fn write_entry<T: AsRef<[u8]>>(
     let len = (out.written() - start) as u64;
     put_backlen(out, len);
     let lp_count = if same { nfields + 3 } else { 2 * nfields + 4 };
-    redis + redis_int_size(lp_count as i64)
+    redis + redis_lp::int_size(lp_count as i64)
 }
 
 /// Reads the u32 LE at `off`.
@@ -598,7 +557,8 @@ impl Listpack {
         buf.extend_from_slice(&[0; PREFIX + HDR_SIZE]);
         put_uvarint(&mut buf, nfields as u64);
         // Redis: the master entry is count, deleted, num-fields, fields..., 0.
-        let mut redis = REDIS_LP_EMPTY + redis_int_size(nfields as i64) + redis_int_size(0);
+        let mut redis =
+            redis_lp::EMPTY + redis_lp::int_size(nfields as i64) + redis_lp::int_size(0);
         for f in elements.iter().step_by(2) {
             let v = Value::classify(f.as_ref());
             put_elem(&mut buf, v);
@@ -752,8 +712,8 @@ impl Listpack {
     pub fn redis_bytes(&self) -> usize {
         let tombstones = i64::try_from(self.deleted() + self.gone()).unwrap_or(i64::MAX);
         self.get_u32(HDR_REDIS) as usize
-            + redis_int_size(i64::from(self.get_u32(HDR_LIVE)))
-            + redis_int_size(tombstones)
+            + redis_lp::int_size(i64::from(self.get_u32(HDR_LIVE)))
+            + redis_lp::int_size(tombstones)
     }
 
     /// Bytes used by header, master entry and entries.
@@ -1159,8 +1119,8 @@ impl Listpack {
             pos = HDR_GONE + 4;
         }
         let nfields = try_uvarint(&buf, &mut pos)?;
-        let mut redis = (REDIS_LP_EMPTY + redis_int_size(0)) as u64
-            + redis_int_size(i64::try_from(nfields).unwrap_or(i64::MAX)) as u64;
+        let mut redis = (redis_lp::EMPTY + redis_lp::int_size(0)) as u64
+            + redis_lp::int_size(i64::try_from(nfields).unwrap_or(i64::MAX)) as u64;
         for _ in 0..nfields {
             redis += redis_value_size(try_elem(&buf, &mut pos)?) as u64;
         }
@@ -1181,17 +1141,17 @@ impl Listpack {
                 return Err(NodeError("entry IDs are not increasing from the master ID"));
             }
             prev = Some(id);
-            redis += (redis_int_size(i64::from(flags & FLAG_SAMEFIELDS))
-                + redis_int_size(ms_delta as i64)
-                + redis_int_size(seq_delta as i64)) as u64;
+            redis += (redis_lp::int_size(i64::from(flags & FLAG_SAMEFIELDS))
+                + redis_lp::int_size(ms_delta as i64)
+                + redis_lp::int_size(seq_delta as i64)) as u64;
             let (stored, lp_count) = if flags & FLAG_SAMEFIELDS != 0 {
                 (nfields, nfields.saturating_add(3))
             } else {
                 let n = try_uvarint(&buf, &mut pos)?;
-                redis += redis_int_size(i64::try_from(n).unwrap_or(i64::MAX)) as u64;
+                redis += redis_lp::int_size(i64::try_from(n).unwrap_or(i64::MAX)) as u64;
                 (n.saturating_mul(2), n.saturating_mul(2).saturating_add(4))
             };
-            redis += redis_int_size(i64::try_from(lp_count).unwrap_or(i64::MAX)) as u64;
+            redis += redis_lp::int_size(i64::try_from(lp_count).unwrap_or(i64::MAX)) as u64;
             // Each element takes at least one byte: a huge count runs out of bytes.
             for _ in 0..stored {
                 redis += redis_value_size(try_elem(&buf, &mut pos)?) as u64;
@@ -1497,19 +1457,13 @@ mod tests {
     }
 
     #[test]
-    fn redis_sizes_follow_listpack_encodings() {
+    fn redis_sizes_add_up_as_redis_counts_them() {
         // lpNew + count(1) + deleted(0) + num-fields(1) + "field" + 0 = 7+2+2+2+7+2 = 22;
         // entry: flags 2, ms 2, seq 2, "value" 7, lp-count(4) 2 = 15.
         let lp = Listpack::new(&[b"field", b"value"]);
         assert_eq!(lp.redis_bytes(), 37);
-        assert_eq!(redis_value_size(Value::Str(&[b'x'; 63])), 65);
         assert_eq!(redis_value_size(Value::Str(&[b'x'; 64])), 67);
-        assert_eq!(redis_value_size(Value::Str(&[b'x'; 125])), 128);
-        assert_eq!(redis_value_size(Value::Str(&[b'x'; 126])), 130);
-        assert_eq!(redis_value_size(Value::Str(&[b'x'; 4096])), 4103);
-        assert_eq!(redis_int_size(-1), 3);
-        assert_eq!(redis_int_size(40000), 5);
-        assert_eq!(redis_int_size(-(1 << 40)), 10);
+        assert_eq!(redis_value_size(Value::Int(40000)), 5);
     }
 
     #[test]

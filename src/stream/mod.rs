@@ -50,6 +50,7 @@ pub mod listpack;
 pub mod memory;
 pub mod pel;
 pub mod rax;
+pub mod redis_lp;
 
 pub use id::StreamId;
 
