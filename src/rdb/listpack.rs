@@ -37,41 +37,22 @@
 //! against the element sizes, the header's total and count against what is there —
 //! and never panics: a listpack is untrusted input here.
 
+use super::packed::{COUNT_UNKNOWN, DecodeError, END, Elem, Frame, bad, le_int};
 use crate::stream::id::string2ll;
+use crate::stream::redis_lp::backlen_size;
 
 /// Listpack header: total bytes (u32) + element count (u16).
 pub const HEADER_SIZE: usize = 6;
-/// The end-of-listpack byte.
-pub const EOF: u8 = 0xFF;
-/// The count header's "unknown" value.
-const COUNT_UNKNOWN: u16 = u16::MAX;
 
-/// One element of a listpack.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Elem<'a> {
-    /// A byte string.
-    Str(&'a [u8]),
-    /// An integer.
-    Int(i64),
-}
-
-impl Elem<'_> {
-    /// The element as bytes: strings as they are, integers in decimal.
-    pub fn to_bytes(&self) -> Vec<u8> {
-        match self {
-            Elem::Str(s) => s.to_vec(),
-            Elem::Int(i) => itoa::Buffer::new().format(*i).as_bytes().to_vec(),
-        }
-    }
-
-    /// The element as an integer, if it is one (strings are not parsed).
-    pub fn as_int(&self) -> Option<i64> {
-        match self {
-            Elem::Int(i) => Some(*i),
-            Elem::Str(_) => None,
-        }
-    }
-}
+/// The frame (`packed.rs`): total and count, then the elements and the end byte.
+const FRAME: Frame = Frame {
+    header: HEADER_SIZE,
+    count_at: 4,
+    short: "listpack shorter than its header",
+    total: "listpack total bytes disagree with its length",
+    unterminated: "listpack does not end with 0xFF",
+    count: "listpack element count disagrees with its header",
+};
 
 /// Builds a listpack. `finish` writes the header.
 #[derive(Debug, Default)]
@@ -164,7 +145,7 @@ impl Builder {
 
     /// Writes the terminator and the header; returns the listpack bytes.
     pub fn finish(mut self) -> Vec<u8> {
-        self.buf.push(EOF);
+        self.buf.push(END);
         let total = u32::try_from(self.buf.len()).unwrap_or(u32::MAX);
         let count = u16::try_from(self.count).unwrap_or(COUNT_UNKNOWN);
         self.buf[0..4].copy_from_slice(&total.to_le_bytes());
@@ -198,27 +179,8 @@ fn push_backlen(buf: &mut Vec<u8>, l: u64) {
     }
 }
 
-/// Size of the back-len of an element of `l` bytes.
-fn backlen_size(l: usize) -> usize {
-    match l {
-        0..=127 => 1,
-        128..16383 => 2,
-        16383..2_097_151 => 3,
-        2_097_151..268_435_455 => 4,
-        _ => 5,
-    }
-}
-
-/// Why a listpack was refused; `offset` is within the listpack.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LpError {
-    /// Byte offset of the problem inside the listpack.
-    pub offset: usize,
-    /// What is wrong.
-    pub what: &'static str,
-}
-
-/// Reads the elements of a listpack in order, validating each.
+/// Reads the elements of a listpack in order, validating each; as an iterator, it stops
+/// at the first error.
 #[derive(Debug, Clone)]
 pub struct Decoder<'a> {
     buf: &'a [u8],
@@ -231,24 +193,12 @@ pub struct Decoder<'a> {
 
 impl<'a> Decoder<'a> {
     /// Checks the header and terminator position; elements are validated as read.
-    pub fn new(buf: &'a [u8]) -> Result<Decoder<'a>, LpError> {
-        let bad = |offset, what| Err(LpError { offset, what });
-        if buf.len() < HEADER_SIZE + 1 {
-            return bad(0, "listpack shorter than its header");
-        }
-        let total = u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
-        if total != buf.len() {
-            return bad(0, "listpack total bytes disagree with its length");
-        }
-        if buf[buf.len() - 1] != EOF {
-            return bad(buf.len() - 1, "listpack does not end with 0xFF");
-        }
-        let count = u16::from_le_bytes([buf[4], buf[5]]);
+    pub fn new(buf: &'a [u8]) -> Result<Decoder<'a>, DecodeError> {
         Ok(Decoder {
+            declared: FRAME.open(buf)?,
             buf,
             pos: HEADER_SIZE,
             seen: 0,
-            declared: (count != COUNT_UNKNOWN).then_some(count as usize),
         })
     }
 
@@ -263,19 +213,12 @@ impl<'a> Decoder<'a> {
     }
 
     /// The next element, `Ok(None)` at the end (after checking the declared count).
-    pub fn next_elem(&mut self) -> Result<Option<Elem<'a>>, LpError> {
+    pub fn next_elem(&mut self) -> Result<Option<Elem<'a>>, DecodeError> {
         let start = self.pos;
-        let bad = |what| {
-            Err(LpError {
-                offset: start,
-                what,
-            })
-        };
-        let end = self.buf.len() - 1; // the EOF byte
+        let bad = |reason| bad(start, reason);
+        let end = self.buf.len() - 1; // the end byte
         if start >= end {
-            if self.declared.is_some_and(|n| n != self.seen) {
-                return bad("listpack element count disagrees with its header");
-            }
+            FRAME.close(self.declared, self.seen, start)?;
             return Ok(None);
         }
         let b = self.buf;
@@ -331,12 +274,7 @@ impl<'a> Decoder<'a> {
                     let Some(d) = take(n) else {
                         return bad("listpack integer runs past the end");
                     };
-                    let mut w = [0u8; 8];
-                    w[..n].copy_from_slice(d);
-                    // Sign-extend from n bytes.
-                    let shift = 64 - 8 * n as u32;
-                    let v = (i64::from_le_bytes(w) << shift) >> shift;
-                    (Elem::Int(v), 1 + n)
+                    (Elem::Int(le_int(d)), 1 + n)
                 }
                 _ => return bad("listpack element with an invalid encoding byte"),
             }
@@ -355,22 +293,35 @@ impl<'a> Decoder<'a> {
     }
 
     /// The next element, which must exist.
-    pub fn expect(&mut self) -> Result<Elem<'a>, LpError> {
+    pub fn expect(&mut self) -> Result<Elem<'a>, DecodeError> {
         let offset = self.pos;
-        self.next_elem()?.ok_or(LpError {
-            offset,
-            what: "listpack ended early",
-        })
+        match self.next_elem()? {
+            Some(e) => Ok(e),
+            None => bad(offset, "listpack ended early"),
+        }
     }
 
     /// The next element, which must be an integer.
-    pub fn expect_int(&mut self) -> Result<i64, LpError> {
+    pub fn expect_int(&mut self) -> Result<i64, DecodeError> {
         let offset = self.pos;
-        self.expect()?.as_int().ok_or(LpError {
-            offset,
-            what: "listpack element should be an integer",
-        })
+        match self.expect()?.as_int() {
+            Some(i) => Ok(i),
+            None => bad(offset, "listpack element should be an integer"),
+        }
     }
+}
+
+impl<'a> Iterator for Decoder<'a> {
+    type Item = Result<Elem<'a>, DecodeError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_elem().transpose()
+    }
+}
+
+/// Every element of a listpack, validated.
+pub fn elements(buf: &[u8]) -> Result<Vec<Elem<'_>>, DecodeError> {
+    Decoder::new(buf)?.collect()
 }
 
 /// Reads a back-len written by [`push_backlen`] from exactly its bytes.
@@ -392,15 +343,7 @@ fn read_backlen(bytes: &[u8]) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn all(lp: &[u8]) -> Result<Vec<Elem<'_>>, LpError> {
-        let mut d = Decoder::new(lp)?;
-        let mut v = Vec::new();
-        while let Some(e) = d.next_elem()? {
-            v.push(e);
-        }
-        Ok(v)
-    }
+    use crate::stream::redis_lp;
 
     #[test]
     fn empty_listpack_is_seven_bytes() {
@@ -431,7 +374,12 @@ mod tests {
             b.int(v);
             let lp = b.finish();
             assert_eq!(lp.len(), HEADER_SIZE + size + 1 + 1, "{v}");
-            assert_eq!(all(&lp), Ok(vec![Elem::Int(v)]), "{v}");
+            assert_eq!(
+                size + 1,
+                redis_lp::int_size(v),
+                "{v}: what stream nodes count"
+            );
+            assert_eq!(elements(&lp), Ok(vec![Elem::Int(v)]), "{v}");
         }
     }
 
@@ -460,10 +408,15 @@ mod tests {
             b.string(b"-0");
             let lp = b.finish();
             assert_eq!(
-                all(&lp),
+                elements(&lp),
                 Ok(vec![Elem::Str(&s), Elem::Str(b"007"), Elem::Str(b"-0")]),
                 "{len}"
             );
+            let counted = redis_lp::EMPTY
+                + redis_lp::str_size(len)
+                + redis_lp::str_size(3)
+                + redis_lp::str_size(2);
+            assert_eq!(lp.len(), counted, "{len}: what stream nodes count");
         }
     }
 
@@ -475,7 +428,7 @@ mod tests {
         }
         let lp = b.finish();
         assert_eq!(u16::from_le_bytes([lp[4], lp[5]]), u16::MAX);
-        assert_eq!(all(&lp).map(|v| v.len()), Ok(70000));
+        assert_eq!(elements(&lp).map(|v| v.len()), Ok(70000));
     }
 
     #[test]
@@ -487,13 +440,13 @@ mod tests {
         b.int(1 << 40);
         let lp = b.finish();
         for cut in 0..lp.len() {
-            assert!(all(&lp[..cut]).is_err(), "cut {cut}");
+            assert!(elements(&lp[..cut]).is_err(), "cut {cut}");
         }
         for i in 0..lp.len() {
             for bit in 0..8 {
                 let mut bad = lp.clone();
                 bad[i] ^= 1 << bit;
-                let _ = all(&bad);
+                let _ = elements(&bad);
             }
         }
     }
@@ -504,10 +457,10 @@ mod tests {
         b.string(b"x");
         let mut lp = b.finish();
         lp[4] = 2;
-        assert!(all(&lp).is_err());
+        assert!(elements(&lp).is_err());
         lp[4] = 1;
         let bl = lp.len() - 2;
         lp[bl] = 3;
-        assert!(all(&lp).is_err());
+        assert!(elements(&lp).is_err());
     }
 }

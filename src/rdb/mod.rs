@@ -2,7 +2,10 @@
 //! files hold, read and written for streams, so data moves between Redis and streamd.
 //!
 //! Modules: [`crc64`] (the CRC-64/Jones checksum), [`lzf`] (compressed strings),
-//! [`listpack`] (Redis's listpack bytes), [`stream`] (a stream value: nodes, metadata,
+//! [`listpack`] (Redis's listpack bytes), [`ziplist`], [`zipmap`] and [`intset`] (the
+//! older packed encodings, read only), [`packed`] (what ziplists, listpacks and zipmaps
+//! share: the element, the decode error, the frame), [`values`] (strings, lists, sets,
+//! hashes, sorted sets), [`stream`] (a stream value: nodes, metadata,
 //! consumer groups), [`payload`] (DUMP/RESTORE framing), [`file`] (whole `dump.rdb`
 //! files for `streamd --import-rdb`).
 //!
@@ -73,6 +76,7 @@ pub mod file;
 pub mod intset;
 pub mod listpack;
 pub mod lzf;
+pub mod packed;
 pub mod payload;
 pub mod stream;
 pub mod values;

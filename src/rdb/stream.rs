@@ -31,7 +31,8 @@
 //!   (a type-19 reader sets active = seen, as Redis 7.2+ does);
 //! - else 19 (Redis 7.0+).
 
-use super::listpack::{Builder, Decoder, Elem, LpError};
+use super::listpack::{Builder, Decoder};
+use super::packed::{DecodeError, Elem};
 use super::types::{
     STREAM_LISTPACKS, STREAM_LISTPACKS_2, STREAM_LISTPACKS_3, STREAM_LISTPACKS_4,
     STREAM_LISTPACKS_5,
@@ -87,7 +88,7 @@ pub fn read(r: &mut Reader<'_>, t: u8, defaults: IdmpDefaults) -> Result<Stream,
             offset: lp_at,
             what: format!(
                 "bad stream node: {} (byte {} of the node)",
-                e.what, e.offset
+                e.reason, e.offset
             )
             .into(),
         })?;
@@ -395,14 +396,9 @@ impl AsRef<[u8]> for Text<'_> {
 }
 
 /// Rebuilds one Redis node as a streamd node; `None` when it has no live entry.
-fn decode_node(master: StreamId, bytes: &[u8]) -> Result<Option<Listpack>, LpError> {
+fn decode_node(master: StreamId, bytes: &[u8]) -> Result<Option<Listpack>, DecodeError> {
     let mut d = Decoder::new(bytes)?;
-    let bad = |d: &Decoder<'_>, what| {
-        Err(LpError {
-            offset: d.offset(),
-            what,
-        })
-    };
+    let bad = |d: &Decoder<'_>, reason| super::packed::bad(d.offset(), reason);
     let count = d.expect_int()?;
     let deleted = d.expect_int()?;
     let nfields = d.expect_int()?;

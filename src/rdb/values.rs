@@ -63,7 +63,8 @@
 //! sorted-set member twice) and NaN scores are refused, as Redis's deep sanitization
 //! refuses them: a value is loaded exactly or not at all.
 
-use super::listpack::{self, Elem};
+use super::listpack;
+use super::packed::{DecodeError, Elem};
 use super::write::{len, string};
 use super::{RdbError, Reader, intset, types, ziplist, zipmap};
 use crate::types::{Hash, List, Set, StringValue, Thresholds, Value, ZSet};
@@ -280,7 +281,7 @@ pub fn read(r: &mut Reader<'_>, t: u8, th: &Thresholds, now_ms: u64) -> Result<L
         9 => {
             let blob = r.string()?;
             let mut h = Hash::new();
-            for (f, v) in zipmap::pairs(&blob).map_err(|e| bad(at, e.what))? {
+            for (f, v) in zipmap::pairs(&blob).map_err(|e| bad(at, e.reason))? {
                 add_field(&mut h, f, v, th, at)?;
             }
             from_hash(h)
@@ -440,18 +441,17 @@ pub fn from_zset(z: ZSet) -> Value {
 
 /// The elements of a ziplist blob that starts at `at`.
 fn zl(blob: &[u8], at: u64) -> Result<Vec<Elem<'_>>, RdbError> {
-    ziplist::entries(blob).map_err(|e| bad(at, format!("{} (ziplist byte {})", e.what, e.offset)))
+    ziplist::entries(blob).map_err(|e| inside(e, "ziplist", at))
 }
 
 /// The elements of a listpack blob that starts at `at`.
 fn lp(blob: &[u8], at: u64) -> Result<Vec<Elem<'_>>, RdbError> {
-    let err = |e: listpack::LpError| bad(at, format!("{} (listpack byte {})", e.what, e.offset));
-    let mut d = listpack::Decoder::new(blob).map_err(err)?;
-    let mut v = Vec::new();
-    while let Some(e) = d.next_elem().map_err(err)? {
-        v.push(e);
-    }
-    Ok(v)
+    listpack::elements(blob).map_err(|e| inside(e, "listpack", at))
+}
+
+/// `e`, found inside the `encoding` blob that starts at `at`, as an [`RdbError`].
+fn inside(e: DecodeError, encoding: &str, at: u64) -> RdbError {
+    bad(at, format!("{} ({encoding} byte {})", e.reason, e.offset))
 }
 
 fn add_field(h: &mut Hash, f: &[u8], v: &[u8], th: &Thresholds, at: u64) -> Result<(), RdbError> {

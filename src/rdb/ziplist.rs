@@ -31,23 +31,22 @@
 //! previous entry's size, zltail against the last entry, the count — and never panics:
 //! the bytes are untrusted.
 
-use super::listpack::Elem;
+use super::packed::{DecodeError, END, Elem, Frame, bad, le_int};
 
+/// The frame (`packed.rs`): zlbytes, zltail and zllen, then the entries and the end byte.
+const FRAME: Frame = Frame {
+    header: HEADER,
+    count_at: 8,
+    short: "ziplist shorter than its header",
+    total: "ziplist total bytes disagree with its length",
+    unterminated: "ziplist does not end with 0xFF",
+    count: "ziplist entry count disagrees with its header",
+};
 /// Header bytes: zlbytes, zltail, zllen.
 const HEADER: usize = 10;
-/// The end byte.
-const END: u8 = 0xFF;
 
-/// Why a ziplist was refused; `offset` is within the ziplist.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ZlError {
-    /// Byte offset of the problem inside the ziplist.
-    pub offset: usize,
-    /// What is wrong.
-    pub what: &'static str,
-}
-
-/// Reads the entries of a ziplist in order, validating each.
+/// Reads the entries of a ziplist in order, validating each; as an iterator, it stops
+/// at the first error.
 #[derive(Debug, Clone)]
 pub struct Decoder<'a> {
     buf: &'a [u8],
@@ -63,51 +62,32 @@ pub struct Decoder<'a> {
 
 impl<'a> Decoder<'a> {
     /// Checks the header and the end byte; entries are validated as they are read.
-    pub fn new(buf: &'a [u8]) -> Result<Decoder<'a>, ZlError> {
-        let bad = |offset, what| Err(ZlError { offset, what });
-        if buf.len() < HEADER + 1 {
-            return bad(0, "ziplist shorter than its header");
-        }
-        let u32_at = |i: usize| u32::from_le_bytes([buf[i], buf[i + 1], buf[i + 2], buf[i + 3]]);
-        if u32_at(0) as usize != buf.len() {
-            return bad(0, "ziplist total bytes disagree with its length");
-        }
-        if buf[buf.len() - 1] != END {
-            return bad(buf.len() - 1, "ziplist does not end with 0xFF");
-        }
-        let tail = u32_at(4) as usize;
+    pub fn new(buf: &'a [u8]) -> Result<Decoder<'a>, DecodeError> {
+        let declared = FRAME.open(buf)?;
+        let tail = u32::from_le_bytes([buf[4], buf[5], buf[6], buf[7]]) as usize;
         if tail >= buf.len() {
             return bad(4, "ziplist tail offset past its end");
         }
-        let count = u16::from_le_bytes([buf[8], buf[9]]);
         Ok(Decoder {
             buf,
             pos: HEADER,
             prev_size: 0,
             last: None,
             seen: 0,
-            declared: (count != u16::MAX).then_some(usize::from(count)),
+            declared,
             tail,
         })
     }
 
     /// The next entry, `Ok(None)` at the end (after checking the count and the tail).
-    pub fn next_elem(&mut self) -> Result<Option<Elem<'a>>, ZlError> {
+    pub fn next_elem(&mut self) -> Result<Option<Elem<'a>>, DecodeError> {
         let start = self.pos;
-        let bad = |what| {
-            Err(ZlError {
-                offset: start,
-                what,
-            })
-        };
         let b = self.buf;
         let end = b.len() - 1;
         if start >= end {
-            if self.declared.is_some_and(|n| n != self.seen) {
-                return bad("ziplist entry count disagrees with its header");
-            }
+            FRAME.close(self.declared, self.seen, start)?;
             if self.tail != self.last.unwrap_or(HEADER) {
-                return bad("ziplist tail offset is not its last entry");
+                return bad(start, "ziplist tail offset is not its last entry");
             }
             return Ok(None);
         }
@@ -122,52 +102,41 @@ impl<'a> Decoder<'a> {
                     u32::from_le_bytes([d[0], d[1], d[2], d[3]]) as usize,
                     start + 5,
                 ),
-                None => return bad("ziplist prevlen runs past the end"),
+                None => return bad(start, "ziplist prevlen runs past the end"),
             },
-            END => return bad("ziplist prevlen byte 0xFF"),
+            END => return bad(start, "ziplist prevlen byte 0xFF"),
             n => (usize::from(n), start + 1),
         };
         if prevlen != self.prev_size {
-            return bad("ziplist prevlen disagrees with the previous entry");
+            return bad(start, "ziplist prevlen disagrees with the previous entry");
         }
         let Some(&enc) = get(p, 1).and_then(|d| d.first()) else {
-            return bad("ziplist entry runs past the end");
+            return bad(start, "ziplist entry runs past the end");
         };
         p += 1;
         let string = |len: usize, at: usize| match get(at, len) {
             Some(s) => Ok((Elem::Str(s), at + len)),
-            None => Err(ZlError {
-                offset: start,
-                what: "ziplist string runs past the end",
-            }),
+            None => bad(start, "ziplist string runs past the end"),
         };
         let int = |n: usize, at: usize| match get(at, n) {
-            Some(d) => {
-                let mut w = [0u8; 8];
-                w[..n].copy_from_slice(d);
-                let shift = 64 - 8 * n as u32;
-                Ok((Elem::Int((i64::from_le_bytes(w) << shift) >> shift), at + n))
-            }
-            None => Err(ZlError {
-                offset: start,
-                what: "ziplist integer runs past the end",
-            }),
+            Some(d) => Ok((Elem::Int(le_int(d)), at + n)),
+            None => bad(start, "ziplist integer runs past the end"),
         };
         let (elem, next) = match enc >> 6 {
             0 => string(usize::from(enc & 0x3F), p)?,
             1 => match get(p, 1) {
                 Some(d) => string((usize::from(enc & 0x3F) << 8) | usize::from(d[0]), p + 1)?,
-                None => return bad("ziplist string length runs past the end"),
+                None => return bad(start, "ziplist string length runs past the end"),
             },
             2 => {
                 if enc != 0x80 {
-                    return bad("ziplist entry with an invalid encoding byte");
+                    return bad(start, "ziplist entry with an invalid encoding byte");
                 }
                 match get(p, 4) {
                     Some(d) => {
                         string(u32::from_be_bytes([d[0], d[1], d[2], d[3]]) as usize, p + 4)?
                     }
-                    None => return bad("ziplist string length runs past the end"),
+                    None => return bad(start, "ziplist string length runs past the end"),
                 }
             }
             _ => match enc {
@@ -177,7 +146,7 @@ impl<'a> Decoder<'a> {
                 0xF0 => int(3, p)?,
                 0xFE => int(1, p)?,
                 0xF1..=0xFD => (Elem::Int(i64::from(enc & 0x0F) - 1), p),
-                _ => return bad("ziplist entry with an invalid encoding byte"),
+                _ => return bad(start, "ziplist entry with an invalid encoding byte"),
             },
         };
         self.prev_size = next - start;
@@ -188,14 +157,17 @@ impl<'a> Decoder<'a> {
     }
 }
 
-/// Every entry of a ziplist, validated.
-pub fn entries(buf: &[u8]) -> Result<Vec<Elem<'_>>, ZlError> {
-    let mut d = Decoder::new(buf)?;
-    let mut v = Vec::new();
-    while let Some(e) = d.next_elem()? {
-        v.push(e);
+impl<'a> Iterator for Decoder<'a> {
+    type Item = Result<Elem<'a>, DecodeError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_elem().transpose()
     }
-    Ok(v)
+}
+
+/// Every entry of a ziplist, validated.
+pub fn entries(buf: &[u8]) -> Result<Vec<Elem<'_>>, DecodeError> {
+    Decoder::new(buf)?.collect()
 }
 
 /// Builds ziplists for tests (streamd never writes one outside of them).

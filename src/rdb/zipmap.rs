@@ -13,21 +13,13 @@
 //! sanitization: the end byte, every length and skip inside the bytes, at least one
 //! pair, and zmlen (unless 254) equal to the pairs found.
 
-/// Why a zipmap was refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ZmError {
-    /// Byte offset of the problem inside the zipmap.
-    pub offset: usize,
-    /// What is wrong.
-    pub what: &'static str,
-}
+use super::packed::{DecodeError, bad};
 
 /// A (field, value) pair borrowed from the zipmap.
 pub type Pair<'a> = (&'a [u8], &'a [u8]);
 
 /// The (field, value) pairs of a zipmap, in order.
-pub fn pairs(zm: &[u8]) -> Result<Vec<Pair<'_>>, ZmError> {
-    let bad = |offset, what| Err(ZmError { offset, what });
+pub fn pairs(zm: &[u8]) -> Result<Vec<Pair<'_>>, DecodeError> {
     if zm.len() < 2 || zm[zm.len() - 1] != 0xFF {
         return bad(0, "zipmap without its end byte");
     }
