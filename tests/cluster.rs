@@ -333,8 +333,8 @@ fn two_node_cluster() -> (RedisNode, RedisNode) {
     wait_until("A and B to complete their handshake", || {
         a.nodes().is_some_and(|view| {
             view.nodes.iter().any(|n| {
-                n.id == b_id
-                    && !n.flags.contains(NodeFlags::HANDSHAKE)
+                n.node.id == b_id
+                    && !n.node.flags.contains(NodeFlags::HANDSHAKE)
                     && n.slots == [(5461, 10922)]
             })
         }) && a.info_field("cluster_current_epoch") == "6"
@@ -356,7 +356,7 @@ fn meet(a: &RedisNode, fake: &mut FakeNode) -> Received {
         a.nodes().is_some_and(|view| {
             view.nodes
                 .iter()
-                .any(|n| n.id == FAKE_ID && !n.flags.contains(NodeFlags::HANDSHAKE))
+                .any(|n| n.node.id == FAKE_ID && !n.node.flags.contains(NodeFlags::HANDSHAKE))
         })
     });
     pong
@@ -424,13 +424,13 @@ fn redis_answers_our_meet_with_a_pong_that_decodes_and_adds_our_node() {
     let ours = view
         .nodes
         .iter()
-        .find(|n| n.id == FAKE_ID)
+        .find(|n| n.node.id == FAKE_ID)
         .expect("our node is listed");
     assert_eq!(
-        (ours.ip.as_str(), ours.port, ours.cport),
+        (ours.node.ip.as_str(), ours.node.port, ours.node.cport),
         ("127.0.0.1", FAKE_PORT, fake.cport)
     );
-    assert!(ours.flags.contains(NodeFlags::MASTER));
+    assert!(ours.node.flags.contains(NodeFlags::MASTER));
     assert!(ours.slots.is_empty());
 }
 
@@ -470,7 +470,7 @@ fn redis_meets_and_pings_on_links_it_opens_to_us_decode_and_reencode_exactly() {
         a.nodes().is_some_and(|view| {
             view.nodes
                 .iter()
-                .any(|n| n.id == FAKE_ID && !n.flags.contains(NodeFlags::HANDSHAKE))
+                .any(|n| n.node.id == FAKE_ID && !n.node.flags.contains(NodeFlags::HANDSHAKE))
         })
     });
 
@@ -494,7 +494,7 @@ fn redis_meets_and_pings_on_links_it_opens_to_us_decode_and_reencode_exactly() {
     );
     wait_until("B to list our node", || {
         b.nodes()
-            .is_some_and(|view| view.nodes.iter().any(|n| n.id == FAKE_ID))
+            .is_some_and(|view| view.nodes.iter().any(|n| n.node.id == FAKE_ID))
     });
 }
 
@@ -626,7 +626,7 @@ fn redis_acts_on_our_fail_publish_vote_request_and_mfstart() {
         a.nodes().is_some_and(|view| {
             view.nodes
                 .iter()
-                .any(|n| n.id == b_id && n.flags.contains(NodeFlags::FAIL))
+                .any(|n| n.node.id == b_id && n.node.flags.contains(NodeFlags::FAIL))
         })
     });
 
@@ -665,7 +665,7 @@ fn redis_acts_on_our_fail_publish_vote_request_and_mfstart() {
         a.nodes().is_some_and(|view| {
             view.nodes
                 .iter()
-                .any(|n| n.id == FAKE_ID && n.master.as_deref() == Some(b_id.as_str()))
+                .any(|n| n.node.id == FAKE_ID && n.node.master.as_deref() == Some(b_id.as_str()))
         })
     });
     send_message(&mut fake, as_b_replica, Body::FailoverAuthRequest);
@@ -694,7 +694,7 @@ fn redis_acts_on_our_fail_publish_vote_request_and_mfstart() {
         a.nodes().is_some_and(|view| {
             view.nodes
                 .iter()
-                .any(|n| n.id == FAKE_ID && n.master.as_deref() == Some(a_id.as_str()))
+                .any(|n| n.node.id == FAKE_ID && n.node.master.as_deref() == Some(a_id.as_str()))
         })
     });
     send_message(&mut fake, as_a_replica, Body::MfStart);

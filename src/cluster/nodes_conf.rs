@@ -137,9 +137,11 @@ pub struct OpenSlot {
     pub node: String,
 }
 
-/// One node line of nodes.conf.
+/// What a node line says about the node and what the node table
+/// (`core::cluster::Node`) keeps of it: who the node is, where it listens, its flags,
+/// its primary and its config epoch.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NodeLine {
+pub struct NodeInfo {
     /// Node id, 40 lowercase hex characters.
     pub id: String,
     /// Last known IP address; empty when the node does not know its own yet.
@@ -154,12 +156,36 @@ pub struct NodeLine {
     pub flags: NodeFlags,
     /// The primary's id if this node is a replica.
     pub master: Option<String>,
+    /// Config epoch (in a file, the primary's for a replica).
+    pub config_epoch: u64,
+}
+
+impl NodeInfo {
+    /// A node known only by its id, address and flags: no hostname, no primary, config
+    /// epoch 0 (cluster.c `createClusterNode`).
+    pub fn new(id: String, ip: String, port: u16, cport: u16, flags: u16) -> Self {
+        NodeInfo {
+            id,
+            ip,
+            port,
+            cport,
+            hostname: None,
+            flags: NodeFlags(flags),
+            master: None,
+            config_epoch: 0,
+        }
+    }
+}
+
+/// One node line of nodes.conf.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeLine {
+    /// The node: id, address, flags, primary, config epoch.
+    pub node: NodeInfo,
     /// ms unix time of the pending PING, 0 if none.
     pub ping_sent: i64,
     /// ms unix time of the last PONG, 0 if none.
     pub pong_recv: i64,
-    /// Config epoch (the primary's for a replica).
-    pub config_epoch: u64,
     /// Link state.
     pub link_state: LinkState,
     /// Served slots as inclusive `(start, end)` runs, in file order.
@@ -286,7 +312,7 @@ impl NodesConf {
         if !conf
             .nodes
             .iter()
-            .any(|n| n.flags.contains(NodeFlags::MYSELF))
+            .any(|n| n.node.flags.contains(NodeFlags::MYSELF))
         {
             return Err(NodesConfError::NoMyself);
         }
@@ -331,7 +357,7 @@ impl NodesConf {
     pub fn myself(&self) -> Option<&NodeLine> {
         self.nodes
             .iter()
-            .find(|n| n.flags.contains(NodeFlags::MYSELF))
+            .find(|n| n.node.flags.contains(NodeFlags::MYSELF))
     }
 }
 
@@ -395,16 +421,18 @@ fn parse_node_line(fields: &[&str], line: usize) -> Result<NodeLine, NodesConfEr
         }
     }
     Ok(NodeLine {
-        id,
-        ip,
-        port,
-        cport,
-        hostname,
-        flags,
-        master,
+        node: NodeInfo {
+            id,
+            ip,
+            port,
+            cport,
+            hostname,
+            flags,
+            master,
+            config_epoch,
+        },
         ping_sent,
         pong_recv,
-        config_epoch,
         link_state,
         slots,
         open_slots,
@@ -436,20 +464,21 @@ fn parse_address(field: &str) -> Option<(String, u16, u16, Option<String>)> {
 impl NodeLine {
     /// Appends this line (without its `\n`) as `clusterGenNodeDescription` prints it.
     pub fn write(&self, out: &mut String) {
-        let _ = write!(out, "{} {}:{}@{}", self.id, self.ip, self.port, self.cport);
-        if let Some(hostname) = &self.hostname {
+        let n = &self.node;
+        let _ = write!(out, "{} {}:{}@{}", n.id, n.ip, n.port, n.cport);
+        if let Some(hostname) = &n.hostname {
             out.push(',');
             out.push_str(hostname);
         }
         out.push(' ');
-        self.flags.write_list(out);
+        n.flags.write_list(out);
         let _ = write!(
             out,
             " {} {} {} {} {}",
-            self.master.as_deref().unwrap_or("-"),
+            n.master.as_deref().unwrap_or("-"),
             self.ping_sent,
             self.pong_recv,
-            self.config_epoch,
+            n.config_epoch,
             match self.link_state {
                 LinkState::Connected => "connected",
                 LinkState::Disconnected => "disconnected",
@@ -536,15 +565,20 @@ mod tests {
         let conf = NodesConf::parse(text.as_bytes()).expect("sample parses");
         assert_eq!(conf.write(), text);
         let me = conf.myself().expect("myself");
-        assert_eq!(me.id, A);
-        assert_eq!(me.hostname.as_deref(), Some("host-a.example"));
+        assert_eq!(me.node.id, A);
+        assert_eq!(me.node.hostname.as_deref(), Some("host-a.example"));
         assert_eq!(me.slots, [(0, 100), (200, 200), (5000, 5460)]);
         assert_eq!(me.open_slots[0].direction, SlotMigration::Migrating);
         assert_eq!(me.open_slots[1].direction, SlotMigration::Importing);
         let replica = &conf.nodes[1];
-        assert_eq!(replica.ip, "");
-        assert_eq!(replica.master.as_deref(), Some(A));
-        assert!(replica.flags.contains(NodeFlags::SLAVE | NodeFlags::PFAIL));
+        assert_eq!(replica.node.ip, "");
+        assert_eq!(replica.node.master.as_deref(), Some(A));
+        assert!(
+            replica
+                .node
+                .flags
+                .contains(NodeFlags::SLAVE | NodeFlags::PFAIL)
+        );
         assert_eq!(replica.pong_recv, 1_700_000_000_123);
         assert_eq!(replica.link_state, LinkState::Disconnected);
         assert_eq!((conf.current_epoch, conf.last_vote_epoch), (5, 4));
@@ -554,7 +588,7 @@ mod tests {
     fn address_without_cport_gets_port_plus_10000() {
         let text = format!("{A} 10.0.0.1:6379 myself,master - 0 0 0 connected\n");
         let conf = NodesConf::parse(text.as_bytes()).expect("old format parses");
-        assert_eq!(conf.nodes[0].cport, 16379);
+        assert_eq!(conf.nodes[0].node.cport, 16379);
     }
 
     #[test]
@@ -678,16 +712,18 @@ mod tests {
                         flags |= NodeFlags::MYSELF;
                     }
                     NodeLine {
-                        id,
-                        ip,
-                        port,
-                        cport,
-                        hostname,
-                        flags: NodeFlags(flags),
-                        master,
+                        node: NodeInfo {
+                            id,
+                            ip,
+                            port,
+                            cport,
+                            hostname,
+                            flags: NodeFlags(flags),
+                            master,
+                            config_epoch,
+                        },
                         ping_sent,
                         pong_recv,
-                        config_epoch,
                         link_state: if connected {
                             LinkState::Connected
                         } else {
@@ -830,12 +866,12 @@ mod tests {
                 let Ok(view) = NodesConf::parse(nodes.as_bytes()) else {
                     return false;
                 };
-                let epochs: Vec<u64> = view.nodes.iter().map(|n| n.config_epoch).collect();
+                let epochs: Vec<u64> = view.nodes.iter().map(|n| n.node.config_epoch).collect();
                 view.nodes.len() == 2
                     && view
                         .nodes
                         .iter()
-                        .any(|n| n.id == b_id && n.slots == [(6000, 6001)])
+                        .any(|n| n.node.id == b_id && n.slots == [(6000, 6001)])
                     && epochs[0] != epochs[1]
             },
             "the MEET handshake and the epoch collision to settle",
@@ -860,11 +896,11 @@ mod tests {
         );
 
         let me = conf.myself().expect("myself");
-        assert_eq!(me.id, a.cli(&["cluster", "myid"]));
-        assert_eq!(me.port, a.port);
-        assert_eq!(me.cport, a.port + 10000);
-        assert_eq!(me.hostname.as_deref(), Some("node-a.test"));
-        assert!(me.flags.contains(NodeFlags::MASTER));
+        assert_eq!(me.node.id, a.cli(&["cluster", "myid"]));
+        assert_eq!(me.node.port, a.port);
+        assert_eq!(me.node.cport, a.port + 10000);
+        assert_eq!(me.node.hostname.as_deref(), Some("node-a.test"));
+        assert!(me.node.flags.contains(NodeFlags::MASTER));
         assert_eq!(me.slots, [(0, 100), (200, 200), (5000, 5460)]);
         let open = [
             (5000, SlotMigration::Migrating),
@@ -877,8 +913,15 @@ mod tests {
             .collect();
         assert_eq!(found, open);
         assert!(me.open_slots.iter().all(|o| o.node == b_id));
-        let other = conf.nodes.iter().find(|n| n.id == b_id).expect("b's line");
-        assert_eq!((other.ip.as_str(), other.port), ("127.0.0.1", b.port));
+        let other = conf
+            .nodes
+            .iter()
+            .find(|n| n.node.id == b_id)
+            .expect("b's line");
+        assert_eq!(
+            (other.node.ip.as_str(), other.node.port),
+            ("127.0.0.1", b.port)
+        );
         assert_eq!(other.slots, [(6000, 6001)]);
         assert_eq!(other.link_state, LinkState::Connected);
         let info = a.cli(&["cluster", "info"]);

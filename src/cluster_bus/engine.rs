@@ -12,12 +12,10 @@ use crate::cluster::bus::{
     Body, Gossip, Header, IpField, MFLAG0_FORCEACK, MFLAG0_PAUSED, Message, NodeName, PingBody,
     PingExt, STATE_FAIL, STATE_OK,
 };
-use crate::cluster::nodes_conf::NodeFlags;
+use crate::cluster::nodes_conf::{NodeFlags, NodeInfo};
 use crate::cluster::slots::{CLUSTER_SLOTS, SlotBitmap};
 use crate::core::Core;
-use crate::core::cluster::{
-    BusRequest, ClusterState, MF_TIMEOUT_MS, Node, NodeRuntime, random_node_id,
-};
+use crate::core::cluster::{BusRequest, ClusterState, MF_TIMEOUT_MS, Node, random_node_id};
 use crate::core::replication::LinkState;
 use bytes::Bytes;
 
@@ -400,20 +398,16 @@ fn start_handshake(st: &mut ClusterState, env: &Env, ip: &str, port: u16, cport:
     }) {
         return false;
     }
-    st.nodes.push(Node {
-        id: random_node_id(),
-        ip,
-        port,
-        cport,
-        hostname: None,
-        flags: NodeFlags(NodeFlags::HANDSHAKE | NodeFlags::MEET),
-        master: None,
-        config_epoch: 0,
-        rt: NodeRuntime {
-            ctime: env.now,
-            ..NodeRuntime::default()
-        },
-    });
+    st.nodes.push(Node::new(
+        NodeInfo::new(
+            random_node_id(),
+            ip,
+            port,
+            cport,
+            NodeFlags::HANDSHAKE | NodeFlags::MEET,
+        ),
+        env.now,
+    ));
     true
 }
 
@@ -714,20 +708,10 @@ fn receive(
                 // it came from, and learn the nodes it gossips about.
                 if sender.is_none() && is_meet {
                     let ip = announced_ip(h, peer_ip);
-                    st.nodes.push(Node {
-                        id: random_node_id(),
-                        ip,
-                        port: h.port,
-                        cport: h.cport,
-                        hostname: None,
-                        flags: NodeFlags(NodeFlags::HANDSHAKE),
-                        master: None,
-                        config_epoch: 0,
-                        rt: NodeRuntime {
-                            ctime: env.now,
-                            ..NodeRuntime::default()
-                        },
-                    });
+                    st.nodes.push(Node::new(
+                        NodeInfo::new(random_node_id(), ip, h.port, h.cport, NodeFlags::HANDSHAKE),
+                        env.now,
+                    ));
                     process_gossip(st, env, bus, None, &ping.gossip);
                 }
                 let frame = ping_frame(st, env, bus, Body::Pong);

@@ -822,7 +822,7 @@ fn nodes_text(ctx: &Ctx<'_>) -> String {
     for (i, line) in st.to_conf().nodes.iter().enumerate() {
         let mut line = line.clone();
         if i == 0 {
-            line.ip = my_ip(ctx, st);
+            line.node.ip = my_ip(ctx, st);
         }
         line.write(&mut out);
         out.push('\n');

@@ -10,34 +10,49 @@
 
 use super::command::{self, CommandSpec, flags};
 use crate::cluster::nodes_conf::{
-    self, LinkState, NodeFlags, NodeLine, NodesConf, OpenSlot, SlotMigration,
+    self, LinkState, NodeFlags, NodeInfo, NodeLine, NodesConf, OpenSlot, SlotMigration,
 };
 use crate::cluster::slots::{CLUSTER_SLOTS, SlotBitmap, key_hash_slot};
 use crate::resp::Argv;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// One node of the table (the `myself` node included).
+/// One node of the table (the `myself` node included): what nodes.conf saves of it
+/// ([`NodeInfo`], shared with the file's [`NodeLine`]) and what the bus learns while
+/// running. It derefs to its [`NodeInfo`], so the table reads `node.id`, `node.flags`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Node {
-    /// 40 lowercase hex characters.
-    pub id: String,
-    /// Last known IP (empty until known).
-    pub ip: String,
-    /// Client port.
-    pub port: u16,
-    /// Bus port.
-    pub cport: u16,
-    /// Announced hostname.
-    pub hostname: Option<String>,
-    /// Flags (`NodeFlags` bits).
-    pub flags: NodeFlags,
-    /// The primary's id for a replica.
-    pub master: Option<String>,
-    /// Config epoch.
-    pub config_epoch: u64,
+    /// Id, address, flags, primary, config epoch.
+    pub info: NodeInfo,
     /// What the bus learns while running (never saved, zero after a load).
     pub rt: NodeRuntime,
+}
+
+impl Node {
+    /// A node that entered the table at `ctime` (ms), knowing only `info`.
+    pub fn new(info: NodeInfo, ctime: u64) -> Node {
+        Node {
+            info,
+            rt: NodeRuntime {
+                ctime,
+                ..NodeRuntime::default()
+            },
+        }
+    }
+}
+
+impl std::ops::Deref for Node {
+    type Target = NodeInfo;
+
+    fn deref(&self) -> &NodeInfo {
+        &self.info
+    }
+}
+
+impl std::ops::DerefMut for Node {
+    fn deref_mut(&mut self) -> &mut NodeInfo {
+        &mut self.info
+    }
 }
 
 /// The run-time part of a node (cluster.h `clusterNode` fields that are not saved): the
@@ -129,13 +144,10 @@ pub enum BusRequest {
     },
 }
 
-/// A node's saved fields: id, ip, port, cport, flags, primary, config epoch.
-type SavedNode = (String, String, u16, u16, u16, Option<String>, u64);
-
 /// The saved part of a [`ClusterState`] ([`ClusterState::config_key`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigKey {
-    nodes: Vec<SavedNode>,
+    nodes: Vec<NodeInfo>,
     owner: Vec<Option<usize>>,
     migrating: BTreeMap<u16, String>,
     importing: BTreeMap<u16, String>,
@@ -234,17 +246,16 @@ pub fn random_node_id() -> String {
 impl ClusterState {
     /// A fresh node (no file yet): a new id, no slots, epochs 0 (`createClusterNode`).
     pub fn fresh(path: PathBuf, port: u16, cport: u16) -> Self {
-        let me = Node {
-            id: random_node_id(),
-            ip: String::new(),
-            port,
-            cport,
-            hostname: None,
-            flags: NodeFlags(NodeFlags::MYSELF | NodeFlags::MASTER),
-            master: None,
-            config_epoch: 0,
-            rt: NodeRuntime::default(),
-        };
+        let me = Node::new(
+            NodeInfo::new(
+                random_node_id(),
+                String::new(),
+                port,
+                cport,
+                NodeFlags::MYSELF | NodeFlags::MASTER,
+            ),
+            0,
+        );
         ClusterState {
             path,
             nodes: vec![me],
@@ -288,23 +299,10 @@ impl ClusterState {
         state.last_vote_epoch = conf.last_vote_epoch;
         let mut lines: Vec<&NodeLine> = conf.nodes.iter().collect();
         // Myself first.
-        lines.sort_by_key(|n| !n.flags.contains(NodeFlags::MYSELF));
+        lines.sort_by_key(|n| !n.node.flags.contains(NodeFlags::MYSELF));
         for line in lines {
             let index = state.nodes.len();
-            let mut node = Node {
-                id: line.id.clone(),
-                ip: line.ip.clone(),
-                port: line.port,
-                cport: line.cport,
-                hostname: line.hostname.clone(),
-                flags: line.flags,
-                master: line.master.clone(),
-                config_epoch: line.config_epoch,
-                rt: NodeRuntime {
-                    ctime: super::unix_ms(),
-                    ..NodeRuntime::default()
-                },
-            };
+            let mut node = Node::new(line.node.clone(), super::unix_ms());
             if index == 0 {
                 node.port = port;
                 node.cport = cport;
@@ -458,16 +456,12 @@ impl ClusterState {
             nodes: self
                 .nodes
                 .iter()
-                .map(|n| {
-                    (
-                        n.id.clone(),
-                        n.ip.clone(),
-                        n.port,
-                        n.cport,
-                        n.flags.0 & !NodeFlags::PFAIL,
-                        n.master.clone(),
-                        n.config_epoch,
-                    )
+                // PFAIL is not saved; a new hostname alone does not save either (as in
+                // Redis 7.0, where an announced hostname is kept in memory only).
+                .map(|n| NodeInfo {
+                    hostname: None,
+                    flags: NodeFlags(n.flags.0 & !NodeFlags::PFAIL),
+                    ..n.info.clone()
                 })
                 .collect(),
             owner: self.owner.clone(),
@@ -509,7 +503,7 @@ impl ClusterState {
         if i == 0 || i >= self.nodes.len() {
             return;
         }
-        let id = self.nodes.remove(i).id;
+        let id = self.nodes.remove(i).info.id;
         for o in self.owner.iter_mut() {
             *o = match *o {
                 Some(x) if x == i => None,
@@ -553,20 +547,16 @@ impl ClusterState {
             .iter()
             .enumerate()
             .map(|(i, n)| NodeLine {
-                id: n.id.clone(),
-                ip: n.ip.clone(),
-                port: n.port,
-                cport: n.cport,
-                hostname: n.hostname.clone(),
-                flags: n.flags,
-                master: n.master.clone(),
+                node: NodeInfo {
+                    // A replica prints its primary's epoch (clusterGenNodeDescription).
+                    config_epoch: match n.master.as_deref().and_then(|m| self.lookup(m)) {
+                        Some(m) if n.flags.contains(NodeFlags::SLAVE) => self.nodes[m].config_epoch,
+                        _ => n.config_epoch,
+                    },
+                    ..n.info.clone()
+                },
                 ping_sent: n.rt.ping_sent as i64,
                 pong_recv: n.rt.pong_received as i64,
-                // A replica prints its primary's epoch (clusterGenNodeDescription).
-                config_epoch: match n.master.as_deref().and_then(|m| self.lookup(m)) {
-                    Some(m) if n.flags.contains(NodeFlags::SLAVE) => self.nodes[m].config_epoch,
-                    _ => n.config_epoch,
-                },
                 link_state: if i == 0 || n.rt.link {
                     LinkState::Connected
                 } else {
