@@ -29,17 +29,18 @@
 //! go straight to the group engine (pending entries whose stream entry was deleted are
 //! kept, which `XCLAIM ... FORCE` would drop).
 
-use super::snapshot::SnapshotWriter;
+use super::args::{parse_id, parse_opt, parse_u64};
+use super::record::RecordSink;
 use crate::commands::effects::{consumer_record, int, signed};
 use crate::commands::xgroup::setdlq_record;
 use crate::core::Core;
 use crate::resp::Argv;
+use crate::stream::Stream;
 use crate::stream::group::{ClaimSpec, DeliveryCount, NackMode};
-use crate::stream::{Stream, StreamId};
-use std::io::{self, Write};
+use std::io;
 
 /// Writes the groups of stream `key` into a snapshot.
-pub fn write_groups<W: Write>(w: &mut SnapshotWriter<W>, key: &[u8], s: &Stream) -> io::Result<()> {
+pub fn write_groups(w: &mut impl RecordSink, key: &[u8], s: &Stream) -> io::Result<()> {
     for g in s.groups().iter() {
         let name = g.name();
         w.record(&[
@@ -83,26 +84,6 @@ pub fn write_groups<W: Write>(w: &mut SnapshotWriter<W>, key: &[u8], s: &Stream)
         }
     }
     Ok(())
-}
-
-pub(crate) fn parse_u64(a: &[u8]) -> Result<u64, String> {
-    std::str::from_utf8(a)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| format!("bad number {:?}", String::from_utf8_lossy(a)))
-}
-
-fn parse_opt(a: &[u8]) -> Result<Option<u64>, String> {
-    if a == b"-1" {
-        Ok(None)
-    } else {
-        parse_u64(a).map(Some)
-    }
-}
-
-pub(crate) fn parse_id(a: &[u8]) -> Result<StreamId, String> {
-    crate::stream::id::parse_strict_id(a)
-        .map_err(|_| format!("bad ID {:?}", String::from_utf8_lossy(a)))
 }
 
 /// Applies one `STREAMD.*` record to database `db`.

@@ -21,15 +21,16 @@
 //! require the entry to exist (an iid outlives a deleted or trimmed entry), which the
 //! client command `XIDMPRECORD` does.
 
-use super::snapshot::SnapshotWriter;
+use super::args::{parse_id, parse_u64};
+use super::record::RecordSink;
 use crate::commands::effects::idmp_state_record;
 use crate::core::Core;
 use crate::resp::Argv;
 use crate::stream::Stream;
-use std::io::{self, Write};
+use std::io;
 
 /// Writes `key`'s IDMP state, if any, as snapshot records (module doc).
-pub fn write_idmp<W: Write>(w: &mut SnapshotWriter<W>, key: &[u8], s: &Stream) -> io::Result<()> {
+pub fn write_idmp(w: &mut impl RecordSink, key: &[u8], s: &Stream) -> io::Result<()> {
     let Some(record) = idmp_state_record(key, s) else {
         return Ok(());
     };
@@ -63,7 +64,7 @@ pub fn apply_internal(core: &mut Core, db: usize, argv: &Argv) -> Result<bool, S
     if name == b"STREAMD.IDMP" {
         let nums = argv[2..]
             .iter()
-            .map(|a| super::groups::parse_u64(a))
+            .map(|a| parse_u64(a))
             .collect::<Result<Vec<u64>, String>>()?;
         let in_range = |n: u64, lo: i64, hi: i64| {
             u32::try_from(n)
@@ -79,7 +80,7 @@ pub fn apply_internal(core: &mut Core, db: usize, argv: &Argv) -> Result<bool, S
         state.set_counters(nums[2], nums[3]);
         return Ok(true);
     }
-    let id = super::groups::parse_id(&argv[4])?;
+    let id = parse_id(&argv[4])?;
     if argv[2].is_empty() || argv[3].is_empty() {
         return Err("empty producer or idempotent ID".into());
     }

@@ -41,6 +41,7 @@
 //! start-up with [`PersistError::Corrupt`], which names the file, the offset and the
 //! `streamd --check-aof FILE --fix` repair.
 
+pub mod args;
 pub mod check;
 pub mod groups;
 pub mod idmp;

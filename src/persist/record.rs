@@ -20,6 +20,15 @@
 //! (`load.rs`): only the last frame of the newest log may be cut.
 
 use bytes::Bytes;
+use std::io;
+
+/// Where whole records go, one at a time: a snapshot being written (`snapshot.rs`
+/// `SnapshotWriter`). What writes a stream's group and IDMP records (`groups.rs`,
+/// `idmp.rs`) needs only this, not the snapshot file around the records.
+pub trait RecordSink {
+    /// Appends one record carrying the RESP array of `argv`.
+    fn record<A: AsRef<[u8]>>(&mut self, argv: &[A]) -> io::Result<()>;
+}
 
 /// Bytes before the payload: length (4) and CRC (8).
 pub const HEADER_LEN: usize = 12;

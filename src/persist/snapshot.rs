@@ -170,6 +170,12 @@ impl<W: Write> SnapshotWriter<W> {
     }
 }
 
+impl<W: Write> record::RecordSink for SnapshotWriter<W> {
+    fn record<A: AsRef<[u8]>>(&mut self, argv: &[A]) -> io::Result<()> {
+        SnapshotWriter::record(self, argv)
+    }
+}
+
 /// Writes every database's keys as records (the module doc lists the forms).
 pub fn write_dataset<W: Write>(
     w: &mut SnapshotWriter<W>,
