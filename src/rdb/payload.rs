@@ -304,6 +304,22 @@ mod tests {
         body
     }
 
+    /// Every cut of `body` (a payload without its footer) is refused, and every flipped
+    /// bit, under a footer of `version` with its CRC recomputed, is read without a panic.
+    fn cuts_refused_and_flips_survived(body: &[u8], version: u16) {
+        for cut in 0..body.len() {
+            let r = restore(&with_footer(body[..cut].to_vec(), version), D);
+            assert!(r.is_err(), "cut {cut}");
+        }
+        for i in 0..body.len() {
+            for bit in 0..8 {
+                let mut b = body.to_vec();
+                b[i] ^= 1 << bit;
+                let _ = restore(&with_footer(b, version), D);
+            }
+        }
+    }
+
     #[test]
     fn other_types_are_named() {
         let string = with_footer(vec![0, 1, b'x'], 10);
@@ -325,18 +341,7 @@ mod tests {
     #[test]
     fn every_truncation_and_corruption_with_a_good_crc_is_refused_without_panic() {
         let p = dump(&stream(), D);
-        let body = &p[..p.len() - 10];
-        for cut in 0..body.len() {
-            let r = restore(&with_footer(body[..cut].to_vec(), 10), D);
-            assert!(r.is_err(), "cut {cut}");
-        }
-        for i in 0..body.len() {
-            for bit in 0..8 {
-                let mut b = body.to_vec();
-                b[i] ^= 1 << bit;
-                let _ = restore(&with_footer(b, 10), D);
-            }
-        }
+        cuts_refused_and_flips_survived(&p[..p.len() - 10], 10);
     }
 
     #[test]
@@ -361,18 +366,7 @@ mod tests {
         assert_eq!((p27[0], p27[p27.len() - 10]), (STREAM_LISTPACKS_5, 14));
         for (p, version) in [(p26, 13), (p27, 14)] {
             assert!(restore(&p, D).is_ok());
-            let body = &p[..p.len() - 10];
-            for cut in 0..body.len() {
-                let r = restore(&with_footer(body[..cut].to_vec(), version), D);
-                assert!(r.is_err(), "cut {cut}");
-            }
-            for i in 0..body.len() {
-                for bit in 0..8 {
-                    let mut b = body.to_vec();
-                    b[i] ^= 1 << bit;
-                    let _ = restore(&with_footer(b, version), D);
-                }
-            }
+            cuts_refused_and_flips_survived(&p[..p.len() - 10], version);
             // A flipped bit without a fixed CRC is the footer's refusal.
             let mut bad = p.clone();
             bad[1] ^= 1;
@@ -648,7 +642,9 @@ mod tests {
             Vec<StreamId>,
         );
 
-        use crate::rdb::stream::tests::{idmp_view, pel_view, time_order};
+        use crate::rdb::stream::tests::{
+            consumer_times, idmp_view, pel_view, stream_view, time_order,
+        };
 
         /// The time order a restore can give back: the NACK zone as it was, then the rest
         /// by delivery time. RDB carries each pending entry's delivery time but not the
@@ -668,9 +664,7 @@ mod tests {
                 g.last_id(),
                 g.entries_read(),
                 pel_view(g),
-                g.consumers()
-                    .map(|(_, c)| (c.name().to_vec(), c.seen_time(), c.active_time()))
-                    .collect(),
+                consumer_times(g),
                 // Delivery-time order: the NACK zone in NACK order, then oldest first.
                 time_order(g),
             )
@@ -698,18 +692,7 @@ mod tests {
                 let version = u16::from_le_bytes([p[p.len() - 10], p[p.len() - 9]]);
                 prop_assert_eq!(version, [10, 12, 13, 14][[19, 21, 26, 27].iter().position(|&x| x == t).unwrap_or(0)]);
                 let back = restore(&p, super::D).expect("what DUMP writes, RESTORE reads");
-                let entries = |s: &Stream| -> Vec<(StreamId, Vec<Vec<u8>>)> {
-                    s.range(StreamId::MIN, StreamId::MAX, false)
-                        .map(|e| (e.id, e.elements().map(|v| v.to_vec()).collect()))
-                        .collect()
-                };
-                prop_assert_eq!(entries(&back), entries(&s));
-                prop_assert_eq!(back.len(), s.len());
-                prop_assert_eq!(back.radix_tree_keys(), s.radix_tree_keys());
-                prop_assert_eq!(back.last_id(), s.last_id());
-                prop_assert_eq!(back.first_id(), s.first_id());
-                prop_assert_eq!(back.max_deleted_entry_id(), s.max_deleted_entry_id());
-                prop_assert_eq!(back.entries_added(), s.entries_added());
+                prop_assert_eq!(stream_view(&back), stream_view(&s));
                 let groups = |s: &Stream| s.groups().iter().map(group_view).collect::<Vec<_>>();
                 let mut expected = groups(&s);
                 for (view, g) in expected.iter_mut().zip(s.groups().iter()) {
