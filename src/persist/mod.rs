@@ -1184,6 +1184,23 @@ fn save(p: &mut Persist, core: &mut Core) -> Result<(), String> {
     }
 }
 
+/// The keyspace and the function libraries, cloned for a background job's thread, and
+/// the core's pause since `t0` in µs, recorded as latency event `event` and in the
+/// greatest pause.
+fn clone_dataset(
+    p: &mut Persist,
+    core: &mut Core,
+    t0: Instant,
+    event: &'static str,
+) -> (Vec<crate::core::keyspace::Db>, Vec<bytes::Bytes>, u64) {
+    let dbs = core.dbs.clone();
+    let functions = crate::scripting::library_codes(core);
+    let pause = t0.elapsed().as_micros() as u64;
+    core.latency_sample(event, pause / 1000);
+    p.stats.max_core_pause_usec = p.stats.max_core_pause_usec.max(pause);
+    (dbs, functions, pause)
+}
+
 /// BGSAVE: clones the keyspace and writes it on a thread.
 fn bgsave(p: &mut Persist, core: &mut Core) -> Result<(), String> {
     if p.bgsave.is_some() {
@@ -1191,13 +1208,9 @@ fn bgsave(p: &mut Persist, core: &mut Core) -> Result<(), String> {
     }
     let path = dump_path(core);
     let t0 = Instant::now();
-    let dbs = core.dbs.clone();
-    let functions = crate::scripting::library_codes(core);
-    let pause = t0.elapsed().as_micros() as u64;
-    core.latency_sample("bgsave-pause", pause / 1000);
+    let (dbs, functions, pause) = clone_dataset(p, core, t0, "bgsave-pause");
     let stats = &mut p.stats;
     stats.rdb_last_bgsave_core_pause_usec = pause;
-    stats.max_core_pause_usec = stats.max_core_pause_usec.max(pause);
     stats.last_bgsave_try = Some(Instant::now());
     let handle = std::thread::Builder::new()
         .name("streamd-bgsave".into())
@@ -1329,13 +1342,8 @@ fn spawn_base(
             seq,
         }],
     };
-    let dbs = core.dbs.clone();
-    let functions = crate::scripting::library_codes(core);
-    let pause = t0.elapsed().as_micros() as u64;
-    core.latency_sample("aof-rewrite-pause", pause / 1000);
-    let stats = &mut p.stats;
-    stats.aof_last_rewrite_core_pause_usec = pause;
-    stats.max_core_pause_usec = stats.max_core_pause_usec.max(pause);
+    let (dbs, functions, pause) = clone_dataset(p, core, t0, "aof-rewrite-pause");
+    p.stats.aof_last_rewrite_core_pause_usec = pause;
     let handle = std::thread::Builder::new()
         .name("streamd-rewrite".into())
         .spawn(move || {
@@ -1376,18 +1384,28 @@ fn spawn_base(
     Ok(())
 }
 
-/// Finishes background jobs that are done (called from the cron).
-fn reap_jobs(p: &mut Persist, core: &mut Core) {
-    if p.bgsave.as_ref().is_some_and(|j| j.handle.is_finished()) {
-        let job = p.bgsave.take().expect("checked above");
-        let secs = job.started.elapsed().as_secs();
-        let result = job.handle.join().unwrap_or_else(|_| {
+impl BgJob {
+    /// Seconds since the job started and its thread's result, once the thread has
+    /// ended; a panic of the thread is an I/O error of `doing` on `file` saying
+    /// `panicked`.
+    fn join(self, doing: &'static str, file: &str, panicked: &str) -> (u64, JobResult) {
+        let secs = self.started.elapsed().as_secs();
+        let result = self.handle.join().unwrap_or_else(|_| {
             Err(PersistError::io(
-                "saving",
-                Path::new("snapshot"),
-                io::Error::other("the save thread panicked"),
+                doing,
+                Path::new(file),
+                io::Error::other(panicked),
             ))
         });
+        (secs, result)
+    }
+}
+
+/// Finishes background jobs that are done (called from the cron).
+fn reap_jobs(p: &mut Persist, core: &mut Core) {
+    if let Some(job) = p.bgsave.take_if(|j| j.handle.is_finished()) {
+        let dirty_at_start = job.dirty_at_start;
+        let (secs, result) = job.join("saving", "snapshot", "the save thread panicked");
         let stats = &mut p.stats;
         stats.rdb_last_bgsave_time_sec = Some(secs);
         match result {
@@ -1397,7 +1415,7 @@ fn reap_jobs(p: &mut Persist, core: &mut Core) {
                     seconds = secs,
                     "Background saving terminated with success"
                 );
-                core.dirty = core.dirty.saturating_sub(job.dirty_at_start);
+                core.dirty = core.dirty.saturating_sub(dirty_at_start);
                 core.lastsave = unix_ms() / 1000;
                 stats.rdb_last_bgsave_failed = false;
                 stats.rdb_saves += 1;
@@ -1408,17 +1426,10 @@ fn reap_jobs(p: &mut Persist, core: &mut Core) {
             }
         }
     }
-    if p.rewrite.as_ref().is_some_and(|j| j.handle.is_finished()) {
-        let job = p.rewrite.take().expect("checked above");
-        let secs = job.started.elapsed().as_secs();
-        let result = job.handle.join().unwrap_or_else(|_| {
-            Err(PersistError::io(
-                "rewriting",
-                Path::new("base"),
-                io::Error::other("the rewrite thread panicked"),
-            ))
-        });
-        let outcome = result.and_then(|s| finish_rewrite(p, job.seq, s));
+    if let Some(job) = p.rewrite.take_if(|j| j.handle.is_finished()) {
+        let (seq, after_sync) = (job.seq, job.after_sync);
+        let (secs, result) = job.join("rewriting", "base", "the rewrite thread panicked");
+        let outcome = result.and_then(|s| finish_rewrite(p, seq, s));
         let stats = &mut p.stats;
         stats.aof_last_rewrite_time_sec = Some(secs);
         match outcome {
@@ -1427,7 +1438,7 @@ fn reap_jobs(p: &mut Persist, core: &mut Core) {
                     seconds = secs,
                     "Background AOF rewrite finished successfully"
                 );
-                if job.after_sync {
+                if after_sync {
                     // The full sync's dataset is on disk: the new history is durable
                     // as far as the log is.
                     p.sync_hold = false;

@@ -229,27 +229,26 @@ fn write_value<W: Write>(w: &mut SnapshotWriter<W>, key: &[u8], value: &Value) -
     ) -> io::Result<()> {
         let mut args: Vec<std::borrow::Cow<'a, [u8]>> = Vec::new();
         let mut bytes = 0;
-        for item in items {
-            bytes += item.iter().map(|a| a.len() + 16).sum::<usize>();
-            args.extend(item);
-            if bytes >= COLLECTION_RECORD_BYTES {
-                let argv: Vec<&[u8]> = head
-                    .iter()
-                    .copied()
-                    .chain(args.iter().map(|a| &a[..]))
-                    .collect();
-                w.record(&argv)?;
-                args.clear();
-                bytes = 0;
-            }
-        }
-        if !args.is_empty() {
+        // One record: `head` then the elements gathered so far.
+        let emit = |w: &mut SnapshotWriter<W>, args: &[std::borrow::Cow<'a, [u8]>]| {
             let argv: Vec<&[u8]> = head
                 .iter()
                 .copied()
                 .chain(args.iter().map(|a| &a[..]))
                 .collect();
-            w.record(&argv)?;
+            w.record(&argv)
+        };
+        for item in items {
+            bytes += item.iter().map(|a| a.len() + 16).sum::<usize>();
+            args.extend(item);
+            if bytes >= COLLECTION_RECORD_BYTES {
+                emit(w, &args)?;
+                args.clear();
+                bytes = 0;
+            }
+        }
+        if !args.is_empty() {
+            emit(w, &args)?;
         }
         Ok(())
     }
