@@ -75,6 +75,21 @@ impl Names {
 }
 
 impl Manifest {
+    /// What a rewrite to number `seq` leaves: base `seq` and, after it, incremental log
+    /// `seq`, the one appended to.
+    pub fn rewritten(names: &Names, seq: u64) -> Manifest {
+        Manifest {
+            base: Some(ManifestFile {
+                name: names.base(seq),
+                seq,
+            }),
+            incrs: vec![ManifestFile {
+                name: names.incr(seq),
+                seq,
+            }],
+        }
+    }
+
     /// Parses the manifest text; `path` is for messages.
     pub fn parse(text: &str, path: &Path) -> Result<Manifest, PersistError> {
         let mut m = Manifest::default();
@@ -196,6 +211,20 @@ pub fn sync_dir(path: &Path) -> Result<(), PersistError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rewrite_leaves_its_base_and_one_log_of_the_same_number() {
+        let names = Names {
+            dir: PathBuf::from("/d"),
+            stem: "appendonly".into(),
+        };
+        let m = Manifest::rewritten(&names, 4);
+        assert_eq!(
+            m.to_text(),
+            "file appendonly.4.base.snap seq 4 type b\nfile appendonly.4.incr.log seq 4 type i\n"
+        );
+        assert_eq!(m.max_seq(), 4);
+    }
 
     #[test]
     fn manifest_round_trips_and_keeps_order() {

@@ -1332,16 +1332,7 @@ fn spawn_base(
     let seq = job.seq;
     let base = aof.names.path(&aof.names.base(seq));
     let manifest_path = aof.names.manifest();
-    let last = Manifest {
-        base: Some(ManifestFile {
-            name: aof.names.base(seq),
-            seq,
-        }),
-        incrs: vec![ManifestFile {
-            name: aof.names.incr(seq),
-            seq,
-        }],
-    };
+    let last = Manifest::rewritten(&aof.names, seq);
     let (dbs, functions, pause) = clone_dataset(p, core, t0, "aof-rewrite-pause");
     p.stats.aof_last_rewrite_core_pause_usec = pause;
     let handle = std::thread::Builder::new()
@@ -1466,16 +1457,7 @@ fn finish_rewrite(p: &mut Persist, seq: u64, s: SaveStats) -> Result<(), Persist
         // appendonly was turned off meanwhile.
         return Ok(());
     };
-    aof.manifest = Manifest {
-        base: Some(ManifestFile {
-            name: aof.names.base(seq),
-            seq,
-        }),
-        incrs: vec![ManifestFile {
-            name: aof.names.incr(seq),
-            seq,
-        }],
-    };
+    aof.manifest = Manifest::rewritten(&aof.names, seq);
     aof.other_size = s.bytes;
     aof.base_size = aof.current_size();
     Ok(())
@@ -1834,16 +1816,7 @@ mod tests {
             dir: dir.path().to_path_buf(),
             stem: "appendonly".into(),
         };
-        let m = Manifest {
-            base: Some(ManifestFile {
-                name: names.base(3),
-                seq: 3,
-            }),
-            incrs: vec![ManifestFile {
-                name: names.incr(3),
-                seq: 3,
-            }],
-        };
+        let m = Manifest::rewritten(&names, 3);
         let keep = [
             "appendonly.3.base.snap",
             "appendonly.3.incr.log",
