@@ -219,6 +219,30 @@ pub struct Aof {
 }
 
 impl Aof {
+    /// The open log: appending to `file` (the segment at `path`, `size` bytes long
+    /// already) with `policy`, among the files `manifest` names, which take `other_size`
+    /// bytes besides it.
+    fn open(
+        file: File,
+        path: &Path,
+        size: u64,
+        policy: FsyncPolicy,
+        names: Names,
+        manifest: Manifest,
+        other_size: u64,
+    ) -> Result<Aof, PersistError> {
+        let writer = LogWriter::new(Box::new(FileSink::new(file)), size, policy)
+            .map_err(|e| PersistError::io("starting the fsync thread for", path, e))?;
+        Ok(Aof {
+            writer,
+            names,
+            manifest,
+            last_db: None,
+            other_size,
+            base_size: other_size + size,
+        })
+    }
+
     /// Total size of the base and all incremental logs.
     pub fn current_size(&self) -> u64 {
         self.other_size + self.writer.size() + self.writer.pending_len() as u64
@@ -1098,16 +1122,9 @@ fn open_log(
         }
     }
     remove_orphans(&names, &manifest);
-    let writer = LogWriter::new(Box::new(FileSink::new(file)), size, policy)
-        .map_err(|e| PersistError::io("starting the fsync thread for", &path, e))?;
-    p.aof = Some(Aof {
-        writer,
-        names,
-        manifest,
-        last_db: None,
-        other_size,
-        base_size: other_size + size,
-    });
+    p.aof = Some(Aof::open(
+        file, &path, size, policy, names, manifest, other_size,
+    )?);
     Ok(())
 }
 
@@ -1615,16 +1632,8 @@ fn enable_aof(p: &mut Persist, core: &mut Core) -> Result<(), PersistError> {
     let path = names.path(&names.incr(seq));
     let file = new_segment(&path)?;
     let policy = FsyncPolicy::from_config(core.config.get("appendfsync").unwrap_or("everysec"));
-    let writer = LogWriter::new(Box::new(FileSink::new(file)), 0, policy)
-        .map_err(|e| PersistError::io("starting the fsync thread for", &path, e))?;
-    p.aof = Some(Aof {
-        writer,
-        names,
-        manifest,
-        last_db: None,
-        other_size: 0,
-        base_size: 0,
-    });
+    // Sizes start at 0 (the older files are stale); the rewrite started below sets them.
+    p.aof = Some(Aof::open(file, &path, 0, policy, names, manifest, 0)?);
     let job = BaseJob {
         seq,
         wait_for_manifest: None,
