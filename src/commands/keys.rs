@@ -688,14 +688,7 @@ fn expire_generic(
         // While loading, a deadline in the past is kept as it is: the log records when
         // the key went (Redis: `checkAlreadyExpired`).
         Ok(at) if at > ctx.now_ms || ctx.core.replaying() => {
-            ctx.core.dbs[db].set_expire(key, at);
-            ctx.modified(key);
-            ctx.notify(class::GENERIC, "expire", key);
-            ctx.propagate(&[
-                b"PEXPIREAT".as_slice(),
-                key,
-                itoa::Buffer::new().format(at).as_bytes(),
-            ]);
+            ctx.expire_at_and_log(key, at);
         }
         _ => {
             ctx.delete_and_log(key);

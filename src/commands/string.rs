@@ -577,14 +577,7 @@ fn getex(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             ctx.delete_and_log(key);
         }
         Some(at) => {
-            ctx.core.dbs[db].set_expire(key, at);
-            ctx.modified(key);
-            ctx.notify(class::GENERIC, "expire", key);
-            ctx.propagate(&[
-                b"PEXPIREAT".as_slice(),
-                key,
-                itoa::Buffer::new().format(at).as_bytes(),
-            ]);
+            ctx.expire_at_and_log(key, at);
         }
         None if flags.persist && ctx.core.dbs[db].expires.remove(&key[..]).is_some() => {
             ctx.modified(key);

@@ -13,7 +13,8 @@
 //! - [`Ctx::delete_if_emptied`]: Redis never keeps an empty hash, set, list or sorted
 //!   set; a write that empties one deletes the key as [`Ctx::delete_key`] does.
 //! - [`Ctx::delete_and_log`]: a deletion that is the command's whole effect (GETDEL, an
-//!   EXPIRE in the past): counted dirty and logged as `DEL key`.
+//!   EXPIRE in the past): counted dirty and logged as `DEL key`; [`Ctx::expire_at_and_log`]
+//!   the same for a deadline set, logged as `PEXPIREAT key <unix ms>`.
 //! - [`Ctx::collection_written`]: the epilogue of a write to a collection: the type's
 //!   event, WATCH and the dirty counter, the deletion if the write emptied it, the
 //!   effect logged ([`Ctx::collection_changed`] without the last step, for a command
@@ -64,6 +65,19 @@ impl Ctx<'_> {
             self.core.dirty += 1;
             self.propagate(&[b"DEL".as_slice(), key]);
         }
+    }
+
+    /// Sets `key`'s deadline to `at` (unix ms) as the command's effect (EXPIRE and its
+    /// kin, GETEX): WATCH and one dirty write, the `expire` event, and `PEXPIREAT key at`
+    /// logged, so a replay expires the key at the same instant whenever it runs.
+    pub fn expire_at_and_log(&mut self, key: &[u8], at: u64) {
+        let db = self.client.db;
+        self.core.dbs[db].set_expire(key, at);
+        self.modified(key);
+        self.notify(class::GENERIC, "expire", key);
+        let mut text = itoa::Buffer::new();
+        let at = text.format(at).as_bytes();
+        self.propagate(&[b"PEXPIREAT".as_slice(), key, at]);
     }
 
     /// The epilogue of a write that changed the collection at `key` (a hash, set, list
