@@ -18,19 +18,13 @@ const PLAIN_SUB: u32 = NOSCRIPT | LOADING | STALE;
 
 /// This family's rows of the command table.
 pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
-    name: "acl",
-    arity: -2,
-    flags: 0,
-    first_key: 0,
-    last_key: 0,
-    key_step: 0,
-    acl: &[],
-    summary: "A container for Access List Control commands",
-    since: "6.0.0",
-    group: "server",
     handler: acl_help,
-    subcommands: ACL_SUBCOMMANDS,
-    key_flags: &[],
+    ..SERVER.container(
+        "acl",
+        "A container for Access List Control commands",
+        "6.0.0",
+        ACL_SUBCOMMANDS,
+    )
 }];
 
 const ACL_SUBCOMMANDS: &[CommandSpec] = &[

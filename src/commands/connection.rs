@@ -64,20 +64,15 @@ pub const COMMANDS: &[CommandSpec] = &[
         reset,
     ),
     CommandSpec {
-        name: "client",
-        arity: -2,
-        flags: 0,
-        first_key: 0,
-        last_key: 0,
-        key_step: 0,
-        // Containers are only @slow in Redis: `+@connection` names the subcommands.
-        acl: &[],
-        summary: "A container for client connection commands.",
-        since: "2.4.0",
-        group: "connection",
         handler: client_help,
-        subcommands: CLIENT_SUBCOMMANDS,
-        key_flags: super::default_key_flags(0, 0),
+        // Containers are only @slow in Redis: `+@connection` names the subcommands.
+        ..CommandSpec::container(
+            "client",
+            "connection",
+            "A container for client connection commands.",
+            "2.4.0",
+            CLIENT_SUBCOMMANDS,
+        )
     },
 ];
 

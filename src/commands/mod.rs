@@ -69,6 +69,15 @@ pub const STREAM: &[&str] = &["@stream"];
 /// The family of the stream commands whose key is their first argument.
 pub const STREAM_KEY1: Family = Family::new("stream").categories(STREAM).keys(1, 1, 1);
 
+/// Test support: the argv of a command line whose arguments are separated by single
+/// spaces (`"XACKDEL s g IDS 1 1-1"`).
+#[cfg(test)]
+pub(crate) fn test_argv(line: &str) -> crate::resp::Argv {
+    line.split(' ')
+        .map(|a| bytes::Bytes::copy_from_slice(a.as_bytes()))
+        .collect()
+}
+
 /// Every family's rows: together, the command table.
 pub static FAMILIES: &[&[CommandSpec]] = &[
     connection::COMMANDS,

@@ -303,13 +303,7 @@ fn xdelex(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bytes::Bytes;
-
-    fn argv(s: &str) -> Argv {
-        s.split(' ')
-            .map(|a| Bytes::copy_from_slice(a.as_bytes()))
-            .collect()
-    }
+    use crate::commands::test_argv as argv;
 
     fn parse(s: &str, start: usize) -> Result<DelArgs, String> {
         DelArgs::parse(&argv(s), start).map_err(|e| e.to_string())

@@ -45,20 +45,15 @@ const DLQ_IS_THE_STREAM: ReplyError =
 
 /// This family's rows of the command table.
 pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
-    name: "xgroup",
-    arity: -2,
-    flags: 0,
-    first_key: 0,
-    last_key: 0,
-    key_step: 0,
-    // Containers are only @slow in Redis: `+@stream` names the subcommands.
-    acl: &[],
-    summary: "A container for consumer groups commands.",
-    since: "5.0.0",
-    group: "stream",
     handler: xgroup_help,
-    subcommands: XGROUP_SUBCOMMANDS,
-    key_flags: super::default_key_flags(0, 0),
+    // Containers are only @slow in Redis: `+@stream` names the subcommands.
+    ..CommandSpec::container(
+        "xgroup",
+        "stream",
+        "A container for consumer groups commands.",
+        "5.0.0",
+        XGROUP_SUBCOMMANDS,
+    )
 }];
 
 /// The family of XGROUP's subcommands: the key is the argument after the subcommand.

@@ -45,20 +45,15 @@ const FULL_DEFAULT_COUNT: usize = 10;
 
 /// This family's rows of the command table.
 pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
-    name: "xinfo",
-    arity: -2,
-    flags: 0,
-    first_key: 0,
-    last_key: 0,
-    key_step: 0,
-    // Containers are only @slow in Redis: `+@stream` names the subcommands.
-    acl: &[],
-    summary: "A container for stream introspection commands.",
-    since: "5.0.0",
-    group: "stream",
     handler: xinfo_help,
-    subcommands: XINFO_SUBCOMMANDS,
-    key_flags: super::default_key_flags(0, 0),
+    // Containers are only @slow in Redis: `+@stream` names the subcommands.
+    ..CommandSpec::container(
+        "xinfo",
+        "stream",
+        "A container for stream introspection commands.",
+        "5.0.0",
+        XINFO_SUBCOMMANDS,
+    )
 }];
 
 /// The family of XINFO's subcommands: the key is the argument after the subcommand.

@@ -906,12 +906,7 @@ fn write_claimed_entry(out: &mut RespWriter, e: &Entry<'_>, idle: i64, count: i6
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn argv(s: &str) -> Argv {
-        s.split(' ')
-            .map(|a| Bytes::copy_from_slice(a.as_bytes()))
-            .collect()
-    }
+    use crate::commands::test_argv as argv;
 
     #[test]
     fn options_in_any_order_and_streams_last() {
