@@ -7,8 +7,8 @@
 
 mod common;
 
-use common::{Raw, escape, free_port, redis_server_with, start_server_with};
 use common::differential::Node;
+use common::{Raw, escape, free_port, redis_server_with, start_server_with};
 use std::process::Command;
 use std::time::{Duration, Instant};
 

@@ -5,8 +5,8 @@
 
 mod common;
 
-use common::*;
 use common::differential::*;
+use common::*;
 
 fn big_hset(key: &str, n: usize) -> Vec<String> {
     let mut v = vec!["HSET".to_string(), key.to_string()];

@@ -6,8 +6,8 @@
 
 mod common;
 
-use common::*;
 use common::differential::*;
+use common::*;
 use std::time::{Duration, Instant};
 
 const LIB: &str = "#!lua name=qlib\n\

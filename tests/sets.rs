@@ -6,8 +6,8 @@
 
 mod common;
 
-use common::*;
 use common::differential::*;
+use common::*;
 use std::collections::{HashMap, HashSet};
 
 fn sadd(key: &str, members: impl IntoIterator<Item = String>) -> Vec<String> {

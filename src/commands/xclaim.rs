@@ -41,7 +41,7 @@ use crate::core::notify::class;
 use crate::error::{ReplyError, lossy};
 use crate::resp::Argv;
 use crate::stream::StreamId;
-use crate::stream::group::{ClaimOutcome, ClaimSpec, DeliveryCount};
+use crate::stream::group::{ClaimOutcome, ClaimSpec, DeadLetter, DeliveryCount};
 use crate::stream::id::{parse_range_start, parse_strict_id};
 
 /// XAUTOCLAIM looks at up to this many PEL entries per claimed one (Redis:
@@ -257,17 +257,12 @@ fn xclaim(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         }
     }
     out.finish_array(header, n);
-    if let Some(d) = &dead_letter {
-        changes += deadletter::move_entries(ctx, key, group, &d.key, &moves, &mut fx);
-    }
-    if changes > 0 {
-        ctx.modified(key);
-        ctx.core.dirty += changes - 1;
-        if fx.consumer_created {
-            ctx.notify(class::STREAM, "xgroup-createconsumer", key);
-        }
-        log_effects(ctx, key, group, Some(consumer), &fx);
-    }
+    let claim = Claim {
+        key,
+        group,
+        consumer,
+    };
+    claims_done(ctx, claim, dead_letter.as_ref(), &moves, changes, &mut fx);
     Ok(())
 }
 
@@ -415,8 +410,42 @@ fn xautoclaim(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     }
     fx.ids.extend_from_slice(&claimed);
     fx.ids.extend_from_slice(&deleted);
-    if let Some(d) = &dead_letter {
-        changes += deadletter::move_entries(ctx, key, group, &d.key, &moves, &mut fx);
+    let claim = Claim {
+        key,
+        group,
+        consumer,
+    };
+    claims_done(ctx, claim, dead_letter.as_ref(), &moves, changes, &mut fx);
+    Ok(())
+}
+
+/// Who claimed: the stream's key, the group and the claiming consumer.
+#[derive(Clone, Copy)]
+struct Claim<'a> {
+    key: &'a [u8],
+    group: &'a [u8],
+    consumer: &'a [u8],
+}
+
+/// The end of XCLAIM and XAUTOCLAIM once the reply is written: the entries past the
+/// group's delivery limit move to its dead-letter stream, then, if anything changed
+/// (`changes` writes before the moves), WATCH and `dirty`, the consumer's creation
+/// event, and the group's effects logged.
+fn claims_done(
+    ctx: &mut Ctx<'_>,
+    claim: Claim<'_>,
+    dead_letter: Option<&DeadLetter>,
+    moves: &[Move],
+    mut changes: u64,
+    fx: &mut GroupEffects,
+) {
+    let Claim {
+        key,
+        group,
+        consumer,
+    } = claim;
+    if let Some(d) = dead_letter {
+        changes += deadletter::move_entries(ctx, key, group, &d.key, moves, fx);
     }
     if changes > 0 {
         ctx.modified(key);
@@ -424,9 +453,8 @@ fn xautoclaim(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         if fx.consumer_created {
             ctx.notify(class::STREAM, "xgroup-createconsumer", key);
         }
-        log_effects(ctx, key, group, Some(consumer), &fx);
+        log_effects(ctx, key, group, Some(consumer), fx);
     }
-    Ok(())
 }
 
 #[cfg(test)]
