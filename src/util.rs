@@ -112,6 +112,42 @@ fn glob_inner(mut p: &[u8], mut s: &[u8], nocase: bool, depth: usize) -> bool {
     s.is_empty()
 }
 
+// --- doubles ---------------------------------------------------------------------------
+
+/// Formats a double as C's `%.17g` (what Redis 7.0's `addReplyDouble` prints: scores,
+/// ACL LOG's ages, numbers a script returns), with `inf`/`-inf` for the infinities.
+pub fn fmt_double(d: f64) -> String {
+    if d.is_infinite() {
+        return if d > 0.0 { "inf" } else { "-inf" }.to_string();
+    }
+    if d.is_nan() {
+        return "nan".to_string();
+    }
+    if d == 0.0 {
+        return if d.is_sign_negative() { "-0" } else { "0" }.to_string();
+    }
+    let sci = format!("{d:.16e}");
+    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if !(-4..17).contains(&exp) {
+        let mant = strip_zeros(mant);
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{mant}e{sign}{:02}", exp.abs())
+    } else {
+        let prec = usize::try_from(16 - exp).unwrap_or(0);
+        strip_zeros(&format!("{d:.prec$}")).to_string()
+    }
+}
+
+/// `%g`'s removal of trailing zeros (and of a trailing point).
+fn strip_zeros(s: &str) -> &str {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        s
+    }
+}
+
 // --- randomness --------------------------------------------------------------------------
 
 thread_local! {
@@ -143,6 +179,34 @@ pub fn rand_below(n: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn doubles_print_as_percent_17g() {
+        let cases = [
+            (1.5, "1.5"),
+            (3.0, "3"),
+            (1.1, "1.1000000000000001"),
+            (0.1, "0.10000000000000001"),
+            (1e300, "1.0000000000000001e+300"),
+            (123456789012345678.0, "1.2345678901234568e+17"),
+            (1e16, "10000000000000000"),
+            (1e17, "1e+17"),
+            (0.0001, "0.0001"),
+            (0.00001, "1.0000000000000001e-05"),
+            (-2.5, "-2.5"),
+            (-0.0, "-0"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+            // ACL LOG ages
+            (0.01, "0.01"),
+            (0.033, "0.033000000000000002"),
+            (12.5, "12.5"),
+            (1e20, "1e+20"),
+        ];
+        for (d, want) in cases {
+            assert_eq!(fmt_double(d), want, "{d}");
+        }
+    }
 
     #[test]
     fn globs_like_redis() {

@@ -16,14 +16,14 @@
 //! key (with `del` after the command's own event), as Redis does.
 
 use super::zset_range as range;
-use super::zset_score::{fmt_double, lookup, parse_score, reply_len, reply_pair, reply_score};
+use super::zset_score::{lookup, parse_score, reply_len, reply_pair, reply_score};
 use super::zset_store as store;
 use super::{CommandSpec, Family, flags::*, is, parse_i64};
 use crate::core::Ctx;
 use crate::core::notify::class;
 use crate::error::ReplyError;
 use crate::types::{Value, ZSet};
-use crate::util::rand_below;
+use crate::util::{fmt_double, rand_below};
 
 const ZSETCAT: &[&str] = &["@sortedset"];
 const SINCE: &str = "1.2.0";

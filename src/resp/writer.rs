@@ -221,6 +221,20 @@ impl RespWriter {
         }
     }
 
+    /// A double as Redis 7.0's `addReplyDouble` writes it: C's `%.17g` text
+    /// ([`crate::util::fmt_double`]), a RESP3 `,` double or a RESP2 bulk string.
+    pub fn double_g17(&mut self, d: f64) {
+        let text = crate::util::fmt_double(d);
+        match self.proto {
+            Protocol::Resp2 => self.bulk(text.as_bytes()),
+            Protocol::Resp3 => {
+                self.buf.push(b',');
+                self.buf.extend_from_slice(text.as_bytes());
+                self.buf.extend_from_slice(b"\r\n");
+            }
+        }
+    }
+
     /// A boolean (RESP3 `#t`/`#f`; RESP2 `:1`/`:0`).
     pub fn boolean(&mut self, b: bool) {
         match self.proto {

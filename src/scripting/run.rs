@@ -483,7 +483,7 @@ unsafe fn write_table(
         if field(l, idx, c"double") == ffi::LUA_TNUMBER {
             let d = ffi::lua_tonumber(l, -1);
             ffi::lua_pop(l, 1);
-            let text = crate::commands::zset_score::fmt_double(d);
+            let text = crate::util::fmt_double(d);
             if out.is_resp3() {
                 out.raw(b",");
                 out.raw(text.as_bytes());
@@ -916,7 +916,7 @@ fn write_number_arg(buf: &mut BytesMut, d: f64) {
     if d.fract() == 0.0 && d.abs() < 1e15 && !(d == 0.0 && d.is_sign_negative()) {
         buf.extend_from_slice(itoa::Buffer::new().format(d as i64).as_bytes());
     } else {
-        buf.extend_from_slice(crate::commands::zset_score::fmt_double(d).as_bytes());
+        buf.extend_from_slice(crate::util::fmt_double(d).as_bytes());
     }
 }
 
