@@ -5,7 +5,9 @@
 //! Debian's redis-server 7.0 running the same script. Normalised, and nothing else:
 //! - `ACL GENPASS`: random, so only the length is compared.
 //! - `ACL LOG`: `age-seconds` (a clock reading) and `client-info` (addresses, ids, buffer
-//!   sizes differ between servers; the `user=` and `cmd=` fields are checked separately).
+//!   sizes differ between servers; the `user=` and `cmd=` fields are checked separately),
+//!   and the three fields Redis 7.2 added after them (`entry-id`, `timestamp-created`,
+//!   `timestamp-last-updated`), which 7.0 lacks: checked on their own.
 //! - `ACL CAT stream`: the order is a hash table's in Redis, and streamd has the stream
 //!   commands added after 7.0 (XACKDEL, XDELEX, XNACK, XCFGSET): compared as sets, with
 //!   those named.
@@ -33,16 +35,31 @@ fn same(redis: &mut Raw, ours: &mut Raw, args: &[&str]) -> Vec<u8> {
     got
 }
 
+/// Fields of an `ACL LOG` entry that Redis 7.2 added (7.0 has the first seven).
+const LOG_FIELDS_7_2: [&str; 3] = ["entry-id", "timestamp-created", "timestamp-last-updated"];
+
 /// Replaces the `age-seconds` value and the `client-info` text of `ACL LOG` replies (RESP2
-/// bulk strings or RESP3 doubles) with placeholders.
+/// bulk strings or RESP3 doubles) with placeholders, each entry's header with `<entry>`,
+/// and leaves out the 7.2 fields.
 fn normalise_log(reply: &[u8]) -> String {
     let text = String::from_utf8_lossy(reply).into_owned();
     let lines: Vec<&str> = text.split("\r\n").collect();
     let mut out: Vec<String> = Vec::new();
     let mut i = 0;
     while i < lines.len() {
-        out.push(lines[i].to_string());
         let field = lines[i];
+        if (field.starts_with('*') || field.starts_with('%')) && lines.get(i + 2) == Some(&"count")
+        {
+            out.push("<entry>".into());
+            i += 1;
+            continue;
+        }
+        if LOG_FIELDS_7_2.contains(&field) && out.last().is_some_and(|l| l.starts_with('$')) {
+            out.pop();
+            i += 2;
+            continue;
+        }
+        out.push(lines[i].to_string());
         if (field == "age-seconds" || field == "client-info") && i + 1 < lines.len() {
             if lines[i + 1].starts_with('$') {
                 out.push("$?".into());
@@ -57,6 +74,17 @@ fn normalise_log(reply: &[u8]) -> String {
         i += 1;
     }
     out.join("\r\n")
+}
+
+/// The integers that follow `field` in an `ACL LOG` reply, in order.
+fn log_integers(reply: &[u8], field: &str) -> Vec<i64> {
+    let text = String::from_utf8_lossy(reply).into_owned();
+    let lines: Vec<&str> = text.split("\r\n").collect();
+    lines
+        .windows(2)
+        .filter(|w| w[0] == field)
+        .filter_map(|w| w[1].strip_prefix(':')?.parse().ok())
+        .collect()
 }
 
 /// The elements of a RESP2 array of bulk strings, as a set.
@@ -300,6 +328,24 @@ fn stream_permissions_and_noperm_errors_match_redis() {
     assert_eq!(normalise_log(&b), normalise_log(&a));
     let text = String::from_utf8_lossy(&b);
     assert!(text.contains("user=alice"), "{text}");
+    // Redis 7.2's fields: one id per entry, given in creation order from 0 (a grouped
+    // entry keeps its id when it moves to the front); an entry created no later than
+    // its last update, both recent.
+    let ids = log_integers(&b, "entry-id");
+    let created = log_integers(&b, "timestamp-created");
+    let updated = log_integers(&b, "timestamp-last-updated");
+    let n = ids.len();
+    assert!(n >= 2, "{text}");
+    let mut sorted = ids.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, (0..n as i64).collect::<Vec<_>>(), "{text}");
+    assert_eq!((created.len(), updated.len()), (n, n), "{text}");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    for (c, u) in created.iter().zip(&updated) {
+        assert!(c <= u && now - c < 600_000, "{text}");
+    }
     both(&mut redis_admin, &mut ours_admin, &["HELLO", "3"]);
     let (a, b) = both(&mut redis_admin, &mut ours_admin, &["ACL", "LOG", "2"]);
     assert_eq!(normalise_log(&b), normalise_log(&a));

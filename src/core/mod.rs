@@ -825,6 +825,8 @@ impl Core {
             object,
             username,
             created_ms: unix_ms(),
+            updated_ms: 0,
+            id: 0,
             client_info: client.info_line(self.batch_now_ms),
         };
         self.acl.log.add(entry, max);

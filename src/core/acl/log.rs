@@ -74,8 +74,15 @@ pub struct Entry {
     pub object: Bytes,
     /// The user the client was (or tried to authenticate as).
     pub username: Bytes,
-    /// Unix ms of the latest grouped event.
+    /// Unix ms of the first event of the entry (`timestamp-created`).
     pub created_ms: u64,
+    /// Unix ms of the latest grouped event (`timestamp-last-updated`; `age-seconds`
+    /// counts from it).
+    pub updated_ms: u64,
+    /// The entry's number since the server started, from 0 (`entry-id`); set by
+    /// [`AclLog::add`]. `ACL LOG RESET` does not restart it, so a reader can tell
+    /// whether entries went missing between two reads.
+    pub id: u64,
     /// `CLIENT LIST` line of the client at the latest event.
     pub client_info: String,
 }
@@ -84,24 +91,30 @@ pub struct Entry {
 #[derive(Debug, Default)]
 pub struct AclLog {
     entries: VecDeque<Entry>,
+    /// The id the next new entry gets (Redis: `ACLLogEntryCount`).
+    next_id: u64,
 }
 
 impl AclLog {
-    /// Records an event, grouping it with a recent identical one.
-    pub fn add(&mut self, entry: Entry, max_len: usize) {
+    /// Records an event (`entry` as one new event: its `created_ms` is its time), grouping
+    /// it with a recent identical one.
+    pub fn add(&mut self, mut entry: Entry, max_len: usize) {
         let found = self.entries.iter().take(GROUPING_SCAN).position(|e| {
             e.reason == entry.reason
                 && e.context == entry.context
                 && e.object == entry.object
                 && e.username == entry.username
-                && e.created_ms.abs_diff(entry.created_ms) <= GROUPING_MAX_TIME_DELTA_MS
+                && e.updated_ms.abs_diff(entry.created_ms) <= GROUPING_MAX_TIME_DELTA_MS
         });
         if let Some(mut old) = found.and_then(|i| self.entries.remove(i)) {
             old.count += 1;
-            old.created_ms = entry.created_ms;
+            old.updated_ms = entry.created_ms;
             old.client_info = entry.client_info;
             self.entries.push_front(old);
         } else {
+            entry.updated_ms = entry.created_ms;
+            entry.id = self.next_id;
+            self.next_id += 1;
             self.entries.push_front(entry);
         }
         self.entries.truncate(max_len);
@@ -122,12 +135,13 @@ impl AclLog {
         self.entries.is_empty()
     }
 
-    /// `ACL LOG [count]`: the newest `count` entries as maps of seven fields.
+    /// `ACL LOG [count]`: the newest `count` entries as maps of ten fields (Redis 7.2
+    /// added the last three).
     pub fn reply(&self, out: &mut RespWriter, count: usize, now_ms: u64) {
         let n = count.min(self.entries.len());
         out.array(n);
         for e in self.entries.iter().take(n) {
-            out.map(7);
+            out.map(10);
             out.bulk(b"count");
             out.integer(e.count as i64);
             out.bulk(b"reason");
@@ -139,76 +153,23 @@ impl AclLog {
             out.bulk(b"username");
             out.bulk(&e.username);
             out.bulk(b"age-seconds");
-            let age = now_ms.saturating_sub(e.created_ms) as f64 / 1000.0;
-            double_g17(out, age);
+            let age = now_ms.saturating_sub(e.updated_ms) as f64 / 1000.0;
+            out.double_g17(age);
             out.bulk(b"client-info");
             out.bulk(e.client_info.as_bytes());
+            out.bulk(b"entry-id");
+            out.integer(i64::try_from(e.id).unwrap_or(i64::MAX));
+            out.bulk(b"timestamp-created");
+            out.integer(i64::try_from(e.created_ms).unwrap_or(i64::MAX));
+            out.bulk(b"timestamp-last-updated");
+            out.integer(i64::try_from(e.updated_ms).unwrap_or(i64::MAX));
         }
     }
-}
-
-/// A double as Redis's `addReplyDouble` writes it: `%.17g` text, a bulk string in RESP2
-/// and a `,` double in RESP3.
-fn double_g17(out: &mut RespWriter, d: f64) {
-    let text = format_g17(d);
-    if out.is_resp3() {
-        out.buf.extend_from_slice(b",");
-        out.buf.extend_from_slice(text.as_bytes());
-        out.buf.extend_from_slice(b"\r\n");
-    } else {
-        out.bulk(text.as_bytes());
-    }
-}
-
-/// C's `printf("%.17g", d)` for finite `d`.
-pub fn format_g17(d: f64) -> String {
-    if d == 0.0 {
-        return "0".into();
-    }
-    // 17 significant digits, correctly rounded: d.dddddddddddddddde±x.
-    let sci = format!("{:.16e}", d);
-    let Some((mantissa, exp)) = sci.split_once('e') else {
-        return sci;
-    };
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let negative = mantissa.starts_with('-');
-    let digits: String = mantissa.chars().filter(|c| c.is_ascii_digit()).collect();
-    let sign = if negative { "-" } else { "" };
-    if !(-4..17).contains(&exp) {
-        let (first, rest) = digits.split_at(1);
-        let rest = rest.trim_end_matches('0');
-        let dot = if rest.is_empty() { "" } else { "." };
-        let esign = if exp < 0 { '-' } else { '+' };
-        return format!("{sign}{first}{dot}{rest}e{esign}{:02}", exp.abs());
-    }
-    let text = if exp >= 0 {
-        let int_len = exp as usize + 1;
-        let (int, frac) = digits.split_at(int_len.min(digits.len()));
-        format!("{int}.{frac}")
-    } else {
-        format!("0.{}{digits}", "0".repeat((-exp - 1) as usize))
-    };
-    let text = text.trim_end_matches('0').trim_end_matches('.');
-    format!("{sign}{text}")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn g17_matches_c_printf() {
-        // Values as redis-server 7.0 printed them in ACL LOG age-seconds.
-        assert_eq!(format_g17(0.082), "0.082000000000000003");
-        assert_eq!(format_g17(87.117), "87.117000000000004");
-        assert_eq!(format_g17(0.106), "0.106");
-        assert_eq!(format_g17(0.01), "0.01");
-        assert_eq!(format_g17(0.033), "0.033000000000000002");
-        assert_eq!(format_g17(1.0), "1");
-        assert_eq!(format_g17(12.5), "12.5");
-        assert_eq!(format_g17(0.00001), "1.0000000000000001e-05");
-        assert_eq!(format_g17(1e20), "1e+20");
-    }
 
     fn entry(object: &str, at: u64) -> Entry {
         Entry {
@@ -218,6 +179,8 @@ mod tests {
             object: Bytes::copy_from_slice(object.as_bytes()),
             username: Bytes::from_static(b"alice"),
             created_ms: at,
+            updated_ms: at,
+            id: 0,
             client_info: String::new(),
         }
     }
@@ -233,9 +196,16 @@ mod tests {
         assert_eq!(log.len(), 1, "60 s after the latest grouped event");
         log.add(entry("xadd", 200_000), 3);
         assert_eq!(log.len(), 2);
+        let grouped = &log.entries[1];
+        assert_eq!((grouped.id, grouped.count), (0, 3));
+        assert_eq!((grouped.created_ms, grouped.updated_ms), (1000, 62_000));
+        assert_eq!(log.entries[0].id, 1);
         log.add(entry("a", 200_000), 3);
         log.add(entry("b", 200_000), 3);
         assert_eq!(log.len(), 3);
         assert_eq!(log.entries[0].object, "b");
+        log.reset();
+        log.add(entry("c", 300_000), 3);
+        assert_eq!(log.entries[0].id, 4, "RESET does not restart the ids");
     }
 }
