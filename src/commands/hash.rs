@@ -671,13 +671,22 @@ pub(super) struct ScanOpts {
     pub count: usize,
     /// MATCH pattern, `None` for none or `*`.
     pub pattern: Option<bytes::Bytes>,
+    /// NOVALUES (HSCAN only, Redis 7.4): fields without their values.
+    pub no_values: bool,
 }
 
-/// Parses `[MATCH p] [COUNT n]` from `argv[3..]`.
-pub(super) fn parse_scan_opts(argv: &[bytes::Bytes]) -> Result<ScanOpts, ReplyError> {
+/// The error for NOVALUES given to a scan other than HSCAN (Redis 7.4's `scanGenericCommand`).
+pub(super) const NOVALUES_ONLY_HSCAN: ReplyError =
+    ReplyError::msg("ERR NOVALUES option can only be used in HSCAN");
+
+/// Parses `[MATCH p] [COUNT n] [NOVALUES]` from `argv[3..]` as Redis's
+/// `scanGenericCommand` does, after the key's lookup: NOVALUES is refused unless
+/// `hash` (HSCAN of an existing hash).
+pub(super) fn parse_scan_opts(argv: &[bytes::Bytes], hash: bool) -> Result<ScanOpts, ReplyError> {
     let mut opts = ScanOpts {
         count: 10,
         pattern: None,
+        no_values: false,
     };
     let mut i = 3;
     while i < argv.len() {
@@ -688,13 +697,20 @@ pub(super) fn parse_scan_opts(argv: &[bytes::Bytes]) -> Result<ScanOpts, ReplyEr
                 return Err(ReplyError::Syntax);
             }
             opts.count = usize::try_from(n).unwrap_or(usize::MAX);
+            i += 2;
         } else if is(&argv[i], "MATCH") && more {
             let p = &argv[i + 1];
             opts.pattern = (p.as_ref() != b"*").then(|| p.clone());
+            i += 2;
+        } else if is(&argv[i], "NOVALUES") {
+            if !hash {
+                return Err(NOVALUES_ONLY_HSCAN);
+            }
+            opts.no_values = true;
+            i += 1;
         } else {
             return Err(ReplyError::Syntax);
         }
-        i += 2;
     }
     Ok(opts)
 }
@@ -706,7 +722,8 @@ pub(super) fn empty_scan(out: &mut RespWriter) {
     out.array(0);
 }
 
-/// HSCAN key cursor [MATCH pattern] [COUNT count].
+/// HSCAN key cursor [MATCH pattern] [COUNT count] [NOVALUES]: fields and values, or
+/// only the fields with NOVALUES.
 fn hscan(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let argv = ctx.argv;
     let cursor = super::keys::parse_scan_cursor(&argv[2])?;
@@ -715,7 +732,7 @@ fn hscan(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         empty_scan(out);
         return Ok(());
     };
-    let opts = parse_scan_opts(argv)?;
+    let opts = parse_scan_opts(argv, true)?;
     let mut found: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
     let next = h.scan(cursor, opts.count, |f, v| {
         let keep = opts
@@ -723,15 +740,27 @@ fn hscan(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             .as_ref()
             .is_none_or(|p| f.with_bytes(|f| glob_match(p, f, false)));
         if keep {
-            found.push((f.to_cow().into_owned(), v.to_cow().into_owned()));
+            let v = if opts.no_values {
+                Vec::new()
+            } else {
+                v.to_cow().into_owned()
+            };
+            found.push((f.to_cow().into_owned(), v));
         }
     });
     out.array(2);
     out.bulk(itoa::Buffer::new().format(next).as_bytes());
-    out.array(found.len() * 2);
-    for (f, v) in &found {
-        out.bulk(f);
-        out.bulk(v);
+    if opts.no_values {
+        out.array(found.len());
+        for (f, _) in &found {
+            out.bulk(f);
+        }
+    } else {
+        out.array(found.len() * 2);
+        for (f, v) in &found {
+            out.bulk(f);
+            out.bulk(v);
+        }
     }
     Ok(())
 }

@@ -335,6 +335,8 @@ impl Scan {
                 scan.pattern = (p.as_ref() != b"*").then(|| p.clone());
             } else if is(&argv[i], "TYPE") && has_value {
                 scan.kind = Some(Kind::from_name(&argv[i + 1]));
+            } else if is(&argv[i], "NOVALUES") {
+                return Err(super::hash::NOVALUES_ONLY_HSCAN);
             } else {
                 return Err(ReplyError::Syntax);
             }

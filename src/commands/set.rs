@@ -784,7 +784,7 @@ fn sscan(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         empty_scan(out);
         return Ok(());
     };
-    let opts = parse_scan_opts(argv)?;
+    let opts = parse_scan_opts(argv, false)?;
     let mut found: Vec<Vec<u8>> = Vec::new();
     let next = s.scan(cursor, opts.count, |m| {
         m.with_bytes(|b| {

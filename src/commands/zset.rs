@@ -472,31 +472,14 @@ fn zscan(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         .and_then(|s| s.parse::<u64>().ok())
         .map(|c| usize::try_from(c).unwrap_or(usize::MAX))
         .ok_or(ReplyError::msg("ERR invalid cursor"))?;
-    let mut pattern: Option<&[u8]> = None;
-    let mut count = 10usize;
-    let mut j = 3;
-    while j < argv.len() {
-        if is(&argv[j], "count") && j + 1 < argv.len() {
-            let n = parse_i64(&argv[j + 1])?;
-            if n < 1 {
-                return Err(ReplyError::Syntax);
-            }
-            count = usize::try_from(n).unwrap_or(usize::MAX);
-            j += 2;
-        } else if is(&argv[j], "match") && j + 1 < argv.len() {
-            pattern = Some(&argv[j + 1]);
-            j += 2;
-        } else {
-            return Err(ReplyError::Syntax);
-        }
-    }
     let (z, out) = lookup(ctx, &argv[1]);
     let Some(z) = z? else {
-        out.array(2);
-        out.bulk(b"0");
-        out.array(0);
+        super::hash::empty_scan(out);
         return Ok(());
     };
+    // Options after the lookup, as Redis's `scanGenericCommand` parses them.
+    let opts = super::hash::parse_scan_opts(argv, false)?;
+    let (count, pattern) = (opts.count, opts.pattern.as_deref());
     let (from, to) = if z.encoding() == "listpack" {
         (0, z.len())
     } else {
