@@ -28,7 +28,6 @@ use super::{CommandSpec, Family, flags::*, is, parse_i64};
 use crate::core::notify::class;
 use crate::core::{Core, Ctx};
 use crate::error::{ReplyError, lossy};
-use crate::stream::Stream;
 use crate::types::{Kind, Value};
 use crate::util::glob_match;
 use bytes::Bytes;
@@ -169,6 +168,9 @@ const OBJECT_SUBCOMMANDS: &[CommandSpec] = &[
 
 const DB_OUT_OF_RANGE: ReplyError = ReplyError::msg("ERR DB index is out of range");
 const SAME_OBJECT: ReplyError = ReplyError::msg("ERR source and destination objects are the same");
+/// COPY with a database other than 0 on either side in cluster mode (Redis: `copyCommand`).
+const COPY_CLUSTER_DB: ReplyError =
+    ReplyError::msg("ERR Copying to another database is not allowed in cluster mode");
 /// `getIntFromObjectOrReply`'s error for an integer outside i32.
 const INT_OUT_OF_RANGE: ReplyError =
     ReplyError::msg("ERR value is out of range, value must between -2147483648 and 2147483647");
@@ -483,18 +485,23 @@ impl Copy {
     }
 }
 
-/// COPY source destination [DB n] [REPLACE]: a deep copy (entries, groups, PELs) with
-/// the source's TTL; 1 if copied, 0 if the source is missing or the destination exists
-/// without REPLACE.
+/// COPY source destination [DB n] [REPLACE] (Redis's `copyCommand`): a deep copy of a
+/// value of any type (a stream's groups and PELs too) with the source's TTL; 1 if
+/// copied, 0 if the source is missing or the destination exists without REPLACE. A
+/// replaced destination goes without a `del` event (Redis: `dbDelete`); the copy
+/// notifies `new` and `copy_to` in the destination database.
 fn copy(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let argv = ctx.argv;
     let src_db = ctx.client.db;
     let args = Copy::parse(ctx.core, src_db, argv)?;
+    if ctx.core.cluster.is_some() && (src_db != 0 || args.dst_db != 0) {
+        return Err(COPY_CLUSTER_DB);
+    }
     let (src, dst) = (&argv[1], &argv[2]);
     if args.dst_db == src_db && src == dst {
         return Err(SAME_OBJECT);
     }
-    let Some(stream) = ctx.lookup(src)?.map(|s| Stream::clone(s)) else {
+    let Some(value) = ctx.lookup_value(src).map(|v| v.clone()) else {
         ctx.out.integer(0);
         return Ok(());
     };
@@ -509,7 +516,7 @@ fn copy(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         ctx.core.key_deleted(args.dst_db, dst);
     }
     let d = &mut ctx.core.dbs[args.dst_db];
-    d.insert(dst, stream);
+    d.insert(dst, value);
     if let Some(at) = expire {
         d.set_expire(dst, at);
     }
