@@ -58,7 +58,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     ZSET_ROWS.row("zrangebylex", -4, READONLY, "Returns members in a sorted set within a lexicographical range.", "2.8.9", range::zrangebylex),
     ZSET_ROWS.row("zrangebyscore", -4, READONLY, "Returns members in a sorted set within a range of scores.", "1.0.5", range::zrangebyscore),
     CommandSpec { key_flags: &[super::keyflags::OW | super::keyflags::UPDATE, super::keyflags::RO | super::keyflags::ACCESS], ..ZSET_ROWS.row("zrangestore", -5, WRITE | DENYOOM, "Stores a range of members from sorted set in a key.", "6.2.4", range::zrangestore).keys(1, 2, 1) },
-    ZSET_ROWS.row("zrank", 3, READONLY | FAST, "Returns the index of a member in a sorted set ordered by ascending scores.", "2.0.0", zrank),
+    ZSET_ROWS.row("zrank", -3, READONLY | FAST, "Returns the index of a member in a sorted set ordered by ascending scores.", "2.0.0", zrank),
     CommandSpec { key_flags: super::keyflags::RW_DELETE, ..ZSET_ROWS.row("zrem", -3, WRITE | FAST, "Removes one or more members from a sorted set. Deletes the sorted set if all members were removed.", SINCE, zrem) },
     CommandSpec { key_flags: super::keyflags::RW_DELETE, ..ZSET_ROWS.row("zremrangebylex", 4, WRITE, "Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all members were removed.", "2.8.9", range::zremrangebylex) },
     CommandSpec { key_flags: super::keyflags::RW_DELETE, ..ZSET_ROWS.row("zremrangebyrank", 4, WRITE, "Removes members in a sorted set within a range of indexes. Deletes the sorted set if all members were removed.", "2.0.0", range::zremrangebyrank) },
@@ -66,7 +66,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     ZSET_ROWS.row("zrevrange", -4, READONLY, "Returns members in a sorted set within a range of indexes in reverse order.", SINCE, range::zrevrange),
     ZSET_ROWS.row("zrevrangebylex", -4, READONLY, "Returns members in a sorted set within a lexicographical range in reverse order.", "2.8.9", range::zrevrangebylex),
     ZSET_ROWS.row("zrevrangebyscore", -4, READONLY, "Returns members in a sorted set within a range of scores in reverse order.", "2.2.0", range::zrevrangebyscore),
-    ZSET_ROWS.row("zrevrank", 3, READONLY | FAST, "Returns the index of a member in a sorted set ordered by descending scores.", "2.0.0", zrevrank),
+    ZSET_ROWS.row("zrevrank", -3, READONLY | FAST, "Returns the index of a member in a sorted set ordered by descending scores.", "2.0.0", zrevrank),
     ZSET_ROWS.row("zscan", -3, READONLY, "Iterates over members and scores of a sorted set.", "2.8.0", zscan),
     ZSET_ROWS.row("zscore", 3, READONLY | FAST, "Returns the score of a member in a sorted set.", SINCE, zscore),
     ZSET_MOVABLE.row("zunion", -3, READONLY | MOVABLEKEYS, "Returns the union of multiple sorted sets.", "6.2.0", store::zunion),
@@ -354,18 +354,33 @@ fn zrevrank(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     rank_generic(ctx, true)
 }
 
+/// `ZRANK|ZREVRANK key member [WITHSCORE]` (Redis's `zrankGenericCommand`): the rank,
+/// or `[rank, score]` with WITHSCORE (7.2); a missing key or member answers the null,
+/// or the null array with WITHSCORE (`*-1` in RESP2). More than one extra argument is
+/// an arity error, one that is not WITHSCORE a syntax error, both before the lookup.
 fn rank_generic(ctx: &mut Ctx<'_>, rev: bool) -> Result<(), ReplyError> {
     let argv = ctx.argv;
-    let (z, out) = lookup(ctx, &argv[1]);
-    let Some(z) = z? else {
-        out.null();
-        return Ok(());
+    if argv.len() > 4 {
+        return Err(ReplyError::arity(&argv[0]));
+    }
+    let withscore = match argv.get(3) {
+        None => false,
+        Some(a) if is(a, "withscore") => true,
+        Some(_) => return Err(ReplyError::Syntax),
     };
-    match z.rank(&argv[2]) {
-        Some((r, _)) => {
-            let r = if rev { z.len() - 1 - r } else { r };
+    let (z, out) = lookup(ctx, &argv[1]);
+    match z?.and_then(|z| z.rank(&argv[2]).map(|(r, s)| (r, s, z.len()))) {
+        Some((r, score, len)) => {
+            let r = if rev { len - 1 - r } else { r };
+            if withscore {
+                out.array(2);
+            }
             out.integer(i64::try_from(r).unwrap_or(i64::MAX));
+            if withscore {
+                reply_score(out, score);
+            }
         }
+        None if withscore => out.null_array(),
         None => out.null(),
     }
     Ok(())
