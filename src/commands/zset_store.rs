@@ -69,12 +69,26 @@ enum Aggregate {
     Sum,
     Min,
     Max,
+    /// Redis 8.8's `AGGREGATE COUNT`: a member's scores are ignored, each input that
+    /// holds it adds its weight (1 by default), so the result counts the inputs.
+    Count,
 }
 
-/// Redis's `zunionInterAggregate` (a NaN sum becomes 0).
+/// A member's contribution from one input: `weight * score`, or the weight alone under
+/// `AGGREGATE COUNT` (Redis: `zuiWeightedScore`).
+fn weighted(score: f64, weight: f64, a: Aggregate) -> f64 {
+    if a == Aggregate::Count {
+        weight
+    } else {
+        weight * score
+    }
+}
+
+/// Redis's `zunionInterAggregate` (a NaN sum becomes 0; COUNT sums the weights, so
+/// `WEIGHTS inf -inf` makes a NaN there too, and it becomes 0 the same way).
 fn aggregate(target: &mut f64, val: f64, a: Aggregate) {
     match a {
-        Aggregate::Sum => {
+        Aggregate::Sum | Aggregate::Count => {
             *target += val;
             if target.is_nan() {
                 *target = 0.0;
@@ -144,6 +158,8 @@ fn setop(ctx: &mut Ctx<'_>, at: usize, op: Op, dst: bool, card: bool) -> Result<
                 Aggregate::Min
             } else if is(v, "max") {
                 Aggregate::Max
+            } else if is(v, "count") {
+                Aggregate::Count
             } else {
                 return Err(ReplyError::Syntax);
             };
@@ -226,13 +242,13 @@ fn compute(
                     if done {
                         return;
                     }
-                    let mut score = w0 * s;
+                    let mut score = weighted(s, *w0, agg);
                     if score.is_nan() {
                         score = 0.0;
                     }
                     for (src, w) in &srcs[1..] {
                         match src.find(m) {
-                            Some(v) => aggregate(&mut score, v * w, agg),
+                            Some(v) => aggregate(&mut score, weighted(v, *w, agg), agg),
                             None => return,
                         }
                     }
@@ -254,7 +270,7 @@ fn compute(
             let mut acc: HashMap<Vec<u8>, f64> = HashMap::new();
             for (src, w) in srcs {
                 src.for_each(|m, s| {
-                    let mut score = w * s;
+                    let mut score = weighted(s, *w, agg);
                     if score.is_nan() {
                         score = 0.0;
                     }
@@ -282,12 +298,12 @@ fn compute(
     Outcome::Members(out, withscores)
 }
 
-/// `ZUNION numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]`
+/// `ZUNION numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX|COUNT] [WITHSCORES]`
 pub fn zunion(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     setop(ctx, 1, Op::Union, false, false)
 }
 
-/// `ZINTER numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]`
+/// `ZINTER numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX|COUNT] [WITHSCORES]`
 pub fn zinter(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     setop(ctx, 1, Op::Inter, false, false)
 }
@@ -302,12 +318,12 @@ pub fn zintercard(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     setop(ctx, 1, Op::Inter, false, true)
 }
 
-/// `ZUNIONSTORE dst numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX]`
+/// `ZUNIONSTORE dst numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX|COUNT]`
 pub fn zunionstore(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     setop(ctx, 2, Op::Union, true, false)
 }
 
-/// `ZINTERSTORE dst numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX]`
+/// `ZINTERSTORE dst numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX|COUNT]`
 pub fn zinterstore(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     setop(ctx, 2, Op::Inter, true, false)
 }
