@@ -1,6 +1,7 @@
 //! The set family: every command of Redis 7.0's `@set` category (SADD SCARD SDIFF
 //! SDIFFSTORE SINTER SINTERCARD SINTERSTORE SISMEMBER SMEMBERS SMISMEMBER SMOVE SPOP
-//! SRANDMEMBER SREM SSCAN SUNION SUNIONSTORE; SORT belongs to the lists).
+//! SRANDMEMBER SREM SSCAN SUNION SUNIONSTORE; SORT belongs to the lists) and Redis
+//! 8.10's SDIFFCARD and SUNIONCARD.
 //!
 //! Reply shapes (RESP2 / RESP3) as Redis 7.0 writes them:
 //!
@@ -76,6 +77,21 @@ pub const COMMANDS: &[CommandSpec] = &[
         )
         .keys(1, -1, 1)
         .with_key_flags(RO_ACCESS),
+    CommandSpec {
+        first_key: 0,
+        last_key: 0,
+        key_step: 0,
+        ..SET_ROWS
+            .row(
+                "sdiffcard",
+                -3,
+                READONLY | MOVABLEKEYS,
+                "Returns the number of members of the difference between the first set and all successive sets.",
+                "8.10.0",
+                sdiffcard,
+            )
+            .with_key_flags(RO_ACCESS)
+    },
     SET_ROWS
         .row(
             "sdiffstore",
@@ -209,6 +225,21 @@ pub const COMMANDS: &[CommandSpec] = &[
         .row("sunion", -2, READONLY, "Add multiple sets", "1.0.0", sunion)
         .keys(1, -1, 1)
         .with_key_flags(RO_ACCESS),
+    CommandSpec {
+        first_key: 0,
+        last_key: 0,
+        key_step: 0,
+        ..SET_ROWS
+            .row(
+                "sunioncard",
+                -3,
+                READONLY | MOVABLEKEYS,
+                "Returns the number of members of the union of multiple sets.",
+                "8.10.0",
+                sunioncard,
+            )
+            .with_key_flags(RO_ACCESS)
+    },
     SET_ROWS
         .row(
             "sunionstore",
@@ -565,9 +596,10 @@ fn sdiffstore(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     combine_store(ctx, Op::Diff, "sdiffstore")
 }
 
-/// SINTERCARD numkeys key [key ...] [LIMIT limit].
-fn sintercard(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
-    let argv = ctx.argv;
+/// The arguments of the `*CARD` commands, `numkeys key [key ...] [APPROX] [LIMIT limit]`
+/// (Redis's `sinterCardCommand` and its 8.10 siblings): the keys and the limit (0 for
+/// none). APPROX is accepted only where `approx` says so (SUNIONCARD).
+fn parse_card(argv: &[Bytes], approx: bool) -> Result<(&[Bytes], usize), ReplyError> {
     let numkeys = parse_i64(&argv[1]).map_err(|_| NUMKEYS)?;
     if numkeys < 1 {
         return Err(NUMKEYS);
@@ -586,11 +618,18 @@ fn sintercard(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             }
             limit = usize::try_from(l).unwrap_or(usize::MAX);
             j += 2;
+        } else if approx && is(&argv[j], "APPROX") {
+            j += 1;
         } else {
             return Err(ReplyError::Syntax);
         }
     }
-    let keys = &argv[2..2 + numkeys];
+    Ok((&argv[2..2 + numkeys], limit))
+}
+
+/// SINTERCARD numkeys key [key ...] [LIMIT limit].
+fn sintercard(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let (keys, limit) = parse_card(ctx.argv, false)?;
     check_sets(ctx, keys)?;
     let db = ctx.client.db;
     let sets = sets_of(&ctx.core.dbs[db], keys);
@@ -605,6 +644,60 @@ fn sintercard(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
                     if limit != 0 && n >= limit {
                         break;
                     }
+                }
+            }
+        }
+    }
+    ctx.out.integer(n as i64);
+    Ok(())
+}
+
+/// SUNIONCARD numkeys key [key ...] [APPROX] [LIMIT limit] (Redis 8.10): the number of
+/// distinct members of the union, at most `limit` when one is given (0: no limit). A
+/// member is counted in the first set that holds it, so nothing is built.
+///
+/// APPROX asks Redis for a HyperLogLog estimate; streamd counts exactly either way
+/// (the estimate's error is allowed, not required: see docs/compatibility.md).
+fn sunioncard(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let (keys, limit) = parse_card(ctx.argv, true)?;
+    check_sets(ctx, keys)?;
+    let db = ctx.client.db;
+    let sets: Vec<&Set> = sets_of(&ctx.core.dbs[db], keys)
+        .into_iter()
+        .flatten()
+        .collect();
+    let mut n = 0usize;
+    'sets: for (i, s) in sets.iter().enumerate() {
+        for m in s.members() {
+            if sets[..i].iter().any(|earlier| earlier.contains_member(m)) {
+                continue;
+            }
+            n += 1;
+            if limit != 0 && n >= limit {
+                break 'sets;
+            }
+        }
+    }
+    ctx.out.integer(n as i64);
+    Ok(())
+}
+
+/// SDIFFCARD numkeys key [key ...] [LIMIT limit] (Redis 8.10): the number of members of
+/// the first set in none of the others, at most `limit` when one is given (0: no
+/// limit). A missing first key counts 0; missing others are empty sets.
+fn sdiffcard(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let (keys, limit) = parse_card(ctx.argv, false)?;
+    check_sets(ctx, keys)?;
+    let db = ctx.client.db;
+    let sets = sets_of(&ctx.core.dbs[db], keys);
+    let mut n = 0usize;
+    if let Some((Some(first), rest)) = sets.split_first() {
+        let rest: Vec<&Set> = rest.iter().flatten().copied().collect();
+        for m in first.members() {
+            if rest.iter().all(|s| !s.contains_member(m)) {
+                n += 1;
+                if limit != 0 && n >= limit {
+                    break;
                 }
             }
         }

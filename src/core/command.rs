@@ -439,8 +439,8 @@ fn movable_keys(spec: &CommandSpec, argv: &Argv) -> Vec<usize> {
         // dead-letter stream it will write to.
         "xgroup|setdlq" if argv.len() >= 7 => vec![2, 4],
         "xgroup|setdlq" if argv.len() >= 3 => vec![2],
-        // SINTERCARD numkeys key [key ...] (types-hs: Redis's keynum key spec).
-        "sintercard" => numkeys_keys(argv, 1),
+        // SINTERCARD, SUNIONCARD, SDIFFCARD numkeys key [key ...] (Redis's keynum key spec).
+        "sintercard" | "sunioncard" | "sdiffcard" => numkeys_keys(argv, 1),
         // LMPOP numkeys key... / BLMPOP timeout numkeys key...
         "lmpop" => numkeys_keys(argv, 1),
         "blmpop" => numkeys_keys(argv, 2),

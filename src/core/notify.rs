@@ -172,6 +172,8 @@ const HASH_SET_READS: &[&str] = &[
     "sunionstore",
     "sdiff",
     "sdiffstore",
+    "sunioncard",
+    "sdiffcard",
 ];
 
 #[cfg(test)]
