@@ -1,0 +1,878 @@
+//! What Redis added after 7.0 and before 8.10 to commands streamd already had, and the
+//! 8.10 commands, against the built binary: COPY of every type (unchanged since 6.2, so
+//! compared byte for byte with Debian's redis-server 7.0, events and log included),
+//! ZRANK/ZREVRANK WITHSCORE (7.2), HSCAN NOVALUES (7.4), AGGREGATE COUNT (8.8) and
+//! SUNIONCARD/SDIFFCARD (8.10). The newer ones have no oracle on this machine, so their
+//! exact replies are written out here, as Redis's `t_zset.c`, `db.c` and `t_set.c`
+//! write them, in RESP2 and RESP3.
+
+mod common;
+
+use common::differential::*;
+use common::reply::{arr, bulk, err, int};
+use common::*;
+
+/// A Raw connection in `proto`.
+fn conn(port: u16, proto: u8) -> Raw {
+    let mut r = Raw::connect(port);
+    if proto == 3 {
+        r.hello3();
+    }
+    r
+}
+
+/// Builds a command with `n` generated members after `head`.
+fn many(head: &[&str], n: usize, item: impl Fn(usize) -> Vec<String>) -> Vec<String> {
+    let mut v: Vec<String> = head.iter().map(|s| s.to_string()).collect();
+    for i in 0..n {
+        v.extend(item(i));
+    }
+    v
+}
+
+/// Sends each command and asserts its exact reply bytes.
+fn expect_replies(r: &mut Raw, cases: &[(Vec<&str>, Vec<u8>)]) {
+    for (args, want) in cases {
+        let got = r.cmd_str(args);
+        assert_eq!(escape(&got), escape(want), "reply to {args:?} (left: got)");
+    }
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+// ---- COPY ---------------------------------------------------------------------------
+
+#[test]
+fn copy_of_every_type_matches_redis_in_both_protocols() {
+    let (s, r) = (start_server(), redis_server());
+    let big_list = many(&["RPUSH", "bl"], 300, |i| vec![format!("e{i}")]);
+    let big_hash = many(&["HSET", "bh"], 600, |i| {
+        vec![format!("f{i}"), i.to_string()]
+    });
+    let big_set = many(&["SADD", "bs"], 600, |i| vec![format!("m{i}")]);
+    let big_zset = many(&["ZADD", "bz"], 200, |i| {
+        vec![i.to_string(), format!("m{i}")]
+    });
+    let long = "x".repeat(100);
+    for proto in [2, 3] {
+        let mut cases = exact(&[
+            &["FLUSHALL"],
+            // Strings: an integer, a short one, a long one, one grown by APPEND.
+            &["SET", "int", "12345"],
+            &["SET", "short", "hello"],
+            &["SET", "long", &long],
+            &["SET", "app", "a"],
+            &["APPEND", "app", "bc"],
+            &["COPY", "int", "int2"],
+            &["COPY", "short", "short2"],
+            &["COPY", "long", "long2"],
+            &["COPY", "app", "app2"],
+            &["GET", "int2"],
+            &["GET", "short2"],
+            &["GET", "long2"],
+            &["GET", "app2"],
+            &["OBJECT", "ENCODING", "int2"],
+            &["OBJECT", "ENCODING", "short2"],
+            &["OBJECT", "ENCODING", "long2"],
+            &["INCR", "int2"],
+            &["GET", "int"],
+            // Lists, small and large.
+            &["RPUSH", "l", "a", "b", "1", "c"],
+            &["COPY", "l", "l2"],
+            &["LRANGE", "l2", "0", "-1"],
+            &["OBJECT", "ENCODING", "l2"],
+            &["LPOP", "l2"],
+            &["LRANGE", "l", "0", "-1"],
+            &strs(&big_list),
+            &["COPY", "bl", "bl2"],
+            &["LLEN", "bl2"],
+            &["LINDEX", "bl2", "150"],
+            &["OBJECT", "ENCODING", "bl2"],
+            // Hashes.
+            &["HSET", "h", "f", "v", "g", "1"],
+            &["COPY", "h", "h2"],
+            &["HGET", "h2", "f"],
+            &["HLEN", "h2"],
+            &["OBJECT", "ENCODING", "h2"],
+            &["HDEL", "h2", "f"],
+            &["HLEN", "h"],
+            &strs(&big_hash),
+            &["COPY", "bh", "bh2"],
+            &["HLEN", "bh2"],
+            &["HGET", "bh2", "f599"],
+            &["OBJECT", "ENCODING", "bh2"],
+            // Sets: an intset and a hashtable.
+            &["SADD", "si", "1", "2", "3"],
+            &["COPY", "si", "si2"],
+            &["SCARD", "si2"],
+            &["SISMEMBER", "si2", "2"],
+            &["OBJECT", "ENCODING", "si2"],
+            &["SREM", "si2", "1"],
+            &["SCARD", "si"],
+            &strs(&big_set),
+            &["COPY", "bs", "bs2"],
+            &["SCARD", "bs2"],
+            &["OBJECT", "ENCODING", "bs2"],
+            // Sorted sets, small and large.
+            &["ZADD", "z", "1", "a", "2.5", "b", "inf", "c"],
+            &["COPY", "z", "z2"],
+            &["ZRANGE", "z2", "0", "-1", "WITHSCORES"],
+            &["OBJECT", "ENCODING", "z2"],
+            &["ZINCRBY", "z2", "1", "a"],
+            &["ZSCORE", "z", "a"],
+            &strs(&big_zset),
+            &["COPY", "bz", "bz2"],
+            &["ZCARD", "bz2"],
+            &["ZRANGE", "bz2", "100", "102", "WITHSCORES"],
+            &["ZSCORE", "bz2", "m150"],
+            &["OBJECT", "ENCODING", "bz2"],
+            // Streams.
+            &["XADD", "st", "1-1", "a", "1"],
+            &["XGROUP", "CREATE", "st", "g", "0"],
+            &["COPY", "st", "st2"],
+            &["XRANGE", "st2", "-", "+"],
+            &["XINFO", "GROUPS", "st2"],
+            // The TTL goes with the copy; a key without one gives a key without one.
+            &["SET", "ttl", "v", "EX", "5000"],
+            &["COPY", "ttl", "ttl2"],
+            &["TTL", "ttl2"],
+            &["TTL", "int2"],
+            // An existing destination: 0, then REPLACE (whatever its type).
+            &["COPY", "l", "h"],
+            &["TYPE", "h"],
+            &["COPY", "l", "h", "REPLACE"],
+            &["TYPE", "h"],
+            &["LRANGE", "h", "0", "-1"],
+            &["COPY", "z", "ttl2", "replace"],
+            &["TTL", "ttl2"],
+            &["TYPE", "ttl2"],
+            // Another database, and back over the same name.
+            &["COPY", "z", "z", "DB", "1"],
+            &["COPY", "z", "z", "DB", "1"],
+            &["COPY", "z", "z", "DB", "1", "REPLACE"],
+            &["COPY", "h", "z", "db", "1", "replace"],
+            &["SELECT", "1"],
+            &["TYPE", "z"],
+            &["LRANGE", "z", "0", "-1"],
+            &["SELECT", "0"],
+            &["TYPE", "z"],
+            // Missing source, errors, arity.
+            &["COPY", "nokey", "x"],
+            &["COPY", "nokey", "nokey"],
+            &["COPY", "z", "z"],
+            &["COPY", "z", "z", "DB", "0"],
+            &["COPY", "z", "x", "DB"],
+            &["COPY", "z", "x", "DB", "16"],
+            &["COPY", "z", "x", "DB", "-1"],
+            &["COPY", "z", "x", "DB", "x"],
+            &["COPY", "z", "x", "DB", "99999999999"],
+            &["COPY", "z", "x", "REPLACE", "BAD"],
+            &["COPY", "z"],
+            &["COPY"],
+            &["EXISTS", "x"],
+            &["DBSIZE"],
+        ]);
+        cases.push((Mode::Sorted, vec!["SMEMBERS", "si2"]));
+        cases.push((Mode::Pairs, vec!["HGETALL", "h2"]));
+        let bad = differential(s.port, r.port, proto, &cases);
+        assert!(bad.is_empty(), "{}", bad.join("\n"));
+    }
+}
+
+#[test]
+fn copy_keyspace_events_match_redis() {
+    let (s, r) = (start_server(), redis_server());
+    let cmds: &[&[&str]] = &[
+        &["SET", "a", "1"],
+        &["RPUSH", "l", "x"],
+        &["HSET", "h", "f", "v"],
+        &["SADD", "s", "m"],
+        &["ZADD", "z", "1", "m"],
+        &["COPY", "a", "a2"],
+        &["COPY", "l", "l2"],
+        &["COPY", "h", "h2"],
+        &["COPY", "s", "s2"],
+        &["COPY", "z", "z2"],
+        // Refused: no events.
+        &["COPY", "a", "l2"],
+        &["COPY", "nokey", "x"],
+        // REPLACE: no `del` for the replaced value, then `new` and `copy_to`.
+        &["COPY", "z", "l2", "REPLACE"],
+        // Into another database: its events are not on db 0's channel.
+        &["COPY", "a", "a", "DB", "2"],
+    ];
+    let ours = keyevents(s.port, "KEAn", cmds);
+    let theirs = keyevents(r.port, "KEAn", cmds);
+    assert_eq!(ours, theirs);
+    assert!(
+        ours.contains(&"__keyevent@0__:copy_to l2".to_string()),
+        "{ours:?}"
+    );
+    assert!(
+        ours.contains(&"__keyevent@0__:new z2".to_string()),
+        "{ours:?}"
+    );
+}
+
+#[test]
+fn copy_is_logged_as_sent_and_copies_survive_a_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let want;
+    {
+        let node = Node::start(dir.path(), &["--appendonly", "yes", "--save", ""]);
+        let mut c = node.raw();
+        c.cmd_str(&["HSET", "h", "f", "v"]);
+        c.cmd_str(&["ZADD", "z", "1.5", "m"]);
+        c.cmd_str(&["SET", "str", "v", "PX", "100000000"]);
+        assert_eq!(c.cmd_str(&["COPY", "h", "h2"]), int(1));
+        assert_eq!(c.cmd_str(&["COPY", "z", "h2", "REPLACE"]), int(1));
+        assert_eq!(c.cmd_str(&["COPY", "str", "str", "DB", "5"]), int(1));
+        assert_eq!(c.cmd_str(&["COPY", "h", "z"]), int(0));
+        want = [
+            c.cmd_str(&["TYPE", "h2"]),
+            c.cmd_str(&["ZSCORE", "h2", "m"]),
+            c.cmd_str(&["HGET", "h", "f"]),
+        ];
+        node.stop();
+    }
+    let bytes = dir_bytes(dir.path());
+    // Logged verbatim (as Redis propagates it), only when it copied.
+    assert_eq!(count(&bytes, b"$4\r\nCOPY\r\n"), 3, "three COPYs copied");
+    assert_eq!(count(&bytes, b"$7\r\nREPLACE\r\n"), 1);
+    let node = Node::start(dir.path(), &["--appendonly", "yes", "--save", ""]);
+    let mut c = node.raw();
+    let got = [
+        c.cmd_str(&["TYPE", "h2"]),
+        c.cmd_str(&["ZSCORE", "h2", "m"]),
+        c.cmd_str(&["HGET", "h", "f"]),
+    ];
+    assert_eq!(got.map(|g| escape(&g)), want.map(|w| escape(&w)));
+    c.cmd_str(&["SELECT", "5"]);
+    assert_eq!(c.cmd_str(&["GET", "str"]), bulk("v"));
+    let pttl = String::from_utf8(c.cmd_str(&["PTTL", "str"])).expect("utf8");
+    let pttl: i64 = pttl.trim_start_matches(':').trim().parse().expect("int");
+    assert!(pttl > 90_000_000, "the copy kept its TTL: {pttl}");
+}
+
+// ---- ZRANK / ZREVRANK WITHSCORE -------------------------------------------------------
+
+#[test]
+fn zrank_withscore_replies_rank_and_score() {
+    let s = start_server();
+    let big = many(&["ZADD", "big"], 300, |i| {
+        vec![format!("{}.5", i), format!("m{i:03}")]
+    });
+    for proto in [2u8, 3] {
+        let resp3 = proto == 3;
+        let mut r = conn(s.port, proto);
+        r.cmd_str(&["FLUSHALL"]);
+        r.cmd_str(&["ZADD", "z", "1", "a", "2.5", "b", "inf", "c", "-3", "d"]);
+        r.cmd_str(&strs(&big));
+        r.cmd_str(&["SET", "str", "x"]);
+        let score = |t: &str| {
+            if resp3 {
+                format!(",{t}\r\n").into_bytes()
+            } else {
+                bulk(t)
+            }
+        };
+        let null = if resp3 {
+            b"_\r\n".to_vec()
+        } else {
+            b"$-1\r\n".to_vec()
+        };
+        let null_array = if resp3 {
+            b"_\r\n".to_vec()
+        } else {
+            b"*-1\r\n".to_vec()
+        };
+        expect_replies(
+            &mut r,
+            &[
+                (vec!["ZRANK", "z", "a"], int(1)),
+                (
+                    vec!["ZRANK", "z", "a", "WITHSCORE"],
+                    arr(&[int(1), score("1")]),
+                ),
+                (
+                    vec!["ZRANK", "z", "b", "withscore"],
+                    arr(&[int(2), score("2.5")]),
+                ),
+                (
+                    vec!["ZRANK", "z", "c", "WithScore"],
+                    arr(&[int(3), score("inf")]),
+                ),
+                (
+                    vec!["ZRANK", "z", "d", "WITHSCORE"],
+                    arr(&[int(0), score("-3")]),
+                ),
+                (
+                    vec!["ZREVRANK", "z", "c", "WITHSCORE"],
+                    arr(&[int(0), score("inf")]),
+                ),
+                (
+                    vec!["ZREVRANK", "z", "d", "WITHSCORE"],
+                    arr(&[int(3), score("-3")]),
+                ),
+                (vec!["ZREVRANK", "z", "b"], int(1)),
+                // The skiplist encoding too.
+                (
+                    vec!["ZRANK", "big", "m150", "WITHSCORE"],
+                    arr(&[int(150), score("150.5")]),
+                ),
+                (
+                    vec!["ZREVRANK", "big", "m150", "WITHSCORE"],
+                    arr(&[int(149), score("150.5")]),
+                ),
+                (
+                    vec!["ZRANK", "big", "m000", "WITHSCORE"],
+                    arr(&[int(0), score("0.5")]),
+                ),
+                // Missing member or key: the null, the null array with WITHSCORE.
+                (vec!["ZRANK", "z", "nope"], null.clone()),
+                (vec!["ZRANK", "z", "nope", "WITHSCORE"], null_array.clone()),
+                (
+                    vec!["ZREVRANK", "z", "nope", "WITHSCORE"],
+                    null_array.clone(),
+                ),
+                (vec!["ZRANK", "nokey", "a"], null.clone()),
+                (vec!["ZRANK", "nokey", "a", "WITHSCORE"], null_array.clone()),
+                (
+                    vec!["ZREVRANK", "nokey", "a", "WITHSCORE"],
+                    null_array.clone(),
+                ),
+                // Errors: syntax before the type check, arity before both.
+                (
+                    vec!["ZRANK", "z", "a", "WITHSCORES"],
+                    err("ERR syntax error"),
+                ),
+                (vec!["ZRANK", "str", "a", "BAD"], err("ERR syntax error")),
+                (
+                    vec!["ZREVRANK", "nokey", "a", "BAD"],
+                    err("ERR syntax error"),
+                ),
+                (
+                    vec!["ZRANK", "z", "a", "WITHSCORE", "WITHSCORE"],
+                    err("ERR wrong number of arguments for 'zrank' command"),
+                ),
+                (
+                    vec!["ZREVRANK", "z", "a", "WITHSCORE", "x"],
+                    err("ERR wrong number of arguments for 'zrevrank' command"),
+                ),
+                (
+                    vec!["ZRANK", "z"],
+                    err("ERR wrong number of arguments for 'zrank' command"),
+                ),
+                (
+                    vec!["ZRANK", "str", "a", "WITHSCORE"],
+                    err("WRONGTYPE Operation against a key holding the wrong kind of value"),
+                ),
+                (
+                    vec!["ZREVRANK", "str", "a"],
+                    err("WRONGTYPE Operation against a key holding the wrong kind of value"),
+                ),
+            ],
+        );
+    }
+}
+
+#[test]
+fn zrank_and_zrevrank_rows_say_arity_minus_three() {
+    let s = start_server();
+    let mut r = s.raw();
+    for name in ["zrank", "zrevrank"] {
+        let reply = r.cmd_str(&["COMMAND", "INFO", name]);
+        let V::Agg(_, Some(rows)) = parse(&reply, 0).0 else {
+            panic!("bad reply {}", escape(&reply))
+        };
+        let V::Agg(_, Some(row)) = &rows[0] else {
+            panic!("no row for {name}")
+        };
+        assert_eq!(row[1], V::Line(b':', b"-3".to_vec()), "{name}");
+    }
+}
+
+// ---- HSCAN NOVALUES ---------------------------------------------------------------------
+
+#[test]
+fn hscan_novalues_returns_only_fields() {
+    let s = start_server();
+    for proto in [2u8, 3] {
+        let mut r = conn(s.port, proto);
+        r.cmd_str(&["FLUSHALL"]);
+        r.cmd_str(&["HSET", "h", "a", "1", "b", "2", "ab", "3"]);
+        r.cmd_str(&["SADD", "s", "x"]);
+        r.cmd_str(&["ZADD", "z", "1", "x"]);
+        r.cmd_str(&["SET", "str", "x"]);
+        let scan = |items: &[&str]| {
+            arr(&[
+                bulk("0"),
+                arr(&items.iter().map(|i| bulk(i)).collect::<Vec<_>>()),
+            ])
+        };
+        let only_hscan = err("ERR NOVALUES option can only be used in HSCAN");
+        expect_replies(
+            &mut r,
+            &[
+                (vec!["HSCAN", "h", "0", "NOVALUES"], scan(&["a", "b", "ab"])),
+                (vec!["HSCAN", "h", "0", "novalues"], scan(&["a", "b", "ab"])),
+                (
+                    vec!["HSCAN", "h", "0", "MATCH", "a*", "NOVALUES"],
+                    scan(&["a", "ab"]),
+                ),
+                (
+                    vec!["HSCAN", "h", "0", "NOVALUES", "COUNT", "1", "MATCH", "b"],
+                    scan(&["b"]),
+                ),
+                (
+                    vec!["HSCAN", "h", "0", "NOVALUES", "NOVALUES"],
+                    scan(&["a", "b", "ab"]),
+                ),
+                (
+                    vec!["HSCAN", "h", "0"],
+                    scan(&["a", "1", "b", "2", "ab", "3"]),
+                ),
+                // A missing key answers before the options are read.
+                (vec!["HSCAN", "nokey", "0", "NOVALUES"], scan(&[])),
+                (vec!["SSCAN", "nokey", "0", "NOVALUES"], scan(&[])),
+                (vec!["ZSCAN", "nokey", "0", "NOVALUES"], scan(&[])),
+                (vec!["ZSCAN", "nokey", "0", "BAD"], scan(&[])),
+                // Anywhere but HSCAN it is an error.
+                (vec!["SSCAN", "s", "0", "NOVALUES"], only_hscan.clone()),
+                (vec!["ZSCAN", "z", "0", "NOVALUES"], only_hscan.clone()),
+                (vec!["SCAN", "0", "NOVALUES"], only_hscan.clone()),
+                (
+                    vec!["SCAN", "0", "COUNT", "5", "NOVALUES"],
+                    only_hscan.clone(),
+                ),
+                // Other errors as before.
+                (
+                    vec!["HSCAN", "h", "0", "NOVALUES", "BAD"],
+                    err("ERR syntax error"),
+                ),
+                (
+                    vec!["HSCAN", "h", "0", "NOVALUES", "COUNT"],
+                    err("ERR syntax error"),
+                ),
+                (
+                    vec!["HSCAN", "h", "x", "NOVALUES"],
+                    err("ERR invalid cursor"),
+                ),
+                (
+                    vec!["HSCAN", "str", "0", "NOVALUES"],
+                    err("WRONGTYPE Operation against a key holding the wrong kind of value"),
+                ),
+                (
+                    vec!["ZSCAN", "str", "0", "NOVALUES"],
+                    err("WRONGTYPE Operation against a key holding the wrong kind of value"),
+                ),
+            ],
+        );
+    }
+}
+
+#[test]
+fn hscan_novalues_walks_a_large_hash_to_the_end() {
+    let s = start_server();
+    let mut r = s.raw();
+    let h = many(&["HSET", "h"], 1000, |i| {
+        vec![format!("f{i}"), format!("v{i}")]
+    });
+    r.cmd_str(&strs(&h));
+    let mut seen = std::collections::HashSet::new();
+    let mut cursor = "0".to_string();
+    loop {
+        let reply = r.cmd_str(&["HSCAN", "h", &cursor, "COUNT", "100", "NOVALUES"]);
+        let V::Agg(_, Some(parts)) = parse(&reply, 0).0 else {
+            panic!("bad reply")
+        };
+        let (V::Bulk(Some(next)), V::Agg(_, Some(items))) = (&parts[0], &parts[1]) else {
+            panic!("bad reply")
+        };
+        for item in items {
+            let V::Bulk(Some(f)) = item else {
+                panic!("a field is a bulk")
+            };
+            assert!(f.starts_with(b"f"), "only fields: {}", escape(f));
+            seen.insert(f.clone());
+        }
+        cursor = String::from_utf8(next.clone()).expect("cursor");
+        if cursor == "0" {
+            break;
+        }
+    }
+    assert_eq!(seen.len(), 1000);
+}
+
+// ---- AGGREGATE COUNT ----------------------------------------------------------------------
+
+#[test]
+fn aggregate_count_counts_the_inputs_holding_each_member() {
+    let s = start_server();
+    for proto in [2u8, 3] {
+        let resp3 = proto == 3;
+        let mut r = conn(s.port, proto);
+        r.cmd_str(&["FLUSHALL"]);
+        r.cmd_str(&["ZADD", "s1", "1", "foo", "1", "bar"]);
+        r.cmd_str(&["ZADD", "s2", "2", "foo", "2", "bar"]);
+        r.cmd_str(&["ZADD", "s3", "3", "foo"]);
+        r.cmd_str(&["SADD", "plain", "foo", "baz"]);
+        r.cmd_str(&["SET", "str", "x"]);
+        let score = |t: &str| {
+            if resp3 {
+                format!(",{t}\r\n").into_bytes()
+            } else {
+                bulk(t)
+            }
+        };
+        // WITHSCORES: flat pairs in RESP2, [member, score] pairs in RESP3.
+        let with = |pairs: &[(&str, &str)]| {
+            if resp3 {
+                arr(&pairs
+                    .iter()
+                    .map(|(m, s)| arr(&[bulk(m), score(s)]))
+                    .collect::<Vec<_>>())
+            } else {
+                arr(&pairs
+                    .iter()
+                    .flat_map(|(m, s)| [bulk(m), bulk(s)])
+                    .collect::<Vec<_>>())
+            }
+        };
+        let stored = |pairs: &[(&str, &str)]| {
+            arr(&pairs
+                .iter()
+                .flat_map(|(m, s)| [bulk(m), bulk(s)])
+                .collect::<Vec<_>>())
+        };
+        expect_replies(
+            &mut r,
+            &[
+                (
+                    vec![
+                        "ZUNIONSTORE",
+                        "out",
+                        "3",
+                        "s1",
+                        "s2",
+                        "s3",
+                        "AGGREGATE",
+                        "COUNT",
+                    ],
+                    int(2),
+                ),
+                (
+                    vec!["ZRANGE", "out", "0", "-1", "WITHSCORES"],
+                    if resp3 {
+                        with(&[("bar", "2"), ("foo", "3")])
+                    } else {
+                        stored(&[("bar", "2"), ("foo", "3")])
+                    },
+                ),
+                (
+                    vec![
+                        "ZUNION",
+                        "3",
+                        "s1",
+                        "s2",
+                        "s3",
+                        "aggregate",
+                        "count",
+                        "WITHSCORES",
+                    ],
+                    with(&[("bar", "2"), ("foo", "3")]),
+                ),
+                (
+                    vec![
+                        "ZINTER",
+                        "3",
+                        "s1",
+                        "s2",
+                        "s3",
+                        "AGGREGATE",
+                        "COUNT",
+                        "WITHSCORES",
+                    ],
+                    with(&[("foo", "3")]),
+                ),
+                (
+                    vec!["ZINTERSTORE", "out", "2", "s1", "s2", "AGGREGATE", "COUNT"],
+                    int(2),
+                ),
+                (vec!["ZSCORE", "out", "foo"], score("2")),
+                // Weights are what each input adds, whatever the scores.
+                (
+                    vec![
+                        "ZUNION",
+                        "3",
+                        "s1",
+                        "s2",
+                        "s3",
+                        "WEIGHTS",
+                        "10",
+                        "1",
+                        "0.5",
+                        "AGGREGATE",
+                        "COUNT",
+                        "WITHSCORES",
+                    ],
+                    with(&[("bar", "11"), ("foo", "11.5")]),
+                ),
+                // Plain sets count like sorted sets.
+                (
+                    vec![
+                        "ZUNION",
+                        "2",
+                        "s3",
+                        "plain",
+                        "AGGREGATE",
+                        "COUNT",
+                        "WITHSCORES",
+                    ],
+                    with(&[("baz", "1"), ("foo", "2")]),
+                ),
+                // inf + -inf is NaN, which becomes 0 as a NaN sum does.
+                (
+                    vec![
+                        "ZUNION",
+                        "2",
+                        "s1",
+                        "s2",
+                        "WEIGHTS",
+                        "inf",
+                        "-inf",
+                        "AGGREGATE",
+                        "COUNT",
+                        "WITHSCORES",
+                    ],
+                    with(&[("bar", "0"), ("foo", "0")]),
+                ),
+                (
+                    vec![
+                        "ZUNION",
+                        "1",
+                        "s1",
+                        "WEIGHTS",
+                        "-inf",
+                        "AGGREGATE",
+                        "COUNT",
+                        "WITHSCORES",
+                    ],
+                    with(&[("bar", "-inf"), ("foo", "-inf")]),
+                ),
+                // The last AGGREGATE wins.
+                (
+                    vec![
+                        "ZUNION",
+                        "2",
+                        "s1",
+                        "s3",
+                        "AGGREGATE",
+                        "COUNT",
+                        "AGGREGATE",
+                        "MAX",
+                        "WITHSCORES",
+                    ],
+                    with(&[("bar", "1"), ("foo", "3")]),
+                ),
+                (
+                    vec!["ZUNION", "1", "s1", "AGGREGATE", "AVG"],
+                    err("ERR syntax error"),
+                ),
+                (
+                    vec!["ZUNION", "1", "s1", "AGGREGATE"],
+                    err("ERR syntax error"),
+                ),
+                // Not an option of ZDIFF or ZINTERCARD.
+                (
+                    vec!["ZDIFF", "1", "s1", "AGGREGATE", "COUNT"],
+                    err("ERR syntax error"),
+                ),
+                (
+                    vec!["ZINTERCARD", "1", "s1", "AGGREGATE", "COUNT"],
+                    err("ERR syntax error"),
+                ),
+                (
+                    vec!["ZUNION", "2", "s1", "str", "AGGREGATE", "COUNT"],
+                    err("WRONGTYPE Operation against a key holding the wrong kind of value"),
+                ),
+            ],
+        );
+    }
+}
+
+// ---- SUNIONCARD / SDIFFCARD ---------------------------------------------------------------
+
+#[test]
+fn sunioncard_and_sdiffcard_count_without_building_the_result() {
+    let s = start_server();
+    let big = many(&["SADD", "big"], 1000, |i| vec![i.to_string()]);
+    for proto in [2u8, 3] {
+        let mut r = conn(s.port, proto);
+        r.cmd_str(&["FLUSHALL"]);
+        r.cmd_str(&["SADD", "sports", "football", "tennis", "golf"]);
+        r.cmd_str(&["SADD", "news", "politics", "golf"]);
+        r.cmd_str(&["SADD", "all", "alice", "bob", "carol", "dave", "erin"]);
+        r.cmd_str(&["SADD", "optout", "carol", "dave"]);
+        r.cmd_str(&["SADD", "bounced", "erin", "frank"]);
+        r.cmd_str(&["SADD", "ints", "1", "2", "3", "1000"]);
+        r.cmd_str(&strs(&big));
+        r.cmd_str(&["SET", "str", "x"]);
+        r.cmd_str(&["ZADD", "z", "1", "golf"]);
+        let wrongtype = err("WRONGTYPE Operation against a key holding the wrong kind of value");
+        expect_replies(
+            &mut r,
+            &[
+                (vec!["SUNIONCARD", "2", "sports", "news"], int(4)),
+                (
+                    vec!["SUNIONCARD", "2", "sports", "news", "LIMIT", "3"],
+                    int(3),
+                ),
+                (
+                    vec!["SUNIONCARD", "2", "sports", "news", "LIMIT", "0"],
+                    int(4),
+                ),
+                (
+                    vec!["SUNIONCARD", "2", "sports", "news", "LIMIT", "100"],
+                    int(4),
+                ),
+                (vec!["SUNIONCARD", "2", "sports", "news", "APPROX"], int(4)),
+                (
+                    vec!["SUNIONCARD", "2", "sports", "news", "approx", "limit", "2"],
+                    int(2),
+                ),
+                (
+                    vec!["SUNIONCARD", "2", "sports", "news", "LIMIT", "2", "APPROX"],
+                    int(2),
+                ),
+                (vec!["SUNIONCARD", "1", "sports"], int(3)),
+                (vec!["SUNIONCARD", "2", "sports", "sports"], int(3)),
+                (vec!["SUNIONCARD", "2", "nokey", "news"], int(2)),
+                (vec!["SUNIONCARD", "2", "nokey", "nokey2"], int(0)),
+                (vec!["SUNIONCARD", "2", "ints", "big"], int(1001)),
+                (vec!["SUNIONCARD", "3", "ints", "big", "news"], int(1003)),
+                (vec!["SDIFFCARD", "3", "all", "optout", "bounced"], int(2)),
+                (
+                    vec!["SDIFFCARD", "3", "all", "optout", "bounced", "LIMIT", "1"],
+                    int(1),
+                ),
+                (
+                    vec!["SDIFFCARD", "3", "all", "optout", "bounced", "LIMIT", "0"],
+                    int(2),
+                ),
+                (vec!["SDIFFCARD", "1", "all"], int(5)),
+                (vec!["SDIFFCARD", "2", "all", "all"], int(0)),
+                (vec!["SDIFFCARD", "2", "all", "nokey"], int(5)),
+                (vec!["SDIFFCARD", "2", "nokey", "all"], int(0)),
+                (vec!["SDIFFCARD", "2", "big", "ints"], int(997)),
+                (vec!["SDIFFCARD", "2", "ints", "big"], int(1)),
+                // numkeys and LIMIT errors as SINTERCARD's.
+                (
+                    vec!["SUNIONCARD", "0", "a"],
+                    err("ERR numkeys should be greater than 0"),
+                ),
+                (
+                    vec!["SDIFFCARD", "-1", "a"],
+                    err("ERR numkeys should be greater than 0"),
+                ),
+                (
+                    vec!["SUNIONCARD", "x", "a"],
+                    err("ERR numkeys should be greater than 0"),
+                ),
+                (
+                    vec!["SUNIONCARD", "3", "a", "b"],
+                    err("ERR Number of keys can't be greater than number of args"),
+                ),
+                (
+                    vec!["SDIFFCARD", "2", "a"],
+                    err("ERR Number of keys can't be greater than number of args"),
+                ),
+                (
+                    vec!["SUNIONCARD", "1", "a", "LIMIT", "-1"],
+                    err("ERR LIMIT can't be negative"),
+                ),
+                (
+                    vec!["SDIFFCARD", "1", "a", "LIMIT", "x"],
+                    err("ERR LIMIT can't be negative"),
+                ),
+                (
+                    vec!["SUNIONCARD", "1", "a", "LIMIT"],
+                    err("ERR syntax error"),
+                ),
+                (vec!["SUNIONCARD", "1", "a", "BAD"], err("ERR syntax error")),
+                // APPROX is SUNIONCARD's alone.
+                (
+                    vec!["SDIFFCARD", "1", "a", "APPROX"],
+                    err("ERR syntax error"),
+                ),
+                (vec!["SUNIONCARD", "2", "news", "str"], wrongtype.clone()),
+                (vec!["SUNIONCARD", "1", "z"], wrongtype.clone()),
+                (vec!["SDIFFCARD", "2", "all", "str"], wrongtype.clone()),
+                (vec!["SDIFFCARD", "2", "nokey", "z"], wrongtype.clone()),
+                (
+                    vec!["SUNIONCARD", "1"],
+                    err("ERR wrong number of arguments for 'sunioncard' command"),
+                ),
+                (
+                    vec!["SDIFFCARD"],
+                    err("ERR wrong number of arguments for 'sdiffcard' command"),
+                ),
+            ],
+        );
+    }
+}
+
+#[test]
+fn the_card_rows_are_redis_8_10s() {
+    let s = start_server();
+    let mut r = s.raw();
+    // Rows shaped like SINTERCARD's (arity -3, readonly + movablekeys, @read @set,
+    // the keys found after numkeys), with their own names.
+    let reply = r.cmd_str(&["COMMAND", "INFO", "sintercard", "sunioncard", "sdiffcard"]);
+    let V::Agg(_, Some(rows)) = parse(&reply, 0).0 else {
+        panic!("bad reply {}", escape(&reply))
+    };
+    let without_name = |v: &V| match v {
+        V::Agg(t, Some(items)) => V::Agg(*t, Some(items[1..].to_vec())),
+        other => panic!("no row: {other:?}"),
+    };
+    assert_eq!(without_name(&rows[1]), without_name(&rows[0]));
+    assert_eq!(without_name(&rows[2]), without_name(&rows[0]));
+    let V::Agg(_, Some(row)) = &rows[1] else {
+        panic!("no row")
+    };
+    assert_eq!(row[0], V::Bulk(Some(b"sunioncard".to_vec())));
+    assert_eq!(row[1], V::Line(b':', b"-3".to_vec()));
+    assert_eq!(
+        r.cmd_str(&[
+            "COMMAND",
+            "GETKEYS",
+            "SUNIONCARD",
+            "2",
+            "a",
+            "b",
+            "LIMIT",
+            "1"
+        ]),
+        arr(&[bulk("a"), bulk("b")])
+    );
+    assert_eq!(
+        r.cmd_str(&["COMMAND", "GETKEYS", "SDIFFCARD", "1", "a"]),
+        arr(&[bulk("a")])
+    );
+    let docs = r.cmd_str(&["COMMAND", "DOCS", "sunioncard", "sdiffcard"]);
+    let text = String::from_utf8_lossy(&docs);
+    assert!(text.contains("8.10.0"), "{text}");
+    assert!(
+        text.contains("Returns the number of members of the union of multiple sets."),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "Returns the number of members of the difference between the first set and all successive sets."
+        ),
+        "{text}"
+    );
+}
