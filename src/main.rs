@@ -60,6 +60,8 @@ fn check_aof(args: &[String]) -> ExitCode {
         eprintln!("Usage: streamd --check-aof <file.incr.log|file.manifest|file.snap> [--fix]");
         return ExitCode::from(2);
     };
+    // The whole table, as a server has it: a log's FUNCTION LOAD is a known command.
+    streamd::core::command::install(streamd::scripting::table());
     match streamd::persist::check::check(&file, fix) {
         Ok(report) => {
             for line in &report.lines {

@@ -26,7 +26,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     CONNECTION.row(
         "hello",
         -1,
-        FAST | NO_AUTH | NOSCRIPT | LOADING | STALE,
+        FAST | NO_AUTH | NOSCRIPT | LOADING | STALE | ALLOW_BUSY,
         "Handshakes with the Redis server.",
         "6.0.0",
         hello,
@@ -34,7 +34,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     CONNECTION.row(
         "auth",
         -2,
-        FAST | NO_AUTH | NOSCRIPT | LOADING | STALE,
+        FAST | NO_AUTH | NOSCRIPT | LOADING | STALE | ALLOW_BUSY,
         "Authenticates the connection.",
         "1.0.0",
         auth,
@@ -50,7 +50,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     CONNECTION.row(
         "quit",
         -1,
-        FAST | NO_AUTH | NO_MULTI_QUEUE | NOSCRIPT | LOADING | STALE,
+        FAST | NO_AUTH | NO_MULTI_QUEUE | NOSCRIPT | LOADING | STALE | ALLOW_BUSY,
         "Closes the connection.",
         "1.0.0",
         quit,
@@ -58,7 +58,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     CONNECTION.row(
         "reset",
         1,
-        FAST | NO_AUTH | NO_MULTI_QUEUE | NOSCRIPT | LOADING | STALE,
+        FAST | NO_AUTH | NO_MULTI_QUEUE | NOSCRIPT | LOADING | STALE | ALLOW_BUSY,
         "Resets the connection.",
         "6.2.0",
         reset,

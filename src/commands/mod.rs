@@ -112,16 +112,18 @@ pub static FAMILIES: &[&[CommandSpec]] = &[
     string::COMMANDS,
 ];
 
-/// All top-level commands, in table order (the rows themselves: usable before a core
-/// installed them, unlike [`lookup`]).
+/// All top-level commands of the installed table, in table order: every family here
+/// and the ones the top layer adds (scripting's EVAL family), as dispatch sees them.
+/// Installs [`FAMILIES`] first if no core installed a table yet (unit tests).
 pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
-    FAMILIES.iter().flat_map(|f| f.iter())
+    crate::core::command::install_unless_installed(FAMILIES);
+    crate::core::command::all()
 }
 
-/// Looks a command name up, case-insensitively, installing this table first if no core
-/// did yet (`--check-aof` reads records without a core).
+/// Looks a command name up in the installed table, case-insensitively, installing
+/// [`FAMILIES`] first if no core did yet (unit tests).
 pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
-    crate::core::command::install(FAMILIES);
+    crate::core::command::install_unless_installed(FAMILIES);
     crate::core::command::lookup(name)
 }
 

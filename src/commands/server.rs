@@ -6,7 +6,7 @@
 
 use super::SERVER;
 use super::{CommandSpec, flags::*, is, parse_i64};
-use crate::core::{Ctx, ShutdownKind, redis_version};
+use crate::core::{Core, Ctx, ShutdownKind, redis_version};
 use crate::error::ReplyError;
 
 const KEYSPACE: &[&str] = &["@keyspace"];
@@ -124,7 +124,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     SERVER.row(
         "shutdown",
         -1,
-        ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI_QUEUE,
+        ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI_QUEUE | ALLOW_BUSY,
         "Synchronously saves the database(s) to disk and shuts down the Redis server.",
         "1.0.0",
         shutdown,
@@ -303,7 +303,7 @@ const DEBUG_SUBCOMMANDS: &[CommandSpec] = &[
 
 /// Bare `COMMAND`: the whole table. Called by the dispatcher when argv has one element.
 pub fn command_dispatch(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
-    let all: Vec<&CommandSpec> = super::all().collect();
+    let all: Vec<&CommandSpec> = visible_commands(ctx.core).collect();
     ctx.out.array(all.len());
     for c in all {
         write_command_info(ctx, c);
@@ -862,8 +862,20 @@ fn config_help(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     Ok(())
 }
 
+/// The top-level commands a client can run: the installed table (every family, the
+/// scripting one included) less the commands newer than `compat-version`, which the
+/// dispatcher answers as unknown. COMMAND and all its subcommands list these.
+fn visible_commands(core: &Core) -> impl Iterator<Item = &'static CommandSpec> + '_ {
+    super::all().filter(|c| visible(core, c))
+}
+
+/// Does the dispatcher run `c` for clients under this `compat-version`?
+fn visible(core: &Core, c: &CommandSpec) -> bool {
+    super::since_version(c.since) <= core.compat
+}
+
 fn command_count(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
-    ctx.out.integer(super::all().count() as i64);
+    ctx.out.integer(visible_commands(ctx.core).count() as i64);
     Ok(())
 }
 
@@ -958,14 +970,17 @@ fn write_command_info(ctx: &mut Ctx<'_>, c: &CommandSpec) {
     }
 }
 
-fn find_command(name: &[u8]) -> Option<&'static CommandSpec> {
+/// A command (`xadd`) or subcommand (`xgroup|create`) by name, as COMMAND INFO and
+/// DOCS take them; `None` for what the dispatcher would not run (`compat-version`).
+fn find_command(core: &Core, name: &[u8]) -> Option<&'static CommandSpec> {
     if let Some(c) = super::lookup(name) {
-        return Some(c);
+        return Some(c).filter(|c| visible(core, c));
     }
     // "xgroup|create" form.
     let text = std::str::from_utf8(name).ok()?.to_ascii_lowercase();
     let (parent, _) = text.split_once('|')?;
-    super::lookup(parent.as_bytes())?
+    super::lookup(parent.as_bytes())
+        .filter(|c| visible(core, c))?
         .subcommands
         .iter()
         .find(|s| s.name == text)
@@ -978,7 +993,7 @@ fn command_info(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let names: Vec<bytes::Bytes> = ctx.argv[2..].to_vec();
     ctx.out.array(names.len());
     for n in names {
-        match find_command(&n) {
+        match find_command(ctx.core, &n) {
             Some(c) => write_command_info(ctx, c),
             None => ctx.out.null_array(),
         }
@@ -1007,11 +1022,11 @@ fn write_command_docs(ctx: &mut Ctx<'_>, c: &CommandSpec) {
 
 fn command_docs(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let wanted: Vec<&'static CommandSpec> = if ctx.argv.len() == 2 {
-        super::all().collect()
+        visible_commands(ctx.core).collect()
     } else {
         ctx.argv[2..]
             .iter()
-            .filter_map(|n| find_command(n))
+            .filter_map(|n| find_command(ctx.core, n))
             .collect()
     };
     ctx.out.map(wanted.len());
@@ -1023,7 +1038,7 @@ fn command_docs(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 
 fn command_getkeys(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let target: crate::resp::Argv = ctx.argv[2..].to_vec();
-    let Some(spec) = super::lookup(&target[0]) else {
+    let Some(spec) = super::lookup(&target[0]).filter(|c| visible(ctx.core, c)) else {
         return Err(ReplyError::msg("ERR Invalid command specified"));
     };
     let spec = super::resolve_subcommand(spec, &target)
@@ -1046,7 +1061,7 @@ fn command_getkeys(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 
 fn command_list(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let argv = ctx.argv;
-    let mut names: Vec<&'static str> = super::all().map(|c| c.name).collect();
+    let mut names: Vec<&'static str> = visible_commands(ctx.core).map(|c| c.name).collect();
     if argv.len() > 2 {
         if argv.len() != 5 || !is(&argv[2], "FILTERBY") {
             return Err(ReplyError::Syntax);

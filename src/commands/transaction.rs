@@ -34,7 +34,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     TRANSACTIONS.row(
         "multi",
         1,
-        NO_MULTI_QUEUE | NOSCRIPT | LOADING | STALE | FAST,
+        NO_MULTI_QUEUE | NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY,
         "Starts a transaction.",
         "1.2.0",
         multi,
@@ -50,7 +50,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     TRANSACTIONS.row(
         "discard",
         1,
-        NO_MULTI_QUEUE | NOSCRIPT | LOADING | STALE | FAST,
+        NO_MULTI_QUEUE | NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY,
         "Discards a transaction.",
         "2.0.0",
         discard,
@@ -61,7 +61,7 @@ pub const COMMANDS: &[CommandSpec] = &[
             .row(
                 "watch",
                 -2,
-                NO_MULTI_QUEUE | NOSCRIPT | LOADING | STALE | FAST,
+                NO_MULTI_QUEUE | NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY,
                 "Monitors changes to keys to determine the execution of a transaction.",
                 "2.2.0",
                 watch,
@@ -72,7 +72,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     TRANSACTIONS.row(
         "unwatch",
         1,
-        NOSCRIPT | LOADING | STALE | FAST,
+        NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY,
         "Forgets about watched keys of a transaction.",
         "2.2.0",
         unwatch,

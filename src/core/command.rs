@@ -52,7 +52,17 @@ pub mod flags {
     pub const NOSCRIPT: u32 = 1 << 11;
     /// A Pub/Sub command (implies the `@pubsub` ACL category).
     pub const PUBSUB: u32 = 1 << 12;
-    /// Flag names in `COMMAND INFO` order, with their bit.
+    /// Not shown to MONITOR (`skip_monitor`: EVAL and friends show the commands they
+    /// run instead). Documentation only: the table says it as Redis does.
+    pub const SKIP_MONITOR: u32 = 1 << 13;
+    /// May run without any key although it takes keys (`no_mandatory_keys`: EVAL with
+    /// numkeys 0). Documentation only.
+    pub const NO_MANDATORY_KEYS: u32 = 1 << 14;
+    /// Allowed while a script is busy (`allow_busy`: SCRIPT KILL, FUNCTION KILL,
+    /// FUNCTION STATS). Documentation only: the busy-script check names its commands.
+    pub const ALLOW_BUSY: u32 = 1 << 15;
+    /// Flag names in `COMMAND INFO` order (Redis's `addReplyFlagsForCommand`), with
+    /// their bit.
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
         (READONLY, "readonly"),
@@ -63,9 +73,12 @@ pub mod flags {
         (BLOCKING, "blocking"),
         (LOADING, "loading"),
         (STALE, "stale"),
-        (NO_AUTH, "no_auth"),
+        (SKIP_MONITOR, "skip_monitor"),
         (FAST, "fast"),
+        (NO_AUTH, "no_auth"),
+        (NO_MANDATORY_KEYS, "no_mandatory_keys"),
         (MOVABLEKEYS, "movablekeys"),
+        (ALLOW_BUSY, "allow_busy"),
     ];
 }
 
@@ -366,7 +379,9 @@ impl CommandSpec {
         if self.flags & flags::WRITE != 0 {
             cats.push("@write");
         }
-        if self.flags & flags::READONLY != 0 {
+        // Redis's `setImplicitACLCategories` leaves the scripting commands (EVAL_RO,
+        // FCALL_RO) out of `@read`: a read-only script is still a script.
+        if self.flags & flags::READONLY != 0 && !self.acl.contains(&"@scripting") {
             cats.push("@read");
         }
         if self.flags & flags::ADMIN != 0 {
@@ -546,10 +561,23 @@ struct Table {
 /// the first command runs, and never changed.
 static TABLE: OnceLock<Table> = OnceLock::new();
 
-/// Installs `families` as the command table (`Core::new` does, with the rows of
-/// `commands/`). The table is process-wide and fixed: a second call keeps the first
-/// table (every caller passes the same one).
+/// Installs `families` as the command table (`Core::new` does, with the whole table
+/// the top layer assembles). The table is process-wide and fixed: a second call keeps
+/// the first table (every caller passes the same one).
 pub fn install(families: &'static [&'static [CommandSpec]]) {
+    install_unless_installed(families);
+    debug_assert!(
+        TABLE
+            .get()
+            .is_some_and(|t| std::ptr::eq(t.families, families)),
+        "one command table per process"
+    );
+}
+
+/// Installs `families` only when no table is installed yet: for readers of the table
+/// that may run without a core (unit tests, `--check-aof` before it installs the whole
+/// table), which then read whatever a core installed.
+pub fn install_unless_installed(families: &'static [&'static [CommandSpec]]) {
     TABLE.get_or_init(|| Table {
         families,
         index: families
@@ -558,12 +586,6 @@ pub fn install(families: &'static [&'static [CommandSpec]]) {
             .map(|c| (c.name.as_bytes(), c))
             .collect(),
     });
-    debug_assert!(
-        TABLE
-            .get()
-            .is_some_and(|t| std::ptr::eq(t.families, families)),
-        "one command table per process"
-    );
 }
 
 /// The Redis version a `since` text such as `"8.6.0"` names, as `(major, minor)`.

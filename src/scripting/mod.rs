@@ -28,7 +28,7 @@ pub mod sha1;
 pub mod suspend;
 pub mod vm;
 
-use crate::commands::{CommandSpec, flags::*};
+use crate::commands::{CommandSpec, Family, flags::*, keyflags};
 use crate::core::Core;
 use eval::Script;
 use function::Functions;
@@ -133,88 +133,92 @@ pub fn refresh_info(core: &mut Core) {
     info.functions = fns;
 }
 
-const fn scripting(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    summary: &'static str,
-    since: &'static str,
-    handler: crate::commands::Handler,
-) -> CommandSpec {
-    CommandSpec::new(name, arity, flags, "scripting", summary, since, handler)
-        .categories(&["@scripting"])
-}
+/// The scripting family: documented under `scripting`, `@scripting` on every row (the
+/// containers SCRIPT and FUNCTION are built without it, as Redis's have no category).
+const SCRIPTING: Family = Family::new("scripting").categories(&["@scripting"]);
 
-/// The EVAL family's rows of the command table.
+/// EVAL and FCALL's keys: `numkeys` at 2, the keys after it (Redis's `keynum` key
+/// spec; [`CommandSpec::key_positions`] finds them). Redis cannot tell how a script uses
+/// them, so it assumes the worst: read-write for EVAL and FCALL, read-only for the `_RO`
+/// forms.
+const SCRIPT_KEYS_RW: &[u32] = &[keyflags::RW | keyflags::ACCESS | keyflags::UPDATE];
+
+/// What EVAL, EVALSHA and FCALL say (Redis's `may_replicate` is not shown by COMMAND,
+/// so it has no bit here).
+const RUN: u32 = NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | STALE | MOVABLEKEYS;
+
+/// The EVAL family's rows of the command table (from Redis's `src/commands/*.json`).
 pub static COMMANDS: &[CommandSpec] = &[
-    scripting(
-        "eval",
-        -3,
-        NOSCRIPT | STALE | MOVABLEKEYS,
-        "Executes a server-side Lua script.",
-        "2.6.0",
-        eval::eval,
-    ),
-    scripting(
-        "evalsha",
-        -3,
-        NOSCRIPT | STALE | MOVABLEKEYS,
-        "Executes a server-side Lua script by SHA1 digest.",
-        "2.6.0",
-        eval::evalsha,
-    ),
-    scripting(
+    SCRIPTING
+        .row(
+            "eval",
+            -3,
+            RUN,
+            "Executes a server-side Lua script.",
+            "2.6.0",
+            eval::eval,
+        )
+        .with_key_flags(SCRIPT_KEYS_RW),
+    SCRIPTING
+        .row(
+            "evalsha",
+            -3,
+            RUN,
+            "Executes a server-side Lua script by SHA1 digest.",
+            "2.6.0",
+            eval::evalsha,
+        )
+        .with_key_flags(SCRIPT_KEYS_RW),
+    SCRIPTING.row(
         "eval_ro",
         -3,
-        NOSCRIPT | STALE | READONLY | MOVABLEKEYS,
+        RUN | READONLY,
         "Executes a read-only server-side Lua script.",
         "7.0.0",
         eval::eval,
     ),
-    scripting(
+    SCRIPTING.row(
         "evalsha_ro",
         -3,
-        NOSCRIPT | STALE | READONLY | MOVABLEKEYS,
+        RUN | READONLY,
         "Executes a read-only server-side Lua script by SHA1 digest.",
         "7.0.0",
         eval::evalsha,
     ),
-    scripting(
-        "fcall",
-        -3,
-        NOSCRIPT | STALE | MOVABLEKEYS,
-        "Invokes a function.",
-        "7.0.0",
-        function::fcall,
-    ),
-    scripting(
+    SCRIPTING
+        .row(
+            "fcall",
+            -3,
+            RUN,
+            "Invokes a function.",
+            "7.0.0",
+            function::fcall,
+        )
+        .with_key_flags(SCRIPT_KEYS_RW),
+    SCRIPTING.row(
         "fcall_ro",
         -3,
-        NOSCRIPT | STALE | READONLY | MOVABLEKEYS,
+        RUN | READONLY,
         "Invokes a read-only function.",
         "7.0.0",
         function::fcall,
     ),
-    CommandSpec::container(
+    SCRIPTING.container(
         "script",
-        "scripting",
         "A container for Lua scripts management commands.",
         "2.6.0",
         SCRIPT_SUBCOMMANDS,
-    )
-    .categories(&["@slow"]),
-    CommandSpec::container(
+    ),
+    SCRIPTING.container(
         "function",
-        "scripting",
         "A container for function commands.",
         "7.0.0",
         FUNCTION_SUBCOMMANDS,
-    )
-    .categories(&["@slow"]),
+    ),
 ];
 
 static SCRIPT_SUBCOMMANDS: &[CommandSpec] = &[
-    scripting(
+    SCRIPTING.row(
         "script|debug",
         3,
         NOSCRIPT,
@@ -222,7 +226,7 @@ static SCRIPT_SUBCOMMANDS: &[CommandSpec] = &[
         "3.2.0",
         eval::script_debug,
     ),
-    scripting(
+    SCRIPTING.row(
         "script|exists",
         -3,
         NOSCRIPT,
@@ -230,7 +234,7 @@ static SCRIPT_SUBCOMMANDS: &[CommandSpec] = &[
         "2.6.0",
         eval::script_exists,
     ),
-    scripting(
+    SCRIPTING.row(
         "script|flush",
         -2,
         NOSCRIPT,
@@ -238,7 +242,7 @@ static SCRIPT_SUBCOMMANDS: &[CommandSpec] = &[
         "2.6.0",
         eval::script_flush,
     ),
-    scripting(
+    SCRIPTING.row(
         "script|help",
         2,
         LOADING | STALE,
@@ -246,15 +250,15 @@ static SCRIPT_SUBCOMMANDS: &[CommandSpec] = &[
         "5.0.0",
         eval::script_help,
     ),
-    scripting(
+    SCRIPTING.row(
         "script|kill",
         2,
-        NOSCRIPT,
+        NOSCRIPT | ALLOW_BUSY,
         "Terminates a server-side Lua script during execution.",
         "2.6.0",
         eval::script_kill,
     ),
-    scripting(
+    SCRIPTING.row(
         "script|load",
         3,
         NOSCRIPT | STALE,
@@ -265,7 +269,7 @@ static SCRIPT_SUBCOMMANDS: &[CommandSpec] = &[
 ];
 
 static FUNCTION_SUBCOMMANDS: &[CommandSpec] = &[
-    scripting(
+    SCRIPTING.row(
         "function|delete",
         3,
         WRITE | NOSCRIPT,
@@ -273,7 +277,7 @@ static FUNCTION_SUBCOMMANDS: &[CommandSpec] = &[
         "7.0.0",
         function::function_delete,
     ),
-    scripting(
+    SCRIPTING.row(
         "function|dump",
         2,
         NOSCRIPT,
@@ -281,7 +285,7 @@ static FUNCTION_SUBCOMMANDS: &[CommandSpec] = &[
         "7.0.0",
         function::function_dump,
     ),
-    scripting(
+    SCRIPTING.row(
         "function|flush",
         -2,
         WRITE | NOSCRIPT,
@@ -289,7 +293,7 @@ static FUNCTION_SUBCOMMANDS: &[CommandSpec] = &[
         "7.0.0",
         function::function_flush,
     ),
-    scripting(
+    SCRIPTING.row(
         "function|help",
         2,
         LOADING | STALE,
@@ -297,15 +301,15 @@ static FUNCTION_SUBCOMMANDS: &[CommandSpec] = &[
         "7.0.0",
         function::function_help,
     ),
-    scripting(
+    SCRIPTING.row(
         "function|kill",
         2,
-        NOSCRIPT,
+        NOSCRIPT | ALLOW_BUSY,
         "Terminates a function during execution.",
         "7.0.0",
         function::function_kill,
     ),
-    scripting(
+    SCRIPTING.row(
         "function|list",
         -2,
         NOSCRIPT,
@@ -313,7 +317,7 @@ static FUNCTION_SUBCOMMANDS: &[CommandSpec] = &[
         "7.0.0",
         function::function_list,
     ),
-    scripting(
+    SCRIPTING.row(
         "function|load",
         -3,
         WRITE | DENYOOM | NOSCRIPT,
@@ -321,7 +325,7 @@ static FUNCTION_SUBCOMMANDS: &[CommandSpec] = &[
         "7.0.0",
         function::function_load,
     ),
-    scripting(
+    SCRIPTING.row(
         "function|restore",
         -3,
         WRITE | DENYOOM | NOSCRIPT,
@@ -329,10 +333,10 @@ static FUNCTION_SUBCOMMANDS: &[CommandSpec] = &[
         "7.0.0",
         function::function_restore,
     ),
-    scripting(
+    SCRIPTING.row(
         "function|stats",
         2,
-        NOSCRIPT,
+        NOSCRIPT | ALLOW_BUSY,
         "Returns information about a function during execution.",
         "7.0.0",
         function::function_stats,
@@ -347,4 +351,100 @@ pub fn table() -> &'static [&'static [CommandSpec]] {
         t.push(COMMANDS);
         t
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every row of the whole table (the families of `commands/` and this one) and
+    /// every subcommand row.
+    fn rows() -> impl Iterator<Item = &'static CommandSpec> {
+        table()
+            .iter()
+            .flat_map(|f| f.iter())
+            .flat_map(|c| std::iter::once(c).chain(c.subcommands.iter()))
+    }
+
+    #[test]
+    fn every_group_is_one_of_redis_groups() {
+        // Redis's `COMMAND_GROUP_*` names as COMMAND DOCS spells them
+        // (`utils/generate-command-code.py`: `sorted_set` in the JSON is `sorted-set`).
+        const GROUPS: &[&str] = &[
+            "generic",
+            "string",
+            "list",
+            "set",
+            "sorted-set",
+            "hash",
+            "pubsub",
+            "transactions",
+            "connection",
+            "server",
+            "scripting",
+            "hyperloglog",
+            "cluster",
+            "sentinel",
+            "geo",
+            "stream",
+            "bitmap",
+            "module",
+        ];
+        for c in rows() {
+            assert!(GROUPS.contains(&c.group), "{}: {}", c.name, c.group);
+        }
+    }
+
+    #[test]
+    fn the_table_has_the_scripting_family_once() {
+        let names: Vec<&str> = table()
+            .iter()
+            .flat_map(|f| f.iter())
+            .map(|c| c.name)
+            .collect();
+        for name in [
+            "eval",
+            "evalsha",
+            "eval_ro",
+            "evalsha_ro",
+            "fcall",
+            "fcall_ro",
+            "script",
+            "function",
+        ] {
+            assert_eq!(names.iter().filter(|n| **n == name).count(), 1, "{name}");
+        }
+        let mut sorted = names.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), names.len(), "no name twice");
+        // 8 top-level rows and 15 subcommands: Redis's 23 scripting commands.
+        let scripting: Vec<_> = rows().filter(|c| c.group == "scripting").collect();
+        assert_eq!(scripting.len(), 23);
+        for c in scripting {
+            assert!(c.subcommands.is_empty() || c.acl.is_empty(), "{}", c.name);
+            if c.subcommands.is_empty() {
+                assert!(c.acl.contains(&"@scripting"), "{}", c.name);
+            }
+        }
+    }
+
+    #[test]
+    fn script_keys_follow_numkeys_with_redis_key_flags() {
+        let argv = crate::resp::Argv::from(
+            ["EVAL", "s", "2", "a", "b", "c"]
+                .map(|a| bytes::Bytes::copy_from_slice(a.as_bytes()))
+                .to_vec(),
+        );
+        for c in COMMANDS.iter().filter(|c| c.subcommands.is_empty()) {
+            assert_eq!(c.key_positions(&argv), vec![3, 4], "{}", c.name);
+            assert_eq!((c.first_key, c.last_key, c.key_step), (0, 0, 0));
+            let want = if c.flags & READONLY != 0 {
+                keyflags::RO | keyflags::ACCESS
+            } else {
+                keyflags::RW | keyflags::ACCESS | keyflags::UPDATE
+            };
+            assert_eq!(c.key_flags_at(0), want, "{}", c.name);
+        }
+    }
 }
