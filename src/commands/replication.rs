@@ -8,7 +8,7 @@
 //! a REPLICAOF wakes the link task through `Replication::link_changed`.
 
 use super::SERVER;
-use super::{CommandSpec, flags::*, parse_i64};
+use super::{CommandSpec, Family, flags::*, parse_i64};
 use crate::core::Ctx;
 use crate::core::client::{BlockState, ClientRepl, ReplConf};
 use crate::core::replication::{
@@ -17,15 +17,20 @@ use crate::core::replication::{
 use crate::core::{Core, unix_ms};
 use crate::error::ReplyError;
 
+/// WAIT and WAITAOF: Redis documents them under `generic`, in `@connection` (they wait
+/// on what this connection wrote). (Redis 7.2+ also drops their `noscript` and marks
+/// them `blocking`; streamd keeps refusing them in scripts, as Redis 7.0 does.)
+const GENERIC_CONNECTION: Family = Family::new("generic").categories(&["@connection"]);
+
 /// This family's rows of the command table.
 pub const COMMANDS: &[CommandSpec] = &[
     SERVER.row("replicaof", 3, ADMIN | NOSCRIPT | STALE, "Configures a server as replica of another, or promotes it to a master.", "5.0.0", replicaof),
     SERVER.row("slaveof", 3, ADMIN | NOSCRIPT | STALE, "Sets a Redis server as a replica of another, or promotes it to being a master.", "1.0.0", replicaof),
-    SERVER.row("replconf", -1, ADMIN | NOSCRIPT | LOADING | STALE, "An internal command for configuring the replication stream.", "3.0.0", replconf),
+    SERVER.row("replconf", -1, ADMIN | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, "An internal command for configuring the replication stream.", "3.0.0", replconf),
     SERVER.row("psync", -3, ADMIN | NOSCRIPT | NO_MULTI_QUEUE, "An internal command used in replication.", "2.8.0", psync),
     SERVER.row("sync", 1, ADMIN | NOSCRIPT | NO_MULTI_QUEUE, "An internal command used in replication.", "1.0.0", psync),
-    SERVER.row("wait", 3, NOSCRIPT, "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.", "3.0.0", wait),
-    SERVER.row("waitaof", 4, NOSCRIPT, "Blocks until all of the preceding write commands sent by the connection are written to the append-only file of the master and/or replicas.", "7.2.0", waitaof),
+    GENERIC_CONNECTION.row("wait", 3, NOSCRIPT, "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.", "3.0.0", wait),
+    GENERIC_CONNECTION.row("waitaof", 4, NOSCRIPT, "Blocks until all of the preceding write commands sent by the connection are written to the append-only file of the master and/or replicas.", "7.2.0", waitaof),
     SERVER.row("failover", -1, ADMIN | NOSCRIPT | STALE, "Starts a coordinated failover from a server to one of its replicas.", "6.2.0", failover),
     SERVER.row("role", 1, NOSCRIPT | LOADING | STALE | FAST, "Returns the replication role.", "2.8.12", role),
 ];

@@ -29,7 +29,7 @@
 //! values, so replay does not depend on the defaults then); replaying XCFGSET always
 //! clears the producers, since only a change was logged.
 
-use super::STREAM;
+use super::STREAM_KEY1;
 use super::{CommandSpec, flags::*, is, parse_i64};
 use crate::core::Ctx;
 use crate::error::ReplyError;
@@ -60,36 +60,24 @@ const IID_ELSEWHERE: ReplyError =
 
 /// This family's rows of the command table.
 pub const COMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: "xcfgset",
-        arity: -2,
-        flags: WRITE | FAST,
-        first_key: 1,
-        last_key: 1,
-        key_step: 1,
-        acl: STREAM,
-        key_flags: super::keyflags::RW_UPDATE,
-        summary: "Sets the IDMP configuration parameters for a stream.",
-        since: "8.6.0",
-        group: "stream",
-        handler: xcfgset,
-        subcommands: &[],
-    },
-    CommandSpec {
-        name: "xidmprecord",
-        arity: 5,
-        flags: WRITE | FAST,
-        first_key: 1,
-        last_key: 1,
-        key_step: 1,
-        acl: STREAM,
-        key_flags: super::keyflags::RW_UPDATE,
-        summary: "An internal command for restoring the idempotent producer state of a stream.",
-        since: "8.6.0",
-        group: "stream",
-        handler: xidmprecord,
-        subcommands: &[],
-    },
+    STREAM_KEY1.row(
+        "xcfgset",
+        -2,
+        WRITE | FAST,
+        "Sets the IDMP configuration parameters for a stream.",
+        "8.6.0",
+        xcfgset,
+    ),
+    // Redis's xidmprecord.json says 8.6.2 (the 8.6.x fix that added it for AOF
+    // rewrites; the documentation site says 8.8.0): visible from compat-version 8.6.
+    STREAM_KEY1.row(
+        "xidmprecord",
+        5,
+        WRITE | DENYOOM | FAST,
+        "An internal command for setting IDMP metadata on an existing stream message.",
+        "8.6.2",
+        xidmprecord,
+    ),
 ];
 
 /// Parsed XCFGSET options.

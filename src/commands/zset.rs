@@ -29,10 +29,10 @@ const ZSETCAT: &[&str] = &["@sortedset"];
 const SINCE: &str = "1.2.0";
 
 /// The family of the sorted-set commands whose key is their first argument.
-const ZSET_ROWS: Family = Family::new("sorted_set").categories(ZSETCAT).keys(1, 1, 1);
+const ZSET_ROWS: Family = Family::new("sorted-set").categories(ZSETCAT).keys(1, 1, 1);
 
 /// The family of the sorted-set commands whose keys are found by parsing (`MOVABLEKEYS`).
-const ZSET_MOVABLE: Family = Family::new("sorted_set").categories(ZSETCAT);
+const ZSET_MOVABLE: Family = Family::new("sorted-set").categories(ZSETCAT);
 
 /// This family's rows of the command table.
 pub const COMMANDS: &[CommandSpec] = &[
@@ -57,7 +57,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     ZSET_ROWS.row("zrange", -4, READONLY, "Returns members in a sorted set within a range of indexes.", SINCE, range::zrange),
     ZSET_ROWS.row("zrangebylex", -4, READONLY, "Returns members in a sorted set within a lexicographical range.", "2.8.9", range::zrangebylex),
     ZSET_ROWS.row("zrangebyscore", -4, READONLY, "Returns members in a sorted set within a range of scores.", "1.0.5", range::zrangebyscore),
-    CommandSpec { key_flags: &[super::keyflags::OW | super::keyflags::UPDATE, super::keyflags::RO | super::keyflags::ACCESS], ..ZSET_ROWS.row("zrangestore", -5, WRITE | DENYOOM, "Stores a range of members from sorted set in a key.", "6.2.4", range::zrangestore).keys(1, 2, 1) },
+    CommandSpec { key_flags: &[super::keyflags::OW | super::keyflags::UPDATE, super::keyflags::RO | super::keyflags::ACCESS], ..ZSET_ROWS.row("zrangestore", -5, WRITE | DENYOOM, "Stores a range of members from sorted set in a key.", "6.2.0", range::zrangestore).keys(1, 2, 1) },
     ZSET_ROWS.row("zrank", -3, READONLY | FAST, "Returns the index of a member in a sorted set ordered by ascending scores.", "2.0.0", zrank),
     CommandSpec { key_flags: super::keyflags::RW_DELETE, ..ZSET_ROWS.row("zrem", -3, WRITE | FAST, "Removes one or more members from a sorted set. Deletes the sorted set if all members were removed.", SINCE, zrem) },
     CommandSpec { key_flags: super::keyflags::RW_DELETE, ..ZSET_ROWS.row("zremrangebylex", 4, WRITE, "Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all members were removed.", "2.8.9", range::zremrangebylex) },
