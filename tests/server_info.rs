@@ -1,10 +1,14 @@
 //! INFO: `redis_version` and HELLO's `version` follow `compat-version`, and a blocked
 //! command is counted once in `INFO commandstats`, as Redis counts it (compared with
-//! Debian's redis-server where it is installed).
+//! Debian's redis-server where it is installed). COMMAND tells the truth about the
+//! table: every command listed dispatches, every command that dispatches is listed
+//! (the scripting family included), with Redis's groups, and `compat-version` hides
+//! from COMMAND what it hides from the dispatcher.
 
 mod common;
 
-use common::{Raw, info_field, redis_server, send, start_server, wait_blocked};
+use common::differential::{V, parse};
+use common::{Raw, info_field, redis_server, send, start_server, start_server_with, wait_blocked};
 
 /// `calls=N` of `cmdstat_<name>`, 0 when the command has no line.
 fn calls(raw: &mut Raw, name: &str) -> u64 {
@@ -92,4 +96,270 @@ fn redis_version_follows_compat_version() {
     let hello = c.cmd_str(&["HELLO", "2"]);
     let text = String::from_utf8_lossy(&hello);
     assert!(text.contains("$7\r\nversion\r\n$5\r\n7.4.0\r\n"), "{text}");
+}
+
+/// The bulk strings of an array reply (`COMMAND LIST`).
+fn names(reply: &[u8]) -> Vec<String> {
+    let (v, _) = parse(reply, 0);
+    let V::Agg(_, Some(items)) = v else {
+        panic!("not an array: {}", String::from_utf8_lossy(reply));
+    };
+    items
+        .into_iter()
+        .map(|i| match i {
+            V::Bulk(Some(b)) => String::from_utf8(b).unwrap(),
+            other => panic!("not a bulk: {other:?}"),
+        })
+        .collect()
+}
+
+/// `COMMAND COUNT` as a number.
+fn count(c: &mut Raw) -> usize {
+    let reply = c.cmd_str(&["COMMAND", "COUNT"]);
+    let text = String::from_utf8_lossy(&reply);
+    text.trim_start_matches(':').trim_end().parse().unwrap()
+}
+
+/// The commands that Redis's scripting group has, and streamd runs.
+const SCRIPTING: &[&str] = &[
+    "eval",
+    "evalsha",
+    "eval_ro",
+    "evalsha_ro",
+    "fcall",
+    "fcall_ro",
+    "script",
+    "function",
+];
+
+#[test]
+fn command_lists_exactly_the_commands_that_dispatch() {
+    let server = start_server();
+    let mut c = server.raw();
+    let listed = names(&c.cmd_str(&["COMMAND", "LIST"]));
+    assert_eq!(count(&mut c), listed.len());
+    let (bare, _) = parse(&c.cmd_str(&["COMMAND"]), 0);
+    let V::Agg(_, Some(bare)) = bare else {
+        panic!("COMMAND is an array")
+    };
+    assert_eq!(bare.len(), listed.len());
+    for name in SCRIPTING
+        .iter()
+        .chain(&["get", "xadd", "zadd", "wait", "command"])
+    {
+        assert!(listed.iter().any(|n| n == name), "{name} not listed");
+    }
+    // Each listed name dispatches: whatever its arguments make of it, it is never an
+    // unknown command. (Only commands that cannot change or stop this server run with
+    // no arguments; the others run with one that is wrong for them, or not at all.)
+    let unknown = |reply: &[u8]| String::from_utf8_lossy(reply).starts_with("-ERR unknown command");
+    let harmless = |n: &str| {
+        !matches!(
+            n,
+            "shutdown"
+                | "monitor"
+                | "subscribe"
+                | "psubscribe"
+                | "ssubscribe"
+                | "sync"
+                | "psync"
+                | "multi"
+                | "quit"
+                | "reset"
+                | "debug"
+                | "flushall"
+                | "flushdb"
+                | "failover"
+                | "replicaof"
+                | "slaveof"
+                | "save"
+                | "bgsave"
+                | "bgrewriteaof"
+                | "client"
+                | "cluster"
+                | "readonly"
+                | "readwrite"
+                | "asking"
+                | "hello"
+                | "auth"
+                | "select"
+                | "swapdb"
+                | "wait"
+                | "waitaof"
+        )
+    };
+    for name in &listed {
+        if !harmless(name) {
+            continue;
+        }
+        let mut fresh = server.raw();
+        let reply = fresh.cmd_str(&[name.as_str()]);
+        assert!(
+            !unknown(&reply),
+            "{name}: {}",
+            String::from_utf8_lossy(&reply)
+        );
+    }
+    // And the other way: a name that is not listed is unknown.
+    assert!(unknown(&c.cmd_str(&["NOSUCHCOMMAND"])));
+    // Each of them is documented, under one of Redis's groups.
+    for name in &listed {
+        let docs = String::from_utf8_lossy(&c.cmd_str(&["COMMAND", "DOCS", name])).into_owned();
+        assert!(docs.contains("$5\r\ngroup\r\n"), "{name}: {docs}");
+    }
+}
+
+#[test]
+fn command_shows_the_scripting_family_as_redis_does() {
+    let server = start_server();
+    let mut c = server.raw();
+    let listed = names(&c.cmd_str(&["COMMAND", "LIST", "FILTERBY", "ACLCAT", "scripting"]));
+    let mut want: Vec<String> = SCRIPTING
+        .iter()
+        .filter(|n| !matches!(**n, "script" | "function"))
+        .map(|n| n.to_string())
+        .collect();
+    let mut got = listed.clone();
+    got.sort();
+    want.sort();
+    assert_eq!(got, want, "the containers carry no category, as in Redis");
+    let listed = names(&c.cmd_str(&["COMMAND", "LIST", "FILTERBY", "PATTERN", "eval*"]));
+    assert_eq!(listed.len(), 4, "{listed:?}");
+    assert!(names(&c.cmd_str(&["COMMAND", "LIST", "FILTERBY", "MODULE", "x"])).is_empty());
+    // Movable keys through numkeys.
+    assert_eq!(
+        c.cmd_str(&["COMMAND", "GETKEYS", "EVAL", "return 1", "2", "a", "b", "c"]),
+        b"*2\r\n$1\r\na\r\n$1\r\nb\r\n"
+    );
+    assert_eq!(
+        c.cmd_str(&["COMMAND", "GETKEYS", "FCALL_RO", "f", "1", "k"]),
+        b"*1\r\n$1\r\nk\r\n"
+    );
+    let docs =
+        String::from_utf8_lossy(&c.cmd_str(&["COMMAND", "DOCS", "fcall", "script"])).into_owned();
+    for piece in [
+        "Invokes a function.",
+        "7.0.0",
+        "scripting",
+        "script|load",
+        "2.6.0",
+    ] {
+        assert!(docs.contains(piece), "{piece}: {docs}");
+    }
+    let docs =
+        String::from_utf8_lossy(&c.cmd_str(&["COMMAND", "DOCS", "zadd", "wait", "zrangestore"]))
+            .into_owned();
+    assert!(docs.contains("$10\r\nsorted-set\r\n"), "{docs}");
+    assert!(docs.contains("$7\r\ngeneric\r\n"), "{docs}");
+    assert!(docs.contains("$5\r\n6.2.0\r\n"), "{docs}");
+    assert!(!docs.contains("sorted_set"), "{docs}");
+}
+
+#[test]
+fn command_info_of_the_scripting_family_matches_redis() {
+    let redis = redis_server();
+    let server = start_server();
+    let (mut theirs, mut ours) = (redis.raw(), server.raw());
+    // Redis 7.0 is the reference; its EVAL family is 8.10's. Everything up to the tips
+    // (name, arity, flags, key positions, ACL categories), and the key specs of the
+    // commands without keys.
+    for name in [
+        "eval",
+        "evalsha",
+        "eval_ro",
+        "evalsha_ro",
+        "fcall",
+        "fcall_ro",
+        "script|kill",
+        "script|load",
+        "script|help",
+        "function|load",
+        "function|stats",
+        "function|kill",
+        "function|restore",
+    ] {
+        let head = |reply: Vec<u8>| {
+            let (v, _) = parse(&reply, 0);
+            let V::Agg(_, Some(mut entries)) = v else {
+                panic!()
+            };
+            let V::Agg(_, Some(fields)) = entries.remove(0) else {
+                panic!()
+            };
+            let mut fields = fields;
+            // The flags and categories are sets: compared sorted.
+            for i in [2, 6] {
+                if let V::Agg(_, Some(items)) = &mut fields[i] {
+                    items.sort();
+                }
+            }
+            fields.truncate(7);
+            fields
+        };
+        let want = head(theirs.cmd_str(&["COMMAND", "INFO", name]));
+        let got = head(ours.cmd_str(&["COMMAND", "INFO", name]));
+        assert_eq!(got, want, "{name}");
+    }
+    // The scripting family's docs: since and group as Redis 7.0 has them (its summaries
+    // are the older texts that Redis 7.2 rewrote; 8.10's are checked in
+    // `command_shows_the_scripting_family_as_redis_does`).
+    for name in ["eval", "fcall_ro", "script", "function"] {
+        let pick = |reply: Vec<u8>| {
+            let text = String::from_utf8_lossy(&reply).into_owned();
+            ["since", "group"]
+                .iter()
+                .map(|f| {
+                    let at = text.find(&format!("{f}\r\n")).unwrap() + f.len() + 2;
+                    text[at..].split("\r\n").nth(1).unwrap().to_string()
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            pick(ours.cmd_str(&["COMMAND", "DOCS", name])),
+            pick(theirs.cmd_str(&["COMMAND", "DOCS", name])),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn compat_version_hides_newer_commands_from_command_too() {
+    let server = start_server_with(&["--compat-version", "7.4"]);
+    let mut c = server.raw();
+    let listed = names(&c.cmd_str(&["COMMAND", "LIST"]));
+    assert_eq!(count(&mut c), listed.len());
+    for newer in ["xackdel", "xdelex", "xnack", "xcfgset", "xidmprecord"] {
+        assert!(
+            !listed.iter().any(|n| n == newer),
+            "{newer} listed under 7.4"
+        );
+        assert_eq!(c.cmd_str(&["COMMAND", "INFO", newer]), b"*1\r\n*-1\r\n");
+        assert_eq!(c.cmd_str(&["COMMAND", "DOCS", newer]), b"*0\r\n");
+        assert!(
+            String::from_utf8_lossy(&c.cmd_str(&["COMMAND", "GETKEYS", newer, "k", "a", "b", "c"]))
+                .starts_with("-ERR Invalid command specified")
+        );
+    }
+    for name in SCRIPTING {
+        assert!(
+            listed.iter().any(|n| n == name),
+            "{name} not listed under 7.4"
+        );
+    }
+    let all = c.cmd_str(&["COMMAND", "LIST"]);
+    assert_eq!(
+        c.cmd_str(&["CONFIG", "SET", "compat-version", "8.10"]),
+        b"+OK\r\n"
+    );
+    let older = names(&all);
+    let mut added: Vec<String> = names(&c.cmd_str(&["COMMAND", "LIST"]))
+        .into_iter()
+        .filter(|n| !older.contains(n))
+        .collect();
+    added.sort();
+    assert_eq!(
+        added,
+        ["xackdel", "xcfgset", "xdelex", "xidmprecord", "xnack"]
+    );
+    assert_eq!(count(&mut c), older.len() + added.len());
 }
