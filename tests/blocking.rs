@@ -245,6 +245,134 @@ fn deleting_the_key_does_not_wake_xread_but_new_data_does() {
     );
 }
 
+/// Redis's stream.tcl "XREAD: XADD + DEL + LPUSH should not awake client": the key
+/// signalled by the XADD is a list when the transaction ends, so the reader is not
+/// re-executed (no WRONGTYPE); it is served by the next stream at the key.
+#[test]
+fn xread_is_not_woken_when_the_key_ends_up_a_list() {
+    let server = start_server();
+    let mut reader = server.raw();
+    let mut r = server.raw();
+    r.cmd_str(&["DEL", "s1"]);
+    send(
+        &mut reader,
+        &["XREAD", "BLOCK", "20000", "STREAMS", "s1", "$"],
+    );
+    wait_blocked(&mut r, 1);
+    r.cmd_str(&["MULTI"]);
+    r.cmd_str(&["XADD", "s1", "*", "old", "abcd1234"]);
+    r.cmd_str(&["DEL", "s1"]);
+    r.cmd_str(&["LPUSH", "s1", "foo", "bar"]);
+    let exec = String::from_utf8_lossy(&r.cmd_str(&["EXEC"])).into_owned();
+    assert!(exec.starts_with("*3\r\n$"), "{exec}");
+    assert!(exec.ends_with(":1\r\n:2\r\n"), "{exec}");
+    assert_eq!(
+        info_field(&mut r, "clients", "blocked_clients").as_deref(),
+        Some("1")
+    );
+    r.cmd_str(&["DEL", "s1"]);
+    let id = String::from_utf8_lossy(&r.cmd_str(&["XADD", "s1", "*", "new", "abcd1234"]))
+        .lines()
+        .nth(1)
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        String::from_utf8_lossy(&reader.read_reply()),
+        format!(
+            "*1\r\n*2\r\n$2\r\ns1\r\n*1\r\n*2\r\n${}\r\n{id}\r\n*2\r\n$3\r\nnew\r\n$8\r\nabcd1234\r\n",
+            id.len()
+        )
+    );
+}
+
+/// Redis's stream.tcl "Blocking XREAD: key type changed with SET": a SET over the
+/// stream leaves the reader blocked; the stream that comes back serves it.
+#[test]
+fn xread_stays_blocked_when_set_replaces_the_stream() {
+    let server = start_server();
+    let mut rd = server.raw();
+    let mut r = server.raw();
+    r.cmd_str(&["DEL", "mystream"]);
+    r.cmd_str(&["XADD", "mystream", "666", "f", "v"]);
+    send(
+        &mut rd,
+        &["XREAD", "BLOCK", "0", "STREAMS", "mystream", "$"],
+    );
+    wait_blocked(&mut r, 1);
+    assert_eq!(r.cmd_str(&["SET", "mystream", "val1"]), s("+OK\r\n"));
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(
+        info_field(&mut r, "clients", "blocked_clients").as_deref(),
+        Some("1")
+    );
+    r.cmd_str(&["DEL", "mystream"]);
+    r.cmd_str(&["XADD", "mystream", "667", "f", "v"]);
+    assert_eq!(
+        rd.read_reply(),
+        s("*1\r\n*2\r\n$8\r\nmystream\r\n*1\r\n*2\r\n$5\r\n667-0\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n")
+    );
+}
+
+/// A reader left blocked by a type change keeps its original deadline, and a BLPOP is
+/// not woken by a stream either (Redis serves only the type a client waits for).
+#[test]
+fn a_type_change_keeps_the_deadline_and_other_blockers_wait_for_their_type() {
+    let server = start_server();
+    let mut rd = server.raw();
+    let mut lp = server.raw();
+    let mut r = server.raw();
+    r.cmd_str(&["XADD", "s", "1-1", "f", "v"]);
+    let start = Instant::now();
+    send(&mut rd, &["XREAD", "BLOCK", "400", "STREAMS", "s", "$"]);
+    send(&mut lp, &["BLPOP", "l", "0"]);
+    wait_blocked(&mut r, 2);
+    r.cmd_str(&["SET", "s", "x"]);
+    r.cmd_str(&["XADD", "l", "1-1", "f", "v"]);
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(
+        info_field(&mut r, "clients", "blocked_clients").as_deref(),
+        Some("2")
+    );
+    assert_eq!(rd.read_reply(), s("*-1\r\n"));
+    let waited = start.elapsed();
+    assert!(
+        waited >= Duration::from_millis(390) && waited < Duration::from_millis(2000),
+        "{waited:?}"
+    );
+    r.cmd_str(&["DEL", "l"]);
+    r.cmd_str(&["RPUSH", "l", "a"]);
+    assert_eq!(lp.read_reply(), s("*2\r\n$1\r\nl\r\n$1\r\na\r\n"));
+}
+
+/// XREADGROUP unblocks on any change of the key: a type change answers WRONGTYPE.
+#[test]
+fn xreadgroup_is_woken_by_a_type_change_with_wrongtype() {
+    let server = start_server();
+    let mut rd = server.raw();
+    let mut r = server.raw();
+    r.cmd_str(&["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"]);
+    send(
+        &mut rd,
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "c",
+            "BLOCK",
+            "0",
+            "STREAMS",
+            "s",
+            ">",
+        ],
+    );
+    wait_blocked(&mut r, 1);
+    r.cmd_str(&["SET", "s", "x"]);
+    assert_eq!(
+        rd.read_reply(),
+        s("-WRONGTYPE Operation against a key holding the wrong kind of value\r\n")
+    );
+}
+
 #[test]
 fn client_unblock_with_timeout_and_error() {
     let server = start_server();

@@ -15,8 +15,44 @@
 //! signalled key, not to all blocked clients. Deadlines live in an ordered set that a
 //! timer task sleeps on ([`BlockedClients::next_deadline`]).
 
+use crate::types::Kind;
 use bytes::Bytes;
 use std::collections::{BTreeSet, HashMap, VecDeque};
+
+/// The type of value a blocked command waits for (Redis: the client's `btype`), from its
+/// name: a signalled key re-executes the command only when it holds that type (or the
+/// client unblocks on no key, XREADGROUP). So a key deleted, or replaced by another
+/// type, leaves a blocked XREAD (or BLPOP, BZPOPMIN) blocked, in its place and with its
+/// deadline, until a value of its type comes back (Redis's `handleClientsBlockedOnKey`).
+/// `None` for commands not blocked on keys.
+pub fn waits_for(command: &[u8]) -> Option<Kind> {
+    let is = |name: &str| command.eq_ignore_ascii_case(name.as_bytes());
+    if is("xread") || is("xreadgroup") {
+        Some(Kind::Stream)
+    } else if ["blpop", "brpop", "brpoplpush", "blmove", "blmpop"]
+        .iter()
+        .any(|n| is(n))
+    {
+        Some(Kind::List)
+    } else if ["bzpopmin", "bzpopmax", "bzmpop"].iter().any(|n| is(n)) {
+        Some(Kind::ZSet)
+    } else {
+        None
+    }
+}
+
+/// Whether a client blocked in `command` is re-executed when its key is signalled and
+/// now holds a value of type `now` (`None`: the key is missing).
+pub fn wakes(command: &[u8], unblock_on_nokey: bool, now: Option<Kind>) -> bool {
+    if unblock_on_nokey {
+        return true;
+    }
+    match (now, waits_for(command)) {
+        (None, _) => false,
+        (Some(k), Some(want)) => k == want,
+        (Some(_), None) => true,
+    }
+}
 
 /// Registry of blocked clients (the per-client part lives in `Client::blocked`).
 #[derive(Debug, Default)]
@@ -184,6 +220,20 @@ mod tests {
         assert_eq!(b.due_wakeups(200), vec![1]);
         b.remove(1, 0, &[k("a")], Some(500));
         assert_eq!(b.next_deadline(), None);
+    }
+
+    #[test]
+    fn only_the_awaited_type_wakes_unless_unblock_on_nokey() {
+        assert!(wakes(b"XREAD", false, Some(Kind::Stream)));
+        assert!(!wakes(b"xread", false, Some(Kind::List)));
+        assert!(!wakes(b"xread", false, Some(Kind::String)));
+        assert!(!wakes(b"xread", false, None));
+        assert!(wakes(b"xreadgroup", true, Some(Kind::String)));
+        assert!(wakes(b"xreadgroup", true, None));
+        assert!(wakes(b"blpop", false, Some(Kind::List)));
+        assert!(!wakes(b"blpop", false, Some(Kind::Stream)));
+        assert!(wakes(b"bzpopmin", false, Some(Kind::ZSet)));
+        assert!(!wakes(b"bzmpop", false, Some(Kind::Set)));
     }
 
     #[test]

@@ -911,9 +911,10 @@ impl Core {
                         continue;
                     };
                     if let Some(state) = client.blocked.clone() {
-                        // XREAD is not woken by a deletion (reference §3.4).
-                        let exists = self.dbs.get(db).is_some_and(|d| d.keys.contains_key(&key));
-                        if state.unblock_on_nokey || exists {
+                        // XREAD is not woken by a deletion nor by another type taking
+                        // the key (reference §3.4); XREADGROUP is.
+                        let now = self.dbs.get(db).and_then(|d| d.get(&key)).map(Value::kind);
+                        if blocked::wakes(&state.argv[0], state.unblock_on_nokey, now) {
                             self.reprocess_key = Some(key.clone());
                             self.reprocess(&mut client, state);
                             self.reprocess_key = None;
