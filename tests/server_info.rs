@@ -401,3 +401,125 @@ fn version(text: &str) -> (u32, u32, u32) {
     let mut next = || parts.next().unwrap_or(0);
     (next(), next(), next())
 }
+
+/// The text of a CLIENT INFO / CLIENT LIST bulk reply (RESP2).
+fn bulk_text(reply: &[u8]) -> String {
+    let text = String::from_utf8_lossy(reply).into_owned();
+    let (_, body) = text.split_once("\r\n").expect("bulk header");
+    body.trim_end_matches("\r\n").trim_end().to_string()
+}
+
+/// The field names of a CLIENT INFO line, in order.
+fn field_names(line: &str) -> Vec<String> {
+    line.split(' ')
+        .map(|kv| kv.split_once('=').map_or(kv, |(k, _)| k).to_string())
+        .collect()
+}
+
+/// `field=` of the line of client `id` in a CLIENT LIST / CLIENT INFO text.
+fn client_field(text: &str, id: &str, field: &str) -> u64 {
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&format!("id={id} ")))
+        .unwrap_or_else(|| panic!("no client {id} in {text}"));
+    line.split(' ')
+        .find_map(|kv| kv.strip_prefix(&format!("{field}=")))
+        .unwrap_or_else(|| panic!("no {field} in {line}"))
+        .parse()
+        .expect("a number")
+}
+
+/// Redis 8.10's CLIENT INFO fields in `catClientInfoString`'s order: 8.0 appended
+/// io-thread and the tot-* counters after lib-ver, 8.8 the omem split and the read and
+/// pipeline counters. compat-version hides what the older version did not print.
+#[test]
+fn client_info_fields_follow_redis_order_and_compat_version() {
+    let redis_8_10 = "id addr laddr fd name age idle flags db sub psub ssub multi watch qbuf \
+        qbuf-free argv-mem multi-mem rbs rbp obl oll omem omem-shared omem-unshared tot-mem \
+        events cmd user redir resp lib-name lib-ver io-thread tot-net-in tot-net-out tot-cmds \
+        read-events avg-pipeline-len-sum avg-pipeline-len-cnt";
+    let want = |s: &str| s.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+    let s = start_server();
+    let mut r = s.raw();
+    let info = bulk_text(&r.cmd_str(&["CLIENT", "INFO"]));
+    assert_eq!(field_names(&info), want(redis_8_10), "{info}");
+    assert!(info.contains(" io-thread=0 "), "{info}");
+    let list = bulk_text(&r.cmd_str(&["CLIENT", "LIST"]));
+    assert_eq!(field_names(&list), want(redis_8_10), "{list}");
+
+    let s = start_server_with(&["--compat-version", "8.6"]);
+    let info = bulk_text(&s.raw().cmd_str(&["CLIENT", "INFO"]));
+    let redis_8_0 = redis_8_10
+        .replace(" omem-shared omem-unshared", "")
+        .replace(" read-events avg-pipeline-len-sum avg-pipeline-len-cnt", "");
+    assert_eq!(field_names(&info), want(&redis_8_0), "{info}");
+
+    let s = start_server_with(&["--compat-version", "7.4"]);
+    let info = bulk_text(&s.raw().cmd_str(&["CLIENT", "INFO"]));
+    let redis_7_4 = redis_8_0.replace(" io-thread tot-net-in tot-net-out tot-cmds", "");
+    assert_eq!(field_names(&info), want(&redis_7_4), "{info}");
+}
+
+/// Redis's introspection.tcl "CLIENT INFO input/output/cmds-processed stats": a second
+/// CLIENT INFO shows its own 26 request bytes, the first one's reply, one more command.
+#[test]
+fn client_info_counts_bytes_and_commands() {
+    let s = start_server();
+    let mut r = s.raw();
+    let id = String::from_utf8_lossy(&r.cmd_str(&["CLIENT", "ID"]))
+        .trim_start_matches(':')
+        .trim()
+        .to_string();
+    let first = r.cmd_str(&["CLIENT", "INFO"]);
+    let info1 = bulk_text(&first);
+    let info2 = bulk_text(&r.cmd_str(&["CLIENT", "INFO"]));
+    let f = |t: &str, k: &str| client_field(t, &id, k);
+    assert_eq!(f(&info2, "tot-net-in"), f(&info1, "tot-net-in") + 26);
+    assert_eq!(
+        f(&info2, "tot-net-out"),
+        f(&info1, "tot-net-out") + first.len() as u64
+    );
+    assert_eq!(f(&info2, "tot-cmds"), f(&info1, "tot-cmds") + 1);
+    // HELLO-less connection: CLIENT ID and one CLIENT INFO before this one.
+    assert_eq!(f(&info2, "tot-cmds"), 2);
+    assert_eq!(f(&info2, "read-events"), 3);
+    // The batch running this CLIENT INFO is counted once it is done.
+    assert_eq!(
+        (
+            f(&info2, "avg-pipeline-len-sum"),
+            f(&info2, "avg-pipeline-len-cnt")
+        ),
+        (2, 2)
+    );
+}
+
+/// Redis's "CLIENT INFO input/output/cmds-processed stats for blocking command": the
+/// blocked BLPOP's request is counted in, its reply and the command only once served.
+#[test]
+fn a_blocked_command_counts_its_reply_and_itself_when_served() {
+    let s = start_server();
+    let mut r = s.raw();
+    let mut rd = s.raw();
+    let id = String::from_utf8_lossy(&rd.cmd_str(&["CLIENT", "ID"]))
+        .trim_start_matches(':')
+        .trim()
+        .to_string();
+    let list = |r: &mut Raw| bulk_text(&r.cmd_str(&["CLIENT", "LIST"]));
+    let l1 = list(&mut r);
+    send(&mut rd, &["BLPOP", "mylist", "0"]);
+    wait_blocked(&mut r, 1);
+    let l2 = list(&mut r);
+    let f = |t: &str, k: &str| client_field(t, &id, k);
+    assert_eq!(f(&l2, "tot-net-in"), f(&l1, "tot-net-in") + 34);
+    assert_eq!(f(&l2, "tot-net-out"), f(&l1, "tot-net-out"));
+    assert_eq!(f(&l2, "tot-cmds"), f(&l1, "tot-cmds"));
+    r.cmd_str(&["LPUSH", "mylist", "a"]);
+    assert_eq!(
+        rd.read_reply(),
+        b"*2\r\n$6\r\nmylist\r\n$1\r\na\r\n".to_vec()
+    );
+    let l3 = list(&mut r);
+    assert_eq!(f(&l3, "tot-net-in"), f(&l2, "tot-net-in"));
+    assert_eq!(f(&l3, "tot-net-out"), f(&l2, "tot-net-out") + 23);
+    assert_eq!(f(&l3, "tot-cmds"), f(&l2, "tot-cmds") + 1);
+}

@@ -427,16 +427,17 @@ fn client_list(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         }
     }
     let now = ctx.now_ms;
+    let fields = ctx.core.client_info_fields();
     let wanted = |c: &crate::core::client::Client| only_type.is_none_or(|t| client_type(c) == t);
     let mut lines: Vec<(u64, String)> = ctx
         .core
         .clients
         .values()
         .filter(|c| wanted(c))
-        .map(|c| (c.id, c.info_line(now)))
+        .map(|c| (c.id, c.info_line(now, fields)))
         .collect();
     if wanted(ctx.client) {
-        lines.push((ctx.client.id, ctx.client.info_line(now)));
+        lines.push((ctx.client.id, ctx.client.info_line(now, fields)));
     }
     lines.sort_by_key(|(id, _)| *id);
     let mut text = String::new();
@@ -480,7 +481,8 @@ fn client_type_by_name(name: &[u8]) -> Result<&'static str, ReplyError> {
 }
 
 fn client_info(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
-    let mut line = ctx.client.info_line(ctx.now_ms);
+    let fields = ctx.core.client_info_fields();
+    let mut line = ctx.client.info_line(ctx.now_ms, fields);
     line.push('\n');
     ctx.out.verbatim(line.as_bytes());
     Ok(())

@@ -137,6 +137,24 @@ pub struct Client {
     pub repl: ClientRepl,
     /// REPLCONF settings before PSYNC.
     pub repl_conf: Option<Box<ReplConf>>,
+    /// Commands this client ran (`tot-cmds`): counted when answered, as Redis counts a
+    /// blocking command once it is served.
+    pub cmds: u64,
+    /// Commands run from reads, and reads that ran at least one (`avg-pipeline-len-sum`
+    /// and `avg-pipeline-len-cnt`).
+    pub pipeline_sum: u64,
+    /// See [`Client::pipeline_sum`].
+    pub pipeline_batches: u64,
+}
+
+/// Which CLIENT LIST / CLIENT INFO fields `compat-version` shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InfoFields {
+    /// Redis 8.0: `io-thread`, `tot-net-in`, `tot-net-out`, `tot-cmds`.
+    pub since_8_0: bool,
+    /// Redis 8.8: `omem-shared`, `omem-unshared`, `read-events`, `avg-pipeline-len-sum`,
+    /// `avg-pipeline-len-cnt`.
+    pub since_8_8: bool,
 }
 
 impl Client {
@@ -180,6 +198,9 @@ impl Client {
             subs: Default::default(),
             repl: ClientRepl::Normal,
             repl_conf: None,
+            cmds: 0,
+            pipeline_sum: 0,
+            pipeline_batches: 0,
         }
     }
 
@@ -223,7 +244,7 @@ impl Client {
     }
 
     /// The CLIENT LIST / CLIENT INFO line for this client (no trailing newline).
-    pub fn info_line(&self, now_ms: u64) -> String {
+    pub fn info_line(&self, now_ms: u64, fields: InfoFields) -> String {
         // Redis's order (networking.c `getClientInfoString`).
         let mut flags = String::new();
         match self.repl {
@@ -257,8 +278,8 @@ impl Client {
                 .map(|v| String::from_utf8_lossy(v).into_owned())
                 .unwrap_or_default()
         };
-        format!(
-            "id={} addr={} laddr={} fd=8 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
+        let mut line = format!(
+            "id={} addr={} laddr={} fd=8 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0{} tot-mem=0 events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr,
             self.laddr,
@@ -272,12 +293,35 @@ impl Client {
             self.subs.count(crate::pubsub::Kind::Shard),
             self.multi.as_ref().map(|q| q.len() as i64).unwrap_or(-1),
             self.watched.len(),
+            if fields.since_8_8 {
+                " omem-shared=0 omem-unshared=0"
+            } else {
+                ""
+            },
             self.last_cmd,
             self.username_lossy(),
             if self.proto == Protocol::Resp3 { 3 } else { 2 },
             lossy(&self.lib_name),
             lossy(&self.lib_ver),
-        )
+        );
+        if fields.since_8_0 {
+            use std::fmt::Write;
+            let (net_in, net_out, reads) = self.output.net_totals();
+            // One thread serves every connection: Redis's main thread is io-thread 0.
+            let _ = write!(
+                line,
+                " io-thread=0 tot-net-in={net_in} tot-net-out={net_out} tot-cmds={}",
+                self.cmds
+            );
+            if fields.since_8_8 {
+                let _ = write!(
+                    line,
+                    " read-events={reads} avg-pipeline-len-sum={} avg-pipeline-len-cnt={}",
+                    self.pipeline_sum, self.pipeline_batches
+                );
+            }
+        }
+        line
     }
 }
 

@@ -92,9 +92,37 @@ pub struct OutputState {
     /// costs a lock and a waiter-list insertion and removal (~230 instructions per
     /// unpipelined request under callgrind).
     kill_waker: WakerSlot,
+    /// Bytes read from the connection (CLIENT LIST `tot-net-in`): one add per read.
+    net_in: Cell<u64>,
+    /// Bytes written to it (`tot-net-out`): one add per write.
+    net_out: Cell<u64>,
+    /// Reads that returned data (`read-events`).
+    read_events: Cell<u64>,
 }
 
 impl OutputState {
+    /// Counts one read of `n` bytes from the connection.
+    #[inline]
+    pub fn count_read(&self, n: usize) {
+        self.net_in.set(self.net_in.get() + n as u64);
+        self.read_events.set(self.read_events.get() + 1);
+    }
+
+    /// Counts `n` bytes written to the connection.
+    #[inline]
+    pub fn count_written(&self, n: usize) {
+        self.net_out.set(self.net_out.get() + n as u64);
+    }
+
+    /// (bytes read, bytes written, reads) so far.
+    pub fn net_totals(&self) -> (u64, u64, u64) {
+        (
+            self.net_in.get(),
+            self.net_out.get(),
+            self.read_events.get(),
+        )
+    }
+
     /// Bytes queued in the mailbox.
     pub fn queued(&self) -> usize {
         self.queued.get()

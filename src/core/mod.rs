@@ -598,6 +598,14 @@ impl Core {
         self.replaying() || self.compat >= (major, minor)
     }
 
+    /// The CLIENT LIST / CLIENT INFO fields `compat-version` shows.
+    pub fn client_info_fields(&self) -> client::InfoFields {
+        client::InfoFields {
+            since_8_0: self.compat >= (8, 0),
+            since_8_8: self.compat >= (8, 8),
+        }
+    }
+
     /// True while the commands running are deterministic effects being replayed: the
     /// log at start-up, or the stream from this server's primary. They may use every
     /// form the log uses (an IDMP XADD with its ID, a deadline already past), whatever
@@ -827,7 +835,7 @@ impl Core {
             created_ms: unix_ms(),
             updated_ms: 0,
             id: 0,
-            client_info: client.info_line(self.batch_now_ms),
+            client_info: client.info_line(self.batch_now_ms, self.client_info_fields()),
         };
         self.acl.log.add(entry, max);
     }
@@ -979,6 +987,7 @@ impl Core {
                 .or_default()
                 .calls += 1;
             self.stats.total_commands_processed += 1;
+            client.cmds += 1;
         }
         client.send(ClientMsg::Unblocked(reply), self.limits.output);
         true
@@ -1341,6 +1350,7 @@ impl Core {
         if client.blocked.is_none() {
             stat.calls += 1;
             self.stats.total_commands_processed += 1;
+            client.cmds += 1;
             // Latency and the slow log measure the final execution only (Redis does the
             // same), and nothing is measured while loading.
             if !self.loading {

@@ -1099,6 +1099,7 @@ impl Core {
             let stat = self.stats.commands.entry(name).or_default();
             stat.calls += 1;
             self.stats.total_commands_processed += 1;
+            client.cmds += 1;
             self.clients.insert(w.client_id, client);
         }
         self.repl.waiters.extend(kept);

@@ -178,6 +178,7 @@ pub async fn serve<S>(
                     break;
                 }
                 core.borrow_mut().stats.net_output_bytes += out.buf.len() as u64;
+                output.count_written(out.buf.len());
                 if write_out(&mut socket, &out.buf, &output).await.is_err() {
                     break;
                 }
@@ -225,6 +226,7 @@ pub async fn serve<S>(
                     new_input = true;
                     last_activity = Instant::now();
                     core.borrow_mut().stats.net_input_bytes += n as u64;
+                    output.count_read(n);
                 }
             },
             msg = rx.recv() => {
@@ -268,6 +270,7 @@ pub async fn serve<S>(
                 let written = write_out(&mut socket, bytes, &output).await;
                 output.remove_queued(bytes.len());
                 core.borrow_mut().stats.net_output_bytes += bytes.len() as u64;
+                output.count_written(bytes.len());
                 if written.is_err() {
                     break;
                 }
@@ -344,10 +347,12 @@ fn process_batch(
     // Out of the table for the batch: Pub/Sub messages for it wait in the core.
     core.detach(&client);
     let mut next = Next::Read;
+    let mut batch_cmds = 0u64;
     loop {
         parser.set_authenticated(!core.auth_required(&client));
         match parser.parse(inbuf) {
             Ok(Some(argv)) => {
+                batch_cmds += 1;
                 let outcome = core.execute(&mut client, argv, out);
                 if !core.ready_keys.is_empty() {
                     core.handle_ready_keys();
@@ -390,6 +395,11 @@ fn process_batch(
                 break;
             }
         }
+    }
+    if batch_cmds > 0 {
+        // CLIENT LIST `avg-pipeline-len-sum` / `avg-pipeline-len-cnt`.
+        client.pipeline_sum += batch_cmds;
+        client.pipeline_batches += 1;
     }
     core.attach(id, out);
     core.clients.insert(id, client);
