@@ -371,6 +371,33 @@ fn xreadgroup_is_woken_by_a_type_change_with_wrongtype() {
         rd.read_reply(),
         s("-WRONGTYPE Operation against a key holding the wrong kind of value\r\n")
     );
+    // Redis's stream-cgroups.tcl "Blocking XREADGROUP: key type changed with
+    // transaction": DEL and SADD in one EXEC.
+    r.cmd_str(&["DEL", "s"]);
+    r.cmd_str(&["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"]);
+    send(
+        &mut rd,
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "c",
+            "BLOCK",
+            "0",
+            "STREAMS",
+            "s",
+            ">",
+        ],
+    );
+    wait_blocked(&mut r, 1);
+    r.cmd_str(&["MULTI"]);
+    r.cmd_str(&["DEL", "s"]);
+    r.cmd_str(&["SADD", "s", "e1"]);
+    r.cmd_str(&["EXEC"]);
+    assert_eq!(
+        rd.read_reply(),
+        s("-WRONGTYPE Operation against a key holding the wrong kind of value\r\n")
+    );
 }
 
 #[test]
