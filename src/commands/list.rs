@@ -1,6 +1,7 @@
 //! The list family (Redis 7.0's `@list` category minus SORT, which is `sort.rs`):
 //! LPUSH RPUSH LPUSHX RPUSHX LPOP RPOP LLEN LINDEX LSET LINSERT LRANGE LREM LTRIM LPOS
-//! LMOVE RPOPLPUSH LMPOP and the blocking BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP.
+//! LMOVE RPOPLPUSH LMPOP, Redis 8.10's LMOVEM, and the blocking BLPOP BRPOP BLMOVE
+//! BRPOPLPUSH BLMPOP BLMOVEM.
 //!
 //! Replies are Redis 7.0's, RESP2 and RESP3 alike (lists reply arrays in both):
 //!
@@ -51,12 +52,14 @@ pub const COMMANDS: &[CommandSpec] = &[
         ..LIST_ROWS.row("blmpop", -5, WRITE | BLOCKING | MOVABLEKEYS, "Pop elements from a list, or block until one is available", "7.0.0", blmpop).keys(0, 0, 1).with_key_flags(RW_ACCESS_DELETE)
     },
     LIST_ROWS.row("blpop", -3, WRITE | NOSCRIPT | BLOCKING, "Remove and get the first element in a list, or block until one is available", "2.0.0", blpop).keys(1, -2, 1).with_key_flags(RW_ACCESS_DELETE),
+    LIST_ROWS.row("blmovem", -6, WRITE | DENYOOM | BLOCKING, "Moves up to (or exactly) a number of elements from one list to another and returns them. Blocks until the elements are available otherwise. Deletes the source list if it becomes empty.", "8.10.0", blmovem).keys(1, 2, 1).with_key_flags(MOVE_KEYS),
     LIST_ROWS.row("brpop", -3, WRITE | NOSCRIPT | BLOCKING, "Remove and get the last element in a list, or block until one is available", "2.0.0", brpop).keys(1, -2, 1).with_key_flags(RW_ACCESS_DELETE),
     LIST_ROWS.row("brpoplpush", 4, WRITE | DENYOOM | NOSCRIPT | BLOCKING, "Pop an element from a list, push it to another list and return it; or block until one is available", "2.2.0", brpoplpush).keys(1, 2, 1).with_key_flags(MOVE_KEYS),
     LIST_ROWS.row("lindex", 3, READONLY, "Get an element from a list by its index", "1.0.0", lindex).keys(1, 1, 1).with_key_flags(RO_ACCESS),
     LIST_ROWS.row("linsert", 5, WRITE | DENYOOM, "Insert an element before or after another element in a list", "2.2.0", linsert).keys(1, 1, 1).with_key_flags(keyflags::RW_INSERT),
     LIST_ROWS.row("llen", 2, READONLY | FAST, "Get the length of a list", "1.0.0", llen).keys(1, 1, 1).with_key_flags(keyflags::RO_ONLY),
     LIST_ROWS.row("lmove", 5, WRITE | DENYOOM, "Pop an element from a list, push it to another list and return it", "6.2.0", lmove).keys(1, 2, 1).with_key_flags(MOVE_KEYS),
+    LIST_ROWS.row("lmovem", -5, WRITE | DENYOOM, "Moves up to (or exactly) a number of elements from one list to another and returns them. Deletes the source list if it becomes empty.", "8.10.0", lmovem).keys(1, 2, 1).with_key_flags(MOVE_KEYS),
     CommandSpec {
         first_key: 0,
         last_key: 0,
@@ -225,7 +228,13 @@ fn push_generic(ctx: &mut Ctx<'_>, end: End, only_existing: bool) -> Result<(), 
         l.len()
     };
     let len = match ctx.lookup_value(key) {
-        Some(Value::List(l)) => push_all(l),
+        Some(Value::List(l)) => {
+            let len = push_all(l);
+            // A list that grew wakes BLMOVEM EXACTLY waiting for enough elements
+            // (Redis 8.10's `signalKeyAsReadyNonEmptyList`).
+            ctx.signal_ready(key);
+            len
+        }
         Some(_) => return Err(ReplyError::WrongType),
         None if only_existing => {
             ctx.out.integer(0);
@@ -452,6 +461,7 @@ fn linsert(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     };
     list.insert(if after { p + 1 } else { p }, &argv[4], &th);
     let len = list.len();
+    ctx.signal_ready(&key);
     ctx.out.integer(len as i64);
     ctx.collection_written(class::LIST, "linsert", &key, false, argv);
     Ok(())
@@ -684,6 +694,9 @@ fn move_generic(
             End::Right => l.push_back(&elem, &th),
         }
     }
+    if dst_exists {
+        ctx.signal_ready(dst);
+    }
     ctx.collection_changed(class::LIST, to.push_event(), dst, false);
     ctx.out.bulk(&elem);
     let emptied = is_emptied(ctx, src);
@@ -743,6 +756,168 @@ fn brpoplpush(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let argv = ctx.argv;
     let effect: [&[u8]; 3] = [b"RPOPLPUSH", &argv[1], &argv[2]];
     lmove_command(ctx, End::Right, End::Left, Some(timeout), &effect)
+}
+
+/// The optional `COUNT|EXACTLY n OBO|BULK` block of LMOVEM and BLMOVEM.
+#[derive(Debug, Clone, Copy)]
+struct HowMany {
+    /// How many elements to move (at most, or exactly).
+    count: usize,
+    /// EXACTLY: all `count` or nothing (and BLMOVEM waits until there are enough).
+    exactly: bool,
+    /// BULK: the moved block keeps its order in the source; OBO: each element is
+    /// pushed as it is popped.
+    bulk: bool,
+}
+
+/// Parses the how-many block from `argv[at]` to the end: nothing is one element; else
+/// exactly the three words, the count checked before the ordering word.
+fn parse_how_many(argv: &[Bytes], at: usize) -> Result<HowMany, ReplyError> {
+    if argv.len() == at {
+        return Ok(HowMany {
+            count: 1,
+            exactly: false,
+            bulk: true,
+        });
+    }
+    if argv.len() != at + 3 {
+        return Err(ReplyError::Syntax);
+    }
+    let exactly = if is(&argv[at], "exactly") {
+        true
+    } else if is(&argv[at], "count") {
+        false
+    } else {
+        return Err(ReplyError::Syntax);
+    };
+    let count = parse_range(&argv[at + 1], 1, "ERR count should be greater than 0")?;
+    let bulk = if is(&argv[at + 2], "bulk") {
+        true
+    } else if is(&argv[at + 2], "obo") {
+        false
+    } else {
+        return Err(ReplyError::Syntax);
+    };
+    Ok(HowMany {
+        count: usize::try_from(count).unwrap_or(usize::MAX),
+        exactly,
+        bulk,
+    })
+}
+
+/// LMOVEM / BLMOVEM (`timeout_ms` set): moves up to (or, EXACTLY, all of) `how.count`
+/// elements from `from` of the source to `to` of the destination and replies them in
+/// the order they now have in the destination (a null array when nothing moved).
+/// BULK keeps the block's source order; OBO pushes each element as popped. The
+/// elements are all popped before any is pushed, so a list moved onto itself rotates.
+/// Events as LMOVE's, once each: `new` and the push event on the destination, then
+/// the pop event and maybe `del` on the source. BLMOVEM waits while the source is
+/// missing or, EXACTLY, too short, and is logged as `LMOVEM ... EXACTLY n BULK|OBO`
+/// with the number it moved; LMOVEM is logged as sent.
+fn lmovem_command(
+    ctx: &mut Ctx<'_>,
+    from: End,
+    to: End,
+    how: HowMany,
+    timeout_ms: Option<u64>,
+) -> Result<(), ReplyError> {
+    let src = ctx.arg(1).clone();
+    let dst = ctx.arg(2).clone();
+    let len = get_list(ctx, &src)?.map_or(0, |l| l.len());
+    let dst_exists = if len > 0 {
+        get_list_strict(ctx, &dst)?.is_some()
+    } else {
+        false
+    };
+    if len == 0 || (how.exactly && len < how.count) {
+        match timeout_ms {
+            Some(t) if ctx.can_block() => {
+                let argv = ctx.argv.clone();
+                ctx.block(vec![src], t, false, argv);
+            }
+            _ => ctx.out.null_array(),
+        }
+        return Ok(());
+    }
+    let n = how.count.min(len);
+    let idx = ctx.client.db;
+    let th = ctx.core.thresholds;
+    let mut popped: Vec<Vec<u8>> = Vec::with_capacity(n);
+    if let Some(Value::List(l)) = ctx.core.dbs[idx].get_mut(&src) {
+        for _ in 0..n {
+            let e = match from {
+                End::Left => l.pop_front(),
+                End::Right => l.pop_back(),
+            };
+            popped.extend(e);
+        }
+    }
+    // The block as it will read in the destination, head to tail.
+    let in_source_order = from == End::Left;
+    let as_popped = if how.bulk {
+        in_source_order
+    } else {
+        to == End::Right
+    };
+    if !as_popped {
+        popped.reverse();
+    }
+    if !dst_exists && src != dst {
+        create(ctx, &dst);
+    }
+    if let Some(Value::List(l)) = ctx.core.dbs[idx].get_mut(&dst) {
+        match to {
+            End::Right => popped.iter().for_each(|e| l.push_back(e, &th)),
+            End::Left => popped.iter().rev().for_each(|e| l.push_front(e, &th)),
+        }
+    }
+    if dst_exists {
+        ctx.signal_ready(&dst);
+    }
+    ctx.out.array(popped.len());
+    for e in &popped {
+        ctx.out.bulk(e);
+    }
+    ctx.collection_changed(class::LIST, to.push_event(), &dst, false);
+    let emptied = is_emptied(ctx, &src);
+    ctx.collection_changed(class::LIST, from.pop_event(), &src, emptied);
+    ctx.core.dirty = (ctx.core.dirty + popped.len() as u64).saturating_sub(2);
+    let argv = ctx.argv;
+    if timeout_ms.is_some() {
+        let mut b = itoa::Buffer::new();
+        let order: &[u8] = if how.bulk { b"BULK" } else { b"OBO" };
+        let effect: [&[u8]; 8] = [
+            b"LMOVEM",
+            &argv[1],
+            &argv[2],
+            &argv[3],
+            &argv[4],
+            b"EXACTLY",
+            b.format(popped.len()).as_bytes(),
+            order,
+        ];
+        ctx.propagate(&effect);
+    } else {
+        ctx.propagate(argv);
+    }
+    Ok(())
+}
+
+/// LMOVEM source destination LEFT|RIGHT LEFT|RIGHT [COUNT|EXACTLY n OBO|BULK] (8.10).
+fn lmovem(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let from = End::parse(&ctx.argv[3])?;
+    let to = End::parse(&ctx.argv[4])?;
+    let how = parse_how_many(ctx.argv, 5)?;
+    lmovem_command(ctx, from, to, how, None)
+}
+
+/// BLMOVEM source destination LEFT|RIGHT LEFT|RIGHT timeout [COUNT|EXACTLY n OBO|BULK].
+fn blmovem(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let from = End::parse(&ctx.argv[3])?;
+    let to = End::parse(&ctx.argv[4])?;
+    let timeout = parse_timeout_secs(&ctx.argv[5])?;
+    let how = parse_how_many(ctx.argv, 6)?;
+    lmovem_command(ctx, from, to, how, Some(timeout))
 }
 
 /// BLPOP/BRPOP/BLMPOP (and LMPOP with `timeout_ms` = None): serve from the first
