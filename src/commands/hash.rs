@@ -1,6 +1,6 @@
 //! The hash family: every command of Redis 7.0's `@hash` category (HDEL HEXISTS HGET
 //! HGETALL HINCRBY HINCRBYFLOAT HKEYS HLEN HMGET HMSET HRANDFIELD HSCAN HSET HSETNX
-//! HSTRLEN HVALS), plus the lookup helpers the set family shares.
+//! HSTRLEN HVALS) and Redis 8.0's HGETDEL, plus the lookup helpers the set family shares.
 //!
 //! Reply shapes (RESP2 / RESP3) as Redis 7.0 writes them:
 //!
@@ -49,6 +49,16 @@ pub const COMMANDS: &[CommandSpec] = &[
             hdel,
         )
         .with_key_flags(&[RW | DELETE]),
+    HASH_ROWS
+        .row(
+            "hgetdel",
+            -5,
+            WRITE | FAST,
+            "Returns the value of a field and deletes it from the hash.",
+            "8.0.0",
+            hgetdel,
+        )
+        .with_key_flags(&[RW | ACCESS | DELETE]),
     HASH_ROWS
         .row(
             "hexists",
@@ -364,6 +374,67 @@ fn hdel(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     if deleted > 0 {
         ctx.collection_written(class::HASH, "hdel", key, emptied, argv);
     }
+    Ok(())
+}
+
+/// HGETDEL key FIELDS numfields field [field ...] (Redis 8.0's `hgetdelCommand`): the
+/// value of each field (null when missing, and for a field named twice the second
+/// time), each found one deleted. `hdel` then `del` when the hash emptied; logged as
+/// `HDEL key field...`, as Redis rewrites it.
+fn hgetdel(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let key = &argv[1];
+    ctx.expire_if_needed(key);
+    let idx = ctx.client.db;
+    if matches!(ctx.core.dbs[idx].get(key), Some(v) if !matches!(v, Value::Hash(_))) {
+        return Err(ReplyError::WrongType);
+    }
+    if !is(&argv[2], "fields") {
+        return Err(ReplyError::msg(
+            "ERR Mandatory argument FIELDS is missing or not at the right position",
+        ));
+    }
+    const NUMFIELDS: ReplyError =
+        ReplyError::msg("ERR Number of fields must be a positive integer");
+    let n = parse_i64(&argv[3]).map_err(|_| NUMFIELDS)?;
+    if n < 1 {
+        return Err(NUMFIELDS);
+    }
+    if n != argv.len() as i64 - 4 {
+        return Err(ReplyError::msg(
+            "ERR The `numfields` parameter must match the number of arguments",
+        ));
+    }
+    let core = &mut *ctx.core;
+    let out = &mut *ctx.out;
+    out.array(argv.len() - 4);
+    let Some(Value::Hash(h)) = core.dbs[idx].get_mut(key) else {
+        for _ in 4..argv.len() {
+            out.null();
+        }
+        return Ok(());
+    };
+    let mut deleted = 0u64;
+    for f in &argv[4..] {
+        match h.get_item(f) {
+            Some(item) => {
+                bulk_item(out, item);
+                h.remove(f);
+                deleted += 1;
+            }
+            None => out.null(),
+        }
+    }
+    if deleted == 0 {
+        return Ok(());
+    }
+    let emptied = h.is_empty();
+    ctx.core.dirty += deleted - 1;
+    let mut effect: Vec<&[u8]> = Vec::with_capacity(argv.len() - 2);
+    effect.push(b"HDEL");
+    effect.push(key);
+    effect.extend(argv[4..].iter().map(|f| &f[..]));
+    ctx.collection_written(class::HASH, "hdel", key, emptied, &effect);
     Ok(())
 }
 
