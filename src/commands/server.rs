@@ -246,6 +246,16 @@ const COMMAND_SUBCOMMANDS_WITH_BARE: &[CommandSpec] = &[
         .categories(&["@connection"]),
     SERVER
         .row(
+            "command|getkeysandflags",
+            -3,
+            LOADING | STALE,
+            "Extracts the key names and access flags for an arbitrary command.",
+            "7.0.0",
+            command_getkeysandflags,
+        )
+        .categories(&["@connection"]),
+    SERVER
+        .row(
             "command|list",
             -2,
             LOADING | STALE,
@@ -930,15 +940,7 @@ fn write_command_info(ctx: &mut Ctx<'_>, c: &CommandSpec) {
         for (index, lastkey, kflags) in specs {
             out.map(3);
             out.bulk(b"flags");
-            let names: Vec<&str> = super::keyflags::NAMES
-                .iter()
-                .filter(|(bit, _)| kflags & bit != 0)
-                .map(|(_, n)| *n)
-                .collect();
-            out.set(names.len());
-            for n in names {
-                out.simple(n.as_bytes());
-            }
+            write_key_flags(out, kflags);
             out.bulk(b"begin_search");
             out.map(2);
             out.bulk(b"type");
@@ -1037,6 +1039,17 @@ fn command_docs(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 }
 
 fn command_getkeys(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    getkeys(ctx, false)
+}
+
+/// COMMAND GETKEYSANDFLAGS (7.0): each key as `[key, [flags...]]`, the flags those of
+/// the key spec that found it, written as COMMAND INFO writes them.
+fn command_getkeysandflags(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    getkeys(ctx, true)
+}
+
+/// COMMAND GETKEYS / GETKEYSANDFLAGS: the keys of the command in `argv[2..]`.
+fn getkeys(ctx: &mut Ctx<'_>, with_flags: bool) -> Result<(), ReplyError> {
     let target: crate::resp::Argv = ctx.argv[2..].to_vec();
     let Some(spec) = super::lookup(&target[0]).filter(|c| visible(ctx.core, c)) else {
         return Err(ReplyError::msg("ERR Invalid command specified"));
@@ -1053,10 +1066,44 @@ fn command_getkeys(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         return Err(ReplyError::msg("ERR The command has no key arguments"));
     }
     ctx.out.array(keys.len());
-    for i in keys {
-        ctx.out.bulk(&target[i]);
+    for (n, i) in keys.into_iter().enumerate() {
+        if with_flags {
+            ctx.out.array(2);
+            ctx.out.bulk(&target[i]);
+            write_key_flags(ctx.out, key_flags_for(spec, &target, n));
+        } else {
+            ctx.out.bulk(&target[i]);
+        }
     }
     Ok(())
+}
+
+/// The flags of the `n`-th key `argv` names: the row's, but for SET, whose key spec
+/// has Redis's VARIABLE_FLAGS and whose `setGetKeys` tells by the arguments: with GET
+/// the value is read (`RW access update`), without it only overwritten (`OW update`).
+fn key_flags_for(spec: &CommandSpec, argv: &[bytes::Bytes], n: usize) -> u32 {
+    use super::keyflags::{ACCESS, OW, RW, UPDATE};
+    if spec.name == "set" {
+        return if argv[3..].iter().any(|a| is(a, "get")) {
+            RW | ACCESS | UPDATE
+        } else {
+            OW | UPDATE
+        };
+    }
+    spec.key_flags_at(n)
+}
+
+/// A key spec's flags as Redis replies them: a set of status strings.
+fn write_key_flags(out: &mut crate::resp::writer::RespWriter, kflags: u32) {
+    let names: Vec<&str> = super::keyflags::NAMES
+        .iter()
+        .filter(|(bit, _)| kflags & bit != 0)
+        .map(|(_, n)| *n)
+        .collect();
+    out.set(names.len());
+    for n in names {
+        out.simple(n.as_bytes());
+    }
 }
 
 fn command_list(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
@@ -1105,6 +1152,8 @@ fn command_help(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             "    Return documentation details about multiple commands.",
             "GETKEYS <full-command>",
             "    Return the keys from a full command.",
+            "GETKEYSANDFLAGS <full-command>",
+            "    Return the keys and the access flags from a full command.",
         ],
     );
     Ok(())
