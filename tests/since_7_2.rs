@@ -876,3 +876,529 @@ fn the_card_rows_are_redis_8_10s() {
         "{text}"
     );
 }
+
+// ---- LMOVEM / BLMOVEM (8.10) ----------------------------------------------------------
+
+/// The null array a RESP2 / RESP3 connection sees when LMOVEM moved nothing.
+fn null_array(proto: u8) -> Vec<u8> {
+    if proto == 3 {
+        b"_\r\n".to_vec()
+    } else {
+        b"*-1\r\n".to_vec()
+    }
+}
+
+fn bulks(items: &[&str]) -> Vec<u8> {
+    arr(&items.iter().map(|i| bulk(i)).collect::<Vec<_>>())
+}
+
+#[test]
+fn lmovem_moves_a_block_in_both_orders() {
+    let s = start_server();
+    for proto in [2, 3] {
+        let mut r = conn(s.port, proto);
+        let nil = null_array(proto);
+        expect_replies(
+            &mut r,
+            &[
+                (vec!["FLUSHALL"], b"+OK\r\n".to_vec()),
+                // No block: one element, as an array (Redis's list-4.tcl).
+                (vec!["RPUSH", "src", "a", "b", "c"], int(3)),
+                (vec!["LMOVEM", "src", "dst", "left", "right"], bulks(&["a"])),
+                (vec!["LRANGE", "dst", "0", "-1"], bulks(&["a"])),
+                (vec!["DEL", "src", "dst"], int(2)),
+                // OBO pushes each as popped: reversed at the head; BULK keeps the order.
+                (vec!["RPUSH", "src", "1", "2", "3", "4", "5"], int(5)),
+                (
+                    vec!["LMOVEM", "src", "dst", "LEFT", "LEFT", "COUNT", "3", "OBO"],
+                    bulks(&["3", "2", "1"]),
+                ),
+                (vec!["LRANGE", "dst", "0", "-1"], bulks(&["3", "2", "1"])),
+                (vec!["LRANGE", "src", "0", "-1"], bulks(&["4", "5"])),
+                (vec!["DEL", "src", "dst"], int(2)),
+                (vec!["RPUSH", "src", "1", "2", "3", "4", "5"], int(5)),
+                (
+                    vec!["LMOVEM", "src", "dst", "left", "left", "count", "3", "bulk"],
+                    bulks(&["1", "2", "3"]),
+                ),
+                (vec!["LRANGE", "dst", "0", "-1"], bulks(&["1", "2", "3"])),
+                (vec!["DEL", "src", "dst"], int(2)),
+                // From the tail: pop order 5 4 3.
+                (vec!["RPUSH", "src", "x", "1", "2", "3", "4", "5"], int(6)),
+                (
+                    vec![
+                        "LMOVEM", "src", "dst", "right", "right", "count", "3", "obo",
+                    ],
+                    bulks(&["5", "4", "3"]),
+                ),
+                (vec!["LRANGE", "src", "0", "-1"], bulks(&["x", "1", "2"])),
+                (vec!["DEL", "src", "dst"], int(2)),
+                (vec!["RPUSH", "src", "x", "1", "2", "3", "4", "5"], int(6)),
+                (
+                    vec![
+                        "LMOVEM", "src", "dst", "right", "right", "count", "3", "bulk",
+                    ],
+                    bulks(&["3", "4", "5"]),
+                ),
+                (vec!["LRANGE", "dst", "0", "-1"], bulks(&["3", "4", "5"])),
+                (vec!["DEL", "src", "dst"], int(2)),
+                // COUNT moves what there is and deletes the emptied source.
+                (vec!["RPUSH", "src", "a", "b", "c"], int(3)),
+                (
+                    vec![
+                        "LMOVEM", "src", "dst", "left", "right", "count", "100", "bulk",
+                    ],
+                    bulks(&["a", "b", "c"]),
+                ),
+                (vec!["EXISTS", "src"], int(0)),
+                // EXACTLY: all or nothing; the destination is not created.
+                (vec!["RPUSH", "s2", "a", "b"], int(2)),
+                (
+                    vec![
+                        "LMOVEM", "s2", "d2", "left", "right", "exactly", "3", "bulk",
+                    ],
+                    nil.clone(),
+                ),
+                (vec!["EXISTS", "d2"], int(0)),
+                (vec!["LRANGE", "s2", "0", "-1"], bulks(&["a", "b"])),
+                (
+                    vec![
+                        "LMOVEM", "s2", "dst", "left", "right", "exactly", "2", "obo",
+                    ],
+                    bulks(&["a", "b"]),
+                ),
+                // Into an existing destination.
+                (
+                    vec!["LRANGE", "dst", "0", "-1"],
+                    bulks(&["a", "b", "c", "a", "b"]),
+                ),
+                // Onto itself: a rotation.
+                (vec!["RPUSH", "k", "1", "2", "3", "4", "5"], int(5)),
+                (
+                    vec!["LMOVEM", "k", "k", "left", "right", "count", "2", "bulk"],
+                    bulks(&["1", "2"]),
+                ),
+                (
+                    vec!["LRANGE", "k", "0", "-1"],
+                    bulks(&["3", "4", "5", "1", "2"]),
+                ),
+                (
+                    vec!["LMOVEM", "k", "k", "left", "right", "count", "5", "bulk"],
+                    bulks(&["3", "4", "5", "1", "2"]),
+                ),
+                (vec!["EXISTS", "k"], int(1)),
+                // Missing source: a null array, nothing created.
+                (vec!["LMOVEM", "nokey", "d3", "left", "right"], nil.clone()),
+                (
+                    vec![
+                        "LMOVEM", "nokey", "d3", "left", "right", "count", "5", "bulk",
+                    ],
+                    nil.clone(),
+                ),
+                (vec!["EXISTS", "d3"], int(0)),
+            ],
+        );
+    }
+}
+
+#[test]
+fn lmovem_errors_and_wrong_type() {
+    let s = start_server();
+    for proto in [2, 3] {
+        let mut r = conn(s.port, proto);
+        let count = err("ERR count should be greater than 0");
+        expect_replies(
+            &mut r,
+            &[
+                (vec!["FLUSHALL"], b"+OK\r\n".to_vec()),
+                (vec!["RPUSH", "src", "a", "b", "c"], int(3)),
+                (
+                    vec![
+                        "LMOVEM", "src", "dst", "left", "right", "count", "0", "bulk",
+                    ],
+                    count.clone(),
+                ),
+                (
+                    vec![
+                        "LMOVEM", "src", "dst", "left", "right", "exactly", "0", "bulk",
+                    ],
+                    count.clone(),
+                ),
+                (
+                    vec![
+                        "LMOVEM", "src", "dst", "left", "right", "count", "-1", "bulk",
+                    ],
+                    count.clone(),
+                ),
+                (
+                    vec![
+                        "LMOVEM", "src", "dst", "left", "right", "count", "a", "bulk",
+                    ],
+                    count.clone(),
+                ),
+                (
+                    vec!["LMOVEM", "src", "dst", "left"],
+                    err("ERR wrong number of arguments for 'lmovem' command"),
+                ),
+                (
+                    vec!["BLMOVEM", "src", "dst", "left", "right"],
+                    err("ERR wrong number of arguments for 'blmovem' command"),
+                ),
+                // The ordering word is required with COUNT/EXACTLY.
+                (
+                    vec!["LMOVEM", "src", "dst", "left", "right", "count", "2"],
+                    err("ERR syntax error"),
+                ),
+                (
+                    vec![
+                        "LMOVEM", "src", "dst", "left", "right", "count", "2", "obo", "x",
+                    ],
+                    err("ERR syntax error"),
+                ),
+                (
+                    vec!["LMOVEM", "src", "dst", "left", "right", "bad", "2", "obo"],
+                    err("ERR syntax error"),
+                ),
+                (
+                    vec![
+                        "LMOVEM", "src", "dst", "left", "right", "count", "2", "badorder",
+                    ],
+                    err("ERR syntax error"),
+                ),
+                (
+                    vec![
+                        "LMOVEM", "src", "dst", "badwhere", "right", "count", "2", "obo",
+                    ],
+                    err("ERR syntax error"),
+                ),
+                (
+                    vec![
+                        "LMOVEM", "src", "dst", "left", "badwhere", "count", "2", "obo",
+                    ],
+                    err("ERR syntax error"),
+                ),
+                (
+                    vec!["BLMOVEM", "src", "dst", "left", "right", "x"],
+                    err("ERR timeout is not a float or out of range"),
+                ),
+                (vec!["SET", "str", "foo"], b"+OK\r\n".to_vec()),
+                (
+                    vec!["LMOVEM", "str", "dst", "left", "right"],
+                    err("WRONGTYPE Operation against a key holding the wrong kind of value"),
+                ),
+                (
+                    vec![
+                        "LMOVEM", "src", "str", "left", "right", "count", "2", "bulk",
+                    ],
+                    err("WRONGTYPE Operation against a key holding the wrong kind of value"),
+                ),
+                // Nothing left the source.
+                (vec!["LRANGE", "src", "0", "-1"], bulks(&["a", "b", "c"])),
+                // Inside MULTI BLMOVEM does not block: a null array.
+                (vec!["MULTI"], b"+OK\r\n".to_vec()),
+                (
+                    vec![
+                        "BLMOVEM", "none", "dst", "left", "right", "0", "exactly", "3", "bulk",
+                    ],
+                    b"+QUEUED\r\n".to_vec(),
+                ),
+                (vec!["EXEC"], arr(&[null_array(proto)])),
+            ],
+        );
+    }
+}
+
+#[test]
+fn lmovem_and_blmovem_rows_are_redis_8_10s() {
+    let s = start_server();
+    let mut r = s.raw();
+    let reply = r.cmd_str(&["COMMAND", "INFO", "lmovem", "blmovem"]);
+    let text = escape(&reply);
+    assert!(text.contains("$6\\r\\nlmovem\\r\\n:-5\\r\\n*2\\r\\n+write\\r\\n+denyoom\\r\\n:1\\r\\n:2\\r\\n:1\\r\\n"), "{text}");
+    assert!(text.contains("$7\\r\\nblmovem\\r\\n:-6\\r\\n*3\\r\\n+write\\r\\n+denyoom\\r\\n+blocking\\r\\n:1\\r\\n:2\\r\\n:1\\r\\n"), "{text}");
+    assert_eq!(
+        r.cmd_str(&["COMMAND", "GETKEYSANDFLAGS", "LMOVEM", "a", "b", "LEFT", "RIGHT"]),
+        b"*2\r\n*2\r\n$1\r\na\r\n*3\r\n+RW\r\n+access\r\n+delete\r\n*2\r\n$1\r\nb\r\n*2\r\n+RW\r\n+insert\r\n".to_vec()
+    );
+}
+
+#[test]
+fn blmovem_waits_for_enough_elements() {
+    let s = start_server();
+    let mut r = s.raw();
+    let mut waiter = s.raw();
+    // COUNT: served by the first push.
+    send(
+        &mut waiter,
+        &[
+            "BLMOVEM", "src", "dst", "left", "right", "0", "count", "5", "bulk",
+        ],
+    );
+    wait_blocked(&mut r, 1);
+    r.cmd_str(&["RPUSH", "src", "a", "b"]);
+    assert_eq!(waiter.read_reply(), bulks(&["a", "b"]));
+    // EXACTLY: stays blocked until the source is long enough, whatever grows it.
+    send(
+        &mut waiter,
+        &[
+            "BLMOVEM", "src", "dst", "left", "right", "0", "exactly", "3", "bulk",
+        ],
+    );
+    wait_blocked(&mut r, 1);
+    r.cmd_str(&["RPUSH", "src", "1", "2"]);
+    wait_blocked(&mut r, 1);
+    assert_eq!(r.cmd_str(&["LLEN", "src"]), int(2));
+    r.cmd_str(&["RPUSH", "src", "3"]);
+    assert_eq!(waiter.read_reply(), bulks(&["1", "2", "3"]));
+    assert_eq!(r.cmd_str(&["EXISTS", "src"]), int(0));
+    // LINSERT and LMOVE into the source wake it too.
+    r.cmd_str(&["RPUSH", "src", "1", "2"]);
+    send(
+        &mut waiter,
+        &[
+            "BLMOVEM", "src", "d2", "left", "right", "0", "exactly", "3", "bulk",
+        ],
+    );
+    wait_blocked(&mut r, 1);
+    r.cmd_str(&["LINSERT", "src", "BEFORE", "1", "0"]);
+    assert_eq!(waiter.read_reply(), bulks(&["0", "1", "2"]));
+    r.cmd_str(&["RPUSH", "src", "1", "2"]);
+    r.cmd_str(&["RPUSH", "feed", "9"]);
+    send(
+        &mut waiter,
+        &[
+            "BLMOVEM", "src", "d3", "left", "right", "0", "exactly", "3", "obo",
+        ],
+    );
+    wait_blocked(&mut r, 1);
+    r.cmd_str(&["LMOVE", "feed", "src", "left", "right"]);
+    assert_eq!(waiter.read_reply(), bulks(&["1", "2", "9"]));
+    // A timeout answers the null array.
+    send(
+        &mut waiter,
+        &[
+            "BLMOVEM", "src", "dst", "left", "right", "0.05", "exactly", "3", "bulk",
+        ],
+    );
+    assert_eq!(waiter.read_reply(), b"*-1\r\n".to_vec());
+}
+
+#[test]
+fn lmovem_events_and_log() {
+    let s = start_server();
+    let cmds: &[&[&str]] = &[
+        &["RPUSH", "src", "a", "b", "c"],
+        &[
+            "LMOVEM", "src", "dst", "LEFT", "RIGHT", "COUNT", "2", "BULK",
+        ],
+        &["LMOVEM", "src", "dst", "RIGHT", "LEFT"],
+        // Nothing moved: no events.
+        &["LMOVEM", "src", "dst", "LEFT", "RIGHT"],
+    ];
+    let got = keyevents(s.port, "KEA", cmds);
+    let want: Vec<String> = [
+        "rpush src",
+        "rpush dst",
+        "lpop src",
+        "lpush dst",
+        "rpop src",
+        "del src",
+    ]
+    .iter()
+    .map(|e| format!("__keyevent@0__:{e}"))
+    .collect();
+    assert_eq!(got, want);
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let node = Node::start(dir.path(), &["--appendonly", "yes", "--save", ""]);
+        let mut c = node.raw();
+        let mut waiter = node.raw();
+        c.cmd_str(&["RPUSH", "src", "1", "2", "3", "4"]);
+        c.cmd_str(&[
+            "LMOVEM", "src", "dst", "left", "right", "count", "2", "bulk",
+        ]);
+        c.cmd_str(&[
+            "BLMOVEM", "src", "dst", "left", "right", "0", "count", "5", "obo",
+        ]);
+        send(&mut waiter, &["BLMOVEM", "s2", "d2", "right", "left", "0"]);
+        wait_blocked(&mut c, 1);
+        c.cmd_str(&["RPUSH", "s2", "x"]);
+        assert_eq!(waiter.read_reply(), bulks(&["x"]));
+        node.stop();
+    }
+    let bytes = dir_bytes(dir.path());
+    // LMOVEM as sent; BLMOVEM as LMOVEM EXACTLY <moved> with its ordering.
+    assert_eq!(count(&bytes, b"$6\r\nLMOVEM\r\n"), 3);
+    assert_eq!(
+        count(&bytes, b"$5\r\ncount\r\n$1\r\n2\r\n$4\r\nbulk\r\n"),
+        1
+    );
+    assert_eq!(
+        count(&bytes, b"$7\r\nEXACTLY\r\n$1\r\n2\r\n$3\r\nOBO\r\n"),
+        1
+    );
+    assert_eq!(
+        count(&bytes, b"$7\r\nEXACTLY\r\n$1\r\n1\r\n$4\r\nBULK\r\n"),
+        1
+    );
+    assert_eq!(count(&bytes, b"BLMOVEM"), 0);
+    let node = Node::start(dir.path(), &["--appendonly", "yes", "--save", ""]);
+    let mut c = node.raw();
+    assert_eq!(
+        c.cmd_str(&["LRANGE", "dst", "0", "-1"]),
+        bulks(&["1", "2", "3", "4"])
+    );
+    assert_eq!(c.cmd_str(&["LRANGE", "d2", "0", "-1"]), bulks(&["x"]));
+    assert_eq!(c.cmd_str(&["EXISTS", "src", "s2"]), int(0));
+}
+
+// ---- HGETDEL (8.0) --------------------------------------------------------------------
+
+#[test]
+fn hgetdel_returns_and_deletes() {
+    let s = start_server();
+    for proto in [2, 3] {
+        let mut r = conn(s.port, proto);
+        let null = common::reply::null(proto == 3);
+        let wrongtype = err("WRONGTYPE Operation against a key holding the wrong kind of value");
+        expect_replies(
+            &mut r,
+            &[
+                (vec!["FLUSHALL"], b"+OK\r\n".to_vec()),
+                (vec!["HSET", "h", "a", "1", "b", "2", "c", "3"], int(3)),
+                (
+                    vec!["HGETDEL", "h", "FIELDS", "3", "a", "x", "a"],
+                    arr(&[bulk("1"), null.clone(), null.clone()]),
+                ),
+                (vec!["HLEN", "h"], int(2)),
+                (
+                    vec!["HGETDEL", "h", "fields", "2", "b", "c"],
+                    arr(&[bulk("2"), bulk("3")]),
+                ),
+                (vec!["EXISTS", "h"], int(0)),
+                (
+                    vec!["HGETDEL", "h", "FIELDS", "2", "a", "b"],
+                    arr(&[null.clone(), null.clone()]),
+                ),
+                (
+                    vec!["HGETDEL", "h", "FIELDS", "1"],
+                    err("ERR wrong number of arguments for 'hgetdel' command"),
+                ),
+                (
+                    vec!["HGETDEL", "h", "FIELD", "1", "a"],
+                    err("ERR Mandatory argument FIELDS is missing or not at the right position"),
+                ),
+                (
+                    vec!["HGETDEL", "h", "FIELDS", "0", "a"],
+                    err("ERR Number of fields must be a positive integer"),
+                ),
+                (
+                    vec!["HGETDEL", "h", "FIELDS", "x", "a"],
+                    err("ERR Number of fields must be a positive integer"),
+                ),
+                (
+                    vec!["HGETDEL", "h", "FIELDS", "2", "a"],
+                    err("ERR The `numfields` parameter must match the number of arguments"),
+                ),
+                (vec!["SET", "str", "v"], b"+OK\r\n".to_vec()),
+                // The type is checked first.
+                (vec!["HGETDEL", "str", "FIELD", "1", "a"], wrongtype.clone()),
+                (vec!["HGETDEL", "str", "FIELDS", "1", "a"], wrongtype),
+            ],
+        );
+    }
+}
+
+#[test]
+fn hgetdel_events_and_log() {
+    let s = start_server();
+    let cmds: &[&[&str]] = &[
+        &["HSET", "h", "a", "1", "b", "2"],
+        &["HGETDEL", "h", "FIELDS", "1", "nofield"],
+        &["HGETDEL", "h", "FIELDS", "1", "a"],
+        &["HGETDEL", "h", "FIELDS", "2", "b", "a"],
+    ];
+    let got = keyevents(s.port, "KEA", cmds);
+    let want: Vec<String> = ["hset h", "hdel h", "hdel h", "del h"]
+        .iter()
+        .map(|e| format!("__keyevent@0__:{e}"))
+        .collect();
+    assert_eq!(got, want);
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let node = Node::start(dir.path(), &["--appendonly", "yes", "--save", ""]);
+        let mut c = node.raw();
+        c.cmd_str(&["HSET", "h", "a", "1", "b", "2", "c", "3"]);
+        c.cmd_str(&["HGETDEL", "h", "FIELDS", "2", "a", "zz"]);
+        c.cmd_str(&["HGETDEL", "h", "FIELDS", "1", "zz"]);
+        node.stop();
+    }
+    let bytes = dir_bytes(dir.path());
+    // Logged as HDEL key field..., only when it deleted.
+    assert_eq!(count(&bytes, b"HGETDEL"), 0);
+    assert_eq!(
+        count(
+            &bytes,
+            b"*4\r\n$4\r\nHDEL\r\n$1\r\nh\r\n$1\r\na\r\n$2\r\nzz\r\n"
+        ),
+        1
+    );
+    let node = Node::start(dir.path(), &["--appendonly", "yes", "--save", ""]);
+    let mut c = node.raw();
+    assert_eq!(c.cmd_str(&["HLEN", "h"]), int(2));
+}
+
+// ---- COMMAND GETKEYSANDFLAGS (7.0) ----------------------------------------------------
+
+#[test]
+fn command_getkeysandflags_matches_redis() {
+    let (s, r) = (start_server(), redis_server());
+    let cases = exact(&[
+        &["COMMAND", "GETKEYSANDFLAGS", "SET", "a", "b"],
+        &[
+            "COMMAND",
+            "GETKEYSANDFLAGS",
+            "SET",
+            "a",
+            "b",
+            "EX",
+            "10",
+            "get",
+        ],
+        &["COMMAND", "GETKEYSANDFLAGS", "SET", "a", "b", "NX"],
+        &["COMMAND", "GETKEYSANDFLAGS", "GET", "a"],
+        &["COMMAND", "GETKEYSANDFLAGS", "MSET", "a", "1", "b", "2"],
+        &["COMMAND", "GETKEYSANDFLAGS", "DEL", "a", "b", "c"],
+        &[
+            "COMMAND",
+            "GETKEYSANDFLAGS",
+            "LMOVE",
+            "a",
+            "b",
+            "LEFT",
+            "RIGHT",
+        ],
+        &["COMMAND", "GETKEYSANDFLAGS", "RPOPLPUSH", "a", "b"],
+        &["COMMAND", "GETKEYSANDFLAGS", "COPY", "a", "b"],
+        &["COMMAND", "GETKEYSANDFLAGS", "RENAME", "a", "b"],
+        &["COMMAND", "GETKEYSANDFLAGS", "SMOVE", "a", "b", "m"],
+        &["COMMAND", "GETKEYSANDFLAGS", "SDIFFSTORE", "d", "a", "b"],
+        &["COMMAND", "GETKEYSANDFLAGS", "HSET", "h", "f", "v"],
+        &["COMMAND", "GETKEYSANDFLAGS", "LPUSH", "l", "x"],
+        &["COMMAND", "GETKEYSANDFLAGS", "XADD", "s", "*", "f", "v"],
+        &["COMMAND", "GETKEYSANDFLAGS", "ZADD", "z", "1", "m"],
+        &["COMMAND", "GETKEYSANDFLAGS", "EXISTS", "a", "b"],
+        &["COMMAND", "GETKEYSANDFLAGS", "GETDEL", "a"],
+        &["COMMAND", "GETKEYSANDFLAGS", "nosuchcommand", "a"],
+        &["COMMAND", "GETKEYSANDFLAGS", "GET", "a", "b"],
+        &["COMMAND", "GETKEYSANDFLAGS", "PING", "x"],
+        &["COMMAND", "GETKEYSANDFLAGS", "CONFIG", "GET", "a"],
+        &["COMMAND", "GETKEYSANDFLAGS"],
+        &["COMMAND", "GETKEYS", "SET", "a", "b"],
+    ]);
+    let mut bad = differential(s.port, r.port, 2, &cases);
+    bad.extend(differential(s.port, r.port, 3, &cases));
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
