@@ -1,6 +1,7 @@
 //! The string commands (Redis 7.0's `@string` category without the bitmap commands,
 //! `t_string.c`): GET, SET and its variants, the counters, ranges, APPEND, MGET/MSET and
-//! LCS.
+//! LCS; and Redis 8.4's additions: SET's IFEQ/IFNE/IFDEQ/IFDNE conditions, DIGEST (the
+//! XXH3-64 of a value, as hex), DELEX (DEL, or delete on a condition) and MSETEX.
 //!
 //! Values are [`StringValue`]s (`types/string.rs`: `int`, `embstr`, `raw` as Redis
 //! encodes them). Every read command answers `WRONGTYPE` for a key of another type (a
@@ -13,6 +14,8 @@
 //! SET/SETNX/SETEX/...    notify "set" ($); with an expire also "expire" (g)
 //! INCR/DECR/INCRBY/..    notify "incrby";  INCRBYFLOAT "incrbyfloat"
 //! APPEND / SETRANGE      notify "append" / "setrange"
+//! MSETEX                 per key "expire" (g) if timed, then "set" ($)
+//! DELEX                  notify "del" (g) when it deleted
 //! GETDEL, GETEX <past>   notify "del" (g);  GETEX EX.. "expire", PERSIST "persist"
 //! overwritten stream     its blocked XREADGROUP clients are woken (they get an error)
 //! ```
@@ -25,6 +28,8 @@
 //! GETEX k EX/PX/EXAT/PXAT t       ->  PEXPIREAT k <unix ms>   (a past EXAT/PXAT: DEL k)
 //! GETEX k PERSIST                 ->  PERSIST k  (only if a TTL was removed)
 //! GETDEL k                        ->  DEL k
+//! DELEX k IFEQ|IFNE|IFDEQ|IFDNE v ->  DEL k  (DELEX k without a condition: verbatim)
+//! MSETEX n k v .. EX/PX t         ->  the same with PXAT <unix ms> in place of EX/PX t
 //! GETSET k v                      ->  SET k v
 //! INCRBYFLOAT k n                 ->  SET k <result> KEEPTTL
 //! everything else                 ->  verbatim, when it changed something
@@ -81,6 +86,26 @@ pub const COMMANDS: &[CommandSpec] = &[
             decrby,
         )
         .with_key_flags(RW_ACCESS_UPDATE),
+    STRING_ROWS
+        .row(
+            "delex",
+            -2,
+            WRITE | FAST,
+            "Conditionally removes the specified key based on value or digest comparison.",
+            "8.4.0",
+            delex,
+        )
+        .with_key_flags(keyflags::RW_DELETE),
+    STRING_ROWS
+        .row(
+            "digest",
+            2,
+            READONLY | FAST,
+            "Returns the XXH3 hash of a string value.",
+            "8.4.0",
+            digest_cmd,
+        )
+        .with_key_flags(keyflags::RO_ACCESS),
     STRING_ROWS
         .row(
             "get",
@@ -204,6 +229,20 @@ pub const COMMANDS: &[CommandSpec] = &[
         .categories(STRING)
     },
     CommandSpec {
+        key_flags: OW_UPDATE,
+        ..CommandSpec::new(
+            "msetex",
+            -4,
+            WRITE | DENYOOM | MOVABLEKEYS,
+            "string",
+            "Atomically sets multiple string keys with a shared expiration in a single operation. Supports flexible argument parsing where condition and expiration flags can appear in any order.",
+            "8.4.0",
+            msetex,
+        )
+        .keys(0, 0, 0)
+        .categories(STRING)
+    },
+    CommandSpec {
         key_flags: OW_INSERT,
         ..CommandSpec::new(
             "msetnx",
@@ -306,6 +345,15 @@ const LCS_TYPES: ReplyError = ReplyError::Other(Cow::Borrowed(
 ));
 const LCS_LEN_AND_IDX: ReplyError = ReplyError::Other(Cow::Borrowed(
     "ERR If you want both the length and indexes, please just use IDX.",
+));
+const MSETEX_NUMKEYS: ReplyError = ReplyError::Other(Cow::Borrowed("ERR invalid numkeys value"));
+const MSETEX_PAIRS: ReplyError =
+    ReplyError::Other(Cow::Borrowed("ERR wrong number of key-value pairs"));
+const DELEX_TYPE: ReplyError = ReplyError::Other(Cow::Borrowed(
+    "ERR Key should be of string type if conditions are specified",
+));
+const DELEX_CONDITION: ReplyError = ReplyError::Other(Cow::Borrowed(
+    "ERR Invalid condition. Use IFEQ, IFNE, IFDEQ, or IFDNE",
 ));
 const LCS_TOO_LONG: ReplyError = ReplyError::Other(Cow::Borrowed("ERR String too long for LCS"));
 const LCS_OVER_LIMIT: ReplyError = ReplyError::Other(Cow::Borrowed(
@@ -440,6 +488,68 @@ struct Flags {
     px: bool,
     exat: bool,
     pxat: bool,
+    /// SET's IFEQ/IFNE/IFDEQ/IFDNE (8.4) and the index of its argument.
+    cond: Option<(Cond, usize)>,
+}
+
+/// A compare-and-set / compare-and-delete condition (SET and DELEX, Redis 8.4): on the
+/// value itself, or on its [`digest`] as DIGEST writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cond {
+    Eq,
+    Ne,
+    DigestEq,
+    DigestNe,
+}
+
+impl Cond {
+    /// The condition an option word names (compared as a C string, as Redis's
+    /// `strcasecmp`).
+    fn named(word: &[u8]) -> Option<Cond> {
+        let w = c_str(word);
+        if is(w, "IFEQ") {
+            Some(Cond::Eq)
+        } else if is(w, "IFNE") {
+            Some(Cond::Ne)
+        } else if is(w, "IFDEQ") {
+            Some(Cond::DigestEq)
+        } else if is(w, "IFDNE") {
+            Some(Cond::DigestNe)
+        } else {
+            None
+        }
+    }
+
+    /// Whether the string `value` meets the condition against `arg`: the bytes
+    /// compared exactly (`sdscmp`), a digest as the hex text DIGEST replies.
+    fn holds(self, value: &StringValue, arg: &[u8]) -> bool {
+        value.with_bytes(|b| match self {
+            Cond::Eq => b == arg,
+            Cond::Ne => b != arg,
+            Cond::DigestEq => digest(b).as_bytes() == arg,
+            Cond::DigestNe => digest(b).as_bytes() != arg,
+        })
+    }
+
+    /// Whether the key must exist for the write to happen (IFEQ and IFDEQ, like XX).
+    fn needs_key(self) -> bool {
+        matches!(self, Cond::Eq | Cond::DigestEq)
+    }
+}
+
+/// Redis's `stringDigest`: the XXH3 64-bit hash of the value's bytes (an `int` as its
+/// decimal text) as lowercase hex without leading zeros (`"%" PRIx64`).
+fn digest(bytes: &[u8]) -> String {
+    format!("{:x}", xxhash_rust::xxh3::xxh3_64(bytes))
+}
+
+/// Which command's options [`parse_extended`] reads (Redis's `COMMAND_GET`,
+/// `COMMAND_SET`, `COMMAND_MSETEX`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Getex,
+    Set,
+    Msetex,
 }
 
 impl Flags {
@@ -450,29 +560,46 @@ impl Flags {
 
 /// Redis's `parseExtendedStringArgumentsOrReply`: the options from `argv[from..]`, with
 /// every conflict a syntax error (repeating the same expire option is allowed, the last
-/// wins). `set` selects SET's options (NX/XX/GET/KEEPTTL) over GETEX's (PERSIST).
-/// Returns the flags and the index of the expire argument.
+/// wins). `mode` selects SET's options (NX/XX/GET/KEEPTTL/IFEQ/IFNE/IFDEQ/IFDNE),
+/// MSETEX's (NX/XX/KEEPTTL) or GETEX's (PERSIST). As in Redis, NX and XX exclude only
+/// each other while a condition excludes NX, XX and the other conditions before it
+/// (so `NX` after `IFEQ v` is accepted, and never sets). Returns the flags and the
+/// index of the expire argument.
 fn parse_extended(
     argv: &[Bytes],
     from: usize,
-    set: bool,
+    mode: Mode,
 ) -> Result<(Flags, Option<usize>), ReplyError> {
     let mut f = Flags::default();
     let mut expire = None;
     let mut j = from;
+    let set = mode == Mode::Set;
+    let sets = mode != Mode::Getex;
     while j < argv.len() {
         let opt = c_str(&argv[j]);
         let has_next = j + 1 < argv.len();
         let timed = f.keepttl || f.persist;
-        if is(opt, "NX") && !f.xx && set {
+        let cond = if set && has_next {
+            Cond::named(opt)
+        } else {
+            None
+        };
+        if let Some(c) = cond
+            && !f.nx
+            && !f.xx
+            && f.cond.is_none_or(|(had, _)| had == c)
+        {
+            f.cond = Some((c, j + 1));
+            j += 1;
+        } else if is(opt, "NX") && !f.xx && sets {
             f.nx = true;
-        } else if is(opt, "XX") && !f.nx && set {
+        } else if is(opt, "XX") && !f.nx && sets {
             f.xx = true;
         } else if is(opt, "GET") && set {
             f.get = true;
-        } else if is(opt, "KEEPTTL") && !f.persist && !f.any_expire() && set {
+        } else if is(opt, "KEEPTTL") && !f.persist && !f.any_expire() && sets {
             f.keepttl = true;
-        } else if is(opt, "PERSIST") && !set && !f.any_expire() && !f.keepttl {
+        } else if is(opt, "PERSIST") && !sets && !f.any_expire() && !f.keepttl {
             f.persist = true;
         } else if is(opt, "EX") && !timed && !f.exat && !f.px && !f.pxat && has_next {
             f.ex = true;
@@ -546,7 +673,7 @@ fn getdel(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 fn getex(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let argv = ctx.argv;
     let key = &argv[1];
-    let (flags, expire) = parse_extended(argv, 2, false)?;
+    let (flags, expire) = parse_extended(argv, 2, Mode::Getex)?;
     let now_ms = ctx.now_ms;
     let (found, out) = read_string(ctx, key);
     let Some(value) = found? else {
@@ -695,7 +822,18 @@ fn set_generic(
         reply_get(ctx, key)?;
     }
     let found = write_lookup(ctx, key).is_some();
-    if (flags.nx && found) || (flags.xx && !found) {
+    let needs_key = flags.xx || flags.cond.is_some_and(|(c, _)| c.needs_key());
+    let mut refused = (flags.nx && found) || (needs_key && !found);
+    if !refused
+        && found
+        && let Some((cond, i)) = flags.cond
+    {
+        // Redis reads the key again (`lookupKeyRead`) and checks its type even when
+        // GET already replied with its value.
+        let (current, _) = read_string(ctx, key);
+        refused = !current?.is_some_and(|s| cond.holds(s, &argv[i]));
+    }
+    if refused {
         if !flags.get {
             match reply {
                 SetReply::OkOrNull => ctx.out.null(),
@@ -754,7 +892,7 @@ fn set(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         ctx.out.ok();
         return Ok(());
     }
-    let (flags, expire) = parse_extended(argv, 3, true)?;
+    let (flags, expire) = parse_extended(argv, 3, Mode::Set)?;
     let expire = expire.map(|i| {
         let unit = if flags.px || flags.pxat {
             Unit::Millis
@@ -842,6 +980,137 @@ fn mset_generic(ctx: &mut Ctx<'_>, nx: bool, name: &str) -> Result<(), ReplyErro
     } else {
         ctx.out.ok();
     }
+    Ok(())
+}
+
+/// MSETEX numkeys key value [key value ...] [NX | XX] [EX s | PX ms | EXAT ts |
+/// PXAT ms-ts | KEEPTTL] (8.4): every pair set with one shared deadline, or none when
+/// NX finds a key or XX misses one. `:1` when set, `:0` when refused. Logged verbatim,
+/// an EX/PX rewritten to `PXAT <unix ms>` in place.
+fn msetex(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let n = parse_i64(&argv[1])
+        .ok()
+        .filter(|n| (1..=i64::from(i32::MAX)).contains(n))
+        .ok_or(MSETEX_NUMKEYS)?;
+    // n <= i32::MAX, so this cannot overflow a usize.
+    let options = 2 + 2 * n as usize;
+    if options > argv.len() {
+        return Err(MSETEX_PAIRS);
+    }
+    let (flags, expire) = parse_extended(argv, options, Mode::Msetex)?;
+    let when = match expire {
+        Some(i) => {
+            let unit = if flags.px || flags.pxat {
+                Unit::Millis
+            } else {
+                Unit::Seconds
+            };
+            let relative = flags.ex || flags.px;
+            Some(expire_ms(ctx.now_ms, &argv[i], unit, relative, "msetex")?)
+        }
+        None => None,
+    };
+    let pairs = argv[2..options].chunks_exact(2);
+    if flags.nx || flags.xx {
+        for pair in pairs.clone() {
+            let found = if flags.nx {
+                write_lookup(ctx, &pair[0]).is_some()
+            } else {
+                ctx.lookup_value(&pair[0]).is_some()
+            };
+            if found == flags.nx {
+                ctx.out.integer(0);
+                return Ok(());
+            }
+        }
+    }
+    let db = ctx.client.db;
+    for pair in pairs {
+        let key = &pair[0];
+        ctx.expire_if_needed(key);
+        set_key(ctx, key, StringValue::new(&pair[1]), flags.keepttl);
+        if let Some(at) = when
+            && !flags.keepttl
+        {
+            ctx.core.dbs[db].set_expire(key, at);
+            ctx.notify(class::GENERIC, "expire", key);
+        }
+        ctx.notify(class::STRING, "set", key);
+    }
+    match (expire, when) {
+        (Some(i), Some(at)) if (flags.ex || flags.px) && ctx.propagates() => {
+            let mut text = itoa::Buffer::new();
+            let at = text.format(at).as_bytes();
+            let logged: Vec<&[u8]> = argv
+                .iter()
+                .enumerate()
+                .map(|(j, a)| match j {
+                    _ if j + 1 == i => b"PXAT".as_slice(),
+                    _ if j == i => at,
+                    _ => &a[..],
+                })
+                .collect();
+            ctx.propagate(&logged);
+        }
+        _ => ctx.propagate(argv),
+    }
+    ctx.out.integer(1);
+    Ok(())
+}
+
+// --- DIGEST, DELEX ---------------------------------------------------------------------
+
+/// DIGEST key (8.4): the value's XXH3 digest as hex text, nil for a missing key.
+fn digest_cmd(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let (found, out) = read_string(ctx, &argv[1]);
+    match found? {
+        Some(s) => out.bulk(s.with_bytes(digest).as_bytes()),
+        None => out.null(),
+    }
+    Ok(())
+}
+
+/// DELEX key [IFEQ value | IFNE value | IFDEQ digest | IFDNE digest] (8.4): without a
+/// condition DEL of one key of any type (logged verbatim); with one, the string at
+/// `key` deleted when the condition holds (logged as `DEL key`). `:1` if deleted.
+fn delex(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    if argv.len() != 2 && argv.len() != 4 {
+        return Err(ReplyError::WrongArity("delex".to_string()));
+    }
+    let key = &argv[1];
+    let hash = ctx.db().hash_key(key);
+    let (found, out) = ctx.lookup_value_hashed_with_out(hash, key);
+    let delete = match found {
+        None => {
+            out.integer(0);
+            return Ok(());
+        }
+        Some(_) if argv.len() == 2 => None,
+        Some(Value::String(s)) => {
+            let cond = Cond::named(&argv[2]).ok_or(DELEX_CONDITION)?;
+            Some(cond.holds(s, &argv[3]))
+        }
+        Some(_) => return Err(DELEX_TYPE),
+    };
+    let deleted = match delete {
+        None => {
+            let deleted = ctx.delete_key(key);
+            if deleted {
+                ctx.core.dirty += 1;
+                ctx.propagate(argv);
+            }
+            deleted
+        }
+        Some(true) => {
+            ctx.delete_and_log(key);
+            true
+        }
+        Some(false) => false,
+    };
+    ctx.out.integer(i64::from(deleted));
     Ok(())
 }
 
@@ -1165,7 +1434,7 @@ mod tests {
             &["SET", "k", "v", "PERSIST"],
             &["SET", "k", "v", "foo"],
         ] {
-            assert!(parse_extended(&args(bad), 3, true).is_err(), "{bad:?}");
+            assert!(parse_extended(&args(bad), 3, Mode::Set).is_err(), "{bad:?}");
         }
         for good in [
             &["SET", "k", "v", "NX", "GET", "EX", "1"][..],
@@ -1173,10 +1442,53 @@ mod tests {
             &["SET", "k", "v", "nx\0junk"],
             &["SET", "k", "v", "KEEPTTL", "XX", "GET", "GET"],
         ] {
-            assert!(parse_extended(&args(good), 3, true).is_ok(), "{good:?}");
+            assert!(
+                parse_extended(&args(good), 3, Mode::Set).is_ok(),
+                "{good:?}"
+            );
         }
-        assert!(parse_extended(&args(&["GETEX", "k", "PERSIST"]), 2, false).is_ok());
-        assert!(parse_extended(&args(&["GETEX", "k", "NX"]), 2, false).is_err());
-        assert!(parse_extended(&args(&["GETEX", "k", "PERSIST", "EX", "1"]), 2, false).is_err());
+        assert!(parse_extended(&args(&["GETEX", "k", "PERSIST"]), 2, Mode::Getex).is_ok());
+        assert!(parse_extended(&args(&["GETEX", "k", "NX"]), 2, Mode::Getex).is_err());
+        assert!(
+            parse_extended(&args(&["GETEX", "k", "PERSIST", "EX", "1"]), 2, Mode::Getex).is_err()
+        );
+    }
+
+    #[test]
+    fn set_conditions_exclude_each_other_and_nx_xx_before_them() {
+        for bad in [
+            &["SET", "k", "v", "IFEQ", "a", "IFNE", "b"][..],
+            &["SET", "k", "v", "NX", "IFEQ", "a"],
+            &["SET", "k", "v", "XX", "IFDEQ", "a"],
+            &["SET", "k", "v", "IFDNE"],
+        ] {
+            assert!(parse_extended(&args(bad), 3, Mode::Set).is_err(), "{bad:?}");
+            assert!(
+                parse_extended(&args(bad), 3, Mode::Msetex).is_err(),
+                "{bad:?}"
+            );
+        }
+        let (f, _) = parse_extended(
+            &args(&["SET", "k", "v", "ifeq", "a", "IFEQ", "b", "XX"]),
+            3,
+            Mode::Set,
+        )
+        .expect("accepted");
+        assert_eq!(f.cond, Some((Cond::Eq, 6)));
+        assert!(f.xx);
+    }
+
+    #[test]
+    fn digest_is_xxh3_64_in_unpadded_lowercase_hex() {
+        // The XXH3-64 reference value for no input.
+        assert_eq!(digest(b""), "2d06800538d394c2");
+        assert_eq!(
+            digest(b"12345"),
+            StringValue::from_int(12345).with_bytes(digest)
+        );
+        let v = StringValue::new(b"hello");
+        assert!(Cond::DigestEq.holds(&v, digest(b"hello").as_bytes()));
+        assert!(!Cond::DigestEq.holds(&v, digest(b"hello").to_uppercase().as_bytes()));
+        assert!(Cond::Ne.holds(&v, b"hell"));
     }
 }

@@ -456,6 +456,12 @@ fn movable_keys(spec: &CommandSpec, argv: &Argv) -> Vec<usize> {
         "xgroup|setdlq" if argv.len() >= 3 => vec![2],
         // SINTERCARD, SUNIONCARD, SDIFFCARD numkeys key [key ...] (Redis's keynum key spec).
         "sintercard" | "sunioncard" | "sdiffcard" => numkeys_keys(argv, 1),
+        // MSETEX numkeys key value [key value ...]: every other argument after numkeys.
+        "msetex" => numkeys_keys(argv, 1)
+            .into_iter()
+            .map(|i| 2 * i - 2)
+            .take_while(|&i| i < argv.len())
+            .collect(),
         // LMPOP numkeys key... / BLMPOP timeout numkeys key...
         "lmpop" => numkeys_keys(argv, 1),
         "blmpop" => numkeys_keys(argv, 2),

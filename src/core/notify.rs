@@ -108,7 +108,7 @@ impl Ctx<'_> {
 /// way; its destination, like every write command's keys, does not come through
 /// `Ctx::lookup`.
 fn reads_with_keymiss(command: &[u8]) -> bool {
-    const READS: [&str; 29] = [
+    const READS: [&str; 32] = [
         "xrange",
         "xrevrange",
         "xlen",
@@ -139,6 +139,10 @@ fn reads_with_keymiss(command: &[u8]) -> bool {
         "strlen",
         "mget",
         "lcs",
+        // 8.4: DIGEST and DELEX look their key up to read it, MSETEX XX its keys.
+        "digest",
+        "delex",
+        "msetex",
     ];
     READS
         .iter()
