@@ -1402,3 +1402,445 @@ fn command_getkeysandflags_matches_redis() {
     bad.extend(differential(s.port, r.port, 3, &cases));
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
+
+// ---- DIGEST, DELEX, SET IFEQ/IFNE/IFDEQ/IFDNE, MSETEX (8.4) -------------------------------
+//
+// As Redis 8.4's `t_string.c` and `db.c` write them: DIGEST is XXH3-64 of the value's
+// bytes as lowercase hex without leading zeros (`"%" PRIx64`), and IFDEQ/IFDNE compare
+// that text byte for byte.
+
+/// DIGEST's reply for `key`, as text.
+fn digest_of(r: &mut Raw, key: &str) -> String {
+    let reply = r.cmd_str(&["DIGEST", key]);
+    let V::Bulk(Some(b)) = parse(&reply, 0).0 else {
+        panic!("bad DIGEST reply {}", escape(&reply))
+    };
+    String::from_utf8(b).expect("hex")
+}
+
+#[test]
+fn digest_is_xxh3_of_the_value_as_hex() {
+    let s = start_server();
+    for proto in [2u8, 3] {
+        let mut r = conn(s.port, proto);
+        r.cmd_str(&["FLUSHALL"]);
+        r.cmd_str(&["SET", "empty", ""]);
+        r.cmd_str(&["SET", "int", "12345"]);
+        r.cmd_str(&["SET", "text", "12345"]);
+        r.cmd_str(&["APPEND", "grown", "123"]);
+        r.cmd_str(&["APPEND", "grown", "45"]);
+        r.cmd_str(&["RPUSH", "list", "a"]);
+        let nil = common::reply::null(proto == 3);
+        let wrongtype = err("WRONGTYPE Operation against a key holding the wrong kind of value");
+        expect_replies(
+            &mut r,
+            &[
+                // XXH3-64 of no bytes (the reference test vector 0x2D06800538D394C2).
+                (vec!["DIGEST", "empty"], bulk("2d06800538d394c2")),
+                (vec!["DIGEST", "nokey"], nil),
+                (vec!["DIGEST", "list"], wrongtype),
+                (
+                    vec!["DIGEST"],
+                    err("ERR wrong number of arguments for 'digest' command"),
+                ),
+                (
+                    vec!["DIGEST", "a", "b"],
+                    err("ERR wrong number of arguments for 'digest' command"),
+                ),
+            ],
+        );
+        // An int hashes as its decimal text, whatever the encoding.
+        let d = digest_of(&mut r, "int");
+        assert_eq!(d, digest_of(&mut r, "text"));
+        assert_eq!(d, digest_of(&mut r, "grown"));
+        assert!(d.len() <= 16 && !d.starts_with('0'), "{d}");
+        assert!(
+            d.bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        );
+        assert_ne!(d, digest_of(&mut r, "empty"));
+    }
+}
+
+#[test]
+fn delex_deletes_on_a_condition_or_like_del() {
+    let s = start_server();
+    for proto in [2u8, 3] {
+        let mut r = conn(s.port, proto);
+        r.cmd_str(&["FLUSHALL"]);
+        r.cmd_str(&["SET", "s", "hello"]);
+        r.cmd_str(&["SET", "n", "-999"]);
+        r.cmd_str(&["SET", "bin", "a\0b"]);
+        r.cmd_str(&["HSET", "h", "f", "v"]);
+        r.cmd_str(&["ZADD", "z", "1", "m"]);
+        r.cmd_str(&["LPUSH", "l", "x"]);
+        let d = digest_of(&mut r, "s");
+        let upper = d.to_uppercase();
+        let arity = err("ERR wrong number of arguments for 'delex' command");
+        let not_string = err("ERR Key should be of string type if conditions are specified");
+        let bad = err("ERR Invalid condition. Use IFEQ, IFNE, IFDEQ, or IFDNE");
+        expect_replies(
+            &mut r,
+            &[
+                (vec!["DELEX", "s", "IFEQ", "world"], int(0)),
+                (vec!["DELEX", "s", "IFNE", "hello"], int(0)),
+                (vec!["DELEX", "s", "IFDNE", &d], int(0)),
+                // The digest is compared as text: case matters.
+                (vec!["DELEX", "s", "IFDEQ", &upper], int(0)),
+                (vec!["DELEX", "s", "IFDEQ", "0"], int(0)),
+                (vec!["GET", "s"], bulk("hello")),
+                (vec!["DELEX", "s", "ifdeq", &d], int(1)),
+                (vec!["EXISTS", "s"], int(0)),
+                (vec!["DELEX", "n", "IFEQ", "-999"], int(1)),
+                (vec!["DELEX", "bin", "IFNE", "a"], int(1)),
+                // No condition: DEL of one key, any type.
+                (vec!["DELEX", "h"], int(1)),
+                (vec!["DELEX", "h"], int(0)),
+                (vec!["DELEX", "nokey", "IFEQ", "x"], int(0)),
+                (vec!["DELEX", "nokey", "IFDNE", "1234567890"], int(0)),
+                (vec!["DELEX", "nokey", "BAD", "x"], int(0)),
+                (vec!["DELEX", "z", "IFEQ", "m"], not_string.clone()),
+                (vec!["DELEX", "l", "BAD", "x"], not_string),
+                (vec!["SET", "s", "hello"], b"+OK\r\n".to_vec()),
+                (vec!["DELEX", "s", "INVALID", "hello"], bad.clone()),
+                (vec!["DELEX", "s", "IF", "hello"], bad.clone()),
+                (vec!["DELEX", "s", "IFEQ\0", "hello"], int(1)),
+                (vec!["DELEX"], arity.clone()),
+                (vec!["DELEX", "s", "IFEQ"], arity.clone()),
+                (vec!["DELEX", "nokey", "IFEQ"], arity.clone()),
+                (vec!["DELEX", "s", "IFEQ", "v", "extra"], arity),
+                (vec!["EXISTS", "z", "l"], int(2)),
+            ],
+        );
+    }
+}
+
+#[test]
+fn set_with_a_condition_sets_only_when_it_holds() {
+    let s = start_server();
+    for proto in [2u8, 3] {
+        let mut r = conn(s.port, proto);
+        r.cmd_str(&["FLUSHALL"]);
+        let nil = common::reply::null(proto == 3);
+        let ok = b"+OK\r\n".to_vec();
+        let syntax = err("ERR syntax error");
+        let wrongtype = err("WRONGTYPE Operation against a key holding the wrong kind of value");
+        r.cmd_str(&["SET", "k", "hello"]);
+        let d = digest_of(&mut r, "k");
+        r.cmd_str(&["SET", "i", "12345"]);
+        r.cmd_str(&["LPUSH", "l", "x"]);
+        expect_replies(
+            &mut r,
+            &[
+                (vec!["SET", "k", "v", "IFEQ", "other"], nil.clone()),
+                (vec!["SET", "k", "v", "IFNE", "hello"], nil.clone()),
+                (vec!["SET", "k", "v", "IFDNE", &d], nil.clone()),
+                (vec!["SET", "k", "v", "IFDEQ", "1234567890"], nil.clone()),
+                (vec!["GET", "k"], bulk("hello")),
+                (vec!["SET", "k", "world", "IFDEQ", &d], ok.clone()),
+                (vec!["SET", "k", "w2", "ifeq", "world"], ok.clone()),
+                (vec!["SET", "k", "w3", "IFNE", "x"], ok.clone()),
+                (vec!["SET", "k", "w4", "IFDNE", "x"], ok.clone()),
+                (vec!["GET", "k"], bulk("w4")),
+                (vec!["SET", "i", "v", "IFEQ", "12345"], ok.clone()),
+                // A missing key: IFEQ/IFDEQ refuse (like XX), IFNE/IFDNE set.
+                (vec!["SET", "m1", "v", "IFEQ", "v"], nil.clone()),
+                (vec!["SET", "m1", "v", "IFDEQ", "1"], nil.clone()),
+                (vec!["SET", "m2", "v", "IFNE", "v"], ok.clone()),
+                (vec!["SET", "m3", "v", "IFDNE", "1"], ok.clone()),
+                (vec!["EXISTS", "m1", "m2", "m3"], int(2)),
+                // With GET: the old value whether or not it set.
+                (vec!["SET", "k", "a", "IFEQ", "no", "GET"], bulk("w4")),
+                (vec!["SET", "k", "a", "GET", "IFEQ", "w4"], bulk("w4")),
+                (vec!["GET", "k"], bulk("a")),
+                (vec!["SET", "m4", "v", "IFEQ", "x", "GET"], nil.clone()),
+                (vec!["SET", "m4", "v", "IFNE", "x", "GET"], nil.clone()),
+                (vec!["GET", "m4"], bulk("v")),
+                // With an expire.
+                (vec!["SET", "k", "b", "IFEQ", "a", "EX", "100"], ok.clone()),
+                (vec!["TTL", "k"], int(100)),
+                (vec!["SET", "k", "c", "IFEQ", "b", "KEEPTTL"], ok.clone()),
+                (vec!["TTL", "k"], int(100)),
+                (
+                    vec!["SET", "k", "d", "IFEQ", "nope", "EX", "0"],
+                    err("ERR invalid expire time in 'set' command"),
+                ),
+                // Another type: WRONGTYPE, even where IFEQ would refuse.
+                (vec!["SET", "l", "v", "IFEQ", "x"], wrongtype.clone()),
+                (vec!["SET", "l", "v", "IFDNE", "x"], wrongtype.clone()),
+                (vec!["SET", "l", "v", "IFEQ", "x", "GET"], wrongtype),
+                // One condition; none after NX or XX; the same one twice (the last wins).
+                (
+                    vec!["SET", "k", "v", "IFEQ", "c", "IFNE", "c"],
+                    syntax.clone(),
+                ),
+                (vec!["SET", "k", "v", "NX", "IFEQ", "c"], syntax.clone()),
+                (vec!["SET", "k", "v", "XX", "IFDNE", "c"], syntax.clone()),
+                (vec!["SET", "k", "v", "IFEQ"], syntax.clone()),
+                (vec!["SET", "k", "v", "IFEQ", "x", "IFEQ", "c"], ok.clone()),
+                // NX and XX after a condition are accepted, as Redis's parser has it.
+                (vec!["SET", "k", "e", "IFEQ", "v", "XX"], ok.clone()),
+                (vec!["SET", "k", "f", "IFNE", "x", "NX"], nil.clone()),
+                (vec!["GET", "k"], bulk("e")),
+            ],
+        );
+    }
+}
+
+#[test]
+fn msetex_sets_every_pair_with_one_deadline() {
+    let s = start_server();
+    for proto in [2u8, 3] {
+        let mut r = conn(s.port, proto);
+        r.cmd_str(&["FLUSHALL"]);
+        let syntax = err("ERR syntax error");
+        let numkeys = err("ERR invalid numkeys value");
+        let pairs = err("ERR wrong number of key-value pairs");
+        r.cmd_str(&["SET", "old", "x", "EX", "500"]);
+        r.cmd_str(&["LPUSH", "l", "x"]);
+        expect_replies(
+            &mut r,
+            &[
+                (vec!["MSETEX", "2", "a", "1", "b", "2"], int(1)),
+                (vec!["MGET", "a", "b"], arr(&[bulk("1"), bulk("2")])),
+                (vec!["TTL", "a"], int(-1)),
+                (vec!["MSETEX", "2", "a", "3", "c", "4", "EX", "100"], int(1)),
+                (vec!["TTL", "a"], int(100)),
+                (vec!["TTL", "c"], int(100)),
+                (vec!["MSETEX", "1", "d", "5", "PX", "5000"], int(1)),
+                (vec!["MSETEX", "1", "e", "6", "EXAT", "4000000000"], int(1)),
+                (vec!["EXPIRETIME", "e"], int(4_000_000_000)),
+                (
+                    vec!["MSETEX", "1", "e", "7", "PXAT", "4000000000123"],
+                    int(1),
+                ),
+                (vec!["PEXPIRETIME", "e"], int(4_000_000_000_123)),
+                (vec!["MSETEX", "1", "old", "y", "KEEPTTL"], int(1)),
+                (vec!["TTL", "old"], int(500)),
+                (vec!["MSETEX", "1", "old", "z"], int(1)),
+                (vec!["TTL", "old"], int(-1)),
+                // NX: none may exist; XX: all must.
+                (vec!["MSETEX", "2", "new", "1", "a", "1", "NX"], int(0)),
+                (vec!["EXISTS", "new"], int(0)),
+                (
+                    vec!["MSETEX", "2", "new", "1", "new2", "1", "NX", "EX", "10"],
+                    int(1),
+                ),
+                (vec!["MSETEX", "2", "a", "9", "nope", "9", "XX"], int(0)),
+                (vec!["MSETEX", "2", "a", "9", "b", "9", "xx"], int(1)),
+                (
+                    vec!["MGET", "a", "b", "nope"],
+                    arr(&[bulk("9"), bulk("9"), common::reply::null(proto == 3)]),
+                ),
+                // Overwrites any type, like MSET.
+                (vec!["MSETEX", "1", "l", "s"], int(1)),
+                (vec!["GET", "l"], bulk("s")),
+                // Errors, before anything is set.
+                (vec!["MSETEX", "k", "v", "EX", "10"], numkeys.clone()),
+                (vec!["MSETEX", "0", "k", "v"], numkeys.clone()),
+                (vec!["MSETEX", "-1", "k", "v"], numkeys.clone()),
+                (vec!["MSETEX", "2147483648", "k", "v"], numkeys),
+                (vec!["MSETEX", "2147483647", "k", "v"], pairs.clone()),
+                (vec!["MSETEX", "2", "k", "v", "k2"], pairs),
+                (vec!["MSETEX", "1", "k", "v", "BAD"], syntax.clone()),
+                (vec!["MSETEX", "1", "k", "v", "NX", "XX"], syntax.clone()),
+                (
+                    vec!["MSETEX", "1", "k", "v", "EX", "10", "PX", "10"],
+                    syntax.clone(),
+                ),
+                (
+                    vec!["MSETEX", "1", "k", "v", "KEEPTTL", "EX", "10"],
+                    syntax.clone(),
+                ),
+                (vec!["MSETEX", "1", "k", "v", "GET"], syntax.clone()),
+                (vec!["MSETEX", "1", "k", "v", "IFEQ", "v"], syntax.clone()),
+                (vec!["MSETEX", "1", "k", "v", "EX"], syntax),
+                (
+                    vec!["MSETEX", "1", "k", "v", "EX", "0"],
+                    err("ERR invalid expire time in 'msetex' command"),
+                ),
+                (
+                    vec!["MSETEX", "1", "k", "v", "PX", "x"],
+                    err("ERR value is not an integer or out of range"),
+                ),
+                (vec!["EXISTS", "k"], int(0)),
+                (
+                    vec!["MSETEX", "1", "k"],
+                    err("ERR wrong number of arguments for 'msetex' command"),
+                ),
+            ],
+        );
+    }
+}
+
+#[test]
+fn the_8_4_string_commands_tell_keyspace_events() {
+    let s = start_server();
+    let got = keyevents(
+        s.port,
+        "KEA",
+        &[
+            &["SET", "k", "v"],
+            &["SET", "k", "w", "IFEQ", "no"],
+            &["SET", "k", "w", "IFEQ", "v"],
+            &["DELEX", "k", "IFNE", "w"],
+            &["DELEX", "k", "IFEQ", "w"],
+            &["MSETEX", "2", "a", "1", "b", "2", "EX", "10"],
+            &["MSETEX", "1", "a", "1", "NX"],
+            &["DELEX", "a"],
+        ],
+    );
+    assert_eq!(
+        got,
+        [
+            "__keyevent@0__:set k",
+            "__keyevent@0__:set k",
+            "__keyevent@0__:del k",
+            "__keyevent@0__:expire a",
+            "__keyevent@0__:set a",
+            "__keyevent@0__:expire b",
+            "__keyevent@0__:set b",
+            "__keyevent@0__:del a",
+        ]
+    );
+    // A missing key read: `keymiss` (MSETEX only under XX; NX looks for writing).
+    let got = keyevents(
+        s.port,
+        "Em",
+        &[
+            &["DIGEST", "nokey"],
+            &["DELEX", "nokey2", "IFEQ", "v"],
+            &["MSETEX", "1", "nokey3", "v", "XX"],
+            &["MSETEX", "1", "nokey4", "v", "NX"],
+            &["SET", "nokey5", "v", "IFNE", "x"],
+        ],
+    );
+    assert_eq!(
+        got,
+        [
+            "__keyevent@0__:keymiss nokey",
+            "__keyevent@0__:keymiss nokey2",
+            "__keyevent@0__:keymiss nokey3",
+        ]
+    );
+}
+
+#[test]
+fn the_8_4_string_commands_log_their_effect_and_survive_a_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let want;
+    {
+        let node = Node::start(dir.path(), &["--appendonly", "yes", "--save", ""]);
+        let mut c = node.raw();
+        c.cmd_str(&["SET", "a", "1"]);
+        c.cmd_str(&["SET", "b", "x"]);
+        c.cmd_str(&["SET", "c", "y"]);
+        c.cmd_str(&["HSET", "h", "f", "v"]);
+        assert_eq!(c.cmd_str(&["SET", "a", "2", "IFEQ", "1"]), b"+OK\r\n");
+        assert_eq!(c.cmd_str(&["SET", "a", "3", "IFEQ", "1"]), b"$-1\r\n");
+        assert_eq!(c.cmd_str(&["DELEX", "b", "IFEQ", "x"]), int(1));
+        assert_eq!(c.cmd_str(&["DELEX", "c", "IFEQ", "no"]), int(0));
+        assert_eq!(c.cmd_str(&["DELEX", "h"]), int(1));
+        assert_eq!(
+            c.cmd_str(&["MSETEX", "2", "m1", "v1", "m2", "v2", "EX", "100000"]),
+            int(1)
+        );
+        assert_eq!(c.cmd_str(&["MSETEX", "1", "m3", "v3", "NX"]), int(1));
+        want = c.cmd_str(&["MGET", "a", "b", "c", "h", "m1", "m2", "m3"]);
+        node.stop();
+    }
+    let bytes = dir_bytes(dir.path());
+    // SET with a condition: verbatim when it set; DELEX with one: `DEL key`; DELEX
+    // without: verbatim; MSETEX: EX rewritten to PXAT.
+    assert_eq!(
+        count(&bytes, b"$4\r\nIFEQ\r\n"),
+        1,
+        "one conditional SET applied"
+    );
+    assert_eq!(count(&bytes, b"$3\r\nDEL\r\n$1\r\nb\r\n"), 1);
+    assert_eq!(count(&bytes, b"$5\r\nDELEX\r\n$1\r\nh\r\n"), 1);
+    assert_eq!(
+        count(&bytes, b"$5\r\nDELEX\r\n"),
+        1,
+        "only the DEL-like DELEX"
+    );
+    assert_eq!(count(&bytes, b"$6\r\nMSETEX\r\n"), 2);
+    assert_eq!(count(&bytes, b"$4\r\nPXAT\r\n"), 1);
+    assert_eq!(count(&bytes, b"$2\r\nEX\r\n"), 0);
+    let node = Node::start(dir.path(), &["--appendonly", "yes", "--save", ""]);
+    let mut c = node.raw();
+    let got = c.cmd_str(&["MGET", "a", "b", "c", "h", "m1", "m2", "m3"]);
+    assert_eq!(escape(&got), escape(&want));
+    let ttl = String::from_utf8(c.cmd_str(&["TTL", "m2"])).expect("utf8");
+    let ttl: i64 = ttl.trim_start_matches(':').trim().parse().expect("int");
+    assert!(ttl > 99_000, "the MSETEX deadline survived: {ttl}");
+}
+
+#[test]
+fn the_8_4_string_rows_are_redis_s() {
+    let s = start_server();
+    let mut r = s.raw();
+    let reply = r.cmd_str(&["COMMAND", "INFO", "digest", "delex", "msetex"]);
+    let V::Agg(_, Some(rows)) = parse(&reply, 0).0 else {
+        panic!("bad reply {}", escape(&reply))
+    };
+    let head = |v: &V| match v {
+        V::Agg(_, Some(items)) => items[..6].to_vec(),
+        other => panic!("no row: {other:?}"),
+    };
+    let flags = |names: &[&str]| {
+        V::Agg(
+            b'*',
+            Some(
+                names
+                    .iter()
+                    .map(|n| V::Line(b'+', n.as_bytes().to_vec()))
+                    .collect(),
+            ),
+        )
+    };
+    let line = |n: i64| V::Line(b':', n.to_string().into_bytes());
+    assert_eq!(
+        head(&rows[0]),
+        [
+            V::Bulk(Some(b"digest".to_vec())),
+            line(2),
+            flags(&["readonly", "fast"]),
+            line(1),
+            line(1),
+            line(1),
+        ]
+    );
+    assert_eq!(
+        head(&rows[1]),
+        [
+            V::Bulk(Some(b"delex".to_vec())),
+            line(-2),
+            flags(&["write", "fast"]),
+            line(1),
+            line(1),
+            line(1),
+        ]
+    );
+    assert_eq!(
+        head(&rows[2]),
+        [
+            V::Bulk(Some(b"msetex".to_vec())),
+            line(-4),
+            flags(&["write", "denyoom", "movablekeys"]),
+            line(0),
+            line(0),
+            line(0),
+        ]
+    );
+    assert_eq!(
+        r.cmd_str(&[
+            "COMMAND", "GETKEYS", "MSETEX", "2", "a", "1", "b", "2", "EX", "5"
+        ]),
+        arr(&[bulk("a"), bulk("b")])
+    );
+    let docs =
+        String::from_utf8_lossy(&r.cmd_str(&["COMMAND", "DOCS", "digest", "delex", "msetex"]))
+            .into_owned();
+    assert_eq!(docs.matches("8.4.0").count(), 3, "{docs}");
+}
