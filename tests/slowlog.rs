@@ -22,9 +22,8 @@ fn q(con: &mut redis::Connection, args: &[&[u8]]) -> Value {
 }
 
 /// The newest entry after logging every command and running a 43-argument XADD with
-/// a 200-byte value from a named client: (field count, argv, peer, name, the seventh
-/// element when there is one).
-fn newest_entry(port: u16) -> (usize, Vec<Vec<u8>>, String, Vec<u8>, Option<Value>) {
+/// a 200-byte value from a named client: (field count, argv, peer, name).
+fn newest_entry(port: u16) -> (usize, Vec<Vec<u8>>, String, Vec<u8>) {
     let mut con = conn(port);
     q(&mut con, &[b"CLIENT", b"SETNAME", b"slowpoke"]);
     q(
@@ -64,36 +63,22 @@ fn newest_entry(port: u16) -> (usize, Vec<Vec<u8>>, String, Vec<u8>, Option<Valu
         argv.iter().map(bytes).collect(),
         String::from_utf8_lossy(&bytes(&entry[4])).into_owned(),
         bytes(&entry[5]),
-        entry.get(6).cloned(),
     )
 }
 
 #[test]
 fn slowlog_entries_have_redis_shape_and_trimming() {
     let ours = start_server();
-    let (n, argv, peer, name, argc) = newest_entry(ours.port);
-    // Redis 8.10: a seventh element, the command's total argument count.
-    assert_eq!(n, 7);
-    assert_eq!(argc, Some(Value::Int(43)));
+    let (n, argv, peer, name) = newest_entry(ours.port);
+    assert_eq!(n, 6);
     assert_eq!(argv.len(), 32);
     assert_eq!(argv[31], b"... (12 more arguments)");
     assert_eq!(&argv[4][128..], b"... (72 more bytes)");
     assert!(peer.starts_with("127.0.0.1:"), "{peer}");
     assert_eq!(name, b"slowpoke");
     let redis = redis_server();
-    let (rn, rargv, _, rname, _) = newest_entry(redis.port);
-    assert_eq!(rn, 6);
-    assert_eq!((&argv, &name), (&rargv, &rname));
-}
-
-#[test]
-fn slowlog_entries_keep_six_elements_below_compat_version_8_10() {
-    let ours = common::start_server_with(&["--compat-version", "8.8"]);
-    let (n, argv, _, name, argc) = newest_entry(ours.port);
-    assert_eq!(
-        (n, argv.len(), name.as_slice(), argc),
-        (6, 32, &b"slowpoke"[..], None)
-    );
+    let (rn, rargv, _, rname) = newest_entry(redis.port);
+    assert_eq!((n, &argv, &name), (rn, &rargv, &rname));
 }
 
 #[test]

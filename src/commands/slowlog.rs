@@ -75,14 +75,11 @@ fn slowlog_get(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             n => usize::try_from(n).unwrap_or(usize::MAX),
         },
     };
-    // Redis 8.10 appends the command's total argument count (the logged arguments stop
-    // at 32); older compat-versions keep the six elements of 4.0.
-    let with_argc = ctx.core.supports(8, 10);
     let log = &ctx.core.slowlog;
     let n = log.len().min(count);
     ctx.out.array(n);
     for e in log.iter().take(n) {
-        ctx.out.array(if with_argc { 7 } else { 6 });
+        ctx.out.array(6);
         ctx.out.integer(e.id as i64);
         ctx.out.integer(e.time as i64);
         ctx.out
@@ -93,9 +90,6 @@ fn slowlog_get(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         }
         ctx.out.bulk(e.peer.as_bytes());
         ctx.out.bulk(&e.name);
-        if with_argc {
-            ctx.out.integer(i64::try_from(e.argc).unwrap_or(i64::MAX));
-        }
     }
     Ok(())
 }

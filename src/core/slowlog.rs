@@ -38,9 +38,6 @@ pub struct SlowLogEntry {
     pub peer: String,
     /// The client's name (empty when it has none).
     pub name: Bytes,
-    /// How many arguments the command had, before `argv` was trimmed (Redis 8.10's
-    /// seventh element of a SLOWLOG GET entry).
-    pub argc: usize,
 }
 
 /// The log and its two settings.
@@ -86,7 +83,6 @@ impl SlowLog {
         name: Option<&Bytes>,
     ) {
         if self.wants(duration) {
-            let argc = argv.len();
             let entry = SlowLogEntry {
                 id: self.next_id,
                 time: now_secs,
@@ -94,7 +90,6 @@ impl SlowLog {
                 argv: trimmed_argv(argv),
                 peer: peer.to_string(),
                 name: name.cloned().unwrap_or_default(),
-                argc,
             };
             self.next_id += 1;
             self.entries.push_front(entry);
