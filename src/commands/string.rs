@@ -492,6 +492,30 @@ struct Flags {
     cond: Option<(Cond, usize)>,
 }
 
+impl Flags {
+    /// The absolute unix-ms deadline the expire argument at `expire` (EX, PX, EXAT or
+    /// PXAT, as these flags say) means for command `name` ([`expire_ms`]); `None` without
+    /// one.
+    fn deadline(
+        &self,
+        argv: &crate::resp::Argv,
+        expire: Option<usize>,
+        now_ms: u64,
+        name: &'static str,
+    ) -> Result<Option<u64>, ReplyError> {
+        let Some(i) = expire else {
+            return Ok(None);
+        };
+        let unit = if self.px || self.pxat {
+            Unit::Millis
+        } else {
+            Unit::Seconds
+        };
+        let relative = self.ex || self.px;
+        expire_ms(now_ms, &argv[i], unit, relative, name).map(Some)
+    }
+}
+
 /// A compare-and-set / compare-and-delete condition (SET and DELEX, Redis 8.4): on the
 /// value itself, or on its [`digest`] as DIGEST writes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -680,18 +704,7 @@ fn getex(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         out.null();
         return Ok(());
     };
-    let when = match expire {
-        Some(i) => {
-            let unit = if flags.px || flags.pxat {
-                Unit::Millis
-            } else {
-                Unit::Seconds
-            };
-            let relative = flags.ex || flags.px;
-            Some(expire_ms(now_ms, &argv[i], unit, relative, "getex")?)
-        }
-        None => None,
-    };
+    let when = flags.deadline(argv, expire, now_ms, "getex")?;
     value.with_bytes(|b| out.bulk(b));
     let db = ctx.client.db;
     match when {
@@ -999,18 +1012,7 @@ fn msetex(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         return Err(MSETEX_PAIRS);
     }
     let (flags, expire) = parse_extended(argv, options, Mode::Msetex)?;
-    let when = match expire {
-        Some(i) => {
-            let unit = if flags.px || flags.pxat {
-                Unit::Millis
-            } else {
-                Unit::Seconds
-            };
-            let relative = flags.ex || flags.px;
-            Some(expire_ms(ctx.now_ms, &argv[i], unit, relative, "msetex")?)
-        }
-        None => None,
-    };
+    let when = flags.deadline(argv, expire, ctx.now_ms, "msetex")?;
     let pairs = argv[2..options].chunks_exact(2);
     if flags.nx || flags.xx {
         for pair in pairs.clone() {
