@@ -219,6 +219,8 @@ fn push_generic(ctx: &mut Ctx<'_>, end: End, only_existing: bool) -> Result<(), 
     let key = &argv[1];
     let th = ctx.core.thresholds;
     let push_all = |l: &mut List| {
+        let bytes = argv[2..].iter().map(|e| e.len()).sum();
+        l.prepare_push(bytes, argv.len() - 2);
         for e in &argv[2..] {
             match end {
                 End::Left => l.push_front(e, &th),
@@ -444,6 +446,8 @@ fn linsert(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         ctx.out.integer(0);
         return Ok(());
     };
+    // Redis converts before looking for the pivot, as if the insert will happen.
+    list.prepare_push(argv[4].len(), 1);
     let pivot = Needle::new(&argv[3]);
     let mut it = list.iter();
     let mut pos = None;
@@ -689,6 +693,7 @@ fn move_generic(
         create(ctx, dst);
     }
     if let Some(Value::List(l)) = ctx.core.dbs[idx].get_mut(dst) {
+        l.prepare_push(elem.len(), 1);
         match to {
             End::Left => l.push_front(&elem, &th),
             End::Right => l.push_back(&elem, &th),
@@ -866,6 +871,7 @@ fn lmovem_command(
         create(ctx, &dst);
     }
     if let Some(Value::List(l)) = ctx.core.dbs[idx].get_mut(&dst) {
+        l.prepare_push(popped.iter().map(|e| e.len()).sum(), popped.len());
         match to {
             End::Right => popped.iter().for_each(|e| l.push_back(e, &th)),
             End::Left => popped.iter().rev().for_each(|e| l.push_front(e, &th)),

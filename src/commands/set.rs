@@ -317,6 +317,13 @@ enum Op {
 /// an intset that converts as members require).
 fn combine(sets: &[Option<&Set>], op: Op, t: &crate::types::Thresholds) -> Set {
     let mut out = Set::new();
+    // SINTER's result starts as a listpack unless the smallest set is an intset, and
+    // becomes an intset at the end when only integers made it (Redis's
+    // `sinterGenericCommand`): members keep the smallest set's order.
+    let smallest = sets.iter().flatten().min_by_key(|s| s.len());
+    if op == Op::Inter && smallest.is_some_and(|s| s.encoding() != "intset") {
+        out = Set::new_listpack();
+    }
     let add = |m: Member<'_>, out: &mut Set| m.with_bytes(|b| out.insert(b, t));
     match op {
         Op::Inter => {
@@ -332,6 +339,7 @@ fn combine(sets: &[Option<&Set>], op: Op, t: &crate::types::Thresholds) -> Set {
                     }
                 }
             }
+            out.settle_integers(t);
         }
         Op::Union => {
             for s in sets.iter().flatten() {
@@ -434,6 +442,14 @@ fn sadd(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let Value::Set(s) = v else {
         return Err(ReplyError::WrongType);
     };
+    // Redis picks the new set's encoding (or converts an existing one) for the number
+    // of members about to come, before adding any.
+    let hint = argv.len() - 2;
+    if created {
+        *s = Set::for_members(&argv[2], hint, &t);
+    } else {
+        s.expect(hint, &t);
+    }
     let mut added = 0;
     for m in &argv[2..] {
         added += i64::from(s.insert(m, &t));
@@ -774,7 +790,12 @@ fn spop_count(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     } else {
         // Most of the set goes: draw the members that stay into a new set (whose
         // encoding is chosen afresh, as Redis's new set's is) and pop the rest.
-        let mut kept = Set::new();
+        // Redis's new set: an intset from an intset, else a listpack (which converts
+        // as the members drawn require).
+        let mut kept = match s.encoding() {
+            "intset" => Set::new(),
+            _ => Set::new_listpack(),
+        };
         for _ in 0..remaining {
             if let Some(m) = s.pop_random() {
                 kept.insert(&m, &t);
@@ -843,9 +864,11 @@ fn srandmember(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     }
     out.array(count);
     match &*s {
-        Set::Ints(ints) => {
+        Set::Small(_) => {
             for i in distinct_indices(size, count) {
-                out.bulk_int(ints.get(i));
+                if let Some(m) = s.small_nth(i) {
+                    bulk_member(out, m);
+                }
             }
         }
         Set::Table(_) if count * SUB_STRATEGY_MUL > size => {

@@ -323,7 +323,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, readonly: bool) -> Result<(), ReplyError> {
         }
         Some(dst) => {
             let th = ctx.core.thresholds;
-            let mut list = List::with_thresholds(&th);
+            let mut list = List::bulk(&th);
             for it in selected {
                 if o.gets.is_empty() {
                     list.push_back(&it.obj, &th);
@@ -333,6 +333,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, readonly: bool) -> Result<(), ReplyError> {
                     list.push_back(&v, &th);
                 }
             }
+            list.settle_built();
             if outputlen > 0 {
                 let existed = ctx.exists(&dst);
                 ctx.db().insert(&dst, Value::List(Box::new(list)));

@@ -390,6 +390,26 @@ pub const DIRECTIVES: &[Directive] = &[
         help: "Most members a set of integers keeps in its packed form (OBJECT ENCODING intset).",
     },
     Directive {
+        name: "set-max-listpack-entries",
+        default: "128",
+        kind: Kind::Int {
+            min: 0,
+            max: I64_MAX,
+        },
+        mutable: true,
+        help: "Most members a set with non-integer members keeps in its packed form (OBJECT ENCODING listpack) before it becomes a hashtable.",
+    },
+    Directive {
+        name: "set-max-listpack-value",
+        default: "64",
+        kind: Kind::Memory {
+            min: 0,
+            max: I64_MAX,
+        },
+        mutable: true,
+        help: "Longest member (bytes) a set keeps in its packed form.",
+    },
+    Directive {
         name: "zset-max-listpack-entries",
         default: "128",
         kind: Kind::Int {

@@ -554,6 +554,8 @@ impl Core {
             list_max_listpack_size: self.config.get_i64("list-max-listpack-size"),
             list_compress_depth: size("list-compress-depth"),
             set_max_intset_entries: size("set-max-intset-entries"),
+            set_max_listpack_entries: size("set-max-listpack-entries"),
+            set_max_listpack_value: size("set-max-listpack-value"),
             zset_max_listpack_entries: size("zset-max-listpack-entries"),
             zset_max_listpack_value: size("zset-max-listpack-value"),
         };

@@ -159,7 +159,7 @@ pub fn read(r: &mut Reader<'_>, t: u8, th: &Thresholds, now_ms: u64) -> Result<L
         types::STRING => Value::String(StringValue::new(&r.string()?)),
         1 => {
             let n = r.length()?;
-            let mut l = List::new();
+            let mut l = List::bulk(th);
             for _ in 0..n {
                 l.push_back(&r.string()?, th);
             }
@@ -167,7 +167,7 @@ pub fn read(r: &mut Reader<'_>, t: u8, th: &Thresholds, now_ms: u64) -> Result<L
         }
         10 => {
             let blob = r.string()?;
-            let mut l = List::new();
+            let mut l = List::bulk(th);
             for e in zl(&blob, at)? {
                 l.push_back(&e.to_bytes(), th);
             }
@@ -175,7 +175,7 @@ pub fn read(r: &mut Reader<'_>, t: u8, th: &Thresholds, now_ms: u64) -> Result<L
         }
         14 => {
             let n = r.length()?;
-            let mut l = List::new();
+            let mut l = List::bulk(th);
             for _ in 0..n {
                 let at = r.offset();
                 let blob = r.string()?;
@@ -187,7 +187,7 @@ pub fn read(r: &mut Reader<'_>, t: u8, th: &Thresholds, now_ms: u64) -> Result<L
         }
         18 => {
             let n = r.length()?;
-            let mut l = List::new();
+            let mut l = List::bulk(th);
             for _ in 0..n {
                 let at = r.offset();
                 match r.length()? {
@@ -227,7 +227,9 @@ pub fn read(r: &mut Reader<'_>, t: u8, th: &Thresholds, now_ms: u64) -> Result<L
         }
         20 => {
             let blob = r.string()?;
-            let mut s = Set::new();
+            // A listpack set stays one (Redis 7.2+ keeps integers in it too) while it
+            // fits.
+            let mut s = Set::new_listpack();
             for e in lp(&blob, at)? {
                 if !s.insert(&e.to_bytes(), th) {
                     return Err(bad(at, "duplicate set member"));
@@ -417,7 +419,8 @@ fn bad(at: u64, what: impl Into<std::borrow::Cow<'static, str>>) -> RdbError {
 
 /// A list as a [`Value`].
 #[allow(clippy::useless_conversion)]
-pub fn from_list(l: List) -> Value {
+pub fn from_list(mut l: List) -> Value {
+    l.settle_built();
     Value::List(l.into())
 }
 
@@ -847,7 +850,7 @@ mod tests {
         prop_oneof![
             element().prop_map(|e| Value::String(StringValue::new(&e))),
             proptest::collection::vec(element(), 1..40).prop_map(move |v| {
-                let mut l = List::new();
+                let mut l = List::bulk(&th);
                 for e in v {
                     l.push_back(&e, &th);
                 }

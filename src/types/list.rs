@@ -47,8 +47,13 @@
 //! walk inside one node; LTRIM drops whole nodes; LREM rewrites only the nodes it
 //! touches.
 //!
-//! `OBJECT ENCODING` is `quicklist` at every size: Redis 7.0 has no listpack-encoded
-//! list (that came with 7.2).
+//! `OBJECT ENCODING` follows Redis 7.2+ (`t_list.c`): a new list is a `listpack` (one
+//! node that never splits) until a push would take it past one node's limit
+//! ([`List::prepare_push`], Redis's `listTypeTryConversionAppend`), then a `quicklist`.
+//! A quicklist whose single node has shrunk to half the limit (in bytes and in entries)
+//! is a listpack again ([`List::settle_shrunk`], run by every removal); a list built in
+//! bulk (RDB, SORT STORE) is a listpack when it fits one node ([`List::settle_built`]).
+//! Both forms are the same nodes here; only the name and the splitting rule differ.
 
 use super::Thresholds;
 use crate::alloc::usable_size;
@@ -366,6 +371,8 @@ pub struct List {
     len: usize,
     /// `list-max-listpack-size` when the list was created (Redis keeps a list's fill).
     fill: i32,
+    /// The `listpack` encoding: at most one node, which grows without splitting.
+    listpack: bool,
 }
 
 /// Byte limit of a node for a negative fill.
@@ -381,21 +388,89 @@ fn size_limit(fill: i32) -> usize {
 }
 
 impl List {
-    /// An empty list with the default fill (-2).
+    /// An empty list with the default fill (-2), in the listpack encoding (what a push
+    /// creates).
     pub fn new() -> List {
         List {
             nodes: VecDeque::new(),
             len: 0,
             fill: -2,
+            listpack: true,
         }
     }
 
-    /// An empty list with the configured node fill.
+    /// An empty list with the configured node fill, in the listpack encoding.
     pub fn with_thresholds(t: &Thresholds) -> List {
         List {
-            nodes: VecDeque::new(),
-            len: 0,
             fill: t.list_max_listpack_size.clamp(-5, 65535) as i32,
+            ..List::new()
+        }
+    }
+
+    /// An empty list to fill in bulk (RDB load, SORT STORE): a quicklist whose nodes
+    /// split as it grows; [`List::settle_built`] names its encoding when it is done.
+    pub fn bulk(t: &Thresholds) -> List {
+        List {
+            listpack: false,
+            ..List::with_thresholds(t)
+        }
+    }
+
+    /// Redis's `quicklistNodeLimit`: a node's (byte limit, entry limit) for this fill.
+    fn node_limits(&self) -> (usize, usize) {
+        if self.fill >= 0 {
+            (usize::MAX, (self.fill as usize).max(1))
+        } else {
+            (size_limit(self.fill), usize::MAX)
+        }
+    }
+
+    /// Redis's `quicklistNodeExceedsLimit`: would a node of `bytes` (listpack bytes,
+    /// header included) and `count` entries be over the limit?
+    fn exceeds(&self, bytes: usize, count: usize) -> bool {
+        let (size, entries) = self.node_limits();
+        if size != usize::MAX {
+            bytes > size
+        } else {
+            bytes > SIZE_SAFETY_LIMIT || count > entries
+        }
+    }
+
+    /// Bytes the whole list would take as one Redis listpack (`lpBytes`).
+    fn listpack_bytes(&self) -> usize {
+        LP_OVERHEAD + self.nodes.iter().map(|n| n.buf.len()).sum::<usize>()
+    }
+
+    /// Before pushing `count` elements of `bytes` bytes in all (their lengths, not
+    /// their encodings, as Redis counts them): a listpack that would exceed one node
+    /// becomes a quicklist (Redis's `listTypeTryConversionAppend`). LPUSH, RPUSH,
+    /// LINSERT, LSET and the moving commands call it once with all they add.
+    pub fn prepare_push(&mut self, bytes: usize, count: usize) {
+        if self.listpack && self.exceeds(self.listpack_bytes() + bytes, self.len + count) {
+            self.listpack = false;
+        }
+    }
+
+    /// After a removal: a quicklist of one node at most half the limit becomes a
+    /// listpack (Redis's `LIST_CONV_SHRINKING`; the half keeps a list that shrinks and
+    /// grows by one element from converting back and forth).
+    pub fn settle_shrunk(&mut self) {
+        self.settle(2);
+    }
+
+    /// After building the list in bulk: a listpack if it fits one node (Redis's
+    /// `LIST_CONV_AUTO`).
+    pub fn settle_built(&mut self) {
+        self.settle(1);
+    }
+
+    fn settle(&mut self, divisor: usize) {
+        if self.listpack || self.nodes.len() != 1 {
+            return;
+        }
+        let (size, entries) = self.node_limits();
+        if self.listpack_bytes() <= size / divisor && self.len <= entries / divisor {
+            self.listpack = true;
         }
     }
 
@@ -435,7 +510,7 @@ impl List {
         let fits = self
             .nodes
             .back()
-            .is_some_and(|n| self.allows(n.buf.len(), n.count, elem.len()));
+            .is_some_and(|n| self.listpack || self.allows(n.buf.len(), n.count, elem.len()));
         if !fits {
             self.add_node(false);
         }
@@ -451,7 +526,7 @@ impl List {
         let fits = self
             .nodes
             .front()
-            .is_some_and(|n| self.allows(n.buf.len(), n.count, elem.len()));
+            .is_some_and(|n| self.listpack || self.allows(n.buf.len(), n.count, elem.len()));
         if !fits {
             self.add_node(true);
         }
@@ -477,6 +552,7 @@ impl List {
             node.shrink();
         }
         self.len -= 1;
+        self.settle_shrunk();
         Some(r)
     }
 
@@ -493,6 +569,7 @@ impl List {
             node.shrink();
         }
         self.len -= 1;
+        self.settle_shrunk();
         Some(r)
     }
 
@@ -538,11 +615,13 @@ impl List {
         Some(decode(&n.buf, n.offset_of(j)).0.to_cow())
     }
 
-    /// Replaces the element at `i`; false if out of range (LSET).
+    /// Replaces the element at `i`; false if out of range (LSET, which converts as
+    /// Redis's does: a push of `elem` first, a removal after).
     pub fn set(&mut self, i: usize, elem: &[u8]) -> bool {
         let Some((k, j)) = self.locate(i) else {
             return false;
         };
+        self.prepare_push(elem.len(), 1);
         let mut enc = Vec::with_capacity(elem.len() + 10);
         encode(elem, &mut enc);
         let n = &mut self.nodes[k];
@@ -550,6 +629,7 @@ impl List {
         let next = decode(&n.buf, off).1;
         n.splice(off, next - off, &enc);
         self.split_if_needed(k);
+        self.settle_shrunk();
         true
     }
 
@@ -567,7 +647,7 @@ impl List {
         let mut enc = Vec::with_capacity(elem.len() + 10);
         encode(elem, &mut enc);
         // At the start of a full node, the previous node may have room at its end.
-        if j == 0 && k > 0 {
+        if j == 0 && k > 0 && !self.listpack {
             let p = &self.nodes[k - 1];
             let (pb, pc) = (p.buf.len(), p.count);
             if self.allows(pb, pc, elem.len()) {
@@ -586,9 +666,10 @@ impl List {
         self.split_if_needed(k);
     }
 
-    /// Splits node `k` in halves (repeatedly) while it is over its limit.
+    /// Splits node `k` in halves (repeatedly) while it is over its limit (never in the
+    /// listpack encoding).
     fn split_if_needed(&mut self, k: usize) {
-        if !self.overfull(&self.nodes[k]) {
+        if self.listpack || !self.overfull(&self.nodes[k]) {
             return;
         }
         let n = std::mem::take(&mut self.nodes[k]);
@@ -706,6 +787,7 @@ impl List {
             n.shrink();
             self.len -= drop_tail;
         }
+        self.settle_shrunk();
     }
 
     /// Removes elements equal to `needle`: all when `count` is 0, else up to |count|
@@ -775,12 +857,19 @@ impl List {
         }
         self.nodes.retain(|n| n.count > 0);
         self.len -= removed;
+        if removed > 0 {
+            self.settle_shrunk();
+        }
         removed
     }
 
-    /// `OBJECT ENCODING`'s name for it (Redis 7.0: always `quicklist`).
+    /// `OBJECT ENCODING`'s name for it.
     pub fn encoding(&self) -> &'static str {
-        "quicklist"
+        if self.listpack {
+            "listpack"
+        } else {
+            "quicklist"
+        }
     }
 
     /// Bytes allocated, each allocation at its allocator size class: the list header
@@ -832,6 +921,7 @@ impl List {
             total += c as usize;
         }
         assert_eq!(total, self.len);
+        assert!(!self.listpack || self.nodes.len() <= 1);
     }
 }
 
@@ -970,13 +1060,64 @@ mod tests {
     fn nodes_split_at_eight_kib() {
         let mut l = List::with_thresholds(&t(-2));
         for i in 0..10_000 {
-            l.push_back(format!("element-{i}").as_bytes(), &t(-2));
+            let e = format!("element-{i}");
+            l.prepare_push(e.len(), 1);
+            l.push_back(e.as_bytes(), &t(-2));
         }
+        assert_eq!(l.encoding(), "quicklist");
         l.check();
         assert!(l.node_count() > 10);
         for n in &l.nodes {
             assert!(n.buf.len() + LP_OVERHEAD <= 8192);
         }
+    }
+
+    #[test]
+    fn listpack_until_a_push_would_exceed_a_node_then_back_at_half() {
+        let th = t(4);
+        let mut l = List::with_thresholds(&th);
+        for e in ["a", "b", "c", "d"] {
+            l.prepare_push(1, 1);
+            l.push_back(e.as_bytes(), &th);
+        }
+        assert_eq!(l.encoding(), "listpack");
+        // A fifth entry would exceed 4 per node: checked before the push, with all
+        // that a multi-element push adds.
+        l.prepare_push(1, 1);
+        assert_eq!(l.encoding(), "quicklist");
+        l.push_back(b"e", &th);
+        assert_eq!(l.node_count(), 2);
+        l.pop_back();
+        l.pop_back();
+        assert_eq!(
+            (l.node_count(), l.encoding()),
+            (1, "quicklist"),
+            "3 > 4 / 2"
+        );
+        l.pop_back();
+        assert_eq!(l.encoding(), "listpack", "2 <= 4 / 2");
+        // Bytes, for a negative fill: 8 KiB with -2.
+        let th = t(-2);
+        let mut l = List::with_thresholds(&th);
+        let big = vec![b'x'; 5000];
+        l.prepare_push(big.len() * 2, 2);
+        assert_eq!(l.encoding(), "quicklist");
+        let mut l = List::with_thresholds(&th);
+        l.prepare_push(big.len(), 1);
+        l.push_back(&big, &th);
+        assert_eq!(l.encoding(), "listpack");
+        // LSET that grows past the limit converts; one that shrinks it back, too.
+        l.set(0, &vec![b'y'; 9000]);
+        assert_eq!(l.encoding(), "quicklist");
+        l.set(0, b"small");
+        assert_eq!(l.encoding(), "listpack");
+        // Built in bulk: a listpack when it fits one node.
+        let mut l = List::bulk(&th);
+        for i in 0..100 {
+            l.push_back(format!("{i}").as_bytes(), &th);
+        }
+        l.settle_built();
+        assert_eq!(l.encoding(), "listpack");
     }
 
     #[derive(Debug, Clone)]
@@ -1028,8 +1169,8 @@ mod tests {
             let mut m: VecDeque<Vec<u8>> = VecDeque::new();
             for op in ops {
                 match op {
-                    Op::PushBack(e) => { l.push_back(&e, &th); m.push_back(e); }
-                    Op::PushFront(e) => { l.push_front(&e, &th); m.push_front(e); }
+                    Op::PushBack(e) => { l.prepare_push(e.len(), 1); l.push_back(&e, &th); m.push_back(e); }
+                    Op::PushFront(e) => { l.prepare_push(e.len(), 1); l.push_front(&e, &th); m.push_front(e); }
                     Op::PopBack => prop_assert_eq!(l.pop_back(), m.pop_back()),
                     Op::PopFront => prop_assert_eq!(l.pop_front(), m.pop_front()),
                     Op::Set(i, e) => {
@@ -1039,6 +1180,7 @@ mod tests {
                     }
                     Op::Insert(i, e) => {
                         let i = i.min(m.len());
+                        l.prepare_push(e.len(), 1);
                         l.insert(i, &e, &th);
                         m.insert(i, e);
                     }
@@ -1072,6 +1214,11 @@ mod tests {
                 }
                 l.check();
                 prop_assert_eq!(l.len(), m.len());
+                // A listpack is one node within the limit; a quicklist of one small
+                // node would have become a listpack at its last removal.
+                if l.encoding() == "listpack" {
+                    prop_assert!(!l.exceeds(l.listpack_bytes(), l.len()));
+                }
             }
             let all: Vec<Vec<u8>> = l.iter().map(|c| c.into_owned()).collect();
             prop_assert_eq!(all, m.iter().cloned().collect::<Vec<_>>());

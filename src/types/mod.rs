@@ -44,6 +44,10 @@ pub struct Thresholds {
     pub list_compress_depth: usize,
     /// `set-max-intset-entries`
     pub set_max_intset_entries: usize,
+    /// `set-max-listpack-entries` (7.2)
+    pub set_max_listpack_entries: usize,
+    /// `set-max-listpack-value` (7.2; bytes of a member)
+    pub set_max_listpack_value: usize,
     /// `zset-max-listpack-entries`
     pub zset_max_listpack_entries: usize,
     /// `zset-max-listpack-value` (bytes of a member)
@@ -58,6 +62,8 @@ impl Default for Thresholds {
             list_max_listpack_size: -2,
             list_compress_depth: 0,
             set_max_intset_entries: 512,
+            set_max_listpack_entries: 128,
+            set_max_listpack_value: 64,
             zset_max_listpack_entries: 128,
             zset_max_listpack_value: 64,
         }
