@@ -1106,31 +1106,36 @@ fn write_key_flags(out: &mut crate::resp::writer::RespWriter, kflags: u32) {
     }
 }
 
+/// COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN pattern]: every command
+/// and, after each container, its subcommands (`xinfo`, `xinfo|help`, `xinfo|stream`...),
+/// as Redis's `commandListWithoutFilter` walks them; a filter applies to each full name
+/// (a subcommand by its own categories).
 fn command_list(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let argv = ctx.argv;
-    let mut names: Vec<&'static str> = visible_commands(ctx.core).map(|c| c.name).collect();
+    let mut specs: Vec<&'static CommandSpec> = Vec::new();
+    for c in visible_commands(ctx.core) {
+        specs.push(c);
+        specs.extend(c.subcommands.iter().filter(|s| visible(ctx.core, s)));
+    }
     if argv.len() > 2 {
         if argv.len() != 5 || !is(&argv[2], "FILTERBY") {
             return Err(ReplyError::Syntax);
         }
         let value = String::from_utf8_lossy(&argv[4]).to_ascii_lowercase();
         if is(&argv[3], "PATTERN") {
-            names.retain(|n| crate::util::glob_match(value.as_bytes(), n.as_bytes(), true));
+            specs.retain(|c| crate::util::glob_match(value.as_bytes(), c.name.as_bytes(), true));
         } else if is(&argv[3], "ACLCAT") {
             let cat = format!("@{}", value.trim_start_matches('@'));
-            names.retain(|n| {
-                super::lookup(n.as_bytes())
-                    .is_some_and(|c| c.acl_categories().contains(&cat.as_str()))
-            });
+            specs.retain(|c| c.acl_categories().contains(&cat.as_str()));
         } else if is(&argv[3], "MODULE") {
-            names.clear();
+            specs.clear();
         } else {
             return Err(ReplyError::Syntax);
         }
     }
-    ctx.out.array(names.len());
-    for n in names {
-        ctx.out.bulk(n.as_bytes());
+    ctx.out.array(specs.len());
+    for c in specs {
+        ctx.out.bulk(c.name.as_bytes());
     }
     Ok(())
 }
