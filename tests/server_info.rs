@@ -541,3 +541,35 @@ fn a_blocked_command_counts_its_reply_and_itself_when_served() {
     assert_eq!(f(&l3, "tot-net-out"), f(&l2, "tot-net-out") + 23);
     assert_eq!(f(&l3, "tot-cmds"), f(&l2, "tot-cmds") + 1);
 }
+
+#[test]
+fn command_info_tips_are_redis_7_0s() {
+    let (server, redis) = (start_server(), redis_server());
+    let (mut c, mut r) = (server.raw(), redis.raw());
+    let theirs = names(&r.cmd_str(&["COMMAND", "LIST"]));
+    let tips = |c: &mut Raw, name: &str| -> V {
+        let (v, _) = parse(&c.cmd_str(&["COMMAND", "INFO", name]), 0);
+        match v {
+            V::Agg(_, Some(mut one)) => match one.remove(0) {
+                V::Agg(_, Some(mut info)) => info.remove(7),
+                other => panic!("{name}: {other:?}"),
+            },
+            other => panic!("{name}: {other:?}"),
+        }
+    };
+    let mut compared = 0;
+    let mut with_tips = 0;
+    for name in names(&c.cmd_str(&["COMMAND", "LIST"])) {
+        if !theirs.contains(&name) {
+            continue;
+        }
+        let (ours, want) = (tips(&mut c, &name), tips(&mut r, &name));
+        assert_eq!(ours, want, "{name}");
+        compared += 1;
+        with_tips += usize::from(matches!(&want, V::Agg(_, Some(t)) if !t.is_empty()));
+    }
+    assert!(
+        compared > 300 && with_tips > 80,
+        "{compared} compared, {with_tips} with tips"
+    );
+}

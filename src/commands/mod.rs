@@ -35,6 +35,7 @@ pub mod set;
 pub mod slowlog;
 pub mod sort;
 pub mod string;
+pub mod tips;
 pub mod transaction;
 pub mod xack;
 pub mod xackdel;

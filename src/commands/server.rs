@@ -913,7 +913,11 @@ fn write_command_info(ctx: &mut Ctx<'_>, c: &CommandSpec) {
     for cat in cats {
         out.simple(cat.as_bytes());
     }
-    out.set(0);
+    let tips = super::tips::of(c.name);
+    out.set(tips.len());
+    for tip in tips {
+        out.bulk(tip.as_bytes());
+    }
     if c.first_key > 0 {
         // One key spec per entry of `key_flags` when each key has its own (COPY, RENAME:
         // source then destination), else one range spec for all the keys.
