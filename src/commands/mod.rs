@@ -19,6 +19,7 @@ pub mod acl;
 pub mod cluster;
 pub mod connection;
 pub mod deadletter;
+pub mod docs;
 pub mod dump;
 pub mod effects;
 pub mod hash;

@@ -1007,23 +1007,11 @@ fn command_info(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     Ok(())
 }
 
+/// One COMMAND DOCS entry: the row's summary, since and group, and what
+/// [`super::docs`] holds for it, cut to the client's `compat-version`.
 fn write_command_docs(ctx: &mut Ctx<'_>, c: &CommandSpec) {
-    ctx.out.bulk(c.name.as_bytes());
-    let has_subs = !c.subcommands.is_empty();
-    ctx.out.map(if has_subs { 4 } else { 3 });
-    ctx.out.bulk(b"summary");
-    ctx.out.bulk(c.summary.as_bytes());
-    ctx.out.bulk(b"since");
-    ctx.out.bulk(c.since.as_bytes());
-    ctx.out.bulk(b"group");
-    ctx.out.bulk(c.group.as_bytes());
-    if has_subs {
-        ctx.out.bulk(b"subcommands");
-        ctx.out.map(c.subcommands.len());
-        for s in c.subcommands {
-            write_command_docs(ctx, s);
-        }
-    }
+    let core = &*ctx.core;
+    super::docs::write(ctx.out, c, core.compat, &|s| visible(core, s));
 }
 
 fn command_docs(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
