@@ -56,7 +56,8 @@
 //! `arguments`, `subcommands`; within an argument `name`, `type`, `display_text`,
 //! `key_spec_index`, `token`, `summary`, `since`, `deprecated_since`, `flags`,
 //! `arguments`), leaving out what a client's `compat-version` does not have yet:
-//! arguments and history entries newer than it.
+//! arguments and history entries newer than it. `doc_flags`, `history` and an argument's
+//! `flags` are RESP3 sets, as in Redis.
 
 mod cluster;
 mod connection;
@@ -653,7 +654,8 @@ pub fn write(
     }
     if !history.is_empty() {
         out.bulk(b"history");
-        out.array(history.len());
+        // A set in RESP3, as Redis writes it.
+        out.set(history.len());
         for (v, text) in history {
             out.array(2);
             out.bulk(v.as_bytes());
