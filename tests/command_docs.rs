@@ -153,12 +153,12 @@ const CHANGED_AFTER_7_0: &[(&str, &[&str], &str)] = &[
     (
         "xreadgroup",
         &["arguments", "history"],
-        "7.2 names; 8.4 CLAIM",
+        "7.2 names; 8.4 CLAIM; 8.10 MAXCOUNT/MAXSIZE",
     ),
     (
         "xread",
-        &["arguments", "complexity"],
-        "7.2 names; complexity dropped",
+        &["arguments", "complexity", "history"],
+        "7.2 names, complexity dropped; 8.10 MAXCOUNT/MAXSIZE",
     ),
     ("zinter", &["arguments", "history"], "8.8 AGGREGATE COUNT"),
     (

@@ -19,8 +19,11 @@ pub const DOCS: &[Doc] = &[
         .args(
             r#"key:key@0 [NOMKSTREAM]<since 6.2.0>
              [condition(KEEPREF | DELREF | ACKED)]<since 8.2.0>
-             [idmp(IDMPAUTO producer-id:string | IDMP idmp-pair{producer-id:string idempotent-id:string})]<since 8.6.0>
-             [trim{strategy(MAXLEN | MINID<since 6.2.0>) [operator(equal="=" | approximately=~)] threshold:string [LIMIT count:integer]<since 6.2.0>}]
+             [idmp(IDMPAUTO producer-id:string | IDMP
+             idmp-pair{producer-id:string idempotent-id:string})]<since 8.6.0>
+             [trim{strategy(MAXLEN | MINID<since 6.2.0>)
+             [operator(equal="=" | approximately=~)] threshold:string
+             [LIMIT count:integer]<since 6.2.0>}]
              id-selector(auto-id=* | id:string) data{field:string value:string}..."#,
         ),
     Doc::new("xautoclaim", "O(1) if COUNT is small.")
@@ -34,8 +37,8 @@ pub const DOCS: &[Doc] = &[
     Doc::new("xclaim", "O(log N) with N being the number of messages in the PEL of the consumer group.")
         .args(
             r"key:key@0 group:string consumer:string min-idle-time:string ID:string...
-             [IDLE ms:integer] [TIME unix-time-milliseconds:unix-time] [RETRYCOUNT count:integer]
-             [FORCE] [JUSTID] [LASTID lastid:string]",
+             [IDLE ms:integer] [TIME unix-time-milliseconds:unix-time]
+             [RETRYCOUNT count:integer] [FORCE] [JUSTID] [LASTID lastid:string]",
         ),
     Doc::new("xdel", "O(1) for each single item to delete in the stream, regardless of the stream size.")
         .args(
@@ -106,7 +109,8 @@ pub const DOCS: &[Doc] = &[
         ])
         .args(
             r"key:key@0 group:string
-             [filters{[IDLE min-idle-time:integer]<since 6.2.0> start:string end:string count:integer [consumer:string]}]",
+             [filters{[IDLE min-idle-time:integer]<since 6.2.0> start:string
+             end:string count:integer [consumer:string]}]",
         ),
     Doc::new("xrange", "O(N) with N being the number of elements being returned. If N is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1).")
         .history(&[
@@ -116,17 +120,24 @@ pub const DOCS: &[Doc] = &[
             r"key:key@0 start:string end:string [COUNT count:integer]",
         ),
     Doc::new("xread", "")
+        .history(&[
+            ("8.10.0", "Added the `MAXCOUNT` and `MAXSIZE` options."),
+        ])
         .args(
-            r"[COUNT count:integer] [BLOCK milliseconds:integer]
+            r"[COUNT count:integer] [MAXCOUNT maxcount:integer]<since 8.10.0>
+             [MAXSIZE maxsize:integer]<since 8.10.0> [BLOCK milliseconds:integer]
              STREAMS streams{key:key@0... ID:string...}",
         ),
     Doc::new("xreadgroup", "For each stream mentioned: O(M) with M being the number of elements returned. If M is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1). On the other side when XREADGROUP blocks, XADD will pay the O(N) time in order to serve the N clients blocked on the stream getting new data.")
         .history(&[
             ("8.4.0", "Added the `CLAIM` option."),
+            ("8.10.0", "Added the `MAXCOUNT` and `MAXSIZE` options."),
         ])
         .args(
             r"GROUP group-block{group:string consumer:string} [COUNT count:integer]
-             [BLOCK milliseconds:integer] [CLAIM min-idle-time:integer]<since 8.4.0> [NOACK] STREAMS streams{key:key@0... ID:string...}",
+             [MAXCOUNT maxcount:integer]<since 8.10.0> [MAXSIZE maxsize:integer]<since 8.10.0>
+             [BLOCK milliseconds:integer] [CLAIM min-idle-time:integer]<since 8.4.0>
+             [NOACK] STREAMS streams{key:key@0... ID:string...}",
         ),
     Doc::new("xrevrange", "O(N) with N being the number of elements returned. If N is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1).")
         .history(&[
@@ -140,7 +151,8 @@ pub const DOCS: &[Doc] = &[
             ("7.0.0", "Added the `entries_added` and `max_deleted_entry_id` arguments."),
         ])
         .args(
-            r"key:key@0 last-id:string [ENTRIESADDED entries-added:integer]<since 7.0.0>
+            r"key:key@0 last-id:string
+             [ENTRIESADDED entries-added:integer]<since 7.0.0>
              [MAXDELETEDID max-deleted-id:string]<since 7.0.0>",
         ),
     Doc::new("xtrim", "O(N), with N being the number of evicted entries. Constant times are very small however, since entries are organized in macro nodes containing multiple entries that can be released with a single deallocation.")
@@ -150,20 +162,22 @@ pub const DOCS: &[Doc] = &[
         ])
         .args(
             r#"key:key@0
-             trim{strategy(MAXLEN | MINID<since 6.2.0>) [operator(equal="=" | approximately=~)] threshold:string [LIMIT count:integer]<since 6.2.0>}
-             [condition(KEEPREF | DELREF | ACKED)]<since 8.2.0>"#,
+             trim{strategy(MAXLEN | MINID<since 6.2.0>)
+             [operator(equal="=" | approximately=~)] threshold:string
+             [LIMIT count:integer]<since 6.2.0>} [condition(KEEPREF | DELREF | ACKED)]<since 8.2.0>"#,
         ),
     Doc::new("xackdel", "O(1) for each message ID processed.")
         .args(
-            r"key:key@0 group:string [condition(KEEPREF | DELREF | ACKED)]
-             IDS ids{numids:integer id:string...}",
+            r"key:key@0 group:string [condition(KEEPREF | DELREF | ACKED)] IDS
+             ids{numids:integer id:string...}",
         ),
     Doc::new("xdelex", "O(1) for each single item to delete in the stream, regardless of the stream size.")
-        .args(r"key:key@0 [condition(KEEPREF | DELREF | ACKED)] IDS ids{numids:integer id:string...}"),
+        .args(r"key:key@0 [condition(KEEPREF | DELREF | ACKED)] IDS
+               ids{numids:integer id:string...}"),
     Doc::new("xnack", "O(1) for each message ID processed.")
         .args(
-            r"key:key@0 group:string mode(SILENT | FAIL | FATAL) IDS ids{numids:integer id:string...}
-             [RETRYCOUNT retrycount:integer] [FORCE]",
+            r"key:key@0 group:string mode(SILENT | FAIL | FATAL) IDS
+             ids{numids:integer id:string...} [RETRYCOUNT retrycount:integer] [FORCE]",
         ),
     Doc::new("xcfgset", "O(1)")
         .args(r"key:key@0 [IDMP-DURATION duration:integer] [IDMP-MAXSIZE maxsize:integer]"),
