@@ -82,7 +82,8 @@ pub const DOCS: &[Doc] = &[
     Doc::new("cluster|setslot", "O(1)")
         .args(
             r"slot:integer
-             subcommand(IMPORTING importing:string<display node-id> | MIGRATING migrating:string<display node-id> | NODE node:string<display node-id> | STABLE)",
+             subcommand(IMPORTING importing:string<display node-id> | MIGRATING
+             migrating:string<display node-id> | NODE node:string<display node-id> | STABLE)",
         ),
     Doc::new("cluster|shards", "O(N) where N is the total number of cluster nodes"),
     Doc::new("cluster|slaves", "O(N) where N is the number of replicas.")
@@ -100,7 +101,7 @@ pub const DOCS: &[Doc] = &[
     Doc::new("readwrite", "O(1)"),
     Doc::new("cluster|slot-stats", "O(N) where N is the total number of slots based on arguments. O(N log N) with ORDERBY subcommand.")
         .args(
-            r"filter(SLOTSRANGE slotsrange{start-slot:integer end-slot:integer}
-             | ORDERBY orderby{metric:string [LIMIT limit:integer] [order(ASC | DESC)]})",
+            r"filter(SLOTSRANGE slotsrange{start-slot:integer end-slot:integer} |
+             ORDERBY orderby{metric:string [LIMIT limit:integer] [order(ASC | DESC)]})",
         ),
 ];

@@ -27,7 +27,13 @@ pub const DOCS: &[Doc] = &[
             ("7.4.0", "`MAXAGE` option."),
         ])
         .args(
-            r"filter(old-format:string<deprecated 2.8.12><display ip:port> | new-format([ID client-id:integer]<since 2.8.12> | [TYPE client-type(normal | master<since 3.2.0> | slave | replica<since 5.0.0> | pubsub)]<since 2.8.12> | [USER username:string] | [ADDR addr:string]<display ip:port> | [LADDR laddr:string]<since 6.2.0><display ip:port> | [SKIPME skipme(YES | NO)] | [MAXAGE maxage:integer]<since 7.4.0>)...)",
+            r"filter(old-format:string<deprecated 2.8.12><display ip:port> |
+             new-format([ID client-id:integer]<since 2.8.12> |
+             [TYPE
+             client-type(normal | master<since 3.2.0> | slave | replica<since 5.0.0> | pubsub)]<since 2.8.12>
+             | [USER username:string] | [ADDR addr:string]<display ip:port> |
+             [LADDR laddr:string]<since 6.2.0><display ip:port> | [SKIPME skipme(YES | NO)]
+             | [MAXAGE maxage:integer]<since 7.4.0>)...)",
         ),
     Doc::new("client|list", "O(N) where N is the number of client connections")
         .history(&[
@@ -71,7 +77,8 @@ pub const DOCS: &[Doc] = &[
             ("6.2.0", "`protover` made optional; when called without arguments the command reports the current connection's context."),
         ])
         .args(
-            r"[arguments{protover:integer [AUTH auth{username:string password:string}] [SETNAME clientname:string]}]",
+            r"[arguments{protover:integer [AUTH auth{username:string password:string}]
+             [SETNAME clientname:string]}]",
         ),
     Doc::new("ping", "O(1)")
         .args(

@@ -54,9 +54,11 @@ pub const DOCS: &[Doc] = &[
             ("6.0.0", "Added the `AUTH2` option."),
         ])
         .args(
-            r#"host:string port:integer key-selector(key:key@0 | empty-string='""')
-             destination-db:integer timeout:integer [COPY]<since 3.0.0> [REPLACE]<since 3.0.0>
-             [authentication(AUTH auth:string<since 4.0.7><display password> | AUTH2 auth2{username:string password:string}<since 6.0.0>)]
+            r#"host:string port:integer
+             key-selector(key:key@0 | empty-string='""') destination-db:integer
+             timeout:integer [COPY]<since 3.0.0> [REPLACE]<since 3.0.0>
+             [authentication(AUTH auth:string<since 4.0.7><display password> |
+             AUTH2 auth2{username:string password:string}<since 6.0.0>)]
              [KEYS keys:key@1]...<since 3.0.6><display key>"#,
         ),
     Doc::new("move", "O(1)")
@@ -97,7 +99,8 @@ pub const DOCS: &[Doc] = &[
             ("7.0.0", "Added options: `NX`, `XX`, `GT` and `LT`."),
         ])
         .args(
-            r"key:key@0 unix-time-milliseconds:unix-time [condition(NX | XX | GT | LT)]<since 7.0.0>",
+            r"key:key@0 unix-time-milliseconds:unix-time
+             [condition(NX | XX | GT | LT)]<since 7.0.0>",
         ),
     Doc::new("pexpiretime", "O(1)")
         .args(
@@ -129,9 +132,9 @@ pub const DOCS: &[Doc] = &[
             ("5.0.0", "Added the `IDLETIME` and `FREQ` options."),
         ])
         .args(
-            r"key:key@0 ttl:integer serialized-value:string [REPLACE]<since 3.0.0>
-             [ABSTTL]<since 5.0.0> [IDLETIME seconds:integer]<since 5.0.0>
-             [FREQ frequency:integer]<since 5.0.0>",
+            r"key:key@0 ttl:integer serialized-value:string
+             [REPLACE]<since 3.0.0> [ABSTTL]<since 5.0.0>
+             [IDLETIME seconds:integer]<since 5.0.0> [FREQ frequency:integer]<since 5.0.0>",
         ),
     Doc::new("scan", "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.")
         .history(&[
@@ -145,8 +148,8 @@ pub const DOCS: &[Doc] = &[
         .args(
             r"key:key@0 [BY by-pattern:pattern@1]<display pattern>
              [LIMIT limit{offset:integer count:integer}]
-             [GET get-pattern:pattern@1]...+<display pattern> [order(ASC | DESC)] [sorting=ALPHA]
-             [STORE destination:key@2]",
+             [GET get-pattern:pattern@1]...+<display pattern> [order(ASC | DESC)]
+             [sorting=ALPHA] [STORE destination:key@2]",
         ),
     Doc::new("sort_ro", "O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N).")
         .args(

@@ -120,15 +120,16 @@ pub const DOCS: &[Doc] = &[
         .args(r"key:key@0 FIELDS fields{numfields:integer field:string...}"),
     Doc::new("hgetex", "O(N) where N is the number of specified fields")
         .args(
-            r"key:key@0 [expiration(EX seconds:integer | PX milliseconds:integer
-             | EXAT unix-time-seconds:unix-time | PXAT unix-time-milliseconds:unix-time | PERSIST)]
+            r"key:key@0
+             [expiration(EX seconds:integer | PX milliseconds:integer | EXAT
+             unix-time-seconds:unix-time | PXAT unix-time-milliseconds:unix-time | PERSIST)]
              FIELDS fields{numfields:integer field:string...}",
         ),
     Doc::new("hsetex", "O(N) where N is the number of fields being set.")
         .args(
             r"key:key@0 [condition(FNX | FXX)]
-             [expiration(EX seconds:integer | PX milliseconds:integer
-             | EXAT unix-time-seconds:unix-time | PXAT unix-time-milliseconds:unix-time | KEEPTTL)]
+             [expiration(EX seconds:integer | PX milliseconds:integer |
+             EXAT unix-time-seconds:unix-time | PXAT unix-time-milliseconds:unix-time | KEEPTTL)]
              FIELDS fields{numfields:integer data{field:string value:string}...}",
         ),
 ];

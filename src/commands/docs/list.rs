@@ -7,8 +7,8 @@ use super::Doc;
 pub const DOCS: &[Doc] = &[
     Doc::new("blmove", "O(1)")
         .args(
-            r"source:key@0 destination:key@1 wherefrom(LEFT | RIGHT) whereto(LEFT | RIGHT)
-             timeout:double",
+            r"source:key@0 destination:key@1 wherefrom(LEFT | RIGHT)
+             whereto(LEFT | RIGHT) timeout:double",
         ),
     Doc::new("blmpop", "O(N+M) where N is the number of provided keys and M is the number of elements returned.")
         .args(
@@ -126,13 +126,16 @@ pub const DOCS: &[Doc] = &[
         ),
     Doc::new("lmovem", "O(N) where N is the number of elements moved.")
         .args(
-            r"source:key@0 destination:key@1 wherefrom(LEFT | RIGHT) whereto(LEFT | RIGHT)
-             [how-many{selector(COUNT count:integer | EXACTLY exactly:integer) ordering(OBO | BULK)}]",
+            r"source:key@0 destination:key@1 wherefrom(LEFT | RIGHT)
+             whereto(LEFT | RIGHT)
+             [how-many{selector(COUNT count:integer | EXACTLY exactly:integer)
+             ordering(OBO | BULK)}]",
         ),
     Doc::new("blmovem", "O(N) where N is the number of elements moved.")
         .args(
-            r"source:key@0 destination:key@1 wherefrom(LEFT | RIGHT) whereto(LEFT | RIGHT)
-             timeout:double
-             [how-many{selector(COUNT count:integer | EXACTLY exactly:integer) ordering(OBO | BULK)}]",
+            r"source:key@0 destination:key@1 wherefrom(LEFT | RIGHT)
+             whereto(LEFT | RIGHT) timeout:double
+             [how-many{selector(COUNT count:integer | EXACTLY exactly:integer)
+             ordering(OBO | BULK)}]",
         ),
 ];

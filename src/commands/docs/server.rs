@@ -83,7 +83,8 @@ pub const DOCS: &[Doc] = &[
         ),
     Doc::new("command|list", "O(N) where N is the total number of Redis commands")
         .args(
-            r"[FILTERBY filterby(MODULE module-name:string | ACLCAT category:string | PATTERN pattern:pattern)]",
+            r"[FILTERBY
+             filterby(MODULE module-name:string | ACLCAT category:string | PATTERN pattern:pattern)]",
         ),
     Doc::new("config", "Depends on subcommand."),
     Doc::new("config|get", "O(N) when N is the number of configuration parameters provided")
@@ -187,9 +188,9 @@ pub const DOCS: &[Doc] = &[
             ("5.0.0", "Added the `IDLETIME` and `FREQ` options."),
         ])
         .args(
-            r"key:key@0 ttl:integer serialized-value:string [REPLACE]<since 3.0.0>
-             [ABSTTL]<since 5.0.0> [IDLETIME seconds:integer]<since 5.0.0>
-             [FREQ frequency:integer]<since 5.0.0>",
+            r"key:key@0 ttl:integer serialized-value:string
+             [REPLACE]<since 3.0.0> [ABSTTL]<since 5.0.0>
+             [IDLETIME seconds:integer]<since 5.0.0> [FREQ frequency:integer]<since 5.0.0>",
         ),
     Doc::new("role", "O(1)"),
     Doc::new("save", "O(N) where N is the total number of keys in all databases"),
@@ -198,8 +199,8 @@ pub const DOCS: &[Doc] = &[
             ("7.0.0", "Added the `NOW`, `FORCE` and `ABORT` modifiers."),
         ])
         .args(
-            r"[save-selector(NOSAVE | SAVE)] [NOW]<since 7.0.0> [FORCE]<since 7.0.0>
-             [ABORT]<since 7.0.0>",
+            r"[save-selector(NOSAVE | SAVE)] [NOW]<since 7.0.0>
+             [FORCE]<since 7.0.0> [ABORT]<since 7.0.0>",
         ),
     Doc::new("slaveof", "O(1)")
         .deprecated("5.0.0", "`REPLICAOF`")
@@ -233,8 +234,9 @@ pub const DOCS: &[Doc] = &[
     Doc::new("hotkeys|help", "O(1)"),
     Doc::new("hotkeys|start", "O(1)")
         .args(
-            r"METRICS metrics{count:integer [CPU] [NET]} [COUNT k:integer] [DURATION seconds:integer]
-             [SAMPLE ratio:integer] [SLOTS slots{count:integer slot:integer...}]",
+            r"METRICS metrics{count:integer [CPU] [NET]} [COUNT k:integer]
+             [DURATION seconds:integer] [SAMPLE ratio:integer]
+             [SLOTS slots{count:integer slot:integer...}]",
         ),
     Doc::new("hotkeys|stop", "O(1)"),
     Doc::new("hotkeys|get", "O(K) where K is the number of hotkeys returned."),

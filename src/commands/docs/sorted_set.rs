@@ -30,7 +30,8 @@ pub const DOCS: &[Doc] = &[
             ("6.2.0", "Added the `GT` and `LT` options."),
         ])
         .args(
-            r"key:key@0 [condition(NX | XX)]<since 3.0.2> [comparison(GT | LT)]<since 6.2.0>
+            r"key:key@0 [condition(NX | XX)]<since 3.0.2>
+             [comparison(GT | LT)]<since 6.2.0>
              [change=CH]<since 3.0.2> [increment=INCR]<since 3.0.2>
              data{score:double member:string}...",
         ),
@@ -103,8 +104,9 @@ pub const DOCS: &[Doc] = &[
             ("6.2.0", "Added the `REV`, `BYSCORE`, `BYLEX` and `LIMIT` options."),
         ])
         .args(
-            r"key:key@0 start:string stop:string [sortby(BYSCORE | BYLEX)]<since 6.2.0>
-             [REV]<since 6.2.0> [LIMIT limit{offset:integer count:integer}]<since 6.2.0> [WITHSCORES]",
+            r"key:key@0 start:string stop:string
+             [sortby(BYSCORE | BYLEX)]<since 6.2.0> [REV]<since 6.2.0>
+             [LIMIT limit{offset:integer count:integer}]<since 6.2.0> [WITHSCORES]",
         ),
     Doc::new("zrangebylex", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements being returned. If M is constant (e.g. always asking for the first 10 elements with LIMIT), you can consider it O(log(N)).")
         .deprecated("6.2.0", "`ZRANGE` with the `BYLEX` argument")
@@ -167,7 +169,8 @@ pub const DOCS: &[Doc] = &[
             ("2.1.6", "`min` and `max` can be exclusive."),
         ])
         .args(
-            r"key:key@0 max:double min:double [WITHSCORES] [LIMIT limit{offset:integer count:integer}]",
+            r"key:key@0 max:double min:double [WITHSCORES]
+             [LIMIT limit{offset:integer count:integer}]",
         ),
     Doc::new("zrevrank", "O(log(N))")
         .history(&[

@@ -28,7 +28,8 @@ pub const DOCS: &[Doc] = &[
     Doc::new("getex", "O(1)")
         .args(
             r"key:key@0
-             [expiration(EX seconds:integer | PX milliseconds:integer | EXAT unix-time-seconds:unix-time | PXAT unix-time-milliseconds:unix-time | PERSIST)]",
+             [expiration(EX seconds:integer | PX milliseconds:integer | EXAT
+             unix-time-seconds:unix-time | PXAT unix-time-milliseconds:unix-time | PERSIST)]",
         ),
     Doc::new("getrange", "O(N) where N is the length of the returned string. The complexity is ultimately determined by the returned length, but because creating a substring from an existing string is very cheap, it can be considered O(1) for small strings.")
         .args(
@@ -81,10 +82,14 @@ pub const DOCS: &[Doc] = &[
             ("8.4.0", "Added the `IFEQ`, `IFNE`, `IFDEQ` and `IFDNE` options."),
         ])
         .args(
-            r"key:key@0 value:string [condition(NX | XX | IFEQ ifeq-value:string<since 8.4.0>
-             | IFNE ifne-value:string<since 8.4.0> | IFDEQ ifdeq-digest:integer<since 8.4.0>
-             | IFDNE ifdne-digest:integer<since 8.4.0>)]<since 2.6.12> [GET]<since 6.2.0>
-             [expiration(EX seconds:integer<since 2.6.12> | PX milliseconds:integer<since 2.6.12> | EXAT unix-time-seconds:unix-time<since 6.2.0> | PXAT unix-time-milliseconds:unix-time<since 6.2.0> | KEEPTTL<since 6.0.0>)]",
+            r"key:key@0 value:string
+             [condition(NX | XX | IFEQ ifeq-value:string<since 8.4.0> |
+             IFNE ifne-value:string<since 8.4.0> | IFDEQ ifdeq-digest:integer<since 8.4.0> |
+             IFDNE ifdne-digest:integer<since 8.4.0>)]<since 2.6.12>
+             [GET]<since 6.2.0>
+             [expiration(EX seconds:integer<since 2.6.12> | PX milliseconds:integer<since 2.6.12>
+             | EXAT unix-time-seconds:unix-time<since 6.2.0> |
+             PXAT unix-time-milliseconds:unix-time<since 6.2.0> | KEEPTTL<since 6.0.0>)]",
         ),
     Doc::new("setex", "O(1)")
         .deprecated("2.6.12", "`SET` with the `EX` argument")
@@ -111,22 +116,24 @@ pub const DOCS: &[Doc] = &[
         ),
     Doc::new("delex", "O(1) for IFEQ/IFNE, O(N) for IFDEQ/IFDNE where N is the length of the string value.")
         .args(
-            r"key:key@0 [condition(IFEQ ifeq-match-value:string | IFNE ifne-match-value:string
-             | IFDEQ ifdeq-match-digest:integer | IFDNE ifdne-match-digest:integer)]",
+            r"key:key@0
+             [condition(IFEQ ifeq-match-value:string | IFNE ifne-match-value:string |
+             IFDEQ ifdeq-match-digest:integer | IFDNE ifdne-match-digest:integer)]",
         ),
     Doc::new("digest", "O(N) where N is the length of the string value.").args(r"key:key@0"),
     Doc::new("msetex", "O(N) where N is the number of keys to set.")
         .args(
             r"numkeys:integer data{key:key@0 value:string}... [condition(NX | XX)]
-             [expiration(EX seconds:integer | PX milliseconds:integer
-             | EXAT unix-time-seconds:unix-time | PXAT unix-time-milliseconds:unix-time | KEEPTTL)]",
+             [expiration(EX seconds:integer | PX milliseconds:integer |
+             EXAT unix-time-seconds:unix-time | PXAT unix-time-milliseconds:unix-time | KEEPTTL)]",
         ),
     Doc::new("increx", "O(1)")
         .args(
-            r"key:key@0 [increment(BYINT integer-increment:integer | BYFLOAT float-increment:double)]
+            r"key:key@0
+             [increment(BYINT integer-increment:integer | BYFLOAT float-increment:double)]
              [SATURATE] [LBOUND lower-bound:double] [UBOUND upper-bound:double]
-             [expiration(EX seconds:integer | PX milliseconds:integer
-             | EXAT unix-time-seconds:unix-time | PXAT unix-time-milliseconds:unix-time | PERSIST)]
+             [expiration(EX seconds:integer | PX milliseconds:integer |
+             EXAT unix-time-seconds:unix-time | PXAT unix-time-milliseconds:unix-time | PERSIST)]
              [ENX]",
         ),
 ];
