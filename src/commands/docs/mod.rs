@@ -35,7 +35,8 @@
 //!
 //! A word is anything but white space and `[ ] ( ) { } | < > " '`; double or single
 //! quotes take those characters literally (`auto-id="*"`, `empty-string='""'`,
-//! `<summary "the new value">`). A trailing
+//! `<summary "the new value">`); in a note each run of white space, line breaks
+//! included, reads as one space. A trailing
 //! `...` or `...+` is split off a word. A plain word (no unquoted `:` or `=`) is a token
 //! when a value follows it in the same item (`EX seconds:integer`, `LIMIT
 //! limit{offset:integer count:integer}`), else a pure-token (`[NX]`, `condition(NX | XX)`);
@@ -346,7 +347,9 @@ fn lex(text: &str) -> Result<Vec<Lex>, String> {
                 .strip_prefix('"')
                 .and_then(|v| v.strip_suffix('"'))
                 .unwrap_or(value);
-            out.push(Lex::Note(key.to_string(), value.to_string()));
+            // A long note may wrap: each run of white space reads as one space.
+            let value = value.split_whitespace().collect::<Vec<_>>().join(" ");
+            out.push(Lex::Note(key.to_string(), value));
             i += end + 1;
         } else if PUNCT.contains(&c) {
             out.push(Lex::Punct(c));
@@ -827,7 +830,7 @@ mod tests {
     fn repeats_and_text_notes_parse() {
         let a = parse(
             "key:key@0... [GET pattern:pattern@1]...+ \
-             x:string<display \"a b\"><summary \"some | text\"><deprecated 6.2.0>",
+             x:string<display \"a b\"><summary \"some |\n   text\"><deprecated 6.2.0>",
         )
         .expect("parses");
         assert!(a[0].multiple && !a[0].multiple_token);

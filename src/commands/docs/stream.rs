@@ -19,8 +19,9 @@ pub const DOCS: &[Doc] = &[
         .args(
             r#"key:key@0 [NOMKSTREAM]<since 6.2.0>
              [condition(KEEPREF | DELREF | ACKED)]<since 8.2.0>
-             [idmp(IDMPAUTO producer-id:string | IDMP
-             idmp-pair{producer-id:string idempotent-id:string})]<since 8.6.0>
+             [idmp(idmpauto-with-pid{idmpauto-token=IDMPAUTO pid:string<display producer-id>} |
+             idmp-with-pid-iid{idmp-token=IDMP pid:string<display producer-id>
+             iid:string<display idempotent-id>})]<since 8.6.0>
              [trim{strategy(MAXLEN | MINID<since 6.2.0>)
              [operator(equal="=" | approximately=~)] threshold:string
              [LIMIT count:integer]<since 6.2.0>}]

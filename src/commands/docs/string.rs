@@ -79,13 +79,13 @@ pub const DOCS: &[Doc] = &[
             ("6.0.0", "Added the `KEEPTTL` option."),
             ("6.2.0", "Added the `GET`, `EXAT` and `PXAT` option."),
             ("7.0.0", "Allowed the `NX` and `GET` options to be used together."),
-            ("8.4.0", "Added the `IFEQ`, `IFNE`, `IFDEQ` and `IFDNE` options."),
+            ("8.4.0", "Added 'IFEQ', 'IFNE', 'IFDEQ', 'IFDNE' options."),
         ])
         .args(
             r"key:key@0 value:string
              [condition(NX | XX | IFEQ ifeq-value:string<since 8.4.0> |
-             IFNE ifne-value:string<since 8.4.0> | IFDEQ ifdeq-digest:integer<since 8.4.0> |
-             IFDNE ifdne-digest:integer<since 8.4.0>)]<since 2.6.12>
+             IFNE ifne-value:string<since 8.4.0> | IFDEQ ifdeq-digest:string<since 8.4.0> |
+             IFDNE ifdne-digest:string<since 8.4.0>)]<since 2.6.12>
              [GET]<since 6.2.0>
              [expiration(EX seconds:integer<since 2.6.12> | PX milliseconds:integer<since 2.6.12>
              | EXAT unix-time-seconds:unix-time<since 6.2.0> |
@@ -117,8 +117,8 @@ pub const DOCS: &[Doc] = &[
     Doc::new("delex", "O(1) for IFEQ/IFNE, O(N) for IFDEQ/IFDNE where N is the length of the string value.")
         .args(
             r"key:key@0
-             [condition(IFEQ ifeq-match-value:string | IFNE ifne-match-value:string |
-             IFDEQ ifdeq-match-digest:integer | IFDNE ifdne-match-digest:integer)]",
+             [condition(IFEQ ifeq-value:string | IFNE ifne-value:string |
+             IFDEQ ifdeq-digest:string | IFDNE ifdne-digest:string)]",
         ),
     Doc::new("digest", "O(N) where N is the length of the string value.").args(r"key:key@0"),
     Doc::new("msetex", "O(N) where N is the number of keys to set.")
@@ -129,11 +129,18 @@ pub const DOCS: &[Doc] = &[
         ),
     Doc::new("increx", "O(1)")
         .args(
-            r"key:key@0
-             [increment(BYINT integer-increment:integer | BYFLOAT float-increment:double)]
-             [SATURATE] [LBOUND lower-bound:double] [UBOUND upper-bound:double]
+            r#"key:key@0
+             [increment(BYFLOAT float:double | BYINT integer:integer)]
+             [SATURATE]<summary "Saturate the result to LBOUND/UBOUND (or the type limits when no
+             explicit bound is given) when out of bounds. Without this option, out-of-bounds
+             operations are rejected and reply [current_value, 0].">
+             [LBOUND lowerbound:string]<summary "Integer when used with BYINT, floating-point when
+             used with BYFLOAT.">
+             [UBOUND upperbound:string]<summary "Integer when used with BYINT, floating-point when
+             used with BYFLOAT.">
              [expiration(EX seconds:integer | PX milliseconds:integer |
              EXAT unix-time-seconds:unix-time | PXAT unix-time-milliseconds:unix-time | PERSIST)]
-             [ENX]",
+             [ENX]<summary "Only set the expiration if the key currently has no TTL. Requires one of
+             EX/PX/EXAT/PXAT; cannot be combined with PERSIST.">"#,
         ),
 ];
