@@ -874,6 +874,51 @@ mod tests {
         }
     }
 
+    /// Documented commands that other branches are adding (hash field expiration,
+    /// INCREX, HOTKEYS, CLUSTER SLOT-STATS): their docs wait here until the rows land.
+    const NOT_YET_INSTALLED: &[&str] = &[
+        "cluster|slot-stats",
+        "hexpire",
+        "hexpireat",
+        "hexpiretime",
+        "hgetex",
+        "hotkeys",
+        "hotkeys|get",
+        "hotkeys|help",
+        "hotkeys|reset",
+        "hotkeys|start",
+        "hotkeys|stop",
+        "hpersist",
+        "hpexpire",
+        "hpexpireat",
+        "hpexpiretime",
+        "hpttl",
+        "hsetex",
+        "httl",
+        "increx",
+    ];
+
+    #[test]
+    fn every_command_is_documented_and_every_doc_names_a_command() {
+        let mut installed = std::collections::HashSet::new();
+        // The scripting family is installed by the top layer, so unit tests add it here.
+        let scripting = crate::scripting::COMMANDS.iter();
+        for c in crate::commands::all().chain(scripting) {
+            installed.insert(c.name);
+            installed.extend(c.subcommands.iter().map(|s| s.name));
+        }
+        for name in &installed {
+            assert!(lookup(name).is_some(), "{name} has no COMMAND DOCS entry");
+        }
+        for d in all() {
+            assert!(
+                installed.contains(d.name) || NOT_YET_INSTALLED.contains(&d.name),
+                "{} is documented but no command has that name (a typo?)",
+                d.name
+            );
+        }
+    }
+
     #[test]
     fn hints_read_like_the_synopsis() {
         let a = parse(
