@@ -511,20 +511,44 @@ fn cli_hints(port: u16, commands: &[&str]) -> BTreeMap<String, String> {
         .expect("spawn script");
     let mut stdin = child.stdin.take().expect("stdin");
     let mut stdout = child.stdout.take().expect("stdout");
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = std::sync::Arc::clone(&seen);
     let reader = std::thread::spawn(move || {
-        let mut all = Vec::new();
-        let _ = stdout.read_to_end(&mut all);
-        all
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stdout.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .extend_from_slice(&buf[..n]);
+        }
     });
-    std::thread::sleep(Duration::from_millis(800));
+    // Waits (at most 10 s) until the output holds `needle`: redis-cli reads COMMAND DOCS
+    // before its first prompt, and draws a hint a moment after a key.
+    let wait_for = |needle: &str| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            let out = seen
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if String::from_utf8_lossy(&out).contains(needle) {
+                return;
+            }
+            drop(out);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    wait_for(&format!("127.0.0.1:{port}> "));
     for c in commands {
-        // Type the command and a space, then erase the line (Ctrl-U).
+        // Type the command and a space, wait for the hint, then erase the line (Ctrl-U).
         let _ = stdin.write_all(format!("{c} ").as_bytes());
         let _ = stdin.flush();
-        std::thread::sleep(Duration::from_millis(250));
+        wait_for(&format!("> {c} \x1b[0;90;49m"));
+        std::thread::sleep(Duration::from_millis(50));
         let _ = stdin.write_all(b"\x15");
         let _ = stdin.flush();
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(50));
     }
     let _ = stdin.write_all(b"quit\r");
     drop(stdin);
@@ -534,7 +558,11 @@ fn cli_hints(port: u16, commands: &[&str]) -> BTreeMap<String, String> {
     }
     let _ = child.kill();
     let _ = child.wait();
-    let out = String::from_utf8_lossy(&reader.join().expect("reader")).into_owned();
+    let _ = reader.join();
+    let out = seen
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let out = String::from_utf8_lossy(&out).into_owned();
     // After "> <command> " the hint is drawn in grey: ESC[0;90;49m <hint> ESC[0m.
     let mut hints = BTreeMap::new();
     for c in commands {
