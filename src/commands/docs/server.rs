@@ -239,6 +239,6 @@ pub const DOCS: &[Doc] = &[
              [SLOTS slots{count:integer slot:integer...}]",
         ),
     Doc::new("hotkeys|stop", "O(1)"),
-    Doc::new("hotkeys|get", "O(K) where K is the number of hotkeys returned."),
+    Doc::new("hotkeys|get", "O(K) where K is the number of hotkeys to return."),
     Doc::new("hotkeys|reset", "O(1)"),
 ];

@@ -88,5 +88,5 @@ pub const DOCS: &[Doc] = &[
     Doc::new("sdiffcard", "O(N) where N is the total number of elements in all given sets.")
         .args(r"numkeys:integer key:key@0... [LIMIT limit:integer]"),
     Doc::new("sunioncard", "O(N) where N is the total number of elements in all given sets.")
-        .args(r"numkeys:integer key:key@0... [LIMIT limit:integer] [APPROX]"),
+        .args(r"numkeys:integer key:key@0... [APPROX] [LIMIT limit:integer]"),
 ];
