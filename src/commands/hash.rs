@@ -14,8 +14,12 @@
 //!
 //! Writes follow Redis's order of effects: `new` when the key is created, then the
 //! command's event (`hset`, `hdel`, `hincrby`, `hincrbyfloat`), then `del` when the
-//! last field went. HINCRBYFLOAT is logged as `HSET key field <result>` (Redis's
-//! rewrite); every other write is logged as sent, and only when it changed something.
+//! last field went. HINCRBYFLOAT is logged as `HSETEX key KEEPTTL FIELDS 1 field
+//! <result>` (Redis 8's rewrite, which keeps the field's TTL); every other write is
+//! logged as sent, and only when it changed something.
+//!
+//! Field TTLs (`hash_ttl.rs`): HSET, HMSET and HDEL drop the TTLs of the fields they
+//! overwrite or delete; HINCRBY and HINCRBYFLOAT keep them, as in Redis 7.4.
 
 use super::{CommandSpec, Family, flags::*, is, keyflags, parse_i64};
 use crate::core::Ctx;
@@ -295,6 +299,19 @@ fn hash_or_create<'c>(
     }
 }
 
+/// Drops the field TTLs of `fields` of the hash at `key` (they were overwritten or
+/// deleted: Redis's `hashTypeSet` without `HASH_SET_KEEP_TTL`, `hashTypeDelete`). One
+/// test when no hash of the database has field TTLs.
+fn forget_ttls<'f>(ctx: &mut Ctx<'_>, key: &[u8], fields: impl Iterator<Item = &'f bytes::Bytes>) {
+    let ttls = &mut ctx.db().hexpires;
+    if ttls.is_empty() || !ttls.contains_key(key) {
+        return;
+    }
+    for f in fields {
+        ttls.remove(key, f);
+    }
+}
+
 /// Writes an item as a bulk string.
 fn bulk_item(out: &mut RespWriter, item: Item<'_>) {
     match item {
@@ -319,6 +336,7 @@ fn hset(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     for pair in argv[2..].chunks_exact(2) {
         added += i64::from(h.insert(&pair[0], &pair[1], &t));
     }
+    forget_ttls(ctx, key, argv[2..].iter().step_by(2));
     if argv[0].len() > 1 && argv[0][1].eq_ignore_ascii_case(&b's') {
         ctx.out.integer(added);
     } else {
@@ -372,6 +390,7 @@ fn hdel(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     }
     ctx.out.integer(deleted);
     if deleted > 0 {
+        forget_ttls(ctx, key, argv[2..].iter());
         ctx.collection_written(class::HASH, "hdel", key, emptied, argv);
     }
     Ok(())
@@ -429,6 +448,7 @@ fn hgetdel(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         return Ok(());
     }
     let emptied = h.is_empty();
+    forget_ttls(ctx, key, argv[4..].iter());
     ctx.core.dirty += deleted - 1;
     let mut effect: Vec<&[u8]> = Vec::with_capacity(argv.len() - 2);
     effect.push(b"HDEL");
@@ -492,7 +512,16 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     if created {
         ctx.notify(class::NEW, "new", key);
     }
-    let effect = [b"HSET".as_slice(), key, &argv[2], text.as_bytes()];
+    // Redis 8's rewrite: the field keeps its TTL, and so must the replay.
+    let effect = [
+        b"HSETEX".as_slice(),
+        key,
+        b"KEEPTTL",
+        b"FIELDS",
+        b"1",
+        &argv[2],
+        text.as_bytes(),
+    ];
     ctx.collection_written(class::HASH, "hincrbyfloat", key, false, &effect);
     Ok(())
 }

@@ -436,6 +436,7 @@ fn rename_generic(ctx: &mut Ctx<'_>, nx: bool) -> Result<(), ReplyError> {
     }
     let d = &mut ctx.core.dbs[db];
     let expire = d.expires.get(&src[..]).copied();
+    let field_ttls = d.hexpires.take(src);
     let stream = d.remove(src).expect("the source exists: checked above");
     if dst_exists {
         d.remove(dst);
@@ -445,6 +446,9 @@ fn rename_generic(ctx: &mut Ctx<'_>, nx: bool) -> Result<(), ReplyError> {
     d.insert(dst, stream);
     if let Some(at) = expire {
         d.set_expire(dst, at);
+    }
+    if let Some(t) = field_ttls {
+        d.hexpires.put(dst, t);
     }
     ctx.notify(class::NEW, "new", dst);
     ctx.core.key_deleted(db, src);
@@ -506,6 +510,7 @@ fn copy(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         return Ok(());
     };
     let expire = ctx.core.dbs[src_db].expires.get(&src[..]).copied();
+    let field_ttls = ctx.core.dbs[src_db].hexpires.of(src).cloned();
     ctx.core.expire_if_needed(args.dst_db, dst, ctx.now_ms);
     if ctx.core.dbs[args.dst_db].keys.contains_key(dst) {
         if !args.replace {
@@ -519,6 +524,9 @@ fn copy(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     d.insert(dst, value);
     if let Some(at) = expire {
         d.set_expire(dst, at);
+    }
+    if let Some(t) = field_ttls {
+        d.hexpires.put(dst, t);
     }
     ctx.core
         .notify_keyspace_event(class::NEW, "new", dst, args.dst_db);
@@ -553,11 +561,15 @@ fn move_(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     }
     let s = &mut ctx.core.dbs[src_db];
     let expire = s.expires.get(&key[..]).copied();
+    let field_ttls = s.hexpires.take(key);
     let stream = s.remove(key).expect("the key exists: checked above");
     let d = &mut ctx.core.dbs[dst_db];
     d.insert(key, stream);
     if let Some(at) = expire {
         d.set_expire(key, at);
+    }
+    if let Some(t) = field_ttls {
+        d.hexpires.put(key, t);
     }
     ctx.core
         .notify_keyspace_event(class::NEW, "new", key, dst_db);
@@ -781,11 +793,16 @@ fn object_lookup(ctx: &mut Ctx<'_>) -> bool {
 
 fn object_encoding(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let argv = ctx.argv;
-    match ctx.lookup_value(&argv[2]) {
-        Some(v) => {
-            let name = v.encoding();
-            ctx.out.bulk(name.as_bytes());
+    let name = ctx.lookup_value(&argv[2]).map(|v| v.encoding());
+    match name {
+        // A listpack hash with field TTLs is Redis 7.4's `listpackex`.
+        Some("listpack")
+            if ctx.db().hexpires.contains_key(&argv[2])
+                && matches!(ctx.db().get(&argv[2]), Some(Value::Hash(_))) =>
+        {
+            ctx.out.bulk(b"listpackex")
         }
+        Some(name) => ctx.out.bulk(name.as_bytes()),
         None => ctx.out.null(),
     }
     Ok(())

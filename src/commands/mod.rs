@@ -23,6 +23,7 @@ pub mod docs;
 pub mod dump;
 pub mod effects;
 pub mod hash;
+pub mod hash_ttl;
 pub mod keys;
 pub mod latency;
 pub mod list;
@@ -107,6 +108,7 @@ pub static FAMILIES: &[&[CommandSpec]] = &[
     xidmp::COMMANDS,
     pubsub::COMMANDS,
     hash::COMMANDS,
+    hash_ttl::COMMANDS,
     set::COMMANDS,
     list::COMMANDS,
     sort::COMMANDS,

@@ -436,6 +436,10 @@ fn set_key(ctx: &mut Ctx<'_>, key: &[u8], value: StringValue, keep_ttl: bool) {
         }
         Some(slot) => {
             *slot = Value::String(value);
+            // A hash overwritten in place takes its field TTLs with it.
+            if !dbx.hexpires.is_empty() {
+                dbx.hexpires.take(key);
+            }
             if !keep_ttl && !dbx.expires.is_empty() {
                 dbx.expires.remove(key);
             }

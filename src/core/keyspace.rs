@@ -21,6 +21,7 @@ use super::dict::Dict;
 use crate::error::ReplyError;
 use crate::stream::{Stream, StreamId};
 use crate::types::Value;
+use crate::types::hash_ttl::HashTtls;
 use bytes::Bytes;
 use std::collections::{BTreeSet, HashMap};
 use std::ops::Bound;
@@ -36,6 +37,10 @@ pub struct Db {
     /// Key → absolute expiry time in unix ms (only keys with a TTL). Keys are boxed
     /// copies, never slices of a client's read buffer.
     pub expires: HashMap<Box<[u8]>, u64>,
+    /// Hash field TTLs of the hashes that have some (`types/hash_ttl.rs`): nothing at
+    /// all for a hash without. Kept in step with `keys` by [`Db::insert`],
+    /// [`Db::remove`] and [`Db::clear`]; the hash commands keep it in step with fields.
+    pub hexpires: HashTtls,
     /// Keys whose stream may track IDMP producers: the expiry pass visits only these.
     /// A superset (a key leaves it when the pass finds nothing left to expire there).
     idmp_keys: BTreeSet<Bytes>,
@@ -149,6 +154,9 @@ impl Db {
             }
         }
         self.expires.remove(key);
+        if !self.hexpires.is_empty() {
+            self.hexpires.take(key);
+        }
         self.keys.insert(key, value);
     }
 
@@ -202,6 +210,9 @@ impl Db {
     pub fn remove(&mut self, key: &[u8]) -> Option<Value> {
         let v = self.keys.remove(key)?;
         self.expires.remove(key);
+        if !self.hexpires.is_empty() {
+            self.hexpires.take(key);
+        }
         if let Value::Stream(s) = &v {
             if s.idmp().is_some() {
                 self.idmp_keys.remove(key);
@@ -217,6 +228,7 @@ impl Db {
     pub fn clear(&mut self) {
         self.keys.clear();
         self.expires.clear();
+        self.hexpires.clear();
         self.idmp_keys.clear();
         self.idmp_cursor = None;
         self.retention_keys.clear();

@@ -27,6 +27,7 @@ pub mod client;
 pub mod cluster;
 pub mod command;
 pub mod dict;
+mod field_expire;
 pub mod keyspace;
 pub mod latency;
 pub mod lifecycle;
@@ -108,6 +109,8 @@ pub struct Stats {
     pub rejected_connections: u64,
     /// Keys removed by expiry.
     pub expired_keys: u64,
+    /// Hash fields removed by field expiry (Redis 7.4's `expired_subkeys`).
+    pub expired_subkeys: u64,
     /// Lookups of existing keys.
     pub keyspace_hits: u64,
     /// Lookups of missing keys.
@@ -868,8 +871,13 @@ impl Core {
     /// any database); nothing expires while loading. See [`Core::expired`].
     pub fn expire_if_needed(&mut self, db: usize, key: &[u8], now_ms: u64) {
         // A replica leaves expiry to its primary, whose DEL arrives in the stream.
-        if !self.loading && !self.repl.is_replica() && self.dbs[db].expire_if_needed(key, now_ms) {
+        if self.loading || self.repl.is_replica() {
+            return;
+        }
+        if self.dbs[db].expire_if_needed(key, now_ms) {
             self.expired(db, key);
+        } else if !self.dbs[db].hexpires.is_empty() {
+            self.expire_fields(db, key, now_ms, usize::MAX);
         }
     }
 
@@ -1471,7 +1479,8 @@ impl Core {
         }
     }
 
-    /// Periodic work (Redis `serverCron`): active expiry (logged as `DEL`), a share of
+    /// Periodic work (Redis `serverCron`): active expiry (logged as `DEL`; hash fields
+    /// as `HDEL`: field_expire.rs), a share of
     /// any ongoing keyspace rehash (Redis's `activerehashing`), IDMP expiry, the stream
     /// lifecycle passes (retention, reclamation: lifecycle.rs), then the persistence chores ([`Persistence::cron`]: write pending records, reap background
     /// saves, save rules, automatic rewrite). Nothing runs while loading.
@@ -1495,6 +1504,9 @@ impl Core {
             for k in gone {
                 self.expired(db, &k);
             }
+        }
+        if !self.repl.is_replica() {
+            self.active_expire_fields(now);
         }
         // IDMP expiry: bounded work per tick over all databases.
         let mut budget = IDMP_EXPIRE_BUDGET;

@@ -40,6 +40,8 @@
 //! ZADD <key> <score> <member> ...                      a sorted set, ascending; each score
 //!                                                      the shortest text of its double
 //! PEXPIREAT <key> <unix ms>                            keys with a TTL
+//! HPEXPIREAT <key> <unix ms> FIELDS <n> <field> ...    hash field TTLs, one record per
+//!                                                      deadline shared by its fields
 //! ```
 //!
 //! **Nodes as they are.** In `STREAMD.NODES`, `<master>` is a node's master ID as the 16
@@ -206,7 +208,51 @@ pub fn write_dataset<W: Write>(
                     itoa::Buffer::new().format(*at).as_bytes(),
                 ])?;
             }
+            if let Some(ttls) = db.hexpires.of(key) {
+                write_field_ttls(w, key, ttls)?;
+            }
         }
+    }
+    Ok(())
+}
+
+/// A hash's field TTLs as `HPEXPIREAT <key> <unix ms> FIELDS <n> <field> ...` records,
+/// one per run of fields sharing a deadline (earliest first), a run split at about
+/// [`COLLECTION_RECORD_BYTES`]. Replayed while loading, a deadline already past is kept
+/// (the field then expires lazily or in the next cycle), never applied at load time.
+fn write_field_ttls<W: Write>(
+    w: &mut SnapshotWriter<W>,
+    key: &[u8],
+    ttls: &crate::types::hash_ttl::FieldTtls,
+) -> io::Result<()> {
+    let mut run: Vec<&[u8]> = Vec::new();
+    let mut run_at = 0;
+    let mut bytes = 0;
+    let emit = |w: &mut SnapshotWriter<W>, at: u64, fields: &[&[u8]]| {
+        let mut at_text = itoa::Buffer::new();
+        let mut n = itoa::Buffer::new();
+        let mut argv: Vec<&[u8]> = vec![
+            b"HPEXPIREAT",
+            key,
+            at_text.format(at).as_bytes(),
+            b"FIELDS",
+            n.format(fields.len()).as_bytes(),
+        ];
+        argv.extend_from_slice(fields);
+        w.record(&argv)
+    };
+    for (field, at) in ttls.iter() {
+        if !run.is_empty() && (at != run_at || bytes >= COLLECTION_RECORD_BYTES) {
+            emit(w, run_at, &run)?;
+            run.clear();
+            bytes = 0;
+        }
+        run_at = at;
+        bytes += field.len() + 16;
+        run.push(field);
+    }
+    if !run.is_empty() {
+        emit(w, run_at, &run)?;
     }
     Ok(())
 }

@@ -12,6 +12,7 @@
 //! [`Value`] may be a stream), and knows nothing of commands, clients or persistence.
 
 pub mod hash;
+pub mod hash_ttl;
 pub mod item;
 pub mod list;
 pub mod set;
