@@ -79,11 +79,16 @@ const BAD_DATA_FORMAT: ReplyError = ReplyError::msg("ERR Bad data format");
 fn dump(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let key = ctx.argv[1].clone();
     let defaults = ctx.core.idmp_defaults;
-    let Some(value) = ctx.lookup_value(&key) else {
+    if ctx.lookup_value(&key).is_none() {
+        ctx.out.null();
+        return Ok(());
+    }
+    let d = &ctx.core.dbs[ctx.client.db];
+    let Some(value) = d.get(&key) else {
         ctx.out.null();
         return Ok(());
     };
-    let p = payload::dump_value(value, defaults);
+    let p = payload::dump_value(value, d.hexpires.of(&key), defaults);
     ctx.out.bulk(&p);
     Ok(())
 }
@@ -177,9 +182,10 @@ fn restore(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     .map_err(restore_error)?;
     // A hash whose every field TTL has passed (Redis 7.4 types 24, 25) restores as a key
     // that expired at once.
-    let value = match loaded {
-        Loaded::Value(v) => Some(v),
-        Loaded::Empty | Loaded::Expired => None,
+    let (value, field_ttls) = match loaded {
+        Loaded::Value(v) => (Some(v), None),
+        Loaded::HashWithTtls(v, t) => (Some(v), Some(t)),
+        Loaded::Empty | Loaded::Expired => (None, None),
     };
     let db = ctx.client.db;
     let deleted = opts.replace && {
@@ -213,11 +219,14 @@ fn restore(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     // to what was restored (field TTLs already dropped). Streams are logged as given;
     // the Redis-forms translation rewrites them for Redis replicas.
     let logged = (!matches!(value, Value::Stream(_)) && !redis_70_reads(&argv[3]))
-        .then(|| payload::dump_value(&value, ctx.core.idmp_defaults));
+        .then(|| payload::dump_value(&value, field_ttls.as_ref(), ctx.core.idmp_defaults));
     let d = &mut ctx.core.dbs[db];
     d.insert(key, value);
     if let Some(at) = at {
         d.set_expire(key, at);
+    }
+    if let Some(t) = field_ttls {
+        d.hexpires.put(key, t);
     }
     ctx.notify(class::NEW, "new", key);
     ctx.core.touch_key(db, key);

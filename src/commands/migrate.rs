@@ -383,8 +383,12 @@ fn migrate(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let defaults = ctx.core.idmp_defaults;
     let mut found: Vec<Moving> = Vec::new();
     for key in &argv[opts.first_key..opts.first_key + opts.num_keys] {
-        if let Some(value) = ctx.lookup_value(key) {
-            let payload = payload::dump_value(value, defaults);
+        if ctx.lookup_value(key).is_some() {
+            let d = &ctx.core.dbs[ctx.client.db];
+            let Some(value) = d.get(key) else {
+                continue;
+            };
+            let payload = payload::dump_value(value, d.hexpires.of(key), defaults);
             found.push(Moving {
                 key: key.clone(),
                 payload,

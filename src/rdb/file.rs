@@ -228,11 +228,17 @@ pub fn read_with(
                         Loaded::Empty
                     }
                 };
+                let (value, field_ttls) = match value {
+                    Loaded::HashWithTtls(v, t) => (Loaded::Value(v), Some(t)),
+                    other => (other, None),
+                };
                 match value {
                     _ if expired => stats.expired += 1,
                     Loaded::Expired => stats.expired += 1,
                     Loaded::Empty if values::is_value_type(t) => stats.empty += 1,
                     Loaded::Empty => {}
+                    // Split off above, before this match.
+                    Loaded::HashWithTtls(..) => {}
                     Loaded::Value(v) => {
                         let d = &mut dbs[db];
                         if d.keys.contains_key(key.as_slice()) {
@@ -245,6 +251,9 @@ pub fn read_with(
                         d.insert(&key, v);
                         if let Some(e) = this_expire {
                             d.set_expire(&key, e);
+                        }
+                        if let Some(t) = field_ttls {
+                            d.hexpires.put(&key, t);
                         }
                         *stats.imported.entry(kind).or_insert(0) += 1;
                         if kind == "stream" {
@@ -363,7 +372,7 @@ pub fn write(dbs: &[Db], aux: &[(&str, String)], idmp_defaults: stream::IdmpDefa
                     string(&mut out, key);
                     stream::write(&mut out, s, STREAM_LISTPACKS_2, idmp_defaults);
                 }
-                other => super::values::write(&mut out, Some(key), other),
+                other => super::values::write(&mut out, Some(key), other, db.hexpires.of(key)),
             }
         }
     }
@@ -437,6 +446,40 @@ mod tests {
         let crc = crc64::crc64(&f);
         f.extend_from_slice(&crc.to_le_bytes());
         f
+    }
+
+    #[test]
+    fn hash_field_ttls_survive_an_rdb_round_trip() {
+        let th = Thresholds::default();
+        let mut db = Db::default();
+        for (key, n) in [(&b"small"[..], 3), (b"big", 600)] {
+            let mut h = crate::types::Hash::new();
+            for i in 0..n {
+                h.insert(format!("f{i}").as_bytes(), b"v", &th);
+            }
+            db.insert(key, Value::Hash(h));
+            db.hexpires.set(key, b"f1", 5_000);
+            db.hexpires.set(key, b"f2", 9_000);
+            db.hexpires.set(key, b"f0", 1_500);
+        }
+        let mut plain = crate::types::Hash::new();
+        plain.insert(b"a", b"b", &th);
+        db.insert(b"plain", Value::Hash(plain));
+        let image = write(&[db], &[], D);
+        // At 2000 ms f0 has expired: dropped at the load; f1 and f2 keep their TTLs.
+        let (dbs, stats) = read(&image, 16, 2000, D, &mut |_, _| {}).expect("reads");
+        assert_eq!(stats.imported.get("hash"), Some(&3));
+        for (key, n) in [(&b"small"[..], 3), (b"big", 600)] {
+            match dbs[0].get(key) {
+                Some(Value::Hash(h)) => assert_eq!(h.len(), n - 1),
+                other => panic!("{other:?}"),
+            }
+            assert_eq!(dbs[0].hexpires.get(key, b"f1"), Some(5_000));
+            assert_eq!(dbs[0].hexpires.get(key, b"f2"), Some(9_000));
+            assert_eq!(dbs[0].hexpires.get(key, b"f0"), None);
+            assert_eq!(dbs[0].hexpires.get(key, b"f3"), None);
+        }
+        assert!(!dbs[0].hexpires.contains_key(b"plain"));
     }
 
     #[test]

@@ -144,13 +144,18 @@ pub fn dump(s: &Stream, defaults: IdmpDefaults) -> Vec<u8> {
 }
 
 /// Serializes any value as a DUMP payload Redis 7.0 RESTOREs: a stream as [`dump`]
-/// does, the other types in their plain encoding (`values.rs`) with version 10.
-pub fn dump_value(v: &Value, defaults: IdmpDefaults) -> Vec<u8> {
+/// does, the other types in their plain encoding (`values.rs`) with version 10; a hash
+/// with `field_ttls` as type 24, which only a Redis 7.4+ restores.
+pub fn dump_value(
+    v: &Value,
+    field_ttls: Option<&crate::types::hash_ttl::FieldTtls>,
+    defaults: IdmpDefaults,
+) -> Vec<u8> {
     if let Value::Stream(s) = v {
         return dump(s, defaults);
     }
     let mut out = Vec::with_capacity(64 + v.memory_usage());
-    values::write(&mut out, None, v);
+    values::write(&mut out, None, v, field_ttls);
     out.extend_from_slice(&VERSION_FOR_TYPE_19.to_le_bytes());
     let crc = crc64::crc64(&out);
     out.extend_from_slice(&crc.to_le_bytes());

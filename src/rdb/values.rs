@@ -49,13 +49,27 @@
 //! type 25  listpack hash with field TTLs (7.4+): <min expire: ms time> then as 23
 //! ```
 //!
-//! **Field TTLs (types 22–25).** streamd's hashes are Redis 7.0's, which have no field
-//! expiry, so what a Redis 7.4 user sees at the moment of the load is what is kept: a
-//! field whose TTL has already passed is dropped (a Redis hides it from then on), every
-//! other field is kept *without* its TTL (it no longer expires; an `HPERSIST` of every
-//! field, in 7.4 terms). A hash whose every field has expired loads as an expired key
-//! (skipped, counted with the expired keys). Dropping the data instead would lose what
-//! the user stored; keeping expired fields would resurrect what Redis already hides.
+//! **Field TTLs (types 22–25).** A field whose TTL has already passed at the load is
+//! dropped (a Redis hides it from then on); every other field is kept with its TTL,
+//! which [`read`] hands back beside the hash ([`Loaded::HashWithTtls`]) for the
+//! database's field-TTL index (`types/hash_ttl.rs`). A hash whose every field has
+//! expired loads as an expired key (skipped, counted with the expired keys).
+//!
+//! **Writing field TTLs.** A hash with at least one field TTL is written as type 24 (a
+//! hash without any stays type 4, so a Redis 7.0 still reads it), in our words:
+//!
+//! ```text
+//! type 24  <min: 8 bytes LE, unix ms, the earliest deadline of the hash's fields>
+//!          <n: len>
+//!          n × ( <ttl: len> <field: string> <value: string> )
+//!            ttl = 0 when the field has no TTL, else (deadline - min + 1): relative to
+//!            the minimum, plus one so that 0 stays free for "none"; a deadline is at
+//!            most 2^48 - 1 ms
+//! ```
+//!
+//! Redis 7.4+ reads type 24 whatever the file's version number; a Redis 7.0 refuses it,
+//! as it must, having no way to keep the TTLs. Redis itself writes a small hash with
+//! TTLs as type 25 (its `listpackex` bytes); type 24 carries the same data.
 //!
 //! A collection with no elements (possible in a hand-made or corrupt file) is
 //! [`Loaded::Empty`]: `--import-rdb` skips the key as Redis's loader does, RESTORE
@@ -67,6 +81,7 @@ use super::listpack;
 use super::packed::{DecodeError, Elem};
 use super::write::{len, string};
 use super::{RdbError, Reader, intset, types, ziplist, zipmap};
+use crate::types::hash_ttl::FieldTtls;
 use crate::types::{Hash, List, Set, StringValue, Thresholds, Value, ZSet};
 
 /// RDB type numbers of the plain encodings (`rdb.h`).
@@ -83,13 +98,19 @@ pub mod plain {
     pub const ZSET_2: u8 = 5;
 }
 
+/// `RDB_TYPE_HASH_METADATA`: a hash with field TTLs (module doc).
+pub const HASH_METADATA: u8 = 24;
+
 /// Appends the value's type byte, then (when `key` is given, as in a file) the key, then
-/// the value. Streams are written by `rdb/stream.rs`; here they write nothing.
-pub fn write(out: &mut Vec<u8>, key: Option<&[u8]>, value: &Value) {
+/// the value. Streams are written by `rdb/stream.rs`; here they write nothing. A hash
+/// with `field_ttls` (not empty) is written as type 24 with them.
+pub fn write(out: &mut Vec<u8>, key: Option<&[u8]>, value: &Value, field_ttls: Option<&FieldTtls>) {
+    let field_ttls = field_ttls.filter(|t| !t.is_empty());
     let kind = match value {
         Value::String(_) => plain::STRING,
         Value::List(_) => plain::LIST,
         Value::Set(_) => plain::SET,
+        Value::Hash(_) if field_ttls.is_some() => HASH_METADATA,
         Value::Hash(_) => plain::HASH,
         Value::ZSet(_) => plain::ZSET_2,
         Value::Stream(_) => return,
@@ -113,8 +134,15 @@ pub fn write(out: &mut Vec<u8>, key: Option<&[u8]>, value: &Value) {
             }
         }
         Value::Hash(h) => {
+            let min = field_ttls.and_then(FieldTtls::min);
+            if let Some(min) = min {
+                out.extend_from_slice(&min.to_le_bytes());
+            }
             len(out, h.len() as u64);
             for (f, v) in h.iter() {
+                if let (Some(min), Some(t)) = (min, field_ttls) {
+                    len(out, t.get(&f).map_or(0, |at| at - min + 1));
+                }
                 string(out, &f);
                 string(out, &v);
             }
@@ -140,6 +168,8 @@ pub enum Loaded {
     Empty,
     /// A hash whose every field had a field TTL that already passed (types 22–25).
     Expired,
+    /// A hash with field TTLs still to come (types 22–25), and those TTLs.
+    HashWithTtls(Value, FieldTtls),
 }
 
 /// True for the type numbers [`read`] reads (all but streams, modules and arrays).
@@ -316,6 +346,7 @@ pub fn read(r: &mut Reader<'_>, t: u8, th: &Thresholds, now_ms: u64) -> Result<L
             };
             let n = r.length()?;
             let mut h = Hash::new();
+            let mut ttls = FieldTtls::new();
             let mut expired = 0u64;
             for _ in 0..n {
                 let at = r.offset();
@@ -335,11 +366,14 @@ pub fn read(r: &mut Reader<'_>, t: u8, th: &Thresholds, now_ms: u64) -> Result<L
                     continue;
                 }
                 add_field(&mut h, &f, &v, th, at)?;
+                if expire_at != 0 {
+                    ttls.set(&f, expire_at);
+                }
             }
             if h.is_empty() && expired > 0 {
                 return Ok(Loaded::Expired);
             }
-            from_hash(h)
+            return Ok(with_ttls(h, ttls));
         }
         23 | 25 => {
             if t == 25 {
@@ -355,6 +389,7 @@ pub fn read(r: &mut Reader<'_>, t: u8, th: &Thresholds, now_ms: u64) -> Result<L
                 ));
             }
             let mut h = Hash::new();
+            let mut ttls = FieldTtls::new();
             let mut expired = 0u64;
             for triplet in els.chunks_exact(3) {
                 let expire_at = match triplet[2] {
@@ -365,18 +400,16 @@ pub fn read(r: &mut Reader<'_>, t: u8, th: &Thresholds, now_ms: u64) -> Result<L
                     expired += 1;
                     continue;
                 }
-                add_field(
-                    &mut h,
-                    &triplet[0].to_bytes(),
-                    &triplet[1].to_bytes(),
-                    th,
-                    at,
-                )?;
+                let field = triplet[0].to_bytes();
+                add_field(&mut h, &field, &triplet[1].to_bytes(), th, at)?;
+                if expire_at != 0 {
+                    ttls.set(&field, expire_at);
+                }
             }
             if h.is_empty() && expired > 0 {
                 return Ok(Loaded::Expired);
             }
-            from_hash(h)
+            return Ok(with_ttls(h, ttls));
         }
         _ => {
             return Err(bad(
@@ -395,6 +428,18 @@ pub fn read(r: &mut Reader<'_>, t: u8, th: &Thresholds, now_ms: u64) -> Result<L
         Value::ZSet(ref z) if z.is_empty() => Loaded::Empty,
         v => Loaded::Value(v),
     })
+}
+
+/// A hash read from a field-TTL type: [`Loaded::HashWithTtls`], or a plain value when
+/// no field kept a TTL ([`Loaded::Empty`] when nothing is left).
+fn with_ttls(h: Hash, ttls: FieldTtls) -> Loaded {
+    if h.is_empty() {
+        Loaded::Empty
+    } else if ttls.is_empty() {
+        Loaded::Value(from_hash(h))
+    } else {
+        Loaded::HashWithTtls(from_hash(h), ttls)
+    }
 }
 
 /// Quicklist 2 node containers (`quicklist.h`).
@@ -557,6 +602,7 @@ mod tests {
     fn value(t: u8, body: &[u8]) -> Model {
         match load(t, body) {
             Ok(Loaded::Value(v)) => model(&v),
+            Ok(Loaded::HashWithTtls(v, _)) => model(&v),
             other => panic!("type {t}: {other:?}"),
         }
     }
@@ -920,7 +966,7 @@ mod tests {
         #[test]
         fn write_then_read_is_the_same_value(v in a_value()) {
             let mut out = Vec::new();
-            write(&mut out, None, &v);
+            write(&mut out, None, &v, None);
             let m = model(&v);
             prop_assert_eq!(value(out[0], &out[1..]), m.clone());
             if let Some((t, body)) = compact(&m) {
@@ -940,7 +986,7 @@ mod tests {
         #[test]
         fn corrupted_values_never_panic(v in a_value(), at in any::<usize>(), bit in 0u8..8, cut in any::<bool>()) {
             let mut out = Vec::new();
-            write(&mut out, None, &v);
+            write(&mut out, None, &v, None);
             let m = model(&v);
             let (t, mut body) = compact(&m).unwrap_or((out[0], out[1..].to_vec()));
             if body.is_empty() { return Ok(()); }
