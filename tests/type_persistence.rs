@@ -406,7 +406,7 @@ fn dump_payloads_cross_between_streamd_and_redis_70() {
     let redis = Redis::start(&[]);
     let mut r = connect(redis.port);
     for (key, m) in fixtures() {
-        let p = payload::dump_value(&build(&m), IDMP);
+        let p = payload::dump_value(&build(&m), None, IDMP);
         assert_eq!(
             &p[p.len() - 10..p.len() - 8],
             &10u16.to_le_bytes(),
@@ -754,7 +754,7 @@ fn a_redis_70_replica_of_streamd_gets_every_type() {
     let all = fixtures();
     let (before, after) = all.split_at(all.len() / 2);
     for (key, m) in before {
-        let p = payload::dump_value(&build(m), IDMP);
+        let p = payload::dump_value(&build(m), None, IDMP);
         let _: String = q(&mut s, &[b"RESTORE", key.as_bytes(), b"0", &p]);
     }
     let _: String = q(
@@ -763,7 +763,7 @@ fn a_redis_70_replica_of_streamd_gets_every_type() {
             b"RESTORE",
             b"ttl",
             b"3600000",
-            &payload::dump_value(&build(&M::Str(b"t".to_vec())), IDMP),
+            &payload::dump_value(&build(&M::Str(b"t".to_vec())), None, IDMP),
         ],
     );
     let replica = Redis::start(&[]);
@@ -787,7 +787,7 @@ fn a_redis_70_replica_of_streamd_gets_every_type() {
     }
     // Then the live stream: RESTOREs (as RESTORE ... ABSTTL REPLACE).
     for (key, m) in after {
-        let p = payload::dump_value(&build(m), IDMP);
+        let p = payload::dump_value(&build(m), None, IDMP);
         let _: String = q(&mut s, &[b"RESTORE", key.as_bytes(), b"0", &p]);
     }
     let _: String = q(
@@ -796,7 +796,7 @@ fn a_redis_70_replica_of_streamd_gets_every_type() {
             b"RESTORE",
             b"list",
             b"0",
-            &payload::dump_value(&build(&M::List(strs(["replaced"]))), IDMP),
+            &payload::dump_value(&build(&M::List(strs(["replaced"]))), None, IDMP),
             b"REPLACE",
         ],
     );
@@ -980,7 +980,7 @@ fn every_type_survives_a_restart_once_the_commands_are_in() {
         return;
     }
     for (key, m) in fixtures() {
-        let p = payload::dump_value(&build(&m), IDMP);
+        let p = payload::dump_value(&build(&m), None, IDMP);
         let _: String = q(&mut s, &[b"RESTORE", key.as_bytes(), b"3600000", &p]);
     }
     let _: redis::Value = qv(&mut s, &[b"SAVE"]).expect("SAVE");

@@ -33,6 +33,8 @@
 //! | `expire`, `persist` | g | EXPIRE family, PERSIST |
 //! | `restore` | g | RESTORE |
 //! | `expired` | x | a key found expired on lookup, or by the `hz` cron |
+//! | `hexpire`, `hpersist` | h | HEXPIRE family / HGETEX / HSETEX setting field TTLs; HPERSIST, HGETEX PERSIST |
+//! | `hexpired` | h | hash fields found expired on lookup, or by the `hz` cron (then `del` if the hash emptied) |
 //! | `keymiss` | m | a read of a missing key by a command Redis reads it with (`lookupKeyRead`) |
 //!
 //! XREADGROUP deliveries, XACK, XCLAIM's claims, XNACK and an XADD answered as an IDMP
