@@ -410,8 +410,16 @@ fn the_active_cycle_expires_fields_of_hashes_nobody_reads() {
     }
     c(&mut r, "HSET stays a 1 b 2");
     c(&mut r, "HPEXPIRE stays 30 FIELDS 1 a");
+    c(&mut r, "HSET long a 1");
+    c(&mut r, "HEXPIRE long 1000 FIELDS 1 a");
     // DBSIZE and INFO look at no key: only the cycle can empty these hashes.
-    wait_until("the cycle", || r.cmd_str(&["DBSIZE"]) == int(1));
+    wait_until("the cycle", || r.cmd_str(&["DBSIZE"]) == int(2));
+    // INFO keyspace's subexpiry: hashes with a field TTL left (only `long`).
+    let keyspace = String::from_utf8_lossy(&r.cmd_str(&["INFO", "keyspace"])).into_owned();
+    assert!(
+        keyspace.contains("db0:keys=2,expires=0,avg_ttl=0,subexpiry=1"),
+        "{keyspace}"
+    );
     let expired = info_field(&mut r, "stats", "expired_subkeys").expect("expired_subkeys");
     assert_eq!(expired, "101");
     assert_eq!(

@@ -678,7 +678,7 @@ impl HSetEx {
                     return Err(HSETEX_NUMFIELDS);
                 }
                 let rest = argv.len() - i - 2;
-                if rest % 2 != 0 || n as usize != rest / 2 {
+                if !rest.is_multiple_of(2) || n as usize != rest / 2 {
                     return Err(arity());
                 }
                 p.first = i + 2;

@@ -517,9 +517,11 @@ pub fn info_text(ctx: &Ctx<'_>, sections: &[String]) -> String {
             .filter(|(_, db)| !db.is_empty())
             .map(|(i, db)| {
                 format!(
-                    "db{i}:keys={},expires={},avg_ttl=0,subexpiry=0\r\n",
+                    "db{i}:keys={},expires={},avg_ttl=0,subexpiry={}\r\n",
                     db.len(),
-                    db.expires.len()
+                    db.expires.len(),
+                    // Redis 7.4: hashes with at least one field TTL.
+                    db.hexpires.len()
                 )
             })
             .collect();
