@@ -498,15 +498,18 @@ fn the_log_holds_absolute_times_and_hdels_and_a_restart_keeps_the_ttls() {
     {
         let node = Node::start(dir.path(), &["--appendonly", "yes", "--save", ""]);
         let mut r = node.raw();
-        c(&mut r, "HSET h a 1 b 2 c 3 d 4");
+        c(&mut r, "HSET h a 1 b 2 c 3 d 4 e 1.5");
         c(&mut r, "HEXPIRE h 1000 FIELDS 1 a");
         c(&mut r, "HGETEX h PX 2000000 FIELDS 1 b");
         c(&mut r, "HSETEX h EX 3000 FIELDS 1 c 33");
+        c(&mut r, "HEXPIRE h 4000 FIELDS 1 e");
+        c(&mut r, "HINCRBYFLOAT h e 1");
+        c(&mut r, "HINCRBYFLOAT h other 1");
         c(&mut r, "HPEXPIRE h 20 FIELDS 1 d");
         wait_until("d to expire", || {
             r.cmd_str(&["HEXISTS", "h", "d"]) == int(0)
         });
-        want = r.cmd_str(&["HPEXPIRETIME", "h", "FIELDS", "4", "a", "b", "c", "d"]);
+        want = r.cmd_str(&["HPEXPIRETIME", "h", "FIELDS", "5", "a", "b", "c", "d", "e"]);
         node.stop();
     }
     let bytes = dir_bytes(dir.path());
@@ -519,11 +522,23 @@ fn the_log_holds_absolute_times_and_hdels_and_a_restart_keeps_the_ttls() {
     assert!(count(&bytes, b"HPEXPIREAT") >= 2);
     assert_eq!(count(&bytes, b"$4\r\nHDEL\r\n$1\r\nh\r\n$1\r\nd\r\n"), 1);
     assert!(count(&bytes, b"$4\r\nPXAT\r\n") >= 1);
+    // HINCRBYFLOAT: HSETEX KEEPTTL for a field with a TTL, HSET for one without.
+    assert_eq!(
+        count(
+            &bytes,
+            b"$7\r\nKEEPTTL\r\n$6\r\nFIELDS\r\n$1\r\n1\r\n$1\r\ne\r\n"
+        ),
+        1
+    );
+    assert_eq!(
+        count(&bytes, b"$4\r\nHSET\r\n$1\r\nh\r\n$5\r\nother\r\n"),
+        1
+    );
     // The log replays to the same deadlines.
     let node = Node::start(dir.path(), &["--appendonly", "yes", "--save", ""]);
     let mut r = node.raw();
     assert_eq!(
-        r.cmd_str(&["HPEXPIRETIME", "h", "FIELDS", "4", "a", "b", "c", "d"]),
+        r.cmd_str(&["HPEXPIRETIME", "h", "FIELDS", "5", "a", "b", "c", "d", "e"]),
         want
     );
     // And so does a rewritten log (snapshot base) and a snapshot alone.
@@ -537,14 +552,14 @@ fn the_log_holds_absolute_times_and_hdels_and_a_restart_keeps_the_ttls() {
     let node = Node::start(dir.path(), &["--appendonly", "yes", "--save", ""]);
     let mut r = node.raw();
     assert_eq!(
-        r.cmd_str(&["HPEXPIRETIME", "h", "FIELDS", "4", "a", "b", "c", "d"]),
+        r.cmd_str(&["HPEXPIRETIME", "h", "FIELDS", "5", "a", "b", "c", "d", "e"]),
         want
     );
     node.stop();
     let node = Node::start(dir.path(), &["--appendonly", "no", "--save", ""]);
     let mut r = node.raw();
     assert_eq!(
-        r.cmd_str(&["HPEXPIRETIME", "h", "FIELDS", "4", "a", "b", "c", "d"]),
+        r.cmd_str(&["HPEXPIRETIME", "h", "FIELDS", "5", "a", "b", "c", "d", "e"]),
         want
     );
     assert_eq!(r.cmd_str(&["OBJECT", "ENCODING", "h"]), bulk("listpackex"));

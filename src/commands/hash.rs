@@ -14,8 +14,10 @@
 //!
 //! Writes follow Redis's order of effects: `new` when the key is created, then the
 //! command's event (`hset`, `hdel`, `hincrby`, `hincrbyfloat`), then `del` when the
-//! last field went. HINCRBYFLOAT is logged as `HSETEX key KEEPTTL FIELDS 1 field
-//! <result>` (Redis 8's rewrite, which keeps the field's TTL); every other write is
+//! last field went. HINCRBYFLOAT is logged as `HSET key field <result>` (Redis 7's
+//! rewrite), or, when the field has a TTL, as `HSETEX key KEEPTTL FIELDS 1 field
+//! <result>` (Redis 8's, which keeps the TTL on replay; Redis 8 always uses it, streamd
+//! keeps HSET otherwise so that a Redis 7.0 replica still follows); every other write is
 //! logged as sent, and only when it changed something.
 //!
 //! Field TTLs (`hash_ttl.rs`): HSET, HMSET and HDEL drop the TTLs of the fields they
@@ -512,17 +514,23 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     if created {
         ctx.notify(class::NEW, "new", key);
     }
-    // Redis 8's rewrite: the field keeps its TTL, and so must the replay.
-    let effect = [
-        b"HSETEX".as_slice(),
-        key,
-        b"KEEPTTL",
-        b"FIELDS",
-        b"1",
-        &argv[2],
-        text.as_bytes(),
-    ];
-    ctx.collection_written(class::HASH, "hincrbyfloat", key, false, &effect);
+    // A field with a TTL: Redis 8's rewrite, so that the replay keeps the TTL. Without
+    // one, Redis 7's HSET, which a Redis 7.0 replica still understands.
+    if ctx.db().hexpires.get(key, &argv[2]).is_some() {
+        let effect = [
+            b"HSETEX".as_slice(),
+            key,
+            b"KEEPTTL",
+            b"FIELDS",
+            b"1",
+            &argv[2],
+            text.as_bytes(),
+        ];
+        ctx.collection_written(class::HASH, "hincrbyfloat", key, false, &effect);
+    } else {
+        let effect = [b"HSET".as_slice(), key, &argv[2], text.as_bytes()];
+        ctx.collection_written(class::HASH, "hincrbyfloat", key, false, &effect);
+    }
     Ok(())
 }
 
