@@ -311,6 +311,11 @@ fn replies_and_errors_are_the_ones_redis_documents() {
     );
     let at = ints_of(&r.cmd_str(&["HPEXPIRETIME", "h", "FIELDS", "1", "f1"]))[0];
     assert!((at - now_ms() as i64 - 1500).abs() < 1000, "{at}");
+    // MEMORY USAGE counts the field TTLs kept beside the hash.
+    let with = int_of(&r.cmd_str(&["MEMORY", "USAGE", "h"]));
+    c(&mut r, "HSET copy f1 v1 f2 v2 f3 v3");
+    let without = int_of(&r.cmd_str(&["MEMORY", "USAGE", "copy"]));
+    assert!(with > without, "{with} > {without}");
     // OBJECT ENCODING: listpackex while a listpack hash has field TTLs.
     assert_eq!(r.cmd_str(&["OBJECT", "ENCODING", "h"]), bulk("listpackex"));
     c(&mut r, "HPERSIST h FIELDS 3 f1 f2 f3");

@@ -305,9 +305,12 @@ fn memory_usage(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         }
     }
     let key = &argv[2];
-    match ctx.core.dbs[ctx.client.db].get(key) {
+    let db = &ctx.core.dbs[ctx.client.db];
+    match db.get(key) {
         Some(value) => {
-            let usage = value.memory_usage() + key_overhead(key);
+            // A hash's field TTLs live beside it (types/hash_ttl.rs) but are its bytes.
+            let field_ttls = db.hexpires.of(key).map_or(0, |t| t.heap_size());
+            let usage = value.memory_usage() + key_overhead(key) + field_ttls;
             ctx.out.integer(i64::try_from(usage).unwrap_or(i64::MAX));
         }
         None => ctx.out.null(),
