@@ -161,12 +161,21 @@ impl Db {
     }
 
     /// Inserts or replaces `key`, keeping its TTL (SET KEEPTTL, a value rewritten in
-    /// place under a new encoding).
+    /// place under a new encoding), and its field TTLs when the new value is a hash.
     pub fn replace_keep_ttl(&mut self, key: &[u8], value: impl Into<Value>) {
+        let value = value.into();
         let ttl = self.expires.get(key).copied();
+        // Field TTLs stay only with a hash (a string or list does not have fields).
+        let field_ttls = self
+            .hexpires
+            .take(key)
+            .filter(|_| matches!(value, Value::Hash(_)));
         self.insert(key, value);
         if let Some(at) = ttl {
             self.set_expire(key, at);
+        }
+        if let Some(t) = field_ttls {
+            self.hexpires.put(key, t);
         }
     }
 
@@ -424,6 +433,30 @@ mod tests {
         for i in 0..400 {
             assert!(seen.contains(&key(i)), "missed {i}");
         }
+    }
+
+    #[test]
+    fn field_ttls_leave_with_their_key() {
+        use crate::types::{Hash, StringValue};
+        let hash = || Value::Hash(Hash::new());
+        let mut db = Db::default();
+        db.insert(b"h", hash());
+        db.hexpires.set(b"h", b"f", 10);
+        db.replace_keep_ttl(b"h", hash());
+        assert_eq!(db.hexpires.get(b"h", b"f"), Some(10), "kept for a hash");
+        db.replace_keep_ttl(b"h", Value::String(StringValue::new(b"x")));
+        assert!(db.hexpires.is_empty(), "never for another type");
+        db.insert(b"h", hash());
+        db.hexpires.set(b"h", b"f", 10);
+        db.insert(b"h", hash());
+        assert!(db.hexpires.is_empty(), "a replaced value drops them");
+        db.hexpires.set(b"h", b"f", 10);
+        db.remove(b"h");
+        assert!(db.hexpires.is_empty(), "a removed key drops them");
+        db.insert(b"h", hash());
+        db.hexpires.set(b"h", b"f", 10);
+        db.clear();
+        assert!(db.hexpires.is_empty() && db.hexpires.next_due(u64::MAX).is_none());
     }
 
     #[test]

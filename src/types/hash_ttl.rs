@@ -135,7 +135,13 @@ impl HashTtls {
     /// Runs `f` on the key's entry (created empty if missing), then restores the
     /// invariants: the key's place in `order`, and no empty entry.
     fn edit<R>(&mut self, key: &[u8], f: impl FnOnce(&mut FieldTtls) -> R) -> R {
-        let entry = self.keys.entry(key.into()).or_default();
+        if !self.keys.contains_key(key) {
+            self.keys.insert(key.into(), FieldTtls::new());
+        }
+        let entry = self
+            .keys
+            .get_mut(key)
+            .expect("the entry exists: inserted just above");
         let before = entry.min();
         let r = f(entry);
         let after = entry.min();
