@@ -778,6 +778,11 @@ fn a_replica_drops_the_fields_its_primary_expires_and_no_others() {
         start.elapsed() >= Duration::from_millis(500)
     });
     assert_eq!(int_of(&q.cmd_str(&["HLEN", "late"])), 2);
+    // Its TTL reads as gone, as Redis's replica answers.
+    assert_eq!(
+        q.cmd_str(&["HPTTL", "late", "FIELDS", "1", "x"]),
+        ints(&[-2])
+    );
     // Promoted, it expires on its own.
     c(&mut q, "REPLICAOF NO ONE");
     wait_until("the promoted node to expire", || {

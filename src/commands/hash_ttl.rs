@@ -450,7 +450,8 @@ fn httl_generic(ctx: &mut Ctx<'_>, seconds: bool, relative: bool) -> Result<(), 
         }
     };
     let fields = parse_fields(argv, 2, NUMFIELDS_POSITIVE)?;
-    let base = if relative { ctx.now_ms } else { 0 };
+    let now = ctx.now_ms;
+    let base = if relative { now } else { 0 };
     let db = ctx.client.db;
     let ttls = &ctx.core.dbs[db].hexpires;
     let out = &mut *ctx.out;
@@ -462,6 +463,9 @@ fn httl_generic(ctx: &mut Ctx<'_>, seconds: bool, relative: bool) -> Result<(), 
         }
         match ttls.get(key, f) {
             None => out.integer(-1),
+            // Past its time but not removed (a replica, whose primary's HDEL is still to
+            // come): missing, as Redis answers there.
+            Some(at) if at <= now => out.integer(-2),
             Some(at) => {
                 let ms = at.saturating_sub(base);
                 let v = if seconds { ms.div_ceil(1000) } else { ms };
