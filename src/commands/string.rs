@@ -1,7 +1,8 @@
 //! The string commands (Redis 7.0's `@string` category without the bitmap commands,
 //! `t_string.c`): GET, SET and its variants, the counters, ranges, APPEND, MGET/MSET and
 //! LCS; and Redis 8.4's additions: SET's IFEQ/IFNE/IFDEQ/IFDNE conditions, DIGEST (the
-//! XXH3-64 of a value, as hex), DELEX (DEL, or delete on a condition) and MSETEX.
+//! XXH3-64 of a value, as hex), DELEX (DEL, or delete on a condition) and MSETEX; and
+//! Redis 8.8's INCREX (bounded INCRBY/INCRBYFLOAT with an expiration, `string/increx.rs`).
 //!
 //! Values are [`StringValue`]s (`types/string.rs`: `int`, `embstr`, `raw` as Redis
 //! encodes them). Every read command answers `WRONGTYPE` for a key of another type (a
@@ -32,6 +33,8 @@
 //! MSETEX n k v .. EX/PX t         ->  the same with PXAT <unix ms> in place of EX/PX t
 //! GETSET k v                      ->  SET k v
 //! INCRBYFLOAT k n                 ->  SET k <result> KEEPTTL
+//! INCREX k ..                     ->  SET k <result> [PXAT <unix ms>]  (DEL k if a past
+//!                                     EXAT/PXAT expired it; nothing when skipped)
 //! everything else                 ->  verbatim, when it changed something
 //! ```
 
@@ -43,6 +46,8 @@ use crate::types::string::LongDouble;
 use crate::types::{StringValue, Value};
 use bytes::Bytes;
 use std::borrow::Cow;
+
+mod increx;
 
 const STRING: &[&str] = &["@string"];
 
@@ -184,6 +189,16 @@ pub const COMMANDS: &[CommandSpec] = &[
             "Increment the float value of a key by the given amount",
             "2.6.0",
             incrbyfloat,
+        )
+        .with_key_flags(RW_ACCESS_UPDATE),
+    STRING_ROWS
+        .row(
+            "increx",
+            -2,
+            WRITE | DENYOOM | FAST,
+            "Increments the numeric value of a key by a number and sets its expiration time. Uses 0 as initial value if the key doesn't exist.",
+            "8.8.0",
+            increx::increx,
         )
         .with_key_flags(RW_ACCESS_UPDATE),
     CommandSpec {

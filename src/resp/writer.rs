@@ -235,6 +235,19 @@ impl RespWriter {
         }
     }
 
+    /// A double already written as text (Redis's `addReplyHumanLongDouble`: a long
+    /// double in human form): a RESP3 `,` double or a RESP2 bulk string.
+    pub fn double_text(&mut self, text: &[u8]) {
+        match self.proto {
+            Protocol::Resp2 => self.bulk(text),
+            Protocol::Resp3 => {
+                self.buf.push(b',');
+                self.buf.extend_from_slice(text);
+                self.buf.extend_from_slice(b"\r\n");
+            }
+        }
+    }
+
     /// A boolean (RESP3 `#t`/`#f`; RESP2 `:1`/`:0`).
     pub fn boolean(&mut self, b: bool) {
         match self.proto {

@@ -513,6 +513,67 @@ impl LongDouble {
         }
     }
 
+    /// The largest finite value (C's `LDBL_MAX`): all 64 mantissa bits set, just under
+    /// 2^16384.
+    pub const MAX: LongDouble = LongDouble {
+        class: Class::Finite,
+        neg: false,
+        mant: u64::MAX,
+        exp: MAX_BITS - 64,
+    };
+
+    /// The value with its sign flipped (exact).
+    pub fn negated(self) -> LongDouble {
+        LongDouble {
+            neg: !self.neg,
+            ..self
+        }
+    }
+
+    /// `self - other`, rounded once as [`LongDouble::plus`].
+    pub fn minus(self, other: LongDouble) -> LongDouble {
+        self.plus(other.negated())
+    }
+
+    /// The order of two values; `None` when either is NaN. Zeros of either sign are
+    /// equal; infinities order beyond every finite value.
+    pub fn compare(self, other: LongDouble) -> Option<Ordering> {
+        if self.class == Class::NaN || other.class == Class::NaN {
+            return None;
+        }
+        let zero = |v: &LongDouble| v.class == Class::Finite && v.mant == 0;
+        // The sign of a value: -1, 0 or 1.
+        let sign = |v: &LongDouble| {
+            if zero(v) {
+                0
+            } else if v.neg {
+                -1
+            } else {
+                1
+            }
+        };
+        let (sa, sb) = (sign(&self), sign(&other));
+        if sa != sb || sa == 0 {
+            return Some(sa.cmp(&sb));
+        }
+        // Same sign, both non-zero: compare magnitudes. Finite mantissas are
+        // normalised (top bit set), so the exponent decides first.
+        let magnitude = match (self.class, other.class) {
+            (Class::Infinite, Class::Infinite) => Ordering::Equal,
+            (Class::Infinite, _) => Ordering::Greater,
+            (_, Class::Infinite) => Ordering::Less,
+            _ => self
+                .exp
+                .cmp(&other.exp)
+                .then_with(|| self.mant.cmp(&other.mant)),
+        };
+        Some(if sa < 0 {
+            magnitude.reverse()
+        } else {
+            magnitude
+        })
+    }
+
     fn with_class(self, class: Class) -> LongDouble {
         LongDouble { class, ..self }
     }
@@ -568,6 +629,23 @@ impl LongDouble {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn compare_orders_and_max_is_finite() {
+        let v = |t: &str| LongDouble::parse(t.as_bytes()).expect("a float");
+        assert_eq!(v("1.5").compare(v("2")), Some(Ordering::Less));
+        assert_eq!(v("-1.5").compare(v("-2")), Some(Ordering::Greater));
+        assert_eq!(v("0").compare(v("-0")), Some(Ordering::Equal));
+        assert_eq!(v("-3").compare(v("0")), Some(Ordering::Less));
+        assert_eq!(v("1e4000").compare(v("1e3999")), Some(Ordering::Greater));
+        assert!(LongDouble::MAX.is_finite());
+        assert!(!LongDouble::MAX.plus(LongDouble::MAX).is_finite());
+        assert_eq!(v("5.25").minus(v("0.25")).to_human(), "5");
+        assert_eq!(
+            LongDouble::MAX.negated().compare(v("-1e4000")),
+            Some(Ordering::Less)
+        );
+    }
 
     fn sum(a: &str, b: &str) -> Option<String> {
         let x = LongDouble::parse(a.as_bytes())?;

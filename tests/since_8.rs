@@ -1,0 +1,526 @@
+//! Commands Redis added in 8.x that streamd lacked (issue 37), against the built binary:
+//! INCREX (8.8), CLUSTER SLOT-STATS (8.2) and HOTKEYS (8.6).
+//!
+//! Debian's redis-server here is 7.0 and has none of them, so the exact replies are
+//! written out from redis.io's pages (`commands/increx`, `commands/cluster-slot-stats`,
+//! `commands/hotkeys`) and node-redis's INCREX tests. Where INCREX equals commands 7.0
+//! has (INCRBY / INCRBYFLOAT + PEXPIREAT), the results are compared with 7.0 running
+//! those.
+
+mod common;
+
+use common::reply::{arr, bulk, err, int};
+use common::*;
+use std::time::Duration;
+
+/// A Raw connection in `proto`.
+fn conn(port: u16, proto: u8) -> Raw {
+    let mut r = Raw::connect(port);
+    if proto == 3 {
+        r.hello3();
+    }
+    r
+}
+
+/// Sends each command and asserts its exact reply bytes.
+fn expect(r: &mut Raw, cases: &[(&[&str], Vec<u8>)]) {
+    for (args, want) in cases {
+        let got = r.cmd_str(args);
+        assert_eq!(escape(&got), escape(want), "reply to {args:?} (left: got)");
+    }
+}
+
+/// A RESP3 double `,<text>`.
+fn dbl(text: &str) -> Vec<u8> {
+    format!(",{text}\r\n").into_bytes()
+}
+
+const SYNTAX: &str = "ERR syntax error";
+const NOT_INT: &str = "ERR value is not an integer or out of range";
+const NOT_FLOAT: &str = "ERR value is not a valid float";
+
+/// The reply to `TTL key` as a number.
+fn ttl(r: &mut Raw, key: &str) -> i64 {
+    let reply = r.cmd_str(&["TTL", key]);
+    let text = String::from_utf8_lossy(&reply);
+    text.trim_start_matches(':')
+        .trim_end()
+        .parse()
+        .unwrap_or(i64::MIN)
+}
+
+// ---- INCREX --------------------------------------------------------------------------
+
+#[test]
+fn increx_answers_the_documented_examples() {
+    let s = start_server();
+    let mut r = s.raw();
+    expect(
+        &mut r,
+        &[
+            // Default increment, from 0.
+            (&["INCREX", "mykey"], arr(&[int(1), int(1)])),
+            (&["INCREX", "mykey"], arr(&[int(2), int(1)])),
+            // BYINT, up and down.
+            (&["SET", "mykey", "100"], b"+OK\r\n".to_vec()),
+            (&["INCREX", "mykey", "BYINT", "5"], arr(&[int(105), int(5)])),
+            (
+                &["INCREX", "mykey", "BYINT", "-10"],
+                arr(&[int(95), int(-10)]),
+            ),
+            // BYFLOAT.
+            (&["SET", "mykey", "1.5"], b"+OK\r\n".to_vec()),
+            (
+                &["INCREX", "mykey", "BYFLOAT", "0.25"],
+                arr(&[bulk("1.75"), bulk("0.25")]),
+            ),
+            (&["GET", "mykey"], bulk("1.75")),
+            // Out of bounds: skipped, then saturated.
+            (&["SET", "mykey", "99"], b"+OK\r\n".to_vec()),
+            (
+                &["INCREX", "mykey", "BYINT", "5", "UBOUND", "100"],
+                arr(&[int(99), int(0)]),
+            ),
+            (&["GET", "mykey"], bulk("99")),
+            (
+                &["INCREX", "mykey", "BYINT", "5", "UBOUND", "100", "SATURATE"],
+                arr(&[int(100), int(1)]),
+            ),
+            (&["GET", "mykey"], bulk("100")),
+            // Lower bound.
+            (&["SET", "c", "3"], b"+OK\r\n".to_vec()),
+            (
+                &["INCREX", "c", "BYINT", "-5", "LBOUND", "0"],
+                arr(&[int(3), int(0)]),
+            ),
+            (
+                &["INCREX", "c", "byint", "-5", "lbound", "0", "saturate"],
+                arr(&[int(0), int(-3)]),
+            ),
+            // A missing key out of bounds is not created.
+            (
+                &["INCREX", "nokey", "BYINT", "5", "UBOUND", "3"],
+                arr(&[int(0), int(0)]),
+            ),
+            (&["EXISTS", "nokey"], int(0)),
+            // The node-redis precision case.
+            (&["SET", "big", "9223372036854775000"], b"+OK\r\n".to_vec()),
+            (
+                &["INCREX", "big", "BYINT", "100"],
+                arr(&[int(9223372036854775100), int(100)]),
+            ),
+        ],
+    );
+}
+
+#[test]
+fn increx_type_limits_are_bounds_not_errors() {
+    let s = start_server();
+    let mut r = s.raw();
+    let max = i64::MAX.to_string();
+    let min = i64::MIN.to_string();
+    r.cmd_str(&["SET", "k", &max]);
+    expect(
+        &mut r,
+        &[
+            (&["INCREX", "k"], arr(&[int(i64::MAX), int(0)])),
+            (&["INCREX", "k", "SATURATE"], arr(&[int(i64::MAX), int(0)])),
+            (
+                &["INCREX", "k", "BYINT", &min, "SATURATE"],
+                arr(&[int(-1), int(i64::MIN)]),
+            ),
+            (&["INCREX", "k", "BYINT", &min], arr(&[int(-1), int(0)])),
+        ],
+    );
+    // SATURATE whose applied increment does not fit in 64 bits.
+    r.cmd_str(&["SET", "k", &max]);
+    expect(
+        &mut r,
+        &[
+            (
+                &["INCREX", "k", "BYINT", "-1", "UBOUND", &min, "SATURATE"],
+                err("ERR increment or decrement would overflow"),
+            ),
+            (&["GET", "k"], bulk(&max)),
+        ],
+    );
+    // BYFLOAT: past LDBL_MAX is out of bounds (skipped); SATURATE stores LDBL_MAX.
+    r.cmd_str(&["DEL", "f"]);
+    let first = r.cmd_str(&["INCREX", "f", "BYFLOAT", "1e4932"]);
+    assert!(first.starts_with(b"*2\r\n$"), "{}", escape(&first));
+    let stored = r.cmd_str(&["GET", "f"]);
+    let skipped = r.cmd_str(&["INCREX", "f", "BYFLOAT", "1e4932"]);
+    assert!(skipped.ends_with(b"$1\r\n0\r\n"), "{}", escape(&skipped));
+    assert_eq!(r.cmd_str(&["GET", "f"]), stored);
+    let sat = r.cmd_str(&["INCREX", "f", "BYFLOAT", "1e4932", "SATURATE"]);
+    let ldbl_max = r.cmd_str(&["GET", "f"]);
+    assert_ne!(ldbl_max, stored);
+    assert!(
+        ldbl_max.starts_with(b"$4933\r\n11897314953572317650"),
+        "{}",
+        escape(&ldbl_max)
+    );
+    assert!(sat.starts_with(&[b"*2\r\n".as_slice(), &ldbl_max].concat()));
+    // From -LDBL_MAX saturating up to LDBL_MAX: the applied increment is infinite.
+    r.cmd_str(&["SET", "g", "-1e4932"]);
+    expect(
+        &mut r,
+        &[(
+            &[
+                "INCREX", "g", "BYFLOAT", "1e4932", "LBOUND", "1e4932", "SATURATE",
+            ],
+            err("ERR increment would produce NaN or Infinity"),
+        )],
+    );
+}
+
+#[test]
+fn increx_resp3_replies_doubles_in_float_mode() {
+    let s = start_server();
+    let mut r = conn(s.port, 3);
+    expect(
+        &mut r,
+        &[
+            (&["INCREX", "i", "BYINT", "7"], arr(&[int(7), int(7)])),
+            (&["SET", "f", "10.5"], b"+OK\r\n".to_vec()),
+            (
+                &["INCREX", "f", "BYFLOAT", "0.1"],
+                arr(&[dbl("10.6"), dbl("0.1")]),
+            ),
+            (
+                &["INCREX", "f", "BYFLOAT", "5", "UBOUND", "12"],
+                arr(&[dbl("10.6"), dbl("0")]),
+            ),
+            (
+                &["INCREX", "f", "BYFLOAT", "5", "UBOUND", "12", "SATURATE"],
+                arr(&[dbl("12"), dbl("1.4")]),
+            ),
+            (
+                &["INCREX", "f", "BYFLOAT", "-2e0"],
+                arr(&[dbl("10"), dbl("-2")]),
+            ),
+        ],
+    );
+}
+
+#[test]
+fn increx_errors() {
+    let s = start_server();
+    let mut r = s.raw();
+    r.cmd_str(&["SET", "text", "abc"]);
+    r.cmd_str(&["SET", "float", "1.5"]);
+    r.cmd_str(&["RPUSH", "list", "a"]);
+    expect(
+        &mut r,
+        &[
+            (
+                &["INCREX"],
+                err("ERR wrong number of arguments for 'increx' command"),
+            ),
+            (&["INCREX", "k", "BYINT"], err(SYNTAX)),
+            (&["INCREX", "k", "BYINT", "1", "BYFLOAT", "1"], err(SYNTAX)),
+            (&["INCREX", "k", "EX", "1", "PX", "1"], err(SYNTAX)),
+            (&["INCREX", "k", "EX", "1", "PERSIST"], err(SYNTAX)),
+            (&["INCREX", "k", "PERSIST", "EX", "1"], err(SYNTAX)),
+            (&["INCREX", "k", "ENX"], err(SYNTAX)),
+            (&["INCREX", "k", "PERSIST", "ENX"], err(SYNTAX)),
+            (&["INCREX", "k", "NX"], err(SYNTAX)),
+            (&["INCREX", "k", "KEEPTTL"], err(SYNTAX)),
+            (&["INCREX", "k", "BYINT", "1.5"], err(NOT_INT)),
+            (&["INCREX", "k", "UBOUND", "1.5"], err(NOT_INT)),
+            (&["INCREX", "k", "BYFLOAT", "abc"], err(NOT_FLOAT)),
+            (
+                &["INCREX", "k", "BYFLOAT", "inf"],
+                err("ERR increment would produce NaN or Infinity"),
+            ),
+            (
+                &["INCREX", "k", "BYFLOAT", "1", "UBOUND", "inf"],
+                err(NOT_FLOAT),
+            ),
+            (
+                &["INCREX", "k", "BYFLOAT", "1", "LBOUND", "x"],
+                err(NOT_FLOAT),
+            ),
+            (
+                &["INCREX", "k", "LBOUND", "5", "UBOUND", "4"],
+                err("ERR LBOUND must be less than or equal to UBOUND"),
+            ),
+            (
+                &[
+                    "INCREX", "k", "BYFLOAT", "1", "LBOUND", "5.5", "UBOUND", "5.25",
+                ],
+                err("ERR LBOUND must be less than or equal to UBOUND"),
+            ),
+            (
+                &["INCREX", "k", "EX", "0"],
+                err("ERR invalid expire time in 'increx' command"),
+            ),
+            (
+                &["INCREX", "k", "PX", "-5"],
+                err("ERR invalid expire time in 'increx' command"),
+            ),
+            (&["INCREX", "k", "EX", "x"], err(NOT_INT)),
+            (&["INCREX", "text"], err(NOT_INT)),
+            (&["INCREX", "float"], err(NOT_INT)),
+            (&["INCREX", "text", "BYFLOAT", "1"], err(NOT_FLOAT)),
+            (
+                &["INCREX", "list"],
+                err("WRONGTYPE Operation against a key holding the wrong kind of value"),
+            ),
+            (&["EXISTS", "k"], int(0)),
+            (&["GET", "float"], bulk("1.5")),
+            // BYFLOAT reads integers and floats alike.
+            (
+                &["INCREX", "float", "BYFLOAT", "1"],
+                arr(&[bulk("2.5"), bulk("1")]),
+            ),
+        ],
+    );
+}
+
+#[test]
+fn increx_expiration_options() {
+    let s = start_server();
+    let mut r = s.raw();
+    // EX on a new key.
+    assert_eq!(
+        r.cmd_str(&["INCREX", "a", "BYINT", "1", "EX", "100"]),
+        arr(&[int(1), int(1)])
+    );
+    assert!((99..=100).contains(&ttl(&mut r, "a")));
+    // No option keeps the TTL.
+    r.cmd_str(&["INCREX", "a"]);
+    assert!((99..=100).contains(&ttl(&mut r, "a")));
+    // ENX on a key without TTL sets it; with a TTL leaves it.
+    r.cmd_str(&["SET", "b", "10"]);
+    assert_eq!(
+        r.cmd_str(&["INCREX", "b", "BYINT", "1", "EX", "100", "ENX"]),
+        arr(&[int(11), int(1)])
+    );
+    assert!((99..=100).contains(&ttl(&mut r, "b")));
+    r.cmd_str(&["SET", "b", "10", "EX", "500"]);
+    assert_eq!(
+        r.cmd_str(&["INCREX", "b", "BYINT", "1", "EX", "10", "ENX"]),
+        arr(&[int(11), int(1)])
+    );
+    assert!(ttl(&mut r, "b") > 400);
+    // Without ENX the TTL is replaced.
+    r.cmd_str(&["INCREX", "b", "PX", "10000"]);
+    assert!((9..=10).contains(&ttl(&mut r, "b")));
+    // PERSIST.
+    r.cmd_str(&["SET", "c", "5", "EX", "1000"]);
+    assert_eq!(
+        r.cmd_str(&["INCREX", "c", "BYINT", "1", "PERSIST"]),
+        arr(&[int(6), int(1)])
+    );
+    assert_eq!(ttl(&mut r, "c"), -1);
+    // EXAT / PXAT in the future.
+    r.cmd_str(&["INCREX", "d", "EXAT", "4102444800"]);
+    assert_eq!(r.cmd_str(&["PEXPIRETIME", "d"]), int(4102444800000));
+    r.cmd_str(&["INCREX", "d", "PXAT", "4102444800123"]);
+    assert_eq!(r.cmd_str(&["PEXPIRETIME", "d"]), int(4102444800123));
+    // A skipped operation leaves the TTL alone.
+    r.cmd_str(&["SET", "e", "99", "EX", "1000"]);
+    assert_eq!(
+        r.cmd_str(&["INCREX", "e", "BYINT", "5", "UBOUND", "100", "PERSIST"]),
+        arr(&[int(99), int(0)])
+    );
+    assert!(ttl(&mut r, "e") > 900);
+    // SATURATE still applies the expiration.
+    assert_eq!(
+        r.cmd_str(&[
+            "INCREX", "e", "BYINT", "5", "UBOUND", "100", "SATURATE", "PERSIST"
+        ]),
+        arr(&[int(100), int(1)])
+    );
+    assert_eq!(ttl(&mut r, "e"), -1);
+    // A past EXAT/PXAT: the increment is answered, the key is gone.
+    assert_eq!(
+        r.cmd_str(&["INCREX", "f", "BYINT", "3", "PXAT", "1"]),
+        arr(&[int(3), int(3)])
+    );
+    assert_eq!(r.cmd_str(&["EXISTS", "f"]), int(0));
+    // BYFLOAT keeps the TTL as INCRBYFLOAT does.
+    r.cmd_str(&["SET", "g", "1", "EX", "1000"]);
+    r.cmd_str(&["INCREX", "g", "BYFLOAT", "0.5"]);
+    assert_eq!(r.cmd_str(&["GET", "g"]), bulk("1.5"));
+    assert!(ttl(&mut r, "g") > 900);
+}
+
+#[test]
+fn increx_matches_redis_7_0_incrby_incrbyfloat_and_pexpireat() {
+    let (s, rs) = (start_server(), redis_server());
+    let mut ours = s.raw();
+    let mut theirs = rs.raw();
+    let at = "4102444800000";
+    let steps: &[(&[&str], &[&[&str]])] = &[
+        (&["INCREX", "a"], &[&["INCRBY", "a", "1"]]),
+        (
+            &["INCREX", "a", "BYINT", "-42", "PXAT", at],
+            &[&["INCRBY", "a", "-42"], &["PEXPIREAT", "a", at]],
+        ),
+        (&["INCREX", "a", "BYINT", "10"], &[&["INCRBY", "a", "10"]]),
+        (
+            &["INCREX", "f", "BYFLOAT", "10.5", "PXAT", at],
+            &[&["INCRBYFLOAT", "f", "10.5"], &["PEXPIREAT", "f", at]],
+        ),
+        (
+            &["INCREX", "f", "BYFLOAT", "0.1"],
+            &[&["INCRBYFLOAT", "f", "0.1"]],
+        ),
+        (
+            &["INCREX", "f", "BYFLOAT", "9223372036854775807"],
+            &[&["INCRBYFLOAT", "f", "9223372036854775807"]],
+        ),
+        (
+            &["INCREX", "f", "BYFLOAT", "-3.0e3"],
+            &[&["INCRBYFLOAT", "f", "-3.0e3"]],
+        ),
+        (
+            &["INCREX", "n", "BYFLOAT", "123456789.123456789"],
+            &[&["INCRBYFLOAT", "n", "123456789.123456789"]],
+        ),
+        (
+            &["INCREX", "n", "BYFLOAT", "0.000000001", "PERSIST"],
+            &[&["INCRBYFLOAT", "n", "0.000000001"], &["PERSIST", "n"]],
+        ),
+    ];
+    for (ours_cmd, their_cmds) in steps {
+        ours.cmd_str(ours_cmd);
+        for c in *their_cmds {
+            theirs.cmd_str(c);
+        }
+    }
+    for key in ["a", "f", "n"] {
+        for probe in [["GET", key], ["PEXPIRETIME", key], ["OBJECT", "ENCODING"]] {
+            let probe: Vec<&str> = if probe[0] == "OBJECT" {
+                vec!["OBJECT", "ENCODING", key]
+            } else {
+                probe.to_vec()
+            };
+            assert_eq!(
+                escape(&ours.cmd_str(&probe)),
+                escape(&theirs.cmd_str(&probe)),
+                "{probe:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn increx_events_are_incrby_expire_persist() {
+    let s = start_server();
+    let events = common::differential::keyevents(
+        s.port,
+        "EAn",
+        &[
+            &["INCREX", "a", "EX", "100"],
+            &["INCREX", "a", "BYFLOAT", "1.5", "PERSIST"],
+            &["INCREX", "a", "BYFLOAT", "1", "UBOUND", "0"],
+            &["INCREX", "a", "BYINT", "1"],
+            &["INCREX", "b", "PXAT", "1"],
+        ],
+    );
+    assert_eq!(
+        events,
+        vec![
+            "__keyevent@0__:new a",
+            "__keyevent@0__:incrby a",
+            "__keyevent@0__:expire a",
+            "__keyevent@0__:incrbyfloat a",
+            "__keyevent@0__:persist a",
+            "__keyevent@0__:new b",
+            "__keyevent@0__:incrby b",
+            "__keyevent@0__:del b",
+        ]
+    );
+}
+
+#[test]
+fn increx_is_logged_as_set_with_an_absolute_deadline() {
+    let st = start_server_with(&["--appendonly", "yes"]);
+    let mut c = st.raw();
+    for step in [
+        &["INCREX", "a", "BYINT", "5", "EX", "1000"][..],
+        &["INCREX", "a", "BYINT", "1"],
+        &["INCREX", "f", "BYFLOAT", "10.5", "PX", "1000000"],
+        &["INCREX", "f", "BYFLOAT", "0.1", "PERSIST"],
+        &["SET", "s", "1", "EX", "1000"],
+        &["INCREX", "s", "UBOUND", "0"],
+        &["INCREX", "p", "PXAT", "1"],
+        &["INCREX", "e", "EX", "1000", "ENX"],
+        &["INCREX", "e", "EX", "5", "ENX"],
+    ] {
+        c.cmd_str(step);
+    }
+    let probe: &[&[&str]] = &[
+        &["MGET", "a", "f", "s", "p", "e"],
+        &["PEXPIRETIME", "a"],
+        &["PEXPIRETIME", "f"],
+        &["PEXPIRETIME", "s"],
+        &["PEXPIRETIME", "e"],
+        &["DBSIZE"],
+    ];
+    let before: Vec<Vec<u8>> = probe.iter().map(|p| c.cmd_str(p)).collect();
+    std::thread::sleep(Duration::from_millis(100));
+    let mut log = Vec::new();
+    for entry in std::fs::read_dir(st.dir().join("appendonlydir")).expect("appendonlydir") {
+        let path = entry.expect("entry").path();
+        log.extend(std::fs::read(path).unwrap_or_default());
+    }
+    let has = |needle: &[u8]| log.windows(needle.len()).any(|w| w == needle);
+    assert!(!has(b"INCREX"), "the log holds INCREX");
+    assert!(has(b"PXAT") && has(b"10.6"));
+    assert_eq!(c.cmd_str(&["DEBUG", "LOADAOF"]), b"+OK\r\n");
+    let after: Vec<Vec<u8>> = probe.iter().map(|p| c.cmd_str(p)).collect();
+    assert_eq!(before, after);
+    assert_eq!(
+        after[0],
+        arr(&[
+            bulk("6"),
+            bulk("10.6"),
+            bulk("1"),
+            b"$-1\r\n".to_vec(),
+            bulk("2")
+        ])
+    );
+    assert_eq!(after[2], int(-1));
+}
+
+#[test]
+fn increx_command_row_and_compat_version() {
+    let s = start_server();
+    let mut r = s.raw();
+    let info = r.cmd_str(&["COMMAND", "INFO", "increx"]);
+    let text = String::from_utf8_lossy(&info);
+    assert!(
+        text.starts_with("*1\r\n*10\r\n$6\r\nincrex\r\n:-2\r\n"),
+        "{text}"
+    );
+    for word in [
+        "write", "denyoom", "fast", "@string", "RW", "access", "update",
+    ] {
+        assert!(text.contains(word), "{word} missing from {text}");
+    }
+    let docs = r.cmd_str(&["COMMAND", "DOCS", "increx"]);
+    let docs = String::from_utf8_lossy(&docs);
+    assert!(docs.contains("8.8.0") && docs.contains("string"), "{docs}");
+    expect(
+        &mut r,
+        &[
+            (
+                &["CONFIG", "SET", "compat-version", "8.6"],
+                b"+OK\r\n".to_vec(),
+            ),
+            (
+                &["INCREX", "k"],
+                err("ERR unknown command 'INCREX', with args beginning with: 'k' "),
+            ),
+            (
+                &["CONFIG", "SET", "compat-version", "8.8"],
+                b"+OK\r\n".to_vec(),
+            ),
+            (&["INCREX", "k"], arr(&[int(1), int(1)])),
+        ],
+    );
+}
