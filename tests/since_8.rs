@@ -524,3 +524,437 @@ fn increx_command_row_and_compat_version() {
         ],
     );
 }
+
+// ---- CLUSTER SLOT-STATS ----------------------------------------------------------------
+
+/// A one-node cluster serving every slot, its state ok.
+fn cluster_node() -> Server {
+    let bus = free_port();
+    let s = start_server_with(&[
+        "--cluster-enabled",
+        "yes",
+        "--cluster-port",
+        &bus.to_string(),
+    ]);
+    let mut r = s.raw();
+    assert_eq!(
+        r.cmd_str(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
+        b"+OK\r\n"
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let info = String::from_utf8_lossy(&r.cmd_str(&["CLUSTER", "INFO"])).into_owned();
+        if info.contains("cluster_state:ok") {
+            return s;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "state never ok: {info}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `CLUSTER KEYSLOT key` as a number.
+fn keyslot(r: &mut Raw, key: &str) -> u16 {
+    let reply = r.cmd_str(&["CLUSTER", "KEYSLOT", key]);
+    String::from_utf8_lossy(&reply)
+        .trim_start_matches(':')
+        .trim_end()
+        .parse()
+        .unwrap_or(u16::MAX)
+}
+
+/// One `[slot, {key-count: n}]` entry in RESP2 (the map flattened) or RESP3.
+fn key_count_entry(slot: u16, n: i64, resp3: bool) -> Vec<u8> {
+    let map = if resp3 {
+        b"%1\r\n".to_vec()
+    } else {
+        b"*2\r\n".to_vec()
+    };
+    let mut v = b"*2\r\n".to_vec();
+    v.extend(int(i64::from(slot)));
+    v.extend(map);
+    v.extend(bulk("key-count"));
+    v.extend(int(n));
+    v
+}
+
+#[test]
+fn slot_stats_on_a_standalone_node_is_disabled() {
+    let s = start_server();
+    let mut r = s.raw();
+    expect(
+        &mut r,
+        &[(
+            &["CLUSTER", "SLOT-STATS", "SLOTSRANGE", "0", "10"],
+            err("ERR This instance has cluster support disabled"),
+        )],
+    );
+}
+
+#[test]
+fn slot_stats_key_count_ranges_order_and_errors() {
+    let s = cluster_node();
+    let mut r = s.raw();
+    let foo = keyslot(&mut r, "FOO");
+    r.cmd_str(&["SET", "FOO", "v"]);
+    expect(
+        &mut r,
+        &[
+            (
+                &[
+                    "CLUSTER",
+                    "SLOT-STATS",
+                    "SLOTSRANGE",
+                    &foo.to_string(),
+                    &foo.to_string(),
+                ],
+                arr(&[key_count_entry(foo, 1, false)]),
+            ),
+            (
+                &["CLUSTER", "slot-stats", "slotsrange", "100", "102"],
+                arr(&[
+                    key_count_entry(100, 0, false),
+                    key_count_entry(101, 0, false),
+                    key_count_entry(102, 0, false),
+                ]),
+            ),
+        ],
+    );
+    let mut r3 = conn(s.port, 3);
+    expect(
+        &mut r3,
+        &[(
+            &[
+                "CLUSTER",
+                "SLOT-STATS",
+                "SLOTSRANGE",
+                &foo.to_string(),
+                &foo.to_string(),
+            ],
+            arr(&[key_count_entry(foo, 1, true)]),
+        )],
+    );
+    r.cmd_str(&["DEL", "FOO"]);
+    // Three keys in one slot, two in another, one in a third.
+    for key in ["a{x}", "b{x}", "c{x}", "a{y}", "b{y}", "a{z}"] {
+        r.cmd_str(&["SET", key, "v"]);
+    }
+    let (x, y, z) = (
+        keyslot(&mut r, "x"),
+        keyslot(&mut r, "y"),
+        keyslot(&mut r, "z"),
+    );
+    expect(
+        &mut r,
+        &[
+            (
+                &[
+                    "CLUSTER",
+                    "SLOT-STATS",
+                    "ORDERBY",
+                    "key-count",
+                    "LIMIT",
+                    "3",
+                ],
+                arr(&[
+                    key_count_entry(x, 3, false),
+                    key_count_entry(y, 2, false),
+                    key_count_entry(z, 1, false),
+                ]),
+            ),
+            (
+                &[
+                    "CLUSTER",
+                    "SLOT-STATS",
+                    "ORDERBY",
+                    "KEY-COUNT",
+                    "DESC",
+                    "LIMIT",
+                    "1",
+                ],
+                arr(&[key_count_entry(x, 3, false)]),
+            ),
+            // Ties go by ascending slot.
+            (
+                &[
+                    "CLUSTER",
+                    "SLOT-STATS",
+                    "ORDERBY",
+                    "key-count",
+                    "LIMIT",
+                    "2",
+                    "ASC",
+                ],
+                arr(&[key_count_entry(0, 0, false), key_count_entry(1, 0, false)]),
+            ),
+        ],
+    );
+    let all = r.cmd_str(&["CLUSTER", "SLOT-STATS", "ORDERBY", "key-count"]);
+    assert!(all.starts_with(b"*16384\r\n"), "{}", escape(&all[..20]));
+    // Slots the node does not serve are left out.
+    r.cmd_str(&["CONFIG", "SET", "cluster-require-full-coverage", "no"]);
+    assert_eq!(r.cmd_str(&["CLUSTER", "DELSLOTS", "101"]), b"+OK\r\n");
+    expect(
+        &mut r,
+        &[(
+            &["CLUSTER", "SLOT-STATS", "SLOTSRANGE", "100", "102"],
+            arr(&[
+                key_count_entry(100, 0, false),
+                key_count_entry(102, 0, false),
+            ]),
+        )],
+    );
+    let all = r.cmd_str(&["CLUSTER", "SLOT-STATS", "ORDERBY", "key-count", "ASC"]);
+    assert!(all.starts_with(b"*16383\r\n"), "{}", escape(&all[..20]));
+    // Errors.
+    let metric_err = err("ERR Unrecognized sort metric for ORDERBY.");
+    let limit_err = err("ERR Limit has to lie in between 1 and 16384 (maximum number of slots).");
+    let multiple = err("ERR Multiple filters of the same type are disallowed.");
+    expect(
+        &mut r,
+        &[
+            (
+                &["CLUSTER", "SLOT-STATS", "SLOTSRANGE", "10", "5"],
+                err("ERR Start slot number 10 is greater than end slot number 5"),
+            ),
+            (
+                &["CLUSTER", "SLOT-STATS", "SLOTSRANGE", "0", "16384"],
+                err("ERR Invalid or out of range slot"),
+            ),
+            (
+                &["CLUSTER", "SLOT-STATS", "SLOTSRANGE", "x", "1"],
+                err("ERR Invalid or out of range slot"),
+            ),
+            (
+                &["CLUSTER", "SLOT-STATS", "ORDERBY", "cpu-usec"],
+                metric_err.clone(),
+            ),
+            (
+                &["CLUSTER", "SLOT-STATS", "ORDERBY", "network-bytes-in"],
+                metric_err.clone(),
+            ),
+            (
+                &["CLUSTER", "SLOT-STATS", "ORDERBY", "nope"],
+                metric_err.clone(),
+            ),
+            (
+                &[
+                    "CLUSTER",
+                    "SLOT-STATS",
+                    "ORDERBY",
+                    "key-count",
+                    "LIMIT",
+                    "0",
+                ],
+                limit_err.clone(),
+            ),
+            (
+                &[
+                    "CLUSTER",
+                    "SLOT-STATS",
+                    "ORDERBY",
+                    "key-count",
+                    "LIMIT",
+                    "-1",
+                ],
+                limit_err.clone(),
+            ),
+            (
+                &[
+                    "CLUSTER",
+                    "SLOT-STATS",
+                    "ORDERBY",
+                    "key-count",
+                    "LIMIT",
+                    "16385",
+                ],
+                limit_err.clone(),
+            ),
+            (
+                &[
+                    "CLUSTER",
+                    "SLOT-STATS",
+                    "ORDERBY",
+                    "key-count",
+                    "LIMIT",
+                    "x",
+                ],
+                limit_err,
+            ),
+            (
+                &["CLUSTER", "SLOT-STATS", "ORDERBY", "key-count", "nope"],
+                err(SYNTAX),
+            ),
+            (
+                &["CLUSTER", "SLOT-STATS", "ORDERBY", "key-count", "LIMIT"],
+                err(SYNTAX),
+            ),
+            (
+                &[
+                    "CLUSTER",
+                    "SLOT-STATS",
+                    "ORDERBY",
+                    "key-count",
+                    "ASC",
+                    "DESC",
+                ],
+                multiple.clone(),
+            ),
+            (
+                &[
+                    "CLUSTER",
+                    "SLOT-STATS",
+                    "ORDERBY",
+                    "key-count",
+                    "LIMIT",
+                    "1",
+                    "LIMIT",
+                    "2",
+                ],
+                multiple,
+            ),
+            (
+                &["CLUSTER", "SLOT-STATS", "ORDERBY"],
+                err("ERR wrong number of arguments for 'cluster|slot-stats' command"),
+            ),
+        ],
+    );
+    let sub = r.cmd_str(&["CLUSTER", "SLOT-STATS", "SLOTSRANGE", "1", "2", "3"]);
+    assert!(
+        sub.starts_with(b"-ERR unknown subcommand"),
+        "{}",
+        escape(&sub)
+    );
+}
+
+/// The `[slot, {...}]` entry of `slot` with every metric: (key-count, cpu-usec,
+/// network-bytes-in, network-bytes-out).
+fn full_stats(r: &mut Raw, slot: u16) -> (i64, i64, i64, i64) {
+    let reply = r.cmd_str(&[
+        "CLUSTER",
+        "SLOT-STATS",
+        "SLOTSRANGE",
+        &slot.to_string(),
+        &slot.to_string(),
+    ]);
+    let text = String::from_utf8_lossy(&reply).into_owned();
+    let head = format!("*1\r\n*2\r\n:{slot}\r\n*8\r\n");
+    assert!(text.starts_with(&head), "{}", escape(&reply));
+    let field = |name: &str| -> i64 {
+        let at = text
+            .find(&format!("{name}\r\n:"))
+            .map(|i| i + name.len() + 3);
+        at.and_then(|i| text[i..].split("\r\n").next().and_then(|n| n.parse().ok()))
+            .unwrap_or(-1)
+    };
+    (
+        field("key-count"),
+        field("cpu-usec"),
+        field("network-bytes-in"),
+        field("network-bytes-out"),
+    )
+}
+
+#[test]
+fn slot_stats_counts_cpu_and_network_per_slot_when_enabled() {
+    let s = cluster_node();
+    let mut r = s.raw();
+    let slot = keyslot(&mut r, "key");
+    expect(
+        &mut r,
+        &[
+            (
+                &["CONFIG", "SET", "cluster-slot-stats-enabled", "yes"],
+                b"+OK\r\n".to_vec(),
+            ),
+            (&["CONFIG", "RESETSTAT"], b"+OK\r\n".to_vec()),
+        ],
+    );
+    assert_eq!(full_stats(&mut r, slot), (0, 0, 0, 0));
+    // *3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$5\r\nvalue\r\n = 33 bytes in, +OK\r\n = 5 out.
+    r.cmd_str(&["SET", "key", "value"]);
+    let (keys, _cpu, bytes_in, bytes_out) = full_stats(&mut r, slot);
+    assert_eq!((keys, bytes_in, bytes_out), (1, 33, 5));
+    // Commands without a key count nowhere.
+    r.cmd_str(&["INFO"]);
+    r.cmd_str(&["PING"]);
+    let (_, _, bytes_in, bytes_out) = full_stats(&mut r, slot);
+    assert_eq!((bytes_in, bytes_out), (33, 5));
+    // An inline command: SET key value\r\n = 15 bytes.
+    r.cmd_str(&["CONFIG", "RESETSTAT"]);
+    r.send(b"SET key value\r\n");
+    assert_eq!(r.read_reply(), b"+OK\r\n");
+    let (_, _, bytes_in, bytes_out) = full_stats(&mut r, slot);
+    assert_eq!((bytes_in, bytes_out), (15, 5));
+    // MULTI (15) + SET (33) + EXEC (14) = 62 in; +QUEUED\r\n (9) and EXEC's reply
+    // *1\r\n+OK\r\n (9) = 18 out.
+    r.cmd_str(&["CONFIG", "RESETSTAT"]);
+    r.cmd_str(&["MULTI"]);
+    r.cmd_str(&["SET", "key", "value"]);
+    assert_eq!(r.cmd_str(&["EXEC"]), arr(&[b"+OK\r\n".to_vec()]));
+    let (_, _, bytes_in, bytes_out) = full_stats(&mut r, slot);
+    assert_eq!((bytes_in, bytes_out), (62, 18));
+    // CPU time adds up; ORDERBY accepts the detailed metrics now.
+    r.cmd_str(&["CONFIG", "RESETSTAT"]);
+    let big: Vec<String> = (0..2000).map(|i| i.to_string()).collect();
+    let mut cmd = vec!["RPUSH", "key2{key}"];
+    cmd.extend(big.iter().map(String::as_str));
+    r.cmd_str(&cmd);
+    for _ in 0..20 {
+        r.cmd_str(&["LRANGE", "key2{key}", "0", "-1"]);
+    }
+    let (_, cpu, _, bytes_out) = full_stats(&mut r, slot);
+    assert!(cpu > 0, "cpu-usec {cpu}");
+    assert!(bytes_out > 20 * 2000 * 4, "network-bytes-out {bytes_out}");
+    for metric in ["cpu-usec", "network-bytes-in", "network-bytes-out"] {
+        let top = r.cmd_str(&["CLUSTER", "SLOT-STATS", "ORDERBY", metric, "LIMIT", "1"]);
+        let head = format!("*1\r\n*2\r\n:{slot}\r\n*8\r\n");
+        assert!(
+            top.starts_with(head.as_bytes()),
+            "{metric}: {}",
+            escape(&top)
+        );
+    }
+    // RESETSTAT zeroes the counters, not the keys.
+    r.cmd_str(&["CONFIG", "RESETSTAT"]);
+    assert_eq!(full_stats(&mut r, slot), (2, 0, 0, 0));
+    // Disabled again: key-count only.
+    r.cmd_str(&["CONFIG", "SET", "cluster-slot-stats-enabled", "no"]);
+    expect(
+        &mut r,
+        &[(
+            &[
+                "CLUSTER",
+                "SLOT-STATS",
+                "SLOTSRANGE",
+                &slot.to_string(),
+                &slot.to_string(),
+            ],
+            arr(&[key_count_entry(slot, 2, false)]),
+        )],
+    );
+}
+
+#[test]
+fn slot_stats_row_and_compat_version() {
+    let s = cluster_node();
+    let mut r = s.raw();
+    let info = r.cmd_str(&["COMMAND", "INFO", "cluster|slot-stats"]);
+    let text = String::from_utf8_lossy(&info);
+    assert!(text.contains("cluster|slot-stats\r\n:-4\r\n"), "{text}");
+    assert!(text.contains("stale") && text.contains("loading"), "{text}");
+    r.cmd_str(&["CONFIG", "SET", "compat-version", "8.0"]);
+    let old = r.cmd_str(&["CLUSTER", "SLOT-STATS", "SLOTSRANGE", "0", "0"]);
+    assert!(
+        old.starts_with(b"-ERR unknown subcommand"),
+        "{}",
+        escape(&old)
+    );
+    r.cmd_str(&["CONFIG", "SET", "compat-version", "8.2"]);
+    assert_eq!(
+        r.cmd_str(&["CLUSTER", "SLOT-STATS", "SLOTSRANGE", "0", "0"]),
+        arr(&[key_count_entry(0, 0, false)])
+    );
+}

@@ -12,6 +12,7 @@
 //! - [`nodes_conf`]: the `nodes.conf` file of Redis 7.0 (one line per node and the `vars`
 //!   line), parsed into plain structs and written back byte for byte, and the atomic
 //!   replace (temp file, fsync, rename) used to save it.
+//! - [`slot_stats`]: the per-slot CPU and network counters CLUSTER SLOT-STATS reports.
 //! - [`bus`]: the cluster bus frame of Redis 7.0, header and every message body (PING,
 //!   PONG, MEET with gossip and ping extensions; FAIL, PUBLISH, PUBLISHSHARD, UPDATE,
 //!   FAILOVER_AUTH_REQUEST, FAILOVER_AUTH_ACK, MFSTART, MODULE), typed encode and decode
@@ -26,4 +27,5 @@
 
 pub mod bus;
 pub mod nodes_conf;
+pub mod slot_stats;
 pub mod slots;

@@ -527,6 +527,7 @@ fn update_slots_config_with(
             new_master = true;
             migrated_ours += 1;
         }
+        st.slot_stats.reset_slot(slot);
         st.owner[s] = Some(sender);
     }
     let cur_empty = cur_master.is_some_and(|m| st.num_slots(m) == 0);

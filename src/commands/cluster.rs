@@ -186,6 +186,138 @@ fn cluster_countkeysinslot(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     Ok(())
 }
 
+/// CLUSTER SLOT-STATS SLOTSRANGE start end | ORDERBY metric [LIMIT n] [ASC | DESC]
+/// (Redis 8.2): per-slot usage of the slots this node's shard serves (its primary's when
+/// it is a replica). Each entry is `[slot, {key-count: n}]`, and with
+/// `cluster-slot-stats-enabled` also `cpu-usec`, `network-bytes-in` and
+/// `network-bytes-out` (`cluster/slot_stats.rs`). SLOTSRANGE answers in slot order;
+/// ORDERBY by the metric (DESC by default), ties by ascending slot, at most LIMIT
+/// (1..=16384) entries.
+fn cluster_slot_stats(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    use crate::cluster::slot_stats::Metric;
+    enabled(ctx)?;
+    let argv = ctx.argv;
+    let detailed = ctx.core.slot_stats_enabled;
+    let shard = {
+        let st = state(ctx)?;
+        st.my_master().unwrap_or(0)
+    };
+    let owned = |ctx: &Ctx<'_>, slot: u16| {
+        ctx.core
+            .cluster
+            .as_deref()
+            .is_some_and(|st| st.owner[usize::from(slot)] == Some(shard))
+    };
+    let sub = &argv[2];
+    let slots: Vec<u16> = if argv.len() == 5 && sub.eq_ignore_ascii_case(b"slotsrange") {
+        let start = slot_arg(&argv[3])?;
+        let end = slot_arg(&argv[4])?;
+        if start > end {
+            return Err(ReplyError::owned(format!(
+                "ERR Start slot number {start} is greater than end slot number {end}"
+            )));
+        }
+        (start..=end).filter(|&s| owned(ctx, s)).collect()
+    } else if argv.len() >= 4 && sub.eq_ignore_ascii_case(b"orderby") {
+        let metric = match Metric::named(&argv[3]) {
+            Some(Metric::KeyCount) => Metric::KeyCount,
+            Some(m) if detailed => m,
+            _ => {
+                return Err(ReplyError::msg("ERR Unrecognized sort metric for ORDERBY."));
+            }
+        };
+        let (mut limit, mut desc) = (CLUSTER_SLOTS, true);
+        let (mut limits, mut orders) = (0, 0);
+        let mut i = 4;
+        while i < argv.len() {
+            let word = &argv[i];
+            if word.eq_ignore_ascii_case(b"limit") && i + 1 < argv.len() {
+                limit = crate::stream::id::string2ll(&argv[i + 1])
+                    .filter(|n| (1..=CLUSTER_SLOTS as i64).contains(n))
+                    .map(|n| n as usize)
+                    .ok_or(ReplyError::msg(
+                        "ERR Limit has to lie in between 1 and 16384 (maximum number of slots).",
+                    ))?;
+                limits += 1;
+                i += 1;
+            } else if word.eq_ignore_ascii_case(b"asc") {
+                desc = false;
+                orders += 1;
+            } else if word.eq_ignore_ascii_case(b"desc") {
+                desc = true;
+                orders += 1;
+            } else {
+                return Err(ReplyError::Syntax);
+            }
+            if limits > 1 || orders > 1 {
+                return Err(ReplyError::msg(
+                    "ERR Multiple filters of the same type are disallowed.",
+                ));
+            }
+            i += 1;
+        }
+        let mut ranked: Vec<(u64, u16)> = Vec::new();
+        for slot in 0..CLUSTER_SLOTS as u16 {
+            if owned(ctx, slot) {
+                ranked.push((slot_metric(ctx, slot, metric), slot));
+            }
+        }
+        ranked.sort_by(|a, b| {
+            let by_metric = if desc { b.0.cmp(&a.0) } else { a.0.cmp(&b.0) };
+            by_metric.then(a.1.cmp(&b.1))
+        });
+        ranked.truncate(limit);
+        ranked.into_iter().map(|(_, slot)| slot).collect()
+    } else {
+        return Err(subcommand_error(ctx));
+    };
+    ctx.out.array(slots.len());
+    for slot in slots {
+        ctx.out.array(2);
+        ctx.out.integer(i64::from(slot));
+        let keys = slot_metric(ctx, slot, Metric::KeyCount);
+        if detailed {
+            ctx.out.map(4);
+        } else {
+            ctx.out.map(1);
+        }
+        ctx.out.bulk(b"key-count");
+        ctx.out.integer(keys as i64);
+        if detailed {
+            for (name, metric) in [
+                (&b"cpu-usec"[..], Metric::CpuUsec),
+                (b"network-bytes-in", Metric::NetworkBytesIn),
+                (b"network-bytes-out", Metric::NetworkBytesOut),
+            ] {
+                let value = slot_metric(ctx, slot, metric);
+                ctx.out.bulk(name);
+                ctx.out.integer(i64::try_from(value).unwrap_or(i64::MAX));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One SLOT-STATS metric of `slot`.
+fn slot_metric(ctx: &mut Ctx<'_>, slot: u16, metric: crate::cluster::slot_stats::Metric) -> u64 {
+    use crate::cluster::slot_stats::Metric;
+    if metric == Metric::KeyCount {
+        return ctx.core.count_keys_in_slot(slot) as u64;
+    }
+    let row = ctx
+        .core
+        .cluster
+        .as_deref()
+        .map(|st| st.slot_stats.get(slot))
+        .unwrap_or_default();
+    match metric {
+        Metric::KeyCount => 0,
+        Metric::CpuUsec => row.cpu_usec,
+        Metric::NetworkBytesIn => row.net_in,
+        Metric::NetworkBytesOut => row.net_out,
+    }
+}
+
 /// CLUSTER GETKEYSINSLOT: Returns the key names in a hash slot.
 fn cluster_getkeysinslot(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     enabled(ctx)?;
@@ -273,6 +405,7 @@ fn cluster_flushslots(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             *o = None;
         }
     }
+    st.slot_stats.reset_all();
     ctx.core.redirect_blocked_clients();
     ctx.out.ok();
     saved(ctx)
@@ -362,6 +495,7 @@ fn cluster_reset(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let manual_failover = st.manual.end != 0;
     st.manual = Default::default();
     st.owner.iter_mut().for_each(|o| *o = None);
+    st.slot_stats.reset_all();
     st.migrating.clear();
     st.importing.clear();
     st.nodes.truncate(1);
@@ -657,6 +791,7 @@ fn assign(ctx: &mut Ctx<'_>, slots: &[u16], del: bool) -> Result<(), ReplyError>
     }
     for &slot in slots {
         let s = usize::from(slot);
+        st.slot_stats.reset_slot(slot);
         if del {
             st.owner[s] = None;
         } else {
@@ -743,6 +878,9 @@ fn setslot(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             }
             if keys == 0 {
                 st.migrating.remove(&slot);
+            }
+            if st.owner[s] != Some(t) {
+                st.slot_stats.reset_slot(slot);
             }
             st.owner[s] = Some(t);
             if t == 0 && st.importing.remove(&slot).is_some() {
@@ -1287,6 +1425,14 @@ const SUBCOMMANDS: &[CommandSpec] = &[
         "Lists the replica nodes of a master node.",
         "3.0.0",
         cluster_replicas,
+    ),
+    CLUSTER.row(
+        "cluster|slot-stats",
+        -4,
+        STALE | LOADING,
+        "Return an array of slot usage statistics for slots assigned to the current node.",
+        "8.2.0",
+        cluster_slot_stats,
     ),
     CLUSTER.row(
         "cluster|slots",

@@ -838,6 +838,9 @@ fn config_set(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 
 fn config_resetstat(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     ctx.core.stats = Default::default();
+    if let Some(st) = ctx.core.cluster.as_deref_mut() {
+        st.slot_stats.reset_all();
+    }
     ctx.out.ok();
     Ok(())
 }

@@ -894,6 +894,13 @@ pub const DIRECTIVES: &[Directive] = &[
         help: "Refuse queries (CLUSTERDOWN) while any slot is unassigned.",
     },
     Directive {
+        name: "cluster-slot-stats-enabled",
+        default: "no",
+        kind: Kind::Bool,
+        mutable: true,
+        help: "Count CPU time and network bytes per slot for CLUSTER SLOT-STATS (Redis 8.2).",
+    },
+    Directive {
         name: "cluster-allow-reads-when-down",
         default: "no",
         kind: Kind::Bool,

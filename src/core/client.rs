@@ -140,6 +140,9 @@ pub struct Client {
     /// Commands this client ran (`tot-cmds`): counted when answered, as Redis counts a
     /// blocking command once it is served.
     pub cmds: u64,
+    /// Request bytes of the command being parsed or run (Redis's
+    /// `net_input_bytes_curr_cmd`), for CLUSTER SLOT-STATS `network-bytes-in`.
+    pub cmd_input_bytes: u64,
     /// Commands run from reads, and reads that ran at least one (`avg-pipeline-len-sum`
     /// and `avg-pipeline-len-cnt`).
     pub pipeline_sum: u64,
@@ -199,6 +202,7 @@ impl Client {
             repl: ClientRepl::Normal,
             repl_conf: None,
             cmds: 0,
+            cmd_input_bytes: 0,
             pipeline_sum: 0,
             pipeline_batches: 0,
         }

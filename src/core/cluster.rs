@@ -212,6 +212,8 @@ pub struct ClusterState {
     pub wake: std::rc::Rc<tokio::sync::Notify>,
     /// Forgotten nodes and until when gossip may not re-add them (ms).
     pub blacklist: BTreeMap<String, u64>,
+    /// CLUSTER SLOT-STATS's per-slot CPU and network counters.
+    pub slot_stats: crate::cluster::slot_stats::SlotStats,
 }
 
 /// Why the cluster state could not be loaded or saved.
@@ -273,6 +275,7 @@ impl ClusterState {
             requests: Vec::new(),
             wake: std::rc::Rc::new(tokio::sync::Notify::new()),
             blacklist: BTreeMap::new(),
+            slot_stats: Default::default(),
             durable_epochs: std::cell::Cell::new((0, 0, 0)),
         }
     }
@@ -671,6 +674,75 @@ impl super::Core {
         let keys = &mut self.dbs[0].keys;
         keys.enable_groups(key_hash_slot, CLUSTER_SLOTS);
         keys.group_len(slot)
+    }
+
+    /// The one hash slot the keys of `argv` live in (for EXEC, the keys of its queued
+    /// commands; for sharded Pub/Sub, the channels), as Redis's `c->slot`: `None` for a
+    /// command without keys, or with keys in more than one slot.
+    pub fn command_slot(
+        &self,
+        client: &super::client::Client,
+        spec: &'static CommandSpec,
+        argv: &Argv,
+    ) -> Option<u16> {
+        let mut slot: Option<u16> = None;
+        let mut visit = |s: &CommandSpec, a: &Argv| -> bool {
+            let positions: Vec<usize> = if is_pubsub_shard(s) {
+                (1..if s.name == "spublish" { 2 } else { a.len() }).collect()
+            } else {
+                s.key_positions(a)
+            };
+            for pos in positions {
+                let Some(key) = a.get(pos) else { continue };
+                let this = key_hash_slot(key);
+                match slot {
+                    None => slot = Some(this),
+                    Some(prev) if prev != this => return false,
+                    Some(_) => {}
+                }
+            }
+            true
+        };
+        if spec.name == "exec" {
+            for a in client.multi.as_deref().unwrap_or_default() {
+                let Some(s) = a
+                    .first()
+                    .and_then(|n| command::lookup(n))
+                    .and_then(|s| command::resolve_subcommand(s, a).ok())
+                else {
+                    continue;
+                };
+                if !visit(s, a) {
+                    return None;
+                }
+            }
+        } else if !visit(spec, argv) {
+            return None;
+        }
+        slot
+    }
+
+    /// Adds a finished command to CLUSTER SLOT-STATS's counters of `slot`: its time,
+    /// its request bytes (EXEC also its MULTI's 15, `*1\r\n$5\r\nmulti\r\n`, as Redis
+    /// adds them) and `bytes_out` of reply.
+    pub fn count_slot_stats(
+        &mut self,
+        client: &super::client::Client,
+        spec: &'static CommandSpec,
+        slot: u16,
+        usec: u64,
+        bytes_out: u64,
+    ) {
+        let Some(st) = self.cluster.as_deref_mut() else {
+            return;
+        };
+        let Some(row) = st.slot_stats.row_mut(slot) else {
+            return;
+        };
+        let multi = if spec.name == "exec" { 15 } else { 0 };
+        row.cpu_usec += usec;
+        row.net_in += client.cmd_input_bytes + multi;
+        row.net_out += bytes_out;
     }
 
     /// Up to `max` key names of database 0 in `slot` (from the same index as

@@ -222,6 +222,8 @@ pub struct Core {
     pub slowlog: slowlog::SlowLog,
     /// The latency monitor (LATENCY) and the latency-tracking settings.
     pub latency: latency::LatencyMonitor,
+    /// `cluster-slot-stats-enabled`: count CPU and network per slot (cluster mode only).
+    pub slot_stats_enabled: bool,
     /// Heap bytes in use once the core was built (MEMORY STATS `startup.allocated`).
     pub startup_allocated: usize,
     /// Highest heap use seen (MEMORY STATS `peak.allocated`), updated by `cron` and
@@ -514,6 +516,7 @@ impl Core {
             limits: Default::default(),
             slowlog: Default::default(),
             latency: Default::default(),
+            slot_stats_enabled: false,
             startup_allocated: 0,
             peak_allocated: 0,
             pubsub: Default::default(),
@@ -571,6 +574,7 @@ impl Core {
             self.config.get("notify-keyspace-events").unwrap_or(""),
         )
         .unwrap_or(0);
+        self.slot_stats_enabled = self.config.get_bool("cluster-slot-stats-enabled");
         self.slowlog.slower_than = self.config.get_i64("slowlog-log-slower-than");
         self.slowlog.max_len = self.config.get_i64("slowlog-max-len").max(0) as usize;
         self.slowlog.trim();
@@ -1182,6 +1186,16 @@ impl Core {
         };
         // Resolve container subcommands (XGROUP CREATE, CONFIG GET, ...).
         let spec = match command::resolve_subcommand(spec, &argv) {
+            // A subcommand newer than `compat-version` is unknown too.
+            Ok(s) if !self.replaying() && command::since_version(s.since) > self.compat => {
+                let err = ReplyError::UnknownSubcommand {
+                    sub: crate::error::c_str_prefix(argv.get(1).map_or(&[][..], |a| a), 128)
+                        .to_vec(),
+                    container: String::from_utf8_lossy(name).to_ascii_uppercase(),
+                };
+                self.reject(client, out, Some(spec), &err);
+                return Outcome::Done;
+            }
             Ok(s) => s,
             Err(err) => {
                 self.reject(client, out, Some(spec), &err);
@@ -1296,6 +1310,13 @@ impl Core {
             return Outcome::Done;
         }
         if client.multi.is_some() && spec.flags & flags::NO_MULTI_QUEUE == 0 {
+            // A queued command's request and `+QUEUED` count for its slot now, as in
+            // Redis (its time and its result count through EXEC).
+            if self.slot_stats_enabled
+                && let Some(slot) = self.command_slot(client, spec, &argv)
+            {
+                self.count_slot_stats(client, spec, slot, 0, b"+QUEUED\r\n".len() as u64);
+            }
             if let Some(queue) = client.multi.as_mut() {
                 queue.push(argv);
             }
@@ -1315,6 +1336,14 @@ impl Core {
         now_ms: u64,
     ) -> Outcome {
         self.feed_monitors(client, spec, argv, now_ms);
+        // CLUSTER SLOT-STATS: the slot of the command's keys, unless it runs inside
+        // EXEC (EXEC counts for its commands, as Redis's `canAddCpuDuration`).
+        let stat_slot = if self.slot_stats_enabled && !client.in_exec && !client.in_script {
+            self.command_slot(client, spec, argv)
+        } else {
+            None
+        };
+        let out_before = out.buf.len();
         let started = self.clock;
         client.last_cmd = spec.full_name();
         out.proto = client.proto;
@@ -1353,6 +1382,12 @@ impl Core {
         let ended = Instant::now();
         let usec = ended.saturating_duration_since(started).as_micros() as u64;
         self.clock = ended;
+        if let Some(slot) = stat_slot
+            && client.blocked.is_none()
+        {
+            let bytes_out = out.buf.len().saturating_sub(out_before) as u64;
+            self.count_slot_stats(client, spec, slot, usec, bytes_out);
+        }
         let stat = self.stats.commands.entry(spec.full_name()).or_default();
         stat.usec += usec;
         // A command that blocks is counted once, when it is finally served or its block

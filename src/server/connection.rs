@@ -350,10 +350,15 @@ fn process_batch(
     let mut batch_cmds = 0u64;
     loop {
         parser.set_authenticated(!core.auth_required(&client));
-        match parser.parse(inbuf) {
+        // The request's bytes, over however many reads it came in (SLOT-STATS).
+        let unparsed = inbuf.len();
+        let parsed = parser.parse(inbuf);
+        client.cmd_input_bytes += unparsed.saturating_sub(inbuf.len()) as u64;
+        match parsed {
             Ok(Some(argv)) => {
                 batch_cmds += 1;
                 let outcome = core.execute(&mut client, argv, out);
+                client.cmd_input_bytes = 0;
                 if !core.ready_keys.is_empty() {
                     core.handle_ready_keys();
                     core.flush_pushes(id, out);
