@@ -958,3 +958,392 @@ fn slot_stats_row_and_compat_version() {
         arr(&[key_count_entry(0, 0, false)])
     );
 }
+
+// ---- HOTKEYS ---------------------------------------------------------------------------
+
+use common::differential::{V, parse};
+
+/// HOTKEYS GET's one map as (field, value) pairs, with the map's type byte.
+fn hotkeys_get(r: &mut Raw) -> (u8, Vec<(String, V)>) {
+    let reply = r.cmd_str(&["HOTKEYS", "GET"]);
+    let V::Agg(b'*', Some(outer)) = parse(&reply, 0).0 else {
+        panic!("not an array: {}", escape(&reply));
+    };
+    assert_eq!(outer.len(), 1, "{}", escape(&reply));
+    let Some(V::Agg(kind, Some(items))) = outer.into_iter().next() else {
+        panic!("no map: {}", escape(&reply));
+    };
+    let pairs = items
+        .chunks(2)
+        .map(|p| {
+            let name = match &p[0] {
+                V::Bulk(Some(b)) => String::from_utf8_lossy(b).into_owned(),
+                other => panic!("field name {other:?}"),
+            };
+            (name, p[1].clone())
+        })
+        .collect();
+    (kind, pairs)
+}
+
+/// An integer reply value.
+fn vint(n: i64) -> V {
+    V::Line(b':', n.to_string().into_bytes())
+}
+
+/// A bulk reply value.
+fn vbulk(s: &str) -> V {
+    V::Bulk(Some(s.as_bytes().to_vec()))
+}
+
+/// An array reply value.
+fn varr(items: Vec<V>) -> V {
+    V::Agg(b'*', Some(items))
+}
+
+/// The field names of a GET map.
+fn names(pairs: &[(String, V)]) -> Vec<&str> {
+    pairs.iter().map(|(n, _)| n.as_str()).collect()
+}
+
+/// The value of one field.
+fn field<'a>(pairs: &'a [(String, V)], name: &str) -> &'a V {
+    pairs
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v)
+        .unwrap_or_else(|| panic!("no {name} in {pairs:?}"))
+}
+
+#[test]
+fn hotkeys_errors_and_session_lifecycle() {
+    let s = start_server();
+    let mut r = s.raw();
+    let null = b"$-1\r\n".to_vec();
+    let ok = b"+OK\r\n".to_vec();
+    expect(
+        &mut r,
+        &[
+            (&["HOTKEYS", "GET"], null.clone()),
+            (&["HOTKEYS", "STOP"], null.clone()),
+            (&["HOTKEYS", "RESET"], ok.clone()),
+            (
+                &["HOTKEYS", "START"],
+                err("ERR METRICS parameter is required"),
+            ),
+            (
+                &["HOTKEYS", "START", "COUNT", "5"],
+                err("ERR METRICS parameter is required"),
+            ),
+            (
+                &["HOTKEYS", "START", "METRICS", "0", "CPU"],
+                err("ERR METRICS count must be > 0 and <= 2"),
+            ),
+            (
+                &["HOTKEYS", "START", "METRICS", "3", "CPU", "NET", "CPU"],
+                err("ERR METRICS count must be > 0 and <= 2"),
+            ),
+            (
+                &["HOTKEYS", "START", "METRICS", "x", "CPU"],
+                err("ERR METRICS count must be > 0 and <= 2"),
+            ),
+            (
+                &["HOTKEYS", "START", "METRICS", "2", "CPU"],
+                err("ERR METRICS count does not match number of metric types provided"),
+            ),
+            (
+                &["HOTKEYS", "START", "METRICS", "1", "MEM"],
+                err("ERR METRICS no valid metrics passed. Supported: CPU|NET"),
+            ),
+            (
+                &["HOTKEYS", "START", "METRICS", "2", "cpu", "CPU"],
+                err("ERR METRICS CPU defined more than once!"),
+            ),
+            (
+                &["HOTKEYS", "START", "METRICS", "2", "NET", "net"],
+                err("ERR METRICS NET defined more than once!"),
+            ),
+            (
+                &["HOTKEYS", "START", "METRICS", "1", "CPU", "COUNT", "65"],
+                err("ERR COUNT must be between 1 and 64"),
+            ),
+            (
+                &["HOTKEYS", "START", "METRICS", "1", "CPU", "DURATION", "0"],
+                err("ERR DURATION must be between 1 and 1000000"),
+            ),
+            (
+                &["HOTKEYS", "START", "METRICS", "1", "CPU", "SAMPLE", "0"],
+                err("ERR SAMPLE ratio must be positive"),
+            ),
+            (
+                &["HOTKEYS", "START", "METRICS", "1", "CPU", "SLOTS", "1", "0"],
+                err("ERR SLOTS parameter cannot be used in non-cluster mode"),
+            ),
+            (
+                &["HOTKEYS", "START", "METRICS", "1", "CPU", "BOGUS"],
+                err(SYNTAX),
+            ),
+            (
+                &["HOTKEYS", "START", "METRICS", "1", "CPU", "COUNT"],
+                err(SYNTAX),
+            ),
+            (&["HOTKEYS", "GET"], null.clone()),
+            // METRICS counts words; only CPU and NET mean something.
+            (
+                &[
+                    "HOTKEYS", "START", "METRICS", "2", "NET", "MEM", "COUNT", "2",
+                ],
+                ok.clone(),
+            ),
+            (
+                &["HOTKEYS", "START", "METRICS", "1", "CPU"],
+                err("ERR hotkey tracking session already in progress"),
+            ),
+            (
+                &["HOTKEYS", "RESET"],
+                err("ERR hotkey tracking session in progress, stop tracking first"),
+            ),
+            (
+                &["HOTKEYS", "GET", "x"],
+                err("ERR wrong number of arguments for 'hotkeys|get' command"),
+            ),
+        ],
+    );
+    let nope = r.cmd_str(&["HOTKEYS", "NOPE"]);
+    assert!(
+        nope.starts_with(b"-ERR unknown subcommand 'NOPE'"),
+        "{}",
+        escape(&nope)
+    );
+    // *3\r\n$3\r\nSET\r\n$1\r\na\r\n$1\r\nx\r\n (27) + +OK\r\n (5) = 32 a SET.
+    for _ in 0..3 {
+        r.cmd_str(&["SET", "a", "x"]);
+    }
+    for _ in 0..2 {
+        r.cmd_str(&["SET", "b", "x"]);
+    }
+    // *2\r\n$3\r\nGET\r\n$1\r\nc\r\n (20) + $-1\r\n (5).
+    r.cmd_str(&["GET", "c"]);
+    r.cmd_str(&["PING"]);
+    let (kind, pairs) = hotkeys_get(&mut r);
+    assert_eq!(kind, b'*');
+    assert_eq!(
+        names(&pairs),
+        vec![
+            "tracking-active",
+            "sample-ratio",
+            "selected-slots",
+            "all-commands-all-slots-us",
+            "net-bytes-all-commands-all-slots",
+            "collection-start-time-unix-ms",
+            "collection-duration-ms",
+            "total-net-bytes",
+            "by-net-bytes",
+        ]
+    );
+    assert_eq!(field(&pairs, "tracking-active"), &vint(1));
+    assert_eq!(field(&pairs, "sample-ratio"), &vint(1));
+    assert_eq!(
+        field(&pairs, "selected-slots"),
+        &varr(vec![varr(vec![vint(0), vint(16383)])])
+    );
+    assert_eq!(
+        field(&pairs, "net-bytes-all-commands-all-slots"),
+        &vint(185)
+    );
+    assert_eq!(field(&pairs, "total-net-bytes"), &vint(185));
+    // COUNT 2: the two heaviest keys.
+    assert_eq!(
+        field(&pairs, "by-net-bytes"),
+        &varr(vec![vbulk("a"), vint(96), vbulk("b"), vint(64)])
+    );
+    // Stopped: results kept, nothing more counted.
+    expect(
+        &mut r,
+        &[
+            (&["HOTKEYS", "STOP"], ok.clone()),
+            (&["HOTKEYS", "STOP"], null.clone()),
+            (&["SET", "c", "x"], ok.clone()),
+        ],
+    );
+    let (_, pairs) = hotkeys_get(&mut r);
+    assert_eq!(field(&pairs, "tracking-active"), &vint(0));
+    assert_eq!(field(&pairs, "total-net-bytes"), &vint(185));
+    expect(
+        &mut r,
+        &[
+            (&["HOTKEYS", "RESET"], ok.clone()),
+            (&["HOTKEYS", "GET"], null.clone()),
+        ],
+    );
+    // RESP3: a map inside the array, nil as `_`.
+    let mut r3 = conn(s.port, 3);
+    expect(&mut r3, &[(&["HOTKEYS", "GET"], b"_\r\n".to_vec())]);
+    r3.cmd_str(&[
+        "HOTKEYS", "START", "METRICS", "2", "CPU", "NET", "SAMPLE", "3",
+    ]);
+    r3.cmd_str(&["SET", "k", "v"]);
+    let (kind, pairs) = hotkeys_get(&mut r3);
+    assert_eq!(kind, b'%');
+    assert_eq!(
+        names(&pairs),
+        vec![
+            "tracking-active",
+            "sample-ratio",
+            "selected-slots",
+            "all-commands-all-slots-us",
+            "net-bytes-all-commands-all-slots",
+            "collection-start-time-unix-ms",
+            "collection-duration-ms",
+            "total-cpu-time-user-ms",
+            "total-cpu-time-sys-ms",
+            "total-net-bytes",
+            "by-cpu-time-us",
+            "by-net-bytes",
+        ]
+    );
+    assert_eq!(field(&pairs, "sample-ratio"), &vint(3));
+    r3.cmd_str(&["HOTKEYS", "STOP"]);
+}
+
+#[test]
+fn hotkeys_duration_stops_the_session() {
+    let s = start_server();
+    let mut r = s.raw();
+    assert_eq!(
+        r.cmd_str(&["HOTKEYS", "START", "METRICS", "1", "CPU", "DURATION", "1"]),
+        b"+OK\r\n"
+    );
+    std::thread::sleep(Duration::from_millis(1100));
+    let (_, pairs) = hotkeys_get(&mut r);
+    assert_eq!(field(&pairs, "tracking-active"), &vint(0));
+    assert_eq!(field(&pairs, "collection-duration-ms"), &vint(1000));
+    assert_eq!(r.cmd_str(&["HOTKEYS", "STOP"]), b"$-1\r\n");
+    assert_eq!(r.cmd_str(&["HOTKEYS", "RESET"]), b"+OK\r\n");
+}
+
+#[test]
+fn hotkeys_slots_in_cluster_mode() {
+    let s = cluster_node();
+    let mut r = s.raw();
+    let (x, y) = (keyslot(&mut r, "x"), keyslot(&mut r, "y"));
+    let (lo, hi) = (x.min(y), x.max(y));
+    expect(
+        &mut r,
+        &[
+            (
+                &[
+                    "HOTKEYS", "START", "METRICS", "1", "NET", "SLOTS", "2", "5", "5",
+                ],
+                err("ERR duplicate slot number"),
+            ),
+            (
+                &[
+                    "HOTKEYS", "START", "METRICS", "1", "NET", "SLOTS", "1", "16384",
+                ],
+                err("ERR Invalid or out of range slot"),
+            ),
+            (
+                &[
+                    "HOTKEYS", "START", "METRICS", "1", "NET", "SLOTS", "3", "1", "2",
+                ],
+                err("ERR not enough slot numbers provided"),
+            ),
+            (
+                &["HOTKEYS", "START", "METRICS", "1", "NET", "SLOTS", "0"],
+                err("ERR SLOTS count must be between 1 and 16384"),
+            ),
+            (
+                &[
+                    "HOTKEYS", "START", "METRICS", "1", "NET", "SLOTS", "1", "1", "SLOTS", "1", "2",
+                ],
+                err("ERR SLOTS parameter already specified"),
+            ),
+            (
+                &[
+                    "HOTKEYS",
+                    "START",
+                    "METRICS",
+                    "1",
+                    "NET",
+                    "SLOTS",
+                    "3",
+                    &hi.to_string(),
+                    &lo.to_string(),
+                    "0",
+                ],
+                b"+OK\r\n".to_vec(),
+            ),
+        ],
+    );
+    r.cmd_str(&["SET", "{x}k", "v"]);
+    r.cmd_str(&["SET", "other", "v"]);
+    let (_, pairs) = hotkeys_get(&mut r);
+    assert_eq!(
+        names(&pairs),
+        vec![
+            "tracking-active",
+            "sample-ratio",
+            "selected-slots",
+            "all-commands-selected-slots-us",
+            "all-commands-all-slots-us",
+            "net-bytes-all-commands-selected-slots",
+            "net-bytes-all-commands-all-slots",
+            "collection-start-time-unix-ms",
+            "collection-duration-ms",
+            "total-net-bytes",
+            "by-net-bytes",
+        ]
+    );
+    assert_eq!(
+        field(&pairs, "selected-slots"),
+        &varr(vec![
+            varr(vec![vint(0)]),
+            varr(vec![vint(i64::from(lo))]),
+            varr(vec![vint(i64::from(hi))]),
+        ])
+    );
+    // Only the key in a selected slot is ranked: *3 $3 SET $4 {x}k $1 v = 30 + 5.
+    assert_eq!(
+        field(&pairs, "by-net-bytes"),
+        &varr(vec![vbulk("{x}k"), vint(35)])
+    );
+    assert_eq!(
+        field(&pairs, "net-bytes-all-commands-selected-slots"),
+        &vint(35)
+    );
+    // *3 $3 SET $5 other $1 v = 31 + 5 more for all slots.
+    assert_eq!(field(&pairs, "net-bytes-all-commands-all-slots"), &vint(71));
+}
+
+#[test]
+fn hotkeys_rows_and_compat_version() {
+    let s = start_server();
+    let mut r = s.raw();
+    let info = r.cmd_str(&["COMMAND", "INFO", "hotkeys"]);
+    let text = String::from_utf8_lossy(&info);
+    for sub in [
+        "hotkeys|start",
+        "hotkeys|stop",
+        "hotkeys|get",
+        "hotkeys|reset",
+    ] {
+        assert!(text.contains(sub), "{sub} missing: {text}");
+    }
+    let help = r.cmd_str(&["HOTKEYS", "HELP"]);
+    assert!(
+        help.starts_with(
+            b"*24\r\n+HOTKEYS <subcommand> [<arg> [value] [opt] ...]. Subcommands are:\r\n"
+        ),
+        "{}",
+        escape(&help)
+    );
+    r.cmd_str(&["CONFIG", "SET", "compat-version", "8.4"]);
+    expect(
+        &mut r,
+        &[(
+            &["HOTKEYS", "GET"],
+            err("ERR unknown command 'HOTKEYS', with args beginning with: 'GET' "),
+        )],
+    );
+}

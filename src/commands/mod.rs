@@ -24,6 +24,7 @@ pub mod dump;
 pub mod effects;
 pub mod hash;
 pub mod hash_ttl;
+pub mod hotkeys;
 pub mod keys;
 pub mod latency;
 pub mod list;
@@ -86,6 +87,7 @@ pub static FAMILIES: &[&[CommandSpec]] = &[
     connection::COMMANDS,
     server::COMMANDS,
     slowlog::COMMANDS,
+    hotkeys::COMMANDS,
     replication::COMMANDS,
     latency::COMMANDS,
     memory::COMMANDS,

@@ -28,6 +28,7 @@ pub mod cluster;
 pub mod command;
 pub mod dict;
 mod field_expire;
+pub mod hotkeys;
 pub mod keyspace;
 pub mod latency;
 pub mod lifecycle;
@@ -224,6 +225,8 @@ pub struct Core {
     pub latency: latency::LatencyMonitor,
     /// `cluster-slot-stats-enabled`: count CPU and network per slot (cluster mode only).
     pub slot_stats_enabled: bool,
+    /// The HOTKEYS session, active or stopped (`None`: never started or reset).
+    pub hotkeys: Option<Box<hotkeys::Session>>,
     /// Heap bytes in use once the core was built (MEMORY STATS `startup.allocated`).
     pub startup_allocated: usize,
     /// Highest heap use seen (MEMORY STATS `peak.allocated`), updated by `cron` and
@@ -517,6 +520,7 @@ impl Core {
             slowlog: Default::default(),
             latency: Default::default(),
             slot_stats_enabled: false,
+            hotkeys: None,
             startup_allocated: 0,
             peak_allocated: 0,
             pubsub: Default::default(),
@@ -1388,6 +1392,10 @@ impl Core {
             let bytes_out = out.buf.len().saturating_sub(out_before) as u64;
             self.count_slot_stats(client, spec, slot, usec, bytes_out);
         }
+        if self.hotkeys.is_some() && client.blocked.is_none() && !client.in_script {
+            let bytes_out = out.buf.len().saturating_sub(out_before) as u64;
+            self.record_hotkeys(client, spec, argv, now_ms, usec, bytes_out);
+        }
         let stat = self.stats.commands.entry(spec.full_name()).or_default();
         stat.usec += usec;
         // A command that blocks is counted once, when it is finally served or its block
@@ -1443,6 +1451,50 @@ impl Core {
             Outcome::Blocked
         } else {
             Outcome::Done
+        }
+    }
+
+    /// Hands a finished command to the active HOTKEYS session ([`hotkeys`]): its keys,
+    /// its slot, its time and its bytes (request + reply; a command inside EXEC counts
+    /// its arguments as a request would carry them).
+    fn record_hotkeys(
+        &mut self,
+        client: &Client,
+        spec: &'static CommandSpec,
+        argv: &Argv,
+        now_ms: u64,
+        usec: u64,
+        bytes_out: u64,
+    ) {
+        if !self.hotkeys.as_deref_mut().is_some_and(|h| h.tick(now_ms)) {
+            return;
+        }
+        let positions = spec.key_positions(argv);
+        if positions.is_empty() {
+            return;
+        }
+        let slot = if self.cluster.is_some() {
+            self.command_slot(client, spec, argv)
+        } else {
+            None
+        };
+        let bytes_in = if client.in_exec {
+            let mut n = 0u64;
+            let mut len = itoa::Buffer::new();
+            n += 3 + len.format(argv.len()).len() as u64;
+            for a in argv.iter() {
+                n += 5 + len.format(a.len()).len() as u64 + a.len() as u64;
+            }
+            n
+        } else {
+            client.cmd_input_bytes
+        };
+        let keys: Vec<&[u8]> = positions
+            .iter()
+            .filter_map(|&p| argv.get(p).map(|k| k.as_ref()))
+            .collect();
+        if let Some(h) = self.hotkeys.as_deref_mut() {
+            h.record(&keys, slot, usec, bytes_in + bytes_out);
         }
     }
 
