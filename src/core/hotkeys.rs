@@ -203,7 +203,7 @@ impl Session {
             return;
         }
         let ratio = self.params.sample_ratio;
-        let sampled = ratio <= 1 || crate::util::rand_u64() % ratio == 0;
+        let sampled = ratio <= 1 || crate::util::rand_u64().is_multiple_of(ratio);
         let selected = self.selects(slot);
         self.usec_all = self.usec_all.saturating_add(usec);
         self.net_all = self.net_all.saturating_add(bytes);

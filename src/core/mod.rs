@@ -1341,12 +1341,15 @@ impl Core {
     ) -> Outcome {
         self.feed_monitors(client, spec, argv, now_ms);
         // CLUSTER SLOT-STATS: the slot of the command's keys, unless it runs inside
-        // EXEC (EXEC counts for its commands, as Redis's `canAddCpuDuration`).
-        let stat_slot = if self.slot_stats_enabled && !client.in_exec && !client.in_script {
-            self.command_slot(client, spec, argv)
-        } else {
-            None
-        };
+        // EXEC or a script (they count for their commands, as Redis's
+        // `canAddCpuDuration`) or replays the log.
+        let stat_slot =
+            if self.slot_stats_enabled && !client.in_exec && !client.in_script && !self.replaying()
+            {
+                self.command_slot(client, spec, argv)
+            } else {
+                None
+            };
         let out_before = out.buf.len();
         let started = self.clock;
         client.last_cmd = spec.full_name();
