@@ -952,6 +952,16 @@ fn slot_stats_row_and_compat_version() {
         "{}",
         escape(&old)
     );
+    // COMMAND INFO and DOCS leave it out too.
+    assert_eq!(
+        r.cmd_str(&["COMMAND", "INFO", "cluster|slot-stats"]),
+        b"*1\r\n*-1\r\n"
+    );
+    let info = r.cmd_str(&["COMMAND", "INFO", "cluster"]);
+    assert!(!String::from_utf8_lossy(&info).contains("slot-stats"));
+    let docs = r.cmd_str(&["COMMAND", "DOCS", "cluster"]);
+    assert!(!String::from_utf8_lossy(&docs).contains("slot-stats"));
+    assert!(String::from_utf8_lossy(&docs).contains("countkeysinslot"));
     r.cmd_str(&["CONFIG", "SET", "compat-version", "8.2"]);
     assert_eq!(
         r.cmd_str(&["CLUSTER", "SLOT-STATS", "SLOTSRANGE", "0", "0"]),

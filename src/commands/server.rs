@@ -885,7 +885,8 @@ fn visible_commands(core: &Core) -> impl Iterator<Item = &'static CommandSpec> +
     super::all().filter(|c| visible(core, c))
 }
 
-/// Does the dispatcher run `c` for clients under this `compat-version`?
+/// Does the dispatcher run `c` (a command or a subcommand) for clients under this
+/// `compat-version`?
 fn visible(core: &Core, c: &CommandSpec) -> bool {
     super::since_version(c.since) <= core.compat
 }
@@ -975,7 +976,11 @@ fn write_command_info(ctx: &mut Ctx<'_>, c: &CommandSpec) {
     } else {
         out.array(0);
     }
-    let subs = c.subcommands;
+    let subs: Vec<&CommandSpec> = c
+        .subcommands
+        .iter()
+        .filter(|s| visible(ctx.core, s))
+        .collect();
     ctx.out.array(subs.len());
     for s in subs {
         write_command_info(ctx, s);
@@ -995,7 +1000,7 @@ fn find_command(core: &Core, name: &[u8]) -> Option<&'static CommandSpec> {
         .filter(|c| visible(core, c))?
         .subcommands
         .iter()
-        .find(|s| s.name == text)
+        .find(|s| s.name == text && visible(core, s))
 }
 
 fn command_info(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
