@@ -896,6 +896,20 @@ fn slot_stats_counts_cpu_and_network_per_slot_when_enabled() {
     assert_eq!(r.cmd_str(&["EXEC"]), arr(&[b"+OK\r\n".to_vec()]));
     let (_, _, bytes_in, bytes_out) = full_stats(&mut r, slot);
     assert_eq!((bytes_in, bytes_out), (62, 18));
+    // A blocked command counts when it is served: BLPOP key 0 (31 in) waits, then
+    // LPUSH key value (35 in, :1 out) serves it (*2 $3 key $5 value, 24 out).
+    r.cmd_str(&["DEL", "key"]);
+    r.cmd_str(&["CONFIG", "RESETSTAT"]);
+    let mut waiter = s.raw();
+    waiter.send(&encode_cmd(&[b"BLPOP", b"key", b"0"]));
+    wait_blocked(&mut r, 1);
+    let (_, _, bytes_in, bytes_out) = full_stats(&mut r, slot);
+    assert_eq!((bytes_in, bytes_out), (0, 0));
+    assert_eq!(r.cmd_str(&["LPUSH", "key", "value"]), int(1));
+    assert_eq!(waiter.read_reply(), arr(&[bulk("key"), bulk("value")]));
+    let (_, _, bytes_in, bytes_out) = full_stats(&mut r, slot);
+    assert_eq!((bytes_in, bytes_out), (66, 28));
+    r.cmd_str(&["SET", "key", "value"]);
     // CPU time adds up; ORDERBY accepts the detailed metrics now.
     r.cmd_str(&["CONFIG", "RESETSTAT"]);
     let big: Vec<String> = (0..2000).map(|i| i.to_string()).collect();

@@ -984,6 +984,8 @@ impl Core {
                 .remove(client.id, state.db, &state.keys, state.deadline_ms);
             client.send(ClientMsg::Unblocked(out.take()), self.limits.output);
             self.stats.unblocked_served += 1;
+            // Its request's bytes were counted by this served call (SLOT-STATS, HOTKEYS).
+            client.cmd_input_bytes = 0;
         }
     }
 
@@ -1007,6 +1009,7 @@ impl Core {
             self.stats.total_commands_processed += 1;
             client.cmds += 1;
         }
+        client.cmd_input_bytes = 0;
         client.send(ClientMsg::Unblocked(reply), self.limits.output);
         true
     }

@@ -358,7 +358,10 @@ fn process_batch(
             Ok(Some(argv)) => {
                 batch_cmds += 1;
                 let outcome = core.execute(&mut client, argv, out);
-                client.cmd_input_bytes = 0;
+                // A blocked command keeps its request's bytes until it is served.
+                if outcome != Outcome::Blocked {
+                    client.cmd_input_bytes = 0;
+                }
                 if !core.ready_keys.is_empty() {
                     core.handle_ready_keys();
                     core.flush_pushes(id, out);
