@@ -874,18 +874,6 @@ mod tests {
         }
     }
 
-    /// Documented commands that other branches are adding (hash field expiration,
-    /// INCREX, HOTKEYS, CLUSTER SLOT-STATS): their docs wait here until the rows land.
-    const NOT_YET_INSTALLED: &[&str] = &[
-        "cluster|slot-stats",
-        "hotkeys",
-        "hotkeys|get",
-        "hotkeys|help",
-        "hotkeys|reset",
-        "hotkeys|start",
-        "hotkeys|stop",
-        "increx",
-    ];
 
     #[test]
     fn every_command_is_documented_and_every_doc_names_a_command() {
@@ -899,15 +887,9 @@ mod tests {
         for name in &installed {
             assert!(lookup(name).is_some(), "{name} has no COMMAND DOCS entry");
         }
-        for name in NOT_YET_INSTALLED {
-            assert!(
-                !installed.contains(name),
-                "{name} is installed now: take it off NOT_YET_INSTALLED"
-            );
-        }
         for d in all() {
             assert!(
-                installed.contains(d.name) || NOT_YET_INSTALLED.contains(&d.name),
+                installed.contains(d.name),
                 "{} is documented but no command has that name (a typo?)",
                 d.name
             );
