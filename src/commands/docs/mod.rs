@@ -874,7 +874,6 @@ mod tests {
         }
     }
 
-
     #[test]
     fn every_command_is_documented_and_every_doc_names_a_command() {
         let mut installed = std::collections::HashSet::new();
