@@ -419,16 +419,9 @@ fn apply_expiration(ctx: &mut Ctx<'_>, key: &[u8], opts: &Options, deadline: Opt
 mod tests {
     use super::*;
 
-    fn args(words: &[&str]) -> Vec<Bytes> {
-        words
-            .iter()
-            .map(|w| Bytes::copy_from_slice(w.as_bytes()))
-            .collect()
-    }
-
     #[test]
     fn options_conflicts_are_syntax_errors() {
-        let ok = |w: &[&str]| Options::parse(&args(w)).is_ok();
+        let ok = |w: &[&str]| Options::parse(&crate::commands::test_argv(&w.join(" "))).is_ok();
         assert!(ok(&["INCREX", "k"]));
         assert!(ok(&[
             "INCREX", "k", "byint", "2", "EX", "5", "enx", "SATURATE"
