@@ -542,34 +542,112 @@ fn a_blocked_command_counts_its_reply_and_itself_when_served() {
     assert_eq!(f(&l3, "tot-cmds"), f(&l2, "tot-cmds") + 1);
 }
 
+/// Commands whose key specs in `COMMAND INFO` are not Redis's yet: their keys come from
+/// `numkeys` or a keyword (EVAL, ZUNION, LMPOP, XREAD, MIGRATE's KEYS, SORT's STORE), which
+/// the table computes by name instead of describing as keynum/keyword specs, or their spec
+/// carries a note or the `variable_flags`/`not_key` flags (SET, GETEX, XADD, the sharded
+/// Pub/Sub commands). Key positions (`COMMAND GETKEYS`) are right for all of them.
+const KEY_SPECS_NOT_YET: &[&str] = &[
+    "blmpop",
+    "bzmpop",
+    "eval",
+    "eval_ro",
+    "evalsha",
+    "evalsha_ro",
+    "fcall",
+    "fcall_ro",
+    "getex",
+    "lmpop",
+    "migrate",
+    "set",
+    "sintercard",
+    "sort",
+    "sort_ro",
+    "spublish",
+    "ssubscribe",
+    "sunsubscribe",
+    "xadd",
+    "xread",
+    "xreadgroup",
+    "zdiff",
+    "zdiffstore",
+    "zinter",
+    "zintercard",
+    "zinterstore",
+    "zmpop",
+    "zunion",
+    "zunionstore",
+];
+
 #[test]
-fn command_info_tips_are_redis_7_0s() {
+fn command_info_matches_redis_7_0() {
     let (server, redis) = (start_server(), redis_server());
     let (mut c, mut r) = (server.raw(), redis.raw());
     let theirs = names(&r.cmd_str(&["COMMAND", "LIST"]));
-    let tips = |c: &mut Raw, name: &str| -> V {
+    let info = |c: &mut Raw, name: &str| -> Vec<V> {
         let (v, _) = parse(&c.cmd_str(&["COMMAND", "INFO", name]), 0);
         match v {
             V::Agg(_, Some(mut one)) => match one.remove(0) {
-                V::Agg(_, Some(mut info)) => info.remove(7),
+                V::Agg(_, Some(info)) => info,
                 other => panic!("{name}: {other:?}"),
             },
             other => panic!("{name}: {other:?}"),
         }
     };
-    let mut compared = 0;
-    let mut with_tips = 0;
+    let (mut compared, mut with_tips) = (0, 0);
     for name in names(&c.cmd_str(&["COMMAND", "LIST"])) {
         if !theirs.contains(&name) {
             continue;
         }
-        let (ours, want) = (tips(&mut c, &name), tips(&mut r, &name));
-        assert_eq!(ours, want, "{name}");
+        let (ours, want) = (info(&mut c, &name), info(&mut r, &name));
+        // 0 name, 1 arity, 2 flags, 3-5 first/last/step, 6 ACL categories, 7 tips, 8 key
+        // specs; the subcommands (9) are compared each under its own name.
+        for (i, what) in [
+            "name",
+            "arity",
+            "flags",
+            "first key",
+            "last key",
+            "step",
+            "categories",
+            "tips",
+            "key specs",
+        ]
+        .iter()
+        .enumerate()
+        {
+            let newer = match i {
+                // Redis 7.2 gave ZRANK and ZREVRANK the WITHSCORE option; later Redis gives
+                // COMMAND GETKEYS arity -3 (a command without arguments; 7.0 said -4).
+                1 => matches!(
+                    name.as_str(),
+                    "zrank" | "zrevrank" | "command|getkeys" | "command|getkeysandflags"
+                ),
+                // CLUSTER SLOTS and SHARDS answer while loading in later Redis (`loading`).
+                2 => matches!(name.as_str(), "cluster|slots" | "cluster|shards"),
+                // The sharded channel is a "key" (flagged not_key) in Redis's table.
+                3..=5 => matches!(name.as_str(), "spublish" | "ssubscribe" | "sunsubscribe"),
+                8 => KEY_SPECS_NOT_YET.contains(&name.as_str()),
+                _ => false,
+            };
+            if newer {
+                continue;
+            }
+            assert_eq!(ours[i], want[i], "{name}: {what}");
+        }
         compared += 1;
-        with_tips += usize::from(matches!(&want, V::Agg(_, Some(t)) if !t.is_empty()));
+        with_tips += usize::from(matches!(&want[7], V::Agg(_, Some(t)) if !t.is_empty()));
     }
     assert!(
         compared > 300 && with_tips > 80,
         "{compared} compared, {with_tips} with tips"
     );
+    // The exceptions above still differ (else they belong in the comparison).
+    for name in KEY_SPECS_NOT_YET {
+        assert_ne!(
+            info(&mut c, name)[8],
+            info(&mut r, name)[8],
+            "{name}: key specs now match"
+        );
+    }
 }

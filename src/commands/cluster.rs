@@ -1152,8 +1152,11 @@ fn asking(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 /// The family of CLUSTER's subcommands.
 const CLUSTER: Family = Family::new("cluster");
 
-/// The flags Redis 7.0 gives the subcommands that change the cluster's configuration.
+/// The flags Redis 7.0 gives the administrative subcommands that only look.
 const CONFIGURE: u32 = ADMIN | STALE;
+/// The flags Redis 7.0 gives the subcommands that change the cluster's configuration:
+/// refused during an asynchronous load as well.
+const RECONFIGURE: u32 = CONFIGURE | NO_ASYNC_LOADING;
 
 /// This family's rows of the command table.
 pub const COMMANDS: &[CommandSpec] = &[
@@ -1205,6 +1208,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "An internal command for migrating keys in a cluster.",
         since: "3.0.0",
         group: "server",
+        flags: super::dump::COMMANDS[super::dump::RESTORE_ROW].flags | super::flags::ASKING,
         ..super::dump::COMMANDS[super::dump::RESTORE_ROW]
     },
 ];
@@ -1213,7 +1217,7 @@ const SUBCOMMANDS: &[CommandSpec] = &[
     CLUSTER.row(
         "cluster|addslots",
         -3,
-        CONFIGURE,
+        RECONFIGURE,
         "Assigns new hash slots to a node.",
         "3.0.0",
         cluster_addslots,
@@ -1221,7 +1225,7 @@ const SUBCOMMANDS: &[CommandSpec] = &[
     CLUSTER.row(
         "cluster|addslotsrange",
         -4,
-        CONFIGURE,
+        RECONFIGURE,
         "Assigns new hash slot ranges to a node.",
         "7.0.0",
         cluster_addslotsrange,
@@ -1229,7 +1233,7 @@ const SUBCOMMANDS: &[CommandSpec] = &[
     CLUSTER.row(
         "cluster|bumpepoch",
         2,
-        CONFIGURE,
+        RECONFIGURE,
         "Advances the cluster config epoch.",
         "3.0.0",
         cluster_bumpepoch,
@@ -1253,7 +1257,7 @@ const SUBCOMMANDS: &[CommandSpec] = &[
     CLUSTER.row(
         "cluster|delslots",
         -3,
-        CONFIGURE,
+        RECONFIGURE,
         "Sets hash slots as unbound for a node.",
         "3.0.0",
         cluster_delslots,
@@ -1261,7 +1265,7 @@ const SUBCOMMANDS: &[CommandSpec] = &[
     CLUSTER.row(
         "cluster|delslotsrange",
         -4,
-        CONFIGURE,
+        RECONFIGURE,
         "Sets hash slot ranges as unbound for a node.",
         "7.0.0",
         cluster_delslotsrange,
@@ -1269,7 +1273,7 @@ const SUBCOMMANDS: &[CommandSpec] = &[
     CLUSTER.row(
         "cluster|failover",
         -2,
-        CONFIGURE,
+        RECONFIGURE,
         "Forces a replica to perform a manual failover of its master.",
         "3.0.0",
         cluster_failover,
@@ -1277,7 +1281,7 @@ const SUBCOMMANDS: &[CommandSpec] = &[
     CLUSTER.row(
         "cluster|flushslots",
         2,
-        CONFIGURE,
+        RECONFIGURE,
         "Deletes all slots information from a node.",
         "3.0.0",
         cluster_flushslots,
@@ -1285,7 +1289,7 @@ const SUBCOMMANDS: &[CommandSpec] = &[
     CLUSTER.row(
         "cluster|forget",
         3,
-        CONFIGURE,
+        RECONFIGURE,
         "Removes a node from the nodes table.",
         "3.0.0",
         cluster_forget,
@@ -1333,7 +1337,7 @@ const SUBCOMMANDS: &[CommandSpec] = &[
     CLUSTER.row(
         "cluster|meet",
         -4,
-        CONFIGURE,
+        RECONFIGURE,
         "Forces a node to handshake with another node.",
         "3.0.0",
         meet,
@@ -1373,7 +1377,7 @@ const SUBCOMMANDS: &[CommandSpec] = &[
     CLUSTER.row(
         "cluster|replicate",
         3,
-        CONFIGURE,
+        RECONFIGURE,
         "Configure a node as replica of a master node.",
         "3.0.0",
         cluster_replicate,
@@ -1389,7 +1393,7 @@ const SUBCOMMANDS: &[CommandSpec] = &[
     CLUSTER.row(
         "cluster|saveconfig",
         2,
-        CONFIGURE,
+        RECONFIGURE,
         "Forces a node to save the cluster configuration to disk.",
         "3.0.0",
         cluster_saveconfig,
@@ -1397,7 +1401,7 @@ const SUBCOMMANDS: &[CommandSpec] = &[
     CLUSTER.row(
         "cluster|set-config-epoch",
         3,
-        CONFIGURE,
+        RECONFIGURE,
         "Sets the configuration epoch for a new node.",
         "3.0.0",
         cluster_set_config_epoch,
@@ -1405,7 +1409,7 @@ const SUBCOMMANDS: &[CommandSpec] = &[
     CLUSTER.row(
         "cluster|setslot",
         -4,
-        CONFIGURE,
+        RECONFIGURE,
         "Binds a hash slot to a node.",
         "3.0.0",
         setslot,
@@ -1449,14 +1453,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn restore_asking_is_a_copy_of_restore() {
+    fn restore_asking_is_restore_with_asking() {
         let restore = &super::super::dump::COMMANDS[super::super::dump::RESTORE_ROW];
         assert_eq!(restore.name, "restore");
         let asking = COMMANDS
             .iter()
             .find(|c| c.name == "restore-asking")
             .expect("a row");
-        assert_eq!((asking.arity, asking.flags), (restore.arity, restore.flags));
+        // RESTORE's flags, and `asking` (served on an importing slot after ASKING).
+        assert_eq!(
+            (asking.arity, asking.flags),
+            (restore.arity, restore.flags | ASKING)
+        );
         assert_eq!(asking.key_flags, restore.key_flags);
     }
 

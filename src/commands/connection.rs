@@ -22,7 +22,14 @@ pub const COMMANDS: &[CommandSpec] = &[
         "1.0.0",
         ping,
     ),
-    CONNECTION.row("echo", 2, FAST, "Returns the given string.", "1.0.0", echo),
+    CONNECTION.row(
+        "echo",
+        2,
+        LOADING | STALE | FAST,
+        "Returns the given string.",
+        "1.0.0",
+        echo,
+    ),
     CONNECTION.row(
         "hello",
         -1,

@@ -24,15 +24,15 @@ const GENERIC_CONNECTION: Family = Family::new("generic").categories(&["@connect
 
 /// This family's rows of the command table.
 pub const COMMANDS: &[CommandSpec] = &[
-    SERVER.row("replicaof", 3, ADMIN | NOSCRIPT | STALE, "Configures a server as replica of another, or promotes it to a master.", "5.0.0", replicaof),
-    SERVER.row("slaveof", 3, ADMIN | NOSCRIPT | STALE, "Sets a Redis server as a replica of another, or promotes it to being a master.", "1.0.0", replicaof),
+    SERVER.row("replicaof", 3, ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING, "Configures a server as replica of another, or promotes it to a master.", "5.0.0", replicaof),
+    SERVER.row("slaveof", 3, ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING, "Sets a Redis server as a replica of another, or promotes it to being a master.", "1.0.0", replicaof),
     SERVER.row("replconf", -1, ADMIN | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, "An internal command for configuring the replication stream.", "3.0.0", replconf),
-    SERVER.row("psync", -3, ADMIN | NOSCRIPT | NO_MULTI_QUEUE, "An internal command used in replication.", "2.8.0", psync),
-    SERVER.row("sync", 1, ADMIN | NOSCRIPT | NO_MULTI_QUEUE, "An internal command used in replication.", "1.0.0", psync),
+    SERVER.row("psync", -3, ADMIN | NOSCRIPT | NO_MULTI_QUEUE | NO_ASYNC_LOADING | NO_MULTI, "An internal command used in replication.", "2.8.0", psync),
+    SERVER.row("sync", 1, ADMIN | NOSCRIPT | NO_MULTI_QUEUE | NO_ASYNC_LOADING | NO_MULTI, "An internal command used in replication.", "1.0.0", psync),
     GENERIC_CONNECTION.row("wait", 3, NOSCRIPT, "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.", "3.0.0", wait),
     GENERIC_CONNECTION.row("waitaof", 4, NOSCRIPT, "Blocks until all of the preceding write commands sent by the connection are written to the append-only file of the master and/or replicas.", "7.2.0", waitaof),
     SERVER.row("failover", -1, ADMIN | NOSCRIPT | STALE, "Starts a coordinated failover from a server to one of its replicas.", "6.2.0", failover),
-    SERVER.row("role", 1, NOSCRIPT | LOADING | STALE | FAST, "Returns the replication role.", "2.8.12", role),
+    SERVER.row("role", 1, NOSCRIPT | LOADING | STALE | FAST, "Returns the replication role.", "2.8.12", role).categories(&["@admin", "@dangerous"]),
 ];
 
 fn replicaof(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {

@@ -92,7 +92,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     SERVER.row(
         "save",
         1,
-        ADMIN | NOSCRIPT,
+        ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI,
         "Synchronously saves the database(s) to disk.",
         "1.0.0",
         save,
@@ -100,7 +100,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     SERVER.row(
         "bgsave",
         -1,
-        ADMIN | NOSCRIPT,
+        ADMIN | NOSCRIPT | NO_ASYNC_LOADING,
         "Asynchronously saves the database(s) to disk.",
         "1.0.0",
         bgsave,
@@ -108,7 +108,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     SERVER.row(
         "bgrewriteaof",
         1,
-        ADMIN | NOSCRIPT,
+        ADMIN | NOSCRIPT | NO_ASYNC_LOADING,
         "Asynchronously rewrites the append-only file to disk.",
         "1.0.0",
         bgrewriteaof,
@@ -124,7 +124,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     SERVER.row(
         "shutdown",
         -1,
-        ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI_QUEUE | ALLOW_BUSY,
+        ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI_QUEUE | NO_MULTI | ALLOW_BUSY,
         "Synchronously saves the database(s) to disk and shuts down the Redis server.",
         "1.0.0",
         shutdown,
@@ -926,17 +926,21 @@ fn write_command_info(ctx: &mut Ctx<'_>, c: &CommandSpec) {
         out.bulk(tip.as_bytes());
     }
     if c.first_key > 0 {
-        // One key spec per entry of `key_flags` when each key has its own (COPY, RENAME:
-        // source then destination), else one range spec for all the keys.
+        // One key spec per entry of `key_flags` when the keys differ (COPY, RENAME: source
+        // then destination; SDIFFSTORE: the destination, then every source), the last
+        // covering the keys that remain, else one range spec for all the keys.
         let per_key = c.key_flags.len() > 1;
         let specs: Vec<(i32, i64, u32)> = if per_key {
-            (0..c.key_flags.len())
+            let n = c.key_flags.len();
+            (0..n)
                 .map(|i| {
-                    (
-                        c.first_key + i as i32 * c.key_step.max(1),
-                        0,
-                        c.key_flags[i],
-                    )
+                    let index = c.first_key + i as i32 * c.key_step.max(1);
+                    let lastkey = match i + 1 == n {
+                        true if c.last_key < 0 => i64::from(c.last_key),
+                        true => i64::from(c.last_key - index).max(0),
+                        false => 0,
+                    };
+                    (index, lastkey, c.key_flags[i])
                 })
                 .collect()
         } else {

@@ -42,7 +42,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     TRANSACTIONS.row(
         "exec",
         1,
-        NO_MULTI_QUEUE | NOSCRIPT | LOADING | STALE,
+        NO_MULTI_QUEUE | NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG,
         "Executes all commands in a transaction.",
         "1.2.0",
         exec,

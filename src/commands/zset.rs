@@ -37,22 +37,22 @@ const ZSET_MOVABLE: Family = Family::new("sorted-set").categories(ZSETCAT);
 /// This family's rows of the command table.
 pub const COMMANDS: &[CommandSpec] = &[
     ZSET_MOVABLE.row("bzmpop", -5, WRITE | BLOCKING | MOVABLEKEYS, "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", "7.0.0", store::bzmpop),
-    CommandSpec { key_flags: super::keyflags::RW_DELETE, ..ZSET_ROWS.row("bzpopmax", -3, WRITE | NOSCRIPT | BLOCKING | FAST, "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise.  Deletes the sorted set if the last element was popped.", "5.0.0", store::bzpopmax).keys(1, -2, 1) },
-    CommandSpec { key_flags: super::keyflags::RW_DELETE, ..ZSET_ROWS.row("bzpopmin", -3, WRITE | NOSCRIPT | BLOCKING | FAST, "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", "5.0.0", store::bzpopmin).keys(1, -2, 1) },
+    CommandSpec { key_flags: super::keyflags::RW_ACCESS_DELETE, ..ZSET_ROWS.row("bzpopmax", -3, WRITE | NOSCRIPT | BLOCKING | FAST, "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise.  Deletes the sorted set if the last element was popped.", "5.0.0", store::bzpopmax).keys(1, -2, 1) },
+    CommandSpec { key_flags: super::keyflags::RW_ACCESS_DELETE, ..ZSET_ROWS.row("bzpopmin", -3, WRITE | NOSCRIPT | BLOCKING | FAST, "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", "5.0.0", store::bzpopmin).keys(1, -2, 1) },
     CommandSpec { key_flags: super::keyflags::RW_UPDATE, ..ZSET_ROWS.row("zadd", -4, WRITE | DENYOOM | FAST, "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist.", SINCE, zadd) },
     CommandSpec { key_flags: super::keyflags::RO_ONLY, ..ZSET_ROWS.row("zcard", 2, READONLY | FAST, "Returns the number of members in a sorted set.", SINCE, zcard) },
     ZSET_ROWS.row("zcount", 4, READONLY | FAST, "Returns the count of members in a sorted set that have scores within a range.", "2.0.0", range::zcount),
     ZSET_MOVABLE.row("zdiff", -3, READONLY | MOVABLEKEYS, "Returns the difference between multiple sorted sets.", "6.2.0", store::zdiff),
-    ZSET_MOVABLE.row("zdiffstore", -4, WRITE | DENYOOM | MOVABLEKEYS, "Stores the difference of multiple sorted sets in a key.", "6.2.0", store::zdiffstore),
-    ZSET_ROWS.row("zincrby", 4, WRITE | DENYOOM | FAST, "Increments the score of a member in a sorted set.", SINCE, zincrby),
+    ZSET_MOVABLE.row("zdiffstore", -4, WRITE | DENYOOM | MOVABLEKEYS, "Stores the difference of multiple sorted sets in a key.", "6.2.0", store::zdiffstore).keys(1, 1, 1),
+    ZSET_ROWS.row("zincrby", 4, WRITE | DENYOOM | FAST, "Increments the score of a member in a sorted set.", SINCE, zincrby).with_key_flags(super::keyflags::RW_ACCESS_UPDATE),
     ZSET_MOVABLE.row("zinter", -3, READONLY | MOVABLEKEYS, "Returns the intersect of multiple sorted sets.", "6.2.0", store::zinter),
     ZSET_MOVABLE.row("zintercard", -3, READONLY | MOVABLEKEYS, "Returns the number of members of the intersect of multiple sorted sets.", "7.0.0", store::zintercard),
-    ZSET_MOVABLE.row("zinterstore", -4, WRITE | DENYOOM | MOVABLEKEYS, "Stores the intersect of multiple sorted sets in a key.", "2.0.0", store::zinterstore),
+    ZSET_MOVABLE.row("zinterstore", -4, WRITE | DENYOOM | MOVABLEKEYS, "Stores the intersect of multiple sorted sets in a key.", "2.0.0", store::zinterstore).keys(1, 1, 1),
     ZSET_ROWS.row("zlexcount", 4, READONLY | FAST, "Returns the number of members in a sorted set within a lexicographical range.", "2.8.9", range::zlexcount),
     ZSET_MOVABLE.row("zmpop", -4, WRITE | MOVABLEKEYS, "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.", "7.0.0", store::zmpop),
     ZSET_ROWS.row("zmscore", -3, READONLY | FAST, "Returns the score of one or more members in a sorted set.", "6.2.0", zmscore),
-    CommandSpec { key_flags: super::keyflags::RW_DELETE, ..ZSET_ROWS.row("zpopmax", -2, WRITE | FAST, "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", "5.0.0", store::zpopmax) },
-    CommandSpec { key_flags: super::keyflags::RW_DELETE, ..ZSET_ROWS.row("zpopmin", -2, WRITE | FAST, "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", "5.0.0", store::zpopmin) },
+    CommandSpec { key_flags: super::keyflags::RW_ACCESS_DELETE, ..ZSET_ROWS.row("zpopmax", -2, WRITE | FAST, "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", "5.0.0", store::zpopmax) },
+    CommandSpec { key_flags: super::keyflags::RW_ACCESS_DELETE, ..ZSET_ROWS.row("zpopmin", -2, WRITE | FAST, "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", "5.0.0", store::zpopmin) },
     ZSET_ROWS.row("zrandmember", -2, READONLY, "Returns one or more random members from a sorted set.", "6.2.0", zrandmember),
     ZSET_ROWS.row("zrange", -4, READONLY, "Returns members in a sorted set within a range of indexes.", SINCE, range::zrange),
     ZSET_ROWS.row("zrangebylex", -4, READONLY, "Returns members in a sorted set within a lexicographical range.", "2.8.9", range::zrangebylex),
@@ -70,7 +70,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     ZSET_ROWS.row("zscan", -3, READONLY, "Iterates over members and scores of a sorted set.", "2.8.0", zscan),
     ZSET_ROWS.row("zscore", 3, READONLY | FAST, "Returns the score of a member in a sorted set.", SINCE, zscore),
     ZSET_MOVABLE.row("zunion", -3, READONLY | MOVABLEKEYS, "Returns the union of multiple sorted sets.", "6.2.0", store::zunion),
-    ZSET_MOVABLE.row("zunionstore", -4, WRITE | DENYOOM | MOVABLEKEYS, "Stores the union of multiple sorted sets in a key.", "2.0.0", store::zunionstore),
+    ZSET_MOVABLE.row("zunionstore", -4, WRITE | DENYOOM | MOVABLEKEYS, "Stores the union of multiple sorted sets in a key.", "2.0.0", store::zunionstore).keys(1, 1, 1),
 ];
 
 // ---- ZADD / ZINCRBY -----------------------------------------------------------------

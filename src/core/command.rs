@@ -61,6 +61,17 @@ pub mod flags {
     /// Allowed while a script is busy (`allow_busy`: SCRIPT KILL, FUNCTION KILL,
     /// FUNCTION STATS). Documentation only: the busy-script check names its commands.
     pub const ALLOW_BUSY: u32 = 1 << 15;
+    /// Not logged by SLOWLOG (`skip_slowlog`: EXEC, whose commands are logged instead).
+    /// Documentation only: the slow log skips EXEC by name.
+    pub const SKIP_SLOWLOG: u32 = 1 << 16;
+    /// Served for a client that sent ASKING on an importing slot (`asking`:
+    /// RESTORE-ASKING). Documentation only.
+    pub const ASKING: u32 = 1 << 17;
+    /// Refused while an asynchronous (diskless) load runs (`no_async_loading`: SAVE,
+    /// BGSAVE, REPLICAOF...). Documentation only: streamd loads before it serves.
+    pub const NO_ASYNC_LOADING: u32 = 1 << 18;
+    /// Refused inside MULTI (`no_multi`: SAVE, SHUTDOWN, PSYNC). Documentation only.
+    pub const NO_MULTI: u32 = 1 << 19;
     /// Flag names in `COMMAND INFO` order (Redis's `addReplyFlagsForCommand`), with
     /// their bit.
     pub const NAMES: &[(u32, &str)] = &[
@@ -74,9 +85,13 @@ pub mod flags {
         (LOADING, "loading"),
         (STALE, "stale"),
         (SKIP_MONITOR, "skip_monitor"),
+        (SKIP_SLOWLOG, "skip_slowlog"),
+        (ASKING, "asking"),
         (FAST, "fast"),
         (NO_AUTH, "no_auth"),
         (NO_MANDATORY_KEYS, "no_mandatory_keys"),
+        (NO_ASYNC_LOADING, "no_async_loading"),
+        (NO_MULTI, "no_multi"),
         (MOVABLEKEYS, "movablekeys"),
         (ALLOW_BUSY, "allow_busy"),
     ];
@@ -182,6 +197,10 @@ pub mod keyflags {
     pub const RW_INSERT: &[u32] = &[RW | INSERT];
     /// Read-write deleting data (`XDEL`, `XTRIM`, `XAUTOCLAIM`).
     pub const RW_DELETE: &[u32] = &[RW | DELETE];
+    /// Read-write returning and deleting data (`ZPOPMIN`, `BZPOPMAX`).
+    pub const RW_ACCESS_DELETE: &[u32] = &[RW | ACCESS | DELETE];
+    /// Read-write returning and updating data (`ZINCRBY`).
+    pub const RW_ACCESS_UPDATE: &[u32] = &[RW | ACCESS | UPDATE];
     /// Removal of the whole key (`DEL`, `UNLINK`).
     pub const RM_DELETE: &[u32] = &[RM | DELETE];
 }
