@@ -313,6 +313,40 @@ enum Op {
     Diff,
 }
 
+/// Visits the members of the intersection of `sets`: the smallest set's members that
+/// every other holds, in its order (none when a key is missing), until `visit` returns
+/// false. SINTER, SINTERSTORE and SINTERCARD all walk it.
+fn each_in_intersection<'s>(sets: &[Option<&'s Set>], mut visit: impl FnMut(Member<'s>) -> bool) {
+    if sets.iter().any(Option::is_none) {
+        return;
+    }
+    let mut present: Vec<&Set> = sets.iter().flatten().copied().collect();
+    present.sort_by_key(|s| s.len());
+    if let Some((first, rest)) = present.split_first() {
+        for m in first.members() {
+            let everywhere = rest
+                .iter()
+                .all(|s| std::ptr::eq(*s, *first) || s.contains_member(m));
+            if everywhere && !visit(m) {
+                return;
+            }
+        }
+    }
+}
+
+/// Visits the members of the first set that none of the others holds (a missing first
+/// key has none; missing others are empty), in its order, until `visit` returns false.
+/// SDIFF, SDIFFSTORE and SDIFFCARD all walk it.
+fn each_in_difference<'s>(sets: &[Option<&'s Set>], mut visit: impl FnMut(Member<'s>) -> bool) {
+    if let Some((Some(first), rest)) = sets.split_first() {
+        for m in first.members() {
+            if !rest.iter().flatten().any(|s| s.contains_member(m)) && !visit(m) {
+                return;
+            }
+        }
+    }
+}
+
 /// Computes the combination into a new set (built the way Redis builds its result:
 /// an intset that converts as members require).
 fn combine(sets: &[Option<&Set>], op: Op, t: &crate::types::Thresholds) -> Set {
@@ -324,39 +358,21 @@ fn combine(sets: &[Option<&Set>], op: Op, t: &crate::types::Thresholds) -> Set {
     if op == Op::Inter && smallest.is_some_and(|s| s.encoding() != "intset") {
         out = Set::new_listpack();
     }
-    let add = |m: Member<'_>, out: &mut Set| m.with_bytes(|b| out.insert(b, t));
+    let mut add = |m: Member<'_>| {
+        m.with_bytes(|b| out.insert(b, t));
+        true
+    };
     match op {
-        Op::Inter => {
-            if sets.iter().any(Option::is_none) {
-                return out;
-            }
-            let mut present: Vec<&Set> = sets.iter().flatten().copied().collect();
-            present.sort_by_key(|s| s.len());
-            if let Some((first, rest)) = present.split_first() {
-                for m in first.members() {
-                    if rest.iter().all(|s| s.contains_member(m)) {
-                        add(m, &mut out);
-                    }
-                }
-            }
-            out.settle_integers(t);
-        }
+        Op::Inter => each_in_intersection(sets, &mut add),
         Op::Union => {
-            for s in sets.iter().flatten() {
-                for m in s.members() {
-                    add(m, &mut out);
-                }
+            for m in sets.iter().flatten().flat_map(|s| s.members()) {
+                add(m);
             }
         }
-        Op::Diff => {
-            if let Some(Some(first)) = sets.first() {
-                for m in first.members() {
-                    if !sets[1..].iter().flatten().any(|s| s.contains_member(m)) {
-                        add(m, &mut out);
-                    }
-                }
-            }
-        }
+        Op::Diff => each_in_difference(sets, &mut add),
+    }
+    if op == Op::Inter {
+        out.settle_integers(t);
     }
     out
 }
@@ -369,23 +385,11 @@ fn combine_reply(ctx: &mut Ctx<'_>, keys: &[Bytes], op: Op) -> Result<(), ReplyE
     let out = &mut *ctx.out;
     if op == Op::Inter {
         // Replied straight from the smallest set, as Redis does.
-        if sets.iter().any(Option::is_none) {
-            out.set(0);
-            return Ok(());
-        }
-        let mut present: Vec<&Set> = sets.iter().flatten().copied().collect();
-        present.sort_by_key(|s| s.len());
-        let Some((first, rest)) = present.split_first() else {
-            out.set(0);
-            return Ok(());
-        };
-        let found: Vec<Member<'_>> = first
-            .members()
-            .filter(|m| {
-                rest.iter()
-                    .all(|s| std::ptr::eq(*s, *first) || s.contains_member(*m))
-            })
-            .collect();
+        let mut found: Vec<Member<'_>> = Vec::new();
+        each_in_intersection(&sets, |m| {
+            found.push(m);
+            true
+        });
         out.set(found.len());
         for m in found {
             bulk_member(out, m);
@@ -650,20 +654,10 @@ fn sintercard(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let db = ctx.client.db;
     let sets = sets_of(&ctx.core.dbs[db], keys);
     let mut n = 0usize;
-    if !sets.iter().any(Option::is_none) {
-        let mut present: Vec<&Set> = sets.iter().flatten().copied().collect();
-        present.sort_by_key(|s| s.len());
-        if let Some((first, rest)) = present.split_first() {
-            for m in first.members() {
-                if rest.iter().all(|s| s.contains_member(m)) {
-                    n += 1;
-                    if limit != 0 && n >= limit {
-                        break;
-                    }
-                }
-            }
-        }
-    }
+    each_in_intersection(&sets, |_| {
+        n += 1;
+        limit == 0 || n < limit
+    });
     ctx.out.integer(n as i64);
     Ok(())
 }
@@ -707,17 +701,10 @@ fn sdiffcard(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let db = ctx.client.db;
     let sets = sets_of(&ctx.core.dbs[db], keys);
     let mut n = 0usize;
-    if let Some((Some(first), rest)) = sets.split_first() {
-        let rest: Vec<&Set> = rest.iter().flatten().copied().collect();
-        for m in first.members() {
-            if rest.iter().all(|s| !s.contains_member(m)) {
-                n += 1;
-                if limit != 0 && n >= limit {
-                    break;
-                }
-            }
-        }
-    }
+    each_in_difference(&sets, |_| {
+        n += 1;
+        limit == 0 || n < limit
+    });
     ctx.out.integer(n as i64);
     Ok(())
 }
