@@ -165,6 +165,30 @@ const CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
         client_unblock,
     ),
     CONNECTION.row(
+        "client|pause",
+        -3,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        "Suspends commands processing.",
+        "2.9.50",
+        client_pause,
+    ),
+    CONNECTION.row(
+        "client|unpause",
+        2,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        "Resumes processing commands from paused clients.",
+        "6.2.0",
+        client_unpause,
+    ),
+    CONNECTION.row(
+        "client|reply",
+        3,
+        NOSCRIPT | LOADING | STALE,
+        "Instructs the server whether to reply to commands.",
+        "3.2.0",
+        client_reply,
+    ),
+    CONNECTION.row(
         "client|help",
         2,
         LOADING | STALE,
@@ -619,6 +643,76 @@ fn client_unblock(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     Ok(())
 }
 
+/// CLIENT PAUSE timeout [WRITE | ALL]: holds the commands of other clients (every
+/// command, or those that may write) for `timeout` milliseconds (`core/pause.rs`).
+fn client_pause(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    use crate::core::pause::PauseKind;
+    let argv = ctx.argv;
+    if argv.len() > 4 {
+        return Err(ReplyError::SubcommandSyntax {
+            sub: String::from_utf8_lossy(&argv[1]).into_owned(),
+            container: "CLIENT".into(),
+        });
+    }
+    let kind = match argv.get(3) {
+        None => PauseKind::All,
+        Some(a) if is(a, "WRITE") => PauseKind::Write,
+        Some(a) if is(a, "ALL") => PauseKind::All,
+        Some(_) => {
+            return Err(ReplyError::msg(
+                "ERR CLIENT PAUSE mode must be WRITE or ALL",
+            ));
+        }
+    };
+    let timeout = crate::stream::id::string2ll(&argv[2]).ok_or(ReplyError::msg(
+        "ERR timeout is not an integer or out of range",
+    ))?;
+    if timeout < 0 {
+        return Err(ReplyError::msg("ERR timeout is negative"));
+    }
+    // Redis 7.2's check (7.0 let the sum overflow into a deadline in the past).
+    let now = ctx.now_ms as i64;
+    if timeout > i64::MAX - now {
+        return Err(ReplyError::msg("ERR timeout is out of range"));
+    }
+    // A zero timeout ends at once (Redis keeps 0 as the deadline, already past).
+    let end_ms = if timeout > 0 {
+        (now + timeout) as u64
+    } else {
+        0
+    };
+    ctx.core.pause_clients(kind, end_ms);
+    ctx.out.ok();
+    Ok(())
+}
+
+/// CLIENT UNPAUSE: ends CLIENT PAUSE; the held clients run.
+fn client_unpause(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    ctx.core.unpause_clients();
+    ctx.out.ok();
+    Ok(())
+}
+
+/// CLIENT REPLY ON | OFF | SKIP: whether this connection gets replies (`Core::execute`
+/// drops them). ON answers `+OK`; OFF and SKIP answer nothing.
+fn client_reply(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    use crate::core::client::ReplyMode;
+    let arg = &ctx.argv[2];
+    if is(arg, "ON") {
+        ctx.client.reply_mode = ReplyMode::On;
+        ctx.out.ok();
+    } else if is(arg, "OFF") {
+        ctx.client.reply_mode = ReplyMode::Off;
+    } else if is(arg, "SKIP") {
+        if ctx.client.reply_mode != ReplyMode::Off {
+            ctx.client.reply_mode = ReplyMode::SkipNext;
+        }
+    } else {
+        return Err(ReplyError::Syntax);
+    }
+    Ok(())
+}
+
 fn on_off(arg: &[u8]) -> Result<bool, ReplyError> {
     if is(arg, "on") {
         Ok(true)
@@ -662,12 +756,18 @@ fn client_help(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             "    Protect current client connection from eviction.",
             "NO-TOUCH (ON|OFF)",
             "    Will not touch LRU/LFU stats when this mode is on.",
+            "PAUSE <timeout> [WRITE|ALL]",
+            "    Suspend all, or just write, clients for <timeout> milliseconds.",
+            "REPLY (ON|OFF|SKIP)",
+            "    Control the replies sent to the current connection.",
             "SETINFO <option> <value>",
             "    Set client meta attr. Options are: LIB-NAME, LIB-VER.",
             "SETNAME <name>",
             "    Assign the name <name> to the current connection.",
             "UNBLOCK <clientid> [TIMEOUT|ERROR]",
             "    Unblock the specified blocked client.",
+            "UNPAUSE",
+            "    Stop the current client pause, resuming traffic.",
         ],
     );
     Ok(())

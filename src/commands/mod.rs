@@ -30,6 +30,7 @@ pub mod latency;
 pub mod list;
 pub mod memory;
 pub mod migrate;
+pub mod module;
 pub mod pubsub;
 pub mod replication;
 pub mod reply;
@@ -91,6 +92,7 @@ pub static FAMILIES: &[&[CommandSpec]] = &[
     replication::COMMANDS,
     latency::COMMANDS,
     memory::COMMANDS,
+    module::COMMANDS,
     acl::COMMANDS,
     keys::COMMANDS,
     dump::COMMANDS,

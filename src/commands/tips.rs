@@ -184,6 +184,7 @@ pub const TIPS: &[(&str, &[&str])] = &[
     ),
     ("mget", &["request_policy:multi_shard"]),
     ("migrate", &["nondeterministic_output"]),
+    ("module|list", &["nondeterministic_output_order"]),
     (
         "mset",
         &[

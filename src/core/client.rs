@@ -67,6 +67,20 @@ impl BlockState {
     }
 }
 
+/// CLIENT REPLY's modes (Redis's `CLIENT_REPLY_OFF`, `CLIENT_REPLY_SKIP_NEXT` and
+/// `CLIENT_REPLY_SKIP` flags).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplyMode {
+    /// Replies are sent (the default, CLIENT REPLY ON).
+    On,
+    /// No reply is sent until CLIENT REPLY ON (CLIENT REPLY OFF).
+    Off,
+    /// CLIENT REPLY SKIP was the last command: the next command's reply is dropped.
+    SkipNext,
+    /// The command running now is the one whose reply is dropped.
+    Skip,
+}
+
 /// One connected client.
 #[derive(Debug)]
 pub struct Client {
@@ -113,6 +127,8 @@ pub struct Client {
     pub no_evict: bool,
     /// CLIENT NO-TOUCH flag.
     pub no_touch: bool,
+    /// CLIENT REPLY: whether this client's replies are sent.
+    pub reply_mode: ReplyMode,
     /// True while EXEC runs this client's queued commands (blocking reads answer at
     /// once instead of blocking).
     pub in_exec: bool,
@@ -191,6 +207,7 @@ impl Client {
             close_after_reply: false,
             no_evict: false,
             no_touch: false,
+            reply_mode: ReplyMode::On,
             in_exec: false,
             in_script: false,
             cluster_readonly: false,

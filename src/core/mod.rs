@@ -36,6 +36,7 @@ pub mod limits;
 pub mod mailbox;
 pub mod migrate_sockets;
 pub mod notify;
+pub mod pause;
 pub mod persistence;
 pub mod pubsub;
 pub mod replication;
@@ -250,6 +251,12 @@ pub struct Core {
     /// The script running past `busy-reply-threshold`, suspended between slices: other
     /// clients get `-BUSY` meanwhile (`script.rs`).
     pub busy: Option<script::BusyScript>,
+    /// The pause CLIENT PAUSE set, if any (`pause.rs`; FAILOVER's and a shutdown's
+    /// pauses are the replication state's).
+    pub client_pause: Option<pause::CommandPause>,
+    /// Whether a script-running command may write, by its script's flags: installed
+    /// by the scripting layer (`pause.rs`).
+    pub script_may_write: Option<pause::ScriptMayWrite>,
     /// Wakes the task that resumes a busy script.
     pub script_driver: Rc<Notify>,
     /// While a script runs: its effects, held back to be logged and replicated as one
@@ -319,15 +326,19 @@ impl Ctx<'_> {
         hash: u64,
         key: &[u8],
     ) -> (Option<&mut Value>, &mut RespWriter) {
-        self.expire_if_needed(key);
+        let hidden = self.expire_if_needed(key);
         let idx = self.client.db;
         if self.core.notify_flags & notify::class::KEY_MISS != 0
-            && !self.core.dbs[idx].keys.contains_key(key)
+            && (hidden || !self.core.dbs[idx].keys.contains_key(key))
         {
             self.notify_keymiss(key);
         }
         let core = &mut *self.core;
-        let found = core.dbs[idx].get_mut_hashed(hash, key);
+        let found = if hidden {
+            None
+        } else {
+            core.dbs[idx].get_mut_hashed(hash, key)
+        };
         if found.is_some() {
             core.stats.keyspace_hits += 1;
         } else {
@@ -372,17 +383,22 @@ impl Ctx<'_> {
 
     /// True if `key` exists (after lazy expiry).
     pub fn exists(&mut self, key: &[u8]) -> bool {
-        self.expire_if_needed(key);
+        if self.expire_if_needed(key) {
+            return false;
+        }
         let idx = self.client.db;
         self.core.dbs[idx].keys.contains_key(key)
     }
 
     /// Deletes `key` if its TTL passed, with the side effects of a deletion (logged as
     /// `DEL`). Nothing expires while loading: the log says when keys went.
-    pub fn expire_if_needed(&mut self, key: &[u8]) {
+    ///
+    /// True when the key is past its TTL but could not be deleted (clients are
+    /// paused): the caller treats it as missing.
+    pub fn expire_if_needed(&mut self, key: &[u8]) -> bool {
         let idx = self.client.db;
         let now_ms = self.now_ms;
-        self.core.expire_if_needed(idx, key, now_ms);
+        self.core.expire_if_needed(idx, key, now_ms)
     }
 
     /// Logs the deterministic effect of the running write command in the client's
@@ -506,6 +522,8 @@ impl Core {
             block_timer: Rc::new(Notify::new()),
             scripting: None,
             busy: None,
+            client_pause: None,
+            script_may_write: None,
             script_driver: Rc::new(Notify::new()),
             held_effects: None,
             script_info: script::ScriptInfo::default(),
@@ -877,16 +895,24 @@ impl Core {
 
     /// Deletes `key` of database `db` if its TTL passed at `now_ms` (lazy expiry, in
     /// any database); nothing expires while loading. See [`Core::expired`].
-    pub fn expire_if_needed(&mut self, db: usize, key: &[u8], now_ms: u64) {
+    ///
+    /// True when the key is past its TTL but stays (Redis's `expireIfNeeded` returning
+    /// 1 without deleting): while clients are paused nothing is deleted (`pause.rs`), so
+    /// the key only reads as missing.
+    pub fn expire_if_needed(&mut self, db: usize, key: &[u8], now_ms: u64) -> bool {
         // A replica leaves expiry to its primary, whose DEL arrives in the stream.
         if self.loading || self.repl.is_replica() {
-            return;
+            return false;
+        }
+        if self.pause_in_force(now_ms).is_some() {
+            return self.dbs[db].is_expired(key, now_ms);
         }
         if self.dbs[db].expire_if_needed(key, now_ms) {
             self.expired(db, key);
         } else if !self.dbs[db].hexpires.is_empty() {
             self.expire_fields(db, key, now_ms, usize::MAX);
         }
+        false
     }
 
     /// The side effects of `key` having been removed from `db` because its TTL passed
@@ -1080,6 +1106,11 @@ impl Core {
             }
             return true;
         }
+        // A client held by a pause is not blocked on anything CLIENT UNBLOCK ends
+        // (Redis's BLOCKED_POSTPONE).
+        if self.repl.paused.contains(&id) {
+            return false;
+        }
         let Some(mut client) = self.clients.remove(&id) else {
             return false;
         };
@@ -1162,6 +1193,31 @@ impl Core {
     /// Runs one command for `client`, writing its reply to `out`. The command time is
     /// that of the batch ([`Core::begin_batch`]).
     pub fn execute(&mut self, client: &mut Client, argv: Argv, out: &mut RespWriter) -> Outcome {
+        use client::ReplyMode;
+        if client.reply_mode == ReplyMode::On {
+            return self.execute_asking(client, argv, out);
+        }
+        // CLIENT REPLY OFF or SKIP: the command runs, and what it wrote is dropped
+        // unless it turned replies back on (CLIENT REPLY ON answers `+OK`).
+        if client.reply_mode == ReplyMode::SkipNext {
+            client.reply_mode = ReplyMode::Skip;
+        }
+        let before = out.buf.len();
+        let outcome = self.execute_asking(client, argv, out);
+        match client.reply_mode {
+            ReplyMode::Off => out.buf.truncate(before),
+            ReplyMode::Skip => {
+                out.buf.truncate(before);
+                client.reply_mode = ReplyMode::On;
+            }
+            // ON, or CLIENT REPLY SKIP itself, which answers nothing.
+            ReplyMode::On | ReplyMode::SkipNext => {}
+        }
+        outcome
+    }
+
+    /// [`Core::execute`] with the ASKING bookkeeping.
+    fn execute_asking(&mut self, client: &mut Client, argv: Argv, out: &mut RespWriter) -> Outcome {
         if !client.asking {
             return self.execute_one(client, argv, out);
         }
@@ -1298,9 +1354,10 @@ impl Core {
             self.reject(client, out, Some(spec), &err);
             return Outcome::Done;
         }
-        if (self.repl.failover.is_some() || self.repl.pause_writes)
-            && self.hold_for_failover(client, spec, &argv)
-        {
+        // Paused clients (CLIENT PAUSE, FAILOVER, a shutdown's wait) are held before
+        // their command is queued or run, as Redis's processCommand does.
+        self.expire_client_pause(now_ms);
+        if self.hold_if_paused(client, spec, &argv) {
             return Outcome::Blocked;
         }
         if let Some(busy) = &self.busy
@@ -1586,11 +1643,14 @@ impl Core {
             return;
         }
         let now = unix_ms();
+        self.expire_client_pause(now);
         for db in &mut self.dbs {
             db.rehash(ACTIVE_REHASH_BUCKETS);
         }
+        // Nothing expires while clients are paused (`pause.rs`).
+        let paused = self.pause_in_force(now).is_some();
         for db in 0..self.dbs.len() {
-            if self.dbs[db].expires.is_empty() || self.repl.is_replica() {
+            if self.dbs[db].expires.is_empty() || self.repl.is_replica() || paused {
                 continue;
             }
             let gone = self.dbs[db].active_expire(now, 200);
@@ -1598,7 +1658,7 @@ impl Core {
                 self.expired(db, &k);
             }
         }
-        if !self.repl.is_replica() {
+        if !self.repl.is_replica() && !paused {
             self.active_expire_fields(now);
         }
         // IDMP expiry: bounded work per tick over all databases.

@@ -833,40 +833,6 @@ impl Core {
         }
     }
 
-    /// During a FAILOVER, holds `client`'s write command until the failover ends
-    /// (Redis pauses writers with `CLIENT_PAUSE_WRITE`); true when it was held.
-    pub fn hold_for_failover(
-        &mut self,
-        client: &mut super::client::Client,
-        spec: &super::command::CommandSpec,
-        argv: &crate::resp::Argv,
-    ) -> bool {
-        use super::command::flags;
-        if self.repl.failover.is_none() && !self.repl.pause_writes {
-            return false;
-        }
-        if client.repl != super::client::ClientRepl::Normal
-            || (client.multi.is_some() && spec.name != "exec")
-        {
-            return false;
-        }
-        let writes = spec.flags & flags::WRITE != 0
-            || (spec.name == "exec"
-                && client.multi.as_ref().is_some_and(|q| {
-                    q.iter().any(|a| {
-                        a.first()
-                            .and_then(|n| super::command::lookup(n))
-                            .is_some_and(|s| s.flags & flags::WRITE != 0)
-                    })
-                }));
-        if !writes {
-            return false;
-        }
-        self.repl.paused.push(client.id);
-        client.blocked = Some(super::client::BlockState::held(argv.clone(), client.db));
-        true
-    }
-
     /// Ends a FAILOVER (done or aborted): the held writers run now (on a server that
     /// became a replica they get `-READONLY`, as in Redis).
     pub fn end_failover(&mut self, why: &str) {

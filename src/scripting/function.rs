@@ -33,7 +33,7 @@ const LOAD_API: &std::ffi::CStr = c"streamd.library_api";
 const OPCODE_FUNCTION2: u8 = 0xF5;
 
 /// Function names are case-insensitive (Redis's functions dictionary is).
-fn fold(name: &[u8]) -> Bytes {
+pub(crate) fn fold(name: &[u8]) -> Bytes {
     Bytes::from(name.to_ascii_lowercase())
 }
 

@@ -111,6 +111,45 @@ pub fn with_engine<R>(core: &mut Core, f: impl FnOnce(&mut Engine, &mut Core) ->
     result
 }
 
+/// Whether this EVAL/EVALSHA/FCALL (or `_RO`) invocation may write or replicate, for
+/// the core's client pause (Redis's `evalGetCommandFlags` / `fcallGetCommandFlags`): a
+/// script with a shebang, or a function, may write unless it declares `no-writes`; a
+/// script without one may (its writes are found only as it runs); a script not in the
+/// cache or a missing function counts as its command's flags say. The `_RO` forms
+/// never write.
+pub fn may_write(core: &Core, spec: &CommandSpec, argv: &crate::resp::Argv) -> bool {
+    let engine = core
+        .scripting
+        .as_ref()
+        .and_then(|b| b.downcast_ref::<Engine>());
+    let Some(arg) = argv.get(1) else {
+        return spec.flags & WRITE != 0;
+    };
+    match spec.name {
+        "eval_ro" | "evalsha_ro" | "fcall_ro" => false,
+        "eval" => match eval::parse_shebang(arg) {
+            Ok((flags, _)) => !(flags.shebang && flags.no_writes),
+            Err(_) => true,
+        },
+        "evalsha" => {
+            let mut sha = [0u8; 40];
+            if arg.len() != 40 {
+                return true;
+            }
+            for (d, s) in sha.iter_mut().zip(arg.iter()) {
+                *d = s.to_ascii_lowercase();
+            }
+            engine
+                .and_then(|e| e.scripts.get(&sha))
+                .is_none_or(|s| !(s.flags.shebang && s.flags.no_writes))
+        }
+        "fcall" => engine
+            .and_then(|e| e.functions.functions.get(&function::fold(arg)))
+            .is_none_or(|f| !f.flags.no_writes),
+        _ => spec.flags & WRITE != 0,
+    }
+}
+
 /// Refreshes the numbers INFO shows.
 pub fn refresh_info(core: &mut Core) {
     let (cached, cache_bytes, eval_vm, fn_vm, libs, fns) = {

@@ -978,6 +978,10 @@ fn dispatch_checked(ctx: &mut RunCtx, argv: &Argv) -> Result<(), Vec<u8>> {
         msg.extend_from_slice(b" command is not allowed with BLOCK option from scripts");
         return Err(msg);
     }
+    // PUBLISH and PFCOUNT add to the replication stream: not from a read-only script.
+    if ctx.read_only && spec.flags & flags::WRITE == 0 && crate::core::pause::may_replicate(spec) {
+        return Err(b"ERR Write commands are not allowed from read-only scripts.".to_vec());
+    }
     if spec.flags & flags::WRITE != 0 {
         if ctx.read_only {
             return Err(b"ERR Write commands are not allowed from read-only scripts.".to_vec());

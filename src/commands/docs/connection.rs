@@ -56,6 +56,15 @@ pub const DOCS: &[Doc] = &[
         .args(
             r"enabled(ON | OFF)",
         ),
+    Doc::new("client|pause", "O(1)")
+        .history(&[("6.2.0", "`CLIENT PAUSE WRITE` mode added along with the `mode` option.")])
+        .args(
+            r"timeout:integer [mode(WRITE | ALL)]<since 6.2.0>",
+        ),
+    Doc::new("client|reply", "O(1)")
+        .args(
+            r"on_off_skip(ON | OFF | SKIP)",
+        ),
     Doc::new("client|setinfo", "O(1)")
         .args(
             r"attr(lib-name libname:string | lib-ver libver:string)",
@@ -68,6 +77,7 @@ pub const DOCS: &[Doc] = &[
         .args(
             r"client-id:integer [unblock-type(TIMEOUT | ERROR)]",
         ),
+    Doc::new("client|unpause", "O(N) Where N is the number of paused clients"),
     Doc::new("echo", "O(1)")
         .args(
             r"message:string",

@@ -169,6 +169,21 @@ pub const DOCS: &[Doc] = &[
         .args(
             r"key:key@0 [SAMPLES count:integer]",
         ),
+    Doc::new("module", "Depends on subcommand."),
+    Doc::new("module|help", "O(1)"),
+    Doc::new("module|list", "O(N) where N is the number of loaded modules."),
+    Doc::new("module|load", "O(1)")
+        .args(
+            r"path:string [arg:string]...",
+        ),
+    Doc::new("module|loadex", "O(1)")
+        .args(
+            r"path:string [CONFIG configs{name:string value:string}]...+ [ARGS args{arg:string}]...",
+        ),
+    Doc::new("module|unload", "O(1)")
+        .args(
+            r"name:string",
+        ),
     Doc::new("monitor", ""),
     Doc::new("psync", "")
         .args(
