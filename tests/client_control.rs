@@ -119,7 +119,10 @@ fn nothing_expires_while_paused() {
     let s = start_server();
     let mut c = s.raw();
     assert_eq!(c.cmd_str(&["SET", "k", "v", "PX", "1"]), b"+OK\r\n");
-    assert_eq!(c.cmd_str(&["CLIENT", "PAUSE", "100000", "WRITE"]), b"+OK\r\n");
+    assert_eq!(
+        c.cmd_str(&["CLIENT", "PAUSE", "100000", "WRITE"]),
+        b"+OK\r\n"
+    );
     // Wait until the TTL has passed (the key reads as gone).
     let deadline = Instant::now() + Duration::from_secs(10);
     while c.cmd_str(&["GET", "k"]) != b"$-1\r\n" {
@@ -127,11 +130,17 @@ fn nothing_expires_while_paused() {
         std::thread::sleep(Duration::from_millis(5));
     }
     assert_eq!(c.cmd_str(&["EXISTS", "k"]), b":0\r\n");
-    assert_eq!(info_field(&mut c, "stats", "expired_keys").as_deref(), Some("0"));
+    assert_eq!(
+        info_field(&mut c, "stats", "expired_keys").as_deref(),
+        Some("0")
+    );
     assert_eq!(c.cmd_str(&["DBSIZE"]), b":1\r\n");
     assert_eq!(c.cmd_str(&["CLIENT", "UNPAUSE"]), b"+OK\r\n");
     assert_eq!(c.cmd_str(&["GET", "k"]), b"$-1\r\n");
-    assert_eq!(info_field(&mut c, "stats", "expired_keys").as_deref(), Some("1"));
+    assert_eq!(
+        info_field(&mut c, "stats", "expired_keys").as_deref(),
+        Some("1")
+    );
     assert_eq!(c.cmd_str(&["DBSIZE"]), b":0\r\n");
 }
 

@@ -625,11 +625,11 @@ pub(super) fn flush_db(ctx: &mut Ctx<'_>, db: usize) {
         .map(bytes::Bytes::copy_from_slice)
         .collect();
     ctx.core.dirty += keys.len() as u64;
+    ctx.core.touch_watched_in(db, None);
     ctx.core.dbs[db].clear();
     for k in keys {
         ctx.core.ready_keys.push((db, k));
     }
-    ctx.core.touch_all(Some(db));
 }
 
 fn flushdb(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
@@ -661,6 +661,8 @@ fn swapdb(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     }
     let (a, b) = (a as usize, b as usize);
     if a != b {
+        ctx.core.touch_watched_in(a, Some(b));
+        ctx.core.touch_watched_in(b, Some(a));
         ctx.core.dbs.swap(a, b);
         for db in [a, b] {
             let keys: Vec<bytes::Bytes> = ctx.core.dbs[db]
@@ -672,8 +674,6 @@ fn swapdb(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
                 ctx.core.ready_keys.push((db, k));
             }
         }
-        ctx.core.touch_all(Some(a));
-        ctx.core.touch_all(Some(b));
         ctx.core.dirty += 1;
         let argv = ctx.argv;
         ctx.propagate(&[b"SWAPDB".as_slice(), &argv[1], &argv[2]]);

@@ -52,8 +52,8 @@ pub mod flags {
     pub const NOSCRIPT: u32 = 1 << 11;
     /// A Pub/Sub command (implies the `@pubsub` ACL category).
     pub const PUBSUB: u32 = 1 << 12;
-    /// Not shown to MONITOR (`skip_monitor`: EVAL and friends show the commands they
-    /// run instead). Documentation only: the table says it as Redis does.
+    /// Not shown to MONITOR once it ran (`skip_monitor`: EVAL and friends are shown
+    /// before the commands their script runs, not after).
     pub const SKIP_MONITOR: u32 = 1 << 13;
     /// May run without any key although it takes keys (`no_mandatory_keys`: EVAL with
     /// numkeys 0). Documentation only.
@@ -70,7 +70,7 @@ pub mod flags {
     /// Refused while an asynchronous (diskless) load runs (`no_async_loading`: SAVE,
     /// BGSAVE, REPLICAOF...). Documentation only: streamd loads before it serves.
     pub const NO_ASYNC_LOADING: u32 = 1 << 18;
-    /// Refused inside MULTI (`no_multi`: SAVE, SHUTDOWN, PSYNC). Documentation only.
+    /// Refused inside MULTI (`no_multi`: SAVE, SHUTDOWN, SYNC, PSYNC).
     pub const NO_MULTI: u32 = 1 << 19;
     /// Flag names in `COMMAND INFO` order (Redis's `addReplyFlagsForCommand`), with
     /// their bit.
@@ -95,6 +95,20 @@ pub mod flags {
         (MOVABLEKEYS, "movablekeys"),
         (ALLOW_BUSY, "allow_busy"),
     ];
+}
+
+/// The flags of a transaction's queued commands: those any of them has, and those all
+/// of them have (Redis's `mstate.cmd_flags` and the complement of `cmd_inv_flags`).
+/// An empty queue gives `(0, u32::MAX)`.
+pub fn queued_flags(queue: &[crate::resp::Argv]) -> (u32, u32) {
+    queue.iter().fold((0, u32::MAX), |(any, all), argv| {
+        let f = argv
+            .first()
+            .and_then(|n| lookup(n))
+            .and_then(|s| resolve_subcommand(s, argv).ok())
+            .map_or(0, |s| s.flags);
+        (any | f, all & f)
+    })
 }
 
 /// One row of the command table.

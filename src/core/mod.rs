@@ -659,12 +659,9 @@ impl Core {
             return true;
         }
         match &client.multi {
-            Some(queue) if spec.name == "exec" => queue.iter().any(|argv| {
-                argv.first()
-                    .and_then(|name| command::lookup(name))
-                    .and_then(|s| command::resolve_subcommand(s, argv).ok())
-                    .is_some_and(|s| s.flags & flags::DENYOOM != 0)
-            }),
+            Some(queue) if spec.name == "exec" => {
+                command::queued_flags(queue).0 & flags::DENYOOM != 0
+            }
             Some(_) => !matches!(spec.name, "discard" | "quit" | "reset"),
             None => false,
         }
@@ -881,6 +878,22 @@ impl Core {
             .get_mut(&(db, Bytes::copy_from_slice(key)))
         {
             v.0 += 1;
+        }
+    }
+
+    /// Bumps the watched keys of `db` that exist in it or, for SWAPDB, in the database
+    /// `swapped_with` whose contents replace it (Redis's `touchAllWatchedKeysInDb`): a
+    /// watched key that was missing and stays missing did not change. Called before the
+    /// flush or the swap.
+    pub fn touch_watched_in(&mut self, db: usize, swapped_with: Option<usize>) {
+        let dbs = &self.dbs;
+        for ((d, key), v) in self.watched_keys.iter_mut() {
+            if *d == db
+                && (dbs[db].keys.contains_key(&key[..])
+                    || swapped_with.is_some_and(|o| dbs[o].keys.contains_key(&key[..])))
+            {
+                v.0 += 1;
+            }
         }
     }
 
@@ -1274,6 +1287,12 @@ impl Core {
             self.reject(client, out, Some(spec), &ReplyError::NoAuth);
             return Outcome::Done;
         }
+        // SAVE, SHUTDOWN, SYNC and PSYNC cannot be part of a transaction.
+        if client.multi.is_some() && spec.flags & flags::NO_MULTI != 0 {
+            let err = ReplyError::msg("ERR Command not allowed inside a transaction");
+            self.reject(client, out, Some(spec), &err);
+            return Outcome::Done;
+        }
         // Permissions, before MULTI queueing (a denied command dooms the transaction).
         if client.user.is_some() {
             let context = if client.multi.is_some() {
@@ -1399,7 +1418,10 @@ impl Core {
         out: &mut RespWriter,
         now_ms: u64,
     ) -> Outcome {
-        self.feed_monitors(client, spec, argv, now_ms);
+        // Script runners (`skip_monitor`) show before the commands their script runs.
+        if spec.flags & flags::SKIP_MONITOR != 0 {
+            self.feed_monitors(client, spec, argv, now_ms);
+        }
         // CLUSTER SLOT-STATS: the slot of the command's keys, unless it runs inside
         // EXEC or a script (they count for their commands, as Redis's
         // `canAddCpuDuration`) or replays the log.
@@ -1433,6 +1455,11 @@ impl Core {
             };
             (spec.handler)(&mut ctx)
         };
+        // MONITOR sees a command once it ran (Redis's `call`), so EXEC shows after the
+        // commands it ran.
+        if spec.flags & flags::SKIP_MONITOR == 0 {
+            self.feed_monitors(client, spec, argv, now_ms);
+        }
         // After the reply, as Redis 7.2+ appends `pending_push_messages`; a command
         // queued in MULTI leaves its messages to follow EXEC's whole reply.
         if detached {
@@ -1580,8 +1607,20 @@ impl Core {
                 .or_default()
                 .rejected_calls += 1;
         }
-        *self.stats.errors.entry(err.code()).or_default() += 1;
         out.proto = client.proto;
+        // A refused EXEC discards the transaction (Redis's `execCommandAbort`): the
+        // client leaves MULTI and learns why.
+        if spec.is_some_and(|s| s.name == "exec") && client.multi.is_some() {
+            client.multi = None;
+            client.multi_error = false;
+            self.unwatch_all(client);
+            let abort =
+                ReplyError::owned(format!("EXECABORT Transaction discarded because of: {err}"));
+            *self.stats.errors.entry(abort.code()).or_default() += 1;
+            out.error(&abort);
+            return;
+        }
+        *self.stats.errors.entry(err.code()).or_default() += 1;
         out.error(err);
     }
 
@@ -1597,7 +1636,11 @@ impl Core {
             now_ms / 1000,
             (now_ms % 1000) * 1000,
             client.db,
-            client.addr
+            if client.in_script {
+                "lua"
+            } else {
+                &client.addr
+            }
         );
         for (i, a) in argv.iter().enumerate() {
             if redacted(spec, argv, i) {
@@ -1649,6 +1692,7 @@ impl Core {
         }
         // Nothing expires while clients are paused (`pause.rs`).
         let paused = self.pause_in_force(now).is_some();
+        let expire_started = Instant::now();
         for db in 0..self.dbs.len() {
             if self.dbs[db].expires.is_empty() || self.repl.is_replica() || paused {
                 continue;
@@ -1660,6 +1704,11 @@ impl Core {
         }
         if !self.repl.is_replica() && !paused {
             self.active_expire_fields(now);
+        }
+        // The latency monitor's `expire-cycle` event: one active expiry pass.
+        if self.latency.threshold_ms != 0 {
+            let ms = expire_started.elapsed().as_millis() as u64;
+            self.latency.add_if_needed("expire-cycle", ms, now / 1000);
         }
         // IDMP expiry: bounded work per tick over all databases.
         let mut budget = IDMP_EXPIRE_BUDGET;
@@ -1689,6 +1738,16 @@ const IDMP_EXPIRE_BUDGET: usize = 1000;
 fn redacted(spec: &CommandSpec, argv: &Argv, i: usize) -> bool {
     match spec.name {
         "auth" => i > 0,
+        // Every argument after the user name, whether the command succeeds or not.
+        "acl|setuser" => i >= 2,
+        // The values of the sensitive settings (Redis's `SENSITIVE_CONFIG`).
+        "config|set" => {
+            i >= 3
+                && (i - 3) % 2 == 0
+                && ["masteruser", "masterauth", "requirepass"]
+                    .iter()
+                    .any(|name| argv[i - 1].eq_ignore_ascii_case(name.as_bytes()))
+        }
         // MIGRATE ... AUTH password / AUTH2 username password, in its option part (Redis's
         // migrateCommand redacts the arguments it consumes; KEYS ends the options).
         "migrate" => {

@@ -375,7 +375,8 @@ pub struct Replication {
     pub getack_pending: bool,
     /// Replicas counted good for `min-replicas-to-write`.
     pub good_replicas: u64,
-    /// Unix ms of the last PING fed to the stream.
+    /// Unix ms of the last PING fed to the stream (start-up at first: Redis pings every
+    /// `repl-ping-replica-period` counted from its start, not at once).
     pub last_ping_ms: u64,
     /// Unix ms since when there have been no replicas (for `repl-backlog-ttl`).
     pub no_replicas_since_ms: u64,
@@ -438,7 +439,7 @@ impl Default for Replication {
             known_replicas: std::collections::BTreeSet::new(),
             getack_pending: false,
             good_replicas: 0,
-            last_ping_ms: 0,
+            last_ping_ms: super::unix_ms(),
             no_replicas_since_ms: super::unix_ms(),
             fsynced_offset: 0,
             unknown_from_master: BTreeMap::new(),
@@ -955,7 +956,14 @@ impl Core {
         if client.repl == super::client::ClientRepl::Master {
             return None;
         }
-        let write = spec.flags & flags::WRITE != 0;
+        // EXEC answers for its queued commands (Redis's `mstate.cmd_flags` and
+        // `cmd_inv_flags`): it writes if one of them does, it is refused on a stale
+        // replica if one of them would be.
+        let (any, all) = match &client.multi {
+            Some(queue) if spec.name == "exec" => super::command::queued_flags(queue),
+            _ => (spec.flags, spec.flags),
+        };
+        let write = any & flags::WRITE != 0;
         let (min, read_only) = self.repl.write_rules;
         if write && min > 0 && !self.repl.is_replica() && self.repl.good_replicas < min {
             return Some(ReplyError::msg(
@@ -970,7 +978,7 @@ impl Core {
         }
         if master.state != LinkState::Connected
             && !self.config.get_bool("replica-serve-stale-data")
-            && spec.flags & flags::STALE == 0
+            && (spec.flags & flags::STALE == 0 || all & flags::STALE == 0)
         {
             return Some(ReplyError::msg(
                 "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
