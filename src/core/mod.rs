@@ -1743,7 +1743,7 @@ fn redacted(spec: &CommandSpec, argv: &Argv, i: usize) -> bool {
         // The values of the sensitive settings (Redis's `SENSITIVE_CONFIG`).
         "config|set" => {
             i >= 3
-                && (i - 3) % 2 == 0
+                && (i - 3).is_multiple_of(2)
                 && ["masteruser", "masterauth", "requirepass"]
                     .iter()
                     .any(|name| argv[i - 1].eq_ignore_ascii_case(name.as_bytes()))
