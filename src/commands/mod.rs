@@ -16,6 +16,7 @@
 //! [`Persistence`](crate::core::persistence::Persistence) interface.
 
 pub mod acl;
+pub mod client_tracking;
 pub mod cluster;
 pub mod connection;
 pub mod deadletter;

@@ -399,10 +399,11 @@ pub fn info_text(ctx: &Ctx<'_>, sections: &[String]) -> String {
             .values()
             .filter(|c| c.blocked.is_some())
             .count();
+        let tracking = core.tracking.clients.len();
         push_section(
             "Clients",
             format!(
-                "connected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:{blocked}\r\ntracking_clients:0\r\npubsub_clients:{}\r\nwatching_clients:{}\r\nclients_in_timeout_table:{blocked}\r\ntotal_watched_keys:{}\r\ntotal_blocking_keys:{}\r\ntotal_blocking_keys_on_nokey:{}\r\n",
+                "connected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:{blocked}\r\ntracking_clients:{tracking}\r\npubsub_clients:{}\r\nwatching_clients:{}\r\nclients_in_timeout_table:{blocked}\r\ntotal_watched_keys:{}\r\ntotal_blocking_keys:{}\r\ntotal_blocking_keys_on_nokey:{}\r\n",
                 core.connected_clients(),
                 core.config.get_i64("maxclients"),
                 core.clients.values().filter(|c| c.in_pubsub()).count()
@@ -438,7 +439,7 @@ pub fn info_text(ctx: &Ctx<'_>, sections: &[String]) -> String {
         push_section(
             "Stats",
             format!(
-                "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nsync_full:{}\r\nsync_partial_ok:{}\r\nsync_partial_err:{}\r\nexpired_keys:{}\r\nexpired_subkeys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\ntotal_error_replies:{}\r\nclient_query_buffer_limit_disconnections:{}\r\nclient_output_buffer_limit_disconnections:{}\r\nstream_retention_trimmed_entries:{}\r\nstream_dead_lettered_entries:{}\r\nstream_lifecycle_max_tick_usec:{}\r\n",
+                "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nsync_full:{}\r\nsync_partial_ok:{}\r\nsync_partial_err:{}\r\nexpired_keys:{}\r\nexpired_subkeys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\ntracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\nunexpected_error_replies:0\r\ntotal_error_replies:{}\r\nclient_query_buffer_limit_disconnections:{}\r\nclient_output_buffer_limit_disconnections:{}\r\nstream_retention_trimmed_entries:{}\r\nstream_dead_lettered_entries:{}\r\nstream_lifecycle_max_tick_usec:{}\r\n",
                 s.total_connections_received,
                 s.total_commands_processed,
                 s.net_input_bytes,
@@ -454,6 +455,9 @@ pub fn info_text(ctx: &Ctx<'_>, sections: &[String]) -> String {
                 core.pubsub.len(crate::pubsub::Kind::Channel),
                 core.pubsub.len(crate::pubsub::Kind::Pattern),
                 core.pubsub.len(crate::pubsub::Kind::Shard),
+                core.tracking.total_keys(),
+                core.tracking.total_items(),
+                core.tracking.total_prefixes(),
                 s.errors.values().sum::<u64>(),
                 s.client_query_buffer_limit_disconnections,
                 s.client_output_buffer_limit_disconnections,
@@ -635,6 +639,7 @@ pub(super) fn flush_db(ctx: &mut Ctx<'_>, db: usize) {
 fn flushdb(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     flush_mode(ctx)?;
     flush_db(ctx, ctx.client.db);
+    ctx.core.tracking_invalidate_all();
     ctx.core.dirty += 1;
     ctx.propagate(&["FLUSHDB"]);
     ctx.out.ok();
@@ -646,6 +651,7 @@ fn flushall(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     for db in 0..ctx.core.dbs.len() {
         flush_db(ctx, db);
     }
+    ctx.core.tracking_invalidate_all();
     ctx.core.dirty += 1;
     ctx.propagate(&["FLUSHALL"]);
     ctx.out.ok();

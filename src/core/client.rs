@@ -129,6 +129,9 @@ pub struct Client {
     pub no_touch: bool,
     /// CLIENT REPLY: whether this client's replies are sent.
     pub reply_mode: ReplyMode,
+    /// For a script's client: the id of the client whose EVAL/FCALL runs (its keys
+    /// are tracked for that client); 0 otherwise.
+    pub script_caller: u64,
     /// True while EXEC runs this client's queued commands (blocking reads answer at
     /// once instead of blocking).
     pub in_exec: bool,
@@ -208,6 +211,7 @@ impl Client {
             no_evict: false,
             no_touch: false,
             reply_mode: ReplyMode::On,
+            script_caller: 0,
             in_exec: false,
             in_script: false,
             cluster_readonly: false,

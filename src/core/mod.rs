@@ -42,6 +42,7 @@ pub mod pubsub;
 pub mod replication;
 pub mod script;
 pub mod slowlog;
+pub mod tracking;
 pub mod waker_slot;
 mod writes;
 
@@ -257,6 +258,8 @@ pub struct Core {
     /// Whether a script-running command may write, by its script's flags: installed
     /// by the scripting layer (`pause.rs`).
     pub script_may_write: Option<pause::ScriptMayWrite>,
+    /// Client-side caching: who tracks what (`tracking.rs`).
+    pub tracking: tracking::Tracking,
     /// Wakes the task that resumes a busy script.
     pub script_driver: Rc<Notify>,
     /// While a script runs: its effects, held back to be logged and replicated as one
@@ -524,6 +527,7 @@ impl Core {
             busy: None,
             client_pause: None,
             script_may_write: None,
+            tracking: tracking::Tracking::default(),
             script_driver: Rc::new(Notify::new()),
             held_effects: None,
             script_info: script::ScriptInfo::default(),
@@ -869,7 +873,10 @@ impl Core {
     }
 
     /// Bumps the WATCH version of a key if anyone watches it.
+    ///
+    /// Also the change clients tracking the key are told about (`tracking.rs`).
     pub fn touch_key(&mut self, db: usize, key: &[u8]) {
+        self.tracking_invalidate_key(key);
         if self.watched_keys.is_empty() {
             return;
         }
@@ -1159,6 +1166,7 @@ impl Core {
             }
         }
         self.monitors.retain(|&m| m != id);
+        self.disable_tracking(id);
         self.repl.waiters.retain(|w| w.client_id != id);
         if self.repl.replicas.remove(&id).is_some() {
             tracing::info!(client_id = id, "Connection with replica lost.");
@@ -1206,6 +1214,34 @@ impl Core {
     /// Runs one command for `client`, writing its reply to `out`. The command time is
     /// that of the batch ([`Core::begin_batch`]).
     pub fn execute(&mut self, client: &mut Client, argv: Argv, out: &mut RespWriter) -> Outcome {
+        if self.tracking.clients.is_empty() {
+            return self.execute_replying(client, argv, out);
+        }
+        // CLIENT CACHING's yes/no lasts for one command (a transaction's, up to EXEC),
+        // CLIENT subcommands aside (Redis's `resetClient`).
+        let is_client = argv
+            .first()
+            .is_some_and(|n| n.eq_ignore_ascii_case(b"client"));
+        let id = client.id;
+        let caching_before = self.tracking.clients.get(&id).is_some_and(|t| t.caching);
+        let outcome = self.execute_replying(client, argv, out);
+        if caching_before
+            && !is_client
+            && client.multi.is_none()
+            && let Some(t) = self.tracking.clients.get_mut(&id)
+        {
+            t.caching = false;
+        }
+        outcome
+    }
+
+    /// [`Core::execute`] with CLIENT REPLY's modes.
+    fn execute_replying(
+        &mut self,
+        client: &mut Client,
+        argv: Argv,
+        out: &mut RespWriter,
+    ) -> Outcome {
         use client::ReplyMode;
         if client.reply_mode == ReplyMode::On {
             return self.execute_asking(client, argv, out);
@@ -1445,6 +1481,15 @@ impl Core {
         // Messages published to this client while its command runs wait in the core
         // (core/pubsub.rs).
         let detached = self.detach(client);
+        let tracked_before = self.tracking.current;
+        self.tracking.current = if client.in_script {
+            client.script_caller
+        } else {
+            client.id
+        };
+        let tracked_script = (spec.flags & flags::SKIP_MONITOR != 0
+            && !self.tracking.clients.is_empty())
+        .then(|| self.tracking.script.replace((spec, argv.clone())));
         let result = {
             let mut ctx = Ctx {
                 core: self,
@@ -1455,6 +1500,17 @@ impl Core {
             };
             (spec.handler)(&mut ctx)
         };
+        if !self.tracking.clients.is_empty() {
+            let caller = self.tracking.current;
+            self.tracking_remember(caller, client.in_script, spec, argv);
+            if !client.in_script && !client.in_exec {
+                self.tracking_broadcast();
+            }
+        }
+        self.tracking.current = tracked_before;
+        if let Some(previous) = tracked_script {
+            self.tracking.script = previous;
+        }
         // MONITOR sees a command once it ran (Redis's `call`), so EXEC shows after the
         // commands it ran.
         if spec.flags & flags::SKIP_MONITOR == 0 {
@@ -1718,6 +1774,12 @@ impl Core {
         // Retention and tombstone reclamation, bounded the same way (lifecycle.rs).
         self.lifecycle_cron(now);
         self.handle_ready_keys();
+        // Keys that expired or went under BCAST prefixes meanwhile, and a tracking
+        // table over a lowered `tracking-table-max-keys`.
+        if !self.tracking.clients.is_empty() {
+            self.tracking_limit();
+            self.tracking_broadcast();
+        }
         self.peak_memory();
         self.migrate_sockets.close_idle(now / 1000);
         self.repl_cron(now);

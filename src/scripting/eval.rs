@@ -181,6 +181,7 @@ pub fn script_client(core: &mut Core, caller: &Client) -> Box<Client> {
         });
     fake.user = caller.user.clone();
     fake.db = caller.db;
+    fake.script_caller = caller.id;
     fake
 }
 

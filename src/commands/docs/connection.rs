@@ -56,6 +56,11 @@ pub const DOCS: &[Doc] = &[
         .args(
             r"enabled(ON | OFF)",
         ),
+    Doc::new("client|caching", "O(1)")
+        .args(
+            r"mode(YES | NO)",
+        ),
+    Doc::new("client|getredir", "O(1)"),
     Doc::new("client|pause", "O(1)")
         .history(&[("6.2.0", "`CLIENT PAUSE WRITE` mode added along with the `mode` option.")])
         .args(
@@ -73,6 +78,12 @@ pub const DOCS: &[Doc] = &[
         .args(
             r"connection-name:string",
         ),
+    Doc::new("client|tracking", "O(1). Some options may introduce additional complexity.")
+        .args(
+            r"status(ON | OFF) [REDIRECT client-id:integer] [PREFIX prefix:string]...+ [BCAST]
+             [OPTIN] [OPTOUT] [NOLOOP]",
+        ),
+    Doc::new("client|trackinginfo", "O(1)"),
     Doc::new("client|unblock", "O(log N) where N is the number of client connections")
         .args(
             r"client-id:integer [unblock-type(TIMEOUT | ERROR)]",

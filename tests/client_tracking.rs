@@ -1,0 +1,207 @@
+//! Client-side caching (CLIENT TRACKING / CACHING / GETREDIR / TRACKINGINFO) against the
+//! built binary, each scenario run on streamd and on Debian's `redis-server` 7.0 with the
+//! same commands, and every reply and invalidation compared byte for byte (client ids,
+//! which differ between the two servers, are replaced by `<id>`).
+
+mod common;
+
+use common::differential::{differential, exact};
+use common::*;
+use std::time::Duration;
+
+/// The two servers of a scenario.
+fn servers() -> (Server, RedisServer) {
+    (start_server(), redis_server())
+}
+
+/// `CLIENT ID` of a connection.
+fn client_id(c: &mut Raw) -> String {
+    let reply = c.cmd_str(&["CLIENT", "ID"]);
+    String::from_utf8_lossy(&reply[1..reply.len() - 2]).into_owned()
+}
+
+/// Runs `scenario` on a server and returns the transcript it builds.
+type Scenario = fn(port: u16) -> Vec<String>;
+
+fn same_on_both(scenario: Scenario) {
+    let (s, r) = servers();
+    let ours = scenario(s.port);
+    let theirs = scenario(r.port);
+    assert_eq!(ours, theirs, "streamd (left) and Redis (right) differ");
+}
+
+/// Reads one reply (or push) as escaped text, with `id` replaced by `<id>`.
+fn next(c: &mut Raw, id: &str) -> String {
+    let text = escape(&c.read_reply());
+    if id.is_empty() {
+        text
+    } else {
+        text.replace(&format!(":{id}\\r\\n"), ":<id>\\r\\n")
+    }
+}
+
+fn cmd(c: &mut Raw, args: &[&str], id: &str) -> String {
+    let text = escape(&c.cmd_str(args));
+    if id.is_empty() {
+        text
+    } else {
+        text.replace(&format!(":{id}\\r\\n"), ":<id>\\r\\n")
+    }
+}
+
+/// Every argument error and the TRACKINGINFO / GETREDIR answers without a redirection.
+#[test]
+fn tracking_errors_and_info_match_redis() {
+    let (s, r) = servers();
+    let cases = exact(&[
+        &["CLIENT", "TRACKINGINFO"],
+        &["CLIENT", "GETREDIR"],
+        &["CLIENT", "CACHING", "yes"],
+        &["CLIENT", "TRACKING", "maybe"],
+        &["CLIENT", "TRACKING", "on", "PREFIX", "a"],
+        &["CLIENT", "TRACKING", "on", "BCAST", "OPTIN"],
+        &["CLIENT", "TRACKING", "on", "OPTIN", "OPTOUT"],
+        &["CLIENT", "TRACKING", "on", "REDIRECT", "999999"],
+        &["CLIENT", "TRACKING", "on", "REDIRECT", "x"],
+        &["CLIENT", "TRACKING", "on", "NOPE"],
+        &[
+            "CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "ab", "PREFIX", "abc",
+        ],
+        &["CLIENT", "TRACKING", "on", "OPTIN"],
+        &["CLIENT", "TRACKINGINFO"],
+        &["CLIENT", "GETREDIR"],
+        &["CLIENT", "CACHING", "no"],
+        &["CLIENT", "CACHING", "maybe"],
+        &["CLIENT", "CACHING", "yes"],
+        &["CLIENT", "TRACKINGINFO"],
+        &["CLIENT", "TRACKING", "on", "OPTOUT"],
+        &["CLIENT", "TRACKING", "on", "BCAST"],
+        &["CLIENT", "TRACKING", "off"],
+        &[
+            "CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "b", "PREFIX", "a", "NOLOOP",
+        ],
+        &["CLIENT", "TRACKINGINFO"],
+        &["CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "bc"],
+        &["CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "c"],
+        &["CLIENT", "TRACKINGINFO"],
+        &["CLIENT", "TRACKING", "off"],
+        &["CLIENT", "TRACKINGINFO"],
+    ]);
+    for proto in [2, 3] {
+        let bad = differential(s.port, r.port, proto, &cases);
+        assert!(bad.is_empty(), "{}", bad.join("\n"));
+    }
+}
+
+/// RESP3 default mode: a read is tracked, another client's write invalidates it once;
+/// NOLOOP hides the client's own writes; FLUSHALL invalidates everything with null.
+#[test]
+fn resp3_invalidations_match_redis() {
+    same_on_both(|port| {
+        let mut t = Raw::connect(port);
+        t.hello3();
+        let mut w = Raw::connect(port);
+        let mut log = vec![cmd(&mut t, &["CLIENT", "TRACKING", "on"], "")];
+        log.push(cmd(&mut w, &["MSET", "a", "1", "b", "2"], ""));
+        log.push(cmd(&mut t, &["MGET", "a", "b"], ""));
+        log.push(cmd(&mut w, &["SET", "a", "3"], ""));
+        log.push(next(&mut t, ""));
+        // Invalidated once: the second write is not reported.
+        log.push(cmd(&mut w, &["SET", "a", "4"], ""));
+        log.push(cmd(&mut w, &["DEL", "b"], ""));
+        log.push(next(&mut t, ""));
+        // Its own write: the invalidation follows the reply.
+        log.push(cmd(&mut t, &["GET", "a"], ""));
+        t.send(&encode_cmd(&[b"SET", b"a", b"5"]));
+        log.push(next(&mut t, ""));
+        log.push(next(&mut t, ""));
+        // NOLOOP: its own writes are not reported.
+        log.push(cmd(&mut t, &["CLIENT", "TRACKING", "on", "NOLOOP"], ""));
+        log.push(cmd(&mut t, &["GET", "a"], ""));
+        log.push(cmd(&mut t, &["SET", "a", "6"], ""));
+        log.push(cmd(&mut t, &["PING"], ""));
+        log.push(cmd(&mut t, &["GET", "a"], ""));
+        log.push(cmd(&mut w, &["FLUSHALL"], ""));
+        log.push(next(&mut t, ""));
+        log
+    });
+}
+
+/// A RESP2 client redirecting to a connection subscribed to `__redis__:invalidate`;
+/// BCAST with prefixes; OPTIN with CLIENT CACHING yes; a broken redirection.
+#[test]
+fn redirect_bcast_and_optin_match_redis() {
+    same_on_both(|port| {
+        let mut sub = Raw::connect(port);
+        let id = client_id(&mut sub);
+        let mut log = vec![cmd(&mut sub, &["SUBSCRIBE", "__redis__:invalidate"], "")];
+        let mut t = Raw::connect(port);
+        let mut w = Raw::connect(port);
+        log.push(cmd(
+            &mut t,
+            &["CLIENT", "TRACKING", "on", "REDIRECT", &id],
+            "",
+        ));
+        log.push(cmd(&mut t, &["CLIENT", "GETREDIR"], &id));
+        log.push(cmd(&mut t, &["GET", "k"], ""));
+        log.push(cmd(&mut w, &["SET", "k", "1"], ""));
+        log.push(next(&mut sub, ""));
+        // BCAST: every key under the prefixes, in one message per command.
+        log.push(cmd(&mut t, &["CLIENT", "TRACKING", "off"], ""));
+        log.push(cmd(
+            &mut t,
+            &[
+                "CLIENT", "TRACKING", "on", "BCAST", "REDIRECT", &id, "PREFIX", "user:",
+            ],
+            "",
+        ));
+        log.push(cmd(
+            &mut w,
+            &["MSET", "user:1", "a", "other", "b", "user:2", "c"],
+            "",
+        ));
+        log.push(next(&mut sub, ""));
+        log.push(cmd(&mut t, &["CLIENT", "TRACKINGINFO"], &id));
+        // OPTIN: only the command after CLIENT CACHING yes is tracked.
+        log.push(cmd(&mut t, &["CLIENT", "TRACKING", "off"], ""));
+        log.push(cmd(
+            &mut t,
+            &["CLIENT", "TRACKING", "on", "OPTIN", "REDIRECT", &id],
+            "",
+        ));
+        log.push(cmd(&mut t, &["GET", "x"], ""));
+        log.push(cmd(&mut t, &["CLIENT", "CACHING", "yes"], ""));
+        log.push(cmd(&mut t, &["GET", "y"], ""));
+        log.push(cmd(&mut w, &["MSET", "x", "1", "y", "2"], ""));
+        log.push(next(&mut sub, ""));
+        log
+    });
+    // A redirection that went away: a RESP3 client is told, TRACKINGINFO shows it.
+    same_on_both(|port| {
+        let mut gone = Raw::connect(port);
+        let id = client_id(&mut gone);
+        let mut t = Raw::connect(port);
+        t.hello3();
+        let mut w = Raw::connect(port);
+        let mut log = vec![cmd(
+            &mut t,
+            &["CLIENT", "TRACKING", "on", "REDIRECT", &id],
+            "",
+        )];
+        log.push(cmd(&mut t, &["GET", "k"], ""));
+        drop(gone);
+        // Wait until the server has seen the connection go.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while info_field(&mut w, "clients", "connected_clients").as_deref() != Some("2") {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the connection never went"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        log.push(cmd(&mut w, &["SET", "k", "1"], ""));
+        log.push(next(&mut t, &id));
+        log.push(cmd(&mut t, &["CLIENT", "TRACKINGINFO"], &id));
+        log
+    });
+}
