@@ -23,6 +23,7 @@ pub mod deadletter;
 pub mod docs;
 pub mod dump;
 pub mod effects;
+pub mod geo;
 pub mod hash;
 pub mod hash_ttl;
 pub mod hotkeys;
@@ -118,6 +119,7 @@ pub static FAMILIES: &[&[CommandSpec]] = &[
     list::COMMANDS,
     sort::COMMANDS,
     zset::COMMANDS,
+    geo::COMMANDS,
     string::COMMANDS,
 ];
 

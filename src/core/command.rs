@@ -535,6 +535,25 @@ fn movable_keys(spec: &CommandSpec, argv: &Argv) -> Vec<usize> {
             numkeys_keys(argv, 2)
         }
         "migrate" => migrate_keys(argv),
+        // GEORADIUS[BYMEMBER] key ... [STORE|STOREDIST dst]: the key, and the last
+        // STORE/STOREDIST destination, searched from argument 5 (Redis:
+        // `georadiusGetKeys`).
+        "georadius" | "georadiusbymember" if argv.len() >= 2 => {
+            let mut keys = vec![1];
+            let (mut stored, mut i) = (None, 5);
+            while i < argv.len() {
+                let a = &argv[i];
+                if (a.eq_ignore_ascii_case(b"store") || a.eq_ignore_ascii_case(b"storedist"))
+                    && i + 1 < argv.len()
+                {
+                    stored = Some(i + 1);
+                    i += 1;
+                }
+                i += 1;
+            }
+            keys.extend(stored);
+            keys
+        }
         _ => Vec::new(),
     }
 }

@@ -11,6 +11,7 @@
 //! This layer sits beside `stream/`: it uses only the leaf helpers and `stream` (a
 //! [`Value`] may be a stream), and knows nothing of commands, clients or persistence.
 
+pub mod geohash;
 pub mod hash;
 pub mod hash_ttl;
 pub mod item;

@@ -63,6 +63,7 @@
 mod cluster;
 mod connection;
 mod generic;
+mod geo;
 mod hash;
 mod list;
 mod pubsub;
@@ -151,6 +152,7 @@ const FILES: &[&[Doc]] = &[
     cluster::DOCS,
     connection::DOCS,
     generic::DOCS,
+    geo::DOCS,
     hash::DOCS,
     list::DOCS,
     pubsub::DOCS,
