@@ -535,23 +535,20 @@ fn movable_keys(spec: &CommandSpec, argv: &Argv) -> Vec<usize> {
             numkeys_keys(argv, 2)
         }
         "migrate" => migrate_keys(argv),
-        // GEORADIUS[BYMEMBER] key ... [STORE|STOREDIST dst]: the key, and the last
-        // STORE/STOREDIST destination, searched from argument 5 (Redis:
-        // `georadiusGetKeys`).
+        // GEORADIUS[BYMEMBER] key ... [STORE dst] [STOREDIST dst]: Redis 7.0 finds the
+        // keys with its key specs: the key, then the argument after the first `STORE`
+        // and after the first `STOREDIST` searched from argument 6 (GEORADIUSBYMEMBER:
+        // 5) up to the second-to-last.
         "georadius" | "georadiusbymember" if argv.len() >= 2 => {
+            let from = if spec.name == "georadius" { 6 } else { 5 };
             let mut keys = vec![1];
-            let (mut stored, mut i) = (None, 5);
-            while i < argv.len() {
-                let a = &argv[i];
-                if (a.eq_ignore_ascii_case(b"store") || a.eq_ignore_ascii_case(b"storedist"))
-                    && i + 1 < argv.len()
+            for word in [&b"store"[..], b"storedist"] {
+                if let Some(i) = (from..argv.len().saturating_sub(1))
+                    .find(|&i| argv[i].eq_ignore_ascii_case(word))
                 {
-                    stored = Some(i + 1);
-                    i += 1;
+                    keys.push(i + 1);
                 }
-                i += 1;
             }
-            keys.extend(stored);
             keys
         }
         _ => Vec::new(),
