@@ -1293,3 +1293,46 @@ fn geoadd_is_logged_as_zadd_and_geo_sets_survive_a_restart() {
     assert_eq!(got, want);
     node.stop();
 }
+
+#[test]
+fn geo_sets_move_both_ways_with_dump_and_restore() {
+    let (s, r) = (start_server(), redis_server());
+    let (mut ours, mut theirs) = (s.raw(), r.raw());
+    ours.cmd_str(PLACES);
+    theirs.cmd_str(PLACES);
+    let bulk = |reply: Vec<u8>| match parse(&reply, 0).0 {
+        V::Bulk(Some(b)) => b,
+        other => panic!("DUMP answered {other:?}"),
+    };
+    let from_redis = bulk(theirs.cmd_str(&["DUMP", "g"]));
+    let from_streamd = bulk(ours.cmd_str(&["DUMP", "g"]));
+    assert_eq!(
+        ours.cmd(&[b"RESTORE", b"g2", b"0", &from_redis]),
+        b"+OK\r\n"
+    );
+    assert_eq!(
+        theirs.cmd(&[b"RESTORE", b"g2", b"0", &from_streamd]),
+        b"+OK\r\n"
+    );
+    for cmd in [
+        &["ZRANGE", "g2", "0", "-1", "WITHSCORES"][..],
+        &["GEOPOS", "g2", "Palermo", "ne corner", "sw corner"],
+        &[
+            "GEOSEARCH",
+            "g2",
+            "FROMMEMBER",
+            "Palermo",
+            "BYRADIUS",
+            "300",
+            "km",
+            "WITHDIST",
+        ],
+    ] {
+        assert_eq!(ours.cmd_str(cmd), theirs.cmd_str(cmd), "{cmd:?}");
+    }
+    let (a, b) = (
+        ours.cmd_str(&["ZRANGE", "g", "0", "-1", "WITHSCORES"]),
+        ours.cmd_str(&["ZRANGE", "g2", "0", "-1", "WITHSCORES"]),
+    );
+    assert_eq!(a, b);
+}

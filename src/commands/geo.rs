@@ -168,7 +168,7 @@ fn geoadd(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         }
         longidx += 1;
     }
-    if (argv.len() - longidx) % 3 != 0 || (xx && nx) {
+    if !(argv.len() - longidx).is_multiple_of(3) || (xx && nx) {
         return Err(ReplyError::Syntax);
     }
     let elements = (argv.len() - longidx) / 3;

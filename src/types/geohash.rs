@@ -151,9 +151,9 @@ fn interleave64(xlo: u32, ylo: u32) -> u64 {
     const S: [u32; 5] = [1, 2, 4, 8, 16];
     let mut x = u64::from(xlo);
     let mut y = u64::from(ylo);
-    for i in (0..5).rev() {
-        x = (x | (x << S[i])) & B[i];
-        y = (y | (y << S[i])) & B[i];
+    for (b, s) in B.iter().zip(S).rev() {
+        x = (x | (x << s)) & b;
+        y = (y | (y << s)) & b;
     }
     x | (y << 1)
 }
@@ -171,9 +171,9 @@ fn deinterleave64(interleaved: u64) -> u64 {
     const S: [u32; 6] = [0, 1, 2, 4, 8, 16];
     let mut x = interleaved;
     let mut y = interleaved >> 1;
-    for i in 0..6 {
-        x = (x | (x >> S[i])) & B[i];
-        y = (y | (y >> S[i])) & B[i];
+    for (b, s) in B.iter().zip(S) {
+        x = (x | (x >> s)) & b;
+        y = (y | (y >> s)) & b;
     }
     x | (y << 32)
 }

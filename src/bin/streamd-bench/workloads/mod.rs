@@ -10,6 +10,7 @@
 //! when named ([`OWN_SERVERS`]).
 
 mod cluster;
+mod geo;
 mod groups;
 mod lifecycle;
 mod live;
@@ -188,6 +189,8 @@ pub enum Kind {
         /// Elements per key.
         per_key: u64,
     },
+    /// One of the geo commands, pipelined.
+    Geo(geo::GeoOp),
 }
 
 /// One named workload variant.
@@ -371,6 +374,9 @@ pub fn all() -> Vec<Workload> {
             ));
         }
     }
+    for &(v, op) in geo::GeoOp::ALL {
+        out.push(w(format!("geo/{v}"), "point", "batch", Kind::Geo(op)));
+    }
     for (v, r, latency) in replication::variants() {
         out.push(w(format!("repl/{v}"), "entry", latency, Kind::Repl(r)));
     }
@@ -439,6 +445,7 @@ pub async fn run(w: &Workload, ctx: &Ctx) -> io::Result<Sample> {
             keys,
             per_key,
         } => types::memory(ctx, kind, keys, per_key).await,
+        Kind::Geo(op) => geo::run(ctx, op).await,
     }
 }
 
