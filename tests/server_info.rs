@@ -556,10 +556,6 @@ const KEY_SPECS_NOT_YET: &[&str] = &[
     "evalsha_ro",
     "fcall",
     "fcall_ro",
-    // STORE/STOREDIST destinations are keyword-search key specs, which the table
-    // cannot describe yet (the keys themselves are found: COMMAND GETKEYS, ACL).
-    "georadius",
-    "georadiusbymember",
     "getex",
     "lmpop",
     "migrate",

@@ -936,7 +936,11 @@ fn write_command_info(ctx: &mut Ctx<'_>, c: &CommandSpec) {
         // then destination; SDIFFSTORE: the destination, then every source), the last
         // covering the keys that remain, else one range spec for all the keys.
         let per_key = c.key_flags.len() > 1;
-        let specs: Vec<(i32, i64, u32)> = if per_key {
+        let keyword = crate::core::command::keyword_keys(c.name);
+        let specs: Vec<(i32, i64, u32)> = if !keyword.is_empty() {
+            // The first key by index, the others by keyword (GEORADIUS's STORE).
+            vec![(c.first_key, 0, c.key_flags_at(0))]
+        } else if per_key {
             let n = c.key_flags.len();
             (0..n)
                 .map(|i| {
@@ -957,7 +961,7 @@ fn write_command_info(ctx: &mut Ctx<'_>, c: &CommandSpec) {
             };
             vec![(c.first_key, last, c.key_flags_at(0))]
         };
-        out.array(specs.len());
+        out.array(specs.len() + keyword.len());
         for (index, lastkey, kflags) in specs {
             out.map(3);
             out.bulk(b"flags");
@@ -980,6 +984,33 @@ fn write_command_info(ctx: &mut Ctx<'_>, c: &CommandSpec) {
             out.integer(lastkey);
             out.bulk(b"keystep");
             out.integer(i64::from(c.key_step));
+            out.bulk(b"limit");
+            out.integer(0);
+        }
+        for k in keyword {
+            out.map(3);
+            out.bulk(b"flags");
+            write_key_flags(out, k.flags);
+            out.bulk(b"begin_search");
+            out.map(2);
+            out.bulk(b"type");
+            out.bulk(b"keyword");
+            out.bulk(b"spec");
+            out.map(2);
+            out.bulk(b"keyword");
+            out.bulk(k.keyword.as_bytes());
+            out.bulk(b"startfrom");
+            out.integer(k.startfrom as i64);
+            out.bulk(b"find_keys");
+            out.map(2);
+            out.bulk(b"type");
+            out.bulk(b"range");
+            out.bulk(b"spec");
+            out.map(3);
+            out.bulk(b"lastkey");
+            out.integer(0);
+            out.bulk(b"keystep");
+            out.integer(1);
             out.bulk(b"limit");
             out.integer(0);
         }

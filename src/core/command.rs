@@ -535,23 +535,66 @@ fn movable_keys(spec: &CommandSpec, argv: &Argv) -> Vec<usize> {
             numkeys_keys(argv, 2)
         }
         "migrate" => migrate_keys(argv),
-        // GEORADIUS[BYMEMBER] key ... [STORE dst] [STOREDIST dst]: Redis 7.0 finds the
-        // keys with its key specs: the key, then the argument after the first `STORE`
-        // and after the first `STOREDIST` searched from argument 6 (GEORADIUSBYMEMBER:
-        // 5) up to the second-to-last.
+        // GEORADIUS[BYMEMBER] key ... [STORE dst] [STOREDIST dst]: the key, then each
+        // keyword-searched key (Redis 7.0 finds them with its key specs).
         "georadius" | "georadiusbymember" if argv.len() >= 2 => {
-            let from = if spec.name == "georadius" { 6 } else { 5 };
             let mut keys = vec![1];
-            for word in [&b"store"[..], b"storedist"] {
-                if let Some(i) = (from..argv.len().saturating_sub(1))
-                    .find(|&i| argv[i].eq_ignore_ascii_case(word))
-                {
-                    keys.push(i + 1);
-                }
-            }
+            keys.extend(keyword_keys(spec.name).iter().filter_map(|k| k.find(argv)));
             keys
         }
         _ => Vec::new(),
+    }
+}
+
+/// A key found by a keyword (Redis's `KSPEC_BS_KEYWORD` begin-search with a one-key
+/// range): the argument after the first `keyword` from argument `startfrom` up to the
+/// second-to-last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeywordKey {
+    /// The keyword, as COMMAND INFO spells it.
+    pub keyword: &'static str,
+    /// The first argument searched.
+    pub startfrom: usize,
+    /// Its [`keyflags`].
+    pub flags: u32,
+}
+
+impl KeywordKey {
+    /// The key's position in `argv`, if the keyword is there.
+    pub fn find(&self, argv: &Argv) -> Option<usize> {
+        (self.startfrom..argv.len().saturating_sub(1))
+            .find(|&i| argv[i].eq_ignore_ascii_case(self.keyword.as_bytes()))
+            .map(|i| i + 1)
+    }
+}
+
+/// GEORADIUS's and GEORADIUSBYMEMBER's destinations (STORE and STOREDIST), searched
+/// from the first argument after the radius's unit.
+const fn geo_store_keys(startfrom: usize) -> [KeywordKey; 2] {
+    let flags = keyflags::OW | keyflags::UPDATE;
+    [
+        KeywordKey {
+            keyword: "STORE",
+            startfrom,
+            flags,
+        },
+        KeywordKey {
+            keyword: "STOREDIST",
+            startfrom,
+            flags,
+        },
+    ]
+}
+
+/// The keys a command finds by keyword after its first key (the only kind of movable
+/// key COMMAND INFO describes beside the index ones); empty for most commands.
+pub fn keyword_keys(name: &str) -> &'static [KeywordKey] {
+    const GEORADIUS: [KeywordKey; 2] = geo_store_keys(6);
+    const GEORADIUSBYMEMBER: [KeywordKey; 2] = geo_store_keys(5);
+    match name {
+        "georadius" => &GEORADIUS,
+        "georadiusbymember" => &GEORADIUSBYMEMBER,
+        _ => &[],
     }
 }
 
