@@ -27,6 +27,7 @@ pub mod geo;
 pub mod hash;
 pub mod hash_ttl;
 pub mod hotkeys;
+pub mod hyperloglog;
 pub mod keys;
 pub mod latency;
 pub mod list;
@@ -121,6 +122,7 @@ pub static FAMILIES: &[&[CommandSpec]] = &[
     zset::COMMANDS,
     geo::COMMANDS,
     string::COMMANDS,
+    hyperloglog::COMMANDS,
 ];
 
 /// All top-level commands of the installed table, in table order: every family here

@@ -962,8 +962,13 @@ fn write_command_info(ctx: &mut Ctx<'_>, c: &CommandSpec) {
             vec![(c.first_key, last, c.key_flags_at(0))]
         };
         out.array(specs.len() + keyword.len());
-        for (index, lastkey, kflags) in specs {
-            out.map(3);
+        for (i, (index, lastkey, kflags)) in specs.into_iter().enumerate() {
+            let note = super::tips::key_spec_note(c.name, i);
+            out.map(3 + usize::from(note.is_some()));
+            if let Some(note) = note {
+                out.bulk(b"notes");
+                out.bulk(note.as_bytes());
+            }
             out.bulk(b"flags");
             write_key_flags(out, kflags);
             out.bulk(b"begin_search");

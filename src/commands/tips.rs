@@ -289,6 +289,22 @@ pub fn of(name: &str) -> &'static [&'static str] {
         .map_or(&[], |i| TIPS[i].1)
 }
 
+/// Key specs that carry a note in Redis's table (`COMMAND INFO` shows it as the spec's
+/// first field): `(command, index of the spec, note)`.
+const KEY_SPEC_NOTES: &[(&str, usize, &str)] = &[(
+    "pfcount",
+    0,
+    "RW because it may change the internal representation of the key, and propagate to replicas",
+)];
+
+/// The note of key spec `spec` of the command `name`, if Redis gives it one.
+pub fn key_spec_note(name: &str, spec: usize) -> Option<&'static str> {
+    KEY_SPEC_NOTES
+        .iter()
+        .find(|(n, i, _)| *n == name && *i == spec)
+        .map(|(_, _, note)| *note)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -430,6 +430,16 @@ pub const DIRECTIVES: &[Directive] = &[
         help: "Longest member (bytes) a sorted set keeps in its packed form.",
     },
     Directive {
+        name: "hll-sparse-max-bytes",
+        default: "3000",
+        kind: Kind::Memory {
+            min: 0,
+            max: I64_MAX,
+        },
+        mutable: true,
+        help: "Longest (bytes, header included) a HyperLogLog keeps its sparse form before it becomes dense.",
+    },
+    Directive {
         name: "stream-idmp-duration",
         default: "100",
         kind: Kind::Int { min: 1, max: 86400 },

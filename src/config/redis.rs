@@ -512,16 +512,6 @@ pub const REDIS_ONLY: &[Directive] = &[
         help: "Active defragmentation of jemalloc; streamd's allocator is not jemalloc.",
     },
     Directive {
-        name: "hll-sparse-max-bytes",
-        default: "3000",
-        kind: Kind::Memory {
-            min: 0,
-            max: I64_MAX,
-        },
-        mutable: true,
-        help: "Encoding of hashes, lists, sets, sorted sets or HyperLogLogs; streamd stores only streams.",
-    },
-    Directive {
         name: "tracking-table-max-keys",
         default: "1000000",
         kind: Kind::Int {

@@ -14,6 +14,7 @@
 pub mod geohash;
 pub mod hash;
 pub mod hash_ttl;
+pub mod hyperloglog;
 pub mod item;
 pub mod list;
 pub mod set;

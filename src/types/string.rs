@@ -267,6 +267,38 @@ impl StringValue {
         StringValue(Repr::Raw { spare: 0, buf })
     }
 
+    /// Runs `f` on the string's bytes as a growable buffer, the value becoming `raw`
+    /// (Redis's `dbUnshareStringValue`, then edits of the sds in place: the HyperLogLog
+    /// commands). The buffer keeps its spare room between calls; whatever `f` leaves
+    /// past the new length is zeroed, as the invariant wants.
+    pub fn with_raw_vec<R>(&mut self, f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+        let mut v = match std::mem::replace(&mut self.0, Repr::Int(0)) {
+            Repr::Raw { spare, buf } => {
+                let len = buf.len() - spare as usize;
+                let mut v = buf.into_vec();
+                v.truncate(len);
+                v
+            }
+            other => StringValue(other).to_bytes().into_owned(),
+        };
+        let r = f(&mut v);
+        let len = v.len();
+        let spare = match u32::try_from(v.capacity() - len) {
+            Ok(spare) => spare,
+            Err(_) => {
+                v.shrink_to_fit();
+                u32::try_from(v.capacity() - len).unwrap_or(0)
+            }
+        };
+        // Filling up to the capacity keeps the allocation (no copy on the way back).
+        v.resize(len + spare as usize, 0);
+        self.0 = Repr::Raw {
+            spare,
+            buf: v.into_boxed_slice(),
+        };
+        r
+    }
+
     /// Bytes allocated outside the value itself, at the allocator's size-class
     /// granularity (what `used_memory` is charged): `int` and short `embstr` values
     /// allocate nothing; a raw value's spare room counts, as Redis counts an sds's.

@@ -65,6 +65,7 @@ mod connection;
 mod generic;
 mod geo;
 mod hash;
+mod hyperloglog;
 mod list;
 mod pubsub;
 mod scripting;
@@ -154,6 +155,7 @@ const FILES: &[&[Doc]] = &[
     generic::DOCS,
     geo::DOCS,
     hash::DOCS,
+    hyperloglog::DOCS,
     list::DOCS,
     pubsub::DOCS,
     scripting::DOCS,
