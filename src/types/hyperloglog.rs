@@ -44,8 +44,12 @@
 //! header is checked before use ([`is_hll`]), every walk of the sparse form is bounds
 //! checked, and a sparse form whose runs do not add up to 16384 is [`Corrupted`]. Where
 //! Redis reads one byte past the end (an XZERO cut in half, the dense form's last
-//! register), it reads the sds terminator, a zero; [`at`] returns that zero, so even
-//! corrupted values update exactly as in Redis.
+//! register), it reads the sds terminator, a zero; [`at`] returns that zero, so corrupted
+//! values are edited as Redis edits them. One case differs: when PFADD splits an XZERO
+//! cut in half at the very end, Redis writes the new sequence's last byte over the
+//! terminator, where its next read of that XZERO finds it; here the byte past the end
+//! stays zero (a string has nothing past its length; Redis's own replicas and reloads see
+//! a zero there too).
 //!
 //! The estimate is Redis 7.0's: the register histogram fed to Otmar Ertl's improved
 //! estimator ("New cardinality estimation algorithms for HyperLogLog sketches",
@@ -364,23 +368,24 @@ fn sparse_ops(regs: &[u8]) -> impl Iterator<Item = Op> + '_ {
 }
 
 /// Calls `f(i, value)` for every non-zero register of the sparse registers `regs`;
-/// [`Corrupted`] unless the runs cover exactly 16384 registers (stops at a VAL that
-/// would pass the end, as Redis's `hllSparseToDense` and `hllMerge` do).
+/// [`Corrupted`] unless the runs cover exactly 16384 registers, found at the first run
+/// that would pass the end (Redis's `hllSparseToDense` and `hllMerge` with the
+/// CVE-2025-32023 checks, which Debian's 7.0.15 carries).
 fn sparse_for_each(regs: &[u8], mut f: impl FnMut(usize, u8)) -> Result<(), Corrupted> {
     let mut idx = 0usize;
     for op in sparse_ops(regs) {
-        match op {
-            Op::Zero { len, .. } => idx += len,
-            Op::Val { value, len } => {
-                if idx + len > HLL_REGISTERS {
-                    break;
-                }
-                for i in idx..idx + len {
-                    f(i, value);
-                }
-                idx += len;
+        let len = match op {
+            Op::Zero { len, .. } | Op::Val { len, .. } => len,
+        };
+        if idx + len > HLL_REGISTERS {
+            return Err(Corrupted);
+        }
+        if let Op::Val { value, .. } = op {
+            for i in idx..idx + len {
+                f(i, value);
             }
         }
+        idx += len;
     }
     if idx == HLL_REGISTERS {
         Ok(())
@@ -613,7 +618,6 @@ pub fn count(s: &[u8]) -> Result<u64, Corrupted> {
     if is_dense(s) {
         dense_for_each(regs, |_, v| histo[usize::from(v)] += 1);
     } else {
-        // Unlike the merge, the histogram counts every run, even one past the end.
         let mut idx = 0usize;
         for op in sparse_ops(regs) {
             let (v, len) = match op {
@@ -621,6 +625,9 @@ pub fn count(s: &[u8]) -> Result<u64, Corrupted> {
                 Op::Val { value, len } => (value, len),
             };
             idx += len;
+            if idx > HLL_REGISTERS {
+                return Err(Corrupted);
+            }
             histo[usize::from(v)] += len as i64;
         }
         if idx != HLL_REGISTERS {

@@ -12,6 +12,7 @@
 mod cluster;
 mod geo;
 mod groups;
+mod hyperloglog;
 mod lifecycle;
 mod live;
 mod memory;
@@ -180,6 +181,8 @@ pub enum Kind {
     },
     /// A 1M-entry stream expiring whole at once: the longest pause while it goes.
     Sweep,
+    /// A HyperLogLog command's throughput (and memory, for PFADD).
+    Hll(hyperloglog::HllOp),
     /// Memory per element of one of the other Redis types.
     TypesMem {
         /// Which type.
@@ -377,6 +380,9 @@ pub fn all() -> Vec<Workload> {
     for &(v, op) in geo::GeoOp::ALL {
         out.push(w(format!("geo/{v}"), "point", "batch", Kind::Geo(op)));
     }
+    for &(v, op) in hyperloglog::VARIANTS {
+        out.push(w(format!("hll/{v}"), "element", "batch", Kind::Hll(op)));
+    }
     for (v, r, latency) in replication::variants() {
         out.push(w(format!("repl/{v}"), "entry", latency, Kind::Repl(r)));
     }
@@ -446,6 +452,7 @@ pub async fn run(w: &Workload, ctx: &Ctx) -> io::Result<Sample> {
             per_key,
         } => types::memory(ctx, kind, keys, per_key).await,
         Kind::Geo(op) => geo::run(ctx, op).await,
+        Kind::Hll(op) => hyperloglog::run(ctx, op).await,
     }
 }
 
