@@ -87,7 +87,12 @@ fn pfadd_and_pfcount_give_redis_bytes_and_counts_at_every_size() {
             same_str(&mut s, &mut r, step, &mut bad);
         }
         // Adding what is there changes nothing (and keeps the cache valid).
-        same_str(&mut s, &mut r, &["PFADD", &key, &format!("el:{n}:0")], &mut bad);
+        same_str(
+            &mut s,
+            &mut r,
+            &["PFADD", &key, &format!("el:{n}:0")],
+            &mut bad,
+        );
         same_str(&mut s, &mut r, &["GETRANGE", &key, "15", "15"], &mut bad);
     }
     // Binary and long elements hash as Redis hashes them.
@@ -107,13 +112,14 @@ fn pfmerge_and_pfcount_of_many_keys_match_redis() {
     let (st, rd) = (start_server(), redis_server());
     let (mut s, mut r) = (st.raw(), rd.raw());
     let mut bad = Vec::new();
-    let fill = |s: &mut Raw, r: &mut Raw, bad: &mut Vec<String>, key: &str, from: usize, n: usize| {
-        for chunk in (from..from + n).collect::<Vec<_>>().chunks(1000) {
-            let v = pfadd(key, chunk.iter().map(|i| format!("m{i}")));
-            let args: Vec<&str> = v.iter().map(String::as_str).collect();
-            same_str(s, r, &args, bad);
-        }
-    };
+    let fill =
+        |s: &mut Raw, r: &mut Raw, bad: &mut Vec<String>, key: &str, from: usize, n: usize| {
+            for chunk in (from..from + n).collect::<Vec<_>>().chunks(1000) {
+                let v = pfadd(key, chunk.iter().map(|i| format!("m{i}")));
+                let args: Vec<&str> = v.iter().map(String::as_str).collect();
+                same_str(s, r, &args, bad);
+            }
+        };
     fill(&mut s, &mut r, &mut bad, "a", 0, 30);
     fill(&mut s, &mut r, &mut bad, "b", 20, 40);
     fill(&mut s, &mut r, &mut bad, "big", 0, 20_000);
@@ -145,7 +151,9 @@ fn pfmerge_and_pfcount_of_many_keys_match_redis() {
         &["PFMERGE", "small", "b"],
         &["PFDEBUG", "ENCODING", "small"],
         &["GET", "small"],
-        &["PFADD", "tiny", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13"],
+        &[
+            "PFADD", "tiny", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13",
+        ],
         &["PFDEBUG", "ENCODING", "tiny"],
         &["GET", "tiny"],
         &["CONFIG", "SET", "hll-sparse-max-bytes", "0"],
@@ -213,7 +221,11 @@ fn errors_and_pfdebug_match_redis_in_both_protocols() {
         &["PFCOUNT", "h3"],
         &["GETRANGE", "h3", "15", "15"],
         // A bare sparse header passes the type checks and then is corrupted.
-        &["SET", "hdr", "HYLL\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"],
+        &[
+            "SET",
+            "hdr",
+            "HYLL\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00",
+        ],
         &["PFCOUNT", "hdr"],
         &["PFADD", "hdr", "a"],
         &["PFMERGE", "hdr"],
@@ -293,7 +305,12 @@ fn corrupted_values_answer_and_change_as_in_redis() {
             };
             let byte = [(g.next() >> 24) as u8];
             let pos = pos.to_string();
-            same(&mut s, &mut r, &[b"SETRANGE", b"c", pos.as_bytes(), &byte], &mut bad);
+            same(
+                &mut s,
+                &mut r,
+                &[b"SETRANGE", b"c", pos.as_bytes(), &byte],
+                &mut bad,
+            );
         }
         if g.chance(30) {
             same_str(&mut s, &mut r, &["APPEND", "c", "\x7f"], &mut bad);

@@ -851,7 +851,10 @@ mod tests {
         s[4] = 0;
         assert!(!is_hll(&s), "dense of the wrong length");
         assert!(!is_hll(b"HYLL"));
-        assert!(is_hll(&new_hll()[..16]), "a bare sparse header passes the checks");
+        assert!(
+            is_hll(&new_hll()[..16]),
+            "a bare sparse header passes the checks"
+        );
         assert_eq!(count(&new_hll()[..16]), Err(Corrupted));
     }
 
@@ -929,7 +932,10 @@ mod tests {
 
     #[test]
     fn self_test_passes() {
-        assert_eq!(self_test(HLL_SPARSE_MAX_BYTES, 0x1234_5678_9abc_def1), Ok(()));
+        assert_eq!(
+            self_test(HLL_SPARSE_MAX_BYTES, 0x1234_5678_9abc_def1),
+            Ok(())
+        );
     }
 
     mod prop {
