@@ -763,7 +763,7 @@ pub fn self_test(max_bytes: usize, mut seed: u64) -> Result<(), String> {
         if j != checkpoint {
             continue;
         }
-        if j < (max_bytes / 2) as u64 && !sparse.get(ENCODING_AT).is_some_and(|&e| e == 1) {
+        if j < (max_bytes / 2) as u64 && is_dense(&sparse) {
             return Err("TESTFAILED sparse encoding not used".into());
         }
         let card = count(&dense).map_err(|_| "TESTFAILED corrupted".to_string())?;
