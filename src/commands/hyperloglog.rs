@@ -107,8 +107,7 @@ pub const COMMANDS: &[CommandSpec] = &[
 
 /// `hll-sparse-max-bytes`: the longest a sparse HLL may grow before it turns dense.
 fn sparse_max_bytes(ctx: &Ctx<'_>) -> usize {
-    usize::try_from(ctx.core.config.get_i64("hll-sparse-max-bytes"))
-        .unwrap_or(hll::HLL_SPARSE_MAX_BYTES)
+    ctx.core.thresholds.hll_sparse_max_bytes
 }
 
 /// The HLL string held by `v`, or the error Redis's `isHLLObjectOrReply` answers: the

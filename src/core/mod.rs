@@ -590,6 +590,7 @@ impl Core {
             set_max_listpack_value: size("set-max-listpack-value"),
             zset_max_listpack_entries: size("zset-max-listpack-entries"),
             zset_max_listpack_value: size("zset-max-listpack-value"),
+            hll_sparse_max_bytes: size("hll-sparse-max-bytes"),
         };
         self.compat =
             crate::config::compat_version(self.config.get("compat-version").unwrap_or(""));

@@ -55,6 +55,8 @@ pub struct Thresholds {
     pub zset_max_listpack_entries: usize,
     /// `zset-max-listpack-value` (bytes of a member)
     pub zset_max_listpack_value: usize,
+    /// `hll-sparse-max-bytes` (bytes of a sparse HyperLogLog, header included)
+    pub hll_sparse_max_bytes: usize,
 }
 
 impl Default for Thresholds {
@@ -69,6 +71,7 @@ impl Default for Thresholds {
             set_max_listpack_value: 64,
             zset_max_listpack_entries: 128,
             zset_max_listpack_value: 64,
+            hll_sparse_max_bytes: hyperloglog::HLL_SPARSE_MAX_BYTES,
         }
     }
 }
