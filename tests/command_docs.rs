@@ -133,6 +133,11 @@ const CHANGED_AFTER_7_0: &[(&str, &[&str], &str)] = &[
         &["arguments", "complexity"],
         "7.4 NOVALUES; complexity typo fixed",
     ),
+    (
+        "bitop",
+        &["arguments"],
+        "7.2 operation as tokens; 8.2 DIFF/DIFF1/ANDOR/ONE",
+    ),
     ("zrank", &["arguments", "history"], "7.2 WITHSCORE"),
     ("zrevrank", &["arguments", "history"], "7.2 WITHSCORE"),
     (

@@ -545,9 +545,10 @@ fn a_blocked_command_counts_its_reply_and_itself_when_served() {
 /// Commands whose key specs in `COMMAND INFO` are not Redis's yet: their keys come from
 /// `numkeys` or a keyword (EVAL, ZUNION, LMPOP, XREAD, MIGRATE's KEYS, SORT's STORE), which
 /// the table computes by name instead of describing as keynum/keyword specs, or their spec
-/// carries a note or the `variable_flags`/`not_key` flags (SET, GETEX, XADD, the sharded
+/// carries a note or the `variable_flags`/`not_key` flags (SET, GETEX, XADD, BITFIELD, the sharded
 /// Pub/Sub commands). Key positions (`COMMAND GETKEYS`) are right for all of them.
 const KEY_SPECS_NOT_YET: &[&str] = &[
+    "bitfield",
     "blmpop",
     "bzmpop",
     "eval",

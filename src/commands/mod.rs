@@ -16,6 +16,7 @@
 //! [`Persistence`](crate::core::persistence::Persistence) interface.
 
 pub mod acl;
+pub mod bitmap;
 pub mod client_tracking;
 pub mod cluster;
 pub mod connection;
@@ -123,6 +124,7 @@ pub static FAMILIES: &[&[CommandSpec]] = &[
     geo::COMMANDS,
     string::COMMANDS,
     hyperloglog::COMMANDS,
+    bitmap::COMMANDS,
 ];
 
 /// All top-level commands of the installed table, in table order: every family here

@@ -381,7 +381,7 @@ const LCS_NO_MEMORY: ReplyError = ReplyError::Other(Cow::Borrowed(
 // --- shared helpers --------------------------------------------------------------------
 
 /// An option word compared as Redis compares it: as a C string, so up to its first NUL.
-fn c_str(arg: &[u8]) -> &[u8] {
+pub(super) fn c_str(arg: &[u8]) -> &[u8] {
     match arg.iter().position(|&b| b == 0) {
         Some(n) => &arg[..n],
         None => arg,
@@ -390,7 +390,7 @@ fn c_str(arg: &[u8]) -> &[u8] {
 
 /// The string at `key` for a read (lazy expiry, hit/miss stats, keymiss): `None` when
 /// missing, `WRONGTYPE` for another type. Hands out the reply writer beside it.
-fn read_string<'c>(
+pub(super) fn read_string<'c>(
     ctx: &'c mut Ctx<'_>,
     key: &[u8],
 ) -> (
@@ -425,7 +425,7 @@ fn reply_get(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<bool, ReplyError> {
 
 /// The value at `key` for a write (lazy expiry first; no hit/miss stats, as Redis's
 /// `lookupKeyWrite`).
-fn write_lookup<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Option<&'c mut Value> {
+pub(super) fn write_lookup<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Option<&'c mut Value> {
     ctx.expire_if_needed(key);
     let db = ctx.client.db;
     ctx.core.dbs[db].keys.get_mut(key)
@@ -434,7 +434,7 @@ fn write_lookup<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Option<&'c mut Value> {
 /// Stores `value` at `key` (Redis's `setKey`): creates the key (with its `new` event)
 /// or overwrites whatever is there, dropping the TTL unless `keep_ttl`; WATCH and the
 /// dirty counter. The caller has expired the key already.
-fn set_key(ctx: &mut Ctx<'_>, key: &[u8], value: StringValue, keep_ttl: bool) {
+pub(super) fn set_key(ctx: &mut Ctx<'_>, key: &[u8], value: StringValue, keep_ttl: bool) {
     let db = ctx.client.db;
     let dbx = &mut ctx.core.dbs[db];
     match dbx.keys.get_mut(key) {

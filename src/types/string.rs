@@ -37,6 +37,7 @@
 //! buf.len()`, and the bytes past the length are zero (SETRANGE relies on it when it
 //! extends into them).
 
+pub mod bits;
 pub mod ld;
 
 pub use ld::LongDouble;
@@ -123,6 +124,15 @@ impl StringValue {
         StringValue(Repr::Raw {
             spare: 0,
             buf: bytes.into(),
+        })
+    }
+
+    /// A `raw` string owning `bytes` (BITOP's result: Redis's `createObject` of a new
+    /// sds, `raw` whatever its length).
+    pub fn raw_from_vec(bytes: Vec<u8>) -> StringValue {
+        StringValue(Repr::Raw {
+            spare: 0,
+            buf: bytes.into_boxed_slice(),
         })
     }
 
@@ -259,6 +269,23 @@ impl StringValue {
         new_len
     }
 
+    /// The bytes for a bit write (SETBIT, BITFIELD's SET/INCRBY; Redis's
+    /// `lookupStringForBitCommand` on an existing key): the value becomes `raw` whatever
+    /// its encoding, zero-extended (growing greedily, as `sdsgrowzero`) to at least
+    /// `min_len` bytes. Returns the bytes and whether the length changed.
+    pub fn bits_mut(&mut self, min_len: usize) -> (&mut [u8], bool) {
+        let old = self.len();
+        let new_len = old.max(min_len);
+        match self.make_room(new_len) {
+            Some((buf, _, spare)) => {
+                *spare = u32::try_from(buf.len() - new_len).unwrap_or(u32::MAX);
+                (&mut buf[..new_len], new_len != old)
+            }
+            // Not reached: `make_room` always leaves a raw value.
+            None => (&mut [], false),
+        }
+    }
+
     /// A zero-filled `raw` string of `len` bytes with `bytes` at `offset` (SETRANGE on a
     /// missing key: `sdsnewlen(NULL, offset + len)`, exact size).
     pub fn zeroed_with(offset: usize, bytes: &[u8]) -> StringValue {
@@ -356,6 +383,14 @@ mod tests {
         assert_eq!(&*w.to_bytes(), b"ab\0\0xy");
         assert_eq!(w.set_range(1, b"Z"), 6);
         assert_eq!(&*w.to_bytes(), b"aZ\0\0xy");
+        let mut b = StringValue::new(b"7");
+        let (bytes, grew) = b.bits_mut(1);
+        assert_eq!((&*bytes, grew), (&b"7"[..], false));
+        assert_eq!(b.encoding(), "raw");
+        let (bytes, grew) = b.bits_mut(3);
+        bytes[2] = 1;
+        assert!(grew);
+        assert_eq!(&*b.to_bytes(), b"7\0\x01");
         let z = StringValue::zeroed_with(2, b"q");
         assert_eq!(&*z.to_bytes(), b"\0\0q");
         assert_eq!(z.encoding(), "raw");

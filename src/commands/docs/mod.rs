@@ -60,6 +60,7 @@
 //! arguments and history entries newer than it. `doc_flags`, `history` and an argument's
 //! `flags` are RESP3 sets, as in Redis.
 
+mod bitmap;
 mod cluster;
 mod connection;
 mod generic;
@@ -150,6 +151,7 @@ impl Doc {
 
 /// Every data file's entries.
 const FILES: &[&[Doc]] = &[
+    bitmap::DOCS,
     cluster::DOCS,
     connection::DOCS,
     generic::DOCS,
