@@ -598,15 +598,15 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, read_only: bool) -> Result<(), ReplyError
     let mut changes = 0u64;
     for op in &parsed.ops {
         let old = op.ty.get(bytes, op.offset);
-        let (exact, answer_new) = match op.kind {
+        let (stored, answer_new) = match op.kind {
             FieldOpKind::Get => {
                 out.integer(old);
                 continue;
             }
-            FieldOpKind::Set(v) => (op.ty.set_value(v), false),
-            FieldOpKind::IncrBy(by) => (i128::from(old) + i128::from(by), true),
+            FieldOpKind::Set(v) => (op.ty.set(v, op.overflow), false),
+            FieldOpKind::IncrBy(by) => (op.ty.incr(old, by, op.overflow), true),
         };
-        match op.ty.store(exact, op.overflow) {
+        match stored {
             Some(new) => {
                 out.integer(if answer_new { new } else { old });
                 bits::set_field(bytes, op.offset, op.ty.bits, new as u64);

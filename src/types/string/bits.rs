@@ -315,21 +315,16 @@ impl FieldType {
         })
     }
 
-    /// The smallest value of the type.
-    fn min(self) -> i128 {
+    /// The largest value of the type, as Redis computes it (an `i64`; `u63` at most).
+    fn max(self) -> i64 {
         if self.signed {
-            -(1i128 << (self.bits - 1))
+            if self.bits == 64 {
+                i64::MAX
+            } else {
+                (1i64 << (self.bits - 1)) - 1
+            }
         } else {
-            0
-        }
-    }
-
-    /// The largest value of the type.
-    fn max(self) -> i128 {
-        if self.signed {
-            (1i128 << (self.bits - 1)) - 1
-        } else {
-            (1i128 << self.bits) - 1
+            ((1u64 << self.bits) - 1) as i64
         }
     }
 
@@ -343,42 +338,69 @@ impl FieldType {
         }
     }
 
-    /// What a write of `value` (the exact result of SET or INCRBY) stores under
-    /// `policy`: `Some(stored)` (equal to `value` when it fits, else wrapped or
-    /// saturated), `None` when it overflows under FAIL. Redis's
-    /// `checkSignedBitfieldOverflow` / `checkUnsignedBitfieldOverflow`, whose range
-    /// checks are exact comparisons with the type's limits.
-    pub fn store(self, value: i128, policy: Overflow) -> Option<i64> {
-        let (min, max) = (self.min(), self.max());
-        if (min..=max).contains(&value) {
-            return Some(value as i64);
-        }
-        match policy {
-            Overflow::Fail => None,
-            Overflow::Sat => Some(if value > max { max } else { min } as i64),
-            Overflow::Wrap => {
-                let low = value as u64;
-                let low = if self.bits == 64 {
-                    low
-                } else {
-                    low & ((1u64 << self.bits) - 1)
-                };
-                Some(if self.signed {
-                    sign_extend(low, self.bits)
-                } else {
-                    low as i64
-                })
-            }
-        }
+    /// What SET stores for its argument `v` under `policy`: `Some(stored)`, or `None`
+    /// when it does not fit and the policy is FAIL. An unsigned type reads a negative
+    /// argument as its 64-bit two's complement, so SAT makes it the maximum.
+    pub fn set(self, v: i64, policy: Overflow) -> Option<i64> {
+        self.check(v as u64, 0, policy)
     }
 
-    /// The exact value SET writes for its argument `v`: an unsigned type reads a
-    /// negative argument as its 64-bit two's complement (so it saturates to the top).
-    pub fn set_value(self, v: i64) -> i128 {
-        if self.signed {
-            i128::from(v)
+    /// What INCRBY stores for the field's value `old` plus `by` under `policy`.
+    pub fn incr(self, old: i64, by: i64, policy: Overflow) -> Option<i64> {
+        self.check(old as u64, by, policy)
+    }
+
+    /// Redis's `checkSignedBitfieldOverflow` / `checkUnsignedBitfieldOverflow` and the
+    /// store that follows, computed as they are, in 64-bit two's complement: `value` is
+    /// the old value (INCRBY) or the argument (SET, `incr` 0). Their limits on the
+    /// increment (`max - value`, `min - value`) may wrap, and then the comparison says
+    /// what Redis says: a signed SET of a value below `max - i64::MAX` (possible for
+    /// widths under 64) counts as overflowing *upwards*, so SAT stores the maximum.
+    fn check(self, value: u64, incr: i64, policy: Overflow) -> Option<i64> {
+        let bits = self.bits;
+        let max = self.max();
+        let wrapped = || {
+            let sum = value.wrapping_add(incr as u64);
+            if self.signed {
+                sign_extend(sum, bits)
+            } else {
+                (sum & !(u64::MAX << bits)) as i64
+            }
+        };
+        // +1: above the maximum; -1: below the minimum; 0: fits.
+        let direction = if self.signed {
+            let v = value as i64;
+            let min = -max - 1;
+            let max_incr = (max as u64).wrapping_sub(value) as i64;
+            let min_incr = min.wrapping_sub(v);
+            if v > max || (bits != 64 && incr > max_incr) || (v >= 0 && incr > 0 && incr > max_incr)
+            {
+                1
+            } else if v < min
+                || (bits != 64 && incr < min_incr)
+                || (v < 0 && incr < 0 && incr < min_incr)
+            {
+                -1
+            } else {
+                0
+            }
         } else {
-            i128::from(v as u64)
+            let max_incr = (max as u64).wrapping_sub(value) as i64;
+            let min_incr = 0u64.wrapping_sub(value) as i64;
+            if value > max as u64 || (incr > 0 && incr > max_incr) {
+                1
+            } else if incr < 0 && incr < min_incr {
+                -1
+            } else {
+                0
+            }
+        };
+        match (direction, policy) {
+            (0, _) => Some(value.wrapping_add(incr as u64) as i64),
+            (_, Overflow::Fail) => None,
+            (_, Overflow::Wrap) => Some(wrapped()),
+            (1, Overflow::Sat) => Some(max),
+            (_, Overflow::Sat) => Some(if self.signed { -max - 1 } else { 0 }),
         }
     }
 }
@@ -468,19 +490,25 @@ mod tests {
     fn overflow_policies_at_the_type_edges() {
         let i8t = FieldType::parse(b"i8").expect("valid");
         let u8t = FieldType::parse(b"u8").expect("valid");
+        let i62t = FieldType::parse(b"i62").expect("valid");
         let i64t = FieldType::parse(b"i64").expect("valid");
-        assert_eq!(i8t.store(128, Overflow::Wrap), Some(-128));
-        assert_eq!(i8t.store(128, Overflow::Sat), Some(127));
-        assert_eq!(i8t.store(-129, Overflow::Sat), Some(-128));
-        assert_eq!(i8t.store(-129, Overflow::Wrap), Some(127));
-        assert_eq!(i8t.store(128, Overflow::Fail), None);
-        assert_eq!(u8t.store(256, Overflow::Wrap), Some(0));
-        assert_eq!(u8t.store(-1, Overflow::Wrap), Some(255));
-        assert_eq!(u8t.store(-1, Overflow::Sat), Some(0));
-        assert_eq!(u8t.store(u8t.set_value(-1), Overflow::Sat), Some(255));
-        let big = i128::from(i64::MAX) + 1;
-        assert_eq!(i64t.store(big, Overflow::Wrap), Some(i64::MIN));
-        assert_eq!(i64t.store(big, Overflow::Sat), Some(i64::MAX));
+        assert_eq!(i8t.incr(127, 1, Overflow::Wrap), Some(-128));
+        assert_eq!(i8t.incr(127, 1, Overflow::Sat), Some(127));
+        assert_eq!(i8t.incr(-128, -1, Overflow::Sat), Some(-128));
+        assert_eq!(i8t.incr(-128, -1, Overflow::Wrap), Some(127));
+        assert_eq!(i8t.set(128, Overflow::Fail), None);
+        assert_eq!(i8t.set(-200, Overflow::Sat), Some(-128));
+        assert_eq!(u8t.incr(255, 1, Overflow::Wrap), Some(0));
+        assert_eq!(u8t.incr(0, -1, Overflow::Wrap), Some(255));
+        assert_eq!(u8t.incr(0, -1, Overflow::Sat), Some(0));
+        assert_eq!(u8t.set(-1, Overflow::Sat), Some(255));
+        assert_eq!(i64t.incr(i64::MAX, 1, Overflow::Wrap), Some(i64::MIN));
+        assert_eq!(i64t.incr(i64::MAX, 1, Overflow::Sat), Some(i64::MAX));
+        assert_eq!(i64t.incr(i64::MIN, -1, Overflow::Sat), Some(i64::MIN));
+        assert_eq!(i64t.set(i64::MIN, Overflow::Fail), Some(i64::MIN));
+        // Redis's `max - value` wraps for a very negative SET: it saturates upwards.
+        assert_eq!(i62t.set(-8870478103543957516, Overflow::Sat), Some((1 << 61) - 1));
+        assert_eq!(i62t.set(-(1 << 62), Overflow::Sat), Some(-(1 << 61)));
     }
 
     #[test]
@@ -514,7 +542,7 @@ mod tests {
         }
 
         fn op() -> impl Strategy<Value = Op> {
-            let value = prop_oneof![any::<i64>(), -300i64..300];
+            let value = prop_oneof![any::<i64>(), -300i64..300, Just(i64::MIN), Just(i64::MAX)];
             (ty(), 0u64..100, value, 0u8..3, any::<bool>()).prop_map(
                 |((s, b), off, v, pol, incr)| {
                     if incr {
@@ -540,7 +568,7 @@ mod tests {
             v
         }
 
-        fn model_store(signed: bool, width: u32, v: i128, pol: u8) -> Option<i128> {
+        fn model_store(signed: bool, width: u32, v: i128, pol: u8, set: bool) -> Option<i128> {
             let (min, max) = if signed {
                 (-(1i128 << (width - 1)), (1i128 << (width - 1)) - 1)
             } else {
@@ -549,12 +577,15 @@ mod tests {
             if v >= min && v <= max {
                 return Some(v);
             }
+            // Redis computes `max - value` in 64 bits: for a signed SET so far below the
+            // minimum that it passes i64::MAX, the value counts as above the maximum.
+            let above = v > max || (signed && set && max - v > i128::from(i64::MAX));
             match pol {
                 0 => {
                     let m = v.rem_euclid(1i128 << width);
                     Some(if signed && m > max { m - (1i128 << width) } else { m })
                 }
-                1 => Some(if v > max { max } else { min }),
+                1 => Some(if above { max } else { min }),
                 _ => None,
             }
         }
@@ -573,13 +604,13 @@ mod tests {
                     let policy = [Overflow::Wrap, Overflow::Sat, Overflow::Fail][pol as usize];
                     let old = t.get(&bytes, off);
                     prop_assert_eq!(i128::from(old), model_get(&model, signed, width, off));
-                    let exact = if incr {
-                        i128::from(old) + i128::from(v)
+                    let (exact, stored) = if incr {
+                        (i128::from(old) + i128::from(v), t.incr(old, v, policy))
                     } else {
-                        t.set_value(v)
+                        let exact = if signed { i128::from(v) } else { i128::from(v as u64) };
+                        (exact, t.set(v, policy))
                     };
-                    let stored = t.store(exact, policy);
-                    let want = model_store(signed, width, exact, pol);
+                    let want = model_store(signed, width, exact, pol, !incr);
                     prop_assert_eq!(stored.map(i128::from), want);
                     if let Some(s) = stored {
                         set_field(&mut bytes, off, width, s as u64);
