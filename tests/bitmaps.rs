@@ -277,58 +277,225 @@ fn edge_cases() -> Vec<(Mode, Vec<&'static str>)> {
         &["EXISTS", "bf"],
         &["BITFIELD", "bf", "GET", "u8", "0", "GET", "i64", "100"],
         &["EXISTS", "bf"],
-        &["BITFIELD", "bf", "OVERFLOW", "FAIL", "INCRBY", "u2", "100", "7"],
+        &[
+            "BITFIELD", "bf", "OVERFLOW", "FAIL", "INCRBY", "u2", "100", "7",
+        ],
         &["EXISTS", "bf"],
         &["STRLEN", "bf"],
         &["GET", "bf"],
         &["BITFIELD", "bf", "SET", "i8", "0", "-100", "GET", "u8", "0"],
-        &["BITFIELD", "bf", "SET", "i8", "#1", "100", "GET", "i8", "#1"],
+        &[
+            "BITFIELD", "bf", "SET", "i8", "#1", "100", "GET", "i8", "#1",
+        ],
         &["BITFIELD", "bf", "get", "u4", "#3", "gEt", "i4", "#3"],
-        &["BITFIELD", "bf", "INCRBY", "i5", "3", "1", "GET", "u16", "0"],
+        &[
+            "BITFIELD", "bf", "INCRBY", "i5", "3", "1", "GET", "u16", "0",
+        ],
         &["GET", "bf"],
         &["OBJECT", "ENCODING", "bf"],
         // Overflow at the edges of each width, every policy.
-        &["BITFIELD", "o", "SET", "i8", "0", "127", "INCRBY", "i8", "0", "1"],
-        &["BITFIELD", "o", "OVERFLOW", "SAT", "SET", "i8", "0", "127", "INCRBY", "i8", "0", "1"],
-        &["BITFIELD", "o", "OVERFLOW", "FAIL", "INCRBY", "i8", "0", "1", "GET", "i8", "0"],
-        &["BITFIELD", "o", "SET", "i8", "0", "-128", "INCRBY", "i8", "0", "-1"],
-        &["BITFIELD", "o", "OVERFLOW", "SAT", "SET", "i8", "0", "-128", "INCRBY", "i8", "0", "-1"],
-        &["BITFIELD", "o", "OVERFLOW", "FAIL", "INCRBY", "i8", "0", "-1", "INCRBY", "i8", "0", "-256"],
-        &["BITFIELD", "o", "SET", "i8", "0", "200", "SET", "i8", "0", "-200", "GET", "i8", "0"],
-        &["BITFIELD", "o", "OVERFLOW", "SAT", "SET", "i8", "0", "200", "SET", "i8", "0", "-200"],
-        &["BITFIELD", "o", "OVERFLOW", "FAIL", "SET", "i8", "0", "200", "SET", "i8", "0", "-129"],
-        &["BITFIELD", "o", "SET", "u8", "0", "255", "INCRBY", "u8", "0", "1"],
-        &["BITFIELD", "o", "OVERFLOW", "SAT", "SET", "u8", "0", "255", "INCRBY", "u8", "0", "1"],
-        &["BITFIELD", "o", "OVERFLOW", "SAT", "INCRBY", "u8", "0", "-1000", "GET", "u8", "0"],
-        &["BITFIELD", "o", "OVERFLOW", "WRAP", "INCRBY", "u8", "0", "-1", "GET", "u8", "0"],
-        &["BITFIELD", "o", "OVERFLOW", "FAIL", "INCRBY", "u8", "0", "-1", "INCRBY", "u8", "0", "256"],
-        &["BITFIELD", "o", "SET", "u8", "0", "-1", "SET", "u8", "0", "256", "GET", "u8", "0"],
-        &["BITFIELD", "o", "OVERFLOW", "SAT", "SET", "u8", "0", "-1", "SET", "u8", "0", "300"],
-        &["BITFIELD", "o", "OVERFLOW", "FAIL", "SET", "u8", "0", "-1", "SET", "u8", "0", "255"],
-        &["BITFIELD", "o", "SET", "i1", "0", "1", "GET", "i1", "0", "INCRBY", "i1", "0", "1"],
-        &["BITFIELD", "o", "OVERFLOW", "SAT", "INCRBY", "i1", "0", "5", "INCRBY", "i1", "0", "-5"],
-        &["BITFIELD", "o", "OVERFLOW", "FAIL", "SET", "i1", "0", "-1", "SET", "i1", "0", "1"],
-        &["BITFIELD", "o", "SET", "u1", "0", "3", "OVERFLOW", "SAT", "INCRBY", "u1", "0", "3"],
-        &["BITFIELD", "o", "OVERFLOW", "FAIL", "INCRBY", "u1", "0", "1", "INCRBY", "u1", "0", "-1"],
-        &["BITFIELD", "o", "SET", "i64", "3", "9223372036854775807", "INCRBY", "i64", "3", "1"],
-        &["BITFIELD", "o", "SET", "i64", "3", "-9223372036854775808", "INCRBY", "i64", "3", "-1"],
-        &["BITFIELD", "o", "OVERFLOW", "SAT", "SET", "i64", "3", "9223372036854775807", "INCRBY", "i64", "3", "9223372036854775807"],
-        &["BITFIELD", "o", "OVERFLOW", "SAT", "SET", "i64", "3", "-9223372036854775808", "INCRBY", "i64", "3", "-9223372036854775808"],
-        &["BITFIELD", "o", "OVERFLOW", "FAIL", "INCRBY", "i64", "3", "-1", "INCRBY", "i64", "3", "9223372036854775807"],
-        &["BITFIELD", "o", "INCRBY", "i64", "3", "-9223372036854775808", "GET", "i64", "3"],
-        &["BITFIELD", "o", "SET", "u63", "5", "9223372036854775807", "INCRBY", "u63", "5", "1"],
+        &[
+            "BITFIELD", "o", "SET", "i8", "0", "127", "INCRBY", "i8", "0", "1",
+        ],
+        &[
+            "BITFIELD", "o", "OVERFLOW", "SAT", "SET", "i8", "0", "127", "INCRBY", "i8", "0", "1",
+        ],
+        &[
+            "BITFIELD", "o", "OVERFLOW", "FAIL", "INCRBY", "i8", "0", "1", "GET", "i8", "0",
+        ],
+        &[
+            "BITFIELD", "o", "SET", "i8", "0", "-128", "INCRBY", "i8", "0", "-1",
+        ],
+        &[
+            "BITFIELD", "o", "OVERFLOW", "SAT", "SET", "i8", "0", "-128", "INCRBY", "i8", "0", "-1",
+        ],
+        &[
+            "BITFIELD", "o", "OVERFLOW", "FAIL", "INCRBY", "i8", "0", "-1", "INCRBY", "i8", "0",
+            "-256",
+        ],
+        &[
+            "BITFIELD", "o", "SET", "i8", "0", "200", "SET", "i8", "0", "-200", "GET", "i8", "0",
+        ],
+        &[
+            "BITFIELD", "o", "OVERFLOW", "SAT", "SET", "i8", "0", "200", "SET", "i8", "0", "-200",
+        ],
+        &[
+            "BITFIELD", "o", "OVERFLOW", "FAIL", "SET", "i8", "0", "200", "SET", "i8", "0", "-129",
+        ],
+        &[
+            "BITFIELD", "o", "SET", "u8", "0", "255", "INCRBY", "u8", "0", "1",
+        ],
+        &[
+            "BITFIELD", "o", "OVERFLOW", "SAT", "SET", "u8", "0", "255", "INCRBY", "u8", "0", "1",
+        ],
+        &[
+            "BITFIELD", "o", "OVERFLOW", "SAT", "INCRBY", "u8", "0", "-1000", "GET", "u8", "0",
+        ],
+        &[
+            "BITFIELD", "o", "OVERFLOW", "WRAP", "INCRBY", "u8", "0", "-1", "GET", "u8", "0",
+        ],
+        &[
+            "BITFIELD", "o", "OVERFLOW", "FAIL", "INCRBY", "u8", "0", "-1", "INCRBY", "u8", "0",
+            "256",
+        ],
+        &[
+            "BITFIELD", "o", "SET", "u8", "0", "-1", "SET", "u8", "0", "256", "GET", "u8", "0",
+        ],
+        &[
+            "BITFIELD", "o", "OVERFLOW", "SAT", "SET", "u8", "0", "-1", "SET", "u8", "0", "300",
+        ],
+        &[
+            "BITFIELD", "o", "OVERFLOW", "FAIL", "SET", "u8", "0", "-1", "SET", "u8", "0", "255",
+        ],
+        &[
+            "BITFIELD", "o", "SET", "i1", "0", "1", "GET", "i1", "0", "INCRBY", "i1", "0", "1",
+        ],
+        &[
+            "BITFIELD", "o", "OVERFLOW", "SAT", "INCRBY", "i1", "0", "5", "INCRBY", "i1", "0", "-5",
+        ],
+        &[
+            "BITFIELD", "o", "OVERFLOW", "FAIL", "SET", "i1", "0", "-1", "SET", "i1", "0", "1",
+        ],
+        &[
+            "BITFIELD", "o", "SET", "u1", "0", "3", "OVERFLOW", "SAT", "INCRBY", "u1", "0", "3",
+        ],
+        &[
+            "BITFIELD", "o", "OVERFLOW", "FAIL", "INCRBY", "u1", "0", "1", "INCRBY", "u1", "0",
+            "-1",
+        ],
+        &[
+            "BITFIELD",
+            "o",
+            "SET",
+            "i64",
+            "3",
+            "9223372036854775807",
+            "INCRBY",
+            "i64",
+            "3",
+            "1",
+        ],
+        &[
+            "BITFIELD",
+            "o",
+            "SET",
+            "i64",
+            "3",
+            "-9223372036854775808",
+            "INCRBY",
+            "i64",
+            "3",
+            "-1",
+        ],
+        &[
+            "BITFIELD",
+            "o",
+            "OVERFLOW",
+            "SAT",
+            "SET",
+            "i64",
+            "3",
+            "9223372036854775807",
+            "INCRBY",
+            "i64",
+            "3",
+            "9223372036854775807",
+        ],
+        &[
+            "BITFIELD",
+            "o",
+            "OVERFLOW",
+            "SAT",
+            "SET",
+            "i64",
+            "3",
+            "-9223372036854775808",
+            "INCRBY",
+            "i64",
+            "3",
+            "-9223372036854775808",
+        ],
+        &[
+            "BITFIELD",
+            "o",
+            "OVERFLOW",
+            "FAIL",
+            "INCRBY",
+            "i64",
+            "3",
+            "-1",
+            "INCRBY",
+            "i64",
+            "3",
+            "9223372036854775807",
+        ],
+        &[
+            "BITFIELD",
+            "o",
+            "INCRBY",
+            "i64",
+            "3",
+            "-9223372036854775808",
+            "GET",
+            "i64",
+            "3",
+        ],
+        &[
+            "BITFIELD",
+            "o",
+            "SET",
+            "u63",
+            "5",
+            "9223372036854775807",
+            "INCRBY",
+            "u63",
+            "5",
+            "1",
+        ],
         &["BITFIELD", "o", "SET", "u63", "5", "-1", "GET", "u63", "5"],
-        &["BITFIELD", "o", "OVERFLOW", "SAT", "SET", "u63", "5", "-1", "INCRBY", "u63", "5", "1"],
-        &["BITFIELD", "o", "OVERFLOW", "SAT", "INCRBY", "u63", "5", "-9223372036854775808"],
-        &["BITFIELD", "o", "OVERFLOW", "FAIL", "INCRBY", "u63", "5", "1", "INCRBY", "u63", "5", "-1"],
-        &["BITFIELD", "o", "OVERFLOW", "WRAP", "INCRBY", "u63", "5", "-9223372036854775808", "GET", "u63", "5"],
-        &["BITFIELD", "o", "SET", "u7", "#100", "100", "INCRBY", "u7", "#100", "100"],
-        &["BITFIELD", "o", "SET", "i13", "4001", "-4096", "INCRBY", "i13", "4001", "-1"],
+        &[
+            "BITFIELD", "o", "OVERFLOW", "SAT", "SET", "u63", "5", "-1", "INCRBY", "u63", "5", "1",
+        ],
+        &[
+            "BITFIELD",
+            "o",
+            "OVERFLOW",
+            "SAT",
+            "INCRBY",
+            "u63",
+            "5",
+            "-9223372036854775808",
+        ],
+        &[
+            "BITFIELD", "o", "OVERFLOW", "FAIL", "INCRBY", "u63", "5", "1", "INCRBY", "u63", "5",
+            "-1",
+        ],
+        &[
+            "BITFIELD",
+            "o",
+            "OVERFLOW",
+            "WRAP",
+            "INCRBY",
+            "u63",
+            "5",
+            "-9223372036854775808",
+            "GET",
+            "u63",
+            "5",
+        ],
+        &[
+            "BITFIELD", "o", "SET", "u7", "#100", "100", "INCRBY", "u7", "#100", "100",
+        ],
+        &[
+            "BITFIELD", "o", "SET", "i13", "4001", "-4096", "INCRBY", "i13", "4001", "-1",
+        ],
         &["GET", "o"],
         &["STRLEN", "o"],
         // Integer-encoded and embstr values read as their text.
         &["SET", "n", "255"],
-        &["BITFIELD", "n", "GET", "u8", "0", "GET", "i16", "4", "GET", "u8", "20"],
+        &[
+            "BITFIELD", "n", "GET", "u8", "0", "GET", "i16", "4", "GET", "u8", "20",
+        ],
         &["BITFIELD_RO", "n", "GET", "u8", "0", "GET", "i64", "1"],
         &["OBJECT", "ENCODING", "n"],
         &["BITFIELD", "n", "SET", "u8", "0", "50"],
@@ -346,7 +513,16 @@ fn edge_cases() -> Vec<(Mode, Vec<&'static str>)> {
         &["BITFIELD_RO", "o", "SET", "u8", "0", "1"],
         &["BITFIELD_RO", "l", "SET", "u8", "0", "1"],
         &["BITFIELD_RO", "o", "SET", "u8", "x", "1"],
-        &["BITFIELD_RO", "nokey", "GET", "u8", "0", "GET", "i64", "#1000"],
+        &[
+            "BITFIELD_RO",
+            "nokey",
+            "GET",
+            "u8",
+            "0",
+            "GET",
+            "i64",
+            "#1000",
+        ],
         &["BITFIELD_RO", "o", "OVERFLOW", "FAIL", "GET", "u8", "0"],
         &["BITFIELD_RO", "o", "INCRBY", "u8", "0", "1"],
         &["BITFIELD_RO", "o", "FOO"],
@@ -361,9 +537,13 @@ fn edge_cases() -> Vec<(Mode, Vec<&'static str>)> {
         &["BITPOS", "big", "1"],
         &["BITPOS", "big", "0", "-1"],
         &["GETBIT", "big", "8388608"],
-        &["BITFIELD", "big", "GET", "u8", "8388600", "GET", "u8", "8388601"],
+        &[
+            "BITFIELD", "big", "GET", "u8", "8388600", "GET", "u8", "8388601",
+        ],
         &["BITFIELD", "big", "SET", "u8", "8388601", "1"],
-        &["BITFIELD", "big", "SET", "u8", "#1048575", "1", "GET", "u8", "#1048575"],
+        &[
+            "BITFIELD", "big", "SET", "u8", "#1048575", "1", "GET", "u8", "#1048575",
+        ],
         &["BITFIELD", "big", "SET", "u8", "#1048576", "1"],
         &["BITFIELD", "big", "SET", "i64", "#131072", "1"],
         &["BITFIELD", "big", "SET", "i64", "#131071", "-1"],
@@ -410,7 +590,12 @@ fn edge_cases_answer_as_redis_7_0_in_resp2_and_resp3() {
     let rd = redis_server();
     for proto in [2, 3] {
         let bad = differential(st.port, rd.port, proto, &edge_cases());
-        assert!(bad.is_empty(), "{} divergences:\n{}", bad.len(), bad.join("\n"));
+        assert!(
+            bad.is_empty(),
+            "{} divergences:\n{}",
+            bad.len(),
+            bad.join("\n")
+        );
     }
 }
 
@@ -422,7 +607,11 @@ fn random_command(rng: &mut Rng) -> Vec<String> {
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     match rng.below(12) {
         0 | 1 => {
-            let bit = if rng.chance(10) { "2" } else { rng.pick(&["0", "1"]) };
+            let bit = if rng.chance(10) {
+                "2"
+            } else {
+                rng.pick(&["0", "1"])
+            };
             vec![
                 "SETBIT".into(),
                 key,
@@ -459,7 +648,11 @@ fn random_command(rng: &mut Rng) -> Vec<String> {
         6 => {
             let op = rng.pick(&["AND", "OR", "XOR", "NOT"]);
             let n = if op == "NOT" { 1 } else { 1 + rng.below(3) };
-            let mut c = vec!["BITOP".into(), op.into(), rng.pick(&["a", "b", "c", "d"]).into()];
+            let mut c = vec![
+                "BITOP".into(),
+                op.into(),
+                rng.pick(&["a", "b", "c", "d"]).into(),
+            ];
             for _ in 0..n {
                 c.push(rng.pick(&["a", "b", "c", "d", "none"]).into());
             }
@@ -467,7 +660,12 @@ fn random_command(rng: &mut Rng) -> Vec<String> {
         }
         7 | 8 => {
             let mut c = vec![
-                if rng.chance(15) { "BITFIELD_RO" } else { "BITFIELD" }.to_string(),
+                if rng.chance(15) {
+                    "BITFIELD_RO"
+                } else {
+                    "BITFIELD"
+                }
+                .to_string(),
                 key,
             ];
             for _ in 0..1 + rng.below(4) {
@@ -476,7 +674,11 @@ fn random_command(rng: &mut Rng) -> Vec<String> {
                     c.push(rng.pick(&["WRAP", "SAT", "FAIL"]).into());
                 }
                 let signed = rng.chance(50);
-                let bits = if signed { num(rng, 1, 64) } else { num(rng, 1, 63) };
+                let bits = if signed {
+                    num(rng, 1, 64)
+                } else {
+                    num(rng, 1, 63)
+                };
                 let ty = format!("{}{bits}", if signed { "i" } else { "u" });
                 let offset = if rng.chance(20) {
                     format!("#{}", num(rng, 0, 4))
@@ -558,7 +760,12 @@ fn random_sequences_answer_as_redis_7_0() {
                 ));
             }
         }
-        assert!(bad.is_empty(), "{} divergences:\n{}", bad.len(), bad.join("\n"));
+        assert!(
+            bad.is_empty(),
+            "{} divergences:\n{}",
+            bad.len(),
+            bad.join("\n")
+        );
     }
 }
 
@@ -575,9 +782,13 @@ fn keyspace_events_match_redis() {
         &["SET", "n", "1"],
         &["SETBIT", "n", "0", "0"],
         &["BITFIELD", "f", "GET", "u8", "0"],
-        &["BITFIELD", "f", "OVERFLOW", "FAIL", "INCRBY", "u2", "0", "9"],
+        &[
+            "BITFIELD", "f", "OVERFLOW", "FAIL", "INCRBY", "u2", "0", "9",
+        ],
         &["BITFIELD", "f", "SET", "u8", "0", "0"],
-        &["BITFIELD", "f", "SET", "u8", "0", "1", "INCRBY", "u8", "0", "1"],
+        &[
+            "BITFIELD", "f", "SET", "u8", "0", "1", "INCRBY", "u8", "0", "1",
+        ],
         &["BITFIELD", "g", "SET", "u8", "0", "0"],
         &["BITFIELD_RO", "f", "GET", "u8", "0"],
         &["BITOP", "OR", "d", "k", "f"],
@@ -617,8 +828,12 @@ fn only_changes_are_logged_and_the_log_replays_them() {
         &["BITFIELD_RO", "k", "GET", "u8", "0"],
         &["BITFIELD", "k", "SET", "u4", "0", "1"],
         &["BITFIELD", "k", "SET", "u4", "0", "2"],
-        &["BITFIELD", "f", "SET", "i16", "#3", "-2", "INCRBY", "u5", "7", "40"],
-        &["BITFIELD", "f", "OVERFLOW", "FAIL", "INCRBY", "u2", "0", "9"],
+        &[
+            "BITFIELD", "f", "SET", "i16", "#3", "-2", "INCRBY", "u5", "7", "40",
+        ],
+        &[
+            "BITFIELD", "f", "OVERFLOW", "FAIL", "INCRBY", "u2", "0", "9",
+        ],
         &["BITOP", "XOR", "x", "k", "f"],
         &["BITOP", "NOT", "y", "nothing"],
         &["SET", "z", "v"],
@@ -645,4 +860,67 @@ fn only_changes_are_logged_and_the_log_replays_them() {
     assert_eq!(c.cmd_str(&["DEBUG", "LOADAOF"]), b"+OK\r\n");
     let after: Vec<Vec<u8>> = probe.iter().map(|p| c.cmd_str(p)).collect();
     assert_eq!(before, after);
+}
+
+/// BITFIELD's key is only read when its arguments only read (Redis's `bitfieldGetKeys`),
+/// and the ACL check and `COMMAND GETKEYSANDFLAGS` both follow the arguments.
+#[test]
+fn acl_key_permissions_follow_bitfields_arguments() {
+    let st = start_server();
+    let rd = redis_server();
+    let cases = exact(&[
+        &["SET", "k", "abc"],
+        &[
+            "COMMAND",
+            "GETKEYSANDFLAGS",
+            "BITFIELD",
+            "k",
+            "GET",
+            "u8",
+            "0",
+        ],
+        &[
+            "COMMAND",
+            "GETKEYSANDFLAGS",
+            "BITFIELD",
+            "k",
+            "GET",
+            "u8",
+            "0",
+            "SET",
+            "u8",
+            "0",
+            "1",
+        ],
+        &[
+            "COMMAND",
+            "GETKEYSANDFLAGS",
+            "BITFIELD",
+            "k",
+            "OVERFLOW",
+            "SAT",
+            "GET",
+            "u8",
+        ],
+        &["COMMAND", "GETKEYSANDFLAGS", "BITOP", "AND", "d", "k", "k2"],
+        &["ACL", "SETUSER", "reader", "on", "nopass", "%R~*", "+@all"],
+        &["AUTH", "reader", "x"],
+        &["BITFIELD", "k", "GET", "u8", "0", "OVERFLOW", "FAIL"],
+        &["BITFIELD", "k", "GET", "u8", "0", "INCRBY", "u8", "0", "1"],
+        &["BITFIELD_RO", "k", "GET", "u8", "0"],
+        &["GETBIT", "k", "1"],
+        &["BITCOUNT", "k"],
+        &["BITPOS", "k", "1"],
+        &["SETBIT", "k", "0", "1"],
+        &["BITOP", "AND", "d", "k"],
+    ]);
+    for proto in [2, 3] {
+        let bad = differential(st.port, rd.port, proto, &cases);
+        assert!(
+            bad.is_empty(),
+            "{} divergences:\n{}",
+            bad.len(),
+            bad.join("\n")
+        );
+    }
 }

@@ -38,9 +38,7 @@ use bytes::Bytes;
 use std::borrow::Cow;
 
 /// The family of the bitmap commands: the key is the first argument.
-const BITMAP_ROWS: Family = Family::new("bitmap")
-    .categories(&["@bitmap"])
-    .keys(1, 1, 1);
+const BITMAP_ROWS: Family = Family::new("bitmap").categories(&["@bitmap"]).keys(1, 1, 1);
 
 /// This family's rows of the command table.
 pub const COMMANDS: &[CommandSpec] = &[
@@ -524,25 +522,6 @@ impl BitField {
     }
 }
 
-/// True when BITFIELD's arguments only read (Redis's `bitfieldGetKeys`: GET and
-/// OVERFLOW until a SET, an INCRBY or anything it does not know): the key's flags in
-/// `COMMAND GETKEYSANDFLAGS` are then `RO access`, else `RW access update`.
-pub fn bitfield_reads_only(argv: &[Bytes]) -> bool {
-    let mut i = 2;
-    while i < argv.len() {
-        let remaining = argv.len() - i - 1;
-        let arg = c_str(&argv[i]);
-        if is(arg, "get") && remaining >= 2 {
-            i += 3;
-        } else if is(arg, "overflow") && remaining >= 1 {
-            i += 2;
-        } else {
-            return false;
-        }
-    }
-    true
-}
-
 /// BITFIELD key [GET type offset | [OVERFLOW WRAP|SAT|FAIL] SET type offset value |
 /// INCRBY type offset increment]...: one reply per GET/SET/INCRBY.
 fn bitfield(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
@@ -649,9 +628,14 @@ mod tests {
 
     #[test]
     fn bitfield_key_flags_follow_the_arguments() {
-        assert!(bitfield_reads_only(&test_argv("BITFIELD k GET u8 0 OVERFLOW SAT")));
+        use crate::core::command::bitfield_reads_only;
+        assert!(bitfield_reads_only(&test_argv(
+            "BITFIELD k GET u8 0 OVERFLOW SAT"
+        )));
         assert!(bitfield_reads_only(&test_argv("BITFIELD k")));
-        assert!(!bitfield_reads_only(&test_argv("BITFIELD k GET u8 0 SET u8 0 1")));
+        assert!(!bitfield_reads_only(&test_argv(
+            "BITFIELD k GET u8 0 SET u8 0 1"
+        )));
         assert!(!bitfield_reads_only(&test_argv("BITFIELD k GET u8")));
     }
 }

@@ -1130,16 +1130,9 @@ fn getkeys(ctx: &mut Ctx<'_>, with_flags: bool) -> Result<(), ReplyError> {
 /// The flags of the `n`-th key `argv` names: the row's, but for SET, whose key spec
 /// has Redis's VARIABLE_FLAGS and whose `setGetKeys` tells by the arguments: with GET
 /// the value is read (`RW access update`), without it only overwritten (`OW update`);
-/// and BITFIELD's (`bitfieldGetKeys`): `RO access` when it only reads.
+/// the others as [`CommandSpec::key_flags_in`] says (BITFIELD's depend on its arguments).
 fn key_flags_for(spec: &CommandSpec, argv: &[bytes::Bytes], n: usize) -> u32 {
     use super::keyflags::{ACCESS, OW, RW, UPDATE};
-    if spec.name == "bitfield" {
-        return if super::bitmap::bitfield_reads_only(argv) {
-            super::keyflags::RO | ACCESS
-        } else {
-            RW | ACCESS | UPDATE
-        };
-    }
     if spec.name == "set" {
         return if argv[3..].iter().any(|a| is(a, "get")) {
             RW | ACCESS | UPDATE
@@ -1147,7 +1140,7 @@ fn key_flags_for(spec: &CommandSpec, argv: &[bytes::Bytes], n: usize) -> u32 {
             OW | UPDATE
         };
     }
-    spec.key_flags_at(n)
+    spec.key_flags_in(argv, n)
 }
 
 /// A key spec's flags as Redis replies them: a set of status strings.

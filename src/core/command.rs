@@ -445,6 +445,22 @@ impl CommandSpec {
             .unwrap_or(0)
     }
 
+    /// The [`keyflags`] of the `n`-th key `argv` names, where a key spec's flags depend
+    /// on the arguments (Redis's `VARIABLE_FLAGS`, resolved by the command's getkeys
+    /// function): BITFIELD only reads its key (`RO access`) when its arguments are GETs
+    /// and OVERFLOWs (`bitfieldGetKeys`). Otherwise [`CommandSpec::key_flags_at`]. The
+    /// ACL check and `COMMAND GETKEYSANDFLAGS` both read it.
+    pub fn key_flags_in(&self, argv: &[bytes::Bytes], n: usize) -> u32 {
+        if self.name == "bitfield" {
+            return if bitfield_reads_only(argv) {
+                keyflags::RO | keyflags::ACCESS
+            } else {
+                keyflags::RW | keyflags::ACCESS | keyflags::UPDATE
+            };
+        }
+        self.key_flags_at(n)
+    }
+
     /// Key argument positions for `argv` (COMMAND GETKEYS), using the first/last/step
     /// spec, or the command's own rule for movable-key commands.
     pub fn key_positions(&self, argv: &Argv) -> Vec<usize> {
@@ -596,6 +612,29 @@ pub fn keyword_keys(name: &str) -> &'static [KeywordKey] {
         "georadiusbymember" => &GEORADIUSBYMEMBER,
         _ => &[],
     }
+}
+
+/// True when BITFIELD's arguments only read (Redis's `bitfieldGetKeys`): GET and
+/// OVERFLOW with their arguments to the end; a SET, an INCRBY or anything it does not
+/// know (a syntax error to be) counts as a write. Words compare as C strings, as
+/// Redis's `strcasecmp` does.
+pub fn bitfield_reads_only(argv: &[bytes::Bytes]) -> bool {
+    let word = |arg: &[u8], w: &str| {
+        let end = arg.iter().position(|&b| b == 0).unwrap_or(arg.len());
+        arg[..end].eq_ignore_ascii_case(w.as_bytes())
+    };
+    let mut i = 2;
+    while i < argv.len() {
+        let remaining = argv.len() - i - 1;
+        if word(&argv[i], "get") && remaining >= 2 {
+            i += 3;
+        } else if word(&argv[i], "overflow") && remaining >= 1 {
+            i += 2;
+        } else {
+            return false;
+        }
+    }
+    true
 }
 
 /// MIGRATE's keys, as Redis 7.0 finds them: its first key spec (argument 3) stands

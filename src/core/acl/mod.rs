@@ -564,7 +564,7 @@ impl User {
         }
         if !self.all_keys {
             for (i, pos) in spec.key_positions(argv).into_iter().enumerate() {
-                if !self.key_allowed(&argv[pos], spec.key_flags_at(i)) {
+                if !self.key_allowed(&argv[pos], spec.key_flags_in(argv, i)) {
                     return Err(Denied::Key(pos));
                 }
             }

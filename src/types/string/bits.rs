@@ -120,7 +120,10 @@ pub fn get_bit(bytes: &[u8], offset: u64) -> bool {
 /// 8 * bytes.len()`.
 pub fn set_bit(bytes: &mut [u8], offset: u64, on: bool) -> bool {
     let mask = 0x80u8 >> (offset % 8);
-    let Some(b) = usize::try_from(offset / 8).ok().and_then(|i| bytes.get_mut(i)) else {
+    let Some(b) = usize::try_from(offset / 8)
+        .ok()
+        .and_then(|i| bytes.get_mut(i))
+    else {
         return false;
     };
     let old = *b & mask != 0;
@@ -271,7 +274,10 @@ pub fn set_field(bytes: &mut [u8], offset: u64, bits: u32, value: u64) {
 /// a `u128` (a field of at most 64 bits starting within the first byte fits in them).
 fn read_window(bytes: &[u8], offset: u64) -> u128 {
     let mut buf = [0u8; 16];
-    if let Some(src) = usize::try_from(offset / 8).ok().and_then(|i| bytes.get(i..)) {
+    if let Some(src) = usize::try_from(offset / 8)
+        .ok()
+        .and_then(|i| bytes.get(i..))
+    {
         let n = src.len().min(9);
         buf[..n].copy_from_slice(&src[..n]);
     }
@@ -481,7 +487,17 @@ mod tests {
             })
         );
         assert!(FieldType::parse(b"u63").is_some());
-        for bad in [&b"u64"[..], b"i65", b"i0", b"I8", b"u", b"", b"u+8", b"u08", b"x8"] {
+        for bad in [
+            &b"u64"[..],
+            b"i65",
+            b"i0",
+            b"I8",
+            b"u",
+            b"",
+            b"u+8",
+            b"u08",
+            b"x8",
+        ] {
             assert_eq!(FieldType::parse(bad), None, "{bad:?}");
         }
     }
@@ -507,7 +523,10 @@ mod tests {
         assert_eq!(i64t.incr(i64::MIN, -1, Overflow::Sat), Some(i64::MIN));
         assert_eq!(i64t.set(i64::MIN, Overflow::Fail), Some(i64::MIN));
         // Redis's `max - value` wraps for a very negative SET: it saturates upwards.
-        assert_eq!(i62t.set(-8870478103543957516, Overflow::Sat), Some((1 << 61) - 1));
+        assert_eq!(
+            i62t.set(-8870478103543957516, Overflow::Sat),
+            Some((1 << 61) - 1)
+        );
         assert_eq!(i62t.set(-(1 << 62), Overflow::Sat), Some(-(1 << 61)));
     }
 
@@ -583,7 +602,11 @@ mod tests {
             match pol {
                 0 => {
                     let m = v.rem_euclid(1i128 << width);
-                    Some(if signed && m > max { m - (1i128 << width) } else { m })
+                    Some(if signed && m > max {
+                        m - (1i128 << width)
+                    } else {
+                        m
+                    })
                 }
                 1 => Some(if above { max } else { min }),
                 _ => None,

@@ -9,6 +9,7 @@
 //! start their own servers (streamd for A, `redis-server` for B) every round, and run only
 //! when named ([`OWN_SERVERS`]).
 
+mod bitmaps;
 mod cluster;
 mod geo;
 mod groups;
@@ -183,6 +184,8 @@ pub enum Kind {
     Sweep,
     /// A HyperLogLog command's throughput (and memory, for PFADD).
     Hll(hyperloglog::HllOp),
+    /// One of the bitmap commands (`bitmaps.rs`), `pipeline` deep.
+    Bitmap(bitmaps::BitmapOp, usize),
     /// Memory per element of one of the other Redis types.
     TypesMem {
         /// Which type.
@@ -383,6 +386,19 @@ pub fn all() -> Vec<Workload> {
     for &(v, op) in hyperloglog::VARIANTS {
         out.push(w(format!("hll/{v}"), "element", "batch", Kind::Hll(op)));
     }
+    for &(v, op, pipeline) in bitmaps::BitmapOp::ALL {
+        let unit = if op == bitmaps::BitmapOp::Memory {
+            "bit"
+        } else {
+            "command"
+        };
+        out.push(w(
+            format!("bitmaps/{v}"),
+            unit,
+            "batch",
+            Kind::Bitmap(op, pipeline),
+        ));
+    }
     for (v, r, latency) in replication::variants() {
         out.push(w(format!("repl/{v}"), "entry", latency, Kind::Repl(r)));
     }
@@ -446,6 +462,7 @@ pub async fn run(w: &Workload, ctx: &Ctx) -> io::Result<Sample> {
             lifecycle::xadd_maxage(ctx, clients, pipeline).await
         }
         Kind::Sweep => lifecycle::sweep(ctx).await,
+        Kind::Bitmap(op, pipeline) => bitmaps::run(ctx, op, pipeline).await,
         Kind::TypesMem {
             kind,
             keys,
