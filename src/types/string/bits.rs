@@ -265,22 +265,36 @@ pub fn set_field(bytes: &mut [u8], offset: u64, bits: u32, value: u64) {
     let mask = u128::from(low) << at;
     let window = (window & !mask) | (u128::from(value & low) << at);
     let out = window.to_be_bytes();
-    let n = bytes.len().saturating_sub(first).min(9);
-    if let Some(dst) = bytes.get_mut(first..first + n) {
-        dst.copy_from_slice(&out[..n]);
+    let Some(dst) = bytes.get_mut(first..) else {
+        return;
+    };
+    // A whole 16-byte window is one store (the bytes past the field are written back
+    // unchanged); near the end only the bytes that exist.
+    if let Some(whole) = dst.first_chunk_mut::<16>() {
+        *whole = out;
+    } else {
+        for (d, s) in dst.iter_mut().zip(out.iter().take(9)) {
+            *d = *s;
+        }
     }
 }
 
-/// The up to 9 bytes starting at the byte of bit `offset`, zero-padded, at the top of
-/// a `u128` (a field of at most 64 bits starting within the first byte fits in them).
+/// The bytes starting at the byte of bit `offset`, zero-padded past the end, as a
+/// big-endian `u128`: a field of at most 64 bits starting within the first byte lies in
+/// its top 72 bits. Where 16 bytes are there it is one load.
 fn read_window(bytes: &[u8], offset: u64) -> u128 {
-    let mut buf = [0u8; 16];
-    if let Some(src) = usize::try_from(offset / 8)
+    let Some(src) = usize::try_from(offset / 8)
         .ok()
         .and_then(|i| bytes.get(i..))
-    {
-        let n = src.len().min(9);
-        buf[..n].copy_from_slice(&src[..n]);
+    else {
+        return 0;
+    };
+    if let Some(whole) = src.first_chunk::<16>() {
+        return u128::from_be_bytes(*whole);
+    }
+    let mut buf = [0u8; 16];
+    for (d, s) in buf.iter_mut().zip(src.iter().take(9)) {
+        *d = *s;
     }
     u128::from_be_bytes(buf)
 }
