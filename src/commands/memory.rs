@@ -117,7 +117,7 @@ impl Overhead {
             .filter(|(_, db)| !db.is_empty())
             .map(|(i, db)| {
                 let main = db.len() * (DICT_ENTRY + ROBJ) + db.keys.buckets() * DICT_BUCKET;
-                let expires = db.expires.len() * DICT_ENTRY + db.expires.capacity() * DICT_BUCKET;
+                let expires = db.expires.len() * DICT_ENTRY + db.expires.buckets() * DICT_BUCKET;
                 (i, main, expires)
             })
             .collect();

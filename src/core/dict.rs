@@ -18,20 +18,25 @@
 //!  | bucket | bucket | bucket | bucket |   size = 2^k buckets, each an optional pointer
 //!  +---|----+--------+---|----+--------+
 //!      v                 v
-//!   +------+-------+-----+---------+     +------+-------+-----+-----+
-//!   | next | value | len | key ... | --> | next | value | len | key | --> None
-//!   +------+-------+-----+---------+     +------+-------+-----+-----+
-//!    8 B    V       1 B   len bytes
+//!   +------+-------+-------+-----+---------+     +------+-------+-------+-----+-----+
+//!   | next | value | clock | len | key ... | --> | next | value | clock | len | key | --> None
+//!   +------+-------+-------+-----+---------+     +------+-------+-------+-----+-----+
+//!    8 B    V       3 B     1 B   len bytes
 //!
-//!   one allocation per key, sized to it: the link, the value, then the key's bytes
-//!   (a length byte; 255 and a usize for keys of 255 bytes or more). Always a copy:
-//!   never a slice of a client's read buffer, which it would keep alive.
+//!   one allocation per key, sized to it: the link, the value, the key's access clock
+//!   (24 bits, little-endian: Redis's `robj.lru` field, see core/evict/clock.rs), then
+//!   the key's bytes (a length byte; 255 and a usize for keys of 255 bytes or more).
+//!   Always a copy: never a slice of a client's read buffer, which it would keep alive.
 //!
 //!  tables[1]  empty, except while rehashing: the new table (twice or a fraction the size)
 //! ```
 //!
-//! With the keyspace's 24-byte `Value` (types/mod.rs) a slot is 33 bytes plus the key:
-//! the 48-byte jemalloc class for keys of up to 15 bytes, 64 up to 31, and so on (it was
+//! With the keyspace's 24-byte `Value` (types/mod.rs) a slot is 36 bytes plus the key:
+//! the 48-byte jemalloc class for keys of up to 12 bytes, 64 up to 28, and so on. The
+//! three clock bytes have no padding to hide in (the head is 32 bytes, all used), so
+//! they cost a size class only where the key's length left fewer than three bytes of
+//! rounding (keys of 13 to 15 bytes, 29 to 31, ...: 3 lengths in 16). Before the clock
+//! a slot was 33 bytes plus the key (it was
 //! a fixed 56 bytes, with a 24-byte key field inline up to 22 bytes and a boxed copy
 //! beyond: 64 bytes for every short key). Redis 8 embeds keys in its entries too. The
 //! `slot` module below holds the allocation and the only `unsafe` code of the dict.
@@ -109,8 +114,8 @@ mod slot {
     /// An owning thin pointer to one slot allocation:
     ///
     /// ```text
-    ///  | Head<V>: next, value | len: u8 | key bytes |            len < 255
-    ///  | Head<V>: next, value | 255 | len: usize | key bytes |   longer keys
+    ///  | Head<V>: next, value | clock: 3 B | len: u8 | key bytes |            len < 255
+    ///  | Head<V>: next, value | clock: 3 B | 255 | len: usize | key bytes |   longer keys
     /// ```
     pub(super) struct Slot<V> {
         ptr: NonNull<Head<V>>,
@@ -124,9 +129,12 @@ mod slot {
     unsafe impl<V: Sync> Sync for Slot<V> {}
 
     impl<V> Slot<V> {
-        /// Where the key's length prefix starts: right after the head (its size is a
+        /// Where the 24-bit access clock starts: right after the head (its size is a
         /// multiple of its alignment, so nothing of the head's own padding is reused).
-        const KEY_AT: usize = std::mem::size_of::<Head<V>>();
+        const CLOCK_AT: usize = std::mem::size_of::<Head<V>>();
+
+        /// Where the key's length prefix starts: right after the clock.
+        const KEY_AT: usize = Self::CLOCK_AT + 3;
 
         /// The bytes the length prefix takes for a key of `len` bytes.
         fn prefix(len: usize) -> usize {
@@ -148,8 +156,9 @@ mod slot {
                 .expect("capacity overflow: a key near isize::MAX bytes")
         }
 
-        /// A slot holding `key` (copied) and `value`, linked to nothing.
-        pub(super) fn new(key: &[u8], value: V) -> Slot<V> {
+        /// A slot holding `key` (copied), `value` and the access clock `clock` (its
+        /// low 24 bits), linked to nothing.
+        pub(super) fn new(key: &[u8], value: V, clock: u32) -> Slot<V> {
             let layout = Self::layout(key.len());
             // SAFETY: the layout's size is at least KEY_AT + 1 > 0.
             let raw = unsafe { alloc::alloc(layout) };
@@ -161,6 +170,8 @@ mod slot {
             // are each written inside it, without overlap.
             unsafe {
                 ptr.as_ptr().write(Head { next: None, value });
+                let c = clock.to_le_bytes();
+                ptr::copy_nonoverlapping(c.as_ptr(), raw.add(Self::CLOCK_AT), 3);
                 let mut at = raw.add(Self::KEY_AT);
                 if key.len() < usize::from(LONG) {
                     at.write(key.len() as u8);
@@ -193,6 +204,37 @@ mod slot {
                     let len = at.add(1).cast::<usize>().read_unaligned();
                     std::slice::from_raw_parts(at.add(1 + std::mem::size_of::<usize>()), len)
                 }
+            }
+        }
+
+        /// The access clock (24 bits).
+        #[inline]
+        pub(super) fn clock(&self) -> u32 {
+            let mut c = [0u8; 4];
+            // SAFETY: `new` wrote the three clock bytes at CLOCK_AT, inside the
+            // allocation and outside the head, so no `&mut Head` overlaps them.
+            unsafe {
+                ptr::copy_nonoverlapping(
+                    self.ptr.as_ptr().cast::<u8>().add(Self::CLOCK_AT),
+                    c.as_mut_ptr(),
+                    3,
+                );
+            }
+            u32::from_le_bytes(c)
+        }
+
+        /// Sets the access clock (its low 24 bits are kept).
+        #[inline]
+        pub(super) fn set_clock(&mut self, clock: u32) {
+            let c = clock.to_le_bytes();
+            // SAFETY: as `clock`; `&mut self` makes the write unique, and the pointer
+            // comes from the allocation itself, so it may write.
+            unsafe {
+                ptr::copy_nonoverlapping(
+                    c.as_ptr(),
+                    self.ptr.as_ptr().cast::<u8>().add(Self::CLOCK_AT),
+                    3,
+                );
             }
         }
 
@@ -353,6 +395,12 @@ pub struct Dict<V> {
     /// The keys of each group (a cluster node's hash slots), once
     /// [`Dict::enable_groups`] asked for it; kept up to date by every insert and removal.
     groups: Option<Box<GroupIndex>>,
+    /// The access clock a new key's slot starts with (core/evict/clock.rs: the LRU
+    /// clock now, or LFU's "now, counter 5"), kept current by its owner.
+    pub clock_init: u32,
+    /// When a value is replaced: keep the slot's clock (true: LFU keeps the key's
+    /// counter, as Redis's `dbSetValue` copies `lru` over) or start it at `clock_init`.
+    pub clock_keep_on_replace: bool,
 }
 
 /// Which group (hash slot) every key is in, so a group's keys are counted in O(1) and
@@ -409,6 +457,8 @@ impl<V> Default for Dict<V> {
             rehash_idx: None,
             hasher: RandomState::new(),
             groups: None,
+            clock_init: 0,
+            clock_keep_on_replace: false,
         }
     }
 }
@@ -425,10 +475,14 @@ impl<V: Clone> Clone for Dict<V> {
             hasher: self.hasher.clone(),
             // Same hasher, so the hashes it holds stay right.
             groups: self.groups.clone(),
+            clock_init: self.clock_init,
+            clock_keep_on_replace: self.clock_keep_on_replace,
         };
-        for (key, value) in self.iter() {
+        for slot in self.slots() {
+            let key = slot.key();
             let hash = copy.hash(key);
-            copy.tables[0].push(hash, Slot::new(key, value.clone()));
+            let s = Slot::new(key, slot.head().value.clone(), slot.clock());
+            copy.tables[0].push(hash, s);
         }
         copy
     }
@@ -440,6 +494,16 @@ impl<V: std::fmt::Debug> std::fmt::Debug for Dict<V> {
             .entries(self.iter().map(|(k, v)| (String::from_utf8_lossy(k), v)))
             .finish()
     }
+}
+
+/// One step of xorshift64* over `state` (never left at 0).
+fn xorshift(state: &mut u64) -> u64 {
+    let mut x = if *state == 0 { 0x9e37_79b9_7f4a_7c15 } else { *state };
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    x.wrapping_mul(0x2545_F491_4F6C_DD1D)
 }
 
 /// Reverses the bits of a cursor (the SCAN cursor counts in reversed bit order).
@@ -518,15 +582,155 @@ impl<V> Dict<V> {
         self.find_mut(hash, key)
     }
 
-    /// Inserts or replaces `key`; returns the value it replaced.
+    /// Inserts or replaces `key`; returns the value it replaced. A new key's clock
+    /// starts at `clock_init`; a replaced one's as `clock_keep_on_replace` says.
     pub fn insert(&mut self, key: &[u8], value: V) -> Option<V> {
         self.rehash_step();
         let hash = self.hash(key);
-        if let Some(v) = self.find_mut(hash, key) {
-            return Some(std::mem::replace(v, value));
+        let (init, keep) = (self.clock_init, self.clock_keep_on_replace);
+        if let Some(slot) = self.find_slot_mut(hash, key) {
+            if !keep {
+                slot.set_clock(init);
+            }
+            return Some(std::mem::replace(&mut slot.head_mut().value, value));
         }
         self.push_new(hash, key, value);
         None
+    }
+
+    /// The slot of `key` (whose hash is `hash`) in either table.
+    fn find_slot_mut(&mut self, hash: u64, key: &[u8]) -> Option<&mut Slot<V>> {
+        let [t0, t1] = &mut self.tables;
+        match t0.find_mut(hash, key) {
+            Some(s) => Some(s),
+            None => t1.find_mut(hash, key),
+        }
+    }
+
+    /// The slot of `key` in either table.
+    fn find_slot(&self, hash: u64, key: &[u8]) -> Option<&Slot<V>> {
+        self.tables[0]
+            .find(hash, key)
+            .or_else(|| self.tables[1].find(hash, key))
+    }
+
+    /// [`Dict::get_mut_hashed`] that also sets the key's access clock to
+    /// `touch(current clock)` (a lookup that counts as an access), in the same probe.
+    pub fn get_mut_touch(
+        &mut self,
+        hash: u64,
+        key: &[u8],
+        touch: impl FnOnce(u32) -> u32,
+    ) -> Option<&mut V> {
+        if self.is_empty() {
+            return None;
+        }
+        self.rehash_step();
+        let slot = self.find_slot_mut(hash, key)?;
+        let clock = touch(slot.clock());
+        slot.set_clock(clock);
+        Some(&mut slot.head_mut().value)
+    }
+
+    /// The access clock of `key` (24 bits), if present.
+    pub fn clock(&self, key: &[u8]) -> Option<u32> {
+        if self.is_empty() {
+            return None;
+        }
+        self.find_slot(self.hash(key), key).map(Slot::clock)
+    }
+
+    /// Sets the access clock of `key` (its low 24 bits); false if the key is missing.
+    pub fn set_clock(&mut self, key: &[u8], clock: u32) -> bool {
+        if self.is_empty() {
+            return false;
+        }
+        let hash = self.hash(key);
+        match self.find_slot_mut(hash, key) {
+            Some(slot) => {
+                slot.set_clock(clock);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Removes `key`; returns its value and its access clock (RENAME and MOVE carry
+    /// the clock over, as Redis moves the object with its `lru` field).
+    pub fn remove_with_clock(&mut self, key: &[u8]) -> Option<(V, u32)> {
+        if self.is_empty() {
+            return None;
+        }
+        self.rehash_step();
+        let hash = self.hash(key);
+        let slot = match self.tables[0].take(hash, key) {
+            Some(s) => s,
+            None => self.tables[1].take(hash, key)?,
+        };
+        if let Some(g) = self.groups.as_deref_mut() {
+            g.remove(key, hash);
+        }
+        self.shrink_if_needed();
+        let clock = slot.clock();
+        Some((slot.into_value(), clock))
+    }
+
+    /// Up to `count` keys from a random place of the table, with their values and
+    /// clocks (Redis's `dictGetSomeKeys`, what eviction samples): a random bucket, then
+    /// the buckets after it, until `count` keys are found or `10 * count` buckets were
+    /// visited. `rng` is the caller's random state (any non-zero start). A key may
+    /// come twice (after a jump past a run of empty buckets, as in Redis), and the
+    /// sample is not uniform, as Redis's is not.
+    pub fn sample(&self, count: usize, rng: &mut u64, mut emit: impl FnMut(&[u8], &V, u32)) {
+        if self.is_empty() || count == 0 {
+            return;
+        }
+        let count = count.min(self.len());
+        let moved = self.rehash_idx.unwrap_or(0);
+        let mut found = 0;
+        let mut budget = count.saturating_mul(10);
+        // The larger table decides the walk.
+        let big = self.tables[0].buckets.len().max(self.tables[1].buckets.len());
+        let mut idx = (xorshift(rng) as usize) & big.wrapping_sub(1);
+        let mut empty_run = 0;
+        while found < count && budget > 0 {
+            for (t, table) in self.tables.iter().enumerate() {
+                if table.buckets.is_empty() {
+                    continue;
+                }
+                // The smaller table (during a rehash) has no bucket this far out.
+                if idx >= table.buckets.len() {
+                    continue;
+                }
+                let i = idx;
+                // Buckets of the old table below the rehash index are empty already.
+                if t == 0 && self.is_rehashing() && i < moved {
+                    continue;
+                }
+                let mut link = &table.buckets[i];
+                if link.is_none() {
+                    empty_run += 1;
+                }
+                while let Some(slot) = link {
+                    empty_run = 0;
+                    if found < count {
+                        emit(slot.key(), &slot.head().value, slot.clock());
+                        found += 1;
+                    }
+                    link = &slot.head().next;
+                }
+            }
+            // A long run of empty buckets: jump somewhere else (Redis does the same
+            // after `count` empty buckets in a row).
+            if empty_run >= 5 && empty_run >= count {
+                idx = xorshift(rng) as usize;
+                empty_run = 0;
+            } else {
+                idx = idx.wrapping_add(1);
+            }
+            idx &= big.wrapping_sub(1);
+            budget -= 1;
+        }
     }
 
     /// The value of `key`, inserted with `make()` first if missing.
@@ -568,7 +772,7 @@ impl<V> Dict<V> {
         if let Some(g) = self.groups.as_deref_mut() {
             g.add(key, hash);
         }
-        let slot = Slot::new(key, value);
+        let slot = Slot::new(key, value, self.clock_init);
         let target = if self.is_rehashing() { 1 } else { 0 };
         &mut self.tables[target].push(hash, slot).head_mut().value
     }
@@ -755,6 +959,15 @@ impl<V> Dict<V> {
             bucket: 0,
             slot: None,
         }
+    }
+
+    /// Every slot, in no particular order.
+    fn slots(&self) -> impl Iterator<Item = &Slot<V>> {
+        self.tables.iter().flat_map(|t| {
+            t.buckets.iter().flat_map(|link| {
+                std::iter::successors(link.as_ref(), |s: &&Slot<V>| s.head().next.as_ref())
+            })
+        })
     }
 
     /// Every key, in no particular order.
@@ -1014,16 +1227,24 @@ mod tests {
         use crate::alloc::usable_size;
         type S = slot::Slot<[u64; 3]>;
         assert_eq!(usable_size(S::layout(b"str:99999".len()).size()), 48);
-        assert_eq!(usable_size(S::layout(15).size()), 48);
-        assert_eq!(usable_size(S::layout(16).size()), 64);
-        assert_eq!(usable_size(S::layout(31).size()), 64);
-        // The long form: a 255-byte key takes 1 + 8 bytes of length.
-        assert_eq!(S::layout(254).size(), 32 + 1 + 254);
-        assert_eq!(S::layout(255).size(), 32 + 9 + 255);
+        assert_eq!(usable_size(S::layout(b"key:999999".len()).size()), 48);
+        assert_eq!(usable_size(S::layout(12).size()), 48);
+        assert_eq!(usable_size(S::layout(13).size()), 64);
+        assert_eq!(usable_size(S::layout(28).size()), 64);
+        // The long form: a 255-byte key takes 1 + 8 bytes of length (after the clock).
+        assert_eq!(S::layout(254).size(), 32 + 3 + 1 + 254);
+        assert_eq!(S::layout(255).size(), 32 + 3 + 9 + 255);
+        // The clock costs a size class only for 3 key lengths in 16.
+        let grew = (0..256)
+            .filter(|&len| {
+                usable_size(S::layout(len).size()) > usable_size(32 + 1 + len)
+            })
+            .count();
+        assert!(grew <= 256 * 3 / 16 + 1, "{grew}");
         // No larger than the fixed 56-byte slot plus a boxed copy of a long key was, up
-        // to 223-byte keys (beyond, one allocation's rounding may cost a class more than
-        // the two allocations' did, or less).
-        for len in 0..224 {
+        // to 220-byte keys except where the clock tipped a class (beyond, one
+        // allocation's rounding may cost a class more than the two allocations' did).
+        for len in (0..12).chain(16..28).chain(32..44) {
             let old = if len <= 22 { 64 } else { 64 + usable_size(len) };
             assert!(usable_size(S::layout(len).size()) <= old, "{len}");
         }
@@ -1049,12 +1270,70 @@ mod tests {
     }
 
     #[test]
+    fn the_access_clock_starts_fresh_and_survives_rehash_and_clone() {
+        let mut d = Dict::new();
+        d.clock_init = 7;
+        for i in 0..1000 {
+            d.insert(&key(i), i);
+        }
+        assert_eq!(d.clock(&key(3)), Some(7));
+        assert!(d.set_clock(&key(3), 0x00AB_CDEF));
+        assert!(!d.set_clock(b"missing", 1));
+        // Only 24 bits are kept.
+        assert!(d.set_clock(&key(4), 0xFF12_3456));
+        assert_eq!(d.clock(&key(4)), Some(0x12_3456));
+        // Growth moves slots, not their clocks; a clone copies them.
+        for i in 1000..5000 {
+            d.insert(&key(i), i);
+        }
+        while d.rehash(100) {}
+        assert_eq!(d.clock(&key(3)), Some(0x00AB_CDEF));
+        assert_eq!(d.clone().clock(&key(3)), Some(0x00AB_CDEF));
+        // A replaced value keeps the clock only when asked to.
+        d.clock_init = 9;
+        d.insert(&key(3), 0);
+        assert_eq!(d.clock(&key(3)), Some(9));
+        d.set_clock(&key(3), 5);
+        d.clock_keep_on_replace = true;
+        d.insert(&key(3), 1);
+        assert_eq!(d.clock(&key(3)), Some(5));
+        // A touch updates it in the same probe.
+        let hash = d.hash_key(&key(3));
+        assert_eq!(d.get_mut_touch(hash, &key(3), |c| c + 1), Some(&mut 1));
+        assert_eq!(d.clock(&key(3)), Some(6));
+        assert_eq!(d.remove_with_clock(&key(3)), Some((1, 6)));
+    }
+
+    #[test]
+    fn samples_are_present_keys_even_while_rehashing() {
+        let mut d = Dict::new();
+        let mut rng = 1;
+        let mut none = 0;
+        d.sample(5, &mut rng, |_, _: &usize, _| none += 1);
+        assert_eq!(none, 0);
+        for n in [1usize, 3, 17, 300, 5000] {
+            for i in 0..n {
+                d.insert(&key(i), i);
+            }
+            for _ in 0..50 {
+                let mut got = Vec::new();
+                d.sample(5, &mut rng, |k, &v, _| got.push((k.to_vec(), v)));
+                assert!(!got.is_empty() && got.len() <= 5.min(n), "{n}: {}", got.len());
+                for (k, v) in got {
+                    assert_eq!(d.get(&k), Some(&v));
+                }
+            }
+            d.clear();
+        }
+    }
+
+    #[test]
     fn a_long_chain_drops_without_recursion() {
         // Every key in one bucket: a table of 4 buckets holding a million-slot chain
         // would overflow the stack if dropping recursed.
         let mut t: Table<u32> = Table::with_size(MIN_SIZE);
         for i in 0..1_000_000u32 {
-            t.push(0, slot::Slot::new(&i.to_le_bytes(), i));
+            t.push(0, slot::Slot::new(&i.to_le_bytes(), i, 0));
         }
         assert_eq!(
             t.find(0, &7u32.to_le_bytes()).map(|s| s.head().value),

@@ -23,7 +23,7 @@ use crate::stream::{Stream, StreamId};
 use crate::types::Value;
 use crate::types::hash_ttl::HashTtls;
 use bytes::Bytes;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::ops::Bound;
 
 /// Most buckets one `SCAN` call visits per key asked for (Redis: `count * 10`).
@@ -34,9 +34,9 @@ const SCAN_BUCKETS_PER_KEY: usize = 10;
 pub struct Db {
     /// Key → value.
     pub keys: Dict<Value>,
-    /// Key → absolute expiry time in unix ms (only keys with a TTL). Keys are boxed
-    /// copies, never slices of a client's read buffer.
-    pub expires: HashMap<Box<[u8]>, u64>,
+    /// Key → absolute expiry time in unix ms (only keys with a TTL): a [`Dict`] too, so
+    /// that the volatile eviction policies can sample it (its slots' clocks are unused).
+    pub expires: Dict<u64>,
     /// Hash field TTLs of the hashes that have some (`types/hash_ttl.rs`): nothing at
     /// all for a hash without. Kept in step with `keys` by [`Db::insert`],
     /// [`Db::remove`] and [`Db::clear`]; the hash commands keep it in step with fields.
@@ -212,7 +212,7 @@ impl Db {
 
     /// Sets `key`'s absolute expiry time (unix ms).
     pub fn set_expire(&mut self, key: &[u8], at_ms: u64) {
-        self.expires.insert(key.into(), at_ms);
+        self.expires.insert(key, at_ms);
     }
 
     /// Removes `key` with its TTL; returns its value.
