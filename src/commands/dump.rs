@@ -10,8 +10,9 @@
 //! order: the options (IDLETIME and FREQ exclude each other), BUSYKEY, the TTL, the
 //! payload footer (`DUMP payload version or checksum are wrong`), then the value (`Bad
 //! data format`, or an error naming a module/array or too new type). Nothing changes
-//! until all of that passed. IDLETIME and FREQ are validated and then ignored: streamd
-//! keeps no access times or frequencies (OBJECT IDLETIME answers 0).
+//! until all of that passed. IDLETIME sets the key's LRU clock (under an LFU policy
+//! it is ignored) and FREQ its LFU counter (ignored under the other policies), as
+//! Redis's `objectSetLRUOrLFU` does; both travel with the logged effect.
 //!
 //! Side effects, as for COPY: the new key wakes blocked readers and invalidates WATCH;
 //! a replaced key counts as deleted first. The logged effect is `RESTORE key <ttl>
@@ -97,6 +98,10 @@ fn dump(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 struct Restore {
     replace: bool,
     absttl: bool,
+    /// IDLETIME, seconds.
+    idle: Option<u64>,
+    /// FREQ, 0..=255.
+    freq: Option<u8>,
 }
 
 impl Restore {
@@ -106,6 +111,8 @@ impl Restore {
         let mut r = Restore {
             replace: false,
             absttl: false,
+            idle: None,
+            freq: None,
         };
         let (mut idle, mut freq) = (false, false);
         let mut j = 4;
@@ -117,16 +124,19 @@ impl Restore {
             } else if is(a, "ABSTTL") {
                 r.absttl = true;
             } else if is(a, "IDLETIME") && more >= 1 && !freq {
-                if parse_i64(&argv[j + 1])? < 0 {
+                let secs = parse_i64(&argv[j + 1])?;
+                if secs < 0 {
                     return Err(INVALID_IDLETIME);
                 }
+                r.idle = Some(secs as u64);
                 idle = true;
                 j += 1;
             } else if is(a, "FREQ") && more >= 1 && !idle {
                 let f = parse_i64(&argv[j + 1])?;
-                if !(0..=255).contains(&f) {
+                let Ok(f) = u8::try_from(f) else {
                     return Err(INVALID_FREQ);
-                }
+                };
+                r.freq = Some(f);
                 freq = true;
                 j += 1;
             } else {
@@ -220,8 +230,15 @@ fn restore(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     // the Redis-forms translation rewrites them for Redis replicas.
     let logged = (!matches!(value, Value::Stream(_)) && !redis_70_reads(&argv[3]))
         .then(|| payload::dump_value(&value, field_ttls.as_ref(), ctx.core.idmp_defaults));
+    let clock = ctx
+        .core
+        .evict
+        .restored_clock(opts.freq, opts.idle, ctx.now_ms);
     let d = &mut ctx.core.dbs[db];
     d.insert(key, value);
+    if let Some(clock) = clock {
+        d.keys.set_clock(key, clock);
+    }
     if let Some(at) = at {
         d.set_expire(key, at);
     }
@@ -234,14 +251,24 @@ fn restore(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     ctx.notify(class::GENERIC, "restore", key);
     ctx.core.dirty += 1;
     let ttl_text = itoa::Buffer::new().format(at.unwrap_or(0)).to_string();
-    ctx.propagate(&[
+    let mut effect: Vec<&[u8]> = vec![
         b"RESTORE".as_slice(),
         key,
         ttl_text.as_bytes(),
         logged.as_deref().unwrap_or(&argv[3]),
         b"ABSTTL",
         b"REPLACE",
-    ]);
+    ];
+    // The access clock travels as it was given (Redis propagates RESTORE verbatim).
+    let idle_text = opts.idle.map(|i| i.to_string());
+    let freq_text = opts.freq.map(|f| f.to_string());
+    if let Some(i) = &idle_text {
+        effect.extend([b"IDLETIME".as_slice(), i.as_bytes()]);
+    }
+    if let Some(f) = &freq_text {
+        effect.extend([b"FREQ".as_slice(), f.as_bytes()]);
+    }
+    ctx.propagate(&effect);
     ctx.out.ok();
     Ok(())
 }

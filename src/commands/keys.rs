@@ -26,7 +26,7 @@
 
 use super::{CommandSpec, Family, flags::*, is, parse_i64};
 use crate::core::notify::class;
-use crate::core::{Core, Ctx};
+use crate::core::{Core, Ctx, evict};
 use crate::error::{ReplyError, lossy};
 use crate::types::{Kind, Value};
 use crate::util::glob_match;
@@ -179,6 +179,9 @@ const NX_AND_OTHERS: ReplyError =
     ReplyError::msg("ERR NX and XX, GT or LT options at the same time are not compatible");
 const GT_AND_LT: ReplyError =
     ReplyError::msg("ERR GT and LT options at the same time are not compatible");
+const LFU_SELECTED: ReplyError = ReplyError::msg(
+    "ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
+);
 const LFU_NOT_SELECTED: ReplyError = ReplyError::msg(
     "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
 );
@@ -224,7 +227,8 @@ fn del(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     Ok(())
 }
 
-/// EXISTS: how many of the keys exist, duplicates counted.
+/// EXISTS: how many of the keys exist, duplicates counted. Not an access to them
+/// (Redis looks them up with `LOOKUP_NOTOUCH`; see `core/evict.rs`).
 fn exists(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let argv = ctx.argv;
     let n = argv[1..]
@@ -235,11 +239,14 @@ fn exists(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     Ok(())
 }
 
-/// TOUCH: like EXISTS (streamd keeps no access times).
+/// TOUCH: like EXISTS, but each key found counted as accessed (its LRU clock or LFU
+/// counter was updated before the command ran, even for a client in CLIENT NO-TOUCH
+/// mode: `Core::touch_keys`).
 fn touch(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     exists(ctx)
 }
 
+/// TYPE: not an access to the key (`LOOKUP_NOTOUCH`; see `core/evict.rs`).
 fn type_(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let argv = ctx.argv;
     let name: &[u8] = match ctx.lookup_value(&argv[1]) {
@@ -434,7 +441,9 @@ fn rename_generic(ctx: &mut Ctx<'_>, nx: bool) -> Result<(), ReplyError> {
         reply_done(ctx, false);
         return Ok(());
     }
+    // The value moves with its access clock (Redis moves the object itself).
     let d = &mut ctx.core.dbs[db];
+    let clock = d.keys.clock(src);
     let expire = d.expires.get(&src[..]).copied();
     let field_ttls = d.hexpires.take(src);
     let stream = d.remove(src).expect("the source exists: checked above");
@@ -444,6 +453,9 @@ fn rename_generic(ctx: &mut Ctx<'_>, nx: bool) -> Result<(), ReplyError> {
     }
     let d = &mut ctx.core.dbs[db];
     d.insert(dst, stream);
+    if let Some(clock) = clock {
+        d.keys.set_clock(dst, clock);
+    }
     if let Some(at) = expire {
         d.set_expire(dst, at);
     }
@@ -559,12 +571,17 @@ fn move_(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         ctx.out.integer(0);
         return Ok(());
     }
+    // The value moves with its access clock (as RENAME).
     let s = &mut ctx.core.dbs[src_db];
+    let clock = s.keys.clock(key);
     let expire = s.expires.get(&key[..]).copied();
     let field_ttls = s.hexpires.take(key);
     let stream = s.remove(key).expect("the key exists: checked above");
     let d = &mut ctx.core.dbs[dst_db];
     d.insert(key, stream);
+    if let Some(clock) = clock {
+        d.keys.set_clock(key, clock);
+    }
     if let Some(at) = expire {
         d.set_expire(key, at);
     }
@@ -741,6 +758,7 @@ fn pexpiretime(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 fn ttl_generic(ctx: &mut Ctx<'_>, millis: bool, absolute: bool) -> Result<(), ReplyError> {
     let argv = ctx.argv;
     let key = &argv[1];
+    // Not an access to the key (Redis: `LOOKUP_NOTOUCH`; see `core/evict.rs`).
     if ctx.lookup_value(key).is_none() {
         ctx.out.integer(-2);
         return Ok(());
@@ -780,10 +798,11 @@ fn persist(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 
 // --- OBJECT, MEMORY --------------------------------------------------------------------
 
-/// OBJECT subcommands' lookup: true if the key exists, else replies null.
+/// OBJECT subcommands' lookup: true if the key exists, else replies null. Neither an
+/// access to the key nor a `keymiss` (Redis's `objectCommandLookup`).
 fn object_lookup(ctx: &mut Ctx<'_>) -> bool {
     let argv = ctx.argv;
-    if ctx.lookup_value(&argv[2]).is_some() {
+    if ctx.lookup_value_nonotify(&argv[2]).is_some() {
         true
     } else {
         ctx.out.null();
@@ -793,7 +812,7 @@ fn object_lookup(ctx: &mut Ctx<'_>) -> bool {
 
 fn object_encoding(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let argv = ctx.argv;
-    let name = ctx.lookup_value(&argv[2]).map(|v| v.encoding());
+    let name = ctx.lookup_value_nonotify(&argv[2]).map(|v| v.encoding());
     match name {
         // A listpack hash with field TTLs is Redis 7.4's `listpackex`.
         Some("listpack")
@@ -808,19 +827,35 @@ fn object_encoding(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     Ok(())
 }
 
-/// OBJECT FREQ: streamd's only `maxmemory-policy` is `noeviction`, so, as Redis with an
-/// LRU policy, access frequency is not tracked.
+/// The access clock of `key` in the client's database (it was just looked up).
+fn key_clock(ctx: &mut Ctx<'_>, key: &[u8]) -> u32 {
+    ctx.db().keys.clock(key).unwrap_or(0)
+}
+
+/// OBJECT FREQ: the key's LFU counter after the decay due now (Redis's
+/// `LFUDecrAndReturn`, which does not store it); an error unless an LFU policy is set.
 fn object_freq(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     if object_lookup(ctx) {
-        return Err(LFU_NOT_SELECTED);
+        if !ctx.core.evict.policy.is_lfu() {
+            return Err(LFU_NOT_SELECTED);
+        }
+        let clock = key_clock(ctx, &ctx.argv[2]);
+        let freq = evict::lfu_decayed(clock, ctx.now_ms, ctx.core.evict.lfu_decay_time);
+        ctx.out.integer(i64::from(freq));
     }
     Ok(())
 }
 
-/// OBJECT IDLETIME: streamd keeps no access times; it answers 0.
+/// OBJECT IDLETIME: seconds since the key's last access (from its LRU clock); an
+/// error under an LFU policy, whose clock holds a counter instead.
 fn object_idletime(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     if object_lookup(ctx) {
-        ctx.out.integer(0);
+        if ctx.core.evict.policy.is_lfu() {
+            return Err(LFU_SELECTED);
+        }
+        let clock = key_clock(ctx, &ctx.argv[2]);
+        let idle = evict::idle_ms(clock, ctx.now_ms) / 1000;
+        ctx.out.integer(i64::try_from(idle).unwrap_or(i64::MAX));
     }
     Ok(())
 }

@@ -104,9 +104,9 @@ struct Overhead {
 }
 
 impl Overhead {
-    fn of(core: &mut Core) -> Overhead {
-        let peak_allocated = core.peak_memory();
+    fn of(core: &Core) -> Overhead {
         let total_allocated = core.used_memory();
+        let peak_allocated = core.peak_allocated.max(total_allocated);
         let startup_allocated = core.startup_allocated.min(total_allocated);
         let clients_normal =
             core.connected_clients() * std::mem::size_of::<crate::core::client::Client>();
@@ -160,6 +160,67 @@ fn resident_bytes() -> Option<usize> {
     let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
     let pages: usize = statm.split_whitespace().nth(1)?.parse().ok()?;
     Some(pages * 4096)
+}
+
+/// The host's memory, from `/proc/meminfo` (INFO `total_system_memory`); 0 where that
+/// file does not exist.
+fn total_system_memory() -> usize {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
+            let kb: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kb * 1024)
+        })
+        .unwrap_or(0)
+}
+
+/// INFO's `memory` section, in Redis 7.0's field order (`script_lines` are the
+/// scripting fields, which sit in the middle). The RSS comes from `/proc/self/statm`;
+/// `mem_fragmentation_ratio` and `_bytes` are RSS over, and minus, the allocated bytes,
+/// as Redis computes them. Without jemalloc, the allocator fields repeat the allocated
+/// bytes and their ratios are 1 (see the module doc).
+pub(super) fn info_section(core: &Core, script_lines: &str) -> String {
+    let mh = Overhead::of(core);
+    let used = mh.total_allocated;
+    let net = used.saturating_sub(mh.startup_allocated);
+    let human = super::server::human_bytes;
+    let maxmemory = usize::try_from(core.limits.maxmemory).unwrap_or(usize::MAX);
+    let backlog = core
+        .repl
+        .backlog
+        .as_ref()
+        .map_or(0, |b| b.histlen() as usize);
+    let system = total_system_memory();
+    let mut s = String::with_capacity(2048);
+    let _ = write!(
+        s,
+        "used_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{peak}\r\nused_memory_peak_human:{}\r\nused_memory_peak_perc:{:.2}%\r\nused_memory_overhead:{}\r\nused_memory_startup:{}\r\nused_memory_dataset:{}\r\nused_memory_dataset_perc:{:.2}%\r\nallocator_allocated:{used}\r\nallocator_active:{used}\r\nallocator_resident:{used}\r\ntotal_system_memory:{system}\r\ntotal_system_memory_human:{}\r\n",
+        human(used),
+        human(mh.rss),
+        human(mh.peak_allocated),
+        ratio(used, mh.peak_allocated) * 100.0,
+        mh.overhead_total,
+        mh.startup_allocated,
+        mh.dataset(),
+        ratio(mh.dataset(), net) * 100.0,
+        human(system),
+        rss = mh.rss,
+        peak = mh.peak_allocated,
+    );
+    s.push_str(script_lines);
+    let frag_bytes = mh.rss as i64 - used as i64;
+    let _ = write!(
+        s,
+        "maxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\nallocator_frag_ratio:1.00\r\nallocator_frag_bytes:0\r\nallocator_rss_ratio:1.00\r\nallocator_rss_bytes:0\r\nrss_overhead_ratio:{:.2}\r\nrss_overhead_bytes:{frag_bytes}\r\nmem_fragmentation_ratio:{:.2}\r\nmem_fragmentation_bytes:{frag_bytes}\r\nmem_not_counted_for_evict:{}\r\nmem_replication_backlog:{backlog}\r\nmem_total_replication_buffers:{backlog}\r\nmem_clients_slaves:0\r\nmem_clients_normal:{}\r\nmem_cluster_links:0\r\nmem_aof_buffer:0\r\nmem_allocator:libc\r\nactive_defrag_running:0\r\nlazyfree_pending_objects:0\r\nlazyfreed_objects:0\r\n",
+        human(maxmemory),
+        core.config.get("maxmemory-policy").unwrap_or("noeviction"),
+        mh.fragmentation(),
+        mh.fragmentation(),
+        core.mem_not_counted_for_evict(),
+        mh.clients_normal,
+    );
+    s
 }
 
 fn memory_stats(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {

@@ -420,16 +420,8 @@ pub fn info_text(ctx: &Ctx<'_>, sections: &[String]) -> String {
         );
     }
     if wanted("memory") {
-        let used = core.used_memory();
-        push_section(
-            "Memory",
-            format!(
-                "used_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{used}\r\nused_memory_peak:{used}\r\nused_memory_dataset:{used}\r\nmaxmemory:{}\r\nmaxmemory_policy:{}\r\nmem_allocator:libc\r\n",
-                human_bytes(used),
-                core.config.get_i64("maxmemory"),
-                core.config.get("maxmemory-policy").unwrap_or("noeviction"),
-            ) + &script_memory_lines(&core.script_info),
-        );
+        let scripts = script_memory_lines(&core.script_info);
+        push_section("Memory", super::memory::info_section(core, &scripts));
     }
     if wanted("persistence") {
         push_section("Persistence", core.persist.info(core));
@@ -439,7 +431,7 @@ pub fn info_text(ctx: &Ctx<'_>, sections: &[String]) -> String {
         push_section(
             "Stats",
             format!(
-                "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nsync_full:{}\r\nsync_partial_ok:{}\r\nsync_partial_err:{}\r\nexpired_keys:{}\r\nexpired_subkeys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\ntracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\nunexpected_error_replies:0\r\ntotal_error_replies:{}\r\nclient_query_buffer_limit_disconnections:{}\r\nclient_output_buffer_limit_disconnections:{}\r\nstream_retention_trimmed_entries:{}\r\nstream_dead_lettered_entries:{}\r\nstream_lifecycle_max_tick_usec:{}\r\n",
+                "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nsync_full:{}\r\nsync_partial_ok:{}\r\nsync_partial_err:{}\r\nexpired_keys:{}\r\nexpired_subkeys:{}\r\nevicted_keys:{}\r\nevicted_clients:0\r\ntotal_eviction_exceeded_time:{}\r\ncurrent_eviction_exceeded_time:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\ntracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\nunexpected_error_replies:0\r\ntotal_error_replies:{}\r\nclient_query_buffer_limit_disconnections:{}\r\nclient_output_buffer_limit_disconnections:{}\r\nstream_retention_trimmed_entries:{}\r\nstream_dead_lettered_entries:{}\r\nstream_lifecycle_max_tick_usec:{}\r\n",
                 s.total_connections_received,
                 s.total_commands_processed,
                 s.net_input_bytes,
@@ -450,6 +442,11 @@ pub fn info_text(ctx: &Ctx<'_>, sections: &[String]) -> String {
                 core.repl.stats.sync_partial_err,
                 s.expired_keys,
                 s.expired_subkeys,
+                s.evicted_keys,
+                core.evict.exceeded_total_us / 1000,
+                core.evict
+                    .exceeded_since
+                    .map_or(0, |t| t.elapsed().as_millis() as u64),
                 s.keyspace_hits,
                 s.keyspace_misses,
                 core.pubsub.len(crate::pubsub::Kind::Channel),
@@ -582,7 +579,8 @@ fn blocking_keys(core: &crate::core::Core, nokey: bool) -> usize {
     keys.len()
 }
 
-fn human_bytes(n: usize) -> String {
+/// Redis's `bytesToHuman`: B, then K, M, G with two decimals.
+pub(super) fn human_bytes(n: usize) -> String {
     let n = n as f64;
     if n < 1024.0 {
         format!("{n}B")

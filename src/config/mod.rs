@@ -549,9 +549,18 @@ pub const DIRECTIVES: &[Directive] = &[
     Directive {
         name: "maxmemory-policy",
         default: "noeviction",
-        kind: Kind::Enum(&["noeviction"]),
+        kind: Kind::Enum(&[
+            "volatile-lru",
+            "volatile-lfu",
+            "volatile-random",
+            "volatile-ttl",
+            "allkeys-lru",
+            "allkeys-lfu",
+            "allkeys-random",
+            "noeviction",
+        ]),
         mutable: true,
-        help: "What to do at maxmemory: refuse writes that grow memory.",
+        help: "What to evict at maxmemory (LRU/LFU/random/TTL over all keys or keys with a TTL), or noeviction: refuse writes that grow memory.",
     },
     Directive {
         name: "notify-keyspace-events",

@@ -175,7 +175,7 @@ pub const REDIS_ONLY: &[Directive] = &[
         default: "yes",
         kind: Kind::Bool,
         mutable: true,
-        help: "maxmemory-policy is noeviction only, so a replica never evicts on its own.",
+        help: "A replica never evicts on its own: it applies its primary's DELs.",
     },
     Directive {
         name: "jemalloc-bg-thread",
@@ -411,7 +411,7 @@ pub const REDIS_ONLY: &[Directive] = &[
             max: I32_MAX,
         },
         mutable: true,
-        help: "Eviction tuning; `noeviction` is the only `maxmemory-policy`.",
+        help: "LFU counter growth: the higher, the more accesses a counter step takes.",
     },
     Directive {
         name: "lfu-decay-time",
@@ -421,7 +421,7 @@ pub const REDIS_ONLY: &[Directive] = &[
             max: I32_MAX,
         },
         mutable: true,
-        help: "Eviction tuning; `noeviction` is the only `maxmemory-policy`.",
+        help: "Minutes per one-step decay of an idle key's LFU counter (0 = never).",
     },
     Directive {
         name: "maxmemory-samples",
@@ -431,14 +431,14 @@ pub const REDIS_ONLY: &[Directive] = &[
             max: I32_MAX,
         },
         mutable: true,
-        help: "Eviction tuning; `noeviction` is the only `maxmemory-policy`.",
+        help: "Keys sampled per eviction pick (LRU/LFU/TTL policies).",
     },
     Directive {
         name: "maxmemory-eviction-tenacity",
         default: "10",
         kind: Kind::Int { min: 0, max: 100 },
         mutable: true,
-        help: "Eviction tuning; `noeviction` is the only `maxmemory-policy`.",
+        help: "How long one eviction run may take before the rest goes to a background task (0..100).",
     },
     Directive {
         name: "cluster-announce-tls-port",
@@ -526,7 +526,7 @@ pub const REDIS_ONLY: &[Directive] = &[
         default: "0",
         kind: Kind::MemoryOrPercent { max: I64_MAX },
         mutable: true,
-        help: "Eviction tuning; `noeviction` is the only `maxmemory-policy`.",
+        help: "Client eviction; not implemented (INFO evicted_clients stays 0).",
     },
     Directive {
         name: "tls-session-cache-size",

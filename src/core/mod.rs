@@ -27,6 +27,7 @@ pub mod client;
 pub mod cluster;
 pub mod command;
 pub mod dict;
+pub mod evict;
 mod field_expire;
 pub mod hotkeys;
 pub mod keyspace;
@@ -112,6 +113,8 @@ pub struct Stats {
     pub rejected_connections: u64,
     /// Keys removed by expiry.
     pub expired_keys: u64,
+    /// Keys removed by eviction at maxmemory.
+    pub evicted_keys: u64,
     /// Hash fields removed by field expiry (Redis 7.4's `expired_subkeys`).
     pub expired_subkeys: u64,
     /// Lookups of existing keys.
@@ -273,6 +276,12 @@ pub struct Core {
     /// MIGRATE's connections to its targets, kept between calls (Redis's
     /// `migrate_cached_sockets`; closed by [`Core::cron`] after 10 idle seconds).
     pub migrate_sockets: migrate_sockets::MigrateSockets,
+    /// Eviction at maxmemory: the policy and its settings, the candidate pool
+    /// (`core/evict.rs`).
+    pub evict: evict::Eviction,
+    /// Wakes the task that goes on evicting between commands (Redis's
+    /// `evictionTimeProc`), see [`Core::start_eviction_task`].
+    pub eviction_driver: Rc<Notify>,
 }
 
 /// Everything a command handler may touch.
@@ -329,9 +338,29 @@ impl Ctx<'_> {
         hash: u64,
         key: &[u8],
     ) -> (Option<&mut Value>, &mut RespWriter) {
+        self.lookup_with(hash, key, true)
+    }
+
+    /// The value at `key` after lazy expiry, counted as a hit or miss, without
+    /// notifying a miss (Redis's `LOOKUP_NONOTIFY`: OBJECT).
+    pub fn lookup_value_nonotify(&mut self, key: &[u8]) -> Option<&mut Value> {
+        let hash = self.db().hash_key(key);
+        self.lookup_with(hash, key, false).0
+    }
+
+    /// Redis's `lookupKey`: lazy expiry, the `keymiss` event (when `notify`) and the
+    /// hit/miss counters. The access clock is not its business here: the command's keys
+    /// were touched before it ran ([`Core::touch_keys`]).
+    fn lookup_with(
+        &mut self,
+        hash: u64,
+        key: &[u8],
+        notify: bool,
+    ) -> (Option<&mut Value>, &mut RespWriter) {
         let hidden = self.expire_if_needed(key);
         let idx = self.client.db;
-        if self.core.notify_flags & notify::class::KEY_MISS != 0
+        if notify
+            && self.core.notify_flags & notify::class::KEY_MISS != 0
             && (hidden || !self.core.dbs[idx].keys.contains_key(key))
         {
             self.notify_keymiss(key);
@@ -551,6 +580,8 @@ impl Core {
             repl: Default::default(),
             cluster: None,
             migrate_sockets: Default::default(),
+            evict: Default::default(),
+            eviction_driver: Rc::new(Notify::new()),
             config,
         };
         core.refresh_config_cache();
@@ -594,8 +625,15 @@ impl Core {
         };
         self.compat =
             crate::config::compat_version(self.config.get("compat-version").unwrap_or(""));
+        let old_maxmemory = self.limits.maxmemory;
         self.limits = limits::ClientLimits::from_config(&self.config);
         self.refresh_repl_limits();
+        self.refresh_eviction();
+        // A new limit is enforced at once, by the eviction task (Redis's
+        // `updateMaxmemory` starting `evictionTimeProc`).
+        if self.limits.maxmemory > 0 && self.limits.maxmemory != old_maxmemory {
+            self.start_eviction_task();
+        }
         acl::set_pubsub_default(self.config.get("acl-pubsub-default") == Some("allchannels"));
         self.notify_flags = crate::config::keyspace_event_flags(
             self.config.get("notify-keyspace-events").unwrap_or(""),
@@ -1210,6 +1248,35 @@ impl Core {
     pub fn begin_batch(&mut self) {
         self.batch_now_ms = unix_ms();
         self.clock = Instant::now();
+        self.refresh_key_clock();
+    }
+
+    /// Re-reads the eviction settings (`maxmemory-policy` and friends) after a CONFIG
+    /// SET; the dicts learn whether an overwrite keeps a key's clock (LFU) or not.
+    fn refresh_eviction(&mut self) {
+        let policy = evict::Policy::from_name(self.config.get("maxmemory-policy").unwrap_or(""));
+        if policy != self.evict.policy {
+            // Redis keeps its pool across policy changes too, but its scores would mix
+            // two meanings: start afresh.
+            self.evict.set_policy(policy);
+        }
+        let num = |name: &str| u32::try_from(self.config.get_i64(name).max(0)).unwrap_or(u32::MAX);
+        self.evict.samples = num("maxmemory-samples").max(1) as usize;
+        self.evict.tenacity = num("maxmemory-eviction-tenacity").min(100);
+        self.evict.lfu_log_factor = num("lfu-log-factor");
+        self.evict.lfu_decay_time = num("lfu-decay-time");
+        self.refresh_key_clock();
+    }
+
+    /// Sets the access clock new keys start with to now (once per batch and per cron
+    /// tick: the LRU clock has a resolution of a second, LFU's of a minute).
+    pub fn refresh_key_clock(&mut self) {
+        let fresh = self.evict.fresh_clock(self.batch_now_ms);
+        let lfu = self.evict.policy.is_lfu();
+        for db in &mut self.dbs {
+            db.keys.clock_init = fresh;
+            db.keys.clock_keep_on_replace = lfu;
+        }
     }
 
     /// Runs one command for `client`, writing its reply to `out`. The command time is
@@ -1365,12 +1432,15 @@ impl Core {
             self.reject(client, out, Some(spec), &err);
             return Outcome::Done;
         }
+        // Evict before every command while maxmemory is set (Redis's processCommand →
+        // performEvictions); what cannot be freed refuses commands that grow memory.
         // The primary's own client is never refused for memory (Redis exempts it too:
         // the replica must apply what the primary did).
         if self.limits.maxmemory > 0
+            && self.busy.is_none()
+            && self.perform_evictions() == evict::EvictResult::Fail
             && client.repl != client::ClientRepl::Master
             && Self::denied_on_oom(client, spec)
-            && self.over_maxmemory()
         {
             self.reject(client, out, Some(spec), &ReplyError::Oom);
             return Outcome::Done;
@@ -1491,6 +1561,7 @@ impl Core {
         let tracked_script = (spec.flags & flags::SKIP_MONITOR != 0
             && !self.tracking.clients.is_empty())
         .then(|| self.tracking.script.replace((spec, argv.clone())));
+        self.touch_keys(client, spec, argv, now_ms);
         let result = {
             let mut ctx = Ctx {
                 core: self,
@@ -1744,8 +1815,10 @@ impl Core {
         }
         let now = unix_ms();
         self.expire_client_pause(now);
+        let fresh = self.evict.fresh_clock(now);
         for db in &mut self.dbs {
             db.rehash(ACTIVE_REHASH_BUCKETS);
+            db.keys.clock_init = fresh;
         }
         // Nothing expires while clients are paused (`pause.rs`).
         let paused = self.pause_in_force(now).is_some();

@@ -149,6 +149,7 @@ pub async fn run(
     spawn_cron(core.clone());
     spawn_block_timer(core.clone());
     spawn_script_driver(core.clone());
+    spawn_eviction_driver(core.clone());
     // The Prometheus endpoint (`metrics-port`), on this thread like everything else.
     metrics::start(&core).await?;
     // Polling before sleeping (`idle-poll-us`): connections report activity to it.
@@ -240,6 +241,47 @@ fn spawn_script_driver(core: SharedCore) {
                 tokio::task::yield_now().await;
                 let mut c = core.borrow_mut();
                 if c.shutdown.is_some() || !crate::scripting::resume_busy(&mut c) {
+                    break;
+                }
+            }
+        }
+    });
+}
+
+/// Goes on evicting keys between commands while memory stays over `maxmemory`
+/// (Redis's `evictionTimeProc`): started by CONFIG SET maxmemory and by an eviction
+/// run that used up its time, it runs one eviction run per turn of the event loop,
+/// letting clients in between, until memory is within the limit or nothing is left
+/// to evict. Its DELs are written out as a command's would be.
+fn spawn_eviction_driver(core: SharedCore) {
+    let notify = core.borrow().eviction_driver.clone();
+    tokio::task::spawn_local(async move {
+        loop {
+            notify.notified().await;
+            loop {
+                tokio::task::yield_now().await;
+                let more = {
+                    let mut c = core.borrow_mut();
+                    if c.shutdown.is_some() {
+                        c.evict.running = false;
+                        break;
+                    }
+                    c.begin_batch();
+                    let result = c.perform_evictions();
+                    // Readers blocked on an evicted key (XREADGROUP) are answered now.
+                    c.handle_ready_keys();
+                    let more = result == crate::core::evict::EvictResult::Running
+                        && !c.loading
+                        && c.busy.is_none();
+                    if !more {
+                        c.evict.running = false;
+                    }
+                    more
+                };
+                if crate::persist::commit(&core).await.is_err() {
+                    break;
+                }
+                if !more {
                     break;
                 }
             }
