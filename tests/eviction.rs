@@ -95,9 +95,16 @@ fn allkeys_lru_evicts_the_least_recently_used_keys() {
         restore(&mut r, &format!("hot:{i}"), 0, &p, &[]);
     }
     squeeze(&mut r, 60_000);
-    let hot = (0..100).filter(|i| exists(&mut r, &format!("hot:{i}"))).count();
-    let old = (0..100).filter(|i| exists(&mut r, &format!("old:{i}"))).count();
-    assert_eq!(hot, 100, "recently used keys were evicted ({old} old ones left)");
+    let hot = (0..100)
+        .filter(|i| exists(&mut r, &format!("hot:{i}")))
+        .count();
+    let old = (0..100)
+        .filter(|i| exists(&mut r, &format!("old:{i}")))
+        .count();
+    assert_eq!(
+        hot, 100,
+        "recently used keys were evicted ({old} old ones left)"
+    );
     assert!(old < 70, "{old} old keys left");
     assert_eq!(
         info_num(&mut r, "stats", "evicted_keys"),
@@ -120,8 +127,13 @@ fn allkeys_lfu_evicts_the_least_frequently_used_keys() {
     let often = (0..100)
         .filter(|i| exists(&mut r, &format!("often:{i}")))
         .count();
-    let rare = (0..100).filter(|i| exists(&mut r, &format!("rare:{i}"))).count();
-    assert_eq!(often, 100, "frequently used keys were evicted ({rare} rare left)");
+    let rare = (0..100)
+        .filter(|i| exists(&mut r, &format!("rare:{i}")))
+        .count();
+    assert_eq!(
+        often, 100,
+        "frequently used keys were evicted ({rare} rare left)"
+    );
     assert!(rare < 70, "{rare} rare keys left");
 }
 
@@ -149,7 +161,12 @@ fn volatile_ttl_evicts_the_nearest_deadlines_first_and_never_keys_without_ttl() 
 
 #[test]
 fn volatile_policies_only_evict_keys_with_a_ttl_and_refuse_when_none_is_left() {
-    for policy in ["volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl"] {
+    for policy in [
+        "volatile-lru",
+        "volatile-lfu",
+        "volatile-random",
+        "volatile-ttl",
+    ] {
         let s = start_server();
         let mut r = s.raw();
         let p = payload(&mut r);
@@ -160,7 +177,9 @@ fn volatile_policies_only_evict_keys_with_a_ttl_and_refuse_when_none_is_left() {
         }
         // Freeing less than the volatile keys hold works.
         squeeze(&mut r, 20_000);
-        let keep = (0..50).filter(|i| exists(&mut r, &format!("keep:{i}"))).count();
+        let keep = (0..50)
+            .filter(|i| exists(&mut r, &format!("keep:{i}")))
+            .count();
         assert_eq!(keep, 50, "{policy} evicted a key without a TTL");
         // Asking for more than the volatile keys hold: they all go, then -OOM.
         let used = info_num(&mut r, "memory", "used_memory");
@@ -170,7 +189,9 @@ fn volatile_policies_only_evict_keys_with_a_ttl_and_refuse_when_none_is_left() {
         wait_until("the volatile keys to go", || {
             r.cmd_str(&["SETNX", "keep:0", "y"]) == oom
         });
-        let keep = (0..50).filter(|i| exists(&mut r, &format!("keep:{i}"))).count();
+        let keep = (0..50)
+            .filter(|i| exists(&mut r, &format!("keep:{i}")))
+            .count();
         assert_eq!(keep, 50, "{policy} evicted a key without a TTL");
         assert_eq!(r.cmd_str(&["DBSIZE"]), int(50), "{policy}");
         // Reads still run.
@@ -267,7 +288,9 @@ fn an_eviction_is_an_event_a_watch_invalidation_and_a_del_for_log_and_replica() 
     });
     assert_eq!(info_num(&mut q, "stats", "evicted_keys"), 0);
     c(&mut p, "SET after 1");
-    wait_until("the replica to get a later write", || exists(&mut q, "after"));
+    wait_until("the replica to get a later write", || {
+        exists(&mut q, "after")
+    });
     // The log has the DELs: a restart brings back only what was written after.
     drop(sub);
     drop(w);
@@ -285,7 +308,20 @@ fn a_reader_blocked_on_an_evicted_stream_is_answered_and_the_server_goes_on() {
     c(&mut r, "XADD s 1-1 f v");
     c(&mut r, "XGROUP CREATE s g $");
     let mut b = s.raw();
-    send(&mut b, &["XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", ">"]);
+    send(
+        &mut b,
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "c",
+            "BLOCK",
+            "0",
+            "STREAMS",
+            "s",
+            ">",
+        ],
+    );
     wait_blocked(&mut r, 1);
     c(&mut r, "CONFIG SET maxmemory-policy allkeys-random");
     c(&mut r, "CONFIG SET maxmemory 1");
@@ -417,6 +453,17 @@ const CLOCK_CASES: &[&str] = &[
     "CONFIG GET maxmemory-eviction-tenacity",
     "CONFIG SET lfu-log-factor 10",
     "CONFIG SET lfu-decay-time 1",
+    "SET int 1",
+    "SET big 10000",
+    "SET text abc",
+    "OBJECT REFCOUNT int",
+    "OBJECT REFCOUNT big",
+    "OBJECT REFCOUNT text",
+    "CONFIG SET maxmemory 1gb",
+    "OBJECT REFCOUNT int",
+    "CONFIG SET maxmemory-policy allkeys-random",
+    "OBJECT REFCOUNT int",
+    "CONFIG SET maxmemory 0",
     "CONFIG SET maxmemory-policy noeviction",
     "CONFIG SET maxmemory-samples 5",
     "CONFIG SET maxmemory-eviction-tenacity 10",
@@ -533,8 +580,20 @@ fn info_memory_and_stats_fields_come_in_redis_order() {
     let rss = info_num(&mut a, "memory", "used_memory_rss");
     let used = info_num(&mut a, "memory", "used_memory");
     let bytes = info_num(&mut a, "memory", "mem_fragmentation_bytes");
-    assert!((bytes - (rss - used)).abs() < 1 << 20, "{bytes} vs {rss} - {used}");
-    assert_eq!(info_field(&mut a, "memory", "lazyfree_pending_objects").as_deref(), Some("0"));
-    assert_eq!(info_field(&mut a, "stats", "evicted_clients").as_deref(), Some("0"));
-    assert_eq!(info_field(&mut a, "stats", "evicted_keys").as_deref(), Some("0"));
+    assert!(
+        (bytes - (rss - used)).abs() < 1 << 20,
+        "{bytes} vs {rss} - {used}"
+    );
+    assert_eq!(
+        info_field(&mut a, "memory", "lazyfree_pending_objects").as_deref(),
+        Some("0")
+    );
+    assert_eq!(
+        info_field(&mut a, "stats", "evicted_clients").as_deref(),
+        Some("0")
+    );
+    assert_eq!(
+        info_field(&mut a, "stats", "evicted_keys").as_deref(),
+        Some("0")
+    );
 }

@@ -860,10 +860,25 @@ fn object_idletime(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     Ok(())
 }
 
-/// OBJECT REFCOUNT: values are never shared, so 1.
+/// OBJECT REFCOUNT: values are never shared, so 1; except what Redis answers for its
+/// shared integers (0..=9999 stored as `int`, `OBJ_SHARED_REFCOUNT` = INT_MAX), shared
+/// unless `maxmemory` is set with an LRU or LFU policy (whose per-object clock sharing
+/// would break). streamd reads the settings now, where Redis decided when the value was
+/// stored; the two differ only for a value stored before the policy changed.
 fn object_refcount(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    /// Redis's `OBJ_SHARED_INTEGERS`.
+    const OBJ_SHARED_INTEGERS: i64 = 10_000;
     if object_lookup(ctx) {
-        ctx.out.integer(1);
+        let shared_ints = ctx.core.limits.maxmemory == 0 || !ctx.core.evict.policy.tracks_access();
+        let argv = ctx.argv;
+        let shared = shared_ints
+            && matches!(
+                ctx.db().get(&argv[2]),
+                Some(Value::String(s)) if s.encoding() == "int"
+                    && s.as_int().is_some_and(|n| (0..OBJ_SHARED_INTEGERS).contains(&n))
+            );
+        ctx.out
+            .integer(if shared { i64::from(i32::MAX) } else { 1 });
     }
     Ok(())
 }

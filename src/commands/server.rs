@@ -431,7 +431,7 @@ pub fn info_text(ctx: &Ctx<'_>, sections: &[String]) -> String {
         push_section(
             "Stats",
             format!(
-                "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nsync_full:{}\r\nsync_partial_ok:{}\r\nsync_partial_err:{}\r\nexpired_keys:{}\r\nexpired_subkeys:{}\r\nevicted_keys:{}\r\nevicted_clients:0\r\ntotal_eviction_exceeded_time:{}\r\ncurrent_eviction_exceeded_time:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\ntracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\nunexpected_error_replies:0\r\ntotal_error_replies:{}\r\nclient_query_buffer_limit_disconnections:{}\r\nclient_output_buffer_limit_disconnections:{}\r\nstream_retention_trimmed_entries:{}\r\nstream_dead_lettered_entries:{}\r\nstream_lifecycle_max_tick_usec:{}\r\n",
+                "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nsync_full:{}\r\nsync_partial_ok:{}\r\nsync_partial_err:{}\r\nexpired_keys:{}\r\nexpired_subkeys:{}\r\nevicted_keys:{}\r\nevicted_clients:0\r\ntotal_eviction_exceeded_time:{}\r\ncurrent_eviction_exceeded_time:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\nmigrate_cached_sockets:{}\r\ntracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\nunexpected_error_replies:0\r\ntotal_error_replies:{}\r\nclient_query_buffer_limit_disconnections:{}\r\nclient_output_buffer_limit_disconnections:{}\r\nstream_retention_trimmed_entries:{}\r\nstream_dead_lettered_entries:{}\r\nstream_lifecycle_max_tick_usec:{}\r\n",
                 s.total_connections_received,
                 s.total_commands_processed,
                 s.net_input_bytes,
@@ -452,6 +452,7 @@ pub fn info_text(ctx: &Ctx<'_>, sections: &[String]) -> String {
                 core.pubsub.len(crate::pubsub::Kind::Channel),
                 core.pubsub.len(crate::pubsub::Kind::Pattern),
                 core.pubsub.len(crate::pubsub::Kind::Shard),
+                core.migrate_sockets.len(),
                 core.tracking.total_keys(),
                 core.tracking.total_items(),
                 core.tracking.total_prefixes(),

@@ -498,7 +498,11 @@ impl<V: std::fmt::Debug> std::fmt::Debug for Dict<V> {
 
 /// One step of xorshift64* over `state` (never left at 0).
 fn xorshift(state: &mut u64) -> u64 {
-    let mut x = if *state == 0 { 0x9e37_79b9_7f4a_7c15 } else { *state };
+    let mut x = if *state == 0 {
+        0x9e37_79b9_7f4a_7c15
+    } else {
+        *state
+    };
     x ^= x >> 12;
     x ^= x << 25;
     x ^= x >> 27;
@@ -690,7 +694,10 @@ impl<V> Dict<V> {
         let mut found = 0;
         let mut budget = count.saturating_mul(10);
         // The larger table decides the walk.
-        let big = self.tables[0].buckets.len().max(self.tables[1].buckets.len());
+        let big = self.tables[0]
+            .buckets
+            .len()
+            .max(self.tables[1].buckets.len());
         let mut idx = (xorshift(rng) as usize) & big.wrapping_sub(1);
         let mut empty_run = 0;
         while found < count && budget > 0 {
@@ -1236,9 +1243,7 @@ mod tests {
         assert_eq!(S::layout(255).size(), 32 + 3 + 9 + 255);
         // The clock costs a size class only for 3 key lengths in 16.
         let grew = (0..256)
-            .filter(|&len| {
-                usable_size(S::layout(len).size()) > usable_size(32 + 1 + len)
-            })
+            .filter(|&len| usable_size(S::layout(len).size()) > usable_size(32 + 1 + len))
             .count();
         assert!(grew <= 256 * 3 / 16 + 1, "{grew}");
         // No larger than the fixed 56-byte slot plus a boxed copy of a long key was, up
@@ -1318,7 +1323,11 @@ mod tests {
             for _ in 0..50 {
                 let mut got = Vec::new();
                 d.sample(5, &mut rng, |k, &v, _| got.push((k.to_vec(), v)));
-                assert!(!got.is_empty() && got.len() <= 5.min(n), "{n}: {}", got.len());
+                assert!(
+                    !got.is_empty() && got.len() <= 5.min(n),
+                    "{n}: {}",
+                    got.len()
+                );
                 for (k, v) in got {
                     assert_eq!(d.get(&k), Some(&v));
                 }

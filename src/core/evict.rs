@@ -90,7 +90,11 @@ pub fn lfu_minutes(now_ms: u64) -> u32 {
 /// Minutes since the decrement time `ldt`, wrapping once (Redis's `LFUTimeElapsed`).
 fn lfu_elapsed(ldt: u32, now_ms: u64) -> u32 {
     let now = lfu_minutes(now_ms);
-    if now >= ldt { now - ldt } else { 65535 - ldt + now }
+    if now >= ldt {
+        now - ldt
+    } else {
+        65535 - ldt + now
+    }
 }
 
 /// The LFU counter of `clock` after the decay due by `now_ms`, without storing it
@@ -98,7 +102,9 @@ fn lfu_elapsed(ldt: u32, now_ms: u64) -> u32 {
 pub fn lfu_decayed(clock: u32, now_ms: u64, decay_time: u32) -> u8 {
     let ldt = (clock >> 8) & 0xFFFF;
     let counter = clock & 255;
-    let periods = lfu_elapsed(ldt, now_ms).checked_div(decay_time).unwrap_or(0);
+    let periods = lfu_elapsed(ldt, now_ms)
+        .checked_div(decay_time)
+        .unwrap_or(0);
     counter.saturating_sub(periods) as u8
 }
 
@@ -214,6 +220,12 @@ impl Policy {
         matches!(self, Policy::VolatileLfu | Policy::AllkeysLfu)
     }
 
+    /// True for the LRU and LFU policies, which read every key's clock (Redis's
+    /// `MAXMEMORY_FLAG_NO_SHARED_INTEGERS`).
+    pub fn tracks_access(self) -> bool {
+        self.is_lru() || self.is_lfu()
+    }
+
     /// True for the LRU policies.
     fn is_lru(self) -> bool {
         matches!(self, Policy::VolatileLru | Policy::AllkeysLru)
@@ -290,14 +302,19 @@ impl Eviction {
     /// The clock RESTORE's `FREQ`/`IDLETIME` give a key (Redis's
     /// `objectSetLRUOrLFU`), or `None` when the option does not apply to the policy
     /// (the key keeps its fresh clock).
-    pub fn restored_clock(&self, freq: Option<u8>, idle_secs: Option<u64>, now_ms: u64) -> Option<u32> {
+    pub fn restored_clock(
+        &self,
+        freq: Option<u8>,
+        idle_secs: Option<u64>,
+        now_ms: u64,
+    ) -> Option<u32> {
         if self.policy.is_lfu() {
             freq.map(|f| (lfu_minutes(now_ms) << 8) | u32::from(f))
         } else {
             let idle = idle_secs?;
             let clock = i64::from(lru_clock(now_ms));
-            let idle = i64::try_from(idle.saturating_mul(1000) / LRU_CLOCK_RESOLUTION)
-                .unwrap_or(i64::MAX);
+            let idle =
+                i64::try_from(idle.saturating_mul(1000) / LRU_CLOCK_RESOLUTION).unwrap_or(i64::MAX);
             let mut abs = clock.saturating_sub(idle);
             if abs < 0 {
                 abs = (clock + i64::from(LRU_CLOCK_MAX / 2)) % i64::from(LRU_CLOCK_MAX);
@@ -510,7 +527,7 @@ impl Core {
             freed += before - self.used_memory() as i64;
             self.evicted(db, &key);
             keys_freed += 1;
-            if keys_freed % 16 == 0 && started.elapsed().as_micros() as u64 > limit_us {
+            if keys_freed.is_multiple_of(16) && started.elapsed().as_micros() as u64 > limit_us {
                 self.start_eviction_task();
                 break;
             }
