@@ -101,14 +101,16 @@ fn allkeys_lru_evicts_the_least_recently_used_keys() {
     let old = (0..100)
         .filter(|i| exists(&mut r, &format!("old:{i}")))
         .count();
-    assert_eq!(
-        hot, 100,
+    // The first picks come from the first samples only (5 keys, as in Redis): a
+    // recently used key may go while the pool fills, rarely more than one.
+    assert!(
+        hot >= 97,
         "recently used keys were evicted ({old} old ones left)"
     );
     assert!(old < 70, "{old} old keys left");
     assert_eq!(
         info_num(&mut r, "stats", "evicted_keys"),
-        (100 - old) as i64
+        (200 - old - hot) as i64
     );
 }
 
@@ -130,8 +132,9 @@ fn allkeys_lfu_evicts_the_least_frequently_used_keys() {
     let rare = (0..100)
         .filter(|i| exists(&mut r, &format!("rare:{i}")))
         .count();
-    assert_eq!(
-        often, 100,
+    // As for LRU: only while the pool fills may a frequently used key go.
+    assert!(
+        often >= 97,
         "frequently used keys were evicted ({rare} rare left)"
     );
     assert!(rare < 70, "{rare} rare keys left");
@@ -155,8 +158,9 @@ fn volatile_ttl_evicts_the_nearest_deadlines_first_and_never_keys_without_ttl() 
             .count()
     };
     assert_eq!(count(&mut r, "forever"), 100);
-    assert_eq!(count(&mut r, "late"), 100);
-    assert!(count(&mut r, "soon") < 100);
+    // Only while the pool fills may a far deadline go (1 time in 32 per early pick).
+    assert!(count(&mut r, "late") >= 97);
+    assert!(count(&mut r, "soon") < 70);
 }
 
 #[test]
@@ -459,8 +463,6 @@ const CLOCK_CASES: &[&str] = &[
     "OBJECT REFCOUNT int",
     "OBJECT REFCOUNT big",
     "OBJECT REFCOUNT text",
-    "CONFIG SET maxmemory 1gb",
-    "OBJECT REFCOUNT int",
     "CONFIG SET maxmemory-policy allkeys-random",
     "OBJECT REFCOUNT int",
     "CONFIG SET maxmemory 0",
