@@ -401,6 +401,11 @@ pub struct Dict<V> {
     /// When a value is replaced: keep the slot's clock (true: LFU keeps the key's
     /// counter, as Redis's `dbSetValue` copies `lru` over) or start it at `clock_init`.
     pub clock_keep_on_replace: bool,
+    /// `maxmemory` (0 = none), kept current by its owner: growing the table is put
+    /// off while its new bucket array would take memory past it and the chains are
+    /// still short (load at most 1.618), as Redis's `dictExpandAllowed` does, so that
+    /// one insert does not set off a wave of evictions.
+    pub max_memory: usize,
 }
 
 /// Which group (hash slot) every key is in, so a group's keys are counted in O(1) and
@@ -459,6 +464,7 @@ impl<V> Default for Dict<V> {
             groups: None,
             clock_init: 0,
             clock_keep_on_replace: false,
+            max_memory: 0,
         }
     }
 }
@@ -477,6 +483,7 @@ impl<V: Clone> Clone for Dict<V> {
             groups: self.groups.clone(),
             clock_init: self.clock_init,
             clock_keep_on_replace: self.clock_keep_on_replace,
+            max_memory: self.max_memory,
         };
         for slot in self.slots() {
             let key = slot.key();
@@ -883,7 +890,17 @@ impl<V> Dict<V> {
         if size == 0 {
             self.tables[0] = Table::with_size(MIN_SIZE);
         } else if self.tables[0].used >= size {
-            self.start_rehash((self.tables[0].used + 1).next_power_of_two());
+            let new_size = (self.tables[0].used + 1).next_power_of_two();
+            // Redis's HASHTABLE_MAX_LOAD_FACTOR: past it, grow whatever the memory.
+            let short_chains = self.tables[0].used as f64 / size as f64 <= 1.618;
+            let more = new_size.saturating_mul(std::mem::size_of::<Link<V>>());
+            if self.max_memory > 0
+                && short_chains
+                && crate::alloc::allocated().saturating_add(more) > self.max_memory
+            {
+                return;
+            }
+            self.start_rehash(new_size);
         }
     }
 

@@ -1273,9 +1273,12 @@ impl Core {
     pub fn refresh_key_clock(&mut self) {
         let fresh = self.evict.fresh_clock(self.batch_now_ms);
         let lfu = self.evict.policy.is_lfu();
+        let max = usize::try_from(self.limits.maxmemory).unwrap_or(usize::MAX);
         for db in &mut self.dbs {
             db.keys.clock_init = fresh;
             db.keys.clock_keep_on_replace = lfu;
+            db.keys.max_memory = max;
+            db.expires.max_memory = max;
         }
     }
 
