@@ -785,7 +785,7 @@ fn a_redis_70_replica_of_streamd_gets_every_type() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    // Then the live stream: RESTOREs (as RESTORE ... ABSTTL REPLACE).
+    // Then the live stream: RESTOREs (propagated as given, TTL 0).
     for (key, m) in after {
         let p = payload::dump_value(&build(m), None, IDMP);
         let _: String = q(&mut s, &[b"RESTORE", key.as_bytes(), b"0", &p]);

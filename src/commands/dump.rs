@@ -15,9 +15,9 @@
 //! Redis's `objectSetLRUOrLFU` does; both travel with the logged effect.
 //!
 //! Side effects, as for COPY: the new key wakes blocked readers and invalidates WATCH;
-//! a replaced key counts as deleted first. The logged effect is `RESTORE key <ttl>
-//! payload ABSTTL REPLACE` with the TTL made absolute (as Redis propagates it), or `DEL
-//! key` when REPLACE removed a key and the TTL had already passed.
+//! a replaced key counts as deleted first. The logged effect is the RESTORE as given
+//! with a relative TTL made absolute and `ABSTTL` appended (as Redis propagates it), or
+//! `DEL key` when REPLACE removed a key and the TTL had already passed.
 
 use super::{CommandSpec, flags::*, is, parse_i64};
 use crate::core::Ctx;
@@ -250,23 +250,23 @@ fn restore(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     ctx.core.ready_keys.push((db, key.clone()));
     ctx.notify(class::GENERIC, "restore", key);
     ctx.core.dirty += 1;
+    // Redis's form: the arguments as given, except that a relative TTL becomes the
+    // absolute deadline with ABSTTL appended; the payload is the one streamd logs.
+    let relative = !opts.absttl && at.is_some();
     let ttl_text = itoa::Buffer::new().format(at.unwrap_or(0)).to_string();
     let mut effect: Vec<&[u8]> = vec![
         b"RESTORE".as_slice(),
         key,
-        ttl_text.as_bytes(),
+        if relative {
+            ttl_text.as_bytes()
+        } else {
+            &argv[2]
+        },
         logged.as_deref().unwrap_or(&argv[3]),
-        b"ABSTTL",
-        b"REPLACE",
     ];
-    // The access clock travels as it was given (Redis propagates RESTORE verbatim).
-    let idle_text = opts.idle.map(|i| i.to_string());
-    let freq_text = opts.freq.map(|f| f.to_string());
-    if let Some(i) = &idle_text {
-        effect.extend([b"IDLETIME".as_slice(), i.as_bytes()]);
-    }
-    if let Some(f) = &freq_text {
-        effect.extend([b"FREQ".as_slice(), f.as_bytes()]);
+    effect.extend(argv[4..].iter().map(|a| &a[..]));
+    if relative {
+        effect.push(b"ABSTTL");
     }
     ctx.propagate(&effect);
     ctx.out.ok();
