@@ -652,3 +652,34 @@ fn command_info_matches_redis_7_0() {
         );
     }
 }
+
+/// COMMAND GETKEYS's answers for commands without keys, wrong arities and arguments
+/// naming no key (EVAL with 0 keys is an empty list: `no_mandatory_keys`), compared with
+/// Redis 7.0 byte for byte.
+#[test]
+fn command_getkeys_edge_cases_match_redis() {
+    use common::differential::{differential, exact};
+    let s = start_server();
+    let r = redis_server();
+    let cases = exact(&[
+        &["COMMAND", "GETKEYS", "EVAL", "return 1", "0"],
+        &["COMMAND", "GETKEYS", "EVAL", "return 1", "5"],
+        &["COMMAND", "GETKEYS", "EVAL_RO", "return 1", "0"],
+        &["COMMAND", "GETKEYS", "FCALL", "f", "0"],
+        &["COMMAND", "GETKEYS", "PING", "x"],
+        &["COMMAND", "GETKEYS", "ECHO", "a"],
+        &["COMMAND", "GETKEYS", "XREAD", "COUNT", "1", "STREAMS"],
+        &["COMMAND", "GETKEYS", "ZUNIONSTORE", "d", "0"],
+        &["COMMAND", "GETKEYS", "SORT", "k"],
+        &[
+            "COMMAND", "GETKEYS", "MIGRATE", "h", "p", "k", "0", "1", "KEYS",
+        ],
+        &["COMMAND", "GETKEYS", "NOSUCH", "k"],
+        &["COMMAND", "GETKEYSANDFLAGS", "EVAL", "return 1", "0"],
+        &["COMMAND", "GETKEYSANDFLAGS", "PING", "x"],
+    ]);
+    for proto in [2, 3] {
+        let bad = differential(s.port, r.port, proto, &cases);
+        assert!(bad.is_empty(), "{}", bad.join("\n"));
+    }
+}

@@ -1104,6 +1104,11 @@ fn getkeys(ctx: &mut Ctx<'_>, with_flags: bool) -> Result<(), ReplyError> {
     };
     let spec = super::resolve_subcommand(spec, &target)
         .map_err(|_| ReplyError::msg("ERR Invalid command specified"))?;
+    // Redis's order: a command without keys at all, then the arity, then arguments
+    // that name no key (fine for EVAL with 0 keys: `no_mandatory_keys`).
+    if spec.first_key <= 0 && spec.flags & MOVABLEKEYS == 0 {
+        return Err(ReplyError::msg("ERR The command has no key arguments"));
+    }
     if !spec.arity_ok(target.len()) {
         return Err(ReplyError::msg(
             "ERR Invalid number of arguments specified for command",
@@ -1111,7 +1116,13 @@ fn getkeys(ctx: &mut Ctx<'_>, with_flags: bool) -> Result<(), ReplyError> {
     }
     let keys = spec.key_positions(&target);
     if keys.is_empty() {
-        return Err(ReplyError::msg("ERR The command has no key arguments"));
+        if spec.flags & NO_MANDATORY_KEYS != 0 {
+            ctx.out.array(0);
+            return Ok(());
+        }
+        return Err(ReplyError::msg(
+            "ERR Invalid arguments specified for command",
+        ));
     }
     ctx.out.array(keys.len());
     for (n, i) in keys.into_iter().enumerate() {
