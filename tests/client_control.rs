@@ -167,6 +167,39 @@ fn client_reply_off_on_and_skip() {
     assert_eq!(c.cmd_str(&["PING"]), b"+PONG\r\n");
 }
 
+/// Pub/Sub frames are pushed, not replied: a client with CLIENT REPLY OFF still gets
+/// its subscribe confirmations and its messages, in RESP2 as in RESP3 (Redis's
+/// "PubSub messages with CLIENT REPLY OFF").
+#[test]
+fn client_reply_off_keeps_pubsub_frames() {
+    let s = start_server();
+    let r = redis_server();
+    for port in [s.port, r.port] {
+        for proto in [2, 3] {
+            let mut c = Raw::connect(port);
+            if proto == 3 {
+                c.hello3();
+            }
+            let mut p = Raw::connect(port);
+            c.send(&encode_cmd(&[b"CLIENT", b"REPLY", b"OFF"]));
+            c.send(&encode_cmd(&[b"SUBSCRIBE", b"ch"]));
+            let confirm = c.read_reply();
+            assert!(
+                escape(&confirm).contains("subscribe"),
+                "port {port} RESP{proto}: {}",
+                escape(&confirm)
+            );
+            assert_eq!(p.cmd_str(&["PUBLISH", "ch", "m"]), b":1\r\n");
+            let message = c.read_reply();
+            assert!(
+                escape(&message).ends_with("$2\\r\\nch\\r\\n$1\\r\\nm\\r\\n"),
+                "port {port} RESP{proto}: {}",
+                escape(&message)
+            );
+        }
+    }
+}
+
 /// The glob matcher is bounded as Redis's: a pattern of many stars against a long key
 /// fails at once instead of backtracking exponentially (Redis's "Regression for
 /// pattern matching long nested loops").

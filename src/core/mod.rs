@@ -1322,12 +1322,32 @@ impl Core {
         if client.reply_mode == ReplyMode::SkipNext {
             client.reply_mode = ReplyMode::Skip;
         }
+        // Pub/Sub frames are pushed, not replied (Redis's CLIENT_PUSHING): the
+        // (un)subscribe confirmations arrive whatever CLIENT REPLY says, as the
+        // messages do, in RESP2 too.
+        let pushes_only = argv.first().is_some_and(|n| {
+            [
+                "subscribe",
+                "psubscribe",
+                "ssubscribe",
+                "unsubscribe",
+                "punsubscribe",
+                "sunsubscribe",
+            ]
+            .iter()
+            .any(|c| n.eq_ignore_ascii_case(c.as_bytes()))
+        });
         let before = out.buf.len();
         let outcome = self.execute_asking(client, argv, out);
-        match client.reply_mode {
-            ReplyMode::Off => out.buf.truncate(before),
-            ReplyMode::Skip => {
+        let drop_replies = |out: &mut RespWriter| {
+            if !pushes_only {
                 out.buf.truncate(before);
+            }
+        };
+        match client.reply_mode {
+            ReplyMode::Off => drop_replies(out),
+            ReplyMode::Skip => {
+                drop_replies(out);
                 client.reply_mode = ReplyMode::On;
             }
             // ON, or CLIENT REPLY SKIP itself, which answers nothing.
