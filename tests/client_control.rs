@@ -181,18 +181,20 @@ fn client_reply_off_keeps_pubsub_frames() {
                 c.hello3();
             }
             let mut p = Raw::connect(port);
+            // A channel per round: the previous round's subscriber may not be gone yet.
+            let ch = format!("c{proto}");
             c.send(&encode_cmd(&[b"CLIENT", b"REPLY", b"OFF"]));
-            c.send(&encode_cmd(&[b"SUBSCRIBE", b"ch"]));
+            c.send(&encode_cmd(&[b"SUBSCRIBE", ch.as_bytes()]));
             let confirm = c.read_reply();
             assert!(
                 escape(&confirm).contains("subscribe"),
                 "port {port} RESP{proto}: {}",
                 escape(&confirm)
             );
-            assert_eq!(p.cmd_str(&["PUBLISH", "ch", "m"]), b":1\r\n");
+            assert_eq!(p.cmd_str(&["PUBLISH", &ch, "m"]), b":1\r\n");
             let message = c.read_reply();
             assert!(
-                escape(&message).ends_with("$2\\r\\nch\\r\\n$1\\r\\nm\\r\\n"),
+                escape(&message).ends_with(&format!("$2\\r\\n{ch}\\r\\n$1\\r\\nm\\r\\n")),
                 "port {port} RESP{proto}: {}",
                 escape(&message)
             );
