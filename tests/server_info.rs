@@ -672,6 +672,28 @@ fn command_getkeys_edge_cases_match_redis() {
         &["COMMAND", "GETKEYS", "ZUNIONSTORE", "d", "0"],
         &["COMMAND", "GETKEYS", "SORT", "k"],
         &[
+            "COMMAND", "GETKEYS", "SORT", "abc", "STORE", "invalid", "STORE", "stillbad", "STORE",
+            "def",
+        ],
+        &[
+            "COMMAND", "GETKEYS", "SORT", "k", "STORE", "x", "GET", "y", "BY", "z", "STORE", "w",
+        ],
+        &[
+            "COMMAND", "GETKEYS", "SORT", "k", "LIMIT", "0", "1", "STORE",
+        ],
+        &["COMMAND", "GETKEYS", "SORT", "k", "STORE", "get", "x"],
+        &[
+            "COMMAND",
+            "GETKEYSANDFLAGS",
+            "SORT",
+            "k",
+            "STORE",
+            "a",
+            "STORE",
+            "b",
+        ],
+        &["COMMAND", "GETKEYS", "SORT_RO", "k", "STORE", "x"],
+        &[
             "COMMAND", "GETKEYS", "MIGRATE", "h", "p", "k", "0", "1", "KEYS",
         ],
         &["COMMAND", "GETKEYS", "NOSUCH", "k"],

@@ -514,28 +514,28 @@ fn movable_keys(spec: &CommandSpec, argv: &Argv) -> Vec<usize> {
         // LMPOP numkeys key... / BLMPOP timeout numkeys key...
         "lmpop" => numkeys_keys(argv, 1),
         "blmpop" => numkeys_keys(argv, 2),
-        // SORT key ... [STORE dst]: the key, and the STORE destination (SORT_RO has no
-        // STORE, so a `STORE` word there is no key).
+        // SORT key ... [STORE dst]: the key, and the destination of the *last* STORE,
+        // the one SORT writes (Redis's `sortGetKeys`, which reads every word after a
+        // STORE as an option again); SORT_RO has no STORE, so a `STORE` word there is no
+        // key.
         "sort" | "sort_ro" if argv.len() >= 2 => {
-            let mut keys = vec![1];
+            let mut store = None;
             let mut i = 2;
             while i < argv.len() {
                 let a = &argv[i];
                 if a.eq_ignore_ascii_case(b"limit") {
-                    i += 3;
-                    continue;
-                }
-                if spec.name == "sort" && a.eq_ignore_ascii_case(b"store") && i + 1 < argv.len() {
-                    keys.push(i + 1);
                     i += 2;
-                    continue;
-                }
-                if a.eq_ignore_ascii_case(b"by") || a.eq_ignore_ascii_case(b"get") {
+                } else if a.eq_ignore_ascii_case(b"by") || a.eq_ignore_ascii_case(b"get") {
                     i += 1;
+                } else if spec.name == "sort"
+                    && a.eq_ignore_ascii_case(b"store")
+                    && i + 1 < argv.len()
+                {
+                    store = Some(i + 1);
                 }
                 i += 1;
             }
-            keys
+            std::iter::once(1).chain(store).collect()
         }
         // The sorted-set family's numkeys commands: the keys follow `numkeys`; the
         // STORE forms also name their destination.
