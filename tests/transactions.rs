@@ -365,3 +365,25 @@ fn transactions_answer_like_redis_7() {
         assert_eq!(c(&mut a, line), c(&mut b, line), "{line}");
     }
 }
+
+/// SAVE, SHUTDOWN and SYNC cannot be queued (`no_multi`): each is refused and marks the
+/// transaction, whose EXEC then aborts; compared with Redis 7.0 byte for byte.
+#[test]
+fn no_multi_commands_are_refused_inside_multi_as_redis_does() {
+    use common::differential::{differential, exact};
+    let s = start_server();
+    let redis = redis_server();
+    let cases = exact(&[
+        &["MULTI"],
+        &["SET", "k", "v"],
+        &["SAVE"],
+        &["SHUTDOWN", "NOSAVE"],
+        &["SYNC"],
+        &["EXEC"],
+        &["GET", "k"],
+    ]);
+    for proto in [2, 3] {
+        let bad = differential(s.port, redis.port, proto, &cases);
+        assert!(bad.is_empty(), "{}", bad.join("\n"));
+    }
+}

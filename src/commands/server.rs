@@ -777,9 +777,6 @@ fn shutdown(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             return Err(ReplyError::Syntax);
         }
     }
-    if ctx.client.multi.is_some() {
-        return Err(ReplyError::msg("ERR SHUTDOWN isn't allowed inside MULTI"));
-    }
     if let Err(e) = ctx.core.with_persistence(|p, core| p.shutdown(core, kind)) {
         tracing::error!(error = %e, "SHUTDOWN: error saving the dataset; not shutting down");
         return Err(ReplyError::msg(
