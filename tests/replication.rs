@@ -226,6 +226,10 @@ impl Conn {
 
     /// Reads one reply and returns its exact bytes.
     fn read_frame(&mut self) -> Vec<u8> {
+        // A replica's link may carry keepalive newlines between commands.
+        while self.reader.fill_buf().is_ok_and(|b| b.first() == Some(&b'\n')) {
+            self.reader.consume(1);
+        }
         let mut raw = Vec::new();
         read_value(&mut self.reader, Some(&mut raw))
             .unwrap_or_else(|e| panic!("{}: reading a frame: {e}", self.who));
@@ -1929,6 +1933,61 @@ fn an_old_style_sync_gets_the_payload_without_a_fullresync_line() {
             escape(&encode_cmd(&[b"XADD", b"s", b"2-1", b"f", b"after"])),
         ]
     );
+}
+
+/// A consumer created by an XREADGROUP that delivers entries reaches a replica through
+/// the XCLAIMs (which create it on replay), with no XGROUP CREATECONSUMER of its own, as
+/// Redis 7.0–7.4's `MULTI propagation of XREADGROUP` expects; with NOACK nothing else
+/// carries the consumer, so CREATECONSUMER is logged.
+#[test]
+fn xreadgroup_logs_createconsumer_only_when_no_xclaim_carries_the_consumer() {
+    let primary = Node::streamd("primary", &[]);
+    let mut p = primary.conn();
+    p.ok("XADD s 1-1 f a");
+    p.ok("XADD s 2-1 f b");
+    p.ok("XGROUP CREATE s g 0");
+    let mut fake = primary.conn();
+    fake.send("SYNC");
+    read_payload(&mut fake);
+    wait_for("the SYNC replica online", || {
+        let s = p.info_field("replication", "slave0");
+        if s.contains(",state=online,") {
+            Ok(())
+        } else {
+            Err(s)
+        }
+    });
+    p.run("XREADGROUP GROUP g alice COUNT 1 STREAMS s >");
+    p.run("XREADGROUP GROUP g bob COUNT 1 NOACK STREAMS s >");
+    p.ok("SET marker 1");
+    // Each logged command as its words (the frames are arrays of bulk strings).
+    let mut logged: Vec<Vec<String>> = Vec::new();
+    loop {
+        let frame = fake.read_frame();
+        let words: Vec<String> = String::from_utf8_lossy(&frame)
+            .split("\r\n")
+            .filter(|w| !w.is_empty() && !w.starts_with('*') && !w.starts_with('$'))
+            .map(str::to_owned)
+            .collect();
+        if words.iter().any(|w| w == "marker") {
+            break;
+        }
+        if !matches!(words.first().map(String::as_str), Some("PING" | "SELECT")) {
+            logged.push(words);
+        }
+    }
+    let names: Vec<String> = logged
+        .iter()
+        .map(|w| w[..w.len().min(3)].join(" "))
+        .collect();
+    let created: Vec<&Vec<String>> = logged
+        .iter()
+        .filter(|w| w.get(1).map(String::as_str) == Some("CREATECONSUMER"))
+        .collect();
+    assert_eq!(created.len(), 1, "{names:?}");
+    assert_eq!(created[0][2..], ["s", "g", "bob"], "{names:?}");
+    let claims = names.iter().filter(|n| n.starts_with("XCLAIM")).count();
+    assert_eq!(claims, 1, "{names:?}");
 }
 
 #[test]

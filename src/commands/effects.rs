@@ -78,8 +78,16 @@ pub fn log_effects(
         return;
     };
     let mut records: Vec<Vec<Vec<u8>>> = Vec::new();
+    // A created consumer is logged on its own only when no XCLAIM below names it (an
+    // XCLAIM creates its consumer on replay), as Redis does: NOACK, or nothing delivered.
+    let claimed_by = |c: &[u8]| {
+        fx.ids
+            .iter()
+            .any(|&id| g.pending(id).and_then(|p| p.owner) == Some(c))
+    };
     if fx.consumer_created
         && let Some(c) = consumer
+        && !claimed_by(c)
     {
         records.push(vec![
             b"XGROUP".to_vec(),
