@@ -227,7 +227,11 @@ impl Conn {
     /// Reads one reply and returns its exact bytes.
     fn read_frame(&mut self) -> Vec<u8> {
         // A replica's link may carry keepalive newlines between commands.
-        while self.reader.fill_buf().is_ok_and(|b| b.first() == Some(&b'\n')) {
+        while self
+            .reader
+            .fill_buf()
+            .is_ok_and(|b| b.first() == Some(&b'\n'))
+        {
             self.reader.consume(1);
         }
         let mut raw = Vec::new();

@@ -8,7 +8,9 @@
 mod common;
 
 use common::differential::{V, parse};
-use common::{Raw, info_field, redis_server, send, start_server, start_server_with, wait_blocked};
+use common::{
+    Raw, encode_cmd, info_field, redis_server, send, start_server, start_server_with, wait_blocked,
+};
 
 /// `calls=N` of `cmdstat_<name>`, 0 when the command has no line.
 fn calls(raw: &mut Raw, name: &str) -> u64 {
@@ -509,6 +511,58 @@ fn client_info_counts_bytes_and_commands() {
         ),
         (2, 2)
     );
+}
+
+/// Redis's introspection.tcl "CLIENT LIST"/"CLIENT INFO": `qbuf` is the read being
+/// processed (26 bytes of `CLIENT INFO`), `argv-mem` its arguments; a pipelined read
+/// counts every command in it; a partial command left over shows between reads; the
+/// queued commands of a MULTI show in `multi-mem`. Each number is Redis 7.0's for the same
+/// requests.
+#[test]
+fn client_info_shows_the_query_buffer_and_queued_commands() {
+    let s = start_server();
+    let mut r = s.raw();
+    let id = String::from_utf8_lossy(&r.cmd_str(&["CLIENT", "ID"]))
+        .trim_start_matches(':')
+        .trim()
+        .to_string();
+    let f = |t: &str, k: &str| client_field(t, &id, k);
+    let info = bulk_text(&r.cmd_str(&["CLIENT", "INFO"]));
+    assert_eq!(f(&info, "qbuf"), 26, "{info}");
+    assert_eq!(f(&info, "argv-mem"), 10, "{info}");
+    assert_eq!(f(&info, "multi-mem"), 0, "{info}");
+    // Two commands in one read: both are in the buffer while the second runs.
+    let ping = encode_cmd(&[b"PING"]);
+    let mut two = ping.clone();
+    two.extend(encode_cmd(&[b"CLIENT", b"INFO"]));
+    r.send(&two);
+    r.read_reply();
+    let info = bulk_text(&r.read_reply());
+    assert_eq!(f(&info, "qbuf"), (ping.len() + 26) as u64, "{info}");
+    // A partial command: its complete arguments have moved out of the buffer into the
+    // argument list, as in Redis; another client sees them there.
+    r.send(b"*2\r\n$3\r\nGET\r\n");
+    let mut other = s.raw();
+    let mut seen = (0, 0);
+    for _ in 0..100 {
+        let list = bulk_text(&other.cmd_str(&["CLIENT", "LIST"]));
+        seen = (
+            client_field(&list, &id, "qbuf"),
+            client_field(&list, &id, "argv-mem"),
+        );
+        if seen.1 == 3 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(seen, (0, 3));
+    r.send(b"$1\r\nk\r\n");
+    assert_eq!(r.read_reply(), b"$-1\r\n");
+    r.cmd_str(&["MULTI"]);
+    r.cmd_str(&["SET", "key", "value"]);
+    let list = bulk_text(&other.cmd_str(&["CLIENT", "LIST"]));
+    assert_eq!(client_field(&list, &id, "multi-mem"), 35, "{list}");
+    assert_eq!(client_field(&list, &id, "qbuf"), 0, "{list}");
 }
 
 /// Redis's "CLIENT INFO input/output/cmds-processed stats for blocking command": the

@@ -167,6 +167,23 @@ pub struct Client {
     pub pipeline_sum: u64,
     /// See [`Client::pipeline_sum`].
     pub pipeline_batches: u64,
+    /// The connection's query buffer (`qbuf`, `qbuf-free`, `argv-mem`), as the front end
+    /// last reported it.
+    pub query_buf: QueryBuf,
+}
+
+/// What a client's query buffer holds, for CLIENT LIST / CLIENT INFO. While a read's
+/// commands run, `len` counts every byte of that read not yet parsed before it started (as
+/// Redis keeps the buffer until the whole read is processed); between reads, the partial
+/// command left over.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueryBuf {
+    /// Bytes in the buffer (`qbuf`).
+    pub len: usize,
+    /// Capacity not yet used (`qbuf-free`).
+    pub free: usize,
+    /// Bytes of the arguments of the command being run (`argv-mem`), 0 between commands.
+    pub argv_mem: usize,
 }
 
 /// Which CLIENT LIST / CLIENT INFO fields `compat-version` shows.
@@ -226,6 +243,7 @@ impl Client {
             cmd_input_bytes: 0,
             pipeline_sum: 0,
             pipeline_batches: 0,
+            query_buf: QueryBuf::default(),
         }
     }
 
@@ -303,8 +321,24 @@ impl Client {
                 .map(|v| String::from_utf8_lossy(v).into_owned())
                 .unwrap_or_default()
         };
+        // The queued commands' arguments plus a pointer each (what Redis 7.0 counts: 35
+        // for a queued `SET key value`), and the replies waiting for the socket.
+        let multi_mem: usize = self
+            .multi
+            .iter()
+            .flatten()
+            .flatten()
+            .map(|a| a.len() + std::mem::size_of::<usize>())
+            .sum();
+        let omem = self.output.queued();
+        let tot_mem = std::mem::size_of::<Self>()
+            + self.query_buf.len
+            + self.query_buf.free
+            + self.query_buf.argv_mem
+            + multi_mem
+            + omem;
         let mut line = format!(
-            "id={} addr={} laddr={} fd=8 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0{} tot-mem=0 events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd=8 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs=0 rbp=0 obl=0 oll={} omem={}{} tot-mem={} events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr,
             self.laddr,
@@ -318,11 +352,18 @@ impl Client {
             self.subs.count(crate::pubsub::Kind::Shard),
             self.multi.as_ref().map(|q| q.len() as i64).unwrap_or(-1),
             self.watched.len(),
+            self.query_buf.len,
+            self.query_buf.free,
+            self.query_buf.argv_mem,
+            multi_mem,
+            usize::from(omem > 0),
+            omem,
             if fields.since_8_8 {
                 " omem-shared=0 omem-unshared=0"
             } else {
                 ""
             },
+            tot_mem,
             self.last_cmd,
             self.username_lossy(),
             if self.proto == Protocol::Resp3 { 3 } else { 2 },

@@ -367,6 +367,12 @@ impl RequestParser {
         self.authenticated = yes;
     }
 
+    /// Payload bytes of the arguments already read of a request not complete yet (Redis
+    /// moves them out of the query buffer into `argv` as it goes: CLIENT LIST `argv-mem`).
+    pub fn partial_argv_bytes(&self) -> usize {
+        self.argv.iter().map(|a| a.len()).sum()
+    }
+
     /// Replaces the limits (`CONFIG SET proto-max-bulk-len` / `client-query-buffer-limit`);
     /// they apply from the next header or check on.
     pub fn set_limits(&mut self, limits: ParserLimits) {

@@ -348,6 +348,8 @@ fn process_batch(
     core.detach(&client);
     let mut next = Next::Read;
     let mut batch_cmds = 0u64;
+    client.query_buf.len = inbuf.len();
+    client.query_buf.free = inbuf.capacity() - inbuf.len();
     loop {
         parser.set_authenticated(!core.auth_required(&client));
         // The request's bytes, over however many reads it came in (SLOT-STATS).
@@ -357,7 +359,9 @@ fn process_batch(
         match parsed {
             Ok(Some(argv)) => {
                 batch_cmds += 1;
+                client.query_buf.argv_mem = argv.iter().map(|a| a.len()).sum();
                 let outcome = core.execute(&mut client, argv, out);
+                client.query_buf.argv_mem = 0;
                 // A blocked command keeps its request's bytes until it is served.
                 if outcome != Outcome::Blocked {
                     client.cmd_input_bytes = 0;
@@ -404,6 +408,9 @@ fn process_batch(
             }
         }
     }
+    client.query_buf.len = inbuf.len();
+    client.query_buf.free = inbuf.capacity() - inbuf.len();
+    client.query_buf.argv_mem = parser.partial_argv_bytes();
     if batch_cmds > 0 {
         // CLIENT LIST `avg-pipeline-len-sum` / `avg-pipeline-len-cnt`.
         client.pipeline_sum += batch_cmds;
