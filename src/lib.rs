@@ -98,15 +98,10 @@ pub fn serve(config: config::Config) -> std::io::Result<()> {
     }
     local.block_on(&runtime, async move {
         let addr = bind.split_whitespace().next().unwrap_or("127.0.0.1").trim_start_matches('-');
-        let mut listeners = server::Listeners::default();
         let backlog = core.config.get_i64("tcp-backlog");
-        if port != 0 {
-            listeners.plain = Some(server::listen(addr, port, backlog)?);
-        }
-        if let Some(acceptor) = acceptor {
-            let listener = server::listen(addr, tls_port, backlog)?;
-            tracing::info!(port = listener.local_addr()?.port(), "TLS port ready");
-            listeners.tls = Some((listener, acceptor));
+        let listeners = server::bind_listeners(&core.config, acceptor)?;
+        if let Some(port) = listeners.tls.port() {
+            tracing::info!(port, "TLS port ready");
         }
         // The cluster bus port (a port in use stops start-up, as in Redis).
         let cluster_listener = match core.cluster.as_deref() {
@@ -119,10 +114,8 @@ pub fn serve(config: config::Config) -> std::io::Result<()> {
             None => None,
         };
         core.cluster_changed();
-        let port = match &listeners.plain {
-            Some(l) => l.local_addr()?.port(),
-            None => 0,
-        };
+        let port = listeners.plain.port().unwrap_or(0);
+        let listeners = Rc::new(RefCell::new(listeners));
         tracing::info!(
             version = STREAMD_VERSION,
             port,

@@ -204,3 +204,168 @@ fn tcp_backlog_sizes_the_listen_queue() {
         [("tcp-backlog".to_string(), "77".to_string())]
     );
 }
+
+/// Redis's introspection.tcl "CONFIG SET port number" / "CONFIG SET bind address": the
+/// listeners follow `port`, `bind` and `metrics-port` at run time. The old port closes
+/// (the connection that asked stays), the new one serves; a bind that fails is refused
+/// with Redis's words and the old listeners stay; an optional (`-`) address that is not
+/// on this host is skipped.
+#[test]
+fn listeners_follow_config_set_at_run_time() {
+    let server = start_server();
+    let mut r = server.raw();
+    let port = common::free_port();
+    let ok = b"+OK\r\n".to_vec();
+    assert_eq!(r.cmd_str(&["CONFIG", "SET", "port", &port.to_string()]), ok);
+    assert_eq!(
+        r.cmd_str(&["PING"]),
+        b"+PONG\r\n",
+        "the asking connection stays"
+    );
+    assert!(
+        Raw::try_connect(server.port).is_err(),
+        "the old port is closed"
+    );
+    let mut moved = Raw::connect(port);
+    assert_eq!(moved.cmd_str(&["PING"]), b"+PONG\r\n");
+    let info = String::from_utf8_lossy(&moved.cmd_str(&["INFO", "server"])).into_owned();
+    assert!(info.contains(&format!("tcp_port:{port}\r\n")), "{info}");
+
+    // 192.0.2.1 (TEST-NET-1) is not an address of this host: refused as by Redis.
+    let redis = redis_server();
+    let refused = moved.cmd_str(&["CONFIG", "SET", "bind", "192.0.2.1"]);
+    assert_eq!(
+        String::from_utf8_lossy(&refused),
+        "-ERR CONFIG SET failed (possibly related to argument 'bind') - Failed to bind to \
+         specified addresses.\r\n"
+    );
+    assert_eq!(
+        refused,
+        redis.raw().cmd_str(&["CONFIG", "SET", "bind", "192.0.2.1"])
+    );
+    assert_eq!(
+        config_get(&mut moved, "bind"),
+        [("bind".to_string(), "127.0.0.1".to_string())]
+    );
+    assert_eq!(Raw::connect(port).cmd_str(&["PING"]), b"+PONG\r\n");
+    assert_eq!(
+        moved.cmd_str(&["CONFIG", "SET", "bind", "127.0.0.1 -192.0.2.1"]),
+        ok
+    );
+    assert_eq!(Raw::connect(port).cmd_str(&["PING"]), b"+PONG\r\n");
+
+    // A port someone else holds: refused, the current one keeps serving.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let taken_port = taken.local_addr().expect("addr").port().to_string();
+    assert_eq!(
+        String::from_utf8_lossy(&moved.cmd_str(&["CONFIG", "SET", "port", &taken_port])),
+        "-ERR CONFIG SET failed (possibly related to argument 'port') - Unable to listen on \
+         this port. Check server logs.\r\n"
+    );
+    assert_eq!(
+        config_get(&mut moved, "port"),
+        [("port".to_string(), port.to_string())]
+    );
+    assert_eq!(Raw::connect(port).cmd_str(&["PING"]), b"+PONG\r\n");
+
+    // The metrics endpoint comes and goes with metrics-port.
+    let mport = common::free_port();
+    assert_eq!(
+        moved.cmd_str(&["CONFIG", "SET", "metrics-port", &mport.to_string()]),
+        ok
+    );
+    let mut http = std::net::TcpStream::connect(("127.0.0.1", mport)).expect("metrics port");
+    use std::io::{Read, Write};
+    http.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .expect("write");
+    let mut page = String::new();
+    http.read_to_string(&mut page).expect("read");
+    assert!(page.contains("redis_up 1"), "{page}");
+    assert_eq!(moved.cmd_str(&["CONFIG", "SET", "metrics-port", "0"]), ok);
+    assert!(std::net::TcpStream::connect(("127.0.0.1", mport)).is_err());
+}
+
+/// Redis's introspection.tcl "CONFIG sanity": every setting CONFIG GET * shows, less the
+/// ones that test skips (immutable in Redis), can be set to its own value and reads back
+/// the same.
+#[test]
+fn every_setting_can_be_set_to_its_own_value() {
+    const SKIPPED: &str = "rdbchecksum daemonize io-threads-do-reads tcp-backlog \
+        always-show-logo syslog-enabled cluster-enabled disable-thp aclfile unixsocket \
+        pidfile syslog-ident appendfilename appenddirname supervised syslog-facility \
+        databases io-threads logfile unixsocketperm replicaof slaveof requirepass \
+        server_cpulist bio_cpulist aof_rewrite_cpulist bgsave_cpulist set-proc-title \
+        cluster-config-file cluster-port oom-score-adj oom-score-adj-values \
+        enable-protected-configs enable-debug-command enable-module-command dbfilename \
+        dir socket-mark-id tls-prefer-server-ciphers tls-session-cache-timeout \
+        tls-session-cache-size tls-session-caching tls-cert-file tls-key-file \
+        tls-client-cert-file tls-client-key-file tls-dh-params-file tls-ca-cert-file \
+        tls-ca-cert-dir tls-protocols tls-ciphers tls-ciphersuites tls-port";
+    let skipped: Vec<&str> = SKIPPED.split_whitespace().collect();
+    let server = start_server();
+    let mut r = server.raw();
+    let before: Vec<(String, String)> = config_get(&mut r, "*")
+        .into_iter()
+        .filter(|(k, _)| !skipped.contains(&k.as_str()))
+        .collect();
+    assert!(before.len() > 150, "{}", before.len());
+    for (k, v) in &before {
+        assert_eq!(
+            String::from_utf8_lossy(&r.cmd_str(&["CONFIG", "SET", k, v])),
+            "+OK\r\n",
+            "CONFIG SET {k} {v:?}"
+        );
+    }
+    let after: std::collections::HashMap<String, String> =
+        config_get(&mut r, "*").into_iter().collect();
+    for (k, v) in &before {
+        assert_eq!(after.get(k), Some(v), "{k}");
+    }
+}
+
+/// `loglevel` and `log-format` take effect when set, not only at start.
+#[test]
+fn log_level_and_format_change_at_run_time() {
+    let server = start_server();
+    let mut r = server.raw();
+    let ok = b"+OK\r\n".to_vec();
+    // An INFO-level line, in text: the metrics endpoint coming up.
+    let mport = common::free_port().to_string();
+    assert_eq!(r.cmd_str(&["CONFIG", "SET", "metrics-port", &mport]), ok);
+    let wait_for_line = |what: &str, pred: &dyn Fn(&str) -> bool| {
+        for _ in 0..200 {
+            if server.log().lines().any(pred) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        panic!("no {what} in the log:\n{}", server.log());
+    };
+    wait_for_line("text line", &|l| {
+        l.contains("INFO") && l.contains("metrics endpoint ready") && !l.starts_with('{')
+    });
+    assert_eq!(r.cmd_str(&["CONFIG", "SET", "log-format", "json"]), ok);
+    assert_eq!(r.cmd_str(&["CONFIG", "SET", "metrics-port", "0"]), ok);
+    let mport = common::free_port().to_string();
+    assert_eq!(r.cmd_str(&["CONFIG", "SET", "metrics-port", &mport]), ok);
+    wait_for_line("JSON line", &|l| {
+        l.starts_with('{') && l.contains("\"level\":\"INFO\"") && l.contains(&mport)
+    });
+    // At `warning`, the same INFO line is no longer written.
+    assert_eq!(r.cmd_str(&["CONFIG", "SET", "loglevel", "warning"]), ok);
+    assert_eq!(r.cmd_str(&["CONFIG", "SET", "metrics-port", "0"]), ok);
+    let quiet = common::free_port().to_string();
+    assert_eq!(r.cmd_str(&["CONFIG", "SET", "metrics-port", &quiet]), ok);
+    // A WARN line after it proves the log was written up to there.
+    let refused = r.cmd_str(&["CONFIG", "SET", "bind", "192.0.2.1"]);
+    assert!(refused.starts_with(b"-ERR"), "{refused:?}");
+    wait_for_line("WARN line", &|l| {
+        l.contains("\"level\":\"WARN\"") && l.contains("192.0.2.1")
+    });
+    assert!(
+        !server.log().contains(&format!("/{quiet}/") as &str)
+            && !server.log().contains(&format!(":{quiet}/metrics")),
+        "an INFO line at loglevel warning:\n{}",
+        server.log()
+    );
+}

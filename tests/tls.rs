@@ -304,3 +304,54 @@ fn unreadable_certificates_stop_the_server_at_start() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("tls-ca-cert-file"));
 }
+
+/// TLS comes up, moves and changes its client-certificate rule at run time, as Redis's
+/// `tls-port` and `tls-auth-clients` do under CONFIG SET.
+#[test]
+fn config_set_starts_and_reconfigures_the_tls_port() {
+    let pki = Pki::new();
+    let server = common::start_server();
+    let mut r = server.raw();
+    let ok = b"+OK\r\n".to_vec();
+    for (k, v) in [
+        ("tls-cert-file", pki.path("server.pem")),
+        ("tls-key-file", pki.path("server.key")),
+        ("tls-ca-cert-file", pki.path("ca.pem")),
+    ] {
+        assert_eq!(r.cmd_str(&["CONFIG", "SET", k, &v]), ok, "{k}");
+    }
+    let tls_port = free_port();
+    assert_eq!(
+        r.cmd_str(&["CONFIG", "SET", "tls-port", &tls_port.to_string()]),
+        ok
+    );
+    let ca = pki.path("ca.pem");
+    let (cert, key) = (pki.path("client.pem"), pki.path("client.key"));
+    let with_cert = ["--cacert", &ca, "--cert", &cert, "--key", &key];
+    assert_eq!(redis_cli_tls(tls_port, &with_cert, &["PING"]), "PONG");
+    // Client certificates are required (the default): none is refused.
+    assert_ne!(
+        redis_cli_tls(tls_port, &["--cacert", &ca], &["PING"]),
+        "PONG"
+    );
+    assert_eq!(r.cmd_str(&["CONFIG", "SET", "tls-auth-clients", "no"]), ok);
+    assert_eq!(
+        redis_cli_tls(tls_port, &["--cacert", &ca], &["PING"]),
+        "PONG"
+    );
+    // A certificate that cannot be read: refused, the TLS port keeps serving.
+    let refused = r.cmd_str(&["CONFIG", "SET", "tls-cert-file", "/nonexistent.pem"]);
+    assert_eq!(
+        String::from_utf8_lossy(&refused),
+        "-ERR CONFIG SET failed (possibly related to argument 'tls-cert-file') - Unable to \
+         update TLS configuration. Check server logs.\r\n"
+    );
+    assert_eq!(
+        redis_cli_tls(tls_port, &["--cacert", &ca], &["PING"]),
+        "PONG"
+    );
+    // Off again.
+    assert_eq!(r.cmd_str(&["CONFIG", "SET", "tls-port", "0"]), ok);
+    assert!(std::net::TcpStream::connect(("127.0.0.1", tls_port)).is_err());
+    assert_eq!(r.cmd_str(&["PING"]), b"+PONG\r\n");
+}

@@ -820,10 +820,24 @@ fn config_set(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             )
         })
         .collect();
+    let before: Vec<(String, String)> = LISTENER_CONFIGS
+        .iter()
+        .map(|&n| {
+            (
+                n.to_string(),
+                ctx.core.config.get(n).unwrap_or("").to_string(),
+            )
+        })
+        .collect();
     ctx.core
         .config
         .set_many(&pairs)
         .map_err(ReplyError::owned)?;
+    relisten(ctx.core, &pairs, &before)?;
+    let named = |want: &str| pairs.iter().any(|(n, _)| n.eq_ignore_ascii_case(want));
+    if named("loglevel") || named("log-format") {
+        crate::logging::reconfigure(&ctx.core.config, named("loglevel"), named("log-format"));
+    }
     ctx.core.refresh_config_cache();
     if pairs
         .iter()
@@ -836,6 +850,71 @@ fn config_set(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         .map_err(ReplyError::owned)?;
     ctx.out.ok();
     Ok(())
+}
+
+/// The settings the listening sockets are made from.
+const LISTENER_CONFIGS: [&str; 9] = [
+    "bind",
+    "port",
+    "tls-port",
+    "tls-cert-file",
+    "tls-key-file",
+    "tls-ca-cert-file",
+    "tls-auth-clients",
+    "metrics-bind",
+    "metrics-port",
+];
+
+/// Rebinds the listeners whose settings CONFIG SET changed (an unchanged value applies
+/// nothing, as in Redis). When that fails, the settings go back to `before`, the old
+/// listeners are bound again, and the error names the first such setting in `pairs`.
+fn relisten(
+    core: &mut Core,
+    pairs: &[(String, String)],
+    before: &[(String, String)],
+) -> Result<(), ReplyError> {
+    let changed: Vec<&(String, String)> = before
+        .iter()
+        .filter(|(n, old)| core.config.get(n).unwrap_or("") != old)
+        .collect();
+    let is = |name: &str| changed.iter().any(|(n, _)| n == name);
+    let what = crate::core::Relisten {
+        bind: is("bind"),
+        port: is("port"),
+        tls: changed.iter().any(|(n, _)| n.starts_with("tls-")),
+        metrics: is("metrics-bind")
+            || is("metrics-port")
+            || (is("bind") && core.config.get("metrics-bind").unwrap_or("").is_empty()),
+    };
+    let Some(hook) = core.relisten.clone().filter(|_| what.any()) else {
+        return Ok(());
+    };
+    match hook(&core.config, what) {
+        Ok(port) => {
+            core.port = port;
+            Ok(())
+        }
+        Err(reason) => {
+            let restore: Vec<(String, String)> = changed.into_iter().cloned().collect();
+            if let Err(e) = core.config.set_many(&restore) {
+                tracing::warn!(error = %e, "could not restore the listener settings");
+            }
+            match hook(&core.config, what) {
+                Ok(port) => core.port = port,
+                Err(again) => {
+                    tracing::warn!(reason = again, "could not bind the old listeners again")
+                }
+            }
+            let name = pairs
+                .iter()
+                .map(|(n, _)| n.to_ascii_lowercase())
+                .find(|n| restore.iter().any(|(r, _)| r == n))
+                .unwrap_or_default();
+            Err(ReplyError::owned(format!(
+                "ERR CONFIG SET failed (possibly related to argument '{name}') - {reason}"
+            )))
+        }
+    }
 }
 
 fn config_resetstat(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {

@@ -154,6 +154,31 @@ pub enum ShutdownKind {
     NoSave,
 }
 
+/// Which listening sockets a CONFIG SET changed the configuration of.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Relisten {
+    /// `bind` changed: every client listener moves.
+    pub bind: bool,
+    /// `port` changed: the plain listeners move.
+    pub port: bool,
+    /// `tls-port` or a TLS file or setting changed: the TLS listeners and acceptor.
+    pub tls: bool,
+    /// `metrics-bind` or `metrics-port` changed (or `bind`, which it defaults to).
+    pub metrics: bool,
+}
+
+impl Relisten {
+    /// True when some listener has to be rebound.
+    pub fn any(&self) -> bool {
+        self.bind || self.port || self.tls || self.metrics
+    }
+}
+
+/// Rebinds what [`Relisten`] names from the configuration as it now is, closing the old
+/// sockets first (as Redis does); returns the plain port now listened on (0: none), or
+/// Redis's reason for the failure. Installed by the front end.
+pub type RelistenHook = Rc<dyn Fn(&crate::config::Config, Relisten) -> Result<u16, &'static str>>;
+
 /// The single owner of all data.
 pub struct Core {
     /// Running configuration.
@@ -261,6 +286,9 @@ pub struct Core {
     /// Whether a script-running command may write, by its script's flags: installed
     /// by the scripting layer (`pause.rs`).
     pub script_may_write: Option<pause::ScriptMayWrite>,
+    /// Rebinds the listening sockets after CONFIG SET changed what they depend on:
+    /// installed by the front end (`server/listeners.rs`).
+    pub relisten: Option<RelistenHook>,
     /// Client-side caching: who tracks what (`tracking.rs`).
     pub tracking: tracking::Tracking,
     /// Wakes the task that resumes a busy script.
@@ -556,6 +584,7 @@ impl Core {
             busy: None,
             client_pause: None,
             script_may_write: None,
+            relisten: None,
             tracking: tracking::Tracking::default(),
             script_driver: Rc::new(Notify::new()),
             held_effects: None,

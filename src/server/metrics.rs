@@ -25,6 +25,7 @@
 //! delivery (the head of the delivery-time list, O(1)), the log's fsync count and longest
 //! fsync, and this scrape's own longest core pause.
 
+use super::listeners::{Accept, ListenerGroup, SharedListeners};
 use crate::core::{Core, SharedCore, unix_ms};
 use crate::persist::FsyncStats;
 use crate::stream::Stream;
@@ -43,8 +44,8 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 use std::convert::Infallible;
 use std::fmt::Write as _;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
-use tokio::net::TcpListener;
 
 /// Work done per borrow of the core while gathering: a slice ends at the first dict bucket
 /// boundary after this much time, so the longest pause is this plus one bucket's streams.
@@ -53,37 +54,39 @@ pub const SLICE_BUDGET: Duration = Duration::from_micros(500);
 /// A request that sends no complete header within this long is dropped.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Binds `metrics-bind` (or the first `bind` address) on `metrics-port` and serves scrapes
-/// in their own tasks; does nothing when `metrics-port` is 0. A bind failure is returned,
-/// so a server asked for metrics does not start without them.
-pub async fn start(core: &SharedCore) -> std::io::Result<()> {
-    let (port, addr) = {
-        let c = core.borrow();
-        let port = u16::try_from(c.config.get_i64("metrics-port")).unwrap_or(0);
-        let own = c.config.get("metrics-bind").unwrap_or("").trim();
-        let addr = if own.is_empty() {
-            c.config.get("bind").unwrap_or("127.0.0.1")
-        } else {
-            own
-        };
-        let first = addr.split_whitespace().next().unwrap_or("127.0.0.1");
-        (port, first.trim_start_matches('-').to_string())
+/// Binds `metrics-bind` (or the first `bind` address) on `metrics-port`; nothing when
+/// `metrics-port` is 0.
+pub fn bind(config: &crate::config::Config) -> std::io::Result<ListenerGroup> {
+    let port = u16::try_from(config.get_i64("metrics-port")).unwrap_or(0);
+    let own = config.get("metrics-bind").unwrap_or("").trim();
+    let addr = if own.is_empty() {
+        config.get("bind").unwrap_or("127.0.0.1")
+    } else {
+        own
     };
-    if port == 0 {
-        return Ok(());
-    }
-    let listener = TcpListener::bind((addr.as_str(), port))
-        .await
+    let first = addr.split_whitespace().next().unwrap_or("127.0.0.1");
+    let addr = first.trim_start_matches('-');
+    let group = ListenerGroup::bind(&[addr], port, config.get_i64("tcp-backlog"))
         .map_err(|e| std::io::Error::new(e.kind(), format!("metrics-port {addr}:{port}: {e}")))?;
-    tracing::info!(
-        "metrics endpoint ready on http://{addr}:{}/metrics",
-        listener.local_addr()?.port()
-    );
+    if let Some(port) = group.port() {
+        tracing::info!("metrics endpoint ready on http://{addr}:{port}/metrics");
+    }
+    Ok(group)
+}
+
+/// Binds the endpoint ([`bind`]) and serves scrapes in their own tasks, from whatever
+/// listener the returned set holds (CONFIG SET `metrics-port` replaces it). A bind
+/// failure is returned, so a server asked for metrics does not start without them.
+pub fn start(core: &SharedCore) -> std::io::Result<SharedListeners> {
+    let group = bind(&core.borrow().config)?;
+    let set: SharedListeners = Rc::default();
+    set.borrow_mut().set_plain(group);
     let core = core.clone();
+    let accepting = set.clone();
     tokio::task::spawn_local(async move {
         loop {
-            match listener.accept().await {
-                Ok((socket, _)) => serve_connection(socket, core.clone()),
+            match Accept(&accepting).await {
+                Ok((socket, _, _)) => serve_connection(socket, core.clone()),
                 Err(e) => {
                     tracing::warn!(error = %e, "metrics accept failed");
                     tokio::time::sleep(Duration::from_millis(10)).await;
@@ -91,7 +94,7 @@ pub async fn start(core: &SharedCore) -> std::io::Result<()> {
             }
         }
     });
-    Ok(())
+    Ok(set)
 }
 
 /// Serves one HTTP/1.1 connection (keep-alive, as Prometheus uses) in its own task.

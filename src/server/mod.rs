@@ -6,13 +6,14 @@
 //! with one write. A blocked client keeps reading (to notice a disconnect at once) but
 //! executes nothing until the core sends its reply.
 //!
-//! Two listeners may run side by side: the plain `port` and the TLS `tls-port` (either
-//! may be off, `0`). A TLS client is handshaken in its own task (bounded by
+//! Two kinds of listener run side by side, on every `bind` address: the plain `port` and
+//! the TLS `tls-port` (either may be off, `0`); CONFIG SET rebinds them (`listeners.rs`). A TLS client is handshaken in its own task (bounded by
 //! [`tls::TLS_HANDSHAKE_TIMEOUT`]) and then served by the same connection code.
 
 pub mod connection;
 pub mod idle_poll;
 pub mod keepalive;
+pub mod listeners;
 pub mod metrics;
 pub mod notify;
 pub mod protected;
@@ -34,15 +35,6 @@ pub enum StopReason {
     Shutdown,
     /// SIGTERM or SIGINT.
     Signal,
-}
-
-/// The sockets the server accepts clients on.
-#[derive(Default)]
-pub struct Listeners {
-    /// The plain TCP listener (`port`), unless `port 0`.
-    pub plain: Option<TcpListener>,
-    /// The TLS listener (`tls-port`) and its acceptor, unless `tls-port 0`.
-    pub tls: Option<(TcpListener, TlsAcceptor)>,
 }
 
 /// Listens on `addr:port` with a queue of `backlog` connections not yet accepted (the
@@ -78,14 +70,6 @@ pub fn listen(addr: &str, port: u16, backlog: i64) -> std::io::Result<TcpListene
             format!("{addr} resolves to no address"),
         )
     }))
-}
-
-/// Accepts on `listener`, or waits forever when there is none.
-async fn accept(listener: Option<&TcpListener>) -> std::io::Result<(TcpStream, SocketAddr)> {
-    match listener {
-        Some(l) => l.accept().await,
-        None => std::future::pending().await,
-    }
 }
 
 /// Sets up an accepted socket (no Nagle, keepalive) and serves it in its own task,
@@ -138,7 +122,7 @@ fn spawn_client(
 /// inside a `LocalSet`. With `supervised systemd` it sends `READY=1` once loaded and
 /// `STOPPING=1` when it stops ([`notify`]).
 pub async fn run(
-    listeners: Listeners,
+    listeners: listeners::SharedListeners,
     core: SharedCore,
     loading: impl std::future::Future<Output = Result<(), crate::persist::PersistError>>,
 ) -> std::io::Result<StopReason> {
@@ -151,7 +135,8 @@ pub async fn run(
     spawn_script_driver(core.clone());
     spawn_eviction_driver(core.clone());
     // The Prometheus endpoint (`metrics-port`), on this thread like everything else.
-    metrics::start(&core).await?;
+    let metrics = metrics::start(&core)?;
+    core.borrow_mut().relisten = Some(relisten_hook(listeners.clone(), metrics));
     // Polling before sleeping (`idle-poll-us`): connections report activity to it.
     let idle_poll = Rc::new(IdlePoll::new(core.borrow().limits.idle_poll));
     tokio::task::spawn_local(idle_poll.clone().run());
@@ -170,18 +155,8 @@ pub async fn run(
                 crate::replication::start(&core);
                 notifier.ready();
             }
-            accepted = accept(listeners.plain.as_ref()) => match accepted {
-                Ok((socket, peer)) => spawn_client(socket, peer, None, &core, &stop, &idle_poll),
-                Err(e) => {
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
-            },
-            accepted = accept(listeners.tls.as_ref().map(|(l, _)| l)) => match accepted {
-                Ok((socket, peer)) => {
-                    let acceptor = listeners.tls.as_ref().map(|(_, a)| a.clone());
-                    spawn_client(socket, peer, acceptor, &core, &stop, &idle_poll);
-                }
+            accepted = listeners::Accept(&listeners) => match accepted {
+                Ok((socket, peer, tls)) => spawn_client(socket, peer, tls, &core, &stop, &idle_poll),
                 Err(e) => {
                     tracing::warn!(error = %e, "accept failed");
                     tokio::time::sleep(Duration::from_millis(10)).await;
@@ -204,6 +179,106 @@ pub async fn run(
             }
         }
     }
+}
+
+/// The addresses of `bind`, in order.
+pub fn bind_addresses(config: &crate::config::Config) -> Vec<String> {
+    config
+        .get("bind")
+        .unwrap_or("")
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Binds the client listeners the configuration asks for: `port` and, when `tls-port`
+/// is set, `tls-port` with `acceptor`, on every `bind` address.
+pub fn bind_listeners(
+    config: &crate::config::Config,
+    acceptor: Option<TlsAcceptor>,
+) -> std::io::Result<listeners::ListenerSet> {
+    let addrs = bind_addresses(config);
+    let addrs: Vec<&str> = addrs.iter().map(String::as_str).collect();
+    let backlog = config.get_i64("tcp-backlog");
+    let port = u16::try_from(config.get_i64("port")).unwrap_or(0);
+    let mut set = listeners::ListenerSet::default();
+    set.set_plain(listeners::ListenerGroup::bind(&addrs, port, backlog)?);
+    if let Some(acceptor) = acceptor {
+        let tls_port = u16::try_from(config.get_i64("tls-port")).unwrap_or(0);
+        set.set_tls(
+            listeners::ListenerGroup::bind(&addrs, tls_port, backlog)?,
+            Some(acceptor),
+        );
+    }
+    Ok(set)
+}
+
+/// The CONFIG SET hook that rebinds the client and metrics listeners (Redis's
+/// `applyBind`, `updatePort`, `applyTLSPort`, `applyTlsCfg`): old sockets are closed
+/// before the new ones are bound, so the same address and port can be taken again.
+fn relisten_hook(
+    clients: listeners::SharedListeners,
+    metrics: listeners::SharedListeners,
+) -> crate::core::RelistenHook {
+    Rc::new(move |config, what| {
+        let addrs = bind_addresses(config);
+        let addrs: Vec<&str> = addrs.iter().map(String::as_str).collect();
+        let backlog = config.get_i64("tcp-backlog");
+        let mut set = clients.borrow_mut();
+        if what.bind || what.port {
+            set.close_plain();
+            let port = u16::try_from(config.get_i64("port")).unwrap_or(0);
+            match listeners::ListenerGroup::bind(&addrs, port, backlog) {
+                Ok(group) => set.set_plain(group),
+                Err(e) => {
+                    tracing::warn!(error = %e, "Failed to bind");
+                    return Err(if what.bind {
+                        "Failed to bind to specified addresses."
+                    } else {
+                        "Unable to listen on this port. Check server logs."
+                    });
+                }
+            }
+        }
+        if what.bind || what.tls {
+            set.close_tls();
+            let acceptor = match tls::acceptor(config) {
+                Ok(a) => a,
+                Err(e) => {
+                    tracing::warn!(error = %e, "Failed to configure TLS");
+                    return Err("Unable to update TLS configuration. Check server logs.");
+                }
+            };
+            let tls_port = u16::try_from(config.get_i64("tls-port")).unwrap_or(0);
+            let group = match acceptor {
+                Some(_) => listeners::ListenerGroup::bind(&addrs, tls_port, backlog),
+                None => Ok(listeners::ListenerGroup::default()),
+            };
+            match group {
+                Ok(group) => set.set_tls(group, acceptor),
+                Err(e) => {
+                    tracing::warn!(error = %e, "Failed to bind the TLS port");
+                    return Err(if what.bind {
+                        "Failed to bind to specified addresses."
+                    } else {
+                        "Unable to listen on this port. Check server logs."
+                    });
+                }
+            }
+        }
+        if what.metrics {
+            let mut m = metrics.borrow_mut();
+            m.close_plain();
+            match metrics::bind(config) {
+                Ok(group) => m.set_plain(group),
+                Err(e) => {
+                    tracing::warn!(error = %e, "Failed to bind the metrics port");
+                    return Err("Unable to listen on this port. Check server logs.");
+                }
+            }
+        }
+        Ok(set.plain.port().unwrap_or(0))
+    })
 }
 
 fn signal(kind: tokio::signal::unix::SignalKind) -> std::io::Result<tokio::signal::unix::Signal> {
