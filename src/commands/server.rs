@@ -829,11 +829,22 @@ fn config_set(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             )
         })
         .collect();
+    // What every named setting was, to roll the whole command back if applying fails.
+    let previous: Vec<(String, String)> = pairs
+        .iter()
+        .filter_map(|(n, _)| crate::config::directive(n))
+        .map(|d| {
+            (
+                d.name.to_string(),
+                ctx.core.config.get(d.name).unwrap_or("").to_string(),
+            )
+        })
+        .collect();
     ctx.core
         .config
         .set_many(&pairs)
         .map_err(ReplyError::owned)?;
-    relisten(ctx.core, &pairs, &before)?;
+    relisten(ctx.core, &pairs, &before, &previous)?;
     let named = |want: &str| pairs.iter().any(|(n, _)| n.eq_ignore_ascii_case(want));
     if named("loglevel") || named("log-format") {
         crate::logging::reconfigure(&ctx.core.config, named("loglevel"), named("log-format"));
@@ -866,12 +877,14 @@ const LISTENER_CONFIGS: [&str; 9] = [
 ];
 
 /// Rebinds the listeners whose settings CONFIG SET changed (an unchanged value applies
-/// nothing, as in Redis). When that fails, the settings go back to `before`, the old
-/// listeners are bound again, and the error names the first such setting in `pairs`.
+/// nothing, as in Redis). When that fails, every setting the command named goes back to
+/// `previous` (Redis rolls the whole command back), the old listeners are bound again,
+/// and the error names the first changed listener setting in `pairs`.
 fn relisten(
     core: &mut Core,
     pairs: &[(String, String)],
     before: &[(String, String)],
+    previous: &[(String, String)],
 ) -> Result<(), ReplyError> {
     let changed: Vec<&(String, String)> = before
         .iter()
@@ -896,7 +909,7 @@ fn relisten(
         }
         Err(reason) => {
             let restore: Vec<(String, String)> = changed.into_iter().cloned().collect();
-            if let Err(e) = core.config.set_many(&restore) {
+            if let Err(e) = core.config.set_many(previous) {
                 tracing::warn!(error = %e, "could not restore the listener settings");
             }
             match hook(&core.config, what) {

@@ -999,7 +999,10 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Config {
-            values: all().map(|d| (d.name, d.default.to_string())).collect(),
+            values: all()
+                .chain(redis::HIDDEN)
+                .map(|d| (d.name, d.default.to_string()))
+                .collect(),
             file: None,
         }
     }
@@ -1017,7 +1020,9 @@ pub fn directive(name: &str) -> Option<&'static Directive> {
         .iter()
         .find(|(alias, _)| alias.eq_ignore_ascii_case(name))
         .map_or(name, |(_, target)| target);
-    all().find(|d| d.name.eq_ignore_ascii_case(name))
+    all()
+        .chain(redis::HIDDEN)
+        .find(|d| d.name.eq_ignore_ascii_case(name))
 }
 
 /// True when streamd acts on the directive (a row of [`DIRECTIVES`]); false for Redis's
@@ -1227,10 +1232,10 @@ fn canonical(d: &Directive, value: &str, current: &str) -> Result<String, String
             if let Some(pct) = value.strip_suffix('%') {
                 match crate::stream::id::string2ll(pct.as_bytes()) {
                     Some(p) if (0..=100).contains(&p) => Ok(format!("{p}%")),
-                    Some(_) => Err(
-                        "argument must be between -100 and 9223372036854775807 inclusive".into(),
-                    ),
-                    None => Err("argument must be a memory or percent value".into()),
+                    Some(p) if p > 100 => {
+                        Err("percentage argument must be less or equal to 100".into())
+                    }
+                    _ => Err("argument must be a memory or percent value".into()),
                 }
             } else {
                 let v = parse_memory(value)
@@ -1515,13 +1520,19 @@ impl Config {
     }
 
     /// All (name, value) pairs whose name matches the glob `pattern` (CONFIG GET):
-    /// directives, then Redis's aliases with the value of the name they stand for.
+    /// directives, then Redis's aliases with the value of the name they stand for; a
+    /// hidden setting ([`redis::HIDDEN`]) only for its exact name, as in Redis.
     pub fn matching(&self, pattern: &[u8]) -> Vec<(&'static str, &str)> {
         let value = |name: &str| self.values.get(name).map(String::as_str).unwrap_or("");
+        let hidden = redis::HIDDEN
+            .iter()
+            .filter(|d| d.name.as_bytes().eq_ignore_ascii_case(pattern))
+            .map(|d| (d.name, d.name));
         all()
             .map(|d| (d.name, d.name))
             .chain(redis::ALIASES.iter().copied())
             .filter(|(name, _)| crate::util::glob_match(pattern, name.as_bytes(), true))
+            .chain(hidden)
             .map(|(name, target)| (name, value(target)))
             .collect()
     }

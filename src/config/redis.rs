@@ -650,6 +650,60 @@ pub const REDIS_ONLY: &[Directive] = &[
 
 const I32_MAX: i64 = i32::MAX as i64;
 
+/// Redis's hidden settings: test and debugging hooks (`HIDDEN_CONFIG` in `config.c`)
+/// that `CONFIG GET` shows only when asked for by exact name, never for a pattern, and that
+/// the sample configuration and docs leave out. Accepted without effect, like
+/// [`REDIS_ONLY`].
+pub const HIDDEN: &[Directive] = &[
+    Directive {
+        name: "use-exit-on-panic",
+        default: "no",
+        kind: Kind::Bool,
+        mutable: true,
+        help: "Redis's test hook: exit() instead of abort() on a panic.",
+    },
+    Directive {
+        name: "rdb-key-save-delay",
+        default: "0",
+        kind: Kind::Int {
+            min: i32::MIN as i64,
+            max: I32_MAX,
+        },
+        mutable: true,
+        help: "Redis's test hook: sleep per key while saving an RDB.",
+    },
+    Directive {
+        name: "key-load-delay",
+        default: "0",
+        kind: Kind::Int {
+            min: i32::MIN as i64,
+            max: I32_MAX,
+        },
+        mutable: true,
+        help: "Redis's test hook: sleep per key while loading.",
+    },
+    Directive {
+        name: "watchdog-period",
+        default: "0",
+        kind: Kind::Int {
+            min: 0,
+            max: I32_MAX,
+        },
+        mutable: true,
+        help: "Redis's software watchdog (SIGALRM stack traces of a slow main thread).",
+    },
+    Directive {
+        name: "loading-process-events-interval-bytes",
+        default: "2097152",
+        kind: Kind::Int {
+            min: 1024,
+            max: I32_MAX,
+        },
+        mutable: true,
+        help: "Redis's test hook: how often loading serves events.",
+    },
+];
+
 /// Redis's alternative names (`slave-*` for `replica-*`, `*-ziplist-*` for
 /// `*-listpack-*`, `lua-time-limit`), each with the name it stands for: one value,
 /// shown under both names by `CONFIG GET`.
