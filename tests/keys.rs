@@ -699,3 +699,130 @@ fn keyspace_commands_answer_like_redis_7() {
         assert_eq!(c(&mut a, line), c(&mut b, line), "{line}");
     }
 }
+
+/// Reads `lazyfree_pending_objects` and `lazyfreed_objects` once the former is 0.
+fn lazyfreed(raw: &mut Raw) -> u64 {
+    let field = |raw: &mut Raw, f: &str| -> u64 {
+        info_field(raw, "memory", f)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("INFO memory {f}"))
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while field(raw, "lazyfree_pending_objects") != 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the lazyfree thread did not finish"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    field(raw, "lazyfreed_objects")
+}
+
+/// Redis's lazyfree.tcl: UNLINK frees a big value (a stream of 200 nodes with a group and
+/// pending entries) on the background thread and a small one inline; DEL does only under
+/// `lazyfree-lazy-user-del`; FLUSHALL ASYNC and `lazyfree-lazy-user-flush` hand the whole
+/// database over (one object per key); CONFIG RESETSTAT zeroes the count. The keys are
+/// gone at once either way.
+#[test]
+fn big_values_are_freed_in_the_background() {
+    let s = start_server_with(&["--stream-node-max-entries", "5"]);
+    let mut r = s.raw();
+    let ok = b"+OK\r\n".to_vec();
+    assert_eq!(lazyfreed(&mut r), 0);
+    let fill = |r: &mut Raw, key: &str, n: usize| {
+        for i in 0..n {
+            r.send(&encode_cmd(&[
+                b"XADD",
+                key.as_bytes(),
+                b"*",
+                b"f",
+                i.to_string().as_bytes(),
+            ]));
+        }
+        r.read_replies(n);
+    };
+    fill(&mut r, "big", 1000);
+    r.cmd_str(&["XGROUP", "CREATE", "big", "g", "0"]);
+    r.cmd_str(&[
+        "XREADGROUP",
+        "GROUP",
+        "g",
+        "alice",
+        "COUNT",
+        "2",
+        "STREAMS",
+        "big",
+        ">",
+    ]);
+    assert_eq!(r.cmd_str(&["UNLINK", "big"]), b":1\r\n");
+    assert_eq!(r.cmd_str(&["EXISTS", "big"]), b":0\r\n");
+    assert_eq!(lazyfreed(&mut r), 1);
+    // Small: freed inline, not counted.
+    fill(&mut r, "small", 3);
+    assert_eq!(r.cmd_str(&["UNLINK", "small"]), b":1\r\n");
+    assert_eq!(lazyfreed(&mut r), 1);
+    // DEL is synchronous unless lazyfree-lazy-user-del.
+    fill(&mut r, "big", 1000);
+    assert_eq!(r.cmd_str(&["DEL", "big"]), b":1\r\n");
+    assert_eq!(lazyfreed(&mut r), 1);
+    assert_eq!(
+        r.cmd_str(&["CONFIG", "SET", "lazyfree-lazy-user-del", "yes"]),
+        ok
+    );
+    fill(&mut r, "big", 1000);
+    assert_eq!(r.cmd_str(&["DEL", "big"]), b":1\r\n");
+    assert_eq!(lazyfreed(&mut r), 2);
+    assert_eq!(r.cmd_str(&["CONFIG", "RESETSTAT"]), ok);
+    assert_eq!(lazyfreed(&mut r), 0);
+    // FLUSHALL ASYNC: every key, in every database.
+    fill(&mut r, "a", 2);
+    fill(&mut r, "b", 2);
+    r.cmd_str(&["SELECT", "3"]);
+    fill(&mut r, "c", 2);
+    assert_eq!(r.cmd_str(&["FLUSHALL", "ASYNC"]), ok);
+    assert_eq!(r.cmd_str(&["DBSIZE"]), b":0\r\n");
+    assert_eq!(lazyfreed(&mut r), 3);
+    // FLUSHDB SYNC frees here; plain FLUSHDB follows lazyfree-lazy-user-flush.
+    fill(&mut r, "c", 2);
+    assert_eq!(r.cmd_str(&["FLUSHDB", "SYNC"]), ok);
+    assert_eq!(lazyfreed(&mut r), 3);
+    fill(&mut r, "c", 2);
+    assert_eq!(
+        r.cmd_str(&["CONFIG", "SET", "lazyfree-lazy-user-flush", "yes"]),
+        ok
+    );
+    assert_eq!(r.cmd_str(&["FLUSHDB"]), ok);
+    assert_eq!(lazyfreed(&mut r), 4);
+    assert_eq!(r.cmd_str(&["DBSIZE"]), b":0\r\n");
+}
+
+/// `lazyfree-lazy-expire`: a big key whose TTL passes is freed in the background; the
+/// `expired` bookkeeping is as before.
+#[test]
+fn expired_big_values_are_freed_in_the_background_when_asked() {
+    let s = start_server_with(&[
+        "--stream-node-max-entries",
+        "5",
+        "--lazyfree-lazy-expire",
+        "yes",
+    ]);
+    let mut r = s.raw();
+    for i in 0..1000 {
+        r.send(&encode_cmd(&[
+            b"XADD",
+            b"big",
+            b"*",
+            b"f",
+            i.to_string().as_bytes(),
+        ]));
+    }
+    r.read_replies(1000);
+    assert_eq!(r.cmd_str(&["PEXPIRE", "big", "1"]), b":1\r\n");
+    std::thread::sleep(Duration::from_millis(5));
+    assert_eq!(r.cmd_str(&["EXISTS", "big"]), b":0\r\n");
+    assert_eq!(lazyfreed(&mut r), 1);
+    assert_eq!(
+        info_field(&mut r, "stats", "expired_keys").as_deref(),
+        Some("1")
+    );
+}

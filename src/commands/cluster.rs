@@ -483,7 +483,7 @@ fn cluster_reset(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         }
         ctx.core.become_primary();
         for db in 0..ctx.core.dbs.len() {
-            super::server::flush_db(ctx, db);
+            super::server::flush_db(ctx, db, false);
         }
         ctx.core.dirty += 1;
         ctx.propagate(&["FLUSHALL"]);

@@ -209,13 +209,15 @@ fn parse_db(core: &Core, arg: &[u8]) -> Result<usize, ReplyError> {
 
 // --- DEL, EXISTS, TYPE, TOUCH ----------------------------------------------------------
 
-/// DEL and UNLINK (streamd frees synchronously either way).
+/// DEL and UNLINK: UNLINK (and DEL under `lazyfree-lazy-user-del`) frees big values on
+/// the background thread (`core/lazyfree.rs`); the keys are gone at once either way.
 fn del(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let argv = ctx.argv;
+    let lazy = is(&argv[0], "UNLINK") || ctx.core.lazy.user_del;
     let mut deleted = 0;
     for key in &argv[1..] {
         ctx.expire_if_needed(key);
-        if ctx.delete_key(key) {
+        if ctx.delete_key_freeing(key, lazy) {
             ctx.core.dirty += 1;
             deleted += 1;
         }

@@ -212,13 +212,15 @@ pub(super) fn info_section(core: &Core, script_lines: &str) -> String {
     let frag_bytes = mh.rss as i64 - used as i64;
     let _ = write!(
         s,
-        "maxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\nallocator_frag_ratio:1.00\r\nallocator_frag_bytes:0\r\nallocator_rss_ratio:1.00\r\nallocator_rss_bytes:0\r\nrss_overhead_ratio:{:.2}\r\nrss_overhead_bytes:{frag_bytes}\r\nmem_fragmentation_ratio:{:.2}\r\nmem_fragmentation_bytes:{frag_bytes}\r\nmem_not_counted_for_evict:{}\r\nmem_replication_backlog:{backlog}\r\nmem_total_replication_buffers:{backlog}\r\nmem_clients_slaves:0\r\nmem_clients_normal:{}\r\nmem_cluster_links:0\r\nmem_aof_buffer:0\r\nmem_allocator:libc\r\nactive_defrag_running:0\r\nlazyfree_pending_objects:0\r\nlazyfreed_objects:0\r\n",
+        "maxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\nallocator_frag_ratio:1.00\r\nallocator_frag_bytes:0\r\nallocator_rss_ratio:1.00\r\nallocator_rss_bytes:0\r\nrss_overhead_ratio:{:.2}\r\nrss_overhead_bytes:{frag_bytes}\r\nmem_fragmentation_ratio:{:.2}\r\nmem_fragmentation_bytes:{frag_bytes}\r\nmem_not_counted_for_evict:{}\r\nmem_replication_backlog:{backlog}\r\nmem_total_replication_buffers:{backlog}\r\nmem_clients_slaves:0\r\nmem_clients_normal:{}\r\nmem_cluster_links:0\r\nmem_aof_buffer:0\r\nmem_allocator:libc\r\nactive_defrag_running:0\r\nlazyfree_pending_objects:{}\r\nlazyfreed_objects:{}\r\n",
         human(maxmemory),
         core.config.get("maxmemory-policy").unwrap_or("noeviction"),
         mh.fragmentation(),
         mh.fragmentation(),
         core.mem_not_counted_for_evict(),
         mh.clients_normal,
+        core.lazyfree.pending(),
+        core.lazyfree.freed(),
     );
     s
 }

@@ -610,18 +610,20 @@ fn dbsize(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     Ok(())
 }
 
-/// FLUSHDB/FLUSHALL's optional ASYNC|SYNC argument.
-fn flush_mode(ctx: &Ctx<'_>) -> Result<(), ReplyError> {
+/// FLUSHDB/FLUSHALL's optional ASYNC|SYNC argument: true to free in the background
+/// (ASYNC, or neither under `lazyfree-lazy-user-flush`).
+fn flush_mode(ctx: &Ctx<'_>) -> Result<bool, ReplyError> {
     match ctx.argv.len() {
-        1 => Ok(()),
-        2 if is(&ctx.argv[1], "ASYNC") || is(&ctx.argv[1], "SYNC") => Ok(()),
+        1 => Ok(ctx.core.lazy.user_flush),
+        2 if is(&ctx.argv[1], "ASYNC") => Ok(true),
+        2 if is(&ctx.argv[1], "SYNC") => Ok(false),
         _ => Err(ReplyError::Syntax),
     }
 }
 
 /// Empties database `db` as FLUSHDB does (blocked readers woken, WATCH invalidated),
-/// without propagating anything.
-pub(super) fn flush_db(ctx: &mut Ctx<'_>, db: usize) {
+/// without propagating anything; `lazy` frees the keys on the background thread.
+pub(super) fn flush_db(ctx: &mut Ctx<'_>, db: usize, lazy: bool) {
     let keys: Vec<bytes::Bytes> = ctx.core.dbs[db]
         .keys
         .keys()
@@ -629,15 +631,20 @@ pub(super) fn flush_db(ctx: &mut Ctx<'_>, db: usize) {
         .collect();
     ctx.core.dirty += keys.len() as u64;
     ctx.core.touch_watched_in(db, None);
-    ctx.core.dbs[db].clear();
+    if lazy {
+        let taken = ctx.core.dbs[db].take_all();
+        ctx.core.lazyfree.free_db(taken);
+    } else {
+        ctx.core.dbs[db].clear();
+    }
     for k in keys {
         ctx.core.ready_keys.push((db, k));
     }
 }
 
 fn flushdb(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
-    flush_mode(ctx)?;
-    flush_db(ctx, ctx.client.db);
+    let lazy = flush_mode(ctx)?;
+    flush_db(ctx, ctx.client.db, lazy);
     ctx.core.tracking_invalidate_all();
     ctx.core.dirty += 1;
     ctx.propagate(&["FLUSHDB"]);
@@ -646,9 +653,9 @@ fn flushdb(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 }
 
 fn flushall(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
-    flush_mode(ctx)?;
+    let lazy = flush_mode(ctx)?;
     for db in 0..ctx.core.dbs.len() {
-        flush_db(ctx, db);
+        flush_db(ctx, db, lazy);
     }
     ctx.core.tracking_invalidate_all();
     ctx.core.dirty += 1;
@@ -932,6 +939,7 @@ fn relisten(
 
 fn config_resetstat(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     ctx.core.stats = Default::default();
+    ctx.core.lazyfree.reset_stats();
     if let Some(st) = ctx.core.cluster.as_deref_mut() {
         st.slot_stats.reset_all();
     }

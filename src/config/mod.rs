@@ -563,6 +563,41 @@ pub const DIRECTIVES: &[Directive] = &[
         help: "What to evict at maxmemory (LRU/LFU/random/TTL over all keys or keys with a TTL), or noeviction: refuse writes that grow memory.",
     },
     Directive {
+        name: "lazyfree-lazy-eviction",
+        default: "no",
+        kind: Kind::Bool,
+        mutable: true,
+        help: "Free evicted keys on the background thread (core/lazyfree.rs) when freeing them is big work.",
+    },
+    Directive {
+        name: "lazyfree-lazy-expire",
+        default: "no",
+        kind: Kind::Bool,
+        mutable: true,
+        help: "Free expired keys on the background thread when freeing them is big work.",
+    },
+    Directive {
+        name: "lazyfree-lazy-server-del",
+        default: "no",
+        kind: Kind::Bool,
+        mutable: true,
+        help: "Free the values the server deletes itself (a key overwritten by SET, RENAME's or a STORE's destination) on the background thread when big.",
+    },
+    Directive {
+        name: "lazyfree-lazy-user-del",
+        default: "no",
+        kind: Kind::Bool,
+        mutable: true,
+        help: "DEL frees like UNLINK: big values on the background thread.",
+    },
+    Directive {
+        name: "lazyfree-lazy-user-flush",
+        default: "no",
+        kind: Kind::Bool,
+        mutable: true,
+        help: "FLUSHALL, FLUSHDB, SCRIPT FLUSH and FUNCTION FLUSH without SYNC/ASYNC free in the background (as with ASYNC).",
+    },
+    Directive {
         name: "notify-keyspace-events",
         default: "",
         kind: Kind::KeyspaceEvents,
@@ -1593,8 +1628,8 @@ pub fn sample_conf() -> String {
         out.push_str(&format!("{} {}\n\n", d.name, quote_arg(d.default)));
     }
     out.push_str(
-        "# Every other Redis 7.0 directive (aof-use-rdb-preamble, lazyfree-lazy-user-del,\n\
-         # repl-backlog-size, ...) is accepted here, on the command line and by CONFIG SET\n\
+        "# Every other Redis 7.0 directive (aof-use-rdb-preamble, activedefrag,\n\
+         # jemalloc-bg-thread, ...) is accepted here, on the command line and by CONFIG SET\n\
          # with Redis's syntax and default, but has no effect in streamd; docs/configuration.md\n\
          # lists them with the reason.\n",
     );

@@ -408,6 +408,24 @@ pub struct Dict<V> {
     pub max_memory: usize,
 }
 
+/// The entries [`Dict::take_all`] took out: dropping it frees them.
+pub struct TakenEntries<V> {
+    /// The two tables as they were.
+    tables: [Table<V>; 2],
+}
+
+impl<V> TakenEntries<V> {
+    /// How many entries it holds.
+    pub fn len(&self) -> usize {
+        self.tables[0].used + self.tables[1].used
+    }
+
+    /// True when it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// Which group (hash slot) every key is in, so a group's keys are counted in O(1) and
 /// listed without walking the table (CLUSTER COUNTKEYSINSLOT / GETKEYSINSLOT; Redis
 /// 7.0 links each slot's keys through its dict entries for the same purpose).
@@ -817,6 +835,23 @@ impl<V> Dict<V> {
         if let Some(g) = self.groups.as_deref_mut() {
             g.clear();
         }
+    }
+
+    /// Empties the dictionary in O(1) and hands back what it held, to be dropped
+    /// elsewhere (FLUSHALL ASYNC: `core/lazyfree.rs`); settings and the group index (now
+    /// empty) stay.
+    pub fn take_all(&mut self) -> TakenEntries<V> {
+        let taken = TakenEntries {
+            tables: [
+                std::mem::replace(&mut self.tables[0], Table::empty()),
+                std::mem::replace(&mut self.tables[1], Table::empty()),
+            ],
+        };
+        self.rehash_idx = None;
+        if let Some(g) = self.groups.as_deref_mut() {
+            g.clear();
+        }
+        taken
     }
 
     /// Starts keeping the index of keys by group (`group_of(key) < groups`), built now

@@ -49,7 +49,7 @@
 //! `-OOM`. Replicas (with `replica-ignore-maxmemory yes`), a loading server, a busy
 //! script and paused clients never evict.
 
-use super::{Core, notify};
+use super::{Core, lazyfree, notify};
 use bytes::Bytes;
 use std::time::Instant;
 
@@ -523,8 +523,18 @@ impl Core {
                 return EvictResult::Fail;
             };
             let before = self.used_memory() as i64;
-            self.dbs[db].remove(&key);
-            freed += before - self.used_memory() as i64;
+            match self.dbs[db].remove(&key) {
+                Some(value) if self.lazy.eviction && lazyfree::is_big(&value) => {
+                    // Counted as freed now: the background thread gives the memory back
+                    // soon, and one wave must not evict more keys meanwhile.
+                    freed += (key.len() + value.memory_usage()) as i64;
+                    self.lazyfree.free_value(value);
+                }
+                removed => {
+                    drop(removed);
+                    freed += before - self.used_memory() as i64;
+                }
+            }
             self.evicted(db, &key);
             keys_freed += 1;
             if keys_freed.is_multiple_of(16) && started.elapsed().as_micros() as u64 > limit_us {

@@ -29,6 +29,16 @@ use std::ops::Bound;
 /// Most buckets one `SCAN` call visits per key asked for (Redis: `count * 10`).
 const SCAN_BUCKETS_PER_KEY: usize = 10;
 
+/// What [`Db::take_all`] took out of a database: dropping it frees every key.
+pub struct TakenDb {
+    /// The keys and values.
+    pub keys: super::dict::TakenEntries<Value>,
+    /// Their deadlines (held only to be dropped with the rest).
+    _expires: super::dict::TakenEntries<u64>,
+    /// Their hashes' field deadlines (likewise).
+    _hexpires: HashTtls,
+}
+
 /// One database.
 #[derive(Debug, Default, Clone)]
 pub struct Db {
@@ -87,13 +97,13 @@ impl Db {
         self.expires.get(key).is_some_and(|&at| at <= now_ms)
     }
 
-    /// Deletes `key` if its TTL has passed; true if it did.
-    pub fn expire_if_needed(&mut self, key: &[u8], now_ms: u64) -> bool {
+    /// Deletes `key` if its TTL has passed, handing back its value (to be freed here or
+    /// in the background: `lazyfree.rs`).
+    pub fn expire_if_needed(&mut self, key: &[u8], now_ms: u64) -> Option<Value> {
         if self.is_expired(key, now_ms) {
-            self.remove(key);
-            true
+            self.remove(key)
         } else {
-            false
+            None
         }
     }
 
@@ -231,6 +241,18 @@ impl Db {
             }
         }
         Some(v)
+    }
+
+    /// Empties the database in O(1), as [`Db::clear`] does, handing back the keys and
+    /// their values and deadlines to be freed elsewhere (FLUSHALL/FLUSHDB ASYNC).
+    pub fn take_all(&mut self) -> TakenDb {
+        let taken = TakenDb {
+            keys: self.keys.take_all(),
+            _expires: self.expires.take_all(),
+            _hexpires: std::mem::take(&mut self.hexpires),
+        };
+        self.clear();
+        taken
     }
 
     /// Removes everything.
@@ -384,9 +406,10 @@ impl Db {
         self.keys.rehash(buckets)
     }
 
-    /// Samples keys with a TTL and deletes expired ones; returns the keys deleted.
-    /// Does at most `budget` checks (Redis's active expire cycle, simplified).
-    pub fn active_expire(&mut self, now_ms: u64, budget: usize) -> Vec<Bytes> {
+    /// Samples keys with a TTL and deletes expired ones; returns the keys deleted with
+    /// their values. Does at most `budget` checks (Redis's active expire cycle,
+    /// simplified).
+    pub fn active_expire(&mut self, now_ms: u64, budget: usize) -> Vec<(Bytes, Value)> {
         let expired: Vec<Bytes> = self
             .expires
             .iter()
@@ -394,10 +417,10 @@ impl Db {
             .filter(|(_, at)| **at <= now_ms)
             .map(|(k, _)| Bytes::copy_from_slice(k))
             .collect();
-        for k in &expired {
-            self.remove(k);
-        }
         expired
+            .into_iter()
+            .filter_map(|k| self.remove(&k).map(|v| (k, v)))
+            .collect()
     }
 }
 
@@ -465,11 +488,16 @@ mod tests {
         db.insert(&key(1), Stream::new());
         db.insert(&key(2), Stream::new());
         db.set_expire(&key(1), 100);
-        assert!(!db.expire_if_needed(&key(1), 99));
-        assert!(db.expire_if_needed(&key(1), 100));
+        assert!(db.expire_if_needed(&key(1), 99).is_none());
+        assert!(db.expire_if_needed(&key(1), 100).is_some());
         assert!(db.get(&key(1)).is_none());
         db.set_expire(&key(2), 5);
-        assert_eq!(db.active_expire(10, 100), vec![key(2)]);
+        let gone: Vec<Bytes> = db
+            .active_expire(10, 100)
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        assert_eq!(gone, vec![key(2)]);
         assert!(db.is_empty());
     }
 }

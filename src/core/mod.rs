@@ -32,6 +32,7 @@ mod field_expire;
 pub mod hotkeys;
 pub mod keyspace;
 pub mod latency;
+pub mod lazyfree;
 pub mod lifecycle;
 pub mod limits;
 pub mod mailbox;
@@ -152,6 +153,22 @@ pub enum ShutdownKind {
     Save,
     /// SHUTDOWN NOSAVE.
     NoSave,
+}
+
+/// Which deletions free their values on the background thread (`lazyfree.rs`), from
+/// the `lazyfree-lazy-*` settings; UNLINK and FLUSH* ASYNC always do.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LazySettings {
+    /// Evicted keys.
+    pub eviction: bool,
+    /// Expired keys.
+    pub expire: bool,
+    /// Values the server deletes itself (overwrites, RENAME and STORE destinations).
+    pub server_del: bool,
+    /// DEL.
+    pub user_del: bool,
+    /// FLUSHALL/FLUSHDB (and SCRIPT/FUNCTION FLUSH) without SYNC or ASYNC.
+    pub user_flush: bool,
 }
 
 /// Which listening sockets a CONFIG SET changed the configuration of.
@@ -289,6 +306,10 @@ pub struct Core {
     /// Rebinds the listening sockets after CONFIG SET changed what they depend on:
     /// installed by the front end (`server/listeners.rs`).
     pub relisten: Option<RelistenHook>,
+    /// The background freer (`lazyfree.rs`).
+    pub lazyfree: lazyfree::LazyFree,
+    /// Which deletions free in the background (the `lazyfree-lazy-*` settings).
+    pub lazy: LazySettings,
     /// Client-side caching: who tracks what (`tracking.rs`).
     pub tracking: tracking::Tracking,
     /// Wakes the task that resumes a busy script.
@@ -585,6 +606,8 @@ impl Core {
             client_pause: None,
             script_may_write: None,
             relisten: None,
+            lazyfree: Default::default(),
+            lazy: Default::default(),
             tracking: tracking::Tracking::default(),
             script_driver: Rc::new(Notify::new()),
             held_effects: None,
@@ -629,6 +652,13 @@ impl Core {
         self.node_limits = NodeLimits {
             max_bytes: bytes,
             max_entries: entries,
+        };
+        self.lazy = LazySettings {
+            eviction: self.config.get_bool("lazyfree-lazy-eviction"),
+            expire: self.config.get_bool("lazyfree-lazy-expire"),
+            server_del: self.config.get_bool("lazyfree-lazy-server-del"),
+            user_del: self.config.get_bool("lazyfree-lazy-user-del"),
+            user_flush: self.config.get_bool("lazyfree-lazy-user-flush"),
         };
         self.idmp_defaults = (
             self.config.get_i64("stream-idmp-duration"),
@@ -995,12 +1025,21 @@ impl Core {
         if self.pause_in_force(now_ms).is_some() {
             return self.dbs[db].is_expired(key, now_ms);
         }
-        if self.dbs[db].expire_if_needed(key, now_ms) {
+        if let Some(value) = self.dbs[db].expire_if_needed(key, now_ms) {
+            self.free_deleted(value, self.lazy.expire);
             self.expired(db, key);
         } else if !self.dbs[db].hexpires.is_empty() {
             self.expire_fields(db, key, now_ms, usize::MAX);
         }
         false
+    }
+
+    /// Frees a value taken out of the keyspace: on the background thread when `lazy`
+    /// and it is big (`lazyfree.rs`), here otherwise.
+    pub fn free_deleted(&mut self, value: Value, lazy: bool) {
+        if lazy {
+            self.lazyfree.free_value(value);
+        }
     }
 
     /// The side effects of `key` having been removed from `db` because its TTL passed
@@ -1880,7 +1919,8 @@ impl Core {
                 continue;
             }
             let gone = self.dbs[db].active_expire(now, 200);
-            for k in gone {
+            for (k, value) in gone {
+                self.free_deleted(value, self.lazy.expire);
                 self.expired(db, &k);
             }
         }

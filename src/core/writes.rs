@@ -31,10 +31,18 @@ impl Ctx<'_> {
     /// existed. The caller counts `dirty` and propagates: DEL counts each key, a
     /// collection emptied by a write counts the write.
     pub fn delete_key(&mut self, key: &[u8]) -> bool {
+        let lazy = self.core.lazy.server_del;
+        self.delete_key_freeing(key, lazy)
+    }
+
+    /// [`Ctx::delete_key`], freeing the value in the background when `lazy` and it is
+    /// big (UNLINK, DEL under `lazyfree-lazy-user-del`: `core/lazyfree.rs`).
+    pub fn delete_key_freeing(&mut self, key: &[u8], lazy: bool) -> bool {
         let db = self.client.db;
-        if self.core.dbs[db].remove(key).is_none() {
+        let Some(value) = self.core.dbs[db].remove(key) else {
             return false;
-        }
+        };
+        self.core.free_deleted(value, lazy);
         self.core.key_deleted(db, key);
         self.notify(class::GENERIC, "del", key);
         true

@@ -638,6 +638,11 @@ impl Stream {
         deleted
     }
 
+    /// Number of listpack nodes.
+    pub fn node_count(&self) -> usize {
+        self.nodes.index.len()
+    }
+
     /// The nodes in ID order with their master IDs, tombstones still inside (DUMP writes
     /// them as Redis nodes one for one, so the receiver keeps the same node boundaries).
     pub fn node_listpacks(&self) -> impl Iterator<Item = (StreamId, &Listpack)> + '_ {
