@@ -530,6 +530,8 @@ pub struct FsyncStats {
     pub fsyncs: u64,
     /// The longest fsync seen, microseconds.
     pub max_usec: u64,
+    /// Time spent in fsyncs since start, microseconds.
+    pub total_usec: u64,
 }
 
 /// The effect log's fsync figures, or `None` when no log is open (`appendonly no`).
@@ -538,6 +540,9 @@ pub fn fsync_stats(core: &Core) -> Option<FsyncStats> {
     Some(FsyncStats {
         fsyncs: d.fsyncs.load(std::sync::atomic::Ordering::Relaxed),
         max_usec: d.max_fsync_usec.load(std::sync::atomic::Ordering::Relaxed),
+        total_usec: d
+            .fsync_usec_total
+            .load(std::sync::atomic::Ordering::Relaxed),
     })
 }
 

@@ -22,10 +22,17 @@
 //! and per-consumer series of the remaining streams are left out, and
 //! `streamd_metrics_dropped_streams` says how many were. Beyond redis_exporter's names,
 //! the endpoint serves what an exporter cannot see cheaply: each group's oldest pending
-//! delivery (the head of the delivery-time list, O(1)), the log's fsync count and longest
-//! fsync, and this scrape's own longest core pause.
+//! delivery (the head of the delivery-time list, O(1)), the log's fsync count, time and
+//! longest fsync, dead-lettered entries, the replicas counted good for
+//! `min-replicas-to-write`, and this scrape's own longest core pause.
+//!
+//! Which series a dashboard or alert may use is pinned by `tests/dashboards.rs`: it runs
+//! every query of `conf/grafana/streamd.json` and `conf/prometheus/streamd-alerts.yml`
+//! through a real Prometheus scraping this endpoint.
 
 use super::listeners::{Accept, ListenerGroup, SharedListeners};
+use crate::cluster::nodes_conf::NodeFlags;
+use crate::core::replication::{LinkState, ReplicaState};
 use crate::core::{Core, SharedCore, unix_ms};
 use crate::persist::FsyncStats;
 use crate::stream::Stream;
@@ -204,6 +211,61 @@ struct CommandRow {
     usec: u64,
     rejected: u64,
     failed: u64,
+    /// INFO latencystats: (percentile label as Redis prints it, `99.9`; microseconds),
+    /// one per `latency-tracking-info-percentiles`; empty while tracking is off.
+    percentiles: Vec<(String, f64)>,
+}
+
+/// A replica's primary, as INFO replication shows it on the replica.
+#[derive(Debug)]
+struct MasterRow {
+    host: String,
+    port: String,
+    /// `master_link_status:up`.
+    link_up: bool,
+    /// `master_last_io_seconds_ago`: -1 while the link is down, as Redis prints it.
+    last_io_seconds_ago: i64,
+    /// `master_sync_in_progress`.
+    sync_in_progress: bool,
+}
+
+/// One connected replica, as INFO replication's `slaveN:` line shows it on the primary.
+#[derive(Debug)]
+struct ReplicaRow {
+    ip: String,
+    port: String,
+    /// Redis's state name (`wait_bgsave`, `send_bulk`, `online`).
+    state: &'static str,
+    /// The offset the replica acknowledged.
+    offset: u64,
+    /// Seconds since its last acknowledgement once online, else 0 (Redis's `lag`).
+    lag_seconds: u64,
+}
+
+/// Replication, as INFO replication shows it.
+#[derive(Debug, Default)]
+struct ReplRow {
+    /// `Some` on a replica.
+    master: Option<MasterRow>,
+    replicas: Vec<ReplicaRow>,
+    /// `master_repl_offset` (on a replica, the offset it has processed).
+    offset: u64,
+    /// Online replicas whose last ACK is within `min-replicas-max-lag` (what
+    /// `min-replicas-to-write` compares with; refreshed by the replication cron).
+    good_replicas: u64,
+    /// The `min-replicas-to-write` setting (0 = off).
+    min_replicas_to_write: u64,
+}
+
+/// CLUSTER INFO's numbers, on a node with `cluster-enabled yes`.
+#[derive(Debug, Default)]
+struct ClusterRow {
+    state_ok: bool,
+    /// Slots with an owner, and of those: owner fine, PFAIL, FAIL.
+    slots: [usize; 4],
+    known_nodes: usize,
+    size: usize,
+    current_epoch: u64,
 }
 
 /// Everything one scrape reports, owned, so it can be encoded on another thread.
@@ -226,6 +288,27 @@ struct Snapshot {
     max_streams: usize,
     total_streams: usize,
     fsync: Option<FsyncStats>,
+    /// `redis_version`, `tcp_port`, `maxmemory_policy` (for `redis_instance_info`).
+    version: String,
+    tcp_port: u16,
+    maxmemory_policy: String,
+    /// `maxmemory` in bytes (0 = no limit).
+    maxmemory: u64,
+    /// Resident set size, read from `/proc/self/statm` when the text is built (off the
+    /// core thread); 0 where that file does not exist.
+    rss: u64,
+    evicted_keys: u64,
+    /// INFO errorstats: error code → replies with it.
+    errors: Vec<(String, u64)>,
+    /// Connections subscribed to any channel, pattern or shard channel (INFO clients
+    /// `pubsub_clients`).
+    pubsub_clients: usize,
+    /// Entries moved to dead-letter streams since start (INFO stats
+    /// `stream_dead_lettered_entries`).
+    dead_lettered: u64,
+    repl: ReplRow,
+    /// `None` unless `cluster-enabled yes`.
+    cluster: Option<ClusterRow>,
     /// The longest single borrow of the core in this scrape.
     pause_max: Duration,
     /// Borrows this scrape took.
@@ -277,6 +360,12 @@ impl Snapshot {
             crate::pubsub::Kind::Shard,
         ]
         .map(|k| c.pubsub.len(k));
+        let labels: Vec<String> = c
+            .latency
+            .percentiles
+            .iter()
+            .map(|&p| crate::core::latency::percentile_label(p))
+            .collect();
         self.commands = c
             .stats
             .commands
@@ -287,6 +376,14 @@ impl Snapshot {
                 usec: s.usec,
                 rejected: s.rejected_calls,
                 failed: s.failed_calls,
+                percentiles: s.histogram.as_ref().map_or_else(Vec::new, |h| {
+                    c.latency
+                        .percentiles
+                        .iter()
+                        .zip(&labels)
+                        .map(|(&p, label)| (label.clone(), h.percentile_usec(p)))
+                        .collect()
+                }),
             })
             .collect();
         self.commands.sort_unstable_by_key(|r| r.name);
@@ -297,6 +394,39 @@ impl Snapshot {
         self.streams
             .reserve(keys.min(self.max_streams).saturating_add(64));
         self.fsync = crate::persist::fsync_stats(c);
+        self.version = crate::core::redis_version(c.compat);
+        self.tcp_port = c.port;
+        self.maxmemory_policy = c.config.get("maxmemory-policy").unwrap_or("").to_string();
+        self.maxmemory = c.limits.maxmemory;
+        self.evicted_keys = c.stats.evicted_keys;
+        self.errors = c
+            .stats
+            .errors
+            .iter()
+            .map(|(k, &n)| (k.clone(), n))
+            .collect();
+        self.pubsub_clients = c.clients.values().filter(|c| c.in_pubsub()).count();
+        self.dead_lettered = c.stats.stream_dead_lettered_entries;
+        self.repl = repl_row(c);
+        self.cluster = c.cluster.as_deref().map(|st| {
+            let mut slots = [0; 4];
+            for owner in st.owner.iter().flatten() {
+                slots[0] += 1;
+                let flags = st.nodes.get(*owner).map(|n| n.flags);
+                match flags {
+                    Some(f) if f.contains(NodeFlags::FAIL) => slots[3] += 1,
+                    Some(f) if f.contains(NodeFlags::PFAIL) => slots[2] += 1,
+                    _ => slots[1] += 1,
+                }
+            }
+            ClusterRow {
+                state_ok: st.is_ok(),
+                slots,
+                known_nodes: st.nodes.len(),
+                size: st.size(),
+                current_epoch: st.current_epoch,
+            }
+        });
     }
 
     /// Walks on from `pos` until the budget is spent; `true` when the walk is over.
@@ -340,6 +470,7 @@ impl Snapshot {
             self.streams.truncate(self.max_streams);
             self.capped = true;
         }
+        self.rss = resident_bytes().unwrap_or(0);
         let mut registry = Registry::default();
         registry.register_collector(Box::new(self));
         let mut out = String::new();
@@ -355,6 +486,57 @@ impl Snapshot {
             0
         }
     }
+}
+
+/// INFO replication's numbers.
+fn repl_row(c: &Core) -> ReplRow {
+    let r = &c.repl;
+    let now = unix_ms();
+    let master = r.master.as_ref().map(|m| {
+        let up = m.state == LinkState::Connected;
+        MasterRow {
+            host: m.host.clone(),
+            port: m.port.to_string(),
+            link_up: up,
+            last_io_seconds_ago: if up {
+                i64::try_from(now.saturating_sub(m.last_io_ms) / 1000).unwrap_or(i64::MAX)
+            } else {
+                -1
+            },
+            sync_in_progress: m.state == LinkState::Sync,
+        }
+    });
+    let replicas = r
+        .replicas
+        .values()
+        .map(|rep| ReplicaRow {
+            ip: rep.ip.clone(),
+            port: rep.port.to_string(),
+            state: rep.state.name(),
+            offset: rep.ack,
+            lag_seconds: if rep.state == ReplicaState::Online {
+                now.saturating_sub(rep.ack_ms) / 1000
+            } else {
+                0
+            },
+        })
+        .collect();
+    ReplRow {
+        master,
+        replicas,
+        offset: r.offset,
+        good_replicas: r.good_replicas,
+        min_replicas_to_write: u64::try_from(c.config.get_i64("min-replicas-to-write"))
+            .unwrap_or(0),
+    }
+}
+
+/// The process's resident set in bytes (`/proc/self/statm`, Linux; INFO's
+/// `used_memory_rss` reads the same file).
+fn resident_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
 }
 
 /// Copies one stream's numbers (and its groups' and consumers').
@@ -458,9 +640,14 @@ fn gauge<V: EncodeGaugeValue>(
 }
 
 /// Writes a counter family of one sample without labels (`name` gains `_total`).
-fn counter(enc: &mut DescriptorEncoder, name: &str, help: &str, v: u64) -> std::fmt::Result {
+fn counter<V: EncodeCounterValue>(
+    enc: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    v: V,
+) -> std::fmt::Result {
     enc.encode_descriptor(name, help, None, MetricType::Counter)?
-        .encode_counter::<NoLabelSet, u64, u64>(&v, None)
+        .encode_counter::<NoLabelSet, V, u64>(&v, None)
 }
 
 impl Collector for Snapshot {
@@ -488,6 +675,66 @@ impl Collector for Snapshot {
             "redis_memory_used_bytes",
             "used_memory metric",
             self.used_memory as u64,
+        )?;
+        gauge(
+            e,
+            "redis_memory_used_rss_bytes",
+            "used_memory_rss metric",
+            self.rss,
+        )?;
+        gauge(
+            e,
+            "redis_memory_max_bytes",
+            "maxmemory metric",
+            self.maxmemory,
+        )?;
+        counter(
+            e,
+            "redis_evicted_keys",
+            "evicted_keys metric",
+            self.evicted_keys,
+        )?;
+        counters(
+            e,
+            "redis_errors",
+            "Total number of errors per error type",
+            self.errors.iter().map(|(k, n)| ([("err", k.as_str())], *n)),
+        )?;
+        let role = if self.repl.master.is_some() {
+            "slave"
+        } else {
+            "master"
+        };
+        let port = self.tcp_port.to_string();
+        let pid = std::process::id().to_string();
+        let run_id = crate::core::run_id();
+        let mode = if self.cluster.is_some() {
+            "cluster"
+        } else {
+            "standalone"
+        };
+        gauges(
+            e,
+            "redis_instance_info",
+            "Information about the Redis instance",
+            [(
+                [
+                    ("role", role),
+                    ("redis_version", self.version.as_str()),
+                    ("redis_mode", mode),
+                    ("maxmemory_policy", self.maxmemory_policy.as_str()),
+                    ("tcp_port", port.as_str()),
+                    ("run_id", run_id.as_str()),
+                    ("process_id", pid.as_str()),
+                ],
+                1u64,
+            )],
+        )?;
+        gauge(
+            e,
+            "redis_pubsub_clients",
+            "pubsub_clients metric",
+            self.pubsub_clients as u64,
         )?;
         for (name, help, n) in [
             (
@@ -534,6 +781,32 @@ impl Collector for Snapshot {
             "Total number of errors within command execution per command",
             cmds.iter().map(|c| ([("cmd", c.name)], c.failed)),
         )?;
+        gauges(
+            e,
+            "redis_latency_percentiles_usec",
+            "A summary of latency percentile distribution per command",
+            cmds.iter().flat_map(|c| {
+                c.percentiles
+                    .iter()
+                    .map(move |(q, usec)| ([("cmd", c.name), ("quantile", q.as_str())], *usec))
+            }),
+        )?;
+        self.encode_replication(e)?;
+        if let Some(cl) = &self.cluster {
+            for (name, v) in [
+                ("redis_cluster_state", u64::from(cl.state_ok)),
+                ("redis_cluster_slots_assigned", cl.slots[0] as u64),
+                ("redis_cluster_slots_ok", cl.slots[1] as u64),
+                ("redis_cluster_slots_pfail", cl.slots[2] as u64),
+                ("redis_cluster_slots_fail", cl.slots[3] as u64),
+                ("redis_cluster_known_nodes", cl.known_nodes as u64),
+                ("redis_cluster_size", cl.size as u64),
+                ("redis_cluster_current_epoch", cl.current_epoch),
+            ] {
+                let help = format!("{} metric", name.trim_start_matches("redis_"));
+                gauge(e, name, &help, v)?;
+            }
+        }
         let dbs = self.dbs.iter().enumerate();
         gauges(
             e,
@@ -674,7 +947,19 @@ impl Collector for Snapshot {
                 "The longest fsync of the effect log since start, in seconds",
                 f.max_usec as f64 / 1_000_000.0,
             )?;
+            counter(
+                e,
+                "streamd_aof_fsync_seconds",
+                "Time spent in fsyncs of the effect log since start, in seconds",
+                f.total_usec as f64 / 1_000_000.0,
+            )?;
         }
+        counter(
+            e,
+            "streamd_stream_dead_lettered_entries",
+            "Entries moved to dead-letter streams since start",
+            self.dead_lettered,
+        )?;
         gauge(
             e,
             "streamd_metrics_dropped_streams",
@@ -692,6 +977,89 @@ impl Collector for Snapshot {
             "streamd_metrics_scrape_slices",
             "Borrows of the core this scrape took",
             self.slices,
+        )?;
+        Ok(())
+    }
+}
+
+impl Snapshot {
+    /// INFO replication as redis_exporter serves it (`redis_master_link_up` and friends on
+    /// a replica, `redis_connected_slave_*` per replica on a primary), plus the
+    /// `min-replicas-to-write` setting and the replicas that count towards it.
+    fn encode_replication(&self, e: &mut DescriptorEncoder) -> std::fmt::Result {
+        let r = &self.repl;
+        gauge(
+            e,
+            "redis_connected_slaves",
+            "connected_slaves metric",
+            r.replicas.len() as u64,
+        )?;
+        gauge(
+            e,
+            "redis_master_repl_offset",
+            "master_repl_offset metric",
+            r.offset,
+        )?;
+        let slave_labels = |s: &ReplicaRow| {
+            [
+                ("slave_ip", s.ip.clone()),
+                ("slave_port", s.port.clone()),
+                ("slave_state", s.state.to_string()),
+            ]
+        };
+        gauges(
+            e,
+            "redis_connected_slave_offset_bytes",
+            "Offset of connected slave",
+            r.replicas.iter().map(|s| (slave_labels(s), s.offset)),
+        )?;
+        gauges(
+            e,
+            "redis_connected_slave_lag_seconds",
+            "Lag of connected slave",
+            r.replicas.iter().map(|s| (slave_labels(s), s.lag_seconds)),
+        )?;
+        if let Some(m) = &r.master {
+            let labels = [
+                ("master_host", m.host.as_str()),
+                ("master_port", m.port.as_str()),
+            ];
+            gauges(
+                e,
+                "redis_master_link_up",
+                "Master link status on Redis slave",
+                [(labels, u64::from(m.link_up))],
+            )?;
+            gauges(
+                e,
+                "redis_master_last_io_seconds_ago",
+                "Master last io seconds ago",
+                [(labels, m.last_io_seconds_ago)],
+            )?;
+            gauges(
+                e,
+                "redis_master_sync_in_progress",
+                "Master sync in progress",
+                [(labels, u64::from(m.sync_in_progress))],
+            )?;
+            gauges(
+                e,
+                "redis_slave_repl_offset",
+                "Slave replication offset",
+                [(labels, r.offset)],
+            )?;
+        }
+        gauge(
+            e,
+            "redis_config_min_replicas_to_write",
+            "The min-replicas-to-write setting (0: writes never wait for replicas)",
+            r.min_replicas_to_write,
+        )?;
+        gauge(
+            e,
+            "streamd_replication_good_replicas",
+            "Online replicas that acknowledged within min-replicas-max-lag",
+            r.good_replicas,
         )?;
         Ok(())
     }
@@ -741,6 +1109,7 @@ mod tests {
                 usec: 1500,
                 rejected: 0,
                 failed: 1,
+                percentiles: vec![("50".into(), 85.503), ("99.9".into(), 120.0)],
             }],
             dbs: vec![(1, 0), (0, 0)],
             streams: vec![row(0, "m"), row(0, "m"), row(0, "a\"b")],
@@ -767,6 +1136,8 @@ mod tests {
             "redis_stream_group_consumer_messages_pending{db=\"db0\",stream=\"m\",group=\"grp\",consumer=\"alice\"} 2\n",
             "redis_stream_group_consumer_idle_seconds{db=\"db0\",stream=\"m\",group=\"grp\",consumer=\"alice\"} 1.5\n",
             "streamd_metrics_dropped_streams 0\n",
+            "redis_latency_percentiles_usec{cmd=\"xadd\",quantile=\"50\"} 85.503\n",
+            "redis_latency_percentiles_usec{cmd=\"xadd\",quantile=\"99.9\"} 120.0\n",
         ] {
             assert!(text.contains(want), "missing {want:?} in\n{text}");
         }
@@ -781,6 +1152,95 @@ mod tests {
             assert_eq!(line.split(' ').count(), 4, "{line}");
         }
         assert!(!text.contains("# EOF"));
+    }
+
+    #[test]
+    fn encodes_memory_errors_replication_cluster_and_dead_letters() {
+        let snap = Snapshot {
+            version: "8.10.0".into(),
+            tcp_port: 6379,
+            maxmemory_policy: "noeviction".into(),
+            maxmemory: 1 << 20,
+            evicted_keys: 4,
+            errors: vec![("NOREPLICAS".into(), 2), ("OOM".into(), 1)],
+            pubsub_clients: 3,
+            dead_lettered: 9,
+            fsync: Some(FsyncStats {
+                fsyncs: 10,
+                max_usec: 3000,
+                total_usec: 12_500,
+            }),
+            repl: ReplRow {
+                master: Some(MasterRow {
+                    host: "10.0.0.1".into(),
+                    port: "6380".into(),
+                    link_up: false,
+                    last_io_seconds_ago: -1,
+                    sync_in_progress: false,
+                }),
+                replicas: vec![ReplicaRow {
+                    ip: "127.0.0.1".into(),
+                    port: "7001".into(),
+                    state: "online",
+                    offset: 1234,
+                    lag_seconds: 7,
+                }],
+                offset: 2000,
+                good_replicas: 1,
+                min_replicas_to_write: 2,
+            },
+            cluster: Some(ClusterRow {
+                state_ok: true,
+                slots: [16384, 16000, 384, 0],
+                known_nodes: 3,
+                size: 3,
+                current_epoch: 5,
+            }),
+            ..Snapshot::default()
+        };
+        let text = snap.into_text().unwrap();
+        for want in [
+            "redis_memory_max_bytes 1048576\n",
+            "# TYPE redis_evicted_keys_total counter\nredis_evicted_keys_total 4\n",
+            "redis_errors_total{err=\"NOREPLICAS\"} 2\n",
+            "redis_errors_total{err=\"OOM\"} 1\n",
+            "redis_pubsub_clients 3\n",
+            "redis_instance_info{role=\"slave\",redis_version=\"8.10.0\",redis_mode=\"cluster\",maxmemory_policy=\"noeviction\",tcp_port=\"6379\",",
+            "redis_connected_slaves 1\n",
+            "redis_master_repl_offset 2000\n",
+            "redis_connected_slave_offset_bytes{slave_ip=\"127.0.0.1\",slave_port=\"7001\",slave_state=\"online\"} 1234\n",
+            "redis_connected_slave_lag_seconds{slave_ip=\"127.0.0.1\",slave_port=\"7001\",slave_state=\"online\"} 7\n",
+            "redis_master_link_up{master_host=\"10.0.0.1\",master_port=\"6380\"} 0\n",
+            "redis_master_last_io_seconds_ago{master_host=\"10.0.0.1\",master_port=\"6380\"} -1\n",
+            "redis_slave_repl_offset{master_host=\"10.0.0.1\",master_port=\"6380\"} 2000\n",
+            "redis_config_min_replicas_to_write 2\n",
+            "streamd_replication_good_replicas 1\n",
+            "redis_cluster_state 1\n",
+            "redis_cluster_slots_assigned 16384\n",
+            "redis_cluster_slots_ok 16000\n",
+            "redis_cluster_slots_pfail 384\n",
+            "redis_cluster_size 3\n",
+            "# TYPE streamd_aof_fsync_seconds_total counter\nstreamd_aof_fsync_seconds_total 0.0125\n",
+            "# TYPE streamd_stream_dead_lettered_entries_total counter\nstreamd_stream_dead_lettered_entries_total 9\n",
+        ] {
+            assert!(text.contains(want), "missing {want:?} in\n{text}");
+        }
+        // The RSS is read when the text is built.
+        let rss = text
+            .lines()
+            .find_map(|l| l.strip_prefix("redis_memory_used_rss_bytes "))
+            .and_then(|v| v.parse::<u64>().ok());
+        assert!(rss.is_some_and(|r| r > 0), "{text}");
+        // A primary without cluster mode: no replica-side or cluster series.
+        let text = Snapshot::default().into_text().unwrap();
+        for absent in [
+            "redis_master_link_up",
+            "redis_cluster_state",
+            "redis_errors_total{",
+        ] {
+            assert!(!text.contains(absent), "{absent} in\n{text}");
+        }
+        assert!(text.contains("redis_instance_info{role=\"master\","));
     }
 
     #[test]
