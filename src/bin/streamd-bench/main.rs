@@ -16,6 +16,7 @@
 //! - `workloads`: the registry and one file per family (write, read, groups, live, memory,
 //!   pubsub, replication).
 //! - `report`: the Markdown table and JSON lines.
+//! - `plot`: `--svg FILE`, the A/B ratios as one chart per workload family.
 //!
 //! The `repl/*` workloads start their own servers instead (A = streamd, B = redis-server,
 //! a primary with 0, 1 or 2 replicas each round) and run only when named: `--only repl`.
@@ -25,6 +26,7 @@
 mod client;
 mod driver;
 mod measure;
+mod plot;
 mod report;
 mod workloads;
 
@@ -55,6 +57,8 @@ usage: streamd-bench --a HOST:PORT [--b HOST:PORT] [options] [WORKLOAD...]
   --only W1,W2      workload families or full names (also accepted as positional args)
   --timeout SECS    bound on every connect/write/reply (default 30)
   --json            one JSON object per workload and server (and per ratio) per line
+  --svg FILE        also write the A/B ratios as SVG charts, one per workload family
+                    (ratio of medians, spread of the rounds, the 1.0 line marked)
   --list            print the workload names and exit
 
   repl/* (replication) and cluster/* (3 primaries + 3 replicas formed with redis-cli
@@ -77,6 +81,8 @@ struct Args {
     timeout: Duration,
     json: bool,
     list: bool,
+    /// `--svg`: where to write the charts of the ratios.
+    svg: Option<PathBuf>,
     /// `--streamd`: the binary `repl/*` starts for A.
     streamd: Option<PathBuf>,
     /// Entries loaded before a `repl/fullsync-*`.
@@ -93,6 +99,7 @@ fn parse_args(argv: impl IntoIterator<Item = String>) -> Result<Args, String> {
         timeout: Duration::from_secs(30),
         json: false,
         list: false,
+        svg: None,
         streamd: None,
         sync_entries: DEFAULT_SYNC_ENTRIES,
     };
@@ -131,6 +138,7 @@ fn parse_args(argv: impl IntoIterator<Item = String>) -> Result<Args, String> {
                     .map(String::from),
             ),
             "--streamd" => args.streamd = Some(PathBuf::from(value()?)),
+            "--svg" => args.svg = Some(PathBuf::from(value()?)),
             "--sync-entries" => {
                 args.sync_entries = value()?
                     .parse()
@@ -263,6 +271,7 @@ async fn run_all(args: &Args, chosen: &[Workload], programs: Option<&(Program, P
         emit(&format!("{}\n", report::header()));
     }
     let mut failed = 0;
+    let mut points = Vec::new();
     for (k, w) in chosen.iter().enumerate() {
         let servers = if workloads::starts_own_servers(&w.name) {
             &started_by_us
@@ -350,6 +359,7 @@ async fn run_all(args: &Args, chosen: &[Workload], programs: Option<&(Program, P
             })
             .collect();
         failed += sides.iter().filter(|s| s.result.is_err()).count();
+        points.extend(plot::Point::of(w, &sides));
         if args.json {
             emit(&report::json(w, &sides));
         } else {
@@ -357,7 +367,77 @@ async fn run_all(args: &Args, chosen: &[Workload], programs: Option<&(Program, P
         }
     }
     eprintln!("done in {:.0}s", started.elapsed().as_secs_f64());
+    if let Some(path) = &args.svg {
+        let mut names = Vec::new();
+        for side in ["A", "B"] {
+            names.push(format!(
+                "{side} = {}",
+                server_named(&given, &started_by_us, chosen, side, args.timeout).await
+            ));
+        }
+        let title = format!(
+            "A/B per workload ({}; {} rounds, scale {})",
+            names.join(", "),
+            args.rounds,
+            args.scale
+        );
+        match plot::write_svg(path, &title, &points) {
+            Ok(()) => eprintln!("charts written to {}", path.display()),
+            Err(e) => {
+                eprintln!("--svg: {e}");
+                failed += 1;
+            }
+        }
+    }
     failed
+}
+
+/// How the charts' title names server `side`: what its `INFO server` says it is
+/// (`streamd 0.1.0`, `Redis 7.0.15`; its address when it does not answer), or the
+/// program the workloads that start their own servers ran; both when both kinds ran.
+async fn server_named(
+    given: &[(&'static str, String, Option<Program>)],
+    started_by_us: &[(&'static str, String, Option<Program>)],
+    chosen: &[Workload],
+    side: &str,
+    timeout: Duration,
+) -> String {
+    let own = chosen
+        .iter()
+        .any(|w| workloads::starts_own_servers(&w.name));
+    let others = chosen
+        .iter()
+        .any(|w| !workloads::starts_own_servers(&w.name));
+    let mut out = Vec::new();
+    if let Some((_, addr, _)) = given.iter().find(|(n, _, _)| *n == side).filter(|_| others) {
+        out.push(
+            identify(addr, timeout)
+                .await
+                .unwrap_or_else(|| addr.clone()),
+        );
+    }
+    if let Some((_, _, Some(p))) = started_by_us
+        .iter()
+        .find(|(n, _, _)| *n == side)
+        .filter(|_| own)
+    {
+        out.push(p.name.clone());
+    }
+    if out.is_empty() {
+        "-".into()
+    } else {
+        out.join(" / ")
+    }
+}
+
+/// `streamd <streamd_version>` or `Redis <redis_version>`, from the server's `INFO server`.
+async fn identify(addr: &str, timeout: Duration) -> Option<String> {
+    let mut conn = client::Conn::connect(addr, timeout).await.ok()?;
+    let info = conn.ok(&["INFO", "server"]).await.ok()?;
+    match client::info_field(&info, "streamd_version") {
+        Some(v) => Some(format!("streamd {v}")),
+        None => client::info_field(&info, "redis_version").map(|v| format!("Redis {v}")),
+    }
 }
 
 #[cfg(test)]
@@ -382,6 +462,11 @@ mod tests {
         assert!(parse("--a x --rounds").is_err());
         assert!(parse("--a x --bogus").is_err());
         assert!(parse("--list").is_ok_and(|a| a.list));
+        assert_eq!(
+            parse("--a x --svg /tmp/r.svg").map(|a| a.svg),
+            Ok(Some(PathBuf::from("/tmp/r.svg")))
+        );
+        assert!(parse("--a x --svg").is_err());
         // The replication family starts its own servers: no --a needed for it alone.
         let r = parse("--only repl/wait1-r1 repl --streamd /x/streamd --sync-entries 1000")
             .expect("valid");
