@@ -12,6 +12,7 @@
 //! core/      keyspace, clients, command model and dispatch, ACL, blocking, effects
 //! config     redis.conf directives                              logging
 //! stream/    IDs, rax, listpack nodes, groups      resp/  bytes in, bytes out
+//! tier/      segment files of cold stream nodes, read pool (in progress, issue 39)
 //! pubsub/    channel, pattern and shard-channel tables (plain data)
 //! cluster/   hash slots, nodes.conf, the cluster bus frames (plain data)
 //! error      client-visible error texts
@@ -39,6 +40,7 @@ pub mod scripting;
 pub mod server;
 pub mod short_bytes;
 pub mod stream;
+pub mod tier;
 pub mod types;
 pub mod util;
 

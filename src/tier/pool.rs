@@ -1,0 +1,236 @@
+//! The read pool: a few std threads that read cold nodes off the core thread.
+//!
+//! ```text
+//!  core thread (current-thread tokio)            pool threads (std)
+//!  store.read_batch(&[loc, loc, ...]) ─┐
+//!  pool.submit(batch) ── Job ──────────┴─▶ one queue ─▶ worker: pread each record in
+//!  .await the oneshot::Receiver                           order, check its CRC, then
+//!     ◀───────── Ok(Vec<ColdNode>) in batch order ────── oneshot::Sender::send
+//! ```
+//!
+//! One batch is served by one worker, start to end, so a range scan's nodes are read in
+//! order (sequential reads stay sequential for the disk and the kernel's read-ahead) and
+//! come back in the order asked; separate batches run in parallel on separate workers.
+//! The first bad record ends its batch with that error (a command cannot answer with a
+//! hole in its range). The core never blocks: it awaits the receiver like any other
+//! future, which is how a parked command resumes.
+//!
+//! Dropping the pool closes the queue and joins the workers after the jobs already
+//! queued; a job whose receiver was dropped (its client went away) is skipped unread.
+//!
+//! Size: [`DEFAULT_THREADS`] (2), from measurements on this 2-core machine in
+//! `docs/tiering.md` (random 4 KiB reads from a cold page cache scale with threads up to
+//! the device's queue depth; cached reads are CPU-bound, and more threads than cores
+//! only take CPU from the core thread).
+
+use super::{ColdNode, Location, TierError, segment};
+use std::fs::File;
+use std::path::Path;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use tokio::sync::oneshot;
+
+/// Read threads when the setting is not given.
+pub const DEFAULT_THREADS: usize = 2;
+
+/// Records to read, in order, with the open files they live in
+/// ([`super::SegmentStore::read_batch`] builds it).
+#[derive(Debug)]
+pub struct ReadBatch {
+    /// File, its path (for errors), and the record's Location, in the order asked.
+    pub(super) reads: Vec<(Arc<File>, Arc<Path>, Location)>,
+}
+
+impl ReadBatch {
+    /// Number of records in the batch.
+    pub fn len(&self) -> usize {
+        self.reads.len()
+    }
+
+    /// True for a batch of no records.
+    pub fn is_empty(&self) -> bool {
+        self.reads.is_empty()
+    }
+
+    /// Reads every record, in order, on the calling thread (blocking): what a pool
+    /// worker does with a batch.
+    pub fn run(&self) -> Result<Vec<ColdNode>, TierError> {
+        self.reads
+            .iter()
+            .map(|(file, path, loc)| segment::read_record(file, path, *loc))
+            .collect()
+    }
+}
+
+/// A batch and where its result goes.
+struct Job {
+    batch: ReadBatch,
+    reply: oneshot::Sender<Result<Vec<ColdNode>, TierError>>,
+}
+
+/// A fixed set of read threads sharing one queue of batches.
+#[derive(Debug)]
+pub struct ReadPool {
+    /// The queue; `None` once the pool is shutting down.
+    queue: Option<mpsc::Sender<Job>>,
+    /// The worker threads.
+    workers: Vec<JoinHandle<()>>,
+}
+
+impl ReadPool {
+    /// Starts `threads` workers (at least one), named `tier-read-<i>`.
+    pub fn new(threads: usize) -> std::io::Result<ReadPool> {
+        let (tx, rx) = mpsc::channel::<Job>();
+        let rx = Arc::new(Mutex::new(rx));
+        let mut workers = Vec::new();
+        for i in 0..threads.max(1) {
+            let rx = Arc::clone(&rx);
+            let worker = std::thread::Builder::new()
+                .name(format!("tier-read-{i}"))
+                .spawn(move || worker(&rx))?;
+            workers.push(worker);
+        }
+        Ok(ReadPool {
+            queue: Some(tx),
+            workers,
+        })
+    }
+
+    /// Number of worker threads.
+    pub fn threads(&self) -> usize {
+        self.workers.len()
+    }
+
+    /// Queues `batch`; the receiver completes with its nodes in batch order, or the first
+    /// error, or [`TierError::PoolClosed`] if the pool went away first. Never blocks.
+    pub fn submit(&self, batch: ReadBatch) -> oneshot::Receiver<Result<Vec<ColdNode>, TierError>> {
+        let (reply, rx) = oneshot::channel();
+        let job = Job { batch, reply };
+        if let Some(q) = &self.queue
+            && let Err(mpsc::SendError(job)) = q.send(job)
+        {
+            let _ = job.reply.send(Err(TierError::PoolClosed));
+        }
+        rx
+    }
+}
+
+impl Drop for ReadPool {
+    fn drop(&mut self) {
+        self.queue = None;
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+    }
+}
+
+/// A worker: takes jobs until the queue closes.
+fn worker(rx: &Mutex<mpsc::Receiver<Job>>) {
+    loop {
+        let job = {
+            let Ok(rx) = rx.lock() else {
+                return;
+            };
+            match rx.recv() {
+                Ok(job) => job,
+                Err(_) => return,
+            }
+        };
+        if job.reply.is_closed() {
+            continue;
+        }
+        let _ = job.reply.send(job.batch.run());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stream::StreamId;
+    use crate::tier::{OpenOptions, SegmentStore};
+
+    fn store_with(n: u64) -> (tempfile::TempDir, SegmentStore, Vec<Location>) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let opts = OpenOptions {
+            segment_max_bytes: 8192,
+            ..OpenOptions::default()
+        };
+        let mut st = SegmentStore::open(dir.path(), opts).expect("open");
+        let locs = (0..n)
+            .map(|i| {
+                st.append(
+                    i,
+                    StreamId::new(i, 0),
+                    StreamId::new(i, 9),
+                    &vec![i as u8; 300],
+                )
+                .expect("append")
+            })
+            .collect();
+        (dir, st, locs)
+    }
+
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime")
+            .block_on(f)
+    }
+
+    #[test]
+    fn batches_come_back_in_the_order_asked() {
+        let (_dir, mut st, locs) = store_with(100);
+        let pool = ReadPool::new(3).expect("pool");
+        let order: Vec<Location> = locs.iter().rev().step_by(3).copied().collect();
+        let rx = pool.submit(st.read_batch(&order).expect("batch"));
+        let rx2 = pool.submit(st.read_batch(&locs[..5]).expect("batch"));
+        let nodes = block_on(rx).expect("answered").expect("read");
+        assert_eq!(nodes.len(), order.len());
+        for (n, l) in nodes.iter().zip(&order) {
+            assert_eq!(n.node, vec![n.stream as u8; 300]);
+            assert_eq!(n, &st.read(*l).expect("read"));
+        }
+        assert_eq!(nodes[0].stream, 99);
+        let first5 = block_on(rx2).expect("answered").expect("read");
+        assert_eq!(
+            first5.iter().map(|n| n.stream).collect::<Vec<_>>(),
+            vec![0, 1, 2, 3, 4]
+        );
+    }
+
+    #[test]
+    fn a_bad_record_fails_its_batch_without_panicking() {
+        let (dir, mut st, locs) = store_with(10);
+        st.sync().expect("sync");
+        let path = dir.path().join(segment::file_name(locs[4].segment));
+        std::os::unix::fs::FileExt::write_all_at(
+            &std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .expect("open"),
+            &[0xEE; 4],
+            u64::from(locs[4].offset) + 100,
+        )
+        .expect("damage");
+        let pool = ReadPool::new(1).expect("pool");
+        let rx = pool.submit(st.read_batch(&locs[..6]).expect("batch"));
+        assert!(matches!(
+            block_on(rx).expect("answered"),
+            Err(TierError::Corrupt { .. })
+        ));
+    }
+
+    #[test]
+    fn dropping_the_pool_answers_what_was_queued() {
+        let (_dir, mut st, locs) = store_with(20);
+        let pool = ReadPool::new(2).expect("pool");
+        let rxs: Vec<_> = (0..10)
+            .map(|_| pool.submit(st.read_batch(&locs).expect("batch")))
+            .collect();
+        drop(pool);
+        for rx in rxs {
+            assert_eq!(block_on(rx).expect("answered").expect("read").len(), 20);
+        }
+    }
+}
