@@ -261,19 +261,28 @@ pub fn read_record(file: &File, path: &Path, loc: Location) -> Result<ColdNode, 
             why: "larger than this machine's address space",
         })?
     ];
-    file.read_exact_at(&mut buf, u64::from(loc.offset))
-        .map_err(|e| {
-            if e.kind() == std::io::ErrorKind::UnexpectedEof {
-                TierError::Corrupt {
-                    path: path.to_path_buf(),
-                    offset: u64::from(loc.offset),
-                    why: "the file ends inside the record",
-                }
-            } else {
-                TierError::io("reading a record", path, e)
-            }
-        })?;
+    read_exact_at(file, path, &mut buf, u64::from(loc.offset))?;
     decode_node(buf, path, loc)
+}
+
+/// Fills `buf` from `file` at `offset`; a file that ends first is damage at `offset`.
+pub fn read_exact_at(
+    file: &File,
+    path: &Path,
+    buf: &mut [u8],
+    offset: u64,
+) -> Result<(), TierError> {
+    file.read_exact_at(buf, offset).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            TierError::Corrupt {
+                path: path.to_path_buf(),
+                offset,
+                why: "the file ends inside the record",
+            }
+        } else {
+            TierError::io("reading a record", path, e)
+        }
+    })
 }
 
 /// Checks a record read for `loc` (see [`read_record`]) and turns it into its node.
