@@ -11,8 +11,9 @@
 //!
 //! **Appending** ([`SegmentStore::append`]) encodes the record into a write buffer and
 //! returns its [`Location`] at once; the buffer goes to the file (`pwrite`, no fsync) when
-//! it passes [`WRITE_BUFFER`] bytes, on [`SegmentStore::flush`], or before a read needs
-//! it. A segment is sealed when the next record would take it past the size limit
+//! it holds [`WRITE_BUFFER`] bytes at the next append, on [`SegmentStore::flush`], or
+//! before a read needs it. Dropping the store without a sync loses what is buffered,
+//! which the durability rule below makes harmless: none of it was durable. A segment is sealed when the next record would take it past the size limit
 //! ([`segment::SEGMENT_MAX_BYTES`] by default): the seal is written after its last record
 //! and the segment is never written again; the next record starts a new segment.
 //!
@@ -454,6 +455,10 @@ impl SegmentStore {
                 why: "its first ID is above its last",
             });
         }
+        // Write a full buffer out first, so that a failing write changes nothing.
+        if self.buf.len() >= WRITE_BUFFER {
+            self.flush()?;
+        }
         let len = len as u32;
         let size = segment::record_size(len);
         let n = self.active_for(size)?;
@@ -467,16 +472,12 @@ impl SegmentStore {
         seg.records += 1;
         seg.live += size;
         self.unsynced.insert(n);
-        let loc = Location {
+        Ok(Location {
             segment: n,
             offset: u32::try_from(offset).expect("segments end below 4 GiB"),
             len,
             crc,
-        };
-        if self.buf.len() >= WRITE_BUFFER {
-            self.flush()?;
-        }
-        Ok(loc)
+        })
     }
 
     /// The segment a record of `size` bytes goes to: the active one if it fits (or the
@@ -726,10 +727,11 @@ impl SegmentStore {
             .map(|(&n, _)| n)
             .collect();
         for &n in &dead {
-            let seg = self.segments.remove(&n).expect("listed above");
+            let path = Arc::clone(&self.segments[&n].path);
+            fs::remove_file(&path).map_err(|e| TierError::io("unlinking", &path, e))?;
+            self.segments.remove(&n);
             self.unsynced.remove(&n);
-            fs::remove_file(&seg.path).map_err(|e| TierError::io("unlinking", &seg.path, e))?;
-            tracing::info!(segment = n, path = %seg.path.display(), "unlinked a segment with no live records");
+            tracing::info!(segment = n, path = %path.display(), "unlinked a segment with no live records");
         }
         Ok(dead)
     }
