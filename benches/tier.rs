@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Instant;
 use streamd::stream::StreamId;
-use streamd::tier::{Location, OpenOptions, ReadPool, SegmentStore};
+use streamd::tier::{Location, ReadPool, SegmentStore, StoreOptions};
 
 /// Bytes per node: a full default node (`stream-node-max-bytes` 4096).
 const NODE: usize = 4096;
@@ -64,7 +64,7 @@ impl XorShift {
 
 /// Fills a store in `dir` with `mb` MiB of 4 KiB nodes, synced.
 fn fill(dir: &Path, mb: u64) -> (SegmentStore, Vec<Location>) {
-    let mut st = SegmentStore::open(dir, OpenOptions::default()).expect("open");
+    let mut st = SegmentStore::open(dir, StoreOptions::default()).expect("open");
     let n = mb * (1 << 20) / NODE as u64;
     let proto = node(1);
     let locs = (0..n)
@@ -108,7 +108,7 @@ fn append(bencher: Bencher) {
         .counter(BytesCount::new(APPEND_BATCH * NODE))
         .with_inputs(|| {
             let dir = tempfile::tempdir().expect("tempdir");
-            let st = SegmentStore::open(dir.path(), OpenOptions::default()).expect("open");
+            let st = SegmentStore::open(dir.path(), StoreOptions::default()).expect("open");
             (dir, st)
         })
         .bench_local_values(|(dir, mut st)| {
@@ -129,7 +129,7 @@ fn append_and_sync(bencher: Bencher) {
         .counter(BytesCount::new(APPEND_BATCH * NODE))
         .with_inputs(|| {
             let dir = tempfile::tempdir().expect("tempdir");
-            let st = SegmentStore::open(dir.path(), OpenOptions::default()).expect("open");
+            let st = SegmentStore::open(dir.path(), StoreOptions::default()).expect("open");
             (dir, st)
         })
         .bench_local_values(|(dir, mut st)| {

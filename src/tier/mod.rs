@@ -26,7 +26,7 @@ pub mod segment;
 pub mod store;
 
 pub use pool::{ReadBatch, ReadPool};
-pub use store::{CheckReport, OpenOptions, SegmentStats, SegmentStore};
+pub use store::{CheckReport, SegmentStats, SegmentStore, StoreOptions};
 
 use crate::stream::StreamId;
 use std::fmt;

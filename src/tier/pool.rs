@@ -183,13 +183,13 @@ fn worker(rx: &Mutex<mpsc::Receiver<Job>>) {
 mod tests {
     use super::*;
     use crate::stream::StreamId;
-    use crate::tier::{OpenOptions, SegmentStore};
+    use crate::tier::{SegmentStore, StoreOptions};
 
     fn store_with(n: u64) -> (tempfile::TempDir, SegmentStore, Vec<Location>) {
         let dir = tempfile::tempdir().expect("tempdir");
-        let opts = OpenOptions {
+        let opts = StoreOptions {
             segment_max_bytes: 8192,
-            ..OpenOptions::default()
+            ..StoreOptions::default()
         };
         let mut st = SegmentStore::open(dir.path(), opts).expect("open");
         let locs = (0..n)

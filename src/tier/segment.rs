@@ -323,13 +323,18 @@ pub struct Scan {
 
 /// Reads records from `start` to `end` of `file`, checking each CRC, in one sequential
 /// pass through a 1 MiB buffer (no whole-file read). Calls `each(offset, header, crc)`
-/// for every valid record. At the first bad frame it looks for any valid record after it
-/// to tell a torn tail from damage.
+/// for every valid record. At the first bad frame, with `find_torn`, it looks for any
+/// valid record after it to tell a torn tail from damage (`Scan::torn`; without it
+/// `torn` is false: a sealed segment has no tail to tear). That search tries every later
+/// offset but computes a CRC only where a header is plausible and its record fits before
+/// `end`: cheap for what a crash leaves (zeros, or a prefix of a real record), costly
+/// only for a long tail of random garbage.
 pub fn scan(
     file: &File,
     path: &Path,
     start: u64,
     end: u64,
+    find_torn: bool,
     mut each: impl FnMut(u64, &RecordHeader, u64),
 ) -> Result<Scan, TierError> {
     let mut reader = Window::new(file, path, end);
@@ -351,7 +356,7 @@ pub fn scan(
                 off += record_size(h.len);
             }
             Err(why) => {
-                let torn = !reader.any_record_after(off + 1)?;
+                let torn = find_torn && !reader.any_record_after(off + 1)?;
                 return Ok(Scan {
                     records,
                     good_end: off,

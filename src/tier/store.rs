@@ -46,9 +46,9 @@
 //!
 //! **Opening** ([`SegmentStore::open`]) costs two small reads per sealed segment (its
 //! header and its seal): no record of a sealed segment is read unless
-//! [`OpenOptions::verify`] asks for every CRC. A segment without a seal (the one being
+//! [`StoreOptions::verify`] asks for every CRC. A segment without a seal (the one being
 //! appended to when the process stopped) is scanned record by record; a torn tail there
-//! is cut with [`OpenOptions::repair`] and refused without it. Its cut records were never
+//! is cut with [`StoreOptions::repair`] and refused without it. Its cut records were never
 //! synced, so never durable, so nothing that survived the crash names them.
 //! [`SegmentStore::check`] is the `--check-aof` of segments.
 
@@ -66,7 +66,7 @@ pub const WRITE_BUFFER: usize = 256 << 10;
 
 /// How [`SegmentStore::open`] treats what it finds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OpenOptions {
+pub struct StoreOptions {
     /// Check every record's CRC in every segment (sealed ones included), not just the
     /// segment without a seal.
     pub verify: bool,
@@ -79,9 +79,9 @@ pub struct OpenOptions {
     pub segment_max_bytes: u64,
 }
 
-impl Default for OpenOptions {
+impl Default for StoreOptions {
     fn default() -> Self {
-        OpenOptions {
+        StoreOptions {
             verify: false,
             repair: false,
             segment_max_bytes: segment::SEGMENT_MAX_BYTES,
@@ -196,7 +196,7 @@ impl PendingSync {
 pub struct SegmentStore {
     /// The directory holding `seg-*.sdt`.
     dir: PathBuf,
-    /// The sealing size ([`OpenOptions::segment_max_bytes`]).
+    /// The sealing size ([`StoreOptions::segment_max_bytes`]).
     max_bytes: u64,
     /// Every segment, by number.
     segments: BTreeMap<u64, Segment>,
@@ -217,7 +217,7 @@ pub struct SegmentStore {
 
 impl SegmentStore {
     /// Opens the segment directory `dir` (created if missing), as the module docs say.
-    pub fn open(dir: &Path, opts: OpenOptions) -> Result<SegmentStore, TierError> {
+    pub fn open(dir: &Path, opts: StoreOptions) -> Result<SegmentStore, TierError> {
         let mut report = CheckReport::default();
         SegmentStore::open_inner(dir, opts, false, &mut report)
     }
@@ -229,10 +229,10 @@ impl SegmentStore {
     /// without it nothing is written.
     pub fn check(dir: &Path, repair: bool) -> CheckReport {
         let mut report = CheckReport::default();
-        let opts = OpenOptions {
+        let opts = StoreOptions {
             verify: true,
             repair,
-            ..OpenOptions::default()
+            ..StoreOptions::default()
         };
         if let Err(e) = SegmentStore::open_inner(dir, opts, !repair, &mut report) {
             report.lines.push(format!("{e}"));
@@ -243,7 +243,7 @@ impl SegmentStore {
 
     fn open_inner(
         dir: &Path,
-        opts: OpenOptions,
+        opts: StoreOptions,
         read_only: bool,
         report: &mut CheckReport,
     ) -> Result<SegmentStore, TierError> {
@@ -288,7 +288,7 @@ impl SegmentStore {
         &mut self,
         n: u64,
         newest: bool,
-        opts: OpenOptions,
+        opts: StoreOptions,
         report: &mut CheckReport,
     ) -> Result<(), TierError> {
         let path: Arc<Path> = self.dir.join(segment::file_name(n)).into();
@@ -342,7 +342,7 @@ impl SegmentStore {
         let (records, data_end, is_sealed) = match sealed {
             Some((records, data_end)) => {
                 if opts.verify {
-                    let s = segment::scan(&file, &path, HEADER_LEN, data_end, |_, _, _| {})?;
+                    let s = segment::scan(&file, &path, HEADER_LEN, data_end, false, |_, _, _| {})?;
                     if let Some((off, why)) = s.bad {
                         return Err(corrupt(off, why));
                     }
@@ -353,7 +353,7 @@ impl SegmentStore {
                 (records, data_end, true)
             }
             None => {
-                let s = segment::scan(&file, &path, HEADER_LEN, len, |_, _, _| {})?;
+                let s = segment::scan(&file, &path, HEADER_LEN, len, true, |_, _, _| {})?;
                 if let Some((off, why)) = s.bad {
                     if !s.torn {
                         return Err(corrupt(off, why));
@@ -756,7 +756,7 @@ impl SegmentStore {
         }
         let (file, path, data_end) = (Arc::clone(&seg.file), Arc::clone(&seg.path), seg.data_end);
         let mut keep = Vec::new();
-        let s = segment::scan(&file, &path, HEADER_LEN, data_end, |off, h, crc| {
+        let s = segment::scan(&file, &path, HEADER_LEN, data_end, false, |off, h, crc| {
             let loc = Location {
                 segment: n,
                 offset: off as u32,
@@ -833,10 +833,10 @@ mod tests {
         (0..len).map(|j| (i as usize * 31 + j) as u8).collect()
     }
 
-    fn small() -> OpenOptions {
-        OpenOptions {
+    fn small() -> StoreOptions {
+        StoreOptions {
             segment_max_bytes: 4096,
-            ..OpenOptions::default()
+            ..StoreOptions::default()
         }
     }
 
@@ -845,9 +845,9 @@ mod tests {
     #[test]
     fn format_doc() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let opts = OpenOptions {
+        let opts = StoreOptions {
             segment_max_bytes: 132,
-            ..OpenOptions::default()
+            ..StoreOptions::default()
         };
         let mut st = SegmentStore::open(dir.path(), opts).expect("open");
         let node = b"\x01\0\0\0\0\0\0\0\x19\0\0\0\x01\x02f\x02\x00\x02v\x04";
@@ -905,7 +905,7 @@ mod tests {
     #[test]
     fn a_location_of_another_record_is_refused() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut st = SegmentStore::open(dir.path(), OpenOptions::default()).expect("open");
+        let mut st = SegmentStore::open(dir.path(), StoreOptions::default()).expect("open");
         let a = st.append(1, id(1), id(1), &node(1, 40)).expect("append");
         let b = st.append(1, id(2), id(2), &node(2, 40)).expect("append");
         st.sync().expect("sync");
@@ -931,7 +931,7 @@ mod tests {
     #[test]
     fn invalid_nodes_are_refused() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut st = SegmentStore::open(dir.path(), OpenOptions::default()).expect("open");
+        let mut st = SegmentStore::open(dir.path(), StoreOptions::default()).expect("open");
         assert!(st.append(1, id(1), id(1), &[0; 11]).is_err());
         assert!(st.append(1, id(2), id(1), &[0; 12]).is_err());
     }
@@ -1033,7 +1033,7 @@ mod tests {
     #[test]
     fn torn_tail_is_cut_with_repair_and_refused_without() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut st = SegmentStore::open(dir.path(), OpenOptions::default()).expect("open");
+        let mut st = SegmentStore::open(dir.path(), StoreOptions::default()).expect("open");
         let locs: Vec<_> = (0..10)
             .map(|i| st.append(i, id(i), id(i), &node(i, 100)).expect("append"))
             .collect();
@@ -1047,7 +1047,7 @@ mod tests {
         let cut = u64::from(locs[7].offset) + 30;
         f.set_len(cut).expect("truncate");
         drop(f);
-        match SegmentStore::open(dir.path(), OpenOptions::default()) {
+        match SegmentStore::open(dir.path(), StoreOptions::default()) {
             Err(TierError::TornTail { offset, cut: c, .. }) => {
                 assert_eq!(offset, u64::from(locs[7].offset));
                 assert_eq!(c, 30);
@@ -1056,9 +1056,9 @@ mod tests {
         }
         let report = SegmentStore::check(dir.path(), false);
         assert!(report.error.is_some());
-        let repair = OpenOptions {
+        let repair = StoreOptions {
             repair: true,
-            ..OpenOptions::default()
+            ..StoreOptions::default()
         };
         let mut st = SegmentStore::open(dir.path(), repair).expect("repaired");
         for (i, &l) in locs[..7].iter().enumerate() {
@@ -1074,7 +1074,7 @@ mod tests {
     #[test]
     fn damage_in_the_middle_is_refused_even_with_repair() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut st = SegmentStore::open(dir.path(), OpenOptions::default()).expect("open");
+        let mut st = SegmentStore::open(dir.path(), StoreOptions::default()).expect("open");
         let locs: Vec<_> = (0..10)
             .map(|i| st.append(i, id(i), id(i), &node(i, 100)).expect("append"))
             .collect();
@@ -1087,9 +1087,9 @@ mod tests {
             .expect("open");
         f.write_all_at(&[0xAA], u64::from(locs[3].offset) + 50)
             .expect("flip");
-        let repair = OpenOptions {
+        let repair = StoreOptions {
             repair: true,
-            ..OpenOptions::default()
+            ..StoreOptions::default()
         };
         match SegmentStore::open(dir.path(), repair) {
             Err(TierError::Corrupt { offset, .. }) => assert_eq!(offset, u64::from(locs[3].offset)),
@@ -1155,7 +1155,7 @@ mod tests {
     #[test]
     fn the_split_sync_runs_on_another_thread() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut st = SegmentStore::open(dir.path(), OpenOptions::default()).expect("open");
+        let mut st = SegmentStore::open(dir.path(), StoreOptions::default()).expect("open");
         let l = st.append(1, id(1), id(1), &node(1, 64)).expect("append");
         let p = st.begin_sync().expect("begin");
         let l2 = st.append(1, id(2), id(2), &node(2, 64)).expect("append");
@@ -1242,11 +1242,11 @@ mod prop {
         (0..len).map(|i| seed.wrapping_add((i * 7) as u8)).collect()
     }
 
-    fn opts(repair: bool) -> OpenOptions {
-        OpenOptions {
+    fn opts(repair: bool) -> StoreOptions {
+        StoreOptions {
             repair,
             segment_max_bytes: 2048,
-            ..OpenOptions::default()
+            ..StoreOptions::default()
         }
     }
 
@@ -1421,6 +1421,35 @@ mod prop {
         }
 
         #[test]
+        fn any_file_content_opens_or_fails_cleanly(
+            header in any::<bool>(),
+            body in proptest::collection::vec(any::<u8>(), 0..3000),
+            older in any::<bool>(),
+        ) {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let mut bytes = if header { segment::encode_header(5).to_vec() } else { Vec::new() };
+            bytes.extend_from_slice(&body);
+            fs::write(dir.path().join(segment::file_name(5)), &bytes).expect("write");
+            if older {
+                // The garbage is an older segment: a valid newest one follows it.
+                fs::write(dir.path().join(segment::file_name(6)), segment::encode_header(6))
+                    .expect("write");
+            }
+            for (verify, repair) in [(false, false), (true, false), (false, true), (true, true)] {
+                let o = StoreOptions { verify, repair, ..opts(false) };
+                if let Ok(mut st) = SegmentStore::open(dir.path(), o) {
+                    // Whatever it accepted, it can append to and read back.
+                    let id = StreamId::new(1, 0);
+                    let loc = st.append(1, id, id, &[3u8; 16]);
+                    prop_assert!(loc.is_ok());
+                    prop_assert_eq!(st.read(loc.expect("checked")).map(|n| n.node).ok(), Some(vec![3u8; 16]));
+                }
+            }
+            let _ = SegmentStore::check(dir.path(), false);
+            let _ = SegmentStore::check(dir.path(), true);
+        }
+
+        #[test]
         fn flipped_bytes_never_give_wrong_bytes_or_panic(
             nodes in proptest::collection::vec((12usize..300, any::<u8>()), 1..40),
             flips in proptest::collection::vec((any::<u64>(), 1u8..=255), 1..6),
@@ -1471,7 +1500,7 @@ mod prop {
             }
             drop(st);
             for (verify, repair) in [(false, false), (true, false), (false, true)] {
-                let o = OpenOptions { verify, repair, ..opts(false) };
+                let o = StoreOptions { verify, repair, ..opts(false) };
                 if let Ok(st) = SegmentStore::open(dir.path(), o) {
                     for (loc, want) in &model {
                         if let Ok(n) = st.read(*loc) {
