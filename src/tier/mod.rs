@@ -38,7 +38,9 @@ use std::path::{Path, PathBuf};
 /// pinned by a test).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Location {
-    /// The segment number (its file is `seg-<16 hex>.sdt`). Numbers only grow.
+    /// The segment number (its file is `seg-<16 hex>.sdt`). Numbers only grow, and a
+    /// number that ever held a durable record is never given to another segment (the
+    /// newest segment is never unlinked, so the next open starts above it).
     pub segment: u64,
     /// Byte offset of the record in the segment file (`>= segment::HEADER_LEN`).
     pub offset: u32,

@@ -13,7 +13,8 @@
 //! returns its [`Location`] at once; the buffer goes to the file (`pwrite`, no fsync) when
 //! it holds [`WRITE_BUFFER`] bytes at the next append, on [`SegmentStore::flush`], or
 //! before a read needs it. Dropping the store without a sync loses what is buffered,
-//! which the durability rule below makes harmless: none of it was durable. A segment is sealed when the next record would take it past the size limit
+//! which the durability rule below makes harmless: none of it was durable. A segment is
+//! sealed when the next record would take it past the size limit
 //! ([`segment::SEGMENT_MAX_BYTES`] by default): the seal is written after its last record
 //! and the segment is never written again; the next record starts a new segment.
 //!
@@ -36,8 +37,9 @@
 //! **Unlinking is deferred.** A sealed segment whose live bytes reach zero is not removed
 //! at once: the snapshot or log on disk may still name its records until the effects that
 //! stopped naming them (the trim, the relocation) are durable. [`SegmentStore::unlink_dead`]
-//! removes every such segment; call it only after that point (after the log fsync that
-//! covers those effects, or right after loading: what was loaded is what is on disk).
+//! removes every such segment but the newest; call it only after that point (after the
+//! log fsync that covers those effects, or right after loading and claiming: what was
+//! loaded is what is on disk).
 //!
 //! **Compaction** ([`SegmentStore::compact`]) copies the records a predicate calls live
 //! from a sealed segment into the active one, syncs them, marks the originals dead and
