@@ -15,6 +15,10 @@
 //! hole in its range). The core never blocks: it awaits the receiver like any other
 //! future, which is how a parked command resumes.
 //!
+//! [`ReadPool::run`] queues any other blocking read the same way: a compaction reads
+//! its segment in chunks there ([`super::CompactionSource::read_chunk`]) so that only
+//! the appends of the records still live happen on the store's thread.
+//!
 //! Dropping the pool closes the queue and joins the workers after the jobs already
 //! queued; a job whose receiver was dropped (its client went away) is skipped unread.
 //!
@@ -98,11 +102,8 @@ impl ReadBatch {
 /// Most bytes one `pread` of a batch covers when its records are contiguous.
 pub const COALESCE_BYTES: u64 = 1 << 20;
 
-/// A batch and where its result goes.
-struct Job {
-    batch: ReadBatch,
-    reply: oneshot::Sender<Result<Vec<ColdNode>, TierError>>,
-}
+/// Work for a worker: reads a batch (or a compaction chunk) and sends the answer.
+type Job = Box<dyn FnOnce() + Send>;
 
 /// A fixed set of read threads sharing one queue of batches.
 #[derive(Debug)]
@@ -140,12 +141,30 @@ impl ReadPool {
     /// Queues `batch`; the receiver completes with its nodes in batch order, or the first
     /// error, or [`TierError::PoolClosed`] if the pool went away first. Never blocks.
     pub fn submit(&self, batch: ReadBatch) -> oneshot::Receiver<Result<Vec<ColdNode>, TierError>> {
+        self.run(move || batch.run())
+    }
+
+    /// Queues any blocking read (a [`ReadBatch::run`], a
+    /// [`super::CompactionSource::read_chunk`]) to run on a worker; the receiver completes
+    /// with its result, or [`TierError::PoolClosed`] if the pool went away first. The work
+    /// is skipped if the receiver was dropped before a worker took it. Never blocks.
+    pub fn run<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> Result<T, TierError> + Send + 'static,
+    ) -> oneshot::Receiver<Result<T, TierError>> {
         let (reply, rx) = oneshot::channel();
-        let job = Job { batch, reply };
-        if let Some(q) = &self.queue
-            && let Err(mpsc::SendError(job)) = q.send(job)
-        {
-            let _ = job.reply.send(Err(TierError::PoolClosed));
+        let job: Job = Box::new(move || {
+            if !reply.is_closed() {
+                let _ = reply.send(work());
+            }
+        });
+        let sent = self.queue.as_ref().is_some_and(|q| q.send(job).is_ok());
+        if !sent {
+            // The job (and its sender) is dropped: the receiver sees the pool gone.
+            drop(rx);
+            let (reply, rx) = oneshot::channel();
+            let _ = reply.send(Err(TierError::PoolClosed));
+            return rx;
         }
         rx
     }
@@ -172,10 +191,7 @@ fn worker(rx: &Mutex<mpsc::Receiver<Job>>) {
                 Err(_) => return,
             }
         };
-        if job.reply.is_closed() {
-            continue;
-        }
-        let _ = job.reply.send(job.batch.run());
+        job();
     }
 }
 
@@ -270,6 +286,32 @@ mod tests {
             block_on(rx).expect("answered"),
             Err(TierError::Corrupt { .. })
         ));
+    }
+
+    #[test]
+    fn compaction_chunks_read_on_the_pool_match_the_records() {
+        let (_dir, mut st, locs) = store_with(100);
+        st.sync().expect("sync");
+        let n = locs[0].segment;
+        let src = st.compaction_source(n).expect("sealed");
+        let pool = ReadPool::new(2).expect("pool");
+        let mut from = Some(segment::HEADER_LEN);
+        let mut seen = Vec::new();
+        while let Some(at) = from {
+            let src = src.clone();
+            let chunk = block_on(pool.run(move || src.read_chunk(at, 1000)))
+                .expect("answered")
+                .expect("read");
+            assert!(!chunk.records.is_empty());
+            for (loc, node) in chunk.records {
+                assert_eq!(node, st.read(loc).expect("read"));
+                seen.push(loc);
+            }
+            from = chunk.next;
+        }
+        let want: Vec<Location> = locs.iter().copied().filter(|l| l.segment == n).collect();
+        assert_eq!(seen, want);
+        assert!(src.read_chunk(segment::HEADER_LEN + 1, 1000).is_err());
     }
 
     #[test]

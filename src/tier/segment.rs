@@ -368,6 +368,38 @@ pub fn scan(
     }
 }
 
+/// Reads the records from `from` on, in file order, until `end` or until they add up to
+/// at least `max_bytes` (always at least one record when `from < end`), checking each
+/// CRC. Returns `(offset, header, crc, node)` for each and the offset after the last; a
+/// bad frame is an error naming its offset (a sealed segment has no torn tail).
+#[allow(clippy::type_complexity)]
+pub fn read_records(
+    file: &File,
+    path: &Path,
+    from: u64,
+    end: u64,
+    max_bytes: u64,
+) -> Result<(Vec<(u64, RecordHeader, u64, Vec<u8>)>, u64), TierError> {
+    let mut reader = Window::new(file, path, end);
+    let mut off = from;
+    let mut out = Vec::new();
+    let mut bytes = 0u64;
+    while off < end && (out.is_empty() || bytes < max_bytes) {
+        let (h, crc) = reader.record_at(off)?.map_err(|why| TierError::Corrupt {
+            path: path.to_path_buf(),
+            offset: off,
+            why,
+        })?;
+        let node = reader
+            .get(off + RECORD_HEADER_LEN as u64, h.len as usize)?
+            .to_vec();
+        out.push((off, h, crc, node));
+        bytes += record_size(h.len);
+        off += record_size(h.len);
+    }
+    Ok((out, off))
+}
+
 /// A sequential reader over `file[..end]` that keeps one window of it in memory.
 struct Window<'a> {
     file: &'a File,

@@ -144,6 +144,77 @@ impl SegmentStats {
     }
 }
 
+/// Bytes [`SegmentStore::compact`] reads per chunk.
+pub const COMPACTION_CHUNK: u64 = 4 << 20;
+
+/// A sealed segment's records, read in chunks on any thread
+/// ([`SegmentStore::compaction_source`]). Holds the open file, so it stays readable
+/// even if the segment is unlinked meanwhile.
+#[derive(Debug, Clone)]
+pub struct CompactionSource {
+    /// The segment number.
+    segment: u64,
+    /// Its open file.
+    file: Arc<File>,
+    /// Its path (for errors).
+    path: Arc<Path>,
+    /// Where its records end.
+    data_end: u64,
+}
+
+/// One chunk of a [`CompactionSource`].
+#[derive(Debug)]
+pub struct CompactionChunk {
+    /// Each record's Location and node, in file order.
+    pub records: Vec<(Location, ColdNode)>,
+    /// Where the next chunk starts; `None` after the last record.
+    pub next: Option<u64>,
+}
+
+impl CompactionSource {
+    /// The segment number.
+    pub fn segment(&self) -> u64 {
+        self.segment
+    }
+
+    /// Reads the records from offset `from` ([`segment::HEADER_LEN`] for the first
+    /// chunk, then the previous chunk's `next`) until about `max_bytes` of them, each
+    /// CRC-checked. Blocking: meant for a pool thread.
+    pub fn read_chunk(&self, from: u64, max_bytes: u64) -> Result<CompactionChunk, TierError> {
+        if from < HEADER_LEN || from > self.data_end {
+            return Err(TierError::Corrupt {
+                path: self.path.to_path_buf(),
+                offset: from,
+                why: "a compaction chunk must start at a record",
+            });
+        }
+        let (recs, next) =
+            segment::read_records(&self.file, &self.path, from, self.data_end, max_bytes)?;
+        let records = recs
+            .into_iter()
+            .map(|(off, h, crc, node)| {
+                let loc = Location {
+                    segment: self.segment,
+                    offset: u32::try_from(off).expect("segments end below 4 GiB"),
+                    len: h.len,
+                    crc,
+                };
+                let node = ColdNode {
+                    stream: h.stream,
+                    first: h.first,
+                    last: h.last,
+                    node,
+                };
+                (loc, node)
+            })
+            .collect();
+        Ok(CompactionChunk {
+            records,
+            next: (next < self.data_end).then_some(next),
+        })
+    }
+}
+
 /// What [`SegmentStore::check`] found.
 #[derive(Debug, Default)]
 pub struct CheckReport {
@@ -738,17 +809,13 @@ impl SegmentStore {
         Ok(dead)
     }
 
-    /// Copies the records of sealed segment `n` that `live` keeps into the active
-    /// segment, syncs the copies, counts the originals dead and returns `(old, new)` for
-    /// each copy, in file order. The caller repoints its stubs and logs the move; then
-    /// [`SegmentStore::unlink_dead`] removes the old file. Every record is CRC-checked on
-    /// the way; a bad one stops the compaction with nothing changed but copies that
-    /// nothing names (counted dead). Blocking: it reads the whole segment.
-    pub fn compact(
-        &mut self,
-        n: u64,
-        live: impl Fn(Location) -> bool,
-    ) -> Result<Vec<(Location, Location)>, TierError> {
+    /// A handle for reading sealed segment `n` in chunks on another thread (the read
+    /// pool's [`super::ReadPool::run`]), for a compaction that must not block the store's
+    /// owner: read a chunk off-thread, [`SegmentStore::append`] the records still live on
+    /// the owner's thread, and after the last chunk [`SegmentStore::sync`] (or the split
+    /// sync), repoint the stubs, log the move, and [`SegmentStore::mark_dead`] each old
+    /// Location. [`SegmentStore::compact`] does all of it in one blocking call.
+    pub fn compaction_source(&self, n: u64) -> Result<CompactionSource, TierError> {
         let seg = self
             .segments
             .get(&n)
@@ -756,32 +823,41 @@ impl SegmentStore {
         if !seg.sealed {
             return Err(TierError::NotSealed { segment: n });
         }
-        let (file, path, data_end) = (Arc::clone(&seg.file), Arc::clone(&seg.path), seg.data_end);
-        let mut keep = Vec::new();
-        let s = segment::scan(&file, &path, HEADER_LEN, data_end, false, |off, h, crc| {
-            let loc = Location {
-                segment: n,
-                offset: off as u32,
-                len: h.len,
-                crc,
-            };
-            if live(loc) {
-                keep.push(loc);
-            }
-        })?;
-        if let Some((offset, why)) = s.bad {
-            return Err(TierError::Corrupt {
-                path: path.to_path_buf(),
-                offset,
-                why,
-            });
-        }
-        let mut moved = Vec::with_capacity(keep.len());
+        Ok(CompactionSource {
+            segment: n,
+            file: Arc::clone(&seg.file),
+            path: Arc::clone(&seg.path),
+            data_end: seg.data_end,
+        })
+    }
+
+    /// Copies the records of sealed segment `n` that `live` keeps into the active
+    /// segment, syncs the copies, counts the originals dead and returns `(old, new)` for
+    /// each copy, in file order. The caller repoints its stubs and logs the move; then
+    /// [`SegmentStore::unlink_dead`] removes the old file. Every record is CRC-checked on
+    /// the way; a bad one stops the compaction with nothing changed but copies that
+    /// nothing names (counted dead). Blocking: it reads the whole segment (see
+    /// [`SegmentStore::compaction_source`] for the form that reads off-thread).
+    pub fn compact(
+        &mut self,
+        n: u64,
+        live: impl Fn(Location) -> bool,
+    ) -> Result<Vec<(Location, Location)>, TierError> {
+        let src = self.compaction_source(n)?;
+        let mut moved = Vec::new();
+        let mut records = 0u64;
         let copied = (|| {
-            for &old in &keep {
-                let node = segment::read_record(&file, &path, old)?;
-                let new = self.append(node.stream, node.first, node.last, &node.node)?;
-                moved.push((old, new));
+            let mut from = Some(HEADER_LEN);
+            while let Some(at) = from {
+                let chunk = src.read_chunk(at, COMPACTION_CHUNK)?;
+                records += chunk.records.len() as u64;
+                for (old, node) in chunk.records {
+                    if live(old) {
+                        let new = self.append(node.stream, node.first, node.last, &node.node)?;
+                        moved.push((old, new));
+                    }
+                }
+                from = chunk.next;
             }
             self.sync()
         })();
@@ -797,7 +873,7 @@ impl SegmentStore {
         tracing::info!(
             segment = n,
             moved = moved.len(),
-            records = s.records,
+            records,
             "compacted a segment"
         );
         Ok(moved)
