@@ -26,7 +26,10 @@ pub mod segment;
 pub mod store;
 
 pub use pool::{ReadBatch, ReadPool};
-pub use store::{CheckReport, SegmentStats, SegmentStore, StoreOptions};
+pub use store::{
+    CheckReport, CompactionChunk, CompactionSource, PendingSync, SegmentStats, SegmentStore,
+    StoreOptions,
+};
 
 use crate::stream::StreamId;
 use std::fmt;

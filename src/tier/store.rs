@@ -747,7 +747,7 @@ impl SegmentStore {
         segment::read_record(&seg.file, &seg.path, loc)
     }
 
-    /// Prepares a read of `locs`, in order, for the read pool (or [`ReadBatch::run`]):
+    /// Prepares a read of `locs`, in order, for the read pool (or [`super::ReadBatch::run`]):
     /// checks each Location and writes the buffer out first if one of them is still in it.
     pub fn read_batch(&mut self, locs: &[Location]) -> Result<super::ReadBatch, TierError> {
         if locs.iter().any(|&l| self.in_buffer(l)) {
