@@ -205,3 +205,37 @@ fn redirect_bcast_and_optin_match_redis() {
         log
     });
 }
+
+/// Redis's tracking.tcl "Tracking invalidation message of eviction keys should be before
+/// response": the command that makes room by evicting a key this client tracks gets the
+/// invalidation first, then its reply; on both servers.
+#[test]
+fn an_eviction_invalidates_before_the_reply_that_caused_it() {
+    same_on_both(|port| {
+        let mut t = Raw::connect(port);
+        t.hello3();
+        let mut log = vec![cmd(&mut t, &["CLIENT", "TRACKING", "on"], "")];
+        let used: u64 = info_field(&mut t, "memory", "used_memory")
+            .and_then(|v| v.parse().ok())
+            .expect("used_memory");
+        let uncounted: u64 = info_field(&mut t, "memory", "mem_not_counted_for_evict")
+            .and_then(|v| v.parse().ok())
+            .expect("mem_not_counted_for_evict");
+        let limit = (used - uncounted + 100 * 1024).to_string();
+        log.push(cmd(&mut t, &["CONFIG", "SET", "maxmemory", &limit], ""));
+        log.push(cmd(
+            &mut t,
+            &["CONFIG", "SET", "maxmemory-policy", "volatile-random"],
+            "",
+        ));
+        log.push(cmd(&mut t, &["SETEX", "volatile-key", "10000", "x"], ""));
+        log.push(cmd(&mut t, &["GET", "volatile-key"], ""));
+        // 200 KB over the limit: the next command evicts the only volatile key.
+        log.push(cmd(&mut t, &["SETBIT", "big-key", "1600000", "0"], ""));
+        log.push(cmd(&mut t, &["GETBIT", "big-key", "0"], ""));
+        log.push(next(&mut t, ""));
+        log.push(cmd(&mut t, &["CONFIG", "SET", "maxmemory", "0"], ""));
+        log.push(cmd(&mut t, &["EXISTS", "volatile-key"], ""));
+        log
+    });
+}

@@ -1527,14 +1527,18 @@ impl Core {
         // performEvictions); what cannot be freed refuses commands that grow memory.
         // The primary's own client is never refused for memory (Redis exempts it too:
         // the replica must apply what the primary did).
-        if self.limits.maxmemory > 0
-            && self.busy.is_none()
-            && self.perform_evictions() == evict::EvictResult::Fail
-            && client.repl != client::ClientRepl::Master
-            && Self::denied_on_oom(client, spec)
-        {
-            self.reject(client, out, Some(spec), &ReplyError::Oom);
-            return Outcome::Done;
+        if self.limits.maxmemory > 0 && self.busy.is_none() {
+            let evicted = self.perform_evictions();
+            // The invalidations of evicted keys this client tracks go before its reply,
+            // as in Redis (they are pushed while the command has not answered yet).
+            self.flush_pushes(client.id, out);
+            if evicted == evict::EvictResult::Fail
+                && client.repl != client::ClientRepl::Master
+                && Self::denied_on_oom(client, spec)
+            {
+                self.reject(client, out, Some(spec), &ReplyError::Oom);
+                return Outcome::Done;
+            }
         }
         // RESP2 clients in Pub/Sub mode read only subscription frames (RESP3 ones can
         // tell pushes from replies).
