@@ -326,6 +326,11 @@ fn spop_is_logged_as_srems_or_del_and_sets_survive_a_restart() {
         assert_eq!(members_of(&c.cmd_str(&["SPOP", "s", "2"])).len(), 2);
         c.cmd_str(&["SADD", "all", "1", "2", "3"]);
         assert_eq!(members_of(&c.cmd_str(&["SPOP", "all", "10"])).len(), 3);
+        // Under lazyfree-lazy-server-del the same is an UNLINK (Redis 7.2+).
+        c.cmd_str(&["CONFIG", "SET", "lazyfree-lazy-server-del", "yes"]);
+        c.cmd_str(&["SADD", "all2", "1", "2", "3"]);
+        assert_eq!(members_of(&c.cmd_str(&["SPOP", "all2", "3"])).len(), 3);
+        c.cmd_str(&["CONFIG", "SET", "lazyfree-lazy-server-del", "no"]);
         c.cmd_str(&["SADD", "one", "x", "y"]);
         c.cmd_str(&["SPOP", "one"]);
         c.cmd_str(&strs(&big));
@@ -356,6 +361,7 @@ fn spop_is_logged_as_srems_or_del_and_sets_survive_a_restart() {
         // 2 + 1990 + 1 SREMs; SPOP of everything is a DEL.
         assert_eq!(count(&bytes, b"$4\r\nSREM\r\n"), 1993);
         assert_eq!(count(&bytes, b"$3\r\nDEL\r\n$3\r\nall\r\n"), 1);
+        assert_eq!(count(&bytes, b"$6\r\nUNLINK\r\n$4\r\nall2\r\n"), 1);
         let node = Node::start(dir.path(), &["--appendonly", "yes", "--save", ""]);
         let mut c = node.raw();
         let got = [

@@ -1849,3 +1849,62 @@ fn the_8_4_string_rows_are_redis_s() {
             .into_owned();
     assert_eq!(docs.matches("8.4.0").count(), 3, "{docs}");
 }
+
+/// Redis 7.2 bounds LPOS's RANK to -LONG_MAX..LONG_MAX (7.0 negated LONG_MIN, an
+/// overflow) and, for BLPOP and the other float timeouts, reads a timeout past a 64-bit
+/// deadline as `out of range` (7.0: `negative`), in both protocols; Redis 7.2.6's
+/// `LPOS RANK (positive, negative and zero rank) option` and `BLPOP: timeout value out of
+/// range`.
+#[test]
+fn lpos_rank_bounds_and_timeout_ranges_follow_redis_7_2() {
+    let s = start_server();
+    for proto in [2, 3] {
+        let mut r = conn(s.port, proto);
+        expect_replies(
+            &mut r,
+            &[
+                (vec!["RPUSH", "l", "a", "b", "a"], int(3)),
+                (
+                    vec!["LPOS", "l", "a", "RANK", "-9223372036854775808"],
+                    err(
+                        "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+                    ),
+                ),
+                (
+                    vec!["LPOS", "l", "a", "RANK", "-9223372036854775807"],
+                    if proto == 3 {
+                        b"_\r\n".to_vec()
+                    } else {
+                        b"$-1\r\n".to_vec()
+                    },
+                ),
+                (vec!["LPOS", "l", "a", "RANK", "-1"], int(2)),
+                (
+                    vec!["BLPOP", "nolist", "0x7FFFFFFFFFFFFF"],
+                    err("ERR timeout is out of range"),
+                ),
+                (
+                    vec!["BLPOP", "nolist", "inf"],
+                    err("ERR timeout is out of range"),
+                ),
+                (
+                    vec!["BZPOPMIN", "nolist", "9e20"],
+                    err("ERR timeout is out of range"),
+                ),
+                (
+                    vec!["BLMOVE", "nolist", "x", "LEFT", "LEFT", "-inf"],
+                    err("ERR timeout is negative"),
+                ),
+                (
+                    vec!["BLPOP", "nolist", "-0x1"],
+                    err("ERR timeout is negative"),
+                ),
+                (
+                    vec!["BLPOP", "nolist", "0x"],
+                    err("ERR timeout is not a float or out of range"),
+                ),
+                (vec!["DEL", "l"], int(1)),
+            ],
+        );
+    }
+}

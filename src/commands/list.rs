@@ -150,10 +150,14 @@ fn parse_positive(arg: &[u8]) -> Result<i64, ReplyError> {
 }
 
 /// A blocking timeout in seconds (a float, as Redis's `getTimeoutFromObjectOrReply`
-/// with `UNIT_SECONDS`): milliseconds, rounded up; 0 waits forever.
+/// with `UNIT_SECONDS` since 7.2): milliseconds, rounded up; 0 waits forever. The text is
+/// read as `strtold` reads it (decimal, hexadecimal such as `0x1p3`, `inf`); more
+/// milliseconds than a 64-bit deadline holds is `timeout is out of range` (7.0 said
+/// `negative`).
 pub fn parse_timeout_secs(arg: &[u8]) -> Result<u64, ReplyError> {
     const NOT_FLOAT: ReplyError = ReplyError::msg("ERR timeout is not a float or out of range");
     const NEGATIVE: ReplyError = ReplyError::msg("ERR timeout is negative");
+    const OUT_OF_RANGE: ReplyError = ReplyError::msg("ERR timeout is out of range");
     let text = std::str::from_utf8(arg).map_err(|_| NOT_FLOAT)?;
     if text.is_empty()
         || text.len() >= 5 * 1024
@@ -167,16 +171,67 @@ pub fn parse_timeout_secs(arg: &[u8]) -> Result<u64, ReplyError> {
     if body.starts_with("nan") {
         return Err(NOT_FLOAT);
     }
-    let v: f64 = text.parse().map_err(|_| NOT_FLOAT)?;
+    let v: f64 = match body.strip_prefix("0x") {
+        Some(hex) => {
+            let v = parse_hex_float(hex).ok_or(NOT_FLOAT)?;
+            if lower.starts_with('-') { -v } else { v }
+        }
+        None => text.parse().map_err(|_| NOT_FLOAT)?,
+    };
+    // A literal infinity is a value; a finite text past the range is strtold's ERANGE.
     if v.is_infinite() && !(body == "inf" || body == "infinity") {
         return Err(NOT_FLOAT);
     }
-    let ms = (v * 1000.0).ceil();
-    // (long long) of an out-of-range value is LLONG_MIN on x86: negative.
-    if !ms.is_finite() || !(0.0..9.223_372_036_854_776e18).contains(&ms) {
+    let ms = v * 1000.0;
+    if ms > i64::MAX as f64 {
+        return Err(OUT_OF_RANGE);
+    }
+    // (long long) of -inf is LLONG_MIN: negative.
+    let ms = ms.ceil();
+    if ms.is_nan() || ms < 0.0 {
         return Err(NEGATIVE);
     }
-    Ok(ms as u64)
+    let ms = ms as u64;
+    // The deadline, now + ms, must fit too.
+    if ms > i64::MAX as u64 - crate::core::unix_ms() {
+        return Err(OUT_OF_RANGE);
+    }
+    Ok(ms)
+}
+
+/// The value of a hexadecimal floating-point text after its `0x` (`1f`, `.8`, `1.8p3`),
+/// as `strtold` reads it; `None` when it is not one in full.
+fn parse_hex_float(hex: &str) -> Option<f64> {
+    let (mantissa, exponent) = match hex.split_once('p') {
+        Some((m, e)) => (m, Some(e)),
+        None => (hex, None),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if int.is_empty() && frac.is_empty() {
+        return None;
+    }
+    let mut v = 0f64;
+    for c in int.chars() {
+        v = v * 16.0 + f64::from(c.to_digit(16)?);
+    }
+    let mut scale = 1.0 / 16.0;
+    for c in frac.chars() {
+        v += f64::from(c.to_digit(16)?) * scale;
+        scale /= 16.0;
+    }
+    if let Some(e) = exponent {
+        let digits = e.strip_prefix(['+', '-']).unwrap_or(e);
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let e: i32 = e.parse().unwrap_or(if e.starts_with('-') {
+            i32::MIN
+        } else {
+            i32::MAX
+        });
+        v *= 2f64.powi(e.clamp(-100_000, 100_000));
+    }
+    Some(v)
 }
 
 /// The list at `key`, `WRONGTYPE` for another type. While a blocked command is
@@ -576,6 +631,12 @@ fn lpos(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         if is(&argv[j], "rank") && more {
             j += 1;
             rank = parse_long(&argv[j])?;
+            // -LONG_MAX..LONG_MAX: a negated LONG_MIN would overflow.
+            if rank == i64::MIN {
+                return Err(ReplyError::msg(
+                    "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+                ));
+            }
             if rank == 0 {
                 return Err(ReplyError::msg(
                     "ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list",
@@ -1055,6 +1116,19 @@ mod tests {
             parse_timeout_secs(b"").unwrap_err().to_string(),
             "ERR timeout is not a float or out of range"
         );
+        // As strtold reads them: hexadecimal, infinities; Redis 7.2+'s range errors.
+        assert_eq!(parse_timeout_secs(b"0x1p3"), Ok(8000));
+        assert_eq!(parse_timeout_secs(b"0X10"), Ok(16000));
+        assert_eq!(parse_timeout_secs(b"0x.8"), Ok(500));
+        for bad in [&b"0x"[..], b"0xg", b"0x1p", b"0x1p+", b"1e5000"] {
+            assert!(parse_timeout_secs(bad).is_err(), "{bad:?}");
+        }
+        let out = |t: &[u8]| parse_timeout_secs(t).unwrap_err().to_string();
+        assert_eq!(out(b"0x7FFFFFFFFFFFFF"), "ERR timeout is out of range");
+        assert_eq!(out(b"inf"), "ERR timeout is out of range");
+        assert_eq!(out(b"9e20"), "ERR timeout is out of range");
+        assert_eq!(out(b"-inf"), "ERR timeout is negative");
+        assert_eq!(out(b"-0x1"), "ERR timeout is negative");
     }
 
     #[test]

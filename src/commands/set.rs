@@ -757,13 +757,15 @@ fn spop_count(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     }
     let size = s.len();
     if count >= size {
-        // Everything: the reply is the whole set, the effect a DEL.
+        // Everything: the reply is the whole set, the effect a DEL (UNLINK under
+        // lazyfree-lazy-server-del, as Redis 7.2+ logs it).
         let out = &mut *ctx.out;
         out.set(size);
         for m in s.members() {
             bulk_member(out, m);
         }
-        ctx.collection_written(class::SET, "spop", key, true, &[b"DEL".as_slice(), key]);
+        let del: &[u8] = if ctx.core.lazy.server_del { b"UNLINK" } else { b"DEL" };
+        ctx.collection_written(class::SET, "spop", key, true, &[del, key]);
         return Ok(());
     }
     let remaining = size - count;

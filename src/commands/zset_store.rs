@@ -466,19 +466,6 @@ pub fn zpopmax(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     zpop_cmd(ctx, true)
 }
 
-/// A blocking timeout in seconds (Redis: `getTimeoutFromObjectOrReply` with
-/// `UNIT_SECONDS`): milliseconds, 0 = forever.
-fn parse_timeout(arg: &[u8]) -> Result<u64, ReplyError> {
-    let secs = string2d(arg).ok_or(ReplyError::msg(
-        "ERR timeout is not a float or out of range",
-    ))?;
-    let ms = (secs * 1000.0).ceil();
-    if !ms.is_finite() || !(0.0..9.2e18).contains(&ms) {
-        return Err(ReplyError::msg("ERR timeout is negative"));
-    }
-    Ok(ms as u64)
-}
-
 /// The blocking pops' common path (Redis: `blockingGenericZpopCommand`).
 fn blocking_pop(
     ctx: &mut Ctx<'_>,
@@ -487,7 +474,7 @@ fn blocking_pop(
     timeout_arg: &[u8],
     count: Option<usize>,
 ) -> Result<(), ReplyError> {
-    let timeout = parse_timeout(timeout_arg)?;
+    let timeout = super::list::parse_timeout_secs(timeout_arg)?;
     let lenient = ctx.core.reprocessing.is_some();
     if let Some(key) = first_nonempty(ctx, keys, lenient)? {
         let shape = Shape {
