@@ -5,7 +5,7 @@ mod common;
 
 use common::send;
 
-use common::{Raw, info_field, start_server, wait_blocked};
+use common::{Raw, encode_cmd, info_field, redis_server, start_server, wait_blocked};
 use std::time::{Duration, Instant};
 
 fn s(text: &str) -> Vec<u8> {
@@ -599,4 +599,44 @@ fn a_woken_reader_still_honours_maxcount_across_streams() {
         info.contains("last-delivered-id\r\n$3\r\n1-1\r\n"),
         "{info}"
     );
+}
+
+/// MONITOR shows a blocked command once, when it blocks, not again when a write serves
+/// it (Redis's "MONITOR log blocked command only once"); the same lines as Redis's.
+#[test]
+fn monitor_shows_a_blocked_command_once() {
+    let redis = redis_server();
+    let ours = start_server();
+    let run = |port: u16| -> Vec<String> {
+        let mut mon = Raw::connect(port);
+        assert_eq!(mon.cmd_str(&["MONITOR"]), b"+OK\r\n");
+        let mut blocked = Raw::connect(port);
+        let mut w = Raw::connect(port);
+        blocked.send(&encode_cmd(&[b"BLPOP", b"mylist", b"0"]));
+        wait_blocked(&mut w, 1);
+        w.cmd_str(&["LPUSH", "mylist", "1"]);
+        blocked.read_reply();
+        blocked.send(&encode_cmd(&[
+            b"XREAD", b"BLOCK", b"0", b"STREAMS", b"s", b"$",
+        ]));
+        wait_blocked(&mut w, 1);
+        w.cmd_str(&["XADD", "s", "1-1", "f", "v"]);
+        blocked.read_reply();
+        w.cmd_str(&["LPUSH", "mylist", "2"]);
+        // The command part of each line, less the INFO polls of wait_blocked.
+        let mut lines = Vec::new();
+        while lines.last().is_none_or(|l: &String| !l.contains("\"2\"")) {
+            let line = String::from_utf8_lossy(&mon.read_reply()).into_owned();
+            let cmd = line
+                .split_once("] ")
+                .map_or(line.clone(), |(_, c)| c.to_string());
+            if !cmd.starts_with("\"INFO\"") && !cmd.starts_with("\"info\"") {
+                lines.push(cmd);
+            }
+        }
+        lines
+    };
+    let theirs = run(redis.port);
+    assert_eq!(run(ours.port), theirs);
+    assert_eq!(theirs.len(), 5, "{theirs:?}");
 }

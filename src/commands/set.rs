@@ -764,7 +764,11 @@ fn spop_count(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         for m in s.members() {
             bulk_member(out, m);
         }
-        let del: &[u8] = if ctx.core.lazy.server_del { b"UNLINK" } else { b"DEL" };
+        let del: &[u8] = if ctx.core.lazy.server_del {
+            b"UNLINK"
+        } else {
+            b"DEL"
+        };
         ctx.collection_written(class::SET, "spop", key, true, &[del, key]);
         return Ok(());
     }

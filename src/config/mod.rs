@@ -581,7 +581,7 @@ pub const DIRECTIVES: &[Directive] = &[
         default: "no",
         kind: Kind::Bool,
         mutable: true,
-        help: "Free the values the server deletes itself (a key overwritten by SET, RENAME's or a STORE's destination) on the background thread when big.",
+        help: "Free the values the server deletes itself (a STORE destination left empty, a key GETDEL or MIGRATE removes) on the background thread when big, and log an SPOP of a whole set as UNLINK; a value replaced by an overwrite is still freed at once.",
     },
     Directive {
         name: "lazyfree-lazy-user-del",
@@ -595,7 +595,7 @@ pub const DIRECTIVES: &[Directive] = &[
         default: "no",
         kind: Kind::Bool,
         mutable: true,
-        help: "FLUSHALL, FLUSHDB, SCRIPT FLUSH and FUNCTION FLUSH without SYNC/ASYNC free in the background (as with ASYNC).",
+        help: "FLUSHALL and FLUSHDB without SYNC/ASYNC free in the background (as with ASYNC).",
     },
     Directive {
         name: "notify-keyspace-events",

@@ -1679,8 +1679,9 @@ impl Core {
             self.tracking.script = previous;
         }
         // MONITOR sees a command once it ran (Redis's `call`), so EXEC shows after the
-        // commands it ran.
-        if spec.flags & flags::SKIP_MONITOR == 0 {
+        // commands it ran; a blocked command once, when it blocked, not again when it is
+        // served (Redis 7.2's "MONITOR log blocked command only once").
+        if spec.flags & flags::SKIP_MONITOR == 0 && self.reprocessing.is_none() {
             self.feed_monitors(client, spec, argv, now_ms);
         }
         // After the reply, as Redis 7.2+ appends `pending_push_messages`; a command
