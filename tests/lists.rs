@@ -485,7 +485,9 @@ fn blocked_pops_are_logged_as_their_non_blocking_forms() {
     let mut a = blocked(ours.port, 2, "BLMPOP 0 1 p LEFT COUNT 3");
     c.cmd_str(&["RPUSH", "p", "1", "2"]);
     a.read_reply();
-    let mut a = blocked(ours.port, 2, "BLMOVE p2 p3 RIGHT LEFT 0");
+    // LEFT/RIGHT keep the case they were sent in (Redis 7.2.6's "Command being unblocked
+    // cause another command to get unblocked execution order test").
+    let mut a = blocked(ours.port, 2, "BLMOVE p2 p3 right Left 0");
     c.cmd_str(&["RPUSH", "p2", "x"]);
     a.read_reply();
     c.cmd_str(&["RPUSH", "p4", "y"]);
@@ -511,6 +513,7 @@ fn blocked_pops_are_logged_as_their_non_blocking_forms() {
     }
     let text = String::from_utf8_lossy(&log).to_string();
     assert!(text.contains("LMOVE") && text.contains("LPOP"), "{text}");
+    assert!(text.contains("$5\r\nright\r\n$4\r\nLeft\r\n"), "{text}");
     assert!(
         !text.contains("BLMPOP") && !text.contains("BLMOVE") && !text.contains("BRPOP"),
         "{text}"

@@ -121,13 +121,6 @@ impl End {
             End::Right => b"RPOP",
         }
     }
-
-    fn word(self) -> &'static [u8] {
-        match self {
-            End::Left => b"LEFT",
-            End::Right => b"RIGHT",
-        }
-    }
 }
 
 /// A strict `long` argument (`ERR value is not an integer or out of range`).
@@ -813,7 +806,8 @@ fn blmove(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let to = End::parse(&ctx.argv[4])?;
     let timeout = parse_timeout_secs(&ctx.argv[5])?;
     let argv = ctx.argv;
-    let effect: [&[u8]; 5] = [b"LMOVE", &argv[1], &argv[2], from.word(), to.word()];
+    // LEFT/RIGHT as the client wrote them, as Redis rewrites BLMOVE into LMOVE.
+    let effect: [&[u8]; 5] = [b"LMOVE", &argv[1], &argv[2], &argv[3], &argv[4]];
     lmove_command(ctx, from, to, Some(timeout), &effect)
 }
 
