@@ -1994,6 +1994,49 @@ fn xreadgroup_logs_createconsumer_only_when_no_xclaim_carries_the_consumer() {
     assert_eq!(claims, 1, "{names:?}");
 }
 
+/// A transaction reaches replicas as Redis 7.2+ sends it: MULTI first, then the SELECT of
+/// its database, its writes, EXEC (Redis 7.0 sent the SELECT before MULTI); a single
+/// write after it needs no SELECT and no MULTI.
+#[test]
+fn a_transaction_is_sent_with_its_select_inside_multi() {
+    let primary = Node::streamd("primary", &[]);
+    let mut p = primary.conn();
+    let mut fake = primary.conn();
+    fake.send("SYNC");
+    read_payload(&mut fake);
+    wait_for("the SYNC replica online", || {
+        let s = p.info_field("replication", "slave0");
+        if s.contains(",state=online,") {
+            Ok(())
+        } else {
+            Err(s)
+        }
+    });
+    p.ok("SELECT 3");
+    p.ok("MULTI");
+    p.run("SET a 1");
+    p.run("SET b 2");
+    p.run("GET a");
+    p.run("EXEC");
+    p.ok("SET c 3");
+    let mut words = Vec::new();
+    while words.last().map(String::as_str) != Some("SET c 3") {
+        let frame = fake.read_frame();
+        let w: Vec<String> = String::from_utf8_lossy(&frame)
+            .split("\r\n")
+            .filter(|w| !w.is_empty() && !w.starts_with('*') && !w.starts_with('$'))
+            .map(str::to_owned)
+            .collect();
+        if w.first().map(String::as_str) != Some("PING") {
+            words.push(w.join(" "));
+        }
+    }
+    assert_eq!(
+        words,
+        ["MULTI", "SELECT 3", "SET a 1", "SET b 2", "EXEC", "SET c 3"]
+    );
+}
+
 #[test]
 fn waitaof_counts_replicas_whose_log_is_durable() {
     let primary = Node::streamd("primary", &[]);

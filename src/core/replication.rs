@@ -409,8 +409,6 @@ pub struct Replication {
     pending_patches: Vec<(usize, Box<[u8]>)>,
     /// Records in `pending` (SELECT not counted).
     pending_records: u32,
-    /// Bytes of the SELECT that opens `pending`, if any.
-    pending_select: usize,
     /// Nesting of `Core::call` (effects flush when it returns to 0).
     depth: u32,
     /// Database the stream has selected (`None`: the next effect sends SELECT).
@@ -454,7 +452,6 @@ impl Default for Replication {
             pending: Vec::new(),
             pending_patches: Vec::new(),
             pending_records: 0,
-            pending_select: 0,
             depth: 0,
             selected_db: None,
         }
@@ -560,9 +557,9 @@ impl Replication {
                 &mut self.pending,
                 &[b"SELECT".as_slice(), text.as_bytes()],
             );
-            if before == 0 {
-                self.pending_select = self.pending.len();
-            } else {
+            // A SELECT that opens the batch is not a record of its own (one command
+            // and its SELECT are not wrapped in MULTI/EXEC).
+            if before != 0 {
                 self.pending_records += 1;
             }
             self.selected_db = Some(db);
@@ -590,25 +587,25 @@ impl Replication {
         let pending = std::mem::take(&mut self.pending);
         let patches = std::mem::take(&mut self.pending_patches);
         let wrap = self.pending_records > 1;
-        let select = std::mem::take(&mut self.pending_select);
         self.pending_records = 0;
         let Some(b) = self.backlog.as_mut() else {
             return false;
         };
         let base = self.offset;
+        // MULTI opens the transaction before its SELECT, as Redis 7.2+ propagates it, so
+        // the database switch is inside what a replica applies atomically (7.0 sent the
+        // SELECT first).
         let mut shift = 0u64;
-        b.buf.extend(&pending[..select]);
         if wrap {
             b.buf.extend(MULTI);
             shift = MULTI.len() as u64;
         }
-        b.buf.extend(&pending[select..]);
+        b.buf.extend(&pending);
         if wrap {
             b.buf.extend(EXEC);
         }
         for (at, bytes) in patches {
-            let at = at as u64;
-            let at = if at >= select as u64 { at + shift } else { at };
+            let at = at as u64 + shift;
             b.patches.push_back(Patch {
                 at: base + at,
                 bytes,
