@@ -239,3 +239,37 @@ fn an_eviction_invalidates_before_the_reply_that_caused_it() {
         log
     });
 }
+
+/// Redis 7.2+'s "Tracking only occurs for scripts when a command calls a read-only
+/// command": a script's caller tracks the keys its read-only `redis.call`s read, not every
+/// key the EVAL declared (Redis 7.0 tracked those); a script that only writes, or an
+/// EVAL_RO that reads nothing, tracks nothing. No 7.2 oracle here: written out.
+#[test]
+fn a_script_tracks_the_keys_it_read_not_the_ones_it_declared() {
+    let s = start_server();
+    let mut t = Raw::connect(s.port);
+    t.hello3();
+    let mut w = Raw::connect(s.port);
+    assert_eq!(t.cmd_str(&["CLIENT", "TRACKING", "on"]), b"+OK\r\n");
+    w.cmd_str(&["MSET", "k1", "1", "k2", "1"]);
+    t.cmd_str(&["EVAL", "redis.call('set', 'k3', 'bar')", "2", "k1", "k2"]);
+    w.cmd_str(&["MSET", "k1", "2", "k2", "2"]);
+    assert_eq!(t.cmd_str(&["PING"]), b"+PONG\r\n", "nothing tracked");
+    t.cmd_str(&["EVAL", "return redis.call('get', KEYS[2])", "2", "k1", "k2"]);
+    w.cmd_str(&["MSET", "k1", "3", "k2", "3"]);
+    let push = |key: &str| {
+        format!(
+            ">2\r\n$10\r\ninvalidate\r\n*1\r\n${}\r\n{key}\r\n",
+            key.len()
+        )
+    };
+    assert_eq!(escape(&t.cmd_str(&["PING"])), escape(push("k2").as_bytes()));
+    assert_eq!(t.read_reply(), b"+PONG\r\n");
+    t.cmd_str(&["EVAL_RO", "return redis.call('ping')", "2", "k1", "k2"]);
+    w.cmd_str(&["MSET", "k1", "4", "k2", "4"]);
+    assert_eq!(t.cmd_str(&["PING"]), b"+PONG\r\n", "nothing tracked");
+    t.cmd_str(&["EVAL_RO", "return redis.call('get', 'k1')", "2", "k1", "k2"]);
+    w.cmd_str(&["MSET", "k1", "5", "k2", "5"]);
+    assert_eq!(escape(&t.cmd_str(&["PING"])), escape(push("k1").as_bytes()));
+    assert_eq!(t.read_reply(), b"+PONG\r\n");
+}

@@ -1653,9 +1653,6 @@ impl Core {
         } else {
             client.id
         };
-        let tracked_script = (spec.flags & flags::SKIP_MONITOR != 0
-            && !self.tracking.clients.is_empty())
-        .then(|| self.tracking.script.replace((spec, argv.clone())));
         self.touch_keys(client, spec, argv, now_ms);
         let result = {
             let mut ctx = Ctx {
@@ -1669,15 +1666,12 @@ impl Core {
         };
         if !self.tracking.clients.is_empty() {
             let caller = self.tracking.current;
-            self.tracking_remember(caller, client.in_script, spec, argv);
+            self.tracking_remember(caller, spec, argv);
             if !client.in_script && !client.in_exec {
                 self.tracking_broadcast();
             }
         }
         self.tracking.current = tracked_before;
-        if let Some(previous) = tracked_script {
-            self.tracking.script = previous;
-        }
         // MONITOR sees a command once it ran (Redis's `call`), so EXEC shows after the
         // commands it ran; a blocked command once, when it blocked, not again when it is
         // served (Redis 7.2's "MONITOR log blocked command only once").

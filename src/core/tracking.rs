@@ -79,9 +79,6 @@ pub struct Tracking {
     /// The client whose command runs now (a script's caller for its `redis.call`s), for
     /// NOLOOP.
     pub current: u64,
-    /// The script-running command (EVAL, FCALL...) running now: a read-only command
-    /// its script calls makes the caller track the keys this command declared.
-    pub script: Option<(&'static CommandSpec, Argv)>,
 }
 
 impl Tracking {
@@ -246,16 +243,11 @@ impl Core {
     /// the keys a read-only command read, as its tracking mode says (Redis's
     /// `trackingRememberKeys`), then keeps the table within `tracking-table-max-keys`.
     ///
-    /// A script's read-only command makes its caller track the keys the script-running
-    /// command declared, not the ones the script read (Redis 7.0's `call`); EVAL_RO,
-    /// EVALSHA_RO and FCALL_RO track nothing by themselves.
-    pub fn tracking_remember(
-        &mut self,
-        caller: u64,
-        in_script: bool,
-        spec: &CommandSpec,
-        argv: &Argv,
-    ) {
+    /// A script's read-only command makes its caller track the keys that command read
+    /// (Redis 7.2+'s `trackingRememberKeys(caller, executing)`; 7.0 tracked every key the
+    /// script-running command declared); EVAL_RO, EVALSHA_RO and FCALL_RO track nothing
+    /// by themselves.
+    pub fn tracking_remember(&mut self, caller: u64, spec: &CommandSpec, argv: &Argv) {
         let Some(t) = self.tracking.clients.get(&caller) else {
             return;
         };
@@ -267,15 +259,10 @@ impl Core {
         {
             return;
         }
-        let (spec, argv) = match (&self.tracking.script, in_script) {
-            (Some((spec, argv)), true) => (*spec, argv.clone()),
-            (None, true) => return,
-            (_, false) => (spec, argv.clone()),
-        };
         if spec.flags & flags::PUBSUB != 0 {
             return;
         }
-        for i in spec.key_positions(&argv) {
+        for i in spec.key_positions(argv) {
             let Some(key) = argv.get(i) else { continue };
             if self
                 .tracking
