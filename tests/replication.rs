@@ -1900,6 +1900,32 @@ fn a_handmade_replica_sees_the_exact_protocol() {
     assert_eq!(p.stat("sync_partial_ok"), 1);
 }
 
+/// A replica made by hand: a connection that sent `SYNC`, read the payload, and is
+/// online (the primary's `slave0` says so), so the stream follows on it.
+fn sync_replica(primary: &Node, p: &mut Conn) -> Conn {
+    let mut fake = primary.conn();
+    fake.send("SYNC");
+    read_payload(&mut fake);
+    wait_for("the SYNC replica online", || {
+        let s = p.info_field("replication", "slave0");
+        if s.contains(",state=online,") {
+            Ok(())
+        } else {
+            Err(s)
+        }
+    });
+    fake
+}
+
+/// The words of a logged command (a frame is an array of bulk strings).
+fn frame_words(frame: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(frame)
+        .split("\r\n")
+        .filter(|w| !w.is_empty() && !w.starts_with('*') && !w.starts_with('$'))
+        .map(str::to_owned)
+        .collect()
+}
+
 #[test]
 fn an_old_style_sync_gets_the_payload_without_a_fullresync_line() {
     let primary = Node::streamd("primary", &[]);
@@ -1950,17 +1976,7 @@ fn xreadgroup_logs_createconsumer_only_when_no_xclaim_carries_the_consumer() {
     p.ok("XADD s 1-1 f a");
     p.ok("XADD s 2-1 f b");
     p.ok("XGROUP CREATE s g 0");
-    let mut fake = primary.conn();
-    fake.send("SYNC");
-    read_payload(&mut fake);
-    wait_for("the SYNC replica online", || {
-        let s = p.info_field("replication", "slave0");
-        if s.contains(",state=online,") {
-            Ok(())
-        } else {
-            Err(s)
-        }
-    });
+    let mut fake = sync_replica(&primary, &mut p);
     p.run("XREADGROUP GROUP g alice COUNT 1 STREAMS s >");
     p.run("XREADGROUP GROUP g bob COUNT 1 NOACK STREAMS s >");
     p.ok("SET marker 1");
@@ -1968,11 +1984,7 @@ fn xreadgroup_logs_createconsumer_only_when_no_xclaim_carries_the_consumer() {
     let mut logged: Vec<Vec<String>> = Vec::new();
     loop {
         let frame = fake.read_frame();
-        let words: Vec<String> = String::from_utf8_lossy(&frame)
-            .split("\r\n")
-            .filter(|w| !w.is_empty() && !w.starts_with('*') && !w.starts_with('$'))
-            .map(str::to_owned)
-            .collect();
+        let words = frame_words(&frame);
         if words.iter().any(|w| w == "marker") {
             break;
         }
@@ -2001,17 +2013,7 @@ fn xreadgroup_logs_createconsumer_only_when_no_xclaim_carries_the_consumer() {
 fn a_transaction_is_sent_with_its_select_inside_multi() {
     let primary = Node::streamd("primary", &[]);
     let mut p = primary.conn();
-    let mut fake = primary.conn();
-    fake.send("SYNC");
-    read_payload(&mut fake);
-    wait_for("the SYNC replica online", || {
-        let s = p.info_field("replication", "slave0");
-        if s.contains(",state=online,") {
-            Ok(())
-        } else {
-            Err(s)
-        }
-    });
+    let mut fake = sync_replica(&primary, &mut p);
     p.ok("SELECT 3");
     p.ok("MULTI");
     p.run("SET a 1");
@@ -2022,11 +2024,7 @@ fn a_transaction_is_sent_with_its_select_inside_multi() {
     let mut words = Vec::new();
     while words.last().map(String::as_str) != Some("SET c 3") {
         let frame = fake.read_frame();
-        let w: Vec<String> = String::from_utf8_lossy(&frame)
-            .split("\r\n")
-            .filter(|w| !w.is_empty() && !w.starts_with('*') && !w.starts_with('$'))
-            .map(str::to_owned)
-            .collect();
+        let w = frame_words(&frame);
         if w.first().map(String::as_str) != Some("PING") {
             words.push(w.join(" "));
         }

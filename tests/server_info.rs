@@ -436,6 +436,14 @@ fn field_names(line: &str) -> Vec<String> {
         .collect()
 }
 
+/// The connection's CLIENT ID, as text.
+fn client_id(r: &mut Raw) -> String {
+    String::from_utf8_lossy(&r.cmd_str(&["CLIENT", "ID"]))
+        .trim_start_matches(':')
+        .trim()
+        .to_string()
+}
+
 /// `field=` of the line of client `id` in a CLIENT LIST / CLIENT INFO text.
 fn client_field(text: &str, id: &str, field: &str) -> u64 {
     let line = text
@@ -486,10 +494,7 @@ fn client_info_fields_follow_redis_order_and_compat_version() {
 fn client_info_counts_bytes_and_commands() {
     let s = start_server();
     let mut r = s.raw();
-    let id = String::from_utf8_lossy(&r.cmd_str(&["CLIENT", "ID"]))
-        .trim_start_matches(':')
-        .trim()
-        .to_string();
+    let id = client_id(&mut r);
     let first = r.cmd_str(&["CLIENT", "INFO"]);
     let info1 = bulk_text(&first);
     let info2 = bulk_text(&r.cmd_str(&["CLIENT", "INFO"]));
@@ -522,10 +527,7 @@ fn client_info_counts_bytes_and_commands() {
 fn client_info_shows_the_query_buffer_and_queued_commands() {
     let s = start_server();
     let mut r = s.raw();
-    let id = String::from_utf8_lossy(&r.cmd_str(&["CLIENT", "ID"]))
-        .trim_start_matches(':')
-        .trim()
-        .to_string();
+    let id = client_id(&mut r);
     let f = |t: &str, k: &str| client_field(t, &id, k);
     let info = bulk_text(&r.cmd_str(&["CLIENT", "INFO"]));
     assert_eq!(f(&info, "qbuf"), 26, "{info}");
