@@ -884,7 +884,13 @@ fn setslot(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             }
             st.owner[s] = Some(t);
             if t == 0 && st.importing.remove(&slot).is_some() {
+                // A new epoch for the moved slot, told to every node at once (Redis's
+                // `clusterBroadcastPong` after an import): waiting for the next ping
+                // lets another node bump to the same epoch meanwhile, and the collision
+                // is then settled against the slot's new owner.
                 bump_epoch(st);
+                st.requests.push(BusRequest::BroadcastPong);
+                st.wake.notify_one();
             }
             ctx.core.redirect_blocked_clients();
         }
