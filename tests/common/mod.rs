@@ -110,7 +110,8 @@ impl Rng {
 /// Field `field` of INFO section `section` on `raw`, trimmed; `None` when the reply has no
 /// such field (or no reply came).
 pub fn info_field(raw: &mut Raw, section: &str, field: &str) -> Option<String> {
-    raw.send(&encode_cmd(&[b"INFO", section.as_bytes()]));
+    raw.try_send(&encode_cmd(&[b"INFO", section.as_bytes()]))
+        .ok()?;
     let reply = raw.try_read_reply().ok()?;
     let prefix = format!("{field}:");
     String::from_utf8_lossy(&reply)
@@ -216,8 +217,11 @@ impl Process {
             }
             if let Ok(mut raw) = Raw::try_connect(self.port) {
                 raw.set_timeout(Duration::from_secs(2));
-                raw.send(b"*1\r\n$4\r\nPING\r\n");
-                if let Ok(reply) = raw.try_read_reply() {
+                // A reset here (a process exiting with the port) is "not ready yet": the
+                // loop notices our child's exit and the caller tries another port.
+                if raw.try_send(b"*1\r\n$4\r\nPING\r\n").is_ok()
+                    && let Ok(reply) = raw.try_read_reply()
+                {
                     // `-NOAUTH` (requirepass set) also means it is serving; `-LOADING` not yet.
                     if reply.starts_with(b"-NOAUTH") {
                         return Ok(());
@@ -586,6 +590,12 @@ impl Raw {
     /// Writes `bytes` as they are (one write call).
     pub fn send(&mut self, bytes: &[u8]) {
         self.stream.write_all(bytes).expect("write to server");
+    }
+
+    /// [`Raw::send`], reporting a failed write instead of panicking (a server that is
+    /// still starting, or exiting because its port was taken, resets the connection).
+    pub fn try_send(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.stream.write_all(bytes)
     }
 
     /// Sends one command as a RESP array and returns its complete reply.
