@@ -937,6 +937,29 @@ fn relisten(
     }
 }
 
+/// A key spec's `begin_search` or `find_keys` value up to its spec's fields: `{type:
+/// <kind>, spec: {` with `fields` entries for the caller to write.
+fn open_key_search(out: &mut crate::resp::writer::RespWriter, kind: &[u8], fields: usize) {
+    out.map(2);
+    out.bulk(b"type");
+    out.bulk(kind);
+    out.bulk(b"spec");
+    out.map(fields);
+}
+
+/// A key spec's `find_keys` of type `range`: keys up to `lastkey`, every `keystep`, no
+/// limit.
+fn write_range_find_keys(out: &mut crate::resp::writer::RespWriter, lastkey: i64, keystep: i64) {
+    out.bulk(b"find_keys");
+    open_key_search(out, b"range", 3);
+    out.bulk(b"lastkey");
+    out.integer(lastkey);
+    out.bulk(b"keystep");
+    out.integer(keystep);
+    out.bulk(b"limit");
+    out.integer(0);
+}
+
 fn config_resetstat(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     ctx.core.stats = Default::default();
     ctx.core.lazyfree.reset_stats();
@@ -1068,52 +1091,22 @@ fn write_command_info(ctx: &mut Ctx<'_>, c: &CommandSpec) {
             out.bulk(b"flags");
             write_key_flags(out, kflags);
             out.bulk(b"begin_search");
-            out.map(2);
-            out.bulk(b"type");
-            out.bulk(b"index");
-            out.bulk(b"spec");
-            out.map(1);
+            open_key_search(out, b"index", 1);
             out.bulk(b"index");
             out.integer(i64::from(index));
-            out.bulk(b"find_keys");
-            out.map(2);
-            out.bulk(b"type");
-            out.bulk(b"range");
-            out.bulk(b"spec");
-            out.map(3);
-            out.bulk(b"lastkey");
-            out.integer(lastkey);
-            out.bulk(b"keystep");
-            out.integer(i64::from(c.key_step));
-            out.bulk(b"limit");
-            out.integer(0);
+            write_range_find_keys(out, lastkey, i64::from(c.key_step));
         }
         for k in keyword {
             out.map(3);
             out.bulk(b"flags");
             write_key_flags(out, k.flags);
             out.bulk(b"begin_search");
-            out.map(2);
-            out.bulk(b"type");
-            out.bulk(b"keyword");
-            out.bulk(b"spec");
-            out.map(2);
+            open_key_search(out, b"keyword", 2);
             out.bulk(b"keyword");
             out.bulk(k.keyword.as_bytes());
             out.bulk(b"startfrom");
             out.integer(k.startfrom as i64);
-            out.bulk(b"find_keys");
-            out.map(2);
-            out.bulk(b"type");
-            out.bulk(b"range");
-            out.bulk(b"spec");
-            out.map(3);
-            out.bulk(b"lastkey");
-            out.integer(0);
-            out.bulk(b"keystep");
-            out.integer(1);
-            out.bulk(b"limit");
-            out.integer(0);
+            write_range_find_keys(out, 0, 1);
         }
     } else {
         out.array(0);
