@@ -31,11 +31,12 @@
 mod sort;
 
 use super::zset_range::store_result;
-use super::zset_score::{lookup, string2d};
+use super::zset_score::{lookup, reply_per_member, string2d};
 use super::{CommandSpec, Family, flags::*, is, keyflags, parse_i64};
 use crate::core::Ctx;
 use crate::core::notify::class;
 use crate::error::ReplyError;
+use crate::resp::writer::RespWriter;
 use crate::types::geohash::{
     GEO_LAT_MAX, GEO_LAT_MIN, GEO_LONG_MAX, GEO_LONG_MIN, Shape, ShapeKind, areas_by_shape,
     coord_text, decode_score, distance, distance_text, geohash_string, score_of, scores_of_box,
@@ -140,7 +141,7 @@ fn score_as_i64(score: f64) -> i64 {
 }
 
 /// Writes a position as Redis's `addReplyHumanLongDouble` twice.
-fn reply_coords(ctx_out: &mut crate::resp::writer::RespWriter, xy: [f64; 2]) {
+fn reply_coords(ctx_out: &mut RespWriter, xy: [f64; 2]) {
     ctx_out.array(2);
     ctx_out.double_text(coord_text(xy[0]).as_bytes());
     ctx_out.double_text(coord_text(xy[1]).as_bytes());
@@ -268,32 +269,16 @@ fn geodist(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 
 /// `GEOHASH key [member ...]`
 fn geohash(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
-    let argv = ctx.argv;
-    let (z, out) = lookup(ctx, &argv[1]);
-    let z = z?;
-    out.array(argv.len() - 2);
-    for m in &argv[2..] {
-        match z.as_ref().and_then(|z| z.score(m)) {
-            Some(s) => out.bulk(&geohash_string(s)),
-            None => out.null(),
-        }
-    }
-    Ok(())
+    reply_per_member(ctx, |out, s| out.bulk(&geohash_string(s)), RespWriter::null)
 }
 
 /// `GEOPOS key [member ...]`
 fn geopos(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
-    let argv = ctx.argv;
-    let (z, out) = lookup(ctx, &argv[1]);
-    let z = z?;
-    out.array(argv.len() - 2);
-    for m in &argv[2..] {
-        match z.as_ref().and_then(|z| z.score(m)) {
-            Some(s) => reply_coords(out, decode_score(s)),
-            None => out.null_array(),
-        }
-    }
-    Ok(())
+    reply_per_member(
+        ctx,
+        |out, s| reply_coords(out, decode_score(s)),
+        RespWriter::null_array,
+    )
 }
 
 // ---- the searches ---------------------------------------------------------------------

@@ -16,12 +16,15 @@
 //! key (with `del` after the command's own event), as Redis does.
 
 use super::zset_range as range;
-use super::zset_score::{lookup, parse_score, reply_len, reply_pair, reply_score};
+use super::zset_score::{
+    lookup, parse_score, reply_len, reply_pair, reply_per_member, reply_score,
+};
 use super::zset_store as store;
 use super::{CommandSpec, Family, flags::*, is, parse_i64};
 use crate::core::Ctx;
 use crate::core::notify::class;
 use crate::error::ReplyError;
+use crate::resp::writer::RespWriter;
 use crate::types::{Value, ZSet};
 use crate::util::{fmt_double, rand_below};
 
@@ -333,17 +336,7 @@ fn zscore(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 }
 
 fn zmscore(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
-    let argv = ctx.argv;
-    let (z, out) = lookup(ctx, &argv[1]);
-    let z = z?;
-    out.array(argv.len() - 2);
-    for m in &argv[2..] {
-        match z.as_ref().and_then(|z| z.score(m)) {
-            Some(s) => reply_score(out, s),
-            None => out.null(),
-        }
-    }
-    Ok(())
+    reply_per_member(ctx, reply_score, RespWriter::null)
 }
 
 fn zrank(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {

@@ -225,6 +225,28 @@ pub fn lookup<'c>(
     (z, out)
 }
 
+/// The reply of a command that answers each member of `argv[2..]` of the sorted set at
+/// `argv[1]` by its score (ZMSCORE, GEOHASH, GEOPOS): an array, `found` writing a
+/// member's element from its score, `missing` one that is not there (a missing key has
+/// no members).
+pub fn reply_per_member(
+    ctx: &mut Ctx<'_>,
+    found: impl Fn(&mut RespWriter, f64),
+    missing: impl Fn(&mut RespWriter),
+) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let (z, out) = lookup(ctx, &argv[1]);
+    let z = z?;
+    out.array(argv.len() - 2);
+    for m in &argv[2..] {
+        match z.as_ref().and_then(|z| z.score(m)) {
+            Some(s) => found(out, s),
+            None => missing(out),
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
