@@ -109,6 +109,23 @@ fn serves_redis_exporter_names_and_labels() {
     )
     .unwrap();
     assert!((0.0..60.0).contains(&idle), "{idle}");
+    // Per-stream memory: MEMORY USAGE of the key, plus the groups' pending-entry lists.
+    c(&mut r, "XADD plain * f v");
+    let body = scrape(mport);
+    let memory = |body: &str, key: &str| {
+        value(
+            body,
+            &format!("streamd_stream_memory_bytes{{db=\"db0\",stream=\"{key}\"}}"),
+        )
+        .unwrap_or_else(|| panic!("no memory series for {key} in\n{body}"))
+    };
+    let usage = |r: &mut Raw, key: &str| -> f64 {
+        let reply = c(r, &format!("MEMORY USAGE {key}"));
+        reply.trim_start_matches(':').trim_end().parse().unwrap()
+    };
+    assert!(body.contains("# TYPE streamd_stream_memory_bytes gauge\n"));
+    assert_eq!(memory(&body, "plain"), usage(&mut r, "plain"));
+    assert!(memory(&body, "m") > usage(&mut r, "m"), "m has a PEL");
     // Keys that need escaping stay one well-formed label value.
     c(&mut r, "XADD a\"b\\c * f v");
     let body = scrape(mport);

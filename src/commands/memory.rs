@@ -10,9 +10,11 @@
 
 use super::SERVER;
 use super::{CommandSpec, flags::*, is, parse_i64};
+use crate::core::keyspace::Db;
 use crate::core::{Core, Ctx};
 use crate::error::ReplyError;
 use crate::stream::memory::key_overhead;
+use crate::types::Value;
 use std::fmt::Write as _;
 
 /// This family's rows of the command table.
@@ -371,14 +373,22 @@ fn memory_usage(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let db = &ctx.core.dbs[ctx.client.db];
     match db.get(key) {
         Some(value) => {
-            // A hash's field TTLs live beside it (types/hash_ttl.rs) but are its bytes.
-            let field_ttls = db.hexpires.of(key).map_or(0, |t| t.heap_size());
-            let usage = value.memory_usage() + key_overhead(key) + field_ttls;
+            let usage = key_usage(db, key, value);
             ctx.out.integer(i64::try_from(usage).unwrap_or(i64::MAX));
         }
         None => ctx.out.null(),
     }
     Ok(())
+}
+
+/// What MEMORY USAGE reports for `key`, whose value in `db` is `value`: the value, the
+/// key's name and table entry, and a hash's field TTLs. For a stream this walks its
+/// nodes. The metrics endpoint's `streamd_stream_memory_bytes` starts from the same
+/// figure.
+pub(crate) fn key_usage(db: &Db, key: &[u8], value: &Value) -> usize {
+    // A hash's field TTLs live beside it (types/hash_ttl.rs) but are its bytes.
+    let field_ttls = db.hexpires.of(key).map_or(0, |t| t.heap_size());
+    value.memory_usage() + key_overhead(key) + field_ttls
 }
 
 fn memory_help(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
