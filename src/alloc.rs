@@ -151,6 +151,25 @@ unsafe impl GlobalAlloc for PeakAlloc {
     }
 }
 
+/// Gives the system allocator's free memory at the top of its heaps and in whole free
+/// pages back to the operating system (glibc's `malloc_trim(0)`), so that memory freed
+/// in bulk (stream nodes moved to segment files, a load's temporary buffers) leaves the
+/// process's RSS instead of staying as free heap. A no-op where glibc is not the C
+/// library. Walks the allocator's arenas: call it after bulk frees, not per operation.
+pub fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        unsafe extern "C" {
+            fn malloc_trim(pad: usize) -> i32;
+        }
+        // SAFETY: malloc_trim only inspects and returns free memory of the allocator
+        // this process already uses; it takes a plain integer and has no preconditions.
+        unsafe {
+            malloc_trim(0);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::usable_size;

@@ -347,7 +347,7 @@ pub fn info_text(ctx: &Ctx<'_>, sections: &[String]) -> String {
         "cluster",
         "keyspace",
     ];
-    const ALL_EXTRA: &[&str] = &["commandstats", "latencystats"];
+    const ALL_EXTRA: &[&str] = &["commandstats", "latencystats", "tiering"];
     let wanted = |name: &str| -> bool {
         if sections.is_empty() || sections.iter().any(|s| s == "default") {
             return DEFAULT.contains(&name) || sections.iter().any(|s| s == name);
@@ -510,6 +510,9 @@ pub fn info_text(ctx: &Ctx<'_>, sections: &[String]) -> String {
     if wanted("cluster") {
         let enabled = u8::from(core.cluster.is_some());
         push_section("Cluster", format!("cluster_enabled:{enabled}\r\n"));
+    }
+    if wanted("tiering") {
+        push_section("Tiering", core.tier_info());
     }
     if wanted("keyspace") {
         let body: String = core

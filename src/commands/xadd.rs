@@ -519,6 +519,7 @@ impl<'a> XAdd<'a> {
             None => 0,
         };
         let len_after = stream.len();
+        let sealed_nodes = stream.hot_node_count() > 1;
         // MAXAGE / MAXBYTES (XCFGSET), after the command's own trim, within a budget.
         let retention = if retain {
             let mut budget = XADD_RETENTION_BUDGET;
@@ -548,6 +549,10 @@ impl<'a> XAdd<'a> {
         }
         if to_pass {
             db.note_reclaim(&self.key);
+        }
+        if sealed_nodes && ctx.core.tier.is_open() {
+            let db = ctx.client.db;
+            ctx.core.tier.note_stream(db, &self.key);
         }
         ctx.out.bulk_id(id);
         ctx.modified(&self.key);

@@ -340,6 +340,23 @@ pub const DIRECTIVES: &[Directive] = &[
         help: "Largest stream node in bytes (0 = no byte limit).",
     },
     Directive {
+        name: "stream-tiering",
+        default: "no",
+        kind: Kind::Bool,
+        mutable: true,
+        help: "Tiered streams: keep about stream-tiering-hot-bytes of stream nodes in memory and move the oldest sealed nodes to segment files under <dir>/tier (docs/tiering.md).",
+    },
+    Directive {
+        name: "stream-tiering-hot-bytes",
+        default: "1gb",
+        kind: Kind::Memory {
+            min: 1024 * 1024,
+            max: I64_MAX,
+        },
+        mutable: true,
+        help: "With stream-tiering on: about how many bytes of stream nodes stay in memory; beyond it the oldest sealed nodes go to segment files.",
+    },
+    Directive {
         name: "stream-node-max-entries",
         default: "100",
         kind: Kind::Int {

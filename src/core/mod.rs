@@ -44,6 +44,7 @@ pub mod pubsub;
 pub mod replication;
 pub mod script;
 pub mod slowlog;
+pub mod tier;
 pub mod tracking;
 pub mod waker_slot;
 mod writes;
@@ -310,6 +311,8 @@ pub struct Core {
     pub lazyfree: lazyfree::LazyFree,
     /// Which deletions free in the background (the `lazyfree-lazy-*` settings).
     pub lazy: LazySettings,
+    /// Tiering: the segment store, the mover and its counters (`tier.rs`).
+    pub tier: tier::Tiering,
     /// Client-side caching: who tracks what (`tracking.rs`).
     pub tracking: tracking::Tracking,
     /// Wakes the task that resumes a busy script.
@@ -608,6 +611,7 @@ impl Core {
             relisten: None,
             lazyfree: Default::default(),
             lazy: Default::default(),
+            tier: Default::default(),
             tracking: tracking::Tracking::default(),
             script_driver: Rc::new(Notify::new()),
             held_effects: None,
@@ -1938,6 +1942,7 @@ impl Core {
         }
         // Retention and tombstone reclamation, bounded the same way (lifecycle.rs).
         self.lifecycle_cron(now);
+        self.tier_cron();
         self.handle_ready_keys();
         // Keys that expired or went under BCAST prefixes meanwhile, and a tracking
         // table over a lowered `tracking-table-max-keys`.

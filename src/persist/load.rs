@@ -251,6 +251,12 @@ pub fn apply_internal(core: &mut Core, db: usize, argv: &Argv) -> Result<(), Str
     if name.eq_ignore_ascii_case(super::snapshot::NODES_RECORD) {
         return super::snapshot::apply_nodes(core, db, argv);
     }
+    if name.eq_ignore_ascii_case(super::snapshot::COLD_RECORD) {
+        return super::snapshot::apply_cold(core, db, argv);
+    }
+    if name.eq_ignore_ascii_case(crate::core::tier::TIER_RECORD) {
+        return core.tier_replay(db, argv);
+    }
     if super::idmp::apply_internal(core, db, argv)? {
         return Ok(());
     }

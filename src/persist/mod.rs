@@ -55,6 +55,7 @@ pub mod snapshot;
 pub mod sync;
 
 use crate::core::persistence::Persistence;
+use crate::core::tier::TierSave;
 use crate::core::{Core, SharedCore, ShutdownKind, unix_ms};
 use load::{FrameReader, Next, Replayer};
 use log::{FsyncPolicy, LogWriter};
@@ -777,6 +778,10 @@ pub fn prepare(core: &mut Core) -> Result<Loader, PersistError> {
     let p = installed(core);
     p.lock = Some(lock);
     p.data_dir = dir.clone();
+    core.tier_open(&dir).map_err(|why| PersistError::Snapshot {
+        path: dir.join("tier"),
+        why,
+    })?;
 
     let names = log_names(core, &dir)?;
     let dump = dump_path(core);
@@ -983,6 +988,10 @@ impl Loader {
             );
         }
         sync::restore_state(core);
+        core.tier_loaded().map_err(|why| PersistError::Snapshot {
+            path: config_dir(core).join("tier"),
+            why,
+        })?;
         let (plan, names) = (self.plan, self.names);
         with_persist(core, |p, core| open_log(p, core, plan, names))
     }
@@ -1184,12 +1193,15 @@ fn save(p: &mut Persist, core: &mut Core) -> Result<(), String> {
     }
     let path = dump_path(core);
     let started = Instant::now();
-    match snapshot::save(
+    core.tier_save_started(TierSave::Snapshot);
+    let saved = snapshot::save(
         &path,
         &core.dbs,
         &crate::scripting::library_codes(core),
         unix_ms(),
-    ) {
+    );
+    core.tier_save_finished(TierSave::Snapshot, saved.is_ok(), p.aof.is_none());
+    match saved {
         Ok(s) => {
             tracing::info!(file = %path.display(), bytes = s.bytes, ms = started.elapsed().as_millis() as u64, "DB saved on disk");
             core.dirty = 0;
@@ -1231,13 +1243,17 @@ fn bgsave(p: &mut Persist, core: &mut Core) -> Result<(), String> {
     let path = dump_path(core);
     let t0 = Instant::now();
     let (dbs, functions, pause) = clone_dataset(p, core, t0, "bgsave-pause");
+    core.tier_save_started(TierSave::Snapshot);
     let stats = &mut p.stats;
     stats.rdb_last_bgsave_core_pause_usec = pause;
     stats.last_bgsave_try = Some(Instant::now());
     let handle = std::thread::Builder::new()
         .name("streamd-bgsave".into())
         .spawn(move || snapshot::save(&path, &dbs, &functions, unix_ms()))
-        .map_err(|e| format!("ERR can't start the background save thread: {e}"))?;
+        .map_err(|e| {
+            core.tier_save_finished(TierSave::Snapshot, false, false);
+            format!("ERR can't start the background save thread: {e}")
+        })?;
     tracing::info!(core_pause_usec = pause, "Background saving started");
     p.bgsave = Some(BgJob {
         started: Instant::now(),
@@ -1356,6 +1372,7 @@ fn spawn_base(
     let manifest_path = aof.names.manifest();
     let last = Manifest::rewritten(&aof.names, seq);
     let (dbs, functions, pause) = clone_dataset(p, core, t0, "aof-rewrite-pause");
+    core.tier_save_started(TierSave::Rewrite);
     p.stats.aof_last_rewrite_core_pause_usec = pause;
     let handle = std::thread::Builder::new()
         .name("streamd-rewrite".into())
@@ -1382,7 +1399,10 @@ fn spawn_base(
             }
             Ok(stats)
         })
-        .map_err(|e| PersistError::io("starting the rewrite thread for", Path::new("base"), e))?;
+        .map_err(|e| {
+            core.tier_save_finished(TierSave::Rewrite, false, false);
+            PersistError::io("starting the rewrite thread for", Path::new("base"), e)
+        })?;
     tracing::info!(
         core_pause_usec = pause,
         "Background append only file rewriting started"
@@ -1419,6 +1439,7 @@ fn reap_jobs(p: &mut Persist, core: &mut Core) {
     if let Some(job) = p.bgsave.take_if(|j| j.handle.is_finished()) {
         let dirty_at_start = job.dirty_at_start;
         let (secs, result) = job.join("saving", "snapshot", "the save thread panicked");
+        core.tier_save_finished(TierSave::Snapshot, result.is_ok(), p.aof.is_none());
         let stats = &mut p.stats;
         stats.rdb_last_bgsave_time_sec = Some(secs);
         match result {
@@ -1443,6 +1464,7 @@ fn reap_jobs(p: &mut Persist, core: &mut Core) {
         let (seq, after_sync) = (job.seq, job.after_sync);
         let (secs, result) = job.join("rewriting", "base", "the rewrite thread panicked");
         let outcome = result.and_then(|s| finish_rewrite(p, seq, s));
+        core.tier_save_finished(TierSave::Rewrite, outcome.is_ok(), true);
         let stats = &mut p.stats;
         stats.aof_last_rewrite_time_sec = Some(secs);
         match outcome {

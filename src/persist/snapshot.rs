@@ -84,6 +84,7 @@ use super::record;
 use crate::commands::effects::retention_record;
 use crate::core::Core;
 use crate::core::keyspace::Db;
+use crate::stream::cold::{ColdStub, NodeLocation};
 use crate::stream::lifecycle::Retention;
 use crate::stream::{Stream, StreamId};
 use crate::types::Value;
@@ -115,9 +116,18 @@ pub struct SnapshotWriter<W: Write> {
     buf: Vec<u8>,
     bytes: u64,
     records: u64,
+    /// Write cold stream nodes as `STREAMD.NODES` (read back through the loader) rather
+    /// than as `STREAMD.COLD` stubs: a full sync's payload, for a replica that has no
+    /// access to this server's segments.
+    materialize_cold: bool,
 }
 
 impl<W: Write> SnapshotWriter<W> {
+    /// Cold nodes are written as their bytes, not as stubs (see the field).
+    pub fn materialize_cold(&mut self) {
+        self.materialize_cold = true;
+    }
+
     /// Writes the header.
     pub fn new(out: W, created_ms: u64) -> io::Result<SnapshotWriter<W>> {
         let mut w = SnapshotWriter {
@@ -126,6 +136,7 @@ impl<W: Write> SnapshotWriter<W> {
             buf: Vec::with_capacity(64 * 1024),
             bytes: 0,
             records: 0,
+            materialize_cold: false,
         };
         let mut header = Vec::with_capacity(HEADER_LEN as usize);
         header.extend_from_slice(MAGIC);
@@ -322,6 +333,9 @@ fn write_stream<W: Write>(w: &mut SnapshotWriter<W>, key: &[u8], s: &Stream) -> 
     if s.is_empty() {
         w.record(&[&b"XADD"[..], key, b"MAXLEN", b"0", b"0-1", b"x", b"y"])?;
     } else {
+        if s.cold().is_some() {
+            write_cold(w, key, s)?;
+        }
         write_nodes(w, key, s)?;
     }
     w.record(&[
@@ -380,6 +394,154 @@ fn write_nodes<W: Write>(w: &mut SnapshotWriter<W>, key: &[u8], s: &Stream) -> i
 /// The name of the node record.
 pub const NODES_RECORD: &[u8] = b"STREAMD.NODES";
 
+/// The name of the cold stub record.
+pub const COLD_RECORD: &[u8] = b"STREAMD.COLD";
+
+/// Bytes of a cold stub in a `STREAMD.COLD` record before its tombstones.
+const STUB_LEN: usize = 16 * 3 + 8 + 4 + 4 + 8 + 4 + 4 + 4;
+
+/// The stream's cold nodes (tiering): as `STREAMD.COLD <key> <stub> ...` records of up to
+/// [`NODES_RECORD_BYTES`], each stub
+///
+/// ```text
+/// master 16 | last 16 | first live 16       IDs as 16-byte big-endian keys
+/// segment u64 | offset u32 | len u32 | crc u64   its record's location (LE)
+/// live u32 | total u32 | tombstones u32      counts (LE), then 16 bytes per tombstone
+/// ```
+///
+/// so a snapshot costs what the hot data costs and a restart loads no cold byte; or, for
+/// a replica's full sync (`materialize_cold`), as `STREAMD.NODES` of the nodes read back
+/// one at a time (with their tombstones applied).
+fn write_cold<W: Write>(w: &mut SnapshotWriter<W>, key: &[u8], s: &Stream) -> io::Result<()> {
+    let Some(cold) = s.cold() else {
+        return Ok(());
+    };
+    if w.materialize_cold {
+        for stub in cold.stubs() {
+            let lp = stub.read_copy().ok_or_else(|| {
+                io::Error::other(format!(
+                    "a cold node of stream {} (master ID {}) cannot be read",
+                    String::from_utf8_lossy(key),
+                    stub.master
+                ))
+            })?;
+            let master = stub.master.to_key();
+            w.record(&[NODES_RECORD, key, &master, lp.as_bytes()])?;
+        }
+        return Ok(());
+    }
+    let mut blob: Vec<u8> = Vec::new();
+    let mut stubs: Vec<Vec<u8>> = Vec::new();
+    let mut bytes = 0;
+    for stub in cold.stubs() {
+        blob.clear();
+        blob.extend_from_slice(&stub.master.to_key());
+        blob.extend_from_slice(&stub.last.to_key());
+        blob.extend_from_slice(&stub.first_live.to_key());
+        blob.extend_from_slice(&stub.loc.segment.to_le_bytes());
+        blob.extend_from_slice(&stub.loc.offset.to_le_bytes());
+        blob.extend_from_slice(&stub.loc.len.to_le_bytes());
+        blob.extend_from_slice(&stub.loc.crc.to_le_bytes());
+        blob.extend_from_slice(&stub.live.to_le_bytes());
+        blob.extend_from_slice(&stub.total.to_le_bytes());
+        blob.extend_from_slice(&(stub.tombstones().len() as u32).to_le_bytes());
+        for t in stub.tombstones() {
+            blob.extend_from_slice(&t.to_key());
+        }
+        bytes += blob.len();
+        stubs.push(blob.clone());
+        if bytes >= NODES_RECORD_BYTES {
+            cold_record(w, key, &mut stubs)?;
+            bytes = 0;
+        }
+    }
+    if !stubs.is_empty() {
+        cold_record(w, key, &mut stubs)?;
+    }
+    Ok(())
+}
+
+/// Writes one `STREAMD.COLD` record of `stubs` and empties it.
+fn cold_record<W: Write>(
+    w: &mut SnapshotWriter<W>,
+    key: &[u8],
+    stubs: &mut Vec<Vec<u8>>,
+) -> io::Result<()> {
+    let mut argv: Vec<&[u8]> = Vec::with_capacity(2 + stubs.len());
+    argv.push(COLD_RECORD);
+    argv.push(key);
+    argv.extend(stubs.iter().map(Vec::as_slice));
+    let r = w.record(&argv);
+    stubs.clear();
+    r
+}
+
+/// Decodes one stub of a `STREAMD.COLD` record (see [`write_cold`]).
+fn decode_stub(b: &[u8]) -> Result<ColdStub, String> {
+    if b.len() < STUB_LEN {
+        return Err("a cold stub is too short".into());
+    }
+    let id = |at: usize| StreamId::from_key(&b[at..at + 16]).ok_or("bad ID");
+    let u32_at = |at: usize| u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+    let u64_at = |at: usize| {
+        let mut x = [0u8; 8];
+        x.copy_from_slice(&b[at..at + 8]);
+        u64::from_le_bytes(x)
+    };
+    let loc = NodeLocation {
+        segment: u64_at(48),
+        offset: u32_at(56),
+        len: u32_at(60),
+        crc: u64_at(64),
+    };
+    let (live, total, ntomb) = (u32_at(72), u32_at(76), u32_at(80) as usize);
+    if b.len() != STUB_LEN + 16 * ntomb {
+        return Err("a cold stub's length does not match its tombstones".into());
+    }
+    let mut tombstones = Vec::with_capacity(ntomb);
+    for i in 0..ntomb {
+        tombstones.push(id(STUB_LEN + 16 * i)?);
+    }
+    if tombstones.windows(2).any(|w| w[0] >= w[1]) {
+        return Err("a cold stub's tombstones are not ascending".into());
+    }
+    Ok(ColdStub::from_parts(
+        id(0)?,
+        id(16)?,
+        id(32)?,
+        loc,
+        live,
+        total,
+        tombstones,
+    ))
+}
+
+/// Applies a `STREAMD.COLD <key> <stub> ...` record to database `db`: each stub is added
+/// after the stream's last node (no segment is read; the locations are claimed once the
+/// load ends, `Core::tier_loaded`).
+pub fn apply_cold(core: &mut Core, db: usize, argv: &[Bytes]) -> Result<(), String> {
+    if argv.len() < 3 {
+        return Err("wrong number of arguments".into());
+    }
+    let db = &mut core.dbs[db];
+    let stream = match db.get_mut(&argv[1]) {
+        Some(Value::Stream(s)) => s,
+        Some(_) => return Err("the key holds another type".into()),
+        None => db
+            .stream_or_create(&Bytes::copy_from_slice(&argv[1]))
+            .map_err(|e| e.to_string())?,
+    };
+    for (i, b) in argv[2..].iter().enumerate() {
+        let stub = decode_stub(b).map_err(|e| format!("cold stub {i}: {e}"))?;
+        let master = stub.master;
+        stream
+            .push_cold(stub)
+            .map_err(|e| format!("cold stub {i} (master ID {master}): {e}"))?;
+    }
+    core.dirty += 1;
+    Ok(())
+}
+
 /// Applies a `STREAMD.NODES <key> <master> <node> ...` record to database `db`: each node
 /// is checked byte by byte and appended after the stream's last entry (the key is
 /// created if it does not exist). Nothing is applied from a record with a bad node after
@@ -388,6 +550,7 @@ pub fn apply_nodes(core: &mut Core, db: usize, argv: &[Bytes]) -> Result<(), Str
     if argv.len() < 4 || !argv.len().is_multiple_of(2) {
         return Err("wrong number of arguments".into());
     }
+    let db_index = db;
     let db = &mut core.dbs[db];
     let stream = match db.get_mut(&argv[1]) {
         Some(Value::Stream(s)) => s,
@@ -404,6 +567,7 @@ pub fn apply_nodes(core: &mut Core, db: usize, argv: &[Bytes]) -> Result<(), Str
             .map_err(|e| format!("node {i} (master ID {master}): {e}"))?;
     }
     core.dirty += 1;
+    core.tier_while_loading(db_index, &argv[1]);
     Ok(())
 }
 

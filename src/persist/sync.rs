@@ -34,6 +34,7 @@ pub fn snapshot_bytes(
     created_ms: u64,
 ) -> io::Result<Vec<u8>> {
     let mut w = super::snapshot::SnapshotWriter::new(Vec::new(), created_ms)?;
+    w.materialize_cold();
     super::snapshot::write_dataset(&mut w, dbs, functions)?;
     Ok(w.finish()?.0)
 }

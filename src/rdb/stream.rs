@@ -547,11 +547,17 @@ pub fn encoding_for(s: &Stream, defaults: IdmpDefaults) -> u8 {
 /// A type-26/27 IDMP block of a stream without IDMP state records `defaults` and no
 /// producer, which reads back as no state.
 pub fn write(out: &mut Vec<u8>, s: &Stream, t: u8, defaults: IdmpDefaults) {
-    write::len(out, s.radix_tree_keys() as u64);
-    for (master, lp) in s.node_listpacks() {
-        write::string(out, &master.to_key());
-        write::string(out, &encode_node(master, lp));
-    }
+    // Cold nodes (tiering) are read back one at a time; one that cannot be read is
+    // left out (the loader logs and counts it), so the count is taken as written.
+    let mut nodes = Vec::new();
+    let mut count = 0u64;
+    s.for_each_node(|master, lp| {
+        write::string(&mut nodes, &master.to_key());
+        write::string(&mut nodes, &encode_node(master, lp));
+        count += 1;
+    });
+    write::len(out, count);
+    out.extend_from_slice(&nodes);
     write::len(out, s.len());
     write_id(out, s.last_id());
     write_id(out, s.first_id());

@@ -128,6 +128,9 @@ where
             c.repl.master_db.unwrap_or(0),
         )
     };
+    // The clone may name cold nodes, which the payload reads back: their segments stay
+    // until it is written.
+    let _reading = SegmentReader::start(core);
     if !old_sync {
         let line = format!("+FULLRESYNC {replid} {offset}\r\n");
         socket.write_all(line.as_bytes()).await.map_err(|_| ())?;
@@ -295,4 +298,25 @@ fn run_replica_commands(
     };
     c.clients.insert(id, client);
     ok
+}
+
+/// Keeps the tier's segments from being unlinked while a full sync's payload is
+/// produced from a clone (see `core/tier.rs`, "Garbage").
+struct SegmentReader {
+    core: SharedCore,
+}
+
+impl SegmentReader {
+    fn start(core: &SharedCore) -> SegmentReader {
+        core.borrow_mut().tier.reader_started();
+        SegmentReader { core: core.clone() }
+    }
+}
+
+impl Drop for SegmentReader {
+    fn drop(&mut self) {
+        if let Ok(mut c) = self.core.try_borrow_mut() {
+            c.tier.reader_finished();
+        }
+    }
 }

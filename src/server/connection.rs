@@ -10,6 +10,7 @@ use super::idle_poll::IdlePoll;
 use crate::core::client::{Client, ClientMsg};
 use crate::core::limits::OutputState;
 use crate::core::{Outcome, SharedCore, unix_ms};
+use crate::resp::Argv;
 use crate::resp::parser::{ParserLimits, ProtocolError, RequestParser};
 use crate::resp::writer::RespWriter;
 use bytes::BytesMut;
@@ -51,6 +52,9 @@ enum Next {
     Close,
     /// Close at once, dropping what is pending (output or query buffer limit).
     Kill,
+    /// The command `Argv` needs cold stream nodes: wait for their read, then run it
+    /// (before anything after it in the input).
+    Parked(Argv, crate::core::tier::Parked),
 }
 
 /// Why a write did not complete.
@@ -130,6 +134,8 @@ pub async fn serve<S>(
     // there anything to parse. A subscriber woken for its messages skips the batch.
     let mut new_input = true;
     let mut last_activity = Instant::now();
+    // A command whose cold nodes were just read: it runs first in the next batch.
+    let mut resume: Option<Argv> = None;
     loop {
         if !blocked && new_input {
             new_input = false;
@@ -153,6 +159,7 @@ pub async fn serve<S>(
                 &mut inbuf,
                 &mut out,
                 &output,
+                resume.take(),
             );
             if matches!(next, Next::Kill) {
                 break;
@@ -213,6 +220,15 @@ pub async fn serve<S>(
                 Next::Close | Next::Kill => break,
                 Next::Blocked => blocked = true,
                 Next::Read => {}
+                Next::Parked(argv, parked) => {
+                    // The replies before it went out above; the core serves others
+                    // while the nodes are read.
+                    let read = parked.wait().await;
+                    core.borrow_mut().unpark(read);
+                    resume = Some(argv);
+                    new_input = true;
+                    continue;
+                }
             }
         }
         if inbuf.capacity() - inbuf.len() < PROTO_IOBUF_LEN / 2 {
@@ -335,6 +351,7 @@ fn process_batch(
     inbuf: &mut BytesMut,
     out: &mut RespWriter,
     output: &OutputState,
+    mut resume: Option<Argv>,
 ) -> Next {
     let mut core = core.borrow_mut();
     idle_poll.set_window(core.limits.idle_poll);
@@ -353,11 +370,30 @@ fn process_batch(
     loop {
         parser.set_authenticated(!core.auth_required(&client));
         // The request's bytes, over however many reads it came in (SLOT-STATS).
-        let unparsed = inbuf.len();
-        let parsed = parser.parse(inbuf);
-        client.cmd_input_bytes += unparsed.saturating_sub(inbuf.len()) as u64;
+        let resumed = resume.take();
+        let was_resumed = resumed.is_some();
+        let parsed = match resumed {
+            Some(argv) => Ok(Some(argv)),
+            None => {
+                let unparsed = inbuf.len();
+                let parsed = parser.parse(inbuf);
+                client.cmd_input_bytes += unparsed.saturating_sub(inbuf.len()) as u64;
+                parsed
+            }
+        };
         match parsed {
             Ok(Some(argv)) => {
+                // A command that needs cold stream nodes waits for them off the core
+                // (once: run again, it reads whatever is still cold synchronously).
+                if !was_resumed && client.multi.is_none() {
+                    let needs = core.cold_needs(client.db, &argv);
+                    if !needs.is_empty()
+                        && let Some(parked) = core.park(needs)
+                    {
+                        next = Next::Parked(argv, parked);
+                        break;
+                    }
+                }
                 batch_cmds += 1;
                 client.query_buf.argv_mem = argv.iter().map(|a| a.len()).sum();
                 let outcome = core.execute(&mut client, argv, out);

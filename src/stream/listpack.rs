@@ -745,6 +745,17 @@ impl Listpack {
         }
     }
 
+    /// True when `other` shares this node's allocation: it is this node, or a clone
+    /// taken since the last write to either (a write copies shared bytes first). The
+    /// tier mover uses it to see that a node did not change while its copy was written.
+    pub fn same_bytes(&self, other: &Listpack) -> bool {
+        match (&self.buf, &other.buf) {
+            (Buf::Inline(a), Buf::Inline(b)) => Arc::ptr_eq(a, b),
+            (Buf::Boxed(a), Buf::Boxed(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+
     /// True when the node's bytes are in their own allocation (see "Memory").
     #[cfg(test)]
     pub(crate) fn is_boxed(&self) -> bool {

@@ -41,6 +41,7 @@
 //! Invariants: every node in the index has at least one live entry; the sum of the
 //! nodes' live counts is `length`; every entry ID is `<= last_id`.
 
+pub mod cold;
 pub mod consumer;
 pub mod group;
 pub mod id;
@@ -204,6 +205,8 @@ struct Extra {
     lifecycle: Option<Box<lifecycle::Lifecycle>>,
     /// Largest ID removed by XDEL/XDELEX/XACKDEL (not raised by trimming).
     max_deleted_entry_id: StreamId,
+    /// The cold prefix (tiering, cold.rs); `None` while no node is cold.
+    cold: Option<Box<cold::ColdNodes>>,
 }
 
 /// A stream: entries ordered by ID plus the metadata Redis keeps (reference §1.6).
@@ -379,7 +382,10 @@ impl Stream {
     /// live one). A one-node stream keeps that node inline in its index; a larger one
     /// walks the index's leftmost path to it.
     pub fn first_id(&self) -> StreamId {
-        self.nodes.first_id()
+        match self.cold().and_then(|c| c.first()) {
+            Some(stub) => stub.first_live,
+            None => self.nodes.first_id(),
+        }
     }
     /// Largest ID ever removed by XDEL/XDELEX/XACKDEL.
     pub fn max_deleted_entry_id(&self) -> StreamId {
@@ -547,12 +553,22 @@ impl Stream {
 
     /// Entries with `start <= id <= end`, ascending (`rev` false) or descending.
     pub fn range(&self, start: StreamId, end: StreamId, rev: bool) -> Range<'_> {
-        Range::new(&self.nodes, start, end, rev)
+        Range::new(&self.nodes, self.cold(), start, end, rev)
     }
 
     /// The entry with this ID, if live.
     pub fn get(&self, id: StreamId) -> Option<Entry<'_>> {
-        let (master, lp) = self.nodes.node_for(id)?;
+        let (master, lp) = match self.nodes.node_for(id) {
+            Some(found) => found,
+            None => {
+                let cold = self.cold()?;
+                let stub = cold.get(cold.index_for(id)?)?;
+                if id > stub.last {
+                    return None;
+                }
+                (stub.master, stub.node()?)
+            }
+        };
         let m = lp.master();
         let e = lp.live_entry(master, &m, id)?;
         Some(Entry {
@@ -593,6 +609,9 @@ impl Stream {
     /// when the entry's node went with it, `Some(Some(master))` when the node (keyed
     /// `master`) stays (lifecycle.rs then looks at its tombstones).
     pub(crate) fn delete_at(&mut self, id: StreamId) -> Option<Option<StreamId>> {
+        if self.nodes.node_for(id).is_none() {
+            return self.delete_cold(id).then_some(None);
+        }
         let nodes = &mut self.nodes;
         let (master, _) = nodes.node_for(id)?;
         let lp = nodes
@@ -628,7 +647,26 @@ impl Stream {
     /// entry-by-entry work on a node that is entirely in range continues to the next node.
     pub fn trim(&mut self, spec: &TrimSpec, limits: &NodeLimits) -> u64 {
         let mut freed = 0;
-        let deleted = match &mut self.extra {
+        let mut deleted = 0;
+        if let Some(x) = &mut self.extra
+            && let Some(cold) = &mut x.cold
+        {
+            let go_on = trim_cold(
+                &mut self.nodes,
+                cold,
+                spec,
+                limits,
+                &mut x.groups,
+                &mut deleted,
+            );
+            if cold.is_empty() {
+                x.cold = None;
+            }
+            if !go_on {
+                return deleted;
+            }
+        }
+        deleted += match &mut self.extra {
             Some(x) => self.nodes.trim(spec, limits, &mut x.groups, &mut freed),
             None => self
                 .nodes
@@ -638,9 +676,9 @@ impl Stream {
         deleted
     }
 
-    /// Number of listpack nodes.
+    /// Number of listpack nodes, hot and cold.
     pub fn node_count(&self) -> usize {
-        self.nodes.index.len()
+        self.nodes.index.len() + self.cold().map_or(0, |c| c.len())
     }
 
     /// The nodes in ID order with their master IDs, tombstones still inside (DUMP writes
@@ -662,8 +700,8 @@ impl Stream {
         if lp.live() == 0 || lp.first_entry(&m) >= lp.len() {
             return false;
         }
-        if let Some((tail, prev)) = self.nodes.index.last()
-            && master <= prev.last_id(master_of(tail))
+        if let Some(tail) = self.tail_node_last_id()
+            && master <= tail
         {
             return false;
         }
@@ -718,12 +756,13 @@ impl Stream {
 
     /// Number of nodes (XINFO `radix-tree-keys`).
     pub fn radix_tree_keys(&self) -> usize {
-        self.nodes.index.len()
+        self.node_count()
     }
 
-    /// Number of radix tree nodes (XINFO `radix-tree-nodes`).
+    /// Number of radix tree nodes (XINFO `radix-tree-nodes`): the hot index's, plus one
+    /// per cold node.
     pub fn radix_tree_nodes(&self) -> usize {
-        self.nodes.index.node_count()
+        self.nodes.index.node_count() + self.cold().map_or(0, |c| c.len())
     }
 
     /// Estimated memory use in bytes (MEMORY USAGE): the stream itself, its nodes at the
@@ -731,7 +770,12 @@ impl Stream {
     /// IDMP state. Consumer groups are not counted here.
     pub fn memory_usage(&self) -> usize {
         let nodes: usize = self.nodes.index.iter().map(|(_, lp)| lp.heap_size()).sum();
-        self.memory_with_nodes(nodes) + self.idmp().map_or(0, |i| i.memory_usage())
+        let cold = self.cold().map_or(0, |c| {
+            memory::usable_size(std::mem::size_of::<cold::ColdNodes>())
+                + c.stub_bytes()
+                + c.warm_bytes()
+        });
+        self.memory_with_nodes(nodes) + cold + self.idmp().map_or(0, |i| i.memory_usage())
     }
 
     /// [`Stream::memory_usage`] without the IDMP state, given the bytes of the nodes:
@@ -761,11 +805,369 @@ impl Stream {
     }
 }
 
+/// Tiering: the cold prefix (cold.rs) and what the core needs to move nodes there, read
+/// them back and persist them.
+impl Stream {
+    /// The cold nodes, if any.
+    pub fn cold(&self) -> Option<&cold::ColdNodes> {
+        self.extra.as_ref()?.cold.as_deref()
+    }
+
+    /// The last ID of the tail node (hot, else cold), if any node exists.
+    fn tail_node_last_id(&self) -> Option<StreamId> {
+        match self.nodes.index.last() {
+            Some((k, lp)) => Some(lp.last_id(master_of(k))),
+            None => self.cold().and_then(|c| c.last()).map(|s| s.last),
+        }
+    }
+
+    /// Hot (in-memory) nodes.
+    pub fn hot_node_count(&self) -> usize {
+        self.nodes.index.len()
+    }
+
+    /// The hot nodes, oldest first, with their master IDs.
+    pub fn hot_nodes(&self) -> impl Iterator<Item = (StreamId, &Listpack)> + '_ {
+        self.nodes.index.iter().map(|(k, lp)| (master_of(k), lp))
+    }
+
+    /// Bytes the hot nodes take (their allocations). Walks the hot nodes.
+    pub fn hot_bytes(&self) -> usize {
+        self.nodes.index.iter().map(|(_, lp)| lp.heap_size()).sum()
+    }
+
+    /// The oldest hot node, when it is not the tail (the tail is being written and never
+    /// goes cold): its master ID and node.
+    pub fn oldest_sealed_node(&self) -> Option<(StreamId, &Listpack)> {
+        if self.nodes.index.len() < 2 {
+            return None;
+        }
+        self.nodes.index.first().map(|(k, lp)| (master_of(k), lp))
+    }
+
+    /// Turns the oldest hot node cold at `loc`, if it is still the node `expected` (the
+    /// same bytes, not a copy written since: [`Listpack::same_bytes`]) and not the tail.
+    /// Returns the bytes freed, `None` if nothing changed.
+    pub fn make_cold(
+        &mut self,
+        master: StreamId,
+        expected: &Listpack,
+        loc: cold::NodeLocation,
+    ) -> Option<usize> {
+        let (first, lp) = self.oldest_sealed_node()?;
+        if first != master || !lp.same_bytes(expected) {
+            return None;
+        }
+        let stub = cold::ColdStub::of_node(master, lp, loc);
+        let freed = self.nodes.remove_node(master);
+        self.extra_mut()
+            .cold
+            .get_or_insert_with(Box::default)
+            .push(stub);
+        self.heap_changed(0, freed);
+        Some(freed)
+    }
+
+    /// Loading: turns the oldest hot node cold at `loc` as a logged move said, checking
+    /// only that its master ID matches (the bytes are the log's own replay). Returns
+    /// the bytes freed.
+    pub fn replay_cold(&mut self, master: StreamId, loc: cold::NodeLocation) -> Option<usize> {
+        let (first, lp) = self.oldest_sealed_node()?;
+        if first != master {
+            return None;
+        }
+        let lp = lp.clone();
+        self.make_cold(master, &lp, loc)
+    }
+
+    /// Loading a snapshot: adds a cold stub after every other node (the stream must have
+    /// no hot node yet and the stub's IDs must be above every ID in it). Raises the
+    /// length, `last_id` and `entries_added` as [`Stream::push_node`] does.
+    pub fn push_cold(&mut self, stub: cold::ColdStub) -> Result<(), NodeError> {
+        if !self.nodes.index.is_empty() {
+            return Err(NodeError("a cold node after a hot one"));
+        }
+        if stub.master <= self.last_id || stub.master.is_zero() {
+            return Err(NodeError(
+                "a node's master ID is not above the stream's last ID",
+            ));
+        }
+        if stub.live == 0
+            || stub.live > stub.total
+            || stub.last < stub.master
+            || stub.first_live < stub.master
+            || stub.first_live > stub.last
+        {
+            return Err(NodeError("a cold node's counts or IDs are inconsistent"));
+        }
+        self.nodes.length += u64::from(stub.live);
+        self.entries_added = self.entries_added.saturating_add(u64::from(stub.total));
+        self.last_id = stub.last;
+        self.extra_mut()
+            .cold
+            .get_or_insert_with(Box::default)
+            .push(stub);
+        Ok(())
+    }
+
+    /// Installs `lp`, read back from the segment, as the warm copy of the cold node keyed
+    /// `master`. False when there is no such cold node or `lp` is not it.
+    pub fn warm_node(&self, master: StreamId, lp: Listpack) -> bool {
+        self.cold()
+            .and_then(|c| c.get(c.index_of(master)?))
+            .is_some_and(|stub| stub.set_warm(lp))
+    }
+
+    /// Drops every warm copy of a cold node; returns the bytes freed.
+    pub fn cool(&mut self) -> usize {
+        match self.extra.as_mut().and_then(|x| x.cold.as_mut()) {
+            Some(c) => c.cool_all(),
+            None => 0,
+        }
+    }
+
+    /// The cold nodes that a walk over `start..=end` (descending when `rev`) reading at
+    /// most `count` live entries (0: all) would enter and that are not warm: their master
+    /// IDs and locations, in walk order. Uses only the stubs' counts (no I/O); may name a
+    /// node more than the walk needs, never fewer.
+    pub fn cold_needed(
+        &self,
+        start: StreamId,
+        end: StreamId,
+        rev: bool,
+        count: u64,
+    ) -> Vec<(StreamId, cold::NodeLocation)> {
+        let mut out = Vec::new();
+        let Some(cold) = self.cold() else {
+            return out;
+        };
+        if start > end || cold.is_empty() {
+            return out;
+        }
+        let mut budget = if count == 0 { u64::MAX } else { count };
+        if rev {
+            // The hot part comes first going backwards.
+            let hot_live: u64 = self.nodes.length - cold.live();
+            if let Some(first_hot) = self.nodes.index.first().map(|(k, _)| master_of(k))
+                && end >= first_hot
+            {
+                budget = budget.saturating_sub(hot_live);
+                if budget == 0 {
+                    return out;
+                }
+            }
+            let Some(mut i) = cold.index_for(end) else {
+                return out;
+            };
+            loop {
+                let Some(s) = cold.get(i) else { break };
+                if s.last < start {
+                    break;
+                }
+                if !s.is_warm() {
+                    out.push((s.master, s.loc));
+                }
+                budget = budget.saturating_sub(u64::from(s.live));
+                if budget == 0 || i == 0 {
+                    break;
+                }
+                i -= 1;
+            }
+        } else {
+            let mut i = cold.index_for(start).unwrap_or(0);
+            while let Some(s) = cold.get(i) {
+                if s.master > end {
+                    break;
+                }
+                if s.last >= start {
+                    if !s.is_warm() {
+                        out.push((s.master, s.loc));
+                    }
+                    budget = budget.saturating_sub(u64::from(s.live));
+                    if budget == 0 {
+                        break;
+                    }
+                }
+                i += 1;
+            }
+        }
+        out
+    }
+
+    /// The cold nodes holding `ids` that are not warm (XCLAIM, XREADGROUP history).
+    pub fn cold_needed_for(
+        &self,
+        ids: impl IntoIterator<Item = StreamId>,
+    ) -> Vec<(StreamId, cold::NodeLocation)> {
+        let mut out: Vec<(StreamId, cold::NodeLocation)> = Vec::new();
+        let Some(cold) = self.cold() else {
+            return out;
+        };
+        for id in ids {
+            if let Some(s) = cold.index_for(id).and_then(|i| cold.get(i))
+                && id <= s.last
+                && !s.is_warm()
+                && !out.iter().any(|(m, _)| *m == s.master)
+            {
+                out.push((s.master, s.loc));
+            }
+        }
+        out
+    }
+
+    /// Every node in ID order, cold ones read back (a warm copy, or a copy read through
+    /// the loader for this call only, so a walk over a large cold stream never holds it
+    /// all): DUMP and RDB writers. A cold node that cannot be read is skipped (counted by
+    /// the loader).
+    pub fn for_each_node(&self, mut f: impl FnMut(StreamId, &Listpack)) {
+        if let Some(cold) = self.cold() {
+            for stub in cold.stubs() {
+                if let Some(lp) = stub.read_copy() {
+                    f(stub.master, &lp);
+                }
+            }
+        }
+        for (k, lp) in self.nodes.index.iter() {
+            f(master_of(k), lp);
+        }
+    }
+
+    /// XDEL of `id` in the cold prefix: true if it was live there.
+    fn delete_cold(&mut self, id: StreamId) -> bool {
+        let Some(cold) = self.extra.as_mut().and_then(|x| x.cold.as_mut()) else {
+            return false;
+        };
+        let Some(i) = cold.index_for(id) else {
+            return false;
+        };
+        let Some(stub) = cold.get_mut(i) else {
+            return false;
+        };
+        if !stub.delete(id) {
+            return false;
+        }
+        let gone = stub.live == 0;
+        cold.entry_deleted();
+        if gone {
+            cold.remove(i);
+            cold::note_retired();
+            if cold.is_empty()
+                && let Some(x) = self.extra.as_mut()
+            {
+                x.cold = None;
+            }
+        }
+        self.nodes.length -= 1;
+        if id > self.max_deleted_entry_id() {
+            self.extra_mut().max_deleted_entry_id = id;
+        }
+        true
+    }
+}
+
+/// [`Stream::trim`] over the cold prefix, with the same rules as [`Nodes::trim`]: whole
+/// nodes go without I/O (their records are retired); a node only partly in range is read
+/// (warm copy) and trimmed entry by entry through tombstones. Adds what it removed to
+/// `deleted`; false when the trim stops inside the cold part.
+fn trim_cold<R: GroupRefs>(
+    nodes: &mut Nodes,
+    cold: &mut cold::ColdNodes,
+    spec: &TrimSpec,
+    limits: &NodeLimits,
+    refs: &mut R,
+    deleted: &mut u64,
+) -> bool {
+    let policy = spec.policy;
+    let whole_nodes = policy == RefPolicy::KeepRef || refs.no_groups();
+    let limit = match (spec.approx, spec.limit) {
+        (false, _) => 0,
+        (true, Some(l)) => l,
+        (true, None) => limits.default_trim_limit(),
+    };
+    let mut i = 0;
+    while let Some(stub) = cold.get(i) {
+        if let TrimStrategy::MaxLen(max) = spec.strategy
+            && nodes.length <= max
+        {
+            return false;
+        }
+        let entries = u64::from(stub.live);
+        if limit != 0 && *deleted + entries > limit {
+            return false;
+        }
+        let eligible = match spec.strategy {
+            TrimStrategy::MaxLen(max) => nodes.length - entries >= max,
+            TrimStrategy::MinId(min) => stub.last < min,
+        };
+        if eligible && whole_nodes {
+            cold.remove(i);
+            cold::note_retired();
+            nodes.length -= entries;
+            *deleted += entries;
+            continue;
+        }
+        if spec.approx && policy == RefPolicy::KeepRef {
+            return false;
+        }
+        // Entry by entry: read the node, then delete through tombstones.
+        let Some(lp) = stub.node() else {
+            // Unreadable (counted and logged by the loader): nothing is removed from it.
+            return false;
+        };
+        let master = stub.master;
+        let ids: Vec<(StreamId, bool)> =
+            lp.entries(master).map(|e| (e.id, e.is_deleted())).collect();
+        let mut stopped = false;
+        for (id, is_deleted) in ids {
+            let stop = match spec.strategy {
+                TrimStrategy::MaxLen(max) => nodes.length <= max,
+                TrimStrategy::MinId(min) => id >= min,
+            };
+            if stop {
+                stopped = true;
+                break;
+            }
+            if policy == RefPolicy::DelRef {
+                refs.remove_refs(id);
+            }
+            if is_deleted || (policy == RefPolicy::Acked && refs.is_referenced(id)) {
+                continue;
+            }
+            if let Some(s) = cold.get_mut(i)
+                && s.delete(id)
+            {
+                cold.entry_deleted();
+                nodes.length -= 1;
+                *deleted += 1;
+            }
+        }
+        if cold.get(i).is_some_and(|s| s.live == 0) {
+            cold.remove(i);
+            cold::note_retired();
+        } else {
+            i += 1;
+        }
+        if !eligible || stopped {
+            return false;
+        }
+    }
+    true
+}
+
 /// Iterator over the live entries of an ID range, forwards or backwards
-/// ([`Stream::range`]). Seeks the node holding the start (or end) once, then walks.
+/// ([`Stream::range`]). Walks the cold prefix (its warm copies, cold.rs) and the hot
+/// index in ID order: seeks the node holding the start (or end) once, then walks.
 pub struct Range<'a> {
-    /// Walks the index.
+    /// The cold prefix, if any.
+    cold: Option<&'a cold::ColdNodes>,
+    /// Next stub to enter: going forwards its index, going backwards its index + 1.
+    cold_at: usize,
+    /// Walks the hot index.
     cursor: Cursor<'a, Listpack>,
+    /// The hot cursor was positioned.
+    hot_started: bool,
+    /// The hot index has nothing more for this walk.
+    hot_done: bool,
     /// The node being read, its master ID and shape, and the position in it: the next
     /// entry's head going forwards, the end of the next entry going backwards.
     node: Option<(&'a Listpack, StreamId, Master, usize)>,
@@ -778,25 +1180,99 @@ pub struct Range<'a> {
 }
 
 impl<'a> Range<'a> {
-    fn new(nodes: &'a Nodes, start: StreamId, end: StreamId, rev: bool) -> Range<'a> {
-        let mut cursor = nodes.index.cursor();
-        let done = start > end || nodes.index.is_empty() || {
-            if rev {
-                // No node starts at or before `end`: nothing is <= end.
-                !cursor.seek(SeekOp::Le, &end.to_key())
-            } else {
-                // The node holding `start`, or the first one if all start after it.
-                !(cursor.seek(SeekOp::Le, &start.to_key()) || cursor.seek(SeekOp::First, &[]))
+    fn new(
+        nodes: &'a Nodes,
+        cold: Option<&'a cold::ColdNodes>,
+        start: StreamId,
+        end: StreamId,
+        rev: bool,
+    ) -> Range<'a> {
+        let cold_len = cold.map_or(0, |c| c.len());
+        let cold_at = match cold {
+            None => 0,
+            Some(c) if rev => c.index_for(end).map_or(0, |i| i + 1),
+            Some(c) => {
+                if c.last().is_some_and(|l| l.last < start) {
+                    cold_len
+                } else {
+                    c.index_for(start).unwrap_or(0)
+                }
             }
         };
         Range {
-            cursor,
+            cold,
+            cold_at,
+            cursor: nodes.index.cursor(),
+            hot_started: false,
+            hot_done: nodes.index.is_empty(),
             node: None,
             start,
             end,
             rev,
             seek_in_node: !rev,
-            done,
+            done: start > end || (nodes.index.is_empty() && cold_len == 0),
+        }
+    }
+
+    /// The next node of the walk with its master ID, `None` at the end.
+    fn next_node(&mut self) -> Option<(&'a Listpack, StreamId)> {
+        if self.rev {
+            if !self.hot_done {
+                if !self.hot_started {
+                    self.hot_started = true;
+                    // No hot node starts at or before `end`: nothing hot is <= end.
+                    self.hot_done = !self.cursor.seek(SeekOp::Le, &self.end.to_key());
+                }
+                if !self.hot_done {
+                    if let Some((k, lp)) = self.cursor.prev() {
+                        return Some((lp, master_of(k)));
+                    }
+                    self.hot_done = true;
+                }
+            }
+            let cold = self.cold?;
+            while self.cold_at > 0 {
+                self.cold_at -= 1;
+                let stub = cold.get(self.cold_at)?;
+                if stub.last < self.start {
+                    return None;
+                }
+                if let Some(lp) = stub.node() {
+                    return Some((lp, stub.master));
+                }
+            }
+            return None;
+        }
+        if let Some(cold) = self.cold {
+            while let Some(stub) = cold.get(self.cold_at) {
+                self.cold_at += 1;
+                if stub.master > self.end {
+                    return None;
+                }
+                if let Some(lp) = stub.node() {
+                    return Some((lp, stub.master));
+                }
+            }
+        }
+        if self.hot_done {
+            return None;
+        }
+        if !self.hot_started {
+            self.hot_started = true;
+            // The node holding `start`, or the first one if all start after it.
+            if !(self.cursor.seek(SeekOp::Le, &self.start.to_key())
+                || self.cursor.seek(SeekOp::First, &[]))
+            {
+                self.hot_done = true;
+                return None;
+            }
+        }
+        match self.cursor.next() {
+            Some((k, lp)) => Some((lp, master_of(k))),
+            None => {
+                self.hot_done = true;
+                None
+            }
         }
     }
 }
@@ -809,15 +1285,9 @@ impl<'a> Iterator for Range<'a> {
             let (lp, master, m, pos) = match &mut self.node {
                 Some((lp, master, m, pos)) => (*lp, *master, *m, pos),
                 None => {
-                    let next = if self.rev {
-                        self.cursor.prev()
-                    } else {
-                        self.cursor.next()
-                    };
-                    match next {
-                        Some((k, lp)) => {
+                    match self.next_node() {
+                        Some((lp, master)) => {
                             let m = lp.master();
-                            let master = master_of(k);
                             let pos = if self.rev {
                                 lp.len()
                             } else if self.seek_in_node {

@@ -37,21 +37,9 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 /// Where a cold node lives: what a cold stub keeps in memory to read it back and check
-/// that it got the right bytes. `Copy`, 24 bytes (u64 + u32 + u32 + u64, no padding;
-/// pinned by a test).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Location {
-    /// The segment number (its file is `seg-<16 hex>.sdt`). Numbers only grow, and a
-    /// number that ever held a durable record is never given to another segment (the
-    /// newest segment is never unlinked, so the next open starts above it).
-    pub segment: u64,
-    /// Byte offset of the record in the segment file (`>= segment::HEADER_LEN`).
-    pub offset: u32,
-    /// Length of the node bytes (the record is [`segment::RECORD_OVERHEAD`] longer).
-    pub len: u32,
-    /// The record's CRC-64/XZ, compared with the one read back.
-    pub crc: u64,
-}
+/// that it got the right bytes. Defined by the data layer (`stream::cold`), which keeps it
+/// in its stubs; this room gives it its record arithmetic.
+pub use crate::stream::cold::NodeLocation as Location;
 
 impl Location {
     /// Bytes the record takes in its segment (node plus framing).

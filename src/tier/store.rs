@@ -809,6 +809,27 @@ impl SegmentStore {
         Ok(dead)
     }
 
+    /// Removes every sealed segment not in `keep`, except the newest (as
+    /// [`SegmentStore::unlink_dead`], for an owner that knows which segments are named
+    /// rather than counting live bytes); returns their numbers.
+    pub fn retain_segments(&mut self, keep: &BTreeSet<u64>) -> Result<Vec<u64>, TierError> {
+        let newest = self.segments.last_key_value().map(|(&n, _)| n);
+        let gone: Vec<u64> = self
+            .segments
+            .iter()
+            .filter(|&(&n, s)| s.sealed && Some(n) != newest && !keep.contains(&n))
+            .map(|(&n, _)| n)
+            .collect();
+        for &n in &gone {
+            let path = Arc::clone(&self.segments[&n].path);
+            fs::remove_file(&path).map_err(|e| TierError::io("unlinking", &path, e))?;
+            self.segments.remove(&n);
+            self.unsynced.remove(&n);
+            tracing::info!(segment = n, path = %path.display(), "unlinked a segment nothing names");
+        }
+        Ok(gone)
+    }
+
     /// A handle for reading sealed segment `n` in chunks on another thread (the read
     /// pool's [`super::ReadPool::run`]), for a compaction that must not block the store's
     /// owner: read a chunk off-thread, [`SegmentStore::append`] the records still live on

@@ -1,0 +1,1005 @@
+//! Tiering's core side (DESIGN.md §13, `docs/tiering.md`): the mover that turns the
+//! oldest stream nodes cold when hot stream bytes pass `stream-tiering-hot-bytes`, the
+//! loader that reads cold nodes back, and the garbage collection of segment files.
+//!
+//! ```text
+//!  cron ─▶ hot bytes over the budget? ─▶ store.append(oldest sealed nodes) ─▶ begin_sync
+//!                                                         │ fsync on a pool thread
+//!  cron ◀─────────────────────────────────────────────────┘
+//!   └▶ finish_sync ─▶ node unchanged? ─▶ Stream::make_cold ─▶ log STREAMD.TIER (AOF only)
+//! ```
+//!
+//! **Durability.** A location is named by the log only after the segment sync covering
+//! it completed, so replaying a log never meets a record that was not on disk. The log
+//! record `STREAMD.TIER <key> <master> <segment> <offset> <len> <crc>` makes the replay
+//! turn the same node cold at the same point, so a restart never holds more than the
+//! budget; snapshots write cold nodes as `STREAMD.COLD` stubs (persist/snapshot.rs).
+//!
+//! **Garbage.** A segment may be unlinked only when no stream in memory names it, no
+//! file a restart would load names it (the last completed save that a restart loads,
+//! and the log records since it started), and no background save or full sync is
+//! reading. The mover asks for a log rewrite when unreferenced but still protected
+//! segments pile up, so trimming history ends as unlinked files.
+
+use super::Core;
+use crate::stream::StreamId;
+use crate::stream::cold::{self, NodeLocation};
+use crate::stream::listpack::Listpack;
+use crate::tier::{ReadPool, SegmentStore, StoreOptions, TierError, segment};
+use bytes::Bytes;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use tokio::sync::oneshot;
+
+/// The log record of a move.
+pub const TIER_RECORD: &[u8] = b"STREAMD.TIER";
+
+/// Node bytes moved out between two calls of [`crate::alloc::release_free_memory`].
+const RELEASE_AFTER_BYTES: usize = 16 << 20;
+
+/// Segment files are sealed at this size: small enough that trimming history frees
+/// disk in steps of 16 MiB, large enough that a 100 GB history is ~6,000 files.
+const SEGMENT_BYTES: u64 = 16 << 20;
+
+/// Most node bytes one mover round appends before its sync.
+const MOVE_BATCH_BYTES: usize = 8 << 20;
+
+/// Warm copies of cold nodes kept at most, as a share of the hot budget (1/8), and at
+/// least this many bytes.
+const WARM_MIN_BYTES: usize = 1 << 20;
+
+/// Unreferenced segment bytes still named by the durable files that make the mover ask
+/// for a log rewrite (or a snapshot), at least.
+const GARBAGE_REWRITE_BYTES: u64 = SEGMENT_BYTES / 2;
+
+/// Least time between two rewrites the collector asks for.
+const REWRITE_ASK_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The saves that name segments, one of each kind at a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TierSave {
+    /// A snapshot (SAVE, BGSAVE).
+    Snapshot = 0,
+    /// A log rewrite's new base.
+    Rewrite = 1,
+}
+
+/// What INFO's tiering section shows.
+#[derive(Debug, Default, Clone)]
+pub struct TierStats {
+    /// Nodes moved to segments.
+    pub nodes_moved: u64,
+    /// Node bytes moved to segments.
+    pub bytes_moved: u64,
+    /// Moves dropped because the node changed while its copy was written.
+    pub moves_abandoned: u64,
+    /// Mover rounds that failed (I/O).
+    pub move_errors: u64,
+    /// Commands parked for cold nodes.
+    pub parked_commands: u64,
+    /// Nodes read back off the core thread.
+    pub pool_reads: u64,
+    /// Bytes read back off the core thread.
+    pub pool_read_bytes: u64,
+    /// Segment files unlinked.
+    pub segments_unlinked: u64,
+    /// Log rewrites or snapshots asked for to free segments.
+    pub rewrites_requested: u64,
+}
+
+/// A mover round waiting for its sync.
+struct PendingMove {
+    /// The nodes appended: database, key, master ID, the node as appended, location.
+    moves: Vec<(usize, Bytes, StreamId, Listpack, NodeLocation)>,
+    /// The sync, handed back when it completed.
+    rx: oneshot::Receiver<Result<crate::tier::PendingSync, TierError>>,
+}
+
+/// Tiering's state in the core.
+#[derive(Default)]
+pub struct Tiering {
+    /// The segment store, once opened (tiering on, or segments found at start).
+    store: Option<SegmentStore>,
+    /// Read threads (syncs, parked commands' reads).
+    pool: Option<ReadPool>,
+    /// Streams with more than one hot node, by database: the mover's candidates.
+    candidates: BTreeMap<usize, HashSet<Bytes>>,
+    /// The mover round in flight.
+    pending: Option<PendingMove>,
+    /// Segments the files a restart would load may name.
+    protected: BTreeSet<u64>,
+    /// Segments named at the start of the save in progress of each kind (and by the
+    /// mover since).
+    save_refs: [Option<BTreeSet<u64>>; 2],
+    /// Saves, rewrites and full syncs running that may read or name segments.
+    readers: u32,
+    /// A trim or deletion retired cold nodes since the last collection.
+    gc_wanted: bool,
+    /// Node bytes freed by moves since the allocator was last asked to give memory back.
+    freed_since_trim: usize,
+    /// When the collector last asked for a rewrite (at most one every few seconds).
+    rewrite_asked: Option<std::time::Instant>,
+    /// Counters.
+    pub stats: TierStats,
+}
+
+impl std::fmt::Debug for Tiering {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tiering")
+            .field("open", &self.store.is_some())
+            .field(
+                "candidates",
+                &self.candidates.values().map(HashSet::len).sum::<usize>(),
+            )
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+/// The loader installed for cold nodes that are read synchronously: opens segment
+/// files under `dir` (a few kept open) and checks the record and the node.
+fn make_loader(dir: PathBuf) -> Arc<cold::NodeLoader> {
+    let files: Mutex<HashMap<u64, Arc<File>>> = Mutex::new(HashMap::new());
+    Arc::new(move |loc: NodeLocation, master: StreamId| {
+        let path = dir.join(segment::file_name(loc.segment));
+        let file = {
+            let mut open = files.lock().unwrap_or_else(|e| e.into_inner());
+            match open.get(&loc.segment) {
+                Some(f) => Arc::clone(f),
+                None => {
+                    let f = Arc::new(File::open(&path).map_err(|e| {
+                        let msg = format!("opening {}: {e}", path.display());
+                        tracing::error!(error = %msg, "a cold node cannot be read");
+                        msg
+                    })?);
+                    if open.len() >= 64 {
+                        open.clear();
+                    }
+                    open.insert(loc.segment, Arc::clone(&f));
+                    f
+                }
+            }
+        };
+        let node = segment::read_record(&file, &path, loc).map_err(|e| {
+            tracing::error!(error = %e, "a cold node cannot be read");
+            e.to_string()
+        })?;
+        decode(node.node, master)
+    })
+}
+
+/// A node's bytes as read from a segment, checked byte by byte.
+fn decode(bytes: Vec<u8>, master: StreamId) -> Result<Listpack, String> {
+    Listpack::from_bytes(bytes, master)
+        .map(|(lp, _)| lp)
+        .map_err(|e| format!("a cold node read back is damaged: {e}"))
+}
+
+/// Segment numbers named by every cold stub of `dbs`.
+fn referenced(core: &Core) -> BTreeSet<u64> {
+    let mut refs = BTreeSet::new();
+    for db in &core.dbs {
+        for (_, v) in db.keys.iter() {
+            if let Some(c) = v.as_stream().and_then(|s| s.cold()) {
+                refs.extend(c.stubs().map(|st| st.loc.segment));
+            }
+        }
+    }
+    refs
+}
+
+impl Tiering {
+    /// True once a store is open.
+    pub fn is_open(&self) -> bool {
+        self.store.is_some()
+    }
+
+    /// Opens the store in `dir` (start-up, before loading; or when tiering is turned on).
+    /// A torn tail of the newest segment is cut (nothing durable names it: locations are
+    /// logged after their sync); other damage refuses the open with file and offset.
+    pub fn open(&mut self, dir: &Path) -> Result<(), TierError> {
+        if self.store.is_some() {
+            return Ok(());
+        }
+        std::fs::create_dir_all(dir).map_err(|e| TierError::io("creating", dir, e))?;
+        let store = SegmentStore::open(
+            dir,
+            StoreOptions {
+                repair: true,
+                segment_max_bytes: SEGMENT_BYTES,
+                ..StoreOptions::default()
+            },
+        )?;
+        let pool = ReadPool::new(2).map_err(|e| TierError::io("starting readers for", dir, e))?;
+        cold::set_loader(Some(make_loader(dir.to_path_buf())));
+        self.store = Some(store);
+        self.pool = Some(pool);
+        Ok(())
+    }
+
+    /// Notes a stream that may have sealed hot nodes (XADD made a new node, a load added
+    /// nodes).
+    pub fn note_stream(&mut self, db: usize, key: &[u8]) {
+        if self.store.is_none() {
+            return;
+        }
+        let keys = self.candidates.entry(db).or_default();
+        if !keys.contains(key) {
+            keys.insert(Bytes::copy_from_slice(key));
+        }
+    }
+
+    /// A save, rewrite or full sync starts: segments stay until it ends.
+    pub fn reader_started(&mut self) {
+        self.readers += 1;
+    }
+
+    /// A reader ended.
+    pub fn reader_finished(&mut self) {
+        self.readers = self.readers.saturating_sub(1);
+        self.gc_wanted = true;
+    }
+
+    /// The read pool, for parked commands.
+    pub fn pool(&self) -> Option<&ReadPool> {
+        self.pool.as_ref()
+    }
+
+    /// Prepares a read of `locs` for the pool.
+    pub fn read_batch(
+        &mut self,
+        locs: &[NodeLocation],
+    ) -> Result<crate::tier::ReadBatch, TierError> {
+        match self.store.as_mut() {
+            Some(s) => s.read_batch(locs),
+            None => Err(TierError::PoolClosed),
+        }
+    }
+
+    /// Bytes in segment files and how many there are.
+    pub fn disk(&self) -> (u64, usize) {
+        self.store.as_ref().map_or((0, 0), |s| {
+            let st = s.stats();
+            (st.iter().map(|x| x.bytes).sum(), st.len())
+        })
+    }
+}
+
+impl Core {
+    /// Is the mover on (`stream-tiering yes`)?
+    pub fn tiering_enabled(&self) -> bool {
+        self.config.get_bool("stream-tiering")
+    }
+
+    /// The hot budget in bytes (`stream-tiering-hot-bytes`).
+    pub fn tiering_budget(&self) -> usize {
+        self.config.get_i64("stream-tiering-hot-bytes").max(0) as usize
+    }
+
+    /// Start-up, before loading: opens the store when tiering is on or segments exist.
+    pub fn tier_open(&mut self, data_dir: &Path) -> Result<(), String> {
+        let dir = data_dir.join("tier");
+        if self.tiering_enabled() || dir.exists() {
+            self.tier.open(&dir).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    /// After loading: every cold stub's location must lie in a segment (else the start
+    /// is refused: a segment is missing), the files just loaded protect what they name,
+    /// and the streams become the mover's candidates.
+    pub fn tier_loaded(&mut self) -> Result<(), String> {
+        let refs = referenced(self);
+        if !refs.is_empty() && !self.tier.is_open() {
+            return Err("the data names cold stream nodes but there is no tier directory".into());
+        }
+        let Some(store) = self.tier.store.as_mut() else {
+            return Ok(());
+        };
+        for db in &self.dbs {
+            for (_, v) in db.keys.iter() {
+                if let Some(s) = v.as_stream()
+                    && let Some(c) = s.cold()
+                {
+                    for st in c.stubs() {
+                        store.claim(st.loc).map_err(|e| {
+                            format!("a cold stream node cannot be found ({e}); the tier directory is incomplete")
+                        })?;
+                    }
+                }
+            }
+        }
+        self.tier.protected.extend(refs);
+        let mut cands = Vec::new();
+        for (i, db) in self.dbs.iter().enumerate() {
+            for (k, v) in db.keys.iter() {
+                if let Some(s) = v.as_stream()
+                    && s.hot_node_count() > 1
+                {
+                    cands.push((i, Bytes::copy_from_slice(k)));
+                }
+            }
+        }
+        for (db, k) in cands {
+            self.tier.candidates.entry(db).or_default().insert(k);
+        }
+        self.tier.gc_wanted = true;
+        crate::alloc::release_free_memory();
+        Ok(())
+    }
+
+    /// Loading a log: a `STREAMD.TIER <key> <master> <segment> <offset> <len> <crc>`
+    /// record turns the stream's oldest hot node cold again. A node that does not match
+    /// (other node limits at replay) stays hot; the mover moves it again later.
+    pub fn tier_replay(&mut self, db: usize, argv: &[Bytes]) -> Result<(), String> {
+        if argv.len() != 7 {
+            return Err("wrong number of arguments".into());
+        }
+        let master = StreamId::from_key(&argv[2]).ok_or("the master ID is not 16 bytes")?;
+        let num = |b: &Bytes| -> Result<u64, String> {
+            std::str::from_utf8(b)
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .ok_or_else(|| "a location field is not a number".to_string())
+        };
+        let loc = NodeLocation {
+            segment: num(&argv[3])?,
+            offset: u32::try_from(num(&argv[4])?).map_err(|_| "offset out of range")?,
+            len: u32::try_from(num(&argv[5])?).map_err(|_| "length out of range")?,
+            crc: num(&argv[6])?,
+        };
+        self.tier.protected.insert(loc.segment);
+        if let Some(s) = self
+            .dbs
+            .get_mut(db)
+            .and_then(|d| d.get_stream_mut(&argv[1]))
+        {
+            if s.replay_cold(master, loc).is_none() {
+                tracing::warn!(master = %master, "a logged move to a segment does not match the stream's oldest node; it stays in memory");
+            }
+        }
+        Ok(())
+    }
+
+    /// The mover and the collector, once per cron tick (and after loading steps).
+    pub fn tier_cron(&mut self) {
+        if self.tier.store.is_none() {
+            if self.tiering_enabled() {
+                let dir = PathBuf::from(self.config.get("dir").unwrap_or("./data")).join("tier");
+                if let Err(e) = self.tier.open(&dir) {
+                    tracing::error!(error = %e, "stream tiering cannot open its segment directory");
+                    return;
+                }
+                self.tier_loaded().ok();
+            } else {
+                return;
+            }
+        }
+        self.tier_finish_move();
+        self.tier_cool_warm();
+        // Freed nodes are scattered small blocks: give whole free pages back now and
+        // then, so RSS follows the budget.
+        if self.tier.freed_since_trim >= RELEASE_AFTER_BYTES {
+            self.tier.freed_since_trim = 0;
+            crate::alloc::release_free_memory();
+        }
+        if self.tiering_enabled() && self.tier.pending.is_none() {
+            self.tier_start_move(false);
+        }
+        self.tier_collect();
+    }
+
+    /// Loading: moves nodes synchronously while hot bytes are over the budget (a full
+    /// sync or a snapshot larger than memory never sits in memory whole).
+    pub fn tier_while_loading(&mut self, db: usize, key: &[u8]) {
+        if !self.tiering_enabled() || self.tier.store.is_none() {
+            return;
+        }
+        self.tier.note_stream(db, key);
+        if self.tier_hot_total() <= self.tiering_budget() {
+            return;
+        }
+        if self.tier_start_move(true) {
+            // The sync ran on this thread: finish at once.
+            self.tier_finish_move();
+        }
+    }
+
+    /// Sum of the candidates' hot bytes (drops candidates with one hot node or gone).
+    fn tier_hot_total(&mut self) -> usize {
+        let mut total = 0;
+        let dbs = &self.dbs;
+        for (db, keys) in self.tier.candidates.iter_mut() {
+            keys.retain(|key| match dbs.get(*db).and_then(|d| d.get_stream(key)) {
+                Some(s) if s.hot_node_count() > 1 => {
+                    total += s.hot_bytes();
+                    true
+                }
+                _ => false,
+            });
+        }
+        total
+    }
+
+    /// Appends the oldest sealed nodes of the largest candidates until the hot bytes
+    /// would be within the budget, then syncs (on a pool thread, or here when `blocking`).
+    /// True when a round was started.
+    fn tier_start_move(&mut self, blocking: bool) -> bool {
+        let budget = self.tiering_budget();
+        let total = self.tier_hot_total();
+        if total <= budget {
+            return false;
+        }
+        // A little under the budget, so the mover does not run for every new node.
+        let mut want = total - budget + budget / 16;
+        want = want.min(MOVE_BATCH_BYTES);
+        let mut cands: Vec<(usize, usize, Bytes)> = self
+            .tier
+            .candidates
+            .iter()
+            .flat_map(|(db, keys)| keys.iter().map(move |k| (*db, k)))
+            .filter_map(|(db, key)| {
+                let s = self.dbs.get(db)?.get_stream(key)?;
+                Some((s.hot_bytes(), db, key.clone()))
+            })
+            .collect();
+        cands.sort_by(|a, b| b.0.cmp(&a.0));
+        let Some(store) = self.tier.store.as_mut() else {
+            return false;
+        };
+        let mut moves = Vec::new();
+        let mut planned = 0usize;
+        'streams: for (_, db, key) in cands {
+            let Some(s) = self.dbs[db].get_stream(&key) else {
+                continue;
+            };
+            // The oldest sealed nodes, in order, never the tail.
+            let hot = s.hot_node_count();
+            for (i, (master, lp)) in s.hot_nodes().enumerate() {
+                if i + 1 >= hot || planned >= want {
+                    break;
+                }
+                let id = stream_tag(&key);
+                match store.append(id, master, lp.last_id(master), lp.as_bytes()) {
+                    Ok(loc) => {
+                        planned += lp.heap_size();
+                        moves.push((db, key.clone(), master, lp.clone(), loc));
+                    }
+                    Err(e) => {
+                        tracing::error!(error = %e, "stream tiering could not write a node");
+                        self.tier.stats.move_errors += 1;
+                        break 'streams;
+                    }
+                }
+            }
+            if planned >= want {
+                break;
+            }
+        }
+        if moves.is_empty() {
+            return false;
+        }
+        let sync = match store.begin_sync() {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::error!(error = %e, "stream tiering could not sync its segments");
+                self.tier.stats.move_errors += 1;
+                for m in &moves {
+                    let _ = store.mark_dead(m.4);
+                }
+                return false;
+            }
+        };
+        let rx = if blocking {
+            let (tx, rx) = oneshot::channel();
+            let _ = tx.send(sync.run().map(|()| sync));
+            rx
+        } else {
+            match self.tier.pool.as_ref() {
+                Some(pool) => pool.run(move || sync.run().map(|()| sync)),
+                None => return false,
+            }
+        };
+        self.tier.pending = Some(PendingMove { moves, rx });
+        true
+    }
+
+    /// A mover round whose sync completed: the nodes still unchanged go cold and their
+    /// moves are logged; the others' records are garbage.
+    fn tier_finish_move(&mut self) {
+        let Some(mut pending) = self.tier.pending.take() else {
+            return;
+        };
+        let result = match pending.rx.try_recv() {
+            Ok(r) => r,
+            Err(oneshot::error::TryRecvError::Empty) => {
+                self.tier.pending = Some(pending);
+                return;
+            }
+            Err(oneshot::error::TryRecvError::Closed) => Err(TierError::PoolClosed),
+        };
+        let Some(store) = self.tier.store.as_mut() else {
+            return;
+        };
+        match result {
+            Ok(sync) => store.finish_sync(sync),
+            Err(e) => {
+                tracing::error!(error = %e, "stream tiering could not sync its segments");
+                self.tier.stats.move_errors += 1;
+                for m in &pending.moves {
+                    let _ = store.mark_dead(m.4);
+                }
+                return;
+            }
+        }
+        for (db, key, master, node, loc) in pending.moves {
+            let moved = self.dbs[db]
+                .get_stream_mut(&key)
+                .is_some_and(|s| s.make_cold(master, &node, loc).is_some());
+            let Some(store) = self.tier.store.as_mut() else {
+                return;
+            };
+            if !moved {
+                self.tier.stats.moves_abandoned += 1;
+                let _ = store.mark_dead(loc);
+                continue;
+            }
+            self.tier.stats.nodes_moved += 1;
+            self.tier.stats.bytes_moved += u64::from(loc.len);
+            self.tier.freed_since_trim += node.heap_size();
+            for refs in self.tier.save_refs.iter_mut().flatten() {
+                refs.insert(loc.segment);
+            }
+            if self.persist.recording() {
+                self.tier.protected.insert(loc.segment);
+            }
+            let key_bytes = master.to_key();
+            let (seg, off, len, crc) = (
+                loc.segment.to_string(),
+                loc.offset.to_string(),
+                loc.len.to_string(),
+                loc.crc.to_string(),
+            );
+            self.propagate_to_log(
+                db,
+                &[
+                    TIER_RECORD,
+                    &key,
+                    &key_bytes,
+                    seg.as_bytes(),
+                    off.as_bytes(),
+                    len.as_bytes(),
+                    crc.as_bytes(),
+                ],
+            );
+        }
+    }
+
+    /// Drops warm copies of cold nodes once they take more than an eighth of the budget.
+    fn tier_cool_warm(&mut self) {
+        let limit = (self.tiering_budget() / 8).max(WARM_MIN_BYTES);
+        if cold::warm_bytes() <= limit {
+            return;
+        }
+        for db in self.dbs.iter_mut() {
+            let warm: Vec<Bytes> = db
+                .keys
+                .iter()
+                .filter_map(|(k, v)| {
+                    let s = v.as_stream()?;
+                    s.cold()
+                        .is_some_and(|c| c.warm_bytes() > 0)
+                        .then(|| Bytes::copy_from_slice(k))
+                })
+                .collect();
+            for k in warm {
+                if let Some(s) = db.get_stream_mut(&k) {
+                    s.cool();
+                }
+            }
+        }
+    }
+
+    /// Unlinks segments nothing names (see the module docs); asks for a rewrite when
+    /// protected garbage piles up.
+    fn tier_collect(&mut self) {
+        if cold::take_retired() > 0 {
+            self.tier.gc_wanted = true;
+        }
+        if !self.tier.gc_wanted || self.tier.readers > 0 || self.tier.pending.is_some() {
+            return;
+        }
+        self.tier.gc_wanted = false;
+        let live = referenced(self);
+        let Some(store) = self.tier.store.as_mut() else {
+            return;
+        };
+        let mut keep = live.clone();
+        keep.extend(self.tier.protected.iter().copied());
+        match store.retain_segments(&keep) {
+            Ok(gone) => {
+                self.tier.stats.segments_unlinked += gone.len() as u64;
+            }
+            Err(e) => tracing::error!(error = %e, "stream tiering could not unlink a segment"),
+        }
+        // Garbage only the durable files still name: a rewrite (or snapshot) frees it.
+        let garbage: u64 = store
+            .stats()
+            .iter()
+            .filter(|s| !live.contains(&s.segment) && s.sealed)
+            .map(|s| s.bytes)
+            .sum();
+        let recently = self
+            .tier
+            .rewrite_asked
+            .is_some_and(|t| t.elapsed() < REWRITE_ASK_INTERVAL);
+        if garbage >= GARBAGE_REWRITE_BYTES && !recently {
+            self.tier.rewrite_asked = Some(std::time::Instant::now());
+            self.tier.stats.rewrites_requested += 1;
+            let r = self.with_persistence(|p, core| {
+                if p.recording() {
+                    p.bgrewriteaof(core).map(|_| ())
+                } else {
+                    p.bgsave(core)
+                }
+            });
+            if let Err(e) = r {
+                tracing::debug!(error = %e, "stream tiering: no rewrite to free segments now");
+            }
+        }
+    }
+
+    /// A save (snapshot or log rewrite) starts from the dataset as it is now.
+    pub fn tier_save_started(&mut self, kind: TierSave) {
+        if self.tier.store.is_none() {
+            return;
+        }
+        self.tier.reader_started();
+        self.tier.save_refs[kind as usize] = Some(referenced(self));
+    }
+
+    /// The save started by [`Core::tier_save_started`] ended; when it succeeded and a
+    /// restart loads it (`restart_source`), only what it names (and the log since it
+    /// started) stays protected.
+    pub fn tier_save_finished(&mut self, kind: TierSave, ok: bool, restart_source: bool) {
+        let Some(refs) = self.tier.save_refs[kind as usize].take() else {
+            return;
+        };
+        self.tier.reader_finished();
+        if ok && restart_source {
+            self.tier.protected = refs;
+        }
+    }
+
+    /// Appends `argv` to the log only (not to replicas, which tier on their own).
+    pub fn propagate_to_log<A: AsRef<[u8]>>(&mut self, db: usize, argv: &[A]) {
+        if self.loading {
+            return;
+        }
+        if let Some(buf) = self.persist.effect_begin(db) {
+            crate::resp::writer::command(buf, argv);
+            self.persist.effect_end();
+        }
+    }
+
+    /// The body of INFO's `# Tiering` section (`INFO tiering`, `all`, `everything`).
+    pub fn tier_info(&self) -> String {
+        let mut hot = 0usize;
+        let mut hot_nodes = 0usize;
+        let mut cold_nodes = 0usize;
+        let mut cold_bytes = 0u64;
+        let mut cold_entries = 0u64;
+        let mut stub_bytes = 0usize;
+        for db in &self.dbs {
+            for (_, v) in db.keys.iter() {
+                if let Some(s) = v.as_stream() {
+                    if let Some(c) = s.cold() {
+                        cold_nodes += c.len();
+                        cold_bytes += c.disk_bytes();
+                        cold_entries += c.live();
+                        stub_bytes += c.stub_bytes();
+                    }
+                    if s.hot_node_count() > 1 || s.cold().is_some() {
+                        hot += s.hot_bytes();
+                        hot_nodes += s.hot_node_count();
+                    }
+                }
+            }
+        }
+        let (disk, segments) = self.tier.disk();
+        let st = &self.tier.stats;
+        format!(
+            "stream_tiering:{}\r\n\
+             stream_tiering_hot_bytes_budget:{}\r\n\
+             tiering_hot_bytes:{hot}\r\n\
+             tiering_hot_nodes:{hot_nodes}\r\n\
+             tiering_cold_nodes:{cold_nodes}\r\n\
+             tiering_cold_bytes:{cold_bytes}\r\n\
+             tiering_cold_entries:{cold_entries}\r\n\
+             tiering_stub_bytes:{stub_bytes}\r\n\
+             tiering_warm_bytes:{}\r\n\
+             tiering_segments:{segments}\r\n\
+             tiering_segment_bytes:{disk}\r\n\
+             tiering_nodes_moved:{}\r\n\
+             tiering_bytes_moved:{}\r\n\
+             tiering_moves_abandoned:{}\r\n\
+             tiering_move_errors:{}\r\n\
+             tiering_parked_commands:{}\r\n\
+             tiering_reads:{}\r\n\
+             tiering_read_bytes:{}\r\n\
+             tiering_sync_reads:{}\r\n\
+             tiering_read_errors:{}\r\n\
+             tiering_segments_unlinked:{}\r\n\
+             tiering_rewrites_requested:{}\r\n",
+            if self.tiering_enabled() { "yes" } else { "no" },
+            self.tiering_budget(),
+            cold::warm_bytes(),
+            st.nodes_moved,
+            st.bytes_moved,
+            st.moves_abandoned,
+            st.move_errors,
+            st.parked_commands,
+            st.pool_reads,
+            st.pool_read_bytes,
+            cold::sync_loads(),
+            cold::load_failures(),
+            st.segments_unlinked,
+            st.rewrites_requested,
+        )
+    }
+}
+
+/// The stream id written into each record: a hash of the key (records are found by
+/// location, the id only helps a person reading a segment).
+fn stream_tag(key: &[u8]) -> u64 {
+    segment::crc64(&[key])
+}
+
+/// Most cold nodes one command is parked for; a command that needs more reads the rest
+/// synchronously when it runs (a whole-history XRANGE builds a reply that large anyway).
+const PARK_MAX_NODES: usize = 1024;
+
+/// What a parked command waits for: the nodes it needs and the read in flight.
+pub struct Parked {
+    /// Database, key and master ID of each node, in the read's order.
+    wants: Vec<(usize, Bytes, StreamId)>,
+    /// The read on the pool.
+    rx: oneshot::Receiver<Result<Vec<crate::tier::ColdNode>, TierError>>,
+}
+
+impl Parked {
+    /// Waits for the read (off the core: other connections run meanwhile).
+    pub async fn wait(self) -> ParkedRead {
+        let result = self.rx.await.unwrap_or(Err(TierError::PoolClosed));
+        ParkedRead {
+            wants: self.wants,
+            result,
+        }
+    }
+}
+
+/// A parked command's read, done.
+pub struct ParkedRead {
+    wants: Vec<(usize, Bytes, StreamId)>,
+    result: Result<Vec<crate::tier::ColdNode>, TierError>,
+}
+
+/// Parses a range bound leniently for [`Core::cold_needs`] (a bad one needs nothing:
+/// the command answers the error itself).
+fn bound(arg: Option<&Bytes>, start: bool) -> Option<StreamId> {
+    use crate::stream::id::{parse_range_end, parse_range_start};
+    let a = arg?;
+    if start {
+        parse_range_start(a).ok()
+    } else {
+        parse_range_end(a).ok()
+    }
+}
+
+/// `COUNT n` anywhere in `args` (0 when absent or unparsable: all).
+fn count_arg(args: &[Bytes]) -> u64 {
+    args.windows(2)
+        .find(|w| w[0].eq_ignore_ascii_case(b"COUNT"))
+        .and_then(|w| std::str::from_utf8(&w[1]).ok()?.parse::<u64>().ok())
+        .unwrap_or(0)
+}
+
+impl Core {
+    /// The cold nodes (not warm) that the stream command `argv` on database `db` would
+    /// read: XRANGE, XREVRANGE, XREAD, XREADGROUP, XCLAIM, XAUTOCLAIM, XINFO STREAM and
+    /// XDEL. Found from the stubs and the group state alone; may name more than the
+    /// command reads, never a node it does not touch beyond its range. Empty for every
+    /// other command and when no node is cold.
+    pub fn cold_needs(
+        &self,
+        db: usize,
+        argv: &[Bytes],
+    ) -> Vec<(usize, Bytes, StreamId, NodeLocation)> {
+        let mut out = Vec::new();
+        if !self.tier.is_open()
+            || argv.len() < 2
+            || !argv[0].first().is_some_and(|c| c | 0x20 == b'x')
+        {
+            return out;
+        }
+        let Some(dbv) = self.dbs.get(db) else {
+            return out;
+        };
+        let cold_stream = |key: &Bytes| dbv.get_stream(key).filter(|s| s.cold().is_some());
+        let mut add = |key: &Bytes, found: Vec<(StreamId, NodeLocation)>| {
+            for (m, l) in found {
+                out.push((db, key.clone(), m, l));
+            }
+        };
+        let name = argv[0].to_ascii_uppercase();
+        match name.as_slice() {
+            b"XRANGE" | b"XREVRANGE" if argv.len() >= 4 => {
+                let rev = name == b"XREVRANGE";
+                let (a, b) = if rev { (3, 2) } else { (2, 3) };
+                if let (Some(s), Some(start), Some(end)) = (
+                    cold_stream(&argv[1]),
+                    bound(argv.get(a), true),
+                    bound(argv.get(b), false),
+                ) {
+                    add(
+                        &argv[1],
+                        s.cold_needed(start, end, rev, count_arg(&argv[4..])),
+                    );
+                }
+            }
+            b"XREAD" | b"XREADGROUP" => {
+                let Some(at) = argv.iter().position(|a| a.eq_ignore_ascii_case(b"STREAMS")) else {
+                    return out;
+                };
+                let count = count_arg(&argv[1..at]);
+                let rest = &argv[at + 1..];
+                if rest.is_empty() || !rest.len().is_multiple_of(2) {
+                    return out;
+                }
+                let (keys, ids) = rest.split_at(rest.len() / 2);
+                let group = (name == b"XREADGROUP")
+                    .then(|| argv.get(2).zip(argv.get(3)))
+                    .flatten();
+                for (key, id) in keys.iter().zip(ids) {
+                    let Some(s) = cold_stream(key) else { continue };
+                    if let Some((g, consumer)) = group {
+                        let Some(grp) = s.groups().get(g) else {
+                            continue;
+                        };
+                        if id.as_ref() == b">" {
+                            if let Some(after) = grp.last_id().incr() {
+                                add(key, s.cold_needed(after, StreamId::MAX, false, count));
+                            }
+                        } else if let (Ok(from), Some(cid)) = (
+                            crate::stream::id::parse_id(id, 0),
+                            grp.consumer_id(consumer),
+                        ) {
+                            let n = if count == 0 {
+                                usize::MAX
+                            } else {
+                                count as usize
+                            };
+                            let ids = grp
+                                .consumer_pel(cid, from, StreamId::MAX)
+                                .take(n)
+                                .map(|p| p.id);
+                            add(key, s.cold_needed_for(ids));
+                        }
+                    } else if id.as_ref() != b"$" && id.as_ref() != b"+" {
+                        if let Some(after) = crate::stream::id::parse_id(id, 0)
+                            .ok()
+                            .and_then(|x| x.incr())
+                        {
+                            add(key, s.cold_needed(after, StreamId::MAX, false, count));
+                        }
+                    }
+                }
+            }
+            b"XCLAIM" if argv.len() >= 6 => {
+                if let Some(s) = cold_stream(&argv[1]) {
+                    let ids = argv[5..]
+                        .iter()
+                        .map_while(|a| crate::stream::id::parse_strict_id(a).ok());
+                    add(&argv[1], s.cold_needed_for(ids));
+                }
+            }
+            b"XAUTOCLAIM" if argv.len() >= 6 => {
+                if let (Some(s), Ok(start)) = (
+                    cold_stream(&argv[1]),
+                    crate::stream::id::parse_range_start(&argv[5]),
+                ) && let Some(grp) = s.groups().get(&argv[2])
+                {
+                    let count = match count_arg(&argv[6..]) {
+                        0 => 100,
+                        n => n,
+                    };
+                    // XAUTOCLAIM looks at up to ten times COUNT pending entries.
+                    let ids = grp
+                        .pel_range(start, StreamId::MAX)
+                        .take((count * 10) as usize)
+                        .map(|p| p.id);
+                    add(&argv[1], s.cold_needed_for(ids));
+                }
+            }
+            b"XDEL" if argv.len() >= 3 => {
+                if let Some(s) = cold_stream(&argv[1]) {
+                    let ids = argv[2..]
+                        .iter()
+                        .filter_map(|a| crate::stream::id::parse_strict_id(a).ok());
+                    add(&argv[1], s.cold_needed_for(ids));
+                }
+            }
+            b"XINFO" if argv.len() >= 3 && argv[1].eq_ignore_ascii_case(b"STREAM") => {
+                if let Some(s) = cold_stream(&argv[2]) {
+                    let full = argv.get(3).is_some_and(|a| a.eq_ignore_ascii_case(b"FULL"));
+                    // Plain XINFO STREAM shows the first and last entries; FULL shows
+                    // COUNT entries (10 by default, 0 for all).
+                    let count = if !full {
+                        1
+                    } else {
+                        argv[4..]
+                            .windows(2)
+                            .find(|w| w[0].eq_ignore_ascii_case(b"COUNT"))
+                            .map_or(10, |w| {
+                                std::str::from_utf8(&w[1])
+                                    .ok()
+                                    .and_then(|t| t.parse::<u64>().ok())
+                                    .unwrap_or(10)
+                            })
+                    };
+                    add(
+                        &argv[2],
+                        s.cold_needed(StreamId::MIN, StreamId::MAX, false, count),
+                    );
+                }
+            }
+            _ => {}
+        }
+        out.truncate(PARK_MAX_NODES);
+        out
+    }
+
+    /// Parks a command for `needs` (from [`Core::cold_needs`]): queues their read on the
+    /// pool. `None` when there is no pool (the command then reads synchronously).
+    pub fn park(&mut self, needs: Vec<(usize, Bytes, StreamId, NodeLocation)>) -> Option<Parked> {
+        let locs: Vec<NodeLocation> = needs.iter().map(|n| n.3).collect();
+        let batch = self.tier.read_batch(&locs).ok()?;
+        let rx = self.tier.pool.as_ref()?.submit(batch);
+        self.tier.stats.parked_commands += 1;
+        Some(Parked {
+            wants: needs
+                .into_iter()
+                .map(|(db, key, m, _)| (db, key, m))
+                .collect(),
+            rx,
+        })
+    }
+
+    /// Installs a parked command's nodes as warm copies before it runs again. A node
+    /// that failed to read, or changed meanwhile, is simply not installed: the command
+    /// then reads it synchronously (and a failure shows there, counted and logged).
+    pub fn unpark(&mut self, read: ParkedRead) {
+        let nodes = match read.result {
+            Ok(nodes) => nodes,
+            Err(e) => {
+                tracing::error!(error = %e, "cold stream nodes could not be read back");
+                return;
+            }
+        };
+        for ((db, key, master), node) in read.wants.into_iter().zip(nodes) {
+            self.tier.stats.pool_reads += 1;
+            self.tier.stats.pool_read_bytes += node.node.len() as u64;
+            let Some(s) = self.dbs.get(db).and_then(|d| d.get_stream(&key)) else {
+                continue;
+            };
+            match decode(node.node, master) {
+                Ok(lp) => {
+                    s.warm_node(master, lp);
+                }
+                Err(e) => tracing::error!(error = %e, "a cold node read back is damaged"),
+            }
+        }
+    }
+}
