@@ -348,7 +348,7 @@ pub const DIRECTIVES: &[Directive] = &[
     },
     Directive {
         name: "stream-tiering-hot-bytes",
-        default: "1gb",
+        default: "1073741824",
         kind: Kind::Memory {
             min: 1024 * 1024,
             max: I64_MAX,

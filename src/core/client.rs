@@ -170,6 +170,9 @@ pub struct Client {
     /// The connection's query buffer (`qbuf`, `qbuf-free`, `argv-mem`), as the front end
     /// last reported it.
     pub query_buf: QueryBuf,
+    /// A command parked for cold stream nodes (tiering), whose nodes are now read: the
+    /// connection's next batch runs it first.
+    pub resume: Option<crate::resp::Argv>,
 }
 
 /// What a client's query buffer holds, for CLIENT LIST / CLIENT INFO. While a read's
@@ -244,6 +247,7 @@ impl Client {
             pipeline_sum: 0,
             pipeline_batches: 0,
             query_buf: QueryBuf::default(),
+            resume: None,
         }
     }
 

@@ -355,10 +355,9 @@ impl Core {
             .dbs
             .get_mut(db)
             .and_then(|d| d.get_stream_mut(&argv[1]))
+            && s.replay_cold(master, loc).is_none()
         {
-            if s.replay_cold(master, loc).is_none() {
-                tracing::warn!(master = %master, "a logged move to a segment does not match the stream's oldest node; it stays in memory");
-            }
+            tracing::warn!(master = %master, "a logged move to a segment does not match the stream's oldest node; it stays in memory");
         }
         Ok(())
     }
@@ -407,6 +406,21 @@ impl Core {
         }
     }
 
+    /// Loading, every few hundred records: drops warm copies over the limit (nothing
+    /// else does while loading) and gives freed memory back now and then.
+    pub fn tier_loading_tick(&mut self) {
+        if self.tier.store.is_none() {
+            return;
+        }
+        let before = cold::warm_bytes();
+        self.tier_cool_warm();
+        self.tier.freed_since_trim += before - cold::warm_bytes().min(before);
+        if self.tier.freed_since_trim >= RELEASE_AFTER_BYTES {
+            self.tier.freed_since_trim = 0;
+            crate::alloc::release_free_memory();
+        }
+    }
+
     /// Sum of the candidates' hot bytes (drops candidates with one hot node or gone).
     fn tier_hot_total(&mut self) -> usize {
         let mut total = 0;
@@ -445,7 +459,7 @@ impl Core {
                 Some((s.hot_bytes(), db, key.clone()))
             })
             .collect();
-        cands.sort_by(|a, b| b.0.cmp(&a.0));
+        cands.sort_by_key(|c| std::cmp::Reverse(c.0));
         let Some(store) = self.tier.store.as_mut() else {
             return false;
         };
@@ -820,7 +834,7 @@ impl Core {
         let mut out = Vec::new();
         if !self.tier.is_open()
             || argv.len() < 2
-            || !argv[0].first().is_some_and(|c| c | 0x20 == b'x')
+            || argv[0].first().is_none_or(|c| c | 0x20 != b'x')
         {
             return out;
         }
@@ -887,13 +901,13 @@ impl Core {
                                 .map(|p| p.id);
                             add(key, s.cold_needed_for(ids));
                         }
-                    } else if id.as_ref() != b"$" && id.as_ref() != b"+" {
-                        if let Some(after) = crate::stream::id::parse_id(id, 0)
+                    } else if id.as_ref() != b"$"
+                        && id.as_ref() != b"+"
+                        && let Some(after) = crate::stream::id::parse_id(id, 0)
                             .ok()
                             .and_then(|x| x.incr())
-                        {
-                            add(key, s.cold_needed(after, StreamId::MAX, false, count));
-                        }
+                    {
+                        add(key, s.cold_needed(after, StreamId::MAX, false, count));
                     }
                 }
             }

@@ -880,6 +880,11 @@ impl Loader {
                     Next::Record { argv, offset, .. } => {
                         self.replayer.apply(core, argv, src.path(), offset)?;
                         n += 1;
+                        if n.is_multiple_of(512) {
+                            // Replayed reads of cold nodes (an XCLAIM checks its entry)
+                            // leave warm copies: no cron runs meanwhile to drop them.
+                            core.tier_loading_tick();
+                        }
                         if n.is_multiple_of(512) && Instant::now() >= deadline {
                             let loaded = self.loaded_bytes();
                             self.report(core, loaded);

@@ -134,8 +134,6 @@ pub async fn serve<S>(
     // there anything to parse. A subscriber woken for its messages skips the batch.
     let mut new_input = true;
     let mut last_activity = Instant::now();
-    // A command whose cold nodes were just read: it runs first in the next batch.
-    let mut resume: Option<Argv> = None;
     loop {
         if !blocked && new_input {
             new_input = false;
@@ -159,7 +157,6 @@ pub async fn serve<S>(
                 &mut inbuf,
                 &mut out,
                 &output,
-                resume.take(),
             );
             if matches!(next, Next::Kill) {
                 break;
@@ -224,8 +221,11 @@ pub async fn serve<S>(
                     // The replies before it went out above; the core serves others
                     // while the nodes are read.
                     let read = parked.wait().await;
-                    core.borrow_mut().unpark(read);
-                    resume = Some(argv);
+                    let mut c = core.borrow_mut();
+                    c.unpark(read);
+                    if let Some(client) = c.clients.get_mut(&id) {
+                        client.resume = Some(argv);
+                    }
                     new_input = true;
                     continue;
                 }
@@ -351,7 +351,6 @@ fn process_batch(
     inbuf: &mut BytesMut,
     out: &mut RespWriter,
     output: &OutputState,
-    mut resume: Option<Argv>,
 ) -> Next {
     let mut core = core.borrow_mut();
     idle_poll.set_window(core.limits.idle_poll);
@@ -370,7 +369,7 @@ fn process_batch(
     loop {
         parser.set_authenticated(!core.auth_required(&client));
         // The request's bytes, over however many reads it came in (SLOT-STATS).
-        let resumed = resume.take();
+        let resumed = client.resume.take();
         let was_resumed = resumed.is_some();
         let parsed = match resumed {
             Some(argv) => Ok(Some(argv)),

@@ -33,7 +33,7 @@
 
 use super::StreamId;
 use super::listpack::Listpack;
-use std::cell::OnceCell;
+use std::sync::OnceLock;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -137,7 +137,7 @@ pub struct ColdStub {
     /// IDs deleted since the node went cold, ascending.
     tombstones: Box<[StreamId]>,
     /// The node as read back, tombstones applied; empty until read.
-    warm: OnceCell<Listpack>,
+    warm: OnceLock<Listpack>,
 }
 
 impl Clone for ColdStub {
@@ -180,7 +180,7 @@ impl ColdStub {
             live: lp.live() as u32,
             total: lp.total_entries() as u32,
             tombstones: Box::default(),
-            warm: OnceCell::new(),
+            warm: OnceLock::new(),
         }
     }
 
@@ -202,7 +202,7 @@ impl ColdStub {
             live,
             total,
             tombstones: tombstones.into_boxed_slice(),
-            warm: OnceCell::new(),
+            warm: OnceLock::new(),
         }
     }
 
@@ -436,6 +436,50 @@ impl ColdNodes {
     }
 }
 
+/// A store of node bytes in memory, with a loader over it, for the data layer's tests.
+#[cfg(test)]
+pub(crate) mod test_store {
+    use super::*;
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    use std::sync::atomic::AtomicU64;
+
+    /// Node bytes by segment number, with their master IDs.
+    type Nodes = HashMap<u64, (StreamId, Vec<u8>)>;
+
+    static NODES: Mutex<Option<Nodes>> = Mutex::new(None);
+    static NEXT: AtomicU64 = AtomicU64::new(1 << 40);
+
+    /// Keeps `lp`'s bytes under a new location and installs the loader that reads them.
+    pub fn put(master: StreamId, lp: &Listpack) -> NodeLocation {
+        let segment = NEXT.fetch_add(1, Ordering::Relaxed);
+        NODES
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert_with(HashMap::new)
+            .insert(segment, (master, lp.as_bytes().to_vec()));
+        set_loader(Some(Arc::new(|loc: NodeLocation, master: StreamId| {
+            let bytes = NODES
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_ref()
+                .and_then(|m| m.get(&loc.segment).cloned());
+            match bytes {
+                Some((m, b)) if m == master => Listpack::from_bytes(b, master)
+                    .map(|(lp, _)| lp)
+                    .map_err(|e| e.to_string()),
+                _ => Err("not in the test store".into()),
+            }
+        })));
+        NodeLocation {
+            segment,
+            offset: 32,
+            len: lp.as_bytes().len() as u32,
+            crc: 0,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -485,8 +529,9 @@ mod tests {
     }
 
     #[test]
-    fn without_a_loader_a_cold_node_reads_as_missing_and_is_counted() {
+    fn an_unreadable_cold_node_reads_as_missing_and_is_counted() {
         let (m, lp) = node(1..3);
+        // Segment 2 is in no store (the test store's numbers start at 2^40).
         let s = ColdStub::of_node(m, &lp, loc(2));
         let before = load_failures();
         assert!(s.node().is_none());

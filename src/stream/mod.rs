@@ -647,27 +647,15 @@ impl Stream {
     /// entry-by-entry work on a node that is entirely in range continues to the next node.
     pub fn trim(&mut self, spec: &TrimSpec, limits: &NodeLimits) -> u64 {
         let mut freed = 0;
-        let mut deleted = 0;
-        if let Some(x) = &mut self.extra
-            && let Some(cold) = &mut x.cold
-        {
-            let go_on = trim_cold(
+        let deleted = match &mut self.extra {
+            Some(x) => trim_all(
                 &mut self.nodes,
-                cold,
+                &mut x.cold,
                 spec,
                 limits,
                 &mut x.groups,
-                &mut deleted,
-            );
-            if cold.is_empty() {
-                x.cold = None;
-            }
-            if !go_on {
-                return deleted;
-            }
-        }
-        deleted += match &mut self.extra {
-            Some(x) => self.nodes.trim(spec, limits, &mut x.groups, &mut freed),
+                &mut freed,
+            ),
             None => self
                 .nodes
                 .trim(spec, limits, &mut Groups::default(), &mut freed),
@@ -946,12 +934,13 @@ impl Stream {
         }
         let mut budget = if count == 0 { u64::MAX } else { count };
         if rev {
-            // The hot part comes first going backwards.
-            let hot_live: u64 = self.nodes.length - cold.live();
-            if let Some(first_hot) = self.nodes.index.first().map(|(k, _)| master_of(k))
-                && end >= first_hot
-            {
-                budget = budget.saturating_sub(hot_live);
+            // The hot part comes first going backwards: what it gives of the range
+            // (walked in memory) counts against COUNT.
+            if count != 0 {
+                let hot = Range::new(&self.nodes, None, start, end, true)
+                    .take(count as usize)
+                    .count() as u64;
+                budget = budget.saturating_sub(hot);
                 if budget == 0 {
                     return out;
                 }
@@ -959,15 +948,17 @@ impl Stream {
             let Some(mut i) = cold.index_for(end) else {
                 return out;
             };
-            loop {
-                let Some(s) = cold.get(i) else { break };
+            while let Some(s) = cold.get(i) {
                 if s.last < start {
                     break;
                 }
                 if !s.is_warm() {
                     out.push((s.master, s.loc));
                 }
-                budget = budget.saturating_sub(u64::from(s.live));
+                // A node only partly in range gives fewer than its live entries.
+                if s.last <= end {
+                    budget = budget.saturating_sub(u64::from(s.live));
+                }
                 if budget == 0 || i == 0 {
                     break;
                 }
@@ -983,7 +974,10 @@ impl Stream {
                     if !s.is_warm() {
                         out.push((s.master, s.loc));
                     }
-                    budget = budget.saturating_sub(u64::from(s.live));
+                    // A node only partly in range gives fewer than its live entries.
+                    if s.master >= start {
+                        budget = budget.saturating_sub(u64::from(s.live));
+                    }
                     if budget == 0 {
                         break;
                     }
@@ -1063,6 +1057,29 @@ impl Stream {
         }
         true
     }
+}
+
+/// [`Stream::trim`] over the cold prefix, then the hot nodes (which add the bytes they
+/// free to `freed`); drops the cold part once it is empty.
+fn trim_all<R: GroupRefs>(
+    nodes: &mut Nodes,
+    cold: &mut Option<Box<cold::ColdNodes>>,
+    spec: &TrimSpec,
+    limits: &NodeLimits,
+    refs: &mut R,
+    freed: &mut usize,
+) -> u64 {
+    let mut deleted = 0;
+    if let Some(c) = cold {
+        let go_on = trim_cold(nodes, c, spec, limits, refs, &mut deleted);
+        if c.is_empty() {
+            *cold = None;
+        }
+        if !go_on {
+            return deleted;
+        }
+    }
+    deleted + nodes.trim(spec, limits, refs, freed)
 }
 
 /// [`Stream::trim`] over the cold prefix, with the same rules as [`Nodes::trim`]: whole
@@ -1192,10 +1209,11 @@ impl<'a> Range<'a> {
             None => 0,
             Some(c) if rev => c.index_for(end).map_or(0, |i| i + 1),
             Some(c) => {
-                if c.last().is_some_and(|l| l.last < start) {
-                    cold_len
-                } else {
-                    c.index_for(start).unwrap_or(0)
+                match c.index_for(start) {
+                    None => 0,
+                    // The node before `start` holds nothing of the range: not read.
+                    Some(i) if c.get(i).is_some_and(|s| s.last < start) => i + 1,
+                    Some(i) => i,
                 }
             }
         };
@@ -1410,6 +1428,22 @@ mod tests {
     fn check_invariants(s: &Stream) {
         let mut live = 0;
         let mut prev: Option<StreamId> = None;
+        if let Some(c) = s.cold() {
+            assert!(!c.is_empty(), "an empty cold part is dropped");
+            let mut sum = 0;
+            for st in c.stubs() {
+                assert!(st.live >= 1 && st.live <= st.total);
+                assert!(st.master <= st.first_live && st.first_live <= st.last);
+                assert!(
+                    prev.is_none_or(|p| st.master > p),
+                    "cold nodes out of order"
+                );
+                prev = Some(st.last);
+                sum += u64::from(st.live);
+            }
+            assert_eq!(sum, c.live());
+            live += c.live();
+        }
         for (k, lp) in s.nodes.index.iter() {
             let master = master_of(k);
             assert!(lp.live() >= 1, "node {master} has no live entry");
@@ -2081,6 +2115,11 @@ mod tests {
             /// Exact MINID with ACKED or DELREF; IDs with `(ms ^ seq ^ salt) % 3 == 0`
             /// are referenced by some group.
             MinIdRefs { at: usize, acked: bool, salt: u64 },
+            /// Move up to n of the oldest sealed nodes cold (tiering), through the test
+            /// loader's store.
+            Cold(usize),
+            /// Drop the warm copies of cold nodes.
+            Cool,
         }
 
         fn bytes_strategy() -> impl Strategy<Value = Vec<u8>> {
@@ -2109,6 +2148,8 @@ mod tests {
                 1 => (any::<usize>(), any::<bool>()).prop_map(|(at, approx)| Op::MinId { at, approx }),
                 1 => (any::<usize>(), any::<bool>(), any::<u64>())
                     .prop_map(|(at, acked, salt)| Op::MinIdRefs { at, acked, salt }),
+                2 => (0usize..4).prop_map(Op::Cold),
+                1 => Just(Op::Cool),
             ]
         }
 
@@ -2207,7 +2248,19 @@ mod tests {
                         Op::Range { a, b, rev, count } => {
                             if appended.is_empty() { continue }
                             let (x, y) = (appended[a % appended.len()], appended[b % appended.len()]);
+                            // What parking would read covers every cold node the walk reads.
+                            s.cool();
+                            let needed: Vec<StreamId> = s
+                                .cold_needed(x, y, rev, count as u64)
+                                .into_iter()
+                                .map(|(m, _)| m)
+                                .collect();
                             let got = stream_entries(s.range(x, y, rev).take(count));
+                            if count > 0 && let Some(c) = s.cold() {
+                                for st in c.stubs().filter(|st| st.is_warm()) {
+                                    prop_assert!(needed.contains(&st.master), "read {} not named by cold_needed {:?}", st.master, needed);
+                                }
+                            }
                             let want: Vec<_> = if x > y {
                                 vec![]
                             } else if rev {
@@ -2239,7 +2292,10 @@ mod tests {
                                 .collect();
                             let mut refs = Refs { referenced: referenced.clone(), removed: vec![] };
                             let policy = if acked { RefPolicy::Acked } else { RefPolicy::DelRef };
-                            let removed = s.nodes.trim(&minid(m, false, policy), &lim, &mut refs, &mut 0);
+                            let removed = match &mut s.extra {
+                                Some(x) => trim_all(&mut s.nodes, &mut x.cold, &minid(m, false, policy), &lim, &mut refs, &mut 0),
+                                None => s.nodes.trim(&minid(m, false, policy), &lim, &mut refs, &mut 0),
+                            };
                             let gone: Vec<StreamId> = model
                                 .keys()
                                 .copied()
@@ -2253,6 +2309,17 @@ mod tests {
                                 prop_assert!(gone.iter().all(|k| refs.removed.contains(k)));
                                 prop_assert!(refs.removed.iter().all(|k| *k < m));
                             }
+                        }
+                        Op::Cold(n) => {
+                            for _ in 0..n {
+                                let Some((master, lp)) = s.oldest_sealed_node() else { break };
+                                let lp = lp.clone();
+                                let loc = cold::test_store::put(master, &lp);
+                                prop_assert!(s.make_cold(master, &lp, loc).is_some());
+                            }
+                        }
+                        Op::Cool => {
+                            s.cool();
                         }
                     }
                     prop_assert_eq!(s.len(), model.len() as u64);

@@ -1,0 +1,378 @@
+//! Tiered streams (`stream-tiering`, docs/tiering.md) against the real binary: a server
+//! with a 1 MB hot budget and one without get the same commands, and every reply over cold
+//! data (ranges both ways with COUNT, XREAD, groups, claims, XINFO, XDEL, trims, DUMP) is
+//! the same byte for byte; cold nodes stay cold across a reload and a log rewrite; a trim
+//! unlinks whole segments; the settings go through CONFIG.
+
+mod common;
+
+use common::{Raw, Rng, encode_cmd, info_field, start_server_with};
+use std::time::{Duration, Instant};
+
+/// Entries loaded into each stream: ~200-byte payloads, so ~20 per node and ~6 MB in all,
+/// six times the 1 MB budget.
+const ENTRIES: u64 = 30_000;
+
+/// The field of INFO's tiering section, as a number (0 when absent).
+fn tier(raw: &mut Raw, field: &str) -> u64 {
+    info_field(raw, "tiering", field)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Waits (bounded) until `cond` holds; the mover runs on the server's cron (10 Hz).
+fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A payload of 200 bytes that depends on `i`.
+fn payload(i: u64) -> String {
+    let mut s = format!("{i:020}");
+    while s.len() < 200 {
+        s.push_str(&format!(
+            "{:x}",
+            i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ s.len() as u64
+        ));
+    }
+    s.truncate(200);
+    s
+}
+
+/// Appends `ENTRIES` entries `<i+1>-0 n <i> p <payload>` to `key`, pipelined.
+fn load(raw: &mut Raw, key: &str) {
+    let mut batch = Vec::new();
+    for i in 0..ENTRIES {
+        let id = format!("{}-0", i + 1);
+        let n = i.to_string();
+        let p = payload(i);
+        batch.extend_from_slice(&encode_cmd(&[
+            b"XADD",
+            key.as_bytes(),
+            id.as_bytes(),
+            b"n",
+            n.as_bytes(),
+            b"p",
+            p.as_bytes(),
+        ]));
+        if (i + 1) % 500 == 0 || i + 1 == ENTRIES {
+            raw.send(&batch);
+            batch.clear();
+            let n = if (i + 1) % 500 == 0 {
+                500
+            } else {
+                (i + 1) % 500
+            };
+            for _ in 0..n {
+                let r = raw.read_reply();
+                assert!(r.starts_with(b"$"), "XADD: {}", String::from_utf8_lossy(&r));
+            }
+        }
+    }
+}
+
+/// A reply with what must differ between the two servers normalised: Unix-ms times
+/// (13-digit integers; the servers run the commands a moment apart) and XINFO's
+/// `radix-tree-nodes` (a cold node counts as one tree node: docs/tiering.md).
+fn normalise(reply: &[u8]) -> String {
+    let text = String::from_utf8_lossy(reply);
+    let mut out = Vec::new();
+    let mut after_nodes = false;
+    for line in text.split("\r\n") {
+        let is_time = line.len() == 14
+            && line.starts_with(':')
+            && line[1..].bytes().all(|c| c.is_ascii_digit());
+        if after_nodes || is_time {
+            out.push(":<n>");
+        } else {
+            out.push(line);
+        }
+        after_nodes = line == "radix-tree-nodes";
+    }
+    out.join("\r\n")
+}
+
+/// Sends `args` to both servers and asserts the replies are the same (bytes, but for
+/// [`normalise`]).
+fn same(a: &mut Raw, b: &mut Raw, args: &[&str]) -> Vec<u8> {
+    let ra = a.cmd_str(args);
+    let rb = b.cmd_str(args);
+    assert_eq!(normalise(&ra), normalise(&rb), "{args:?}");
+    ra
+}
+
+/// A tiered server (1 MB budget) and a plain one, both loaded with `t` and a few keys.
+fn pair(extra: &[&str]) -> (common::Server, common::Server) {
+    let mut args = vec![
+        "--stream-tiering",
+        "yes",
+        "--stream-tiering-hot-bytes",
+        "1mb",
+    ];
+    args.extend_from_slice(extra);
+    let tiered = start_server_with(&args);
+    let plain = start_server_with(extra);
+    for s in [&tiered, &plain] {
+        let mut r = s.raw();
+        load(&mut r, "t");
+        r.cmd_str(&["SET", "other", "v"]);
+        r.cmd_str(&["XADD", "small", "1-1", "a", "b"]);
+    }
+    let mut r = tiered.raw();
+    wait_until("the hot part within the budget", || {
+        tier(&mut r, "tiering_cold_nodes") > 0
+            && tier(&mut r, "tiering_hot_bytes") <= 1024 * 1024 + 64 * 1024
+    });
+    (tiered, plain)
+}
+
+#[test]
+fn reads_over_cold_nodes_answer_as_without_tiering() {
+    let (tiered, plain) = pair(&[]);
+    let (mut a, mut b) = (tiered.raw(), plain.raw());
+    assert!(tier(&mut a, "tiering_cold_entries") > ENTRIES / 2);
+    for args in [
+        &["XLEN", "t"][..],
+        &["XRANGE", "t", "-", "+", "COUNT", "10"],
+        &["XREVRANGE", "t", "+", "-", "COUNT", "10"],
+        &["XRANGE", "t", "(1-0", "40"],
+        &["XREVRANGE", "t", "(25000-0", "24000", "COUNT", "300"],
+        &["XRANGE", "t", "15000", "15000"],
+        &["XREAD", "COUNT", "5", "STREAMS", "t", "small", "100", "0"],
+        &["XINFO", "STREAM", "t"],
+        &["XINFO", "STREAM", "t", "FULL", "COUNT", "3"],
+        &["GET", "other"],
+        &["XRANGE", "small", "-", "+"],
+    ] {
+        same(&mut a, &mut b, args);
+    }
+    // Random windows, both directions.
+    let mut rng = Rng(7);
+    for _ in 0..60 {
+        let start = 1 + rng.below(ENTRIES as usize) as u64;
+        let len = 1 + rng.below(300) as u64;
+        let (s, e) = (start.to_string(), (start + len).to_string());
+        same(&mut a, &mut b, &["XRANGE", "t", &s, &e]);
+        same(&mut a, &mut b, &["XREVRANGE", "t", &e, &s, "COUNT", "7"]);
+    }
+    assert!(
+        tier(&mut a, "tiering_parked_commands") > 0,
+        "reads parked for the disk"
+    );
+    assert!(tier(&mut a, "tiering_reads") > 0);
+    // The whole history in one reply: more nodes than a command parks for.
+    same(&mut a, &mut b, &["XRANGE", "t", "-", "+"]);
+    // DUMP of a tiered stream restores into the plain server as the same stream.
+    let dump = a.cmd(&[b"DUMP", b"t"]);
+    let body = dump_payload(&dump);
+    let r = b.cmd(&[b"RESTORE", b"copy", b"0", &body]);
+    assert_eq!(r, b"+OK\r\n");
+    let mut b2 = plain.raw();
+    let x = b2.cmd_str(&["XRANGE", "copy", "-", "+"]);
+    let y = b2.cmd_str(&["XRANGE", "t", "-", "+"]);
+    assert_eq!(x, y);
+}
+
+/// The payload of a bulk string reply.
+fn dump_payload(reply: &[u8]) -> Vec<u8> {
+    assert_eq!(reply[0], b'$', "{}", String::from_utf8_lossy(reply));
+    let nl = reply.iter().position(|&c| c == b'\n').expect("a header");
+    let len: usize = std::str::from_utf8(&reply[1..nl - 1])
+        .expect("digits")
+        .parse()
+        .expect("a length");
+    reply[nl + 1..nl + 1 + len].to_vec()
+}
+
+#[test]
+fn groups_claims_deletes_and_trims_over_cold_nodes_answer_as_without_tiering() {
+    let (tiered, plain) = pair(&[]);
+    let (mut a, mut b) = (tiered.raw(), plain.raw());
+    same(&mut a, &mut b, &["XGROUP", "CREATE", "t", "g", "0"]);
+    for i in 0..40 {
+        let c = format!("c{}", i % 3);
+        let r = same(
+            &mut a,
+            &mut b,
+            &[
+                "XREADGROUP",
+                "GROUP",
+                "g",
+                &c,
+                "COUNT",
+                "50",
+                "STREAMS",
+                "t",
+                ">",
+            ],
+        );
+        assert!(r.len() > 1000, "entries delivered");
+    }
+    same(&mut a, &mut b, &["XPENDING", "t", "g"]);
+    same(
+        &mut a,
+        &mut b,
+        &["XACK", "t", "g", "1-0", "2-0", "3-0", "900-0"],
+    );
+    // History: the consumer's pending entries with their data.
+    same(
+        &mut a,
+        &mut b,
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "c1",
+            "COUNT",
+            "30",
+            "STREAMS",
+            "t",
+            "0",
+        ],
+    );
+    same(
+        &mut a,
+        &mut b,
+        &[
+            "XCLAIM", "t", "g", "c9", "0", "10-0", "11-0", "500-0", "1999-0",
+        ],
+    );
+    same(
+        &mut a,
+        &mut b,
+        &["XAUTOCLAIM", "t", "g", "c8", "0", "0", "COUNT", "25"],
+    );
+    same(
+        &mut a,
+        &mut b,
+        &["XINFO", "STREAM", "t", "FULL", "COUNT", "5"],
+    );
+    // XDEL of cold entries (and of IDs that do not exist) marks them without I/O errors.
+    same(
+        &mut a,
+        &mut b,
+        &["XDEL", "t", "5-0", "6-0", "5-1", "12345-0"],
+    );
+    same(&mut a, &mut b, &["XRANGE", "t", "1", "20"]);
+    same(&mut a, &mut b, &["XLEN", "t"]);
+    same(&mut a, &mut b, &["XINFO", "STREAM", "t"]);
+    // Trims: approximate (whole nodes), exact inside a cold node, then MAXLEN.
+    same(&mut a, &mut b, &["XTRIM", "t", "MINID", "~", "3000"]);
+    same(&mut a, &mut b, &["XTRIM", "t", "MINID", "4001"]);
+    same(&mut a, &mut b, &["XTRIM", "t", "MAXLEN", "20000"]);
+    same(&mut a, &mut b, &["XRANGE", "t", "-", "+", "COUNT", "5"]);
+    same(&mut a, &mut b, &["XINFO", "STREAM", "t"]);
+    same(&mut a, &mut b, &["XPENDING", "t", "g"]);
+    // New entries still go to the tail.
+    same(&mut a, &mut b, &["XADD", "t", "99999-0", "n", "x"]);
+    same(&mut a, &mut b, &["XREVRANGE", "t", "+", "-", "COUNT", "2"]);
+}
+
+#[test]
+fn cold_nodes_stay_cold_across_a_reload_and_a_rewrite() {
+    let tiered = start_server_with(&[
+        "--stream-tiering",
+        "yes",
+        "--stream-tiering-hot-bytes",
+        "1mb",
+        "--appendonly",
+        "yes",
+    ]);
+    let mut r = tiered.raw();
+    load(&mut r, "t");
+    wait_until("cold nodes", || tier(&mut r, "tiering_cold_nodes") > 100);
+    let before = r.cmd_str(&["XRANGE", "t", "-", "+"]);
+    let info = r.cmd_str(&["XINFO", "STREAM", "t"]);
+    // The log names each move (STREAMD.TIER): a reload from it turns the same nodes cold.
+    assert_eq!(r.cmd_str(&["DEBUG", "LOADAOF"]), b"+OK\r\n");
+    assert!(tier(&mut r, "tiering_cold_nodes") > 100);
+    assert!(tier(&mut r, "tiering_hot_bytes") <= 2 * 1024 * 1024);
+    assert_eq!(r.cmd_str(&["XRANGE", "t", "-", "+"]), before);
+    // A rewrite writes the cold nodes as stubs: the new base is far smaller than the data.
+    assert_eq!(
+        r.cmd_str(&["BGREWRITEAOF"]),
+        b"+Background append only file rewriting started\r\n"
+    );
+    wait_until("the rewrite", || {
+        info_field(&mut r, "persistence", "aof_rewrite_in_progress").as_deref() == Some("0")
+    });
+    let base: u64 = std::fs::read_dir(tiered.dir().join("appendonlydir"))
+        .expect("the log directory")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains(".base."))
+        .map(|e| e.metadata().map_or(0, |m| m.len()))
+        .sum();
+    assert!(base < 3 * 1024 * 1024, "base of {base} bytes");
+    assert_eq!(r.cmd_str(&["DEBUG", "LOADAOF"]), b"+OK\r\n");
+    assert!(tier(&mut r, "tiering_cold_nodes") > 100);
+    assert_eq!(r.cmd_str(&["XRANGE", "t", "-", "+"]), before);
+    assert_eq!(r.cmd_str(&["XINFO", "STREAM", "t"]), info);
+}
+
+#[test]
+fn trimming_history_unlinks_whole_segments() {
+    let tiered = start_server_with(&[
+        "--stream-tiering",
+        "yes",
+        "--stream-tiering-hot-bytes",
+        "1mb",
+    ]);
+    let mut r = tiered.raw();
+    // ~40 MB: three 16 MB segments.
+    for k in 0..7 {
+        load(&mut r, &format!("s{k}"));
+    }
+    wait_until("cold nodes", || tier(&mut r, "tiering_segments") >= 3);
+    let bytes = tier(&mut r, "tiering_segment_bytes");
+    for k in 0..7 {
+        r.cmd_str(&["DEL", &format!("s{k}")]);
+    }
+    wait_until("segments unlinked", || {
+        tier(&mut r, "tiering_segments_unlinked") >= 2
+    });
+    assert!(tier(&mut r, "tiering_segment_bytes") < bytes / 2);
+    let files = std::fs::read_dir(tiered.dir().join("tier"))
+        .expect("the tier directory")
+        .count();
+    assert!(files <= 2, "{files} segment files left");
+}
+
+#[test]
+fn the_settings_go_through_config() {
+    let s = start_server_with(&[]);
+    let mut r = s.raw();
+    assert_eq!(
+        r.cmd_str(&["CONFIG", "GET", "stream-tiering*"]),
+        b"*4\r\n$14\r\nstream-tiering\r\n$2\r\nno\r\n$24\r\nstream-tiering-hot-bytes\r\n$10\r\n1073741824\r\n"
+    );
+    assert_eq!(
+        r.cmd_str(&["CONFIG", "SET", "stream-tiering-hot-bytes", "2"]),
+        b"-ERR CONFIG SET failed (possibly related to argument 'stream-tiering-hot-bytes') - argument must be between 1048576 and 9223372036854775807 inclusive\r\n"
+    );
+    assert_eq!(
+        r.cmd_str(&["CONFIG", "SET", "stream-tiering", "maybe"]),
+        b"-ERR CONFIG SET failed (possibly related to argument 'stream-tiering') - argument must be 'yes' or 'no'\r\n"
+    );
+    // Turned on while running: the store opens and the mover starts.
+    load(&mut r, "t");
+    assert_eq!(
+        r.cmd_str(&[
+            "CONFIG",
+            "SET",
+            "stream-tiering",
+            "yes",
+            "stream-tiering-hot-bytes",
+            "1mb"
+        ]),
+        b"+OK\r\n"
+    );
+    wait_until("cold nodes", || tier(&mut r, "tiering_cold_nodes") > 0);
+    assert!(s.dir().join("tier").is_dir());
+    assert_eq!(
+        r.cmd_str(&["XLEN", "t"]),
+        format!(":{ENTRIES}\r\n").into_bytes()
+    );
+}
