@@ -44,8 +44,14 @@ fn payload(i: u64) -> String {
 
 /// Appends `ENTRIES` entries `<i+1>-0 n <i> p <payload>` to `key`, pipelined.
 fn load(raw: &mut Raw, key: &str) {
+    load_range(raw, key, 0..ENTRIES);
+}
+
+/// Appends the entries `<i+1>-0 n <i> p <payload>` for `i` in `range` to `key`, pipelined.
+fn load_range(raw: &mut Raw, key: &str, range: std::ops::Range<u64>) {
     let mut batch = Vec::new();
-    for i in 0..ENTRIES {
+    let mut queued = 0;
+    for i in range.clone() {
         let id = format!("{}-0", i + 1);
         let n = i.to_string();
         let p = payload(i);
@@ -58,18 +64,15 @@ fn load(raw: &mut Raw, key: &str) {
             b"p",
             p.as_bytes(),
         ]));
-        if (i + 1) % 500 == 0 || i + 1 == ENTRIES {
+        queued += 1;
+        if queued == 500 || i + 1 == range.end {
             raw.send(&batch);
             batch.clear();
-            let n = if (i + 1) % 500 == 0 {
-                500
-            } else {
-                (i + 1) % 500
-            };
-            for _ in 0..n {
+            for _ in 0..queued {
                 let r = raw.read_reply();
                 assert!(r.starts_with(b"$"), "XADD: {}", String::from_utf8_lossy(&r));
             }
+            queued = 0;
         }
     }
 }
@@ -375,4 +378,34 @@ fn the_settings_go_through_config() {
         r.cmd_str(&["XLEN", "t"]),
         format!(":{ENTRIES}\r\n").into_bytes()
     );
+}
+
+#[test]
+fn segments_mostly_dead_are_compacted_and_their_survivors_read_the_same() {
+    let tiered = start_server_with(&[
+        "--stream-tiering",
+        "yes",
+        "--stream-tiering-hot-bytes",
+        "1mb",
+    ]);
+    let mut r = tiered.raw();
+    // Three streams written in turns, so their cold nodes share segments.
+    for step in 0..(3 * ENTRIES / 1000) {
+        let range = step * 1000 / 3..(step + 1) * 1000 / 3;
+        for k in ["a", "b", "c"] {
+            load_range(&mut r, k, range.clone());
+        }
+    }
+    wait_until("cold nodes in several segments", || {
+        tier(&mut r, "tiering_segments") >= 2 && tier(&mut r, "tiering_cold_nodes") > 1000
+    });
+    let before = r.cmd_str(&["XRANGE", "a", "-", "+"]);
+    // Two thirds of every segment's records die: each is compacted, then unlinked.
+    r.cmd_str(&["DEL", "b", "c"]);
+    wait_until("a compaction", || tier(&mut r, "tiering_compactions") >= 1);
+    wait_until("the compacted segment unlinked", || {
+        tier(&mut r, "tiering_segments_unlinked") >= 1
+    });
+    assert_eq!(r.cmd_str(&["XRANGE", "a", "-", "+"]), before);
+    assert!(tier(&mut r, "tiering_compacted_bytes") > 0);
 }

@@ -36,6 +36,13 @@ use tokio::sync::oneshot;
 /// The log record of a move.
 pub const TIER_RECORD: &[u8] = b"STREAMD.TIER";
 
+/// The log record of a compaction's copy: `STREAMD.RELOC <key> <master> <segment>
+/// <offset> <len> <crc>` points a cold node at its record's new location.
+pub const RELOC_RECORD: &[u8] = b"STREAMD.RELOC";
+
+/// A sealed segment whose live records take less than this share of it is compacted.
+const COMPACT_LIVE_SHARE: f64 = 0.5;
+
 /// Node bytes moved out between two calls of [`crate::alloc::release_free_memory`].
 const RELEASE_AFTER_BYTES: usize = 16 << 20;
 
@@ -87,6 +94,32 @@ pub struct TierStats {
     pub segments_unlinked: u64,
     /// Log rewrites or snapshots asked for to free segments.
     pub rewrites_requested: u64,
+    /// Segments compacted (their live records copied to the active segment).
+    pub compactions: u64,
+    /// Node bytes copied by compactions.
+    pub compacted_bytes: u64,
+}
+
+/// A compaction in flight: the live records of one sealed segment are read on the pool,
+/// appended to the active segment, synced, and their stubs repointed.
+struct Compaction {
+    /// The segment being emptied.
+    segment: u64,
+    /// Database, key, master ID and old location of each live record, in read order.
+    targets: Vec<(usize, Bytes, StreamId, NodeLocation)>,
+    /// Where it stands.
+    phase: CompactionPhase,
+}
+
+/// The two waits of a compaction.
+enum CompactionPhase {
+    /// The old records are being read.
+    Reading(oneshot::Receiver<Result<Vec<crate::tier::ColdNode>, TierError>>),
+    /// The copies are being synced; their new locations, in target order.
+    Syncing(
+        oneshot::Receiver<Result<crate::tier::PendingSync, TierError>>,
+        Vec<NodeLocation>,
+    ),
 }
 
 /// A mover round waiting for its sync.
@@ -108,6 +141,8 @@ pub struct Tiering {
     candidates: BTreeMap<usize, HashSet<Bytes>>,
     /// The mover round in flight.
     pending: Option<PendingMove>,
+    /// The compaction in flight.
+    compaction: Option<Compaction>,
     /// Segments the files a restart would load may name.
     protected: BTreeSet<u64>,
     /// Segments named at the start of the save in progress of each kind (and by the
@@ -334,22 +369,7 @@ impl Core {
     /// record turns the stream's oldest hot node cold again. A node that does not match
     /// (other node limits at replay) stays hot; the mover moves it again later.
     pub fn tier_replay(&mut self, db: usize, argv: &[Bytes]) -> Result<(), String> {
-        if argv.len() != 7 {
-            return Err("wrong number of arguments".into());
-        }
-        let master = StreamId::from_key(&argv[2]).ok_or("the master ID is not 16 bytes")?;
-        let num = |b: &Bytes| -> Result<u64, String> {
-            std::str::from_utf8(b)
-                .ok()
-                .and_then(|s| s.parse().ok())
-                .ok_or_else(|| "a location field is not a number".to_string())
-        };
-        let loc = NodeLocation {
-            segment: num(&argv[3])?,
-            offset: u32::try_from(num(&argv[4])?).map_err(|_| "offset out of range")?,
-            len: u32::try_from(num(&argv[5])?).map_err(|_| "length out of range")?,
-            crc: num(&argv[6])?,
-        };
+        let (master, loc) = parse_move(argv)?;
         self.tier.protected.insert(loc.segment);
         if let Some(s) = self
             .dbs
@@ -387,7 +407,220 @@ impl Core {
         if self.tiering_enabled() && self.tier.pending.is_none() {
             self.tier_start_move(false);
         }
+        self.tier_compact();
         self.tier_collect();
+    }
+
+    /// Loading a log: a `STREAMD.RELOC` record points a cold node at its record's copy.
+    pub fn tier_replay_reloc(&mut self, db: usize, argv: &[Bytes]) -> Result<(), String> {
+        let (master, loc) = parse_move(argv)?;
+        self.tier.protected.insert(loc.segment);
+        if let Some(s) = self
+            .dbs
+            .get_mut(db)
+            .and_then(|d| d.get_stream_mut(&argv[1]))
+        {
+            s.relocate_cold(master, None, loc);
+        }
+        Ok(())
+    }
+
+    /// Compaction, one step per cron tick: finishes the step in flight, or starts on the
+    /// sealed segment with the smallest live share below [`COMPACT_LIVE_SHARE`] (not the
+    /// active one). The old segment is then named by nothing in memory and goes the way
+    /// of trimmed segments (see "Garbage").
+    fn tier_compact(&mut self) {
+        match self.tier.compaction.take() {
+            Some(c) => self.tier_compact_step(c),
+            None => {
+                if self.tier.pending.is_none() && self.tier.readers == 0 {
+                    self.tier_compact_start();
+                }
+            }
+        }
+    }
+
+    /// Picks a segment and queues the read of its live records.
+    fn tier_compact_start(&mut self) {
+        let Some(store) = self.tier.store.as_ref() else {
+            return;
+        };
+        let active = store.active_segment();
+        let stats = store.stats();
+        // Live record bytes per segment, from the stubs.
+        let mut live: HashMap<u64, u64> = HashMap::new();
+        for db in &self.dbs {
+            for (_, v) in db.keys.iter() {
+                if let Some(c) = v.as_stream().and_then(|s| s.cold()) {
+                    for st in c.stubs() {
+                        *live.entry(st.loc.segment).or_default() += st.loc.record_size();
+                    }
+                }
+            }
+        }
+        let pick = stats
+            .iter()
+            .filter(|s| s.sealed && Some(s.segment) != active && s.bytes > 0)
+            .filter_map(|s| {
+                let l = *live.get(&s.segment)?;
+                let share = l as f64 / s.bytes as f64;
+                (share < COMPACT_LIVE_SHARE).then_some((share, s.segment))
+            })
+            .min_by(|a, b| a.0.total_cmp(&b.0));
+        let Some((_, segment)) = pick else {
+            return;
+        };
+        let mut targets = Vec::new();
+        for (i, db) in self.dbs.iter().enumerate() {
+            for (k, v) in db.keys.iter() {
+                if let Some(c) = v.as_stream().and_then(|s| s.cold()) {
+                    for st in c.stubs().filter(|st| st.loc.segment == segment) {
+                        targets.push((i, Bytes::copy_from_slice(k), st.master, st.loc));
+                    }
+                }
+            }
+        }
+        let locs: Vec<NodeLocation> = targets.iter().map(|t| t.3).collect();
+        let Ok(batch) = self.tier.read_batch(&locs) else {
+            return;
+        };
+        let Some(pool) = self.tier.pool.as_ref() else {
+            return;
+        };
+        let rx = pool.submit(batch);
+        self.tier.compaction = Some(Compaction {
+            segment,
+            targets,
+            phase: CompactionPhase::Reading(rx),
+        });
+    }
+
+    /// Advances a compaction whose wait may be over.
+    fn tier_compact_step(&mut self, mut c: Compaction) {
+        match c.phase {
+            CompactionPhase::Reading(mut rx) => {
+                let nodes = match rx.try_recv() {
+                    Err(oneshot::error::TryRecvError::Empty) => {
+                        c.phase = CompactionPhase::Reading(rx);
+                        self.tier.compaction = Some(c);
+                        return;
+                    }
+                    Err(oneshot::error::TryRecvError::Closed) => Err(TierError::PoolClosed),
+                    Ok(r) => r,
+                };
+                let nodes = match nodes {
+                    Ok(n) => n,
+                    Err(e) => {
+                        tracing::error!(segment = c.segment, error = %e, "a segment's compaction could not read it");
+                        return;
+                    }
+                };
+                let Some(store) = self.tier.store.as_mut() else {
+                    return;
+                };
+                let mut new_locs = Vec::with_capacity(nodes.len());
+                for (node, t) in nodes.iter().zip(&c.targets) {
+                    match store.append(stream_tag(&t.1), node.first, node.last, &node.node) {
+                        Ok(loc) => new_locs.push(loc),
+                        Err(e) => {
+                            tracing::error!(error = %e, "a segment's compaction could not write");
+                            return;
+                        }
+                    }
+                }
+                let sync = match store.begin_sync() {
+                    Ok(p) => p,
+                    Err(e) => {
+                        tracing::error!(error = %e, "a segment's compaction could not sync");
+                        return;
+                    }
+                };
+                let Some(pool) = self.tier.pool.as_ref() else {
+                    return;
+                };
+                let rx = pool.run(move || sync.run().map(|()| sync));
+                c.phase = CompactionPhase::Syncing(rx, new_locs);
+                self.tier.compaction = Some(c);
+            }
+            CompactionPhase::Syncing(mut rx, new_locs) => {
+                let sync = match rx.try_recv() {
+                    Err(oneshot::error::TryRecvError::Empty) => {
+                        c.phase = CompactionPhase::Syncing(rx, new_locs);
+                        self.tier.compaction = Some(c);
+                        return;
+                    }
+                    Err(oneshot::error::TryRecvError::Closed) => Err(TierError::PoolClosed),
+                    Ok(r) => r,
+                };
+                let Some(store) = self.tier.store.as_mut() else {
+                    return;
+                };
+                match sync {
+                    Ok(p) => store.finish_sync(p),
+                    Err(e) => {
+                        tracing::error!(error = %e, "a segment's compaction could not sync");
+                        return;
+                    }
+                }
+                let mut bytes = 0u64;
+                for ((db, key, master, old), new) in c.targets.into_iter().zip(new_locs) {
+                    let moved = self
+                        .dbs
+                        .get_mut(db)
+                        .and_then(|d| d.get_stream_mut(&key))
+                        .is_some_and(|s| s.relocate_cold(master, Some(old), new));
+                    if !moved {
+                        continue;
+                    }
+                    bytes += u64::from(new.len);
+                    if self.persist.recording() {
+                        self.tier.protected.insert(new.segment);
+                    }
+                    for refs in self.tier.save_refs.iter_mut().flatten() {
+                        refs.insert(new.segment);
+                    }
+                    self.log_location(RELOC_RECORD, db, &key, master, new);
+                }
+                self.tier.stats.compactions += 1;
+                self.tier.stats.compacted_bytes += bytes;
+                self.tier.gc_wanted = true;
+                tracing::info!(
+                    segment = c.segment,
+                    copied_bytes = bytes,
+                    "compacted a segment: its live records were copied to the active segment"
+                );
+            }
+        }
+    }
+
+    /// Logs `name <key> <master> <segment> <offset> <len> <crc>` (log only).
+    fn log_location(
+        &mut self,
+        name: &[u8],
+        db: usize,
+        key: &[u8],
+        master: StreamId,
+        loc: NodeLocation,
+    ) {
+        let master = master.to_key();
+        let (seg, off, len, crc) = (
+            loc.segment.to_string(),
+            loc.offset.to_string(),
+            loc.len.to_string(),
+            loc.crc.to_string(),
+        );
+        self.propagate_to_log(
+            db,
+            &[
+                name,
+                key,
+                &master,
+                seg.as_bytes(),
+                off.as_bytes(),
+                len.as_bytes(),
+                crc.as_bytes(),
+            ],
+        );
     }
 
     /// Loading: moves nodes synchronously while hot bytes are over the budget (a full
@@ -569,25 +802,7 @@ impl Core {
             if self.persist.recording() {
                 self.tier.protected.insert(loc.segment);
             }
-            let key_bytes = master.to_key();
-            let (seg, off, len, crc) = (
-                loc.segment.to_string(),
-                loc.offset.to_string(),
-                loc.len.to_string(),
-                loc.crc.to_string(),
-            );
-            self.propagate_to_log(
-                db,
-                &[
-                    TIER_RECORD,
-                    &key,
-                    &key_bytes,
-                    seg.as_bytes(),
-                    off.as_bytes(),
-                    len.as_bytes(),
-                    crc.as_bytes(),
-                ],
-            );
+            self.log_location(TIER_RECORD, db, &key, master, loc);
         }
     }
 
@@ -622,7 +837,11 @@ impl Core {
         if cold::take_retired() > 0 {
             self.tier.gc_wanted = true;
         }
-        if !self.tier.gc_wanted || self.tier.readers > 0 || self.tier.pending.is_some() {
+        if !self.tier.gc_wanted
+            || self.tier.readers > 0
+            || self.tier.pending.is_some()
+            || self.tier.compaction.is_some()
+        {
             return;
         }
         self.tier.gc_wanted = false;
@@ -746,7 +965,9 @@ impl Core {
              tiering_sync_reads:{}\r\n\
              tiering_read_errors:{}\r\n\
              tiering_segments_unlinked:{}\r\n\
-             tiering_rewrites_requested:{}\r\n",
+             tiering_rewrites_requested:{}\r\n\
+             tiering_compactions:{}\r\n\
+             tiering_compacted_bytes:{}\r\n",
             if self.tiering_enabled() { "yes" } else { "no" },
             self.tiering_budget(),
             cold::warm_bytes(),
@@ -761,8 +982,31 @@ impl Core {
             cold::load_failures(),
             st.segments_unlinked,
             st.rewrites_requested,
+            st.compactions,
+            st.compacted_bytes,
         )
     }
+}
+
+/// The master ID and location of a `STREAMD.TIER` or `STREAMD.RELOC` record.
+fn parse_move(argv: &[Bytes]) -> Result<(StreamId, NodeLocation), String> {
+    if argv.len() != 7 {
+        return Err("wrong number of arguments".into());
+    }
+    let master = StreamId::from_key(&argv[2]).ok_or("the master ID is not 16 bytes")?;
+    let num = |b: &Bytes| -> Result<u64, String> {
+        std::str::from_utf8(b)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| "a location field is not a number".to_string())
+    };
+    let loc = NodeLocation {
+        segment: num(&argv[3])?,
+        offset: u32::try_from(num(&argv[4])?).map_err(|_| "offset out of range")?,
+        len: u32::try_from(num(&argv[5])?).map_err(|_| "length out of range")?,
+        crc: num(&argv[6])?,
+    };
+    Ok((master, loc))
 }
 
 /// The stream id written into each record: a hash of the key (records are found by

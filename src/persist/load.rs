@@ -257,6 +257,9 @@ pub fn apply_internal(core: &mut Core, db: usize, argv: &Argv) -> Result<(), Str
     if name.eq_ignore_ascii_case(crate::core::tier::TIER_RECORD) {
         return core.tier_replay(db, argv);
     }
+    if name.eq_ignore_ascii_case(crate::core::tier::RELOC_RECORD) {
+        return core.tier_replay_reloc(db, argv);
+    }
     if super::idmp::apply_internal(core, db, argv)? {
         return Ok(());
     }

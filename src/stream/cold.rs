@@ -33,8 +33,8 @@
 
 use super::StreamId;
 use super::listpack::Listpack;
-use std::sync::OnceLock;
 use std::collections::VecDeque;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 

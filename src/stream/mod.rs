@@ -898,6 +898,27 @@ impl Stream {
         Ok(())
     }
 
+    /// Points the cold node keyed `master` at `to` if it is still at `from` (a segment's
+    /// compaction copied its record). False when there is no such cold node there.
+    pub fn relocate_cold(
+        &mut self,
+        master: StreamId,
+        from: Option<cold::NodeLocation>,
+        to: cold::NodeLocation,
+    ) -> bool {
+        let Some(c) = self.extra.as_mut().and_then(|x| x.cold.as_mut()) else {
+            return false;
+        };
+        let Some(stub) = c.index_of(master).and_then(|i| c.get_mut(i)) else {
+            return false;
+        };
+        if from.is_some_and(|f| f != stub.loc) || stub.loc.len != to.len {
+            return false;
+        }
+        stub.loc = to;
+        true
+    }
+
     /// Installs `lp`, read back from the segment, as the warm copy of the cold node keyed
     /// `master`. False when there is no such cold node or `lp` is not it.
     pub fn warm_node(&self, master: StreamId, lp: Listpack) -> bool {
