@@ -345,7 +345,16 @@ fn dashboard_queries_and_alert_rules_work_against_a_real_prometheus() {
     let queries = dashboard_queries(&dash);
 
     // The servers.
-    let h = Node::start("H", &[]);
+    // H tiers its streams (a 1 MB hot budget), so the tiering panels have series.
+    let h = Node::start(
+        "H",
+        &[
+            "--stream-tiering",
+            "yes",
+            "--stream-tiering-hot-bytes",
+            "1mb",
+        ],
+    );
     let hr = Node::start("HR", &[]);
     let bus = free_port().to_string();
     let cl = Node::start("C", &["--cluster-enabled", "yes", "--cluster-port", &bus]);
@@ -385,6 +394,29 @@ fn dashboard_queries_and_alert_rules_work_against_a_real_prometheus() {
         "+OK\r\n"
     );
     wait_info(&h, "replication", "min_slaves_good_slaves", "1");
+    // H: 4 MB of history, four times its hot budget: some of it goes cold.
+    let payload = "h".repeat(200);
+    for chunk in 0..40 {
+        let mut batch = Vec::new();
+        for i in 0..500u64 {
+            batch.extend_from_slice(&encode_cmd(&[
+                b"XADD",
+                b"history",
+                format!("{}-1", chunk * 500 + i + 1).as_bytes(),
+                b"p",
+                payload.as_bytes(),
+            ]));
+        }
+        hraw.send(&batch);
+        hraw.read_replies(500);
+    }
+    {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while info_field(&mut hraw, "tiering", "tiering_cold_nodes").as_deref() == Some("0") {
+            assert!(Instant::now() < deadline, "H never moved a node cold");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
     assert_eq!(
         c(&mut hraw, "XGROUP CREATE orders workers $ MKSTREAM"),
         "+OK\r\n"

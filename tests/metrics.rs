@@ -289,3 +289,52 @@ fn scrape_of_10k_streams_pauses_the_core_under_5ms() {
     assert!(best < 0.005, "core paused {best} s at best: {pauses:?}");
     assert!(pauses.iter().all(|p| p.1 > 1.0), "one slice: {pauses:?}");
 }
+
+#[test]
+fn tiering_series_follow_info_tiering() {
+    let (s, mport) = server_with_metrics(&[
+        "--stream-tiering",
+        "yes",
+        "--stream-tiering-hot-bytes",
+        "1mb",
+    ]);
+    let mut r = s.raw();
+    // ~4 MB of entries: four times the budget.
+    let payload = "p".repeat(200);
+    for chunk in 0..40 {
+        let mut batch = Vec::new();
+        for i in 0..500u64 {
+            let id = format!("{}-0", chunk * 500 + i + 1);
+            batch.extend_from_slice(&common::encode_cmd(&[
+                b"XADD",
+                b"t",
+                id.as_bytes(),
+                b"p",
+                payload.as_bytes(),
+            ]));
+        }
+        r.send(&batch);
+        for _ in 0..500 {
+            r.read_reply();
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let body = loop {
+        let body = scrape(mport);
+        if value(&body, "streamd_tiering_cold_nodes").is_some_and(|v| v > 0.0) {
+            break body;
+        }
+        assert!(Instant::now() < deadline, "no cold nodes in:\n{body}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(value(&body, "streamd_tiering_nodes_moved_total").is_some_and(|v| v > 0.0));
+    assert!(
+        body.contains("# TYPE streamd_tiering_nodes_moved_total counter"),
+        "{body}"
+    );
+    assert!(
+        body.contains("# TYPE streamd_tiering_hot_bytes gauge"),
+        "{body}"
+    );
+    assert!(value(&body, "streamd_tiering_segment_bytes").is_some_and(|v| v > 1e6));
+}

@@ -15,6 +15,9 @@
 //!
 //! ```text
 //! SELECT <db>                                          before each non-empty database
+//! STREAMD.COLD <key> <stub> [<stub> ...]              cold nodes (tiering) as stubs naming
+//!                                                      their segment records, oldest first
+//!                                                      (`write_cold` draws a stub)
 //! STREAMD.NODES <key> <master> <node> [<master> <node> ...]
 //!                                                      the stream's nodes, oldest first,
 //!                                                      ~1 MiB of nodes per record

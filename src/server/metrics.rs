@@ -321,6 +321,8 @@ struct Snapshot {
     pause_max: Duration,
     /// Borrows this scrape took.
     slices: u64,
+    /// INFO tiering's numeric fields (`tiering_*`), when the segment store is open.
+    tiering: Vec<(String, u64)>,
 }
 
 /// Copies the core's numbers out in slices of about [`SLICE_BUDGET`], yielding between
@@ -357,6 +359,17 @@ async fn gather(core: &SharedCore) -> Snapshot {
 impl Snapshot {
     /// The server-wide numbers (one borrow; their size does not grow with the data).
     fn header(&mut self, c: &Core) {
+        if c.tier.is_open() {
+            self.tiering = c
+                .tier_info()
+                .lines()
+                .filter_map(|l| {
+                    let (k, v) = l.trim_end().split_once(':')?;
+                    let k = k.strip_prefix("tiering_")?;
+                    Some((k.to_string(), v.parse().ok()?))
+                })
+                .collect();
+        }
         // No client is executing while the endpoint holds the core, so every connected
         // client is in the table.
         self.clients = c.clients.len();
@@ -805,6 +818,31 @@ impl Collector for Snapshot {
             }),
         )?;
         self.encode_replication(e)?;
+        // Tiering (docs/tiering.md): INFO tiering's fields, cumulative ones as counters.
+        for (k, v) in &self.tiering {
+            let name = format!("streamd_tiering_{k}");
+            let help = format!("INFO tiering's tiering_{k}");
+            let cumulative = [
+                "nodes_moved",
+                "bytes_moved",
+                "moves_abandoned",
+                "move_errors",
+                "parked_commands",
+                "reads",
+                "read_bytes",
+                "sync_reads",
+                "read_errors",
+                "segments_unlinked",
+                "rewrites_requested",
+                "compactions",
+                "compacted_bytes",
+            ];
+            if cumulative.contains(&k.as_str()) {
+                counter(e, &name, &help, *v)?;
+            } else {
+                gauge(e, &name, &help, *v)?;
+            }
+        }
         if let Some(cl) = &self.cluster {
             for (name, v) in [
                 ("redis_cluster_state", u64::from(cl.state_ok)),

@@ -1,6 +1,7 @@
-//! Tiering's storage room (DESIGN.md §13, issue 39): cold stream nodes in segment files,
-//! read back off the core thread. **In progress**: this is the foundation only; no
-//! stream goes cold yet (see `docs/tiering.md` for what is built and what is to come).
+//! Tiering's storage room (DESIGN.md §13, `docs/tiering.md`): cold stream nodes in
+//! segment files, read back off the core thread. The stream keeps cold stubs
+//! (`stream/cold.rs`); the core drives the store (`core/tier.rs`: the mover, parked
+//! commands' reads, garbage collection and compaction).
 //!
 //! ```text
 //! core thread                                  tier/
