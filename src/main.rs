@@ -27,6 +27,8 @@ static GLOBAL: streamd::alloc::CountingAlloc = streamd::alloc::CountingAlloc;
 See conf/streamd.conf for the full list. \
 `streamd --check-aof FILE [--fix]` checks (and with --fix truncates to the last good record) \
 a log file, a snapshot or a manifest's files without starting a server. \
+`streamd --check-tier DIR [--fix]` checks every record of the segment files in DIR (a data \
+directory's tier/) and with --fix cuts a torn tail. \
 `streamd --import-rdb dump.rdb [options]` imports the streams of a Redis RDB file (versions 9-12) \
 into an empty data directory, writes a snapshot, then serves as usual."
 )]
@@ -80,10 +82,55 @@ fn check_aof(args: &[String]) -> ExitCode {
     }
 }
 
+/// `--check-tier DIR [--fix]`: every record of every segment file in DIR (a data
+/// directory's `tier/`); exit 0 when all are good (or a torn tail was cut with --fix), 1
+/// when one is damaged, 2 on usage errors.
+fn check_tier(args: &[String]) -> ExitCode {
+    let usage = "Usage: streamd --check-tier <dir>/tier [--fix]";
+    let mut dir = None;
+    let mut fix = false;
+    for a in args {
+        match a.as_str() {
+            "--fix" => fix = true,
+            _ if dir.is_none() && !a.starts_with("--") => dir = Some(PathBuf::from(a)),
+            _ => {
+                eprintln!("{usage}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let Some(dir) = dir else {
+        eprintln!("{usage}");
+        return ExitCode::from(2);
+    };
+    let report = streamd::tier::SegmentStore::check(&dir, fix);
+    for line in &report.lines {
+        println!("{line}");
+    }
+    println!(
+        "{} segments, {} records{}",
+        report.segments,
+        report.records,
+        if report.error.is_some() {
+            ": DAMAGED"
+        } else {
+            ": ok"
+        }
+    );
+    if report.error.is_some() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
 fn main() -> ExitCode {
     let raw: Vec<String> = std::env::args().collect();
     if raw.get(1).is_some_and(|a| a == "--check-aof") {
         return check_aof(&raw[2..]);
+    }
+    if raw.get(1).is_some_and(|a| a == "--check-tier") {
+        return check_tier(&raw[2..]);
     }
     // `--import-rdb PATH` may stand anywhere; it is not a configuration directive.
     let mut import = None;

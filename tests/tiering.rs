@@ -409,3 +409,39 @@ fn segments_mostly_dead_are_compacted_and_their_survivors_read_the_same() {
     assert_eq!(r.cmd_str(&["XRANGE", "a", "-", "+"]), before);
     assert!(tier(&mut r, "tiering_compacted_bytes") > 0);
 }
+
+#[test]
+fn check_tier_verifies_every_record_and_names_the_damage() {
+    let tiered = start_server_with(&[
+        "--stream-tiering",
+        "yes",
+        "--stream-tiering-hot-bytes",
+        "1mb",
+    ]);
+    let mut r = tiered.raw();
+    load(&mut r, "t");
+    wait_until("cold nodes", || tier(&mut r, "tiering_cold_nodes") > 100);
+    let dir = tiered.dir().join("tier");
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_streamd"))
+            .arg("--check-tier")
+            .args(args)
+            .output()
+            .expect("run streamd --check-tier")
+    };
+    let d = dir.display().to_string();
+    let ok = run(&[&d]);
+    let text = String::from_utf8_lossy(&ok.stdout).to_string();
+    assert_eq!(ok.status.code(), Some(0), "{text}");
+    assert!(text.contains(": ok"), "{text}");
+    // One flipped byte inside the first record of the oldest segment.
+    let seg = dir.join("seg-0000000000000001.sdt");
+    let mut bytes = std::fs::read(&seg).expect("read the segment");
+    bytes[100] ^= 0xff;
+    std::fs::write(&seg, &bytes).expect("write the segment");
+    let bad = run(&[&d]);
+    let text = String::from_utf8_lossy(&bad.stdout).to_string();
+    assert_eq!(bad.status.code(), Some(1), "{text}");
+    assert!(text.contains("seg-0000000000000001.sdt"), "{text}");
+    assert_eq!(run(&[]).status.code(), Some(2));
+}

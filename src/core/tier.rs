@@ -682,23 +682,30 @@ impl Core {
         // A little under the budget, so the mover does not run for every new node.
         let mut want = total - budget + budget / 16;
         want = want.min(MOVE_BATCH_BYTES);
-        let mut cands: Vec<(usize, usize, Bytes)> = self
+        let mut cands: Vec<(usize, usize, Bytes, bool)> = self
             .tier
             .candidates
             .iter()
             .flat_map(|(db, keys)| keys.iter().map(move |k| (*db, k)))
             .filter_map(|(db, key)| {
                 let s = self.dbs.get(db)?.get_stream(key)?;
-                Some((s.hot_bytes(), db, key.clone()))
+                let read = s.oldest_sealed_node().is_some_and(|(m, lp)| {
+                    s.groups()
+                        .min_last_id()
+                        .is_none_or(|delivered| lp.last_id(m) <= delivered)
+                });
+                Some((s.hot_bytes(), db, key.clone(), read))
             })
             .collect();
-        cands.sort_by_key(|c| std::cmp::Reverse(c.0));
+        // Streams whose oldest nodes every group has read go first (a consumer catching up
+        // reads the others soon), then the largest.
+        cands.sort_by_key(|c| (!c.3, std::cmp::Reverse(c.0)));
         let Some(store) = self.tier.store.as_mut() else {
             return false;
         };
         let mut moves = Vec::new();
         let mut planned = 0usize;
-        'streams: for (_, db, key) in cands {
+        'streams: for (_, db, key, _) in cands {
             let Some(s) = self.dbs[db].get_stream(&key) else {
                 continue;
             };
