@@ -21,7 +21,9 @@
 //! The `repl/*` workloads start their own servers instead (A = streamd, B = redis-server,
 //! a primary with 0, 1 or 2 replicas each round) and run only when named: `--only repl`.
 //! So do the `cluster/*` workloads (a 3-primary, 3-replica cluster of each kind, formed
-//! with `redis-cli --cluster create` each round): `--only cluster`.
+//! with `redis-cli --cluster create` each round): `--only cluster`; and the `tiering/*`
+//! workloads (the same streamd twice, A with `--stream-tiering yes` and a small hot
+//! budget, B with `--stream-tiering no`): `--only tiering`.
 
 mod client;
 mod driver;
@@ -49,6 +51,7 @@ const USAGE: &str = "\
 usage: streamd-bench --a HOST:PORT [--b HOST:PORT] [options] [WORKLOAD...]
        streamd-bench --only repl [--streamd PATH] [--sync-entries N] [options]
        streamd-bench --only cluster [--streamd PATH] [options]
+       streamd-bench --only tiering [--streamd PATH] [options]
 
   --a, --b ADDR     servers to compare (B optional; ratios are A/B)
   --rounds N        rounds per server, alternating A B, B A, ... (default 5)
@@ -68,6 +71,20 @@ usage: streamd-bench --a HOST:PORT [--b HOST:PORT] [options] [WORKLOAD...]
   --streamd PATH    the streamd binary (default: streamd next to this executable);
                     a redis-server path here makes A Redis too (Redis-vs-Redis check)
   --sync-entries N  entries loaded before each repl/fullsync-* (default 5000000)
+
+  tiering/* (tiered streams) start that streamd twice each round, A with
+  --stream-tiering yes and a hot budget of 16 MiB x scale (at least 2 MiB), B with
+  --stream-tiering no, on free loopback ports with temporary directories; no
+  redis-server needed. Each also prints a row of its own figures per side:
+  tiering/xadd            XADD throughput writing 8 budgets of ~200-byte entries
+  tiering/tail-consumers  4 consumers XREADGROUP > at the tail while a producer
+                          writes over 8 cold budgets: disk reads (goal 0)
+  tiering/cold-scan       full XRANGE scan (COUNT 1000 pages) of 8 budgets with
+                          the segments dropped from the page cache: MB/s against
+                          the disk's sequential read; a probe client's XADD +
+                          XREADGROUP p99 during scans over its p99 without
+  tiering/restart         SAVE, SIGKILL, start again with 10 budgets cold: restart
+                          time and VmRSS against the same data untiered
 ";
 
 /// Command-line options.
@@ -190,30 +207,24 @@ fn main() {
         eprintln!("no workload matches {:?}; see --list", args.only);
         std::process::exit(2);
     }
-    let programs = if chosen
+    let own = chosen
         .iter()
-        .any(|w| workloads::starts_own_servers(&w.name))
-    {
-        match Program::streamd(args.streamd.clone()).and_then(|a| Ok((a, Program::redis()?))) {
-            Ok((a, b)) => {
-                if a.name == b.name {
-                    eprintln!(
-                        "note: repl/* and cluster/* A is {} too (--streamd {}): a sanity \
-                         run, ratios should be near 1",
-                        a.name,
-                        a.path.display()
-                    );
-                }
-                Some((a, b))
-            }
-            Err(e) => {
-                eprintln!("{e}");
-                std::process::exit(2);
-            }
-        }
-    } else {
-        None
+        .any(|w| workloads::starts_own_servers(&w.name));
+    let against_redis = chosen.iter().any(|w| workloads::against_redis(&w.name));
+    let programs = Programs {
+        streamd: own.then(|| exit_on_error(Program::streamd(args.streamd.clone()))),
+        redis: against_redis.then(|| exit_on_error(Program::redis())),
     };
+    if let (Some(a), Some(b)) = (&programs.streamd, &programs.redis)
+        && a.name == b.name
+    {
+        eprintln!(
+            "note: repl/* and cluster/* A is {} too (--streamd {}): a sanity run, ratios \
+             should be near 1",
+            a.name,
+            a.path.display()
+        );
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -225,10 +236,56 @@ fn main() {
         }
     };
     let local = tokio::task::LocalSet::new();
-    let failed = local.block_on(&runtime, run_all(&args, &chosen, programs.as_ref()));
+    let failed = local.block_on(&runtime, run_all(&args, &chosen, &programs));
     if failed > 0 {
         eprintln!("streamd-bench: {failed} workload side(s) failed");
         std::process::exit(1);
+    }
+}
+
+/// The value, or the error on stderr and exit status 2.
+fn exit_on_error<T>(r: Result<T, String>) -> T {
+    r.unwrap_or_else(|e| {
+        eprintln!("{e}");
+        std::process::exit(2)
+    })
+}
+
+/// The programs the workloads that start their own servers run, found once.
+struct Programs {
+    /// streamd (`--streamd`), when such a workload is chosen.
+    streamd: Option<Program>,
+    /// `redis-server`, when a `repl/*` or `cluster/*` workload is chosen.
+    redis: Option<Program>,
+}
+
+/// A server side: its name (`A`, `B`), its label (address, or the program it starts),
+/// and the program a workload that starts its own servers runs for it.
+type Sides = Vec<(&'static str, String, Option<Program>)>;
+
+impl Programs {
+    /// The sides of workload `w`, which starts its own servers: A = streamd, B =
+    /// `redis-server` (`repl/*`, `cluster/*`) or the same streamd (`tiering/*`, which
+    /// turns tiering on for A only).
+    fn sides(&self, w: &Workload) -> Sides {
+        let label = |p: &Program, what: &str| format!("{}{what} {}", p.name, p.path.display());
+        let Some(a) = &self.streamd else {
+            return Vec::new();
+        };
+        if workloads::against_redis(&w.name) {
+            let Some(b) = &self.redis else {
+                return Vec::new();
+            };
+            vec![
+                ("A", label(a, ""), Some(a.clone())),
+                ("B", label(b, ""), Some(b.clone())),
+            ]
+        } else {
+            vec![
+                ("A", label(a, " (tiering on)"), Some(a.clone())),
+                ("B", label(a, " (tiering off)"), Some(a.clone())),
+            ]
+        }
     }
 }
 
@@ -246,25 +303,11 @@ fn emit(text: &str) {
 }
 
 /// Runs every chosen workload; returns how many server sides failed. `programs` are the
-/// servers (A, B) that workloads starting their own run.
-async fn run_all(args: &Args, chosen: &[Workload], programs: Option<&(Program, Program)>) -> usize {
-    let given: Vec<(&'static str, String, Option<Program>)> =
-        std::iter::once(("A", args.a.clone(), None))
-            .chain(args.b.clone().map(|b| ("B", b, None)))
-            .collect();
-    let started_by_us: Vec<(&'static str, String, Option<Program>)> = programs
-        .map(|(a, b)| {
-            [("A", a), ("B", b)]
-                .map(|(n, p)| {
-                    (
-                        n,
-                        format!("{} {}", p.name, p.path.display()),
-                        Some(p.clone()),
-                    )
-                })
-                .to_vec()
-        })
-        .unwrap_or_default();
+/// servers that workloads starting their own run.
+async fn run_all(args: &Args, chosen: &[Workload], programs: &Programs) -> usize {
+    let given: Sides = std::iter::once(("A", args.a.clone(), None))
+        .chain(args.b.clone().map(|b| ("B", b, None)))
+        .collect();
     let epoch = Instant::now();
     let started = Instant::now();
     if !args.json {
@@ -273,8 +316,10 @@ async fn run_all(args: &Args, chosen: &[Workload], programs: Option<&(Program, P
     let mut failed = 0;
     let mut points = Vec::new();
     for (k, w) in chosen.iter().enumerate() {
+        let own_sides;
         let servers = if workloads::starts_own_servers(&w.name) {
-            &started_by_us
+            own_sides = programs.sides(w);
+            &own_sides
         } else {
             &given
         };
@@ -309,6 +354,7 @@ async fn run_all(args: &Args, chosen: &[Workload], programs: Option<&(Program, P
                     epoch,
                     spawn: spawn.clone(),
                     sync_entries: args.sync_entries,
+                    side: name,
                 };
                 // Every wait inside is bounded; this bounds the round as a whole too.
                 let limit = args.timeout * 20;
@@ -372,7 +418,7 @@ async fn run_all(args: &Args, chosen: &[Workload], programs: Option<&(Program, P
         for side in ["A", "B"] {
             names.push(format!(
                 "{side} = {}",
-                server_named(&given, &started_by_us, chosen, side, args.timeout).await
+                server_named(&given, programs, chosen, side, args.timeout).await
             ));
         }
         let title = format!(
@@ -394,17 +440,15 @@ async fn run_all(args: &Args, chosen: &[Workload], programs: Option<&(Program, P
 
 /// How the charts' title names server `side`: what its `INFO server` says it is
 /// (`streamd 0.1.0`, `Redis 7.0.15`; its address when it does not answer), or the
-/// program the workloads that start their own servers ran; both when both kinds ran.
+/// program the workloads that start their own servers ran (`streamd (tiering off)`); all
+/// of them when several kinds ran.
 async fn server_named(
     given: &[(&'static str, String, Option<Program>)],
-    started_by_us: &[(&'static str, String, Option<Program>)],
+    programs: &Programs,
     chosen: &[Workload],
     side: &str,
     timeout: Duration,
 ) -> String {
-    let own = chosen
-        .iter()
-        .any(|w| workloads::starts_own_servers(&w.name));
     let others = chosen
         .iter()
         .any(|w| !workloads::starts_own_servers(&w.name));
@@ -416,12 +460,23 @@ async fn server_named(
                 .unwrap_or_else(|| addr.clone()),
         );
     }
-    if let Some((_, _, Some(p))) = started_by_us
+    for w in chosen
         .iter()
-        .find(|(n, _, _)| *n == side)
-        .filter(|_| own)
+        .filter(|w| workloads::starts_own_servers(&w.name))
     {
-        out.push(p.name.clone());
+        for (n, _, p) in programs.sides(w) {
+            let Some(p) = p.filter(|_| n == side) else {
+                continue;
+            };
+            let name = match (workloads::against_redis(&w.name), side) {
+                (true, _) => p.name,
+                (false, "A") => format!("{} (tiering on)", p.name),
+                (false, _) => format!("{} (tiering off)", p.name),
+            };
+            if !out.contains(&name) {
+                out.push(name);
+            }
+        }
     }
     if out.is_empty() {
         "-".into()
@@ -478,6 +533,10 @@ mod tests {
         assert!(parse("--only cluster/failover,repl").is_ok());
         assert!(parse("--only cluster,xadd").is_err());
         assert!(parse("--only repl --sync-entries 0").is_err());
+        // So does the tiering family (streamd against itself).
+        assert!(parse("--only tiering --rounds 3").is_ok_and(|a| a.only == ["tiering"]));
+        assert!(parse("tiering/restart --streamd /x/streamd").is_ok());
+        assert!(parse("--only tiering,xadd").is_err());
         assert!(is_local("127.0.0.1:6379") && !is_local("10.0.0.1:6379"));
     }
 }

@@ -148,6 +148,26 @@ fn stat_cpu_ticks(stat: &str) -> Option<u64> {
     Some(utime + stime)
 }
 
+/// A figure a workload reports beside the standard columns for one round (a counter's
+/// delta, a restart time, a read speed): printed per server as the median over the rounds
+/// with its range.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figure {
+    /// What it is (`disk reads`, `restart`).
+    pub name: &'static str,
+    /// Its unit (`MB/s`, `s`, `×`; empty for a count).
+    pub unit: &'static str,
+    /// Its value in this round.
+    pub value: f64,
+}
+
+impl Figure {
+    /// A figure named `name`, in `unit`.
+    pub fn new(name: &'static str, unit: &'static str, value: f64) -> Figure {
+        Figure { name, unit, value }
+    }
+}
+
 /// The figures of one round on one server.
 #[derive(Debug, Clone, Default)]
 pub struct Sample {
@@ -163,6 +183,8 @@ pub struct Sample {
     pub mem_delta: Option<f64>,
     /// Server CPU over the phase, in microseconds.
     pub cpu_us: Option<f64>,
+    /// The workload's own figures, if it has any (`tiering/*`).
+    pub figures: Vec<Figure>,
 }
 
 impl Sample {
@@ -175,6 +197,7 @@ impl Sample {
             lat_ns,
             mem_delta: m.mem_delta,
             cpu_us: m.cpu_us,
+            figures: Vec::new(),
         }
     }
 }
@@ -221,6 +244,9 @@ pub struct Summary {
     pub cpu_per_op: Option<Spread>,
     /// `used_memory` delta per entry moved, in bytes.
     pub mem_per_entry: Option<Spread>,
+    /// The workload's own figures over the rounds: name, unit, spread (in the order the
+    /// first round gave them).
+    pub figures: Vec<(&'static str, &'static str, Spread)>,
 }
 
 impl Summary {
@@ -244,8 +270,23 @@ impl Summary {
         let lat_us = (!lats.is_empty()).then(|| {
             [0, 1, 2].map(|i| Spread::of(lats.iter().map(|l| l[i])).map_or(0.0, |s| s.median))
         });
+        let mut figures: Vec<(&'static str, &'static str, Spread)> = Vec::new();
+        for f in ok.iter().flat_map(|s| &s.figures) {
+            if figures.iter().any(|(name, _, _)| *name == f.name) {
+                continue;
+            }
+            let values = ok
+                .iter()
+                .flat_map(|s| &s.figures)
+                .filter(|g| g.name == f.name)
+                .map(|g| g.value);
+            if let Some(spread) = Spread::of(values) {
+                figures.push((f.name, f.unit, spread));
+            }
+        }
         Summary {
             rounds: ok.len(),
+            figures,
             ops: rate(|s| s.ops),
             entries: rate(|s| s.entries),
             lat_us,
@@ -345,6 +386,10 @@ mod tests {
             lat_ns: vec![lat * 1000; 10],
             mem_delta: Some(ops as f64 * 50.0),
             cpu_us: Some(cpu),
+            figures: vec![
+                Figure::new("disk reads", "", ops as f64 / 100.0),
+                Figure::new("restart", "s", 0.5),
+            ],
         };
         let s = Summary::of(&[
             round(100, 500.0, 10),
@@ -360,6 +405,18 @@ mod tests {
         assert_eq!(s.lat_us, Some([20.0, 20.0, 20.0]));
         assert_eq!(s.cpu_per_op.map(|c| c.median), Some(5.0));
         assert_eq!(s.mem_per_entry.map(|m| m.median), Some(5.0));
+        let figures: Vec<_> = s
+            .figures
+            .iter()
+            .map(|(n, u, f)| (*n, *u, f.median, f.min, f.max))
+            .collect();
+        assert_eq!(
+            figures,
+            vec![
+                ("disk reads", "", 2.0, 1.0, 3.0),
+                ("restart", "s", 0.5, 0.5, 0.5)
+            ]
+        );
         let empty = Summary::of(&[Sample::default()]);
         assert_eq!(empty.rounds, 0);
         assert!(empty.ops.is_none() && empty.lat_us.is_none());

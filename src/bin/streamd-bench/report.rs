@@ -8,6 +8,13 @@
 //! | xadd/... | A/B    | 1.12× | 1.12× | p99 0.91× | 0.62× | –                                      |
 //! ```
 //! Ratios are of medians. Throughput above 1 favours A; latency, CPU and memory below 1 do.
+//!
+//! A workload with figures of its own (`tiering/*`: disk reads, read speeds, restart time)
+//! adds one row per server after those, its figures in the third cell:
+//!
+//! ```text
+//! | tiering/restart | A figures | restart 0.05 s (0.04–0.06); VmRSS after 21.3 MB; ... | | | | |
+//! ```
 
 use std::fmt::Write as _;
 
@@ -74,7 +81,35 @@ fn times(r: Option<f64>) -> String {
     r.map_or("–".into(), |r| format!("{r:.2}×"))
 }
 
-/// The Markdown rows of one workload: one per server, then the A/B ratio row.
+/// `12` → `12`, `1234.5` → `1.2k`, `0.123` → `0.12`: a figure's value.
+fn figure_value(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e4 {
+        format!("{x:.0}")
+    } else if x.abs() >= 1e3 {
+        rate(x)
+    } else {
+        small(x)
+    }
+}
+
+/// One figure as the table shows it: `name median unit`, then `(min–max)` when the rounds
+/// differ as printed.
+fn figure_text(name: &str, unit: &str, s: &Spread) -> String {
+    let with_unit = |x: f64| match unit {
+        "" => figure_value(x),
+        "×" => format!("{x:.2}×"),
+        u => format!("{} {u}", figure_value(x)),
+    };
+    let mut out = format!("{name} {}", with_unit(s.median));
+    let (min, max) = (with_unit(s.min), with_unit(s.max));
+    if min != max {
+        let _ = write!(out, " ({min}–{max})");
+    }
+    out
+}
+
+/// The Markdown rows of one workload: one per server, then the A/B ratio row, then a
+/// `figures` row per server whose workload reports figures of its own.
 pub fn rows(w: &Workload, sides: &[Side]) -> String {
     let mut out = String::new();
     for s in sides {
@@ -121,6 +156,24 @@ pub fn rows(w: &Workload, sides: &[Side]) -> String {
             times(ratio(med(a.cpu_per_op), med(b.cpu_per_op))),
             times(ratio(med(a.mem_per_entry), med(b.mem_per_entry))),
         );
+    }
+    for s in sides {
+        if let Ok(sum) = &s.result
+            && !sum.figures.is_empty()
+        {
+            let text: Vec<String> = sum
+                .figures
+                .iter()
+                .map(|(name, unit, spread)| figure_text(name, unit, spread))
+                .collect();
+            let _ = writeln!(
+                out,
+                "| {} | {} figures | {} | | | | |",
+                w.name,
+                s.name,
+                text.join("; ")
+            );
+        }
     }
     out
 }
@@ -180,17 +233,32 @@ pub fn json(w: &Workload, sides: &[Side]) -> String {
                         json_num(Some(c))
                     )
                 });
+                let figures: Vec<String> = sum
+                    .figures
+                    .iter()
+                    .map(|(name, unit, spread)| {
+                        format!(
+                            "{}:{{\"unit\":{},\"median\":{},\"min\":{},\"max\":{}}}",
+                            json_str(name),
+                            json_str(unit),
+                            json_num(Some(spread.median)),
+                            json_num(Some(spread.min)),
+                            json_num(Some(spread.max))
+                        )
+                    })
+                    .collect();
                 let _ = writeln!(
                     out,
                     "{head},\"rounds\":{},\"ops_per_sec\":{},\"entries_per_sec\":{},\
                      \"latency_us\":{lat},\"cpu_us_per_op\":{},\"mem_unit\":{},\
-                     \"mem_bytes_per_unit\":{}}}",
+                     \"mem_bytes_per_unit\":{},\"figures\":{{{}}}}}",
                     sum.rounds,
                     json_spread(sum.ops),
                     json_spread(sum.entries),
                     json_spread(sum.cpu_per_op),
                     json_str(w.mem_unit),
                     json_spread(sum.mem_per_entry),
+                    figures.join(","),
                 );
             }
             Err(e) => {
@@ -217,7 +285,7 @@ pub fn json(w: &Workload, sides: &[Side]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::Sample;
+    use crate::measure::{Figure, Sample};
     use crate::workloads::all;
 
     #[test]
@@ -239,6 +307,7 @@ mod tests {
             lat_ns: vec![1000, 2000, 3000],
             mem_delta: Some(ops as f64 * 10.0),
             cpu_us: Some(cpu),
+            figures: vec![Figure::new("disk reads", "", 0.0)],
         };
         let side = |name, ops, cpu| Side {
             name,
@@ -265,6 +334,33 @@ mod tests {
                 result: Err("boom".into()),
             },
         ];
+        assert!(
+            table.contains("| A figures | disk reads 0 | | | | |"),
+            "{table}"
+        );
+        assert!(
+            lines.contains("\"figures\":{\"disk reads\":{\"unit\":\"\",\"median\":0.0000"),
+            "{lines}"
+        );
+        let s = Spread {
+            median: 0.5,
+            min: 0.25,
+            max: 1500.0,
+        };
+        assert_eq!(
+            figure_text("restart", "s", &s),
+            "restart 0.50 s (0.25 s–1500 s)"
+        );
+        assert_eq!(
+            figure_text("ratio", "×", &s),
+            "ratio 0.50× (0.25×–1500.00×)"
+        );
+        let close = Spread {
+            median: 58.31,
+            min: 58.30,
+            max: 58.32,
+        };
+        assert_eq!(figure_text("cold", "MB", &close), "cold 58.3 MB");
         assert!(rows(w, &failed).contains("FAILED: boom"));
         assert!(!rows(w, &failed).contains("A/B"));
         assert!(json(w, &failed).contains("\"error\":\"boom\""));

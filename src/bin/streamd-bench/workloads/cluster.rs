@@ -1021,6 +1021,7 @@ async fn reshard(
         lat_ns: vec![nanos],
         mem_delta: None,
         cpu_us: None,
+        figures: Vec::new(),
     })
 }
 
@@ -1206,6 +1207,7 @@ async fn failover(ctx: &Ctx, cluster: &mut Cluster) -> io::Result<Sample> {
         lat_ns: lat,
         mem_delta: None,
         cpu_us: None,
+        figures: Vec::new(),
     })
 }
 
@@ -1385,6 +1387,7 @@ mod tests {
             epoch: Instant::now(),
             spawn: Some(redis.clone()),
             sync_entries: 0,
+            side: "A",
         };
         local.block_on(&rt, body(ctx, redis));
     }

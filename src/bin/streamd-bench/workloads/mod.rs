@@ -5,9 +5,10 @@
 //! Sizes are the issue's full sizes (1M entries, 100k PEL, 100k streams) times `--scale`;
 //! timed phases last [`TIMED_SECS`] times `--scale` (at least half a second).
 //!
-//! The `repl/*` and `cluster/*` families are the exception to "a flushed server": they
-//! start their own servers (streamd for A, `redis-server` for B) every round, and run only
-//! when named ([`OWN_SERVERS`]).
+//! The `repl/*`, `cluster/*` and `tiering/*` families are the exception to "a flushed
+//! server": they start their own servers every round (streamd for A; `redis-server` for B,
+//! or for `tiering/*` the same streamd with tiering off), and run only when named
+//! ([`OWN_SERVERS`]).
 
 mod bitmaps;
 mod cluster;
@@ -20,6 +21,7 @@ mod memory;
 mod pubsub;
 mod read;
 mod replication;
+mod tiering;
 mod types;
 mod write;
 
@@ -50,6 +52,9 @@ pub struct Ctx {
     pub spawn: Option<replication::Program>,
     /// Entries loaded before a `repl/fullsync-*` (not scaled).
     pub sync_entries: u64,
+    /// Which side of the comparison this round runs: `A` or `B` (`tiering/*` starts the
+    /// same program for both, with tiering on for A and off for B).
+    pub side: &'static str,
 }
 
 impl Ctx {
@@ -197,6 +202,8 @@ pub enum Kind {
     },
     /// One of the geo commands, pipelined.
     Geo(geo::GeoOp),
+    /// Tiered streams, on servers the workload starts itself (A tiering on, B off).
+    Tiering(tiering::Bench),
 }
 
 /// One named workload variant.
@@ -405,18 +412,34 @@ pub fn all() -> Vec<Workload> {
     for (v, b, latency, unit) in cluster::variants() {
         out.push(w(format!("cluster/{v}"), unit, latency, Kind::Cluster(b)));
     }
+    for (v, b, latency, unit) in tiering::variants() {
+        out.push(w(format!("tiering/{v}"), unit, latency, Kind::Tiering(b)));
+    }
     out
 }
 
 /// Families that start their own servers (so ignore `--a`/`--b`) and run only when named
 /// in `--only`: a default run stays the one against the given servers.
-pub const OWN_SERVERS: &[&str] = &["repl", "cluster"];
+pub const OWN_SERVERS: &[&str] = &["repl", "cluster", "tiering"];
+
+/// Families of [`OWN_SERVERS`] whose side B is `redis-server`; the others compare two
+/// configurations of streamd.
+pub const AGAINST_REDIS: &[&str] = &["repl", "cluster"];
+
+/// The family of a workload name or `--only` entry (`tiering` of `tiering/xadd`).
+pub fn family(name: &str) -> &str {
+    name.split('/').next().unwrap_or(name)
+}
 
 /// Whether the workload `name` (or the `--only` entry naming it) belongs to a family of
 /// [`OWN_SERVERS`].
 pub fn starts_own_servers(name: &str) -> bool {
-    let family = name.split('/').next().unwrap_or(name);
-    OWN_SERVERS.contains(&family)
+    OWN_SERVERS.contains(&family(name))
+}
+
+/// Whether the workload `name` starts `redis-server` for side B ([`AGAINST_REDIS`]).
+pub fn against_redis(name: &str) -> bool {
+    AGAINST_REDIS.contains(&family(name))
 }
 
 /// Whether `name` is selected by the `--only` list (family or full names; empty = all).
@@ -470,6 +493,7 @@ pub async fn run(w: &Workload, ctx: &Ctx) -> io::Result<Sample> {
         } => types::memory(ctx, kind, keys, per_key).await,
         Kind::Geo(op) => geo::run(ctx, op).await,
         Kind::Hll(op) => hyperloglog::run(ctx, op).await,
+        Kind::Tiering(b) => tiering::run(ctx, b).await,
     }
 }
 
@@ -613,6 +637,19 @@ mod tests {
         );
         assert!(starts_own_servers("cluster/failover") && starts_own_servers("cluster"));
         assert!(!starts_own_servers("auction/1024x32"));
+        assert_eq!(
+            only(&["tiering"]),
+            vec![
+                "tiering/xadd",
+                "tiering/tail-consumers",
+                "tiering/cold-scan",
+                "tiering/restart"
+            ]
+        );
+        assert!(starts_own_servers("tiering/xadd") && starts_own_servers("tiering"));
+        assert!(against_redis("repl/wait1-r1") && against_redis("cluster"));
+        assert!(!against_redis("tiering/restart") && !against_redis("xadd/c1-p1-k1"));
+        assert_eq!(family("tiering/cold-scan"), "tiering");
         assert_eq!(only(&[]).len(), ws.len());
     }
 }

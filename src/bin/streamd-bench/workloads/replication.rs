@@ -246,18 +246,7 @@ impl Server {
             ));
             std::fs::create_dir_all(&dir)?;
             let log = dir.join("server.log");
-            let out = File::create(&log)?;
-            let err = out.try_clone()?;
-            let child = Command::new(&program.path)
-                .args(args(port, &dir)?)
-                .current_dir(&dir)
-                .stdin(Stdio::null())
-                .stdout(Stdio::from(out))
-                .stderr(Stdio::from(err))
-                .spawn()
-                .map_err(|e| {
-                    io::Error::other(format!("cannot start {}: {e}", program.path.display()))
-                })?;
+            let child = spawn(program, &dir, File::create(&log)?, args(port, &dir)?)?;
             let mut s = Server {
                 what: what.clone(),
                 port,
@@ -273,6 +262,43 @@ impl Server {
             }
         }
         Err(io::Error::other(format!("{what} did not start: {last}")))
+    }
+
+    /// SIGKILLs the server and starts `program` again in the same directory (its files
+    /// kept: a restart from what it saved), on a new free port, with the arguments
+    /// `args(port, dir)`, and waits for its PING as [`Server::launch`] does.
+    pub(super) async fn relaunch(
+        &mut self,
+        program: &Program,
+        args: impl Fn(u16, &Path) -> io::Result<Vec<OsString>>,
+    ) -> io::Result<()> {
+        self.kill()?;
+        let mut last = String::new();
+        for _ in 0..START_ATTEMPTS {
+            let port = free_port()?;
+            let log = File::options().append(true).create(true).open(&self.log)?;
+            self.child = spawn(program, &self.dir, log, args(port, &self.dir)?)?;
+            self.port = port;
+            match self.wait_ready().await {
+                Ok(()) => return Ok(()),
+                Err(e) if self.exited().is_some() => last = e,
+                Err(e) => return Err(io::Error::other(e)),
+            }
+        }
+        Err(io::Error::other(format!(
+            "{} did not start again: {last}",
+            self.what
+        )))
+    }
+
+    /// Its directory (`--dir`).
+    pub(super) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Its process ID.
+    pub(super) fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Waits until the server answers PING with +PONG.
@@ -294,7 +320,8 @@ impl Server {
                     self.log_tail()
                 ));
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            // Short: `tiering/restart` times a start with this.
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
 
@@ -350,8 +377,21 @@ impl Drop for Server {
     }
 }
 
+/// Starts `program` with `args` in `dir`, its stdout and stderr into `log`.
+fn spawn(program: &Program, dir: &Path, log: File, args: Vec<OsString>) -> io::Result<Child> {
+    let err = log.try_clone()?;
+    Command::new(&program.path)
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(log))
+        .stderr(Stdio::from(err))
+        .spawn()
+        .map_err(|e| io::Error::other(format!("cannot start {}: {e}", program.path.display())))
+}
+
 /// A port nobody listens on right now (the kernel's choice for 127.0.0.1:0).
-fn free_port() -> io::Result<u16> {
+pub(super) fn free_port() -> io::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port())
@@ -740,6 +780,7 @@ async fn full_sync(ctx: &Ctx, program: &Program, replicas: usize) -> io::Result<
         // A primary that forks (Redis) spends the copy's CPU in a child /proc does not
         // count in the parent's times: no fair figure.
         cpu_us: None,
+        figures: Vec::new(),
     })
 }
 
@@ -799,6 +840,7 @@ mod tests {
             epoch: Instant::now(),
             spawn: Some(program),
             sync_entries: 2000,
+            side: "A",
         }
     }
 
