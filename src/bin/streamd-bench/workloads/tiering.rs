@@ -234,16 +234,23 @@ impl Tiered {
 struct TierInfo {
     /// `stream_tiering:yes`.
     enabled: bool,
+    /// `tiering_hot_bytes`: node bytes in memory.
     hot_bytes: u64,
+    /// `tiering_cold_bytes`: node bytes in segments.
     cold_bytes: u64,
+    /// `tiering_cold_nodes`.
     cold_nodes: u64,
+    /// `tiering_nodes_moved`, since the start.
     nodes_moved: u64,
+    /// `tiering_move_errors`.
     move_errors: u64,
+    /// `tiering_parked_commands`.
     parked: u64,
-    /// Nodes read by the pool.
+    /// `tiering_reads`: nodes read by the pool.
     reads: u64,
+    /// `tiering_read_bytes`: bytes the pool read.
     read_bytes: u64,
-    /// Nodes read on the core thread.
+    /// `tiering_sync_reads`: nodes read on the core thread.
     sync_reads: u64,
 }
 
