@@ -27,7 +27,7 @@ use crate::stream::cold::{self, NodeLocation};
 use crate::stream::listpack::Listpack;
 use crate::tier::{ReadPool, SegmentStore, StoreOptions, TierError, segment};
 use bytes::Bytes;
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -50,8 +50,14 @@ const RELEASE_AFTER_BYTES: usize = 16 << 20;
 /// disk in steps of 16 MiB, large enough that a 100 GB history is ~6,000 files.
 const SEGMENT_BYTES: u64 = 16 << 20;
 
-/// Most node bytes one mover round appends before its sync.
-const MOVE_BATCH_BYTES: usize = 8 << 20;
+/// Most node bytes one mover round appends before its sync: small, so a round's writes
+/// (on the core thread, buffered into 256 KiB `pwrite`s) stay well under a millisecond;
+/// the mover runs every 10 ms (`server::spawn_tier_mover`), up to ~200 MB/s.
+const MOVE_BATCH_BYTES: usize = 2 << 20;
+
+/// How long a candidate's measured bytes per hot node are trusted before its hot nodes
+/// are walked again (between walks, hot bytes are its hot node count times that).
+const HOT_BYTES_REMEASURE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Warm copies of cold nodes kept at most, as a share of the hot budget (1/8), and at
 /// least this many bytes.
@@ -137,8 +143,9 @@ pub struct Tiering {
     store: Option<SegmentStore>,
     /// Read threads (syncs, parked commands' reads).
     pool: Option<ReadPool>,
-    /// Streams with more than one hot node, by database: the mover's candidates.
-    candidates: BTreeMap<usize, HashSet<Bytes>>,
+    /// Streams with more than one hot node, by database: the mover's candidates, each
+    /// with its bytes per hot node as last measured and when.
+    candidates: BTreeMap<usize, HashMap<Bytes, (usize, Option<std::time::Instant>)>>,
     /// The mover round in flight.
     pending: Option<PendingMove>,
     /// The compaction in flight.
@@ -166,7 +173,7 @@ impl std::fmt::Debug for Tiering {
             .field("open", &self.store.is_some())
             .field(
                 "candidates",
-                &self.candidates.values().map(HashSet::len).sum::<usize>(),
+                &self.candidates.values().map(HashMap::len).sum::<usize>(),
             )
             .field("stats", &self.stats)
             .finish()
@@ -261,8 +268,8 @@ impl Tiering {
             return;
         }
         let keys = self.candidates.entry(db).or_default();
-        if !keys.contains(key) {
-            keys.insert(Bytes::copy_from_slice(key));
+        if !keys.contains_key(key) {
+            keys.insert(Bytes::copy_from_slice(key), (0, None));
         }
     }
 
@@ -358,7 +365,11 @@ impl Core {
             }
         }
         for (db, k) in cands {
-            self.tier.candidates.entry(db).or_default().insert(k);
+            self.tier
+                .candidates
+                .entry(db)
+                .or_default()
+                .insert(k, (0, None));
         }
         self.tier.gc_wanted = true;
         crate::alloc::release_free_memory();
@@ -654,20 +665,46 @@ impl Core {
         }
     }
 
-    /// Sum of the candidates' hot bytes (drops candidates with one hot node or gone).
+    /// The candidates' hot bytes (drops candidates with one hot node or gone): each
+    /// stream's hot node count times its bytes per node, measured by a walk of its hot
+    /// nodes at most once per [`HOT_BYTES_REMEASURE`] (sealed nodes hardly change size).
     fn tier_hot_total(&mut self) -> usize {
         let mut total = 0;
         let dbs = &self.dbs;
+        let now = std::time::Instant::now();
         for (db, keys) in self.tier.candidates.iter_mut() {
-            keys.retain(|key| match dbs.get(*db).and_then(|d| d.get_stream(key)) {
-                Some(s) if s.hot_node_count() > 1 => {
-                    total += s.hot_bytes();
-                    true
+            keys.retain(|key, (per_node, measured)| {
+                match dbs.get(*db).and_then(|d| d.get_stream(key)) {
+                    Some(s) if s.hot_node_count() > 1 => {
+                        let n = s.hot_node_count();
+                        if measured.is_none_or(|t| now.duration_since(t) >= HOT_BYTES_REMEASURE) {
+                            *per_node = s.hot_bytes() / n;
+                            *measured = Some(now);
+                        }
+                        total += n * *per_node;
+                        true
+                    }
+                    _ => false,
                 }
-                _ => false,
             });
         }
         total
+    }
+
+    /// The mover's own tick (every 10 ms): finishes a round whose sync completed and
+    /// starts the next while hot bytes are over the budget.
+    pub fn tier_mover_tick(&mut self) {
+        if self.loading || self.busy.is_some() || self.tier.store.is_none() {
+            return;
+        }
+        self.tier_finish_move();
+        if self.tiering_enabled() && self.tier.pending.is_none() {
+            self.tier_start_move(false);
+        }
+        if self.tier.freed_since_trim >= RELEASE_AFTER_BYTES {
+            self.tier.freed_since_trim = 0;
+            crate::alloc::release_free_memory();
+        }
     }
 
     /// Appends the oldest sealed nodes of the largest candidates until the hot bytes
@@ -686,7 +723,7 @@ impl Core {
             .tier
             .candidates
             .iter()
-            .flat_map(|(db, keys)| keys.iter().map(move |k| (*db, k)))
+            .flat_map(|(db, keys)| keys.keys().map(move |k| (*db, k)))
             .filter_map(|(db, key)| {
                 let s = self.dbs.get(db)?.get_stream(key)?;
                 let read = s.oldest_sealed_node().is_some_and(|(m, lp)| {
@@ -694,7 +731,7 @@ impl Core {
                         .min_last_id()
                         .is_none_or(|delivered| lp.last_id(m) <= delivered)
                 });
-                Some((s.hot_bytes(), db, key.clone(), read))
+                Some((s.hot_node_count(), db, key.clone(), read))
             })
             .collect();
         // Streams whose oldest nodes every group has read go first (a consumer catching up

@@ -131,6 +131,7 @@ pub async fn run(
     tokio::pin!(loading);
     let mut loaded = false;
     spawn_cron(core.clone());
+    spawn_tier_mover(core.clone());
     spawn_block_timer(core.clone());
     spawn_script_driver(core.clone());
     spawn_eviction_driver(core.clone());
@@ -363,6 +364,29 @@ fn spawn_eviction_driver(core: SharedCore) {
         }
     });
 }
+
+/// The tiering mover's own tick (`core/tier.rs`): small rounds often, so a fast writer
+/// is followed closely and no round holds the core for long. Sleeps a second at a time
+/// while no segment store is open.
+fn spawn_tier_mover(core: SharedCore) {
+    tokio::task::spawn_local(async move {
+        loop {
+            let open = core.borrow().tier.is_open();
+            let pause = if open {
+                TIER_TICK
+            } else {
+                Duration::from_secs(1)
+            };
+            tokio::time::sleep(pause).await;
+            if open {
+                core.borrow_mut().tier_mover_tick();
+            }
+        }
+    });
+}
+
+/// How often the tiering mover runs while a segment store is open.
+const TIER_TICK: Duration = Duration::from_millis(10);
 
 /// Periodic background work, `hz` times a second (Redis's serverCron): active expiry.
 fn spawn_cron(core: SharedCore) {
