@@ -168,10 +168,13 @@ impl BlockedClients {
         }
     }
 
-    /// Clients whose deadline is at or before `now_ms`, earliest first.
+    /// Clients whose deadline has passed (is before `now_ms`, as Redis's
+    /// `handleBlockedClientsTimeout` compares), earliest first: with millisecond clocks a
+    /// deadline equal to `now_ms` may still be up to a millisecond away, and a client
+    /// asking for a 300 ms timeout must not be answered after 299.5 ms.
     pub fn expired(&self, now_ms: u64) -> Vec<u64> {
         self.deadlines
-            .range(..=(now_ms, u64::MAX))
+            .range(..(now_ms, 0))
             .map(|(_, c)| *c)
             .collect()
     }
@@ -206,7 +209,8 @@ mod tests {
         b.add(1, 0, &[k("a")], Some(50));
         b.add(2, 0, &[k("a")], Some(150));
         assert_eq!(b.expired(100), vec![1]);
-        assert_eq!(b.expired(150), vec![1, 2]);
+        assert_eq!(b.expired(150), vec![1]);
+        assert_eq!(b.expired(151), vec![1, 2]);
     }
 
     #[test]

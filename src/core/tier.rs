@@ -380,15 +380,36 @@ impl Core {
     /// record turns the stream's oldest hot node cold again. A node that does not match
     /// (other node limits at replay) stays hot; the mover moves it again later.
     pub fn tier_replay(&mut self, db: usize, argv: &[Bytes]) -> Result<(), String> {
+        self.replay_location(db, argv, |s, master, loc| {
+            if s.replay_cold(master, loc).is_none() {
+                tracing::warn!(master = %master, "a logged move to a segment does not match the stream's oldest node; it stays in memory");
+            }
+        })
+    }
+
+    /// Loading a log: a `STREAMD.RELOC` record points a cold node at its record's copy.
+    pub fn tier_replay_reloc(&mut self, db: usize, argv: &[Bytes]) -> Result<(), String> {
+        self.replay_location(db, argv, |s, master, loc| {
+            s.relocate_cold(master, None, loc);
+        })
+    }
+
+    /// A `STREAMD.TIER`/`RELOC` record: its segment is named by the log (protected), and
+    /// `apply` gets the stream (if it exists), the master ID and the location.
+    fn replay_location(
+        &mut self,
+        db: usize,
+        argv: &[Bytes],
+        apply: impl FnOnce(&mut crate::stream::Stream, StreamId, NodeLocation),
+    ) -> Result<(), String> {
         let (master, loc) = parse_move(argv)?;
         self.tier.protected.insert(loc.segment);
         if let Some(s) = self
             .dbs
             .get_mut(db)
             .and_then(|d| d.get_stream_mut(&argv[1]))
-            && s.replay_cold(master, loc).is_none()
         {
-            tracing::warn!(master = %master, "a logged move to a segment does not match the stream's oldest node; it stays in memory");
+            apply(s, master, loc);
         }
         Ok(())
     }
@@ -407,33 +428,12 @@ impl Core {
                 return;
             }
         }
-        self.tier_finish_move();
         self.tier_cool_warm();
-        // Freed nodes are scattered small blocks: give whole free pages back now and
-        // then, so RSS follows the budget.
-        if self.tier.freed_since_trim >= RELEASE_AFTER_BYTES {
-            self.tier.freed_since_trim = 0;
-            crate::alloc::release_free_memory();
-        }
-        if self.tiering_enabled() && self.tier.pending.is_none() {
-            self.tier_start_move(false);
-        }
+        // Freed nodes are scattered small blocks: the tick gives whole free pages back
+        // now and then, so RSS follows the budget.
+        self.tier_mover_tick();
         self.tier_compact();
         self.tier_collect();
-    }
-
-    /// Loading a log: a `STREAMD.RELOC` record points a cold node at its record's copy.
-    pub fn tier_replay_reloc(&mut self, db: usize, argv: &[Bytes]) -> Result<(), String> {
-        let (master, loc) = parse_move(argv)?;
-        self.tier.protected.insert(loc.segment);
-        if let Some(s) = self
-            .dbs
-            .get_mut(db)
-            .and_then(|d| d.get_stream_mut(&argv[1]))
-        {
-            s.relocate_cold(master, None, loc);
-        }
-        Ok(())
     }
 
     /// Compaction, one step per cron tick: finishes the step in flight, or starts on the

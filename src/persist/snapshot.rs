@@ -526,14 +526,7 @@ pub fn apply_cold(core: &mut Core, db: usize, argv: &[Bytes]) -> Result<(), Stri
     if argv.len() < 3 {
         return Err("wrong number of arguments".into());
     }
-    let db = &mut core.dbs[db];
-    let stream = match db.get_mut(&argv[1]) {
-        Some(Value::Stream(s)) => s,
-        Some(_) => return Err("the key holds another type".into()),
-        None => db
-            .stream_or_create(&Bytes::copy_from_slice(&argv[1]))
-            .map_err(|e| e.to_string())?,
-    };
+    let stream = loaded_stream(&mut core.dbs[db], &argv[1])?;
     for (i, b) in argv[2..].iter().enumerate() {
         let stub = decode_stub(b).map_err(|e| format!("cold stub {i}: {e}"))?;
         let master = stub.master;
@@ -545,6 +538,14 @@ pub fn apply_cold(core: &mut Core, db: usize, argv: &[Bytes]) -> Result<(), Stri
     Ok(())
 }
 
+/// The stream a loaded node record adds to: `key`'s, created if missing.
+fn loaded_stream<'a>(db: &'a mut Db, key: &Bytes) -> Result<&'a mut Stream, String> {
+    if db.get(key).is_some_and(|v| v.as_stream().is_none()) {
+        return Err("the key holds another type".into());
+    }
+    db.stream_or_create(key).map_err(|e| e.to_string())
+}
+
 /// Applies a `STREAMD.NODES <key> <master> <node> ...` record to database `db`: each node
 /// is checked byte by byte and appended after the stream's last entry (the key is
 /// created if it does not exist). Nothing is applied from a record with a bad node after
@@ -554,14 +555,7 @@ pub fn apply_nodes(core: &mut Core, db: usize, argv: &[Bytes]) -> Result<(), Str
         return Err("wrong number of arguments".into());
     }
     let db_index = db;
-    let db = &mut core.dbs[db];
-    let stream = match db.get_mut(&argv[1]) {
-        Some(Value::Stream(s)) => s,
-        Some(_) => return Err("the key holds another type".into()),
-        None => db
-            .stream_or_create(&Bytes::copy_from_slice(&argv[1]))
-            .map_err(|e| e.to_string())?,
-    };
+    let stream = loaded_stream(&mut core.dbs[db], &argv[1])?;
     for (i, pair) in argv[2..].chunks_exact(2).enumerate() {
         let master = StreamId::from_key(&pair[0])
             .ok_or_else(|| format!("node {i}: the master ID is not 16 bytes"))?;

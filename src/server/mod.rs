@@ -294,7 +294,8 @@ fn spawn_block_timer(core: SharedCore) {
         loop {
             let next = core.borrow().blocked.next_deadline();
             let sleep = match next {
-                Some(deadline) => Duration::from_millis(deadline.saturating_sub(unix_ms())),
+                // A deadline is due once it has passed (`BlockedClients::expired`).
+                Some(deadline) => Duration::from_millis((deadline + 1).saturating_sub(unix_ms())),
                 None => Duration::from_secs(3600),
             };
             tokio::select! {

@@ -137,6 +137,22 @@ pub struct TrimSpec {
     pub policy: RefPolicy,
 }
 
+impl TrimSpec {
+    /// How a trim walks nodes: whether whole eligible nodes go at once (under KEEPREF,
+    /// and under any policy when there are no groups: nothing is referenced then, the
+    /// same outcome as entry by entry), and its LIMIT in entries (exact trims are never
+    /// limited; 0 means unlimited).
+    fn walk_rules(&self, limits: &NodeLimits, no_groups: bool) -> (bool, u64) {
+        let whole_nodes = self.policy == RefPolicy::KeepRef || no_groups;
+        let limit = match (self.approx, self.limit) {
+            (false, _) => 0,
+            (true, Some(l)) => l,
+            (true, None) => limits.default_trim_limit(),
+        };
+        (whole_nodes, limit)
+    }
+}
+
 /// One entry read out of a stream: its ID and its field/value elements.
 #[derive(Debug, Clone)]
 pub struct Entry<'a> {
@@ -284,15 +300,7 @@ impl Nodes {
         freed: &mut usize,
     ) -> u64 {
         let policy = spec.policy;
-        // Whole eligible nodes go at once under KEEPREF, and under any policy when there
-        // are no groups (nothing is referenced then: the same outcome as entry by entry).
-        let whole_nodes = policy == RefPolicy::KeepRef || refs.no_groups();
-        // Exact trims are never limited; LIMIT 0 means unlimited.
-        let limit = match (spec.approx, spec.limit) {
-            (false, _) => 0,
-            (true, Some(l)) => l,
-            (true, None) => limits.default_trim_limit(),
-        };
+        let (whole_nodes, limit) = spec.walk_rules(limits, refs.no_groups());
         let mut deleted = 0u64;
         let mut after = None;
         while let Some((master, lp)) = self.next_node(after) {
@@ -1116,12 +1124,7 @@ fn trim_cold<R: GroupRefs>(
     deleted: &mut u64,
 ) -> bool {
     let policy = spec.policy;
-    let whole_nodes = policy == RefPolicy::KeepRef || refs.no_groups();
-    let limit = match (spec.approx, spec.limit) {
-        (false, _) => 0,
-        (true, Some(l)) => l,
-        (true, None) => limits.default_trim_limit(),
-    };
+    let (whole_nodes, limit) = spec.walk_rules(limits, refs.no_groups());
     let mut i = 0;
     while let Some(stub) = cold.get(i) {
         if let TrimStrategy::MaxLen(max) = spec.strategy
