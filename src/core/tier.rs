@@ -67,6 +67,10 @@ const WARM_MIN_BYTES: usize = 1 << 20;
 /// for a log rewrite (or a snapshot), at least.
 const GARBAGE_REWRITE_BYTES: u64 = SEGMENT_BYTES / 2;
 
+/// Least time between two collection passes (each walks every cold stub of every
+/// stream).
+const COLLECT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Least time between two rewrites the collector asks for.
 const REWRITE_ASK_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -163,6 +167,8 @@ pub struct Tiering {
     freed_since_trim: usize,
     /// When the collector last asked for a rewrite (at most one every few seconds).
     rewrite_asked: Option<std::time::Instant>,
+    /// When the collector last walked the stubs (at most once per [`COLLECT_INTERVAL`]).
+    last_collect: Option<std::time::Instant>,
     /// Counters.
     pub stats: TierStats,
 }
@@ -221,15 +227,7 @@ fn decode(bytes: Vec<u8>, master: StreamId) -> Result<Listpack, String> {
 
 /// Segment numbers named by every cold stub of `dbs`.
 fn referenced(core: &Core) -> BTreeSet<u64> {
-    let mut refs = BTreeSet::new();
-    for db in &core.dbs {
-        for (_, v) in db.keys.iter() {
-            if let Some(c) = v.as_stream().and_then(|s| s.cold()) {
-                refs.extend(c.stubs().map(|st| st.loc.segment));
-            }
-        }
-    }
-    refs
+    live_record_bytes(core).into_keys().collect()
 }
 
 impl Tiering {
@@ -436,39 +434,27 @@ impl Core {
         self.tier_collect();
     }
 
-    /// Compaction, one step per cron tick: finishes the step in flight, or starts on the
-    /// sealed segment with the smallest live share below [`COMPACT_LIVE_SHARE`] (not the
-    /// active one). The old segment is then named by nothing in memory and goes the way
-    /// of trimmed segments (see "Garbage").
+    /// Compaction, one step per cron tick: finishes the step in flight. (A compaction
+    /// starts from a collection pass, [`Core::tier_compact_start`].)
     fn tier_compact(&mut self) {
-        match self.tier.compaction.take() {
-            Some(c) => self.tier_compact_step(c),
-            None => {
-                if self.tier.pending.is_none() && self.tier.readers == 0 {
-                    self.tier_compact_start();
-                }
-            }
+        if let Some(c) = self.tier.compaction.take() {
+            self.tier_compact_step(c);
         }
     }
 
-    /// Picks a segment and queues the read of its live records.
-    fn tier_compact_start(&mut self) {
+    /// From a collection pass's live record bytes per segment: starts on the sealed
+    /// segment with the smallest live share below [`COMPACT_LIVE_SHARE`] (not the active
+    /// one), queueing the read of its live records. The old segment is then named by
+    /// nothing in memory and goes the way of trimmed segments (see "Garbage").
+    fn tier_compact_start(&mut self, live: &HashMap<u64, u64>) {
+        if self.tier.compaction.is_some() || self.tier.pending.is_some() || self.tier.readers > 0 {
+            return;
+        }
         let Some(store) = self.tier.store.as_ref() else {
             return;
         };
         let active = store.active_segment();
         let stats = store.stats();
-        // Live record bytes per segment, from the stubs.
-        let mut live: HashMap<u64, u64> = HashMap::new();
-        for db in &self.dbs {
-            for (_, v) in db.keys.iter() {
-                if let Some(c) = v.as_stream().and_then(|s| s.cold()) {
-                    for st in c.stubs() {
-                        *live.entry(st.loc.segment).or_default() += st.loc.record_size();
-                    }
-                }
-            }
-        }
         let pick = stats
             .iter()
             .filter(|s| s.sealed && Some(s.segment) != active && s.bytes > 0)
@@ -881,7 +867,12 @@ impl Core {
         if cold::take_retired() > 0 {
             self.tier.gc_wanted = true;
         }
+        let recent = self
+            .tier
+            .last_collect
+            .is_some_and(|t| t.elapsed() < COLLECT_INTERVAL);
         if !self.tier.gc_wanted
+            || recent
             || self.tier.readers > 0
             || self.tier.pending.is_some()
             || self.tier.compaction.is_some()
@@ -889,7 +880,11 @@ impl Core {
             return;
         }
         self.tier.gc_wanted = false;
-        let live = referenced(self);
+        self.tier.last_collect = Some(std::time::Instant::now());
+        // One walk of the stubs: the segments they name and their live record bytes.
+        let live_bytes = live_record_bytes(self);
+        let live: BTreeSet<u64> = live_bytes.keys().copied().collect();
+        self.tier_compact_start(&live_bytes);
         let Some(store) = self.tier.store.as_mut() else {
             return;
         };
@@ -1030,6 +1025,22 @@ impl Core {
             st.compacted_bytes,
         )
     }
+}
+
+/// Live record bytes per segment, from every cold stub of every stream (a segment no
+/// stub names is absent).
+fn live_record_bytes(core: &Core) -> HashMap<u64, u64> {
+    let mut live: HashMap<u64, u64> = HashMap::new();
+    for db in &core.dbs {
+        for (_, v) in db.keys.iter() {
+            if let Some(c) = v.as_stream().and_then(|s| s.cold()) {
+                for st in c.stubs() {
+                    *live.entry(st.loc.segment).or_default() += st.loc.record_size();
+                }
+            }
+        }
+    }
+    live
 }
 
 /// The master ID and location of a `STREAMD.TIER` or `STREAMD.RELOC` record.

@@ -337,6 +337,16 @@ pub struct ColdNodes {
     disk_bytes: u64,
 }
 
+impl Drop for ColdNodes {
+    /// A stream with cold nodes went away (deleted, overwritten, flushed, or a save's
+    /// copy done): the core then looks for segments nothing names any more.
+    fn drop(&mut self) {
+        if !self.stubs.is_empty() {
+            note_retired();
+        }
+    }
+}
+
 impl ColdNodes {
     /// Number of cold nodes.
     pub fn len(&self) -> usize {
