@@ -1146,8 +1146,15 @@ impl Core {
                 out.push((db, key.clone(), m, l));
             }
         };
-        let name = argv[0].to_ascii_uppercase();
-        match name.as_slice() {
+        // Upper-cased on the stack: this runs before every X command while a store is open.
+        let mut upper = [0u8; 10];
+        let Some(name) = upper.get_mut(..argv[0].len()) else {
+            return out;
+        };
+        name.copy_from_slice(&argv[0]);
+        name.make_ascii_uppercase();
+        let name: &[u8] = name;
+        match name {
             b"XRANGE" | b"XREVRANGE" if argv.len() >= 4 => {
                 let rev = name == b"XREVRANGE";
                 let (a, b) = if rev { (3, 2) } else { (2, 3) };
