@@ -41,25 +41,34 @@ struct Args {
     directives: Vec<String>,
 }
 
-/// `--check-aof FILE [--fix]`: exit 0 when the file is good or was fixed, 1 when it is
-/// damaged, 2 on usage or I/O errors.
-fn check_aof(args: &[String]) -> ExitCode {
-    let mut file = None;
+/// The arguments of `--check-aof` and `--check-tier`: one path and an optional `--fix`;
+/// `None` (after printing `usage`) for anything else.
+fn path_and_fix(args: &[String], usage: &str) -> Option<(PathBuf, bool)> {
+    let mut path = None;
     let mut fix = false;
     for a in args {
         match a.as_str() {
             "--fix" => fix = true,
-            _ if file.is_none() && !a.starts_with("--") => file = Some(PathBuf::from(a)),
+            _ if path.is_none() && !a.starts_with("--") => path = Some(PathBuf::from(a)),
             _ => {
-                eprintln!(
-                    "Usage: streamd --check-aof <file.incr.log|file.manifest|file.snap> [--fix]"
-                );
-                return ExitCode::from(2);
+                eprintln!("{usage}");
+                return None;
             }
         }
     }
-    let Some(file) = file else {
-        eprintln!("Usage: streamd --check-aof <file.incr.log|file.manifest|file.snap> [--fix]");
+    if path.is_none() {
+        eprintln!("{usage}");
+    }
+    Some((path?, fix))
+}
+
+/// `--check-aof FILE [--fix]`: exit 0 when the file is good or was fixed, 1 when it is
+/// damaged, 2 on usage or I/O errors.
+fn check_aof(args: &[String]) -> ExitCode {
+    let Some((file, fix)) = path_and_fix(
+        args,
+        "Usage: streamd --check-aof <file.incr.log|file.manifest|file.snap> [--fix]",
+    ) else {
         return ExitCode::from(2);
     };
     // The whole table, as a server has it: a log's FUNCTION LOAD is a known command.
@@ -86,21 +95,8 @@ fn check_aof(args: &[String]) -> ExitCode {
 /// directory's `tier/`); exit 0 when all are good (or a torn tail was cut with --fix), 1
 /// when one is damaged, 2 on usage errors.
 fn check_tier(args: &[String]) -> ExitCode {
-    let usage = "Usage: streamd --check-tier <dir>/tier [--fix]";
-    let mut dir = None;
-    let mut fix = false;
-    for a in args {
-        match a.as_str() {
-            "--fix" => fix = true,
-            _ if dir.is_none() && !a.starts_with("--") => dir = Some(PathBuf::from(a)),
-            _ => {
-                eprintln!("{usage}");
-                return ExitCode::from(2);
-            }
-        }
-    }
-    let Some(dir) = dir else {
-        eprintln!("{usage}");
+    let Some((dir, fix)) = path_and_fix(args, "Usage: streamd --check-tier <dir>/tier [--fix]")
+    else {
         return ExitCode::from(2);
     };
     let report = streamd::tier::SegmentStore::check(&dir, fix);

@@ -107,8 +107,8 @@ fn same(a: &mut Raw, b: &mut Raw, args: &[&str]) -> Vec<u8> {
     ra
 }
 
-/// A tiered server (1 MB budget) and a plain one, both loaded with `t` and a few keys.
-fn pair(extra: &[&str]) -> (common::Server, common::Server) {
+/// A server with tiering on and a 1 MB hot budget, then `extra`.
+fn tiered(extra: &[&str]) -> common::Server {
     let mut args = vec![
         "--stream-tiering",
         "yes",
@@ -116,7 +116,12 @@ fn pair(extra: &[&str]) -> (common::Server, common::Server) {
         "1mb",
     ];
     args.extend_from_slice(extra);
-    let tiered = start_server_with(&args);
+    start_server_with(&args)
+}
+
+/// A tiered server (1 MB budget) and a plain one, both loaded with `t` and a few keys.
+fn pair(extra: &[&str]) -> (common::Server, common::Server) {
+    let tiered = tiered(extra);
     let plain = start_server_with(extra);
     for s in [&tiered, &plain] {
         let mut r = s.raw();
@@ -276,14 +281,7 @@ fn groups_claims_deletes_and_trims_over_cold_nodes_answer_as_without_tiering() {
 
 #[test]
 fn cold_nodes_stay_cold_across_a_reload_and_a_rewrite() {
-    let tiered = start_server_with(&[
-        "--stream-tiering",
-        "yes",
-        "--stream-tiering-hot-bytes",
-        "1mb",
-        "--appendonly",
-        "yes",
-    ]);
+    let tiered = tiered(&["--appendonly", "yes"]);
     let mut r = tiered.raw();
     load(&mut r, "t");
     wait_until("cold nodes", || tier(&mut r, "tiering_cold_nodes") > 100);
@@ -317,12 +315,7 @@ fn cold_nodes_stay_cold_across_a_reload_and_a_rewrite() {
 
 #[test]
 fn trimming_history_unlinks_whole_segments() {
-    let tiered = start_server_with(&[
-        "--stream-tiering",
-        "yes",
-        "--stream-tiering-hot-bytes",
-        "1mb",
-    ]);
+    let tiered = tiered(&[]);
     let mut r = tiered.raw();
     // ~40 MB: three 16 MB segments.
     for k in 0..7 {
@@ -382,12 +375,7 @@ fn the_settings_go_through_config() {
 
 #[test]
 fn segments_mostly_dead_are_compacted_and_their_survivors_read_the_same() {
-    let tiered = start_server_with(&[
-        "--stream-tiering",
-        "yes",
-        "--stream-tiering-hot-bytes",
-        "1mb",
-    ]);
+    let tiered = tiered(&[]);
     let mut r = tiered.raw();
     // Three streams written in turns, so their cold nodes share segments.
     for step in 0..(3 * ENTRIES / 1000) {
@@ -412,12 +400,7 @@ fn segments_mostly_dead_are_compacted_and_their_survivors_read_the_same() {
 
 #[test]
 fn check_tier_verifies_every_record_and_names_the_damage() {
-    let tiered = start_server_with(&[
-        "--stream-tiering",
-        "yes",
-        "--stream-tiering-hot-bytes",
-        "1mb",
-    ]);
+    let tiered = tiered(&[]);
     let mut r = tiered.raw();
     load(&mut r, "t");
     wait_until("cold nodes", || tier(&mut r, "tiering_cold_nodes") > 100);

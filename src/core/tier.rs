@@ -83,6 +83,20 @@ pub enum TierSave {
     Rewrite = 1,
 }
 
+/// A segment sync in flight: the sync, handed back once its fsync completed.
+type SyncAnswer = oneshot::Receiver<Result<crate::tier::PendingSync, TierError>>;
+
+/// A pool answer if it came: `None` while it has not, the pool's going away an error.
+fn poll_answer<T>(
+    rx: &mut oneshot::Receiver<Result<T, TierError>>,
+) -> Option<Result<T, TierError>> {
+    match rx.try_recv() {
+        Ok(r) => Some(r),
+        Err(oneshot::error::TryRecvError::Empty) => None,
+        Err(oneshot::error::TryRecvError::Closed) => Some(Err(TierError::PoolClosed)),
+    }
+}
+
 /// What INFO's tiering section shows.
 #[derive(Debug, Default, Clone)]
 pub struct TierStats {
@@ -126,10 +140,7 @@ enum CompactionPhase {
     /// The old records are being read.
     Reading(oneshot::Receiver<Result<Vec<crate::tier::ColdNode>, TierError>>),
     /// The copies are being synced; their new locations, in target order.
-    Syncing(
-        oneshot::Receiver<Result<crate::tier::PendingSync, TierError>>,
-        Vec<NodeLocation>,
-    ),
+    Syncing(SyncAnswer, Vec<NodeLocation>),
 }
 
 /// A mover round waiting for its sync.
@@ -137,7 +148,7 @@ struct PendingMove {
     /// The nodes appended: database, key, master ID, the node as appended, location.
     moves: Vec<(usize, Bytes, StreamId, Listpack, NodeLocation)>,
     /// The sync, handed back when it completed.
-    rx: oneshot::Receiver<Result<crate::tier::PendingSync, TierError>>,
+    rx: SyncAnswer,
 }
 
 /// Tiering's state in the core.
@@ -280,6 +291,21 @@ impl Tiering {
     pub fn reader_finished(&mut self) {
         self.readers = self.readers.saturating_sub(1);
         self.gc_wanted = true;
+    }
+
+    /// Makes every location appended so far durable: the fsync runs on a pool thread
+    /// (or here, when `blocking`: loading), and the receiver hands the sync back for
+    /// [`SegmentStore::finish_sync`].
+    fn start_sync(&mut self, blocking: bool) -> Result<SyncAnswer, TierError> {
+        let store = self.store.as_mut().ok_or(TierError::PoolClosed)?;
+        let sync = store.begin_sync()?;
+        if blocking {
+            let (tx, rx) = oneshot::channel();
+            let _ = tx.send(sync.run().map(|()| sync));
+            return Ok(rx);
+        }
+        let pool = self.pool.as_ref().ok_or(TierError::PoolClosed)?;
+        Ok(pool.run(move || sync.run().map(|()| sync)))
     }
 
     /// The read pool, for parked commands.
@@ -496,14 +522,10 @@ impl Core {
     fn tier_compact_step(&mut self, mut c: Compaction) {
         match c.phase {
             CompactionPhase::Reading(mut rx) => {
-                let nodes = match rx.try_recv() {
-                    Err(oneshot::error::TryRecvError::Empty) => {
-                        c.phase = CompactionPhase::Reading(rx);
-                        self.tier.compaction = Some(c);
-                        return;
-                    }
-                    Err(oneshot::error::TryRecvError::Closed) => Err(TierError::PoolClosed),
-                    Ok(r) => r,
+                let Some(nodes) = poll_answer(&mut rx) else {
+                    c.phase = CompactionPhase::Reading(rx);
+                    self.tier.compaction = Some(c);
+                    return;
                 };
                 let nodes = match nodes {
                     Ok(n) => n,
@@ -525,29 +547,21 @@ impl Core {
                         }
                     }
                 }
-                let sync = match store.begin_sync() {
-                    Ok(p) => p,
+                let rx = match self.tier.start_sync(false) {
+                    Ok(rx) => rx,
                     Err(e) => {
                         tracing::error!(error = %e, "a segment's compaction could not sync");
                         return;
                     }
                 };
-                let Some(pool) = self.tier.pool.as_ref() else {
-                    return;
-                };
-                let rx = pool.run(move || sync.run().map(|()| sync));
                 c.phase = CompactionPhase::Syncing(rx, new_locs);
                 self.tier.compaction = Some(c);
             }
             CompactionPhase::Syncing(mut rx, new_locs) => {
-                let sync = match rx.try_recv() {
-                    Err(oneshot::error::TryRecvError::Empty) => {
-                        c.phase = CompactionPhase::Syncing(rx, new_locs);
-                        self.tier.compaction = Some(c);
-                        return;
-                    }
-                    Err(oneshot::error::TryRecvError::Closed) => Err(TierError::PoolClosed),
-                    Ok(r) => r,
+                let Some(sync) = poll_answer(&mut rx) else {
+                    c.phase = CompactionPhase::Syncing(rx, new_locs);
+                    self.tier.compaction = Some(c);
+                    return;
                 };
                 let Some(store) = self.tier.store.as_mut() else {
                     return;
@@ -758,25 +772,17 @@ impl Core {
         if moves.is_empty() {
             return false;
         }
-        let sync = match store.begin_sync() {
-            Ok(p) => p,
+        let rx = match self.tier.start_sync(blocking) {
+            Ok(rx) => rx,
             Err(e) => {
                 tracing::error!(error = %e, "stream tiering could not sync its segments");
                 self.tier.stats.move_errors += 1;
-                for m in &moves {
-                    let _ = store.mark_dead(m.4);
+                if let Some(store) = self.tier.store.as_mut() {
+                    for m in &moves {
+                        let _ = store.mark_dead(m.4);
+                    }
                 }
                 return false;
-            }
-        };
-        let rx = if blocking {
-            let (tx, rx) = oneshot::channel();
-            let _ = tx.send(sync.run().map(|()| sync));
-            rx
-        } else {
-            match self.tier.pool.as_ref() {
-                Some(pool) => pool.run(move || sync.run().map(|()| sync)),
-                None => return false,
             }
         };
         self.tier.pending = Some(PendingMove { moves, rx });
@@ -789,13 +795,9 @@ impl Core {
         let Some(mut pending) = self.tier.pending.take() else {
             return;
         };
-        let result = match pending.rx.try_recv() {
-            Ok(r) => r,
-            Err(oneshot::error::TryRecvError::Empty) => {
-                self.tier.pending = Some(pending);
-                return;
-            }
-            Err(oneshot::error::TryRecvError::Closed) => Err(TierError::PoolClosed),
+        let Some(result) = poll_answer(&mut pending.rx) else {
+            self.tier.pending = Some(pending);
+            return;
         };
         let Some(store) = self.tier.store.as_mut() else {
             return;
