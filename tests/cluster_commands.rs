@@ -223,17 +223,15 @@ fn a_one_node_cluster_answers_as_redis_does() {
 #[test]
 fn redis_cli_follows_the_node_and_the_identity_survives_a_restart() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let bus = free_port().to_string();
-    let args = [
-        "--cluster-enabled",
-        "yes",
-        "--cluster-port",
-        bus.as_str(),
-        "--appendonly",
-        "no",
-        "--save",
-        "",
-    ];
+    // A fresh bus port on every start (a taken one makes the start retry).
+    let args = |_port: u16| -> Vec<String> {
+        let bus = free_port().to_string();
+        ["--cluster-enabled", "yes", "--cluster-port", &bus]
+            .into_iter()
+            .chain(["--appendonly", "no", "--save", ""])
+            .map(String::from)
+            .collect()
+    };
     let cli = |port: u16, args: &[&str]| {
         let out = Command::new(common::require_program("redis-cli", "redis-tools"))
             .args(["-c", "-p", &port.to_string()])
@@ -242,7 +240,7 @@ fn redis_cli_follows_the_node_and_the_identity_survives_a_restart() {
             .expect("redis-cli runs");
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     };
-    let node = Node::start(dir.path(), &args);
+    let node = Node::start_with(dir.path(), &args);
     let p = node.port;
     assert_eq!(cli(p, &["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]), "OK");
     assert_eq!(cli(p, &["SET", "k", "v"]), "OK");
@@ -257,7 +255,7 @@ fn redis_cli_follows_the_node_and_the_identity_survives_a_restart() {
     assert!(nodes_before.contains("0-16383"), "{nodes_before}");
     assert!(dir.path().join("nodes.conf").exists());
     node.stop();
-    let node = Node::start(dir.path(), &args);
+    let node = Node::start_with(dir.path(), &args);
     let p = node.port;
     assert_eq!(cli(p, &["CLUSTER", "MYID"]), id);
     let nodes_after = cli(p, &["CLUSTER", "NODES"]);

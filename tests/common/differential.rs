@@ -6,10 +6,9 @@
 
 #![allow(dead_code)]
 
-use super::{Raw, escape, free_port};
+use super::{Raw, START_ATTEMPTS, escape, free_port, wait_serving};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 /// A parsed reply.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -173,30 +172,46 @@ pub struct Node {
 impl Node {
     /// Starts streamd on `dir` with `args` and waits for PONG (loading done).
     pub fn start(dir: &Path, args: &[&str]) -> Node {
-        let port = free_port();
-        let child = Command::new(env!("CARGO_BIN_EXE_streamd"))
-            .args([
-                "--port",
-                &port.to_string(),
-                "--dir",
-                &dir.display().to_string(),
-            ])
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn streamd");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if let Ok(mut r) = Raw::try_connect(port)
-                && r.cmd_str(&["PING"]) == b"+PONG\r\n"
-            {
-                break;
+        Node::start_with(dir, &|_| args.iter().map(|a| a.to_string()).collect())
+    }
+
+    /// Starts streamd on `dir` with the arguments `make_args(port)` and waits until it
+    /// serves. Another process may take the free port (or one `make_args` chose) between
+    /// the probe and the bind: the server then exits and a new port is tried.
+    pub fn start_with(dir: &Path, make_args: &dyn Fn(u16) -> Vec<String>) -> Node {
+        let mut why = String::new();
+        for _ in 0..START_ATTEMPTS {
+            let port = free_port();
+            let log = tempfile::NamedTempFile::new().expect("log file");
+            let out = log.reopen().expect("reopen log file");
+            let err = out.try_clone().expect("clone log file");
+            let mut child = Command::new(env!("CARGO_BIN_EXE_streamd"))
+                .args([
+                    "--port",
+                    &port.to_string(),
+                    "--dir",
+                    &dir.display().to_string(),
+                ])
+                .args(make_args(port))
+                .stdout(Stdio::from(out))
+                .stderr(Stdio::from(err))
+                .spawn()
+                .expect("spawn streamd");
+            match wait_serving(&mut child, port) {
+                Ok(()) => return Node { port, child },
+                Err(e) => {
+                    let exited = child.try_wait().ok().flatten().is_some();
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    let text = std::fs::read_to_string(log.path()).unwrap_or_default();
+                    why = format!("{e}\n--- streamd log ---\n{text}");
+                    if !exited {
+                        break;
+                    }
+                }
             }
-            assert!(Instant::now() < deadline, "streamd did not start on {port}");
-            std::thread::sleep(Duration::from_millis(50));
         }
-        Node { port, child }
+        panic!("streamd did not start on {}: {why}", dir.display());
     }
 
     /// A raw connection.

@@ -32,7 +32,7 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 const RAW_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// How many ports to try when a start fails (another process may grab the free port between
 /// our probe and the server's bind).
-const START_ATTEMPTS: usize = 5;
+pub const START_ATTEMPTS: usize = 5;
 
 /// Every port [`free_port`] and [`free_port_pair`] handed out in this test process.
 static HANDED_OUT: std::sync::Mutex<std::collections::BTreeSet<u16>> =
@@ -156,6 +156,43 @@ pub fn wait_blocked(raw: &mut Raw, n: usize) {
     }
 }
 
+/// Waits (bounded by the start timeout) until `child` serves RESP on `port`: a TCP connect
+/// and PING answered with `+PONG` by `child` itself (INFO's `process_id`), or `-NOAUTH`.
+/// An error says the child exited during start-up (its port was probably taken: the
+/// caller tries another) or never answered.
+pub fn wait_serving(child: &mut Child, port: u16) -> Result<(), String> {
+    let deadline = Instant::now() + START_TIMEOUT;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("exited during start-up with {status}"));
+        }
+        if let Ok(mut raw) = Raw::try_connect(port) {
+            raw.set_timeout(Duration::from_secs(2));
+            // A reset here (a process exiting with the port) is "not ready yet": the
+            // loop notices the child's exit and the caller tries another port.
+            if raw.try_send(b"*1\r\n$4\r\nPING\r\n").is_ok()
+                && let Ok(reply) = raw.try_read_reply()
+            {
+                // `-NOAUTH` (requirepass set) also means it is serving; `-LOADING` not yet.
+                if reply.starts_with(b"-NOAUTH") {
+                    return Ok(());
+                }
+                // Served by our child, not by another process that has the port: ours
+                // would then exit saying so, and the caller tries another port.
+                if reply == b"+PONG\r\n" && served_by(&mut raw, child.id()) {
+                    return Ok(());
+                }
+            }
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("no PONG within {START_TIMEOUT:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// A running child process serving RESP on `port`, with a temporary directory; killed on drop.
 struct Process {
     port: u16,
@@ -208,38 +245,9 @@ impl Process {
         panic!("{what} did not start: {last_log}");
     }
 
-    /// Waits (bounded) until a TCP connect + PING is answered with `+PONG` (or `-NOAUTH`).
+    /// Waits (bounded) until our child answers PING (see [`wait_serving`]).
     fn wait_ready(&mut self) -> Result<(), String> {
-        let deadline = Instant::now() + START_TIMEOUT;
-        loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return Err(format!("exited during start-up with {status}"));
-            }
-            if let Ok(mut raw) = Raw::try_connect(self.port) {
-                raw.set_timeout(Duration::from_secs(2));
-                // A reset here (a process exiting with the port) is "not ready yet": the
-                // loop notices our child's exit and the caller tries another port.
-                if raw.try_send(b"*1\r\n$4\r\nPING\r\n").is_ok()
-                    && let Ok(reply) = raw.try_read_reply()
-                {
-                    // `-NOAUTH` (requirepass set) also means it is serving; `-LOADING` not yet.
-                    if reply.starts_with(b"-NOAUTH") {
-                        return Ok(());
-                    }
-                    // Served by our child, not by another process that has the port: ours
-                    // would then exit saying so, and the caller tries another port.
-                    if reply == b"+PONG\r\n" && served_by(&mut raw, self.child.id()) {
-                        return Ok(());
-                    }
-                }
-            }
-            if Instant::now() > deadline {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                return Err(format!("no PONG within {START_TIMEOUT:?}"));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_serving(&mut self.child, self.port)
     }
 
     fn log_text(&self) -> String {
