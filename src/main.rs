@@ -121,6 +121,7 @@ fn check_tier(args: &[String]) -> ExitCode {
 }
 
 fn main() -> ExitCode {
+    streamd::alloc::tune_system_allocator();
     let raw: Vec<String> = std::env::args().collect();
     if raw.get(1).is_some_and(|a| a == "--check-aof") {
         return check_aof(&raw[2..]);
