@@ -184,6 +184,78 @@ fn reads_over_cold_nodes_answer_as_without_tiering() {
     assert_eq!(x, y);
 }
 
+#[test]
+fn paged_scans_read_the_next_page_ahead_and_keep_few_warm_copies() {
+    let (tiered, plain) = pair(&[]);
+    let (mut a, mut b) = (tiered.raw(), plain.raw());
+    let cold = tier(&mut a, "tiering_cold_entries");
+    assert!(cold > ENTRIES / 2, "{cold} cold entries");
+    // Page after page, both directions, every page the same as from memory.
+    let mut next = "-".to_string();
+    let mut pages = 0;
+    loop {
+        let reply = same(&mut a, &mut b, &["XRANGE", "t", &next, "+", "COUNT", "500"]);
+        let ids = ids_of(&reply);
+        let Some(last) = ids.last() else { break };
+        next = format!("({last}");
+        pages += 1;
+    }
+    assert_eq!(pages, ENTRIES.div_ceil(500));
+    let mut back = "+".to_string();
+    for _ in 0..10 {
+        let reply = same(
+            &mut a,
+            &mut b,
+            &["XREVRANGE", "t", &back, "-", "COUNT", "300"],
+        );
+        back = format!("({}", ids_of(&reply).last().expect("a page"));
+    }
+    // A group catching up over the cold history reads ahead too.
+    same(&mut a, &mut b, &["XGROUP", "CREATE", "t", "g", "0"]);
+    for _ in 0..20 {
+        same(
+            &mut a,
+            &mut b,
+            &[
+                "XREADGROUP",
+                "GROUP",
+                "g",
+                "c",
+                "COUNT",
+                "200",
+                "STREAMS",
+                "t",
+                ">",
+            ],
+        );
+    }
+    let ahead = tier(&mut a, "tiering_readahead_reads");
+    let reads = tier(&mut a, "tiering_reads");
+    assert!(
+        ahead > 0 && ahead <= reads,
+        "{ahead} of {reads} reads ahead"
+    );
+    // Every node came from the pool (parked or read ahead), none on the core thread.
+    assert_eq!(tier(&mut a, "tiering_sync_reads"), 0);
+    // Warm copies are cooled as the scan moves on: within the limit (1 MB for a 1 MB
+    // budget) plus the last read's nodes.
+    let warm = tier(&mut a, "tiering_warm_bytes");
+    assert!(warm <= 2 * 1024 * 1024, "{warm} warm bytes");
+}
+
+/// The entry IDs of an XRANGE/XREVRANGE reply, in order.
+fn ids_of(reply: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(reply);
+    let lines: Vec<&str> = text.split("\r\n").collect();
+    // Each entry is `*2`, `$<n>`, `<id>`, then its fields array.
+    lines
+        .windows(3)
+        .filter(|w| w[0] == "*2" && w[1].starts_with('$'))
+        .map(|w| w[2].to_string())
+        .filter(|id| id.contains('-') && id.split('-').all(|p| p.parse::<u64>().is_ok()))
+        .collect()
+}
+
 /// The payload of a bulk string reply.
 fn dump_payload(reply: &[u8]) -> Vec<u8> {
     assert_eq!(reply[0], b'$', "{}", String::from_utf8_lossy(reply));

@@ -21,6 +21,10 @@
 //! reading. The mover asks for a log rewrite when unreferenced but still protected
 //! segments pile up, so trimming history ends as unlinked files.
 
+mod park;
+
+pub use park::{Parked, ParkedRead};
+
 use super::Core;
 use crate::stream::StreamId;
 use crate::stream::cold::{self, NodeLocation};
@@ -114,6 +118,8 @@ pub struct TierStats {
     pub pool_reads: u64,
     /// Bytes read back off the core thread.
     pub pool_read_bytes: u64,
+    /// Nodes read ahead of paged scans (a part of `pool_reads`).
+    pub readahead_reads: u64,
     /// Segment files unlinked.
     pub segments_unlinked: u64,
     /// Log rewrites or snapshots asked for to free segments.
@@ -180,6 +186,8 @@ pub struct Tiering {
     rewrite_asked: Option<std::time::Instant>,
     /// When the collector last walked the stubs (at most once per [`COLLECT_INTERVAL`]).
     last_collect: Option<std::time::Instant>,
+    /// Reads ahead of paged scans in flight ([`park`]).
+    prefetches: park::Prefetches,
     /// Counters.
     pub stats: TierStats,
 }
@@ -697,6 +705,7 @@ impl Core {
         if self.loading || self.busy.is_some() || self.tier.store.is_none() {
             return;
         }
+        self.tier_install_prefetches();
         self.tier_finish_move();
         if self.tiering_enabled() && self.tier.pending.is_none() {
             self.tier_start_move(false);
@@ -839,8 +848,15 @@ impl Core {
     }
 
     /// Drops warm copies of cold nodes once they take more than an eighth of the budget.
+    /// How many bytes of warm copies of cold nodes are kept before
+    /// [`Core::tier_cool_warm`] drops them: an eighth of the hot budget, at least
+    /// [`WARM_MIN_BYTES`].
+    fn warm_limit(&self) -> usize {
+        (self.tiering_budget() / 8).max(WARM_MIN_BYTES)
+    }
+
     fn tier_cool_warm(&mut self) {
-        let limit = (self.tiering_budget() / 8).max(WARM_MIN_BYTES);
+        let limit = self.warm_limit();
         if cold::warm_bytes() <= limit {
             return;
         }
@@ -1003,6 +1019,7 @@ impl Core {
              tiering_parked_commands:{}\r\n\
              tiering_reads:{}\r\n\
              tiering_read_bytes:{}\r\n\
+             tiering_readahead_reads:{}\r\n\
              tiering_sync_reads:{}\r\n\
              tiering_read_errors:{}\r\n\
              tiering_segments_unlinked:{}\r\n\
@@ -1019,6 +1036,7 @@ impl Core {
             st.parked_commands,
             st.pool_reads,
             st.pool_read_bytes,
+            st.readahead_reads,
             cold::sync_loads(),
             cold::load_failures(),
             st.segments_unlinked,
@@ -1070,258 +1088,4 @@ fn parse_move(argv: &[Bytes]) -> Result<(StreamId, NodeLocation), String> {
 /// location, the id only helps a person reading a segment).
 fn stream_tag(key: &[u8]) -> u64 {
     segment::crc64(&[key])
-}
-
-/// Most cold nodes one command is parked for; a command that needs more reads the rest
-/// synchronously when it runs (a whole-history XRANGE builds a reply that large anyway).
-const PARK_MAX_NODES: usize = 1024;
-
-/// What a parked command waits for: the nodes it needs and the read in flight.
-pub struct Parked {
-    /// Database, key and master ID of each node, in the read's order.
-    wants: Vec<(usize, Bytes, StreamId)>,
-    /// The read on the pool.
-    rx: oneshot::Receiver<Result<Vec<crate::tier::ColdNode>, TierError>>,
-}
-
-impl Parked {
-    /// Waits for the read (off the core: other connections run meanwhile).
-    pub async fn wait(self) -> ParkedRead {
-        let result = self.rx.await.unwrap_or(Err(TierError::PoolClosed));
-        ParkedRead {
-            wants: self.wants,
-            result,
-        }
-    }
-}
-
-/// A parked command's read, done.
-pub struct ParkedRead {
-    wants: Vec<(usize, Bytes, StreamId)>,
-    result: Result<Vec<crate::tier::ColdNode>, TierError>,
-}
-
-/// Parses a range bound leniently for [`Core::cold_needs`] (a bad one needs nothing:
-/// the command answers the error itself).
-fn bound(arg: Option<&Bytes>, start: bool) -> Option<StreamId> {
-    use crate::stream::id::{parse_range_end, parse_range_start};
-    let a = arg?;
-    if start {
-        parse_range_start(a).ok()
-    } else {
-        parse_range_end(a).ok()
-    }
-}
-
-/// `COUNT n` anywhere in `args` (0 when absent or unparsable: all).
-fn count_arg(args: &[Bytes]) -> u64 {
-    args.windows(2)
-        .find(|w| w[0].eq_ignore_ascii_case(b"COUNT"))
-        .and_then(|w| std::str::from_utf8(&w[1]).ok()?.parse::<u64>().ok())
-        .unwrap_or(0)
-}
-
-impl Core {
-    /// The cold nodes (not warm) that the stream command `argv` on database `db` would
-    /// read: XRANGE, XREVRANGE, XREAD, XREADGROUP, XCLAIM, XAUTOCLAIM, XINFO STREAM and
-    /// XDEL. Found from the stubs and the group state alone; may name more than the
-    /// command reads, never a node it does not touch beyond its range. Empty for every
-    /// other command and when no node is cold.
-    pub fn cold_needs(
-        &self,
-        db: usize,
-        argv: &[Bytes],
-    ) -> Vec<(usize, Bytes, StreamId, NodeLocation)> {
-        let mut out = Vec::new();
-        if !self.tier.is_open()
-            || argv.len() < 2
-            || argv[0].first().is_none_or(|c| c | 0x20 != b'x')
-        {
-            return out;
-        }
-        let Some(dbv) = self.dbs.get(db) else {
-            return out;
-        };
-        let cold_stream = |key: &Bytes| dbv.get_stream(key).filter(|s| s.cold().is_some());
-        let mut add = |key: &Bytes, found: Vec<(StreamId, NodeLocation)>| {
-            for (m, l) in found {
-                out.push((db, key.clone(), m, l));
-            }
-        };
-        // Upper-cased on the stack: this runs before every X command while a store is open.
-        let mut upper = [0u8; 10];
-        let Some(name) = upper.get_mut(..argv[0].len()) else {
-            return out;
-        };
-        name.copy_from_slice(&argv[0]);
-        name.make_ascii_uppercase();
-        let name: &[u8] = name;
-        match name {
-            b"XRANGE" | b"XREVRANGE" if argv.len() >= 4 => {
-                let rev = name == b"XREVRANGE";
-                let (a, b) = if rev { (3, 2) } else { (2, 3) };
-                if let (Some(s), Some(start), Some(end)) = (
-                    cold_stream(&argv[1]),
-                    bound(argv.get(a), true),
-                    bound(argv.get(b), false),
-                ) {
-                    add(
-                        &argv[1],
-                        s.cold_needed(start, end, rev, count_arg(&argv[4..])),
-                    );
-                }
-            }
-            b"XREAD" | b"XREADGROUP" => {
-                let Some(at) = argv.iter().position(|a| a.eq_ignore_ascii_case(b"STREAMS")) else {
-                    return out;
-                };
-                let count = count_arg(&argv[1..at]);
-                let rest = &argv[at + 1..];
-                if rest.is_empty() || !rest.len().is_multiple_of(2) {
-                    return out;
-                }
-                let (keys, ids) = rest.split_at(rest.len() / 2);
-                let group = (name == b"XREADGROUP")
-                    .then(|| argv.get(2).zip(argv.get(3)))
-                    .flatten();
-                for (key, id) in keys.iter().zip(ids) {
-                    let Some(s) = cold_stream(key) else { continue };
-                    if let Some((g, consumer)) = group {
-                        let Some(grp) = s.groups().get(g) else {
-                            continue;
-                        };
-                        if id.as_ref() == b">" {
-                            if let Some(after) = grp.last_id().incr() {
-                                add(key, s.cold_needed(after, StreamId::MAX, false, count));
-                            }
-                        } else if let (Ok(from), Some(cid)) = (
-                            crate::stream::id::parse_id(id, 0),
-                            grp.consumer_id(consumer),
-                        ) {
-                            let n = if count == 0 {
-                                usize::MAX
-                            } else {
-                                count as usize
-                            };
-                            let ids = grp
-                                .consumer_pel(cid, from, StreamId::MAX)
-                                .take(n)
-                                .map(|p| p.id);
-                            add(key, s.cold_needed_for(ids));
-                        }
-                    } else if id.as_ref() != b"$"
-                        && id.as_ref() != b"+"
-                        && let Some(after) = crate::stream::id::parse_id(id, 0)
-                            .ok()
-                            .and_then(|x| x.incr())
-                    {
-                        add(key, s.cold_needed(after, StreamId::MAX, false, count));
-                    }
-                }
-            }
-            b"XCLAIM" if argv.len() >= 6 => {
-                if let Some(s) = cold_stream(&argv[1]) {
-                    let ids = argv[5..]
-                        .iter()
-                        .map_while(|a| crate::stream::id::parse_strict_id(a).ok());
-                    add(&argv[1], s.cold_needed_for(ids));
-                }
-            }
-            b"XAUTOCLAIM" if argv.len() >= 6 => {
-                if let (Some(s), Ok(start)) = (
-                    cold_stream(&argv[1]),
-                    crate::stream::id::parse_range_start(&argv[5]),
-                ) && let Some(grp) = s.groups().get(&argv[2])
-                {
-                    let count = match count_arg(&argv[6..]) {
-                        0 => 100,
-                        n => n,
-                    };
-                    // XAUTOCLAIM looks at up to ten times COUNT pending entries.
-                    let ids = grp
-                        .pel_range(start, StreamId::MAX)
-                        .take((count * 10) as usize)
-                        .map(|p| p.id);
-                    add(&argv[1], s.cold_needed_for(ids));
-                }
-            }
-            b"XDEL" if argv.len() >= 3 => {
-                if let Some(s) = cold_stream(&argv[1]) {
-                    let ids = argv[2..]
-                        .iter()
-                        .filter_map(|a| crate::stream::id::parse_strict_id(a).ok());
-                    add(&argv[1], s.cold_needed_for(ids));
-                }
-            }
-            b"XINFO" if argv.len() >= 3 && argv[1].eq_ignore_ascii_case(b"STREAM") => {
-                if let Some(s) = cold_stream(&argv[2]) {
-                    let full = argv.get(3).is_some_and(|a| a.eq_ignore_ascii_case(b"FULL"));
-                    // Plain XINFO STREAM shows the first and last entries; FULL shows
-                    // COUNT entries (10 by default, 0 for all).
-                    let count = if !full {
-                        1
-                    } else {
-                        argv[4..]
-                            .windows(2)
-                            .find(|w| w[0].eq_ignore_ascii_case(b"COUNT"))
-                            .map_or(10, |w| {
-                                std::str::from_utf8(&w[1])
-                                    .ok()
-                                    .and_then(|t| t.parse::<u64>().ok())
-                                    .unwrap_or(10)
-                            })
-                    };
-                    add(
-                        &argv[2],
-                        s.cold_needed(StreamId::MIN, StreamId::MAX, false, count),
-                    );
-                }
-            }
-            _ => {}
-        }
-        out.truncate(PARK_MAX_NODES);
-        out
-    }
-
-    /// Parks a command for `needs` (from [`Core::cold_needs`]): queues their read on the
-    /// pool. `None` when there is no pool (the command then reads synchronously).
-    pub fn park(&mut self, needs: Vec<(usize, Bytes, StreamId, NodeLocation)>) -> Option<Parked> {
-        let locs: Vec<NodeLocation> = needs.iter().map(|n| n.3).collect();
-        let batch = self.tier.read_batch(&locs).ok()?;
-        let rx = self.tier.pool.as_ref()?.submit(batch);
-        self.tier.stats.parked_commands += 1;
-        Some(Parked {
-            wants: needs
-                .into_iter()
-                .map(|(db, key, m, _)| (db, key, m))
-                .collect(),
-            rx,
-        })
-    }
-
-    /// Installs a parked command's nodes as warm copies before it runs again. A node
-    /// that failed to read, or changed meanwhile, is simply not installed: the command
-    /// then reads it synchronously (and a failure shows there, counted and logged).
-    pub fn unpark(&mut self, read: ParkedRead) {
-        let nodes = match read.result {
-            Ok(nodes) => nodes,
-            Err(e) => {
-                tracing::error!(error = %e, "cold stream nodes could not be read back");
-                return;
-            }
-        };
-        for ((db, key, master), node) in read.wants.into_iter().zip(nodes) {
-            self.tier.stats.pool_reads += 1;
-            self.tier.stats.pool_read_bytes += node.node.len() as u64;
-            let Some(s) = self.dbs.get(db).and_then(|d| d.get_stream(&key)) else {
-                continue;
-            };
-            match decode(node.node, master) {
-                Ok(lp) => {
-                    s.warm_node(master, lp);
-                }
-                Err(e) => tracing::error!(error = %e, "a cold node read back is damaged"),
-            }
-        }
-    }
 }

@@ -929,10 +929,23 @@ impl Stream {
 
     /// Installs `lp`, read back from the segment, as the warm copy of the cold node keyed
     /// `master`. False when there is no such cold node or `lp` is not it.
-    pub fn warm_node(&self, master: StreamId, lp: Listpack) -> bool {
+    pub fn warm_node(&self, master: StreamId, loc: cold::NodeLocation, lp: Listpack) -> bool {
         self.cold()
             .and_then(|c| c.get(c.index_of(master)?))
+            .filter(|stub| stub.loc.len == loc.len && stub.loc.crc == loc.crc)
             .is_some_and(|stub| stub.set_warm(lp))
+    }
+
+    /// Drops the warm copy of the cold node keyed `master`, if it has one; returns the
+    /// bytes freed.
+    pub fn cool_node(&mut self, master: StreamId) -> usize {
+        let Some(c) = self.extra.as_mut().and_then(|x| x.cold.as_mut()) else {
+            return 0;
+        };
+        match c.index_of(master) {
+            Some(i) => c.get_mut(i).map_or(0, cold::ColdStub::cool),
+            None => 0,
+        }
     }
 
     /// Drops every warm copy of a cold node; returns the bytes freed.
