@@ -4,7 +4,7 @@
 //!
 //! ```text
 //!  cron ─▶ hot bytes over the budget? ─▶ store.append(oldest sealed nodes) ─▶ begin_sync
-//!                                                         │ fsync on a pool thread
+//!                                                         │ write + fsync on a pool thread
 //!  cron ◀─────────────────────────────────────────────────┘
 //!   └▶ finish_sync ─▶ node unchanged? ─▶ Stream::make_cold ─▶ log STREAMD.TIER (AOF only)
 //! ```
@@ -54,9 +54,10 @@ const RELEASE_AFTER_BYTES: usize = 16 << 20;
 /// disk in steps of 16 MiB, large enough that a 100 GB history is ~6,000 files.
 const SEGMENT_BYTES: u64 = 16 << 20;
 
-/// Most node bytes one mover round appends before its sync: small, so a round's writes
-/// (on the core thread, buffered into 256 KiB `pwrite`s) stay well under a millisecond;
-/// the mover runs every 10 ms (`server::spawn_tier_mover`), up to ~200 MB/s.
+/// Most node bytes one mover round appends before its sync: small, so a round's copies
+/// into the store's buffer (on the core thread; the `pwrite`s and the fsync run on a pool
+/// thread) stay well under a millisecond; the mover runs every 10 ms
+/// (`server::spawn_tier_mover`), up to ~200 MB/s.
 const MOVE_BATCH_BYTES: usize = 2 << 20;
 
 /// How long a candidate's measured bytes per hot node are trusted before its hot nodes
@@ -847,7 +848,6 @@ impl Core {
         }
     }
 
-    /// Drops warm copies of cold nodes once they take more than an eighth of the budget.
     /// How many bytes of warm copies of cold nodes are kept before
     /// [`Core::tier_cool_warm`] drops them: an eighth of the hot budget, at least
     /// [`WARM_MIN_BYTES`].
@@ -855,6 +855,7 @@ impl Core {
         (self.tiering_budget() / 8).max(WARM_MIN_BYTES)
     }
 
+    /// Drops warm copies of cold nodes once they take more than an eighth of the budget.
     fn tier_cool_warm(&mut self) {
         let limit = self.warm_limit();
         if cold::warm_bytes() <= limit {

@@ -124,6 +124,10 @@ pub enum TierError {
     },
     /// The read pool has shut down (or a worker died) before answering.
     PoolClosed,
+    /// An earlier write to a segment failed (or was dropped unwritten): the active
+    /// segment may have a hole, so nothing more is written until a restart, whose open
+    /// cuts the unsealed tail at the first bad record.
+    WritesStopped,
 }
 
 impl TierError {
@@ -167,6 +171,10 @@ impl fmt::Display for TierError {
             TierError::InvalidNode { len, why } => {
                 write!(f, "a node of {len} bytes cannot be a segment record: {why}")
             }
+            TierError::WritesStopped => write!(
+                f,
+                "an earlier segment write failed: segments are not written until a restart"
+            ),
             TierError::NotSealed { segment } => {
                 write!(
                     f,

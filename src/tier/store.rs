@@ -10,12 +10,18 @@
 //! ```
 //!
 //! **Appending** ([`SegmentStore::append`]) encodes the record into a write buffer and
-//! returns its [`Location`] at once; the buffer goes to the file (`pwrite`, no fsync) when
-//! it holds [`WRITE_BUFFER`] bytes at the next append, on [`SegmentStore::flush`], or
-//! before a read needs it. Dropping the store without a sync loses what is buffered,
-//! which the durability rule below makes harmless: none of it was durable. A segment is
-//! sealed when the next record would take it past the size limit
-//! ([`segment::SEGMENT_MAX_BYTES`] by default): the seal is written after its last record
+//! returns its [`Location`] at once. The buffer is not written by the appending thread
+//! (the core's): [`SegmentStore::begin_sync`] hands it, with any seal queued since, to
+//! the [`PendingSync`], whose [`PendingSync::run`] writes (`pwrite`) and then fsyncs on a
+//! pool thread. Writes run in the order their syncs began (a ticket each), so a file never
+//! gets bytes past a hole (a sync dropped unrun still writes in its turn); a failed write
+//! stops all further writes ([`TierError::WritesStopped`]) until a restart, whose open cuts the unsealed
+//! tail at the first bad record, and nothing that was lost had been durable.
+//! [`SegmentStore::flush`] writes synchronously (the blocking [`SegmentStore::sync`], a
+//! read of a record not yet written). Dropping the store without a sync loses what is
+//! buffered, which the durability rule below makes harmless: none of it was durable. A
+//! segment is sealed when the next record would take it past the size limit
+//! ([`segment::SEGMENT_MAX_BYTES`] by default): the seal is queued after its last record
 //! and the segment is never written again; the next record starts a new segment.
 //!
 //! **Durability rule.** A `Location` is only *durable* once a sync that covers it has
@@ -61,10 +67,98 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-/// Bytes buffered before an append writes them to the file.
+/// Bytes buffered before an append moves them to the write queue (one `pwrite` each).
 pub const WRITE_BUFFER: usize = 256 << 10;
+
+/// Bytes for a segment file at an offset, written later, in order, by
+/// [`PendingSync::run`] or [`SegmentStore::flush`].
+#[derive(Debug)]
+struct QueuedWrite {
+    file: Arc<File>,
+    path: Arc<Path>,
+    offset: u64,
+    bytes: Vec<u8>,
+}
+
+/// Whose writes go next: tickets are handed out by [`SegmentStore::begin_sync`] and
+/// [`SegmentStore::flush`] in the order their bytes were appended.
+#[derive(Debug, Default)]
+struct WriteTurn {
+    /// The ticket whose writes may run now.
+    next: u64,
+    /// Tickets given up without writes before their turn (skipped when it comes).
+    skipped: BTreeSet<u64>,
+}
+
+impl WriteTurn {
+    /// Passes the turn on, over the tickets given up.
+    fn advance(&mut self) {
+        self.next += 1;
+        while self.skipped.remove(&self.next) {
+            self.next += 1;
+        }
+    }
+}
+
+/// The write order shared by a store and its pending syncs (see the module docs).
+#[derive(Debug, Default)]
+struct WriteOrder {
+    turn: Mutex<WriteTurn>,
+    changed: Condvar,
+    /// A write failed: nothing more is written.
+    stopped: std::sync::atomic::AtomicBool,
+}
+
+impl WriteOrder {
+    fn lock(&self) -> MutexGuard<'_, WriteTurn> {
+        self.turn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn is_stopped(&self) -> bool {
+        self.stopped.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Waits for `ticket`'s turn, writes `writes` in order and passes the turn on. A
+    /// failure stops every later write.
+    fn write_in_turn(&self, ticket: u64, writes: &[QueuedWrite]) -> Result<(), TierError> {
+        let mut turn = self.lock();
+        while turn.next != ticket && !self.is_stopped() {
+            turn = self.changed.wait(turn).unwrap_or_else(|e| e.into_inner());
+        }
+        if self.is_stopped() {
+            return Err(TierError::WritesStopped);
+        }
+        for w in writes {
+            if let Err(e) = w.file.write_all_at(&w.bytes, w.offset) {
+                self.stop();
+                return Err(TierError::io("writing to", &w.path, e));
+            }
+        }
+        turn.advance();
+        self.changed.notify_all();
+        Ok(())
+    }
+
+    /// Gives up `ticket`, which has no writes, unrun: its turn is passed on.
+    fn give_up(&self, ticket: u64) {
+        let mut turn = self.lock();
+        if turn.next == ticket {
+            turn.advance();
+        } else if turn.next < ticket {
+            turn.skipped.insert(ticket);
+        }
+        self.changed.notify_all();
+    }
+
+    fn stop(&self) {
+        let _turn = self.lock();
+        self.stopped
+            .store(true, std::sync::atomic::Ordering::Release);
+        self.changed.notify_all();
+    }
+}
 
 /// How [`SegmentStore::open`] treats what it finds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -239,13 +333,39 @@ pub struct PendingSync {
     dir: Option<PathBuf>,
     /// Segments whose directory entries the directory sync makes durable.
     dir_segments: Vec<u64>,
+    /// The appended bytes (and seals) not written yet, written first, in turn.
+    writes: Vec<QueuedWrite>,
+    /// Its turn in the store's write order.
+    ticket: u64,
+    /// The store's write order.
+    order: Arc<WriteOrder>,
+    /// [`PendingSync::run`] was called (dropping it unrun gives its turn up).
+    ran: std::sync::atomic::AtomicBool,
+}
+
+impl Drop for PendingSync {
+    /// A sync dropped unrun (its job skipped, the pool gone) still writes its bytes in
+    /// turn, so that later writes leave no hole; it only skips the fsync.
+    fn drop(&mut self) {
+        if self.ran.load(std::sync::atomic::Ordering::Acquire) {
+            return;
+        }
+        if self.writes.is_empty() {
+            self.order.give_up(self.ticket);
+        } else if let Err(e) = self.order.write_in_turn(self.ticket, &self.writes) {
+            tracing::error!(error = %e, "segment bytes of a dropped sync could not be written");
+        }
+    }
 }
 
 impl PendingSync {
-    /// Fsyncs the files (`fdatasync`) and, if needed, the directory. Blocking; call it
+    /// Writes the bytes appended before it began (after every earlier sync's), then
+    /// fsyncs the files (`fdatasync`) and, if needed, the directory. Blocking; call it
     /// from a thread that may wait for the disk, then hand the `PendingSync` back to
     /// [`SegmentStore::finish_sync`].
     pub fn run(&self) -> Result<(), TierError> {
+        self.ran.store(true, std::sync::atomic::Ordering::Release);
+        self.order.write_in_turn(self.ticket, &self.writes)?;
         for (_, file, path, _) in &self.files {
             file.sync_data()
                 .map_err(|e| TierError::io("syncing a segment", path, e))?;
@@ -258,9 +378,9 @@ impl PendingSync {
         Ok(())
     }
 
-    /// True when there is nothing to sync.
+    /// True when there is nothing to write or sync.
     pub fn is_empty(&self) -> bool {
-        self.files.is_empty() && self.dir.is_none()
+        self.files.is_empty() && self.dir.is_none() && self.writes.is_empty()
     }
 }
 
@@ -275,11 +395,18 @@ pub struct SegmentStore {
     segments: BTreeMap<u64, Segment>,
     /// The segment appends go to; `None` until the first append after open or a seal.
     active: Option<u64>,
-    /// Bytes appended to the active segment and not yet written to its file; they belong
-    /// at offset `flushed`.
+    /// Bytes appended to the active segment and not yet queued; they belong at offset
+    /// `flushed`.
     buf: Vec<u8>,
-    /// File offset where `buf` starts (the active segment's bytes on disk end here).
+    /// File offset where `buf` starts (the active segment's bytes queued or written end
+    /// here).
     flushed: u64,
+    /// Bytes queued for the files (earlier buffers, seals), not yet handed to a sync.
+    queued: Vec<QueuedWrite>,
+    /// The next write ticket to hand out.
+    tickets: u64,
+    /// The order the writes of syncs run in.
+    order: Arc<WriteOrder>,
     /// The number the next segment gets (above every number ever seen in the directory).
     next: u64,
     /// Segments with bytes or a directory entry not yet synced.
@@ -345,6 +472,9 @@ impl SegmentStore {
             active: None,
             buf: Vec::new(),
             flushed: 0,
+            queued: Vec::new(),
+            tickets: 0,
+            order: Arc::new(WriteOrder::default()),
             next: numbers.last().map_or(1, |n| n.saturating_add(1)),
             unsynced: BTreeSet::new(),
             read_only,
@@ -528,9 +658,11 @@ impl SegmentStore {
                 why: "its first ID is above its last",
             });
         }
-        // Write a full buffer out first, so that a failing write changes nothing.
+        if self.order.is_stopped() {
+            return Err(TierError::WritesStopped);
+        }
         if self.buf.len() >= WRITE_BUFFER {
-            self.flush()?;
+            self.queue_buffer();
         }
         let len = len as u32;
         let size = segment::record_size(len);
@@ -571,17 +703,17 @@ impl SegmentStore {
         let Some(n) = self.active else {
             return Ok(());
         };
-        self.flush()?;
+        self.queue_buffer();
         let seg = self
             .segments
             .get_mut(&n)
             .expect("the active segment exists");
-        seg.file
-            .write_all_at(
-                &segment::encode_seal(seg.records, seg.data_end),
-                seg.data_end,
-            )
-            .map_err(|e| TierError::io("sealing", &seg.path, e))?;
+        self.queued.push(QueuedWrite {
+            file: Arc::clone(&seg.file),
+            path: Arc::clone(&seg.path),
+            offset: seg.data_end,
+            bytes: segment::encode_seal(seg.records, seg.data_end).to_vec(),
+        });
         seg.sealed = true;
         self.active = None;
         self.unsynced.insert(n);
@@ -624,21 +756,41 @@ impl SegmentStore {
         Ok(n)
     }
 
-    /// Writes the buffered records to the active segment's file (no fsync).
-    pub fn flush(&mut self) -> Result<(), TierError> {
+    /// Moves the write buffer to the write queue (no system call).
+    fn queue_buffer(&mut self) {
         if self.buf.is_empty() {
-            return Ok(());
+            return;
         }
         let n = self
             .active
             .expect("buffered bytes belong to the active segment");
         let seg = &self.segments[&n];
-        seg.file
-            .write_all_at(&self.buf, self.flushed)
-            .map_err(|e| TierError::io("writing to", &seg.path, e))?;
-        self.flushed += self.buf.len() as u64;
-        self.buf.clear();
-        Ok(())
+        // The next buffer is allocated at its full size: growing it by doubling copied
+        // every appended byte about once more.
+        let bytes = std::mem::replace(&mut self.buf, Vec::with_capacity(WRITE_BUFFER + 8192));
+        let offset = self.flushed;
+        self.flushed += bytes.len() as u64;
+        self.queued.push(QueuedWrite {
+            file: Arc::clone(&seg.file),
+            path: Arc::clone(&seg.path),
+            offset,
+            bytes,
+        });
+    }
+
+    /// Takes everything appended and not yet handed to a write, with its ticket.
+    fn take_writes(&mut self) -> (Vec<QueuedWrite>, u64) {
+        self.queue_buffer();
+        let ticket = self.tickets;
+        self.tickets += 1;
+        (std::mem::take(&mut self.queued), ticket)
+    }
+
+    /// Writes every appended record (and seal) to its file now, after the writes of the
+    /// syncs in flight (no fsync). Blocking.
+    pub fn flush(&mut self) -> Result<(), TierError> {
+        let (writes, ticket) = self.take_writes();
+        self.order.write_in_turn(ticket, &writes)
     }
 
     /// Makes every Location handed out so far durable (flush, fsync, directory fsync).
@@ -655,12 +807,20 @@ impl SegmentStore {
     /// Flushes and returns what a sync must fsync now: run it with [`PendingSync::run`]
     /// on any thread, then hand it to [`SegmentStore::finish_sync`]. Appends may go on
     /// meanwhile; they are not covered by this sync.
+    /// Also hands it the appended bytes to write first (see the module docs).
     pub fn begin_sync(&mut self) -> Result<PendingSync, TierError> {
-        self.flush()?;
+        if self.order.is_stopped() {
+            return Err(TierError::WritesStopped);
+        }
+        let (writes, ticket) = self.take_writes();
         let mut p = PendingSync {
             files: Vec::new(),
             dir: None,
             dir_segments: Vec::new(),
+            writes,
+            ticket,
+            order: Arc::clone(&self.order),
+            ran: std::sync::atomic::AtomicBool::new(false),
         };
         for &n in &self.unsynced {
             let Some(seg) = self.segments.get(&n) else {
@@ -686,12 +846,12 @@ impl SegmentStore {
 
     /// Records a sync that [`PendingSync::run`] completed without error.
     pub fn finish_sync(&mut self, p: PendingSync) {
-        for (n, _, _, end) in p.files {
+        for &(n, _, _, end) in &p.files {
             if let Some(seg) = self.segments.get_mut(&n) {
                 seg.synced = seg.synced.max(end);
             }
         }
-        for n in p.dir_segments {
+        for &n in &p.dir_segments {
             if let Some(seg) = self.segments.get_mut(&n) {
                 seg.dir_synced = true;
             }
@@ -730,6 +890,18 @@ impl SegmentStore {
         self.active == Some(loc.segment) && u64::from(loc.offset) >= self.flushed
     }
 
+    /// `loc`'s record bytes when they are queued, not yet handed to a write.
+    fn in_queue(&self, loc: Location) -> Option<&[u8]> {
+        let seg = self.segments.get(&loc.segment)?;
+        let (start, end) = (u64::from(loc.offset), loc.end());
+        self.queued.iter().find_map(|w| {
+            let inside = Arc::ptr_eq(&w.file, &seg.file)
+                && start >= w.offset
+                && end <= w.offset + w.bytes.len() as u64;
+            inside.then(|| &w.bytes[(start - w.offset) as usize..(end - w.offset) as usize])
+        })
+    }
+
     /// Reads the node at `loc`, checking its CRC and that the record is the one `loc`
     /// names. Blocking (a `pread`) unless the record is still buffered: the core thread
     /// uses [`SegmentStore::read_batch`] and the pool instead.
@@ -744,13 +916,18 @@ impl SegmentStore {
                 .ok_or(TierError::OutOfRange { loc })?;
             return segment::decode_node(bytes.to_vec(), &seg.path, loc);
         }
+        if let Some(bytes) = self.in_queue(loc) {
+            return segment::decode_node(bytes.to_vec(), &seg.path, loc);
+        }
         segment::read_record(&seg.file, &seg.path, loc)
     }
 
     /// Prepares a read of `locs`, in order, for the read pool (or [`super::ReadBatch::run`]):
     /// checks each Location and writes the buffer out first if one of them is still in it.
     pub fn read_batch(&mut self, locs: &[Location]) -> Result<super::ReadBatch, TierError> {
-        if locs.iter().any(|&l| self.in_buffer(l)) {
+        // A record not durable yet may still be buffered, queued or in a sync's writes:
+        // everything appended is written (in turn) before the read.
+        if locs.iter().any(|&l| !self.is_durable(l)) {
             self.flush()?;
         }
         let mut reads = Vec::with_capacity(locs.len());
@@ -836,7 +1013,9 @@ impl SegmentStore {
     /// the owner's thread, and after the last chunk [`SegmentStore::sync`] (or the split
     /// sync), repoint the stubs, log the move, and [`SegmentStore::mark_dead`] each old
     /// Location. [`SegmentStore::compact`] does all of it in one blocking call.
-    pub fn compaction_source(&self, n: u64) -> Result<CompactionSource, TierError> {
+    /// A segment sealed since the last sync may still have queued bytes: they are
+    /// written first.
+    pub fn compaction_source(&mut self, n: u64) -> Result<CompactionSource, TierError> {
         let seg = self
             .segments
             .get(&n)
@@ -844,6 +1023,10 @@ impl SegmentStore {
         if !seg.sealed {
             return Err(TierError::NotSealed { segment: n });
         }
+        if seg.synced < seg.file_end() {
+            self.flush()?;
+        }
+        let seg = &self.segments[&n];
         Ok(CompactionSource {
             segment: n,
             file: Arc::clone(&seg.file),
@@ -1267,6 +1450,71 @@ mod tests {
         assert!(!st.is_durable(l2));
         st.sync().expect("sync");
         assert!(st.is_durable(l2));
+    }
+
+    /// The size of segment `n`'s file in `dir`.
+    fn file_len(dir: &Path, n: u64) -> u64 {
+        fs::metadata(dir.join(segment::file_name(n)))
+            .expect("segment file")
+            .len()
+    }
+
+    #[test]
+    fn appends_reach_the_file_only_when_their_sync_runs_and_in_the_order_syncs_began() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut st = SegmentStore::open(dir.path(), small()).expect("open");
+        let a = st.append(1, id(1), id(1), &node(1, 200)).expect("append");
+        assert_eq!(
+            file_len(dir.path(), a.segment),
+            HEADER_LEN,
+            "nothing written yet"
+        );
+        let first = st.begin_sync().expect("begin");
+        let b = st.append(1, id(2), id(2), &node(2, 200)).expect("append");
+        let second = st.begin_sync().expect("begin");
+        assert_eq!(
+            file_len(dir.path(), a.segment),
+            HEADER_LEN,
+            "not before run"
+        );
+        // The later sync, run first on another thread, waits for the earlier one's writes.
+        let later = std::thread::spawn(move || second.run().map(|()| second));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!later.is_finished(), "the second sync ran before the first");
+        assert_eq!(file_len(dir.path(), a.segment), HEADER_LEN);
+        first.run().expect("first sync");
+        let second = later.join().expect("thread").expect("second sync");
+        st.finish_sync(first);
+        st.finish_sync(second);
+        assert!(st.is_durable(a) && st.is_durable(b));
+        assert_eq!(file_len(dir.path(), a.segment), b.end());
+        assert_eq!(st.read(b).expect("read").node, node(2, 200));
+    }
+
+    #[test]
+    fn a_sync_dropped_unrun_still_writes_in_turn_and_later_syncs_go_on() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut st = SegmentStore::open(dir.path(), small()).expect("open");
+        let a = st.append(1, id(1), id(1), &node(1, 200)).expect("append");
+        st.sync().expect("sync");
+        // Nothing appended: dropping it unrun only passes its turn on.
+        drop(st.begin_sync().expect("begin"));
+        let b = st.append(1, id(2), id(2), &node(2, 200)).expect("append");
+        st.sync().expect("a later sync still runs");
+        assert!(st.is_durable(b));
+        // With writes: they happen at the drop (no fsync), so the file has no hole.
+        let c = st.append(1, id(3), id(3), &node(3, 200)).expect("append");
+        drop(st.begin_sync().expect("begin"));
+        assert_eq!(file_len(dir.path(), c.segment), c.end());
+        assert!(!st.is_durable(c));
+        let d = st.append(1, id(4), id(4), &node(4, 200)).expect("append");
+        st.sync().expect("sync");
+        assert!(st.is_durable(d));
+        drop(st);
+        let st = SegmentStore::open(dir.path(), small()).expect("reopen");
+        for (loc, i) in [(a, 1), (b, 2), (c, 3), (d, 4)] {
+            assert_eq!(st.read(loc).expect("read").node, node(i, 200));
+        }
     }
 
     #[test]

@@ -160,7 +160,6 @@ impl Core {
             return out;
         };
         let cold_stream = |key: &Bytes| dbv.get_stream(key).filter(|s| s.cold().is_some());
-        let ahead_bytes = (self.warm_limit() / 2) as u64;
         // A paged read (COUNT n) also names the nodes of the next page, read ahead in the
         // background (within half the warm copies' room).
         let paged = |s: &crate::stream::Stream, start: StreamId, end: StreamId, rev, count| {
@@ -168,6 +167,7 @@ impl Core {
             if count == 0 {
                 return (now, Vec::new());
             }
+            let ahead_bytes = (self.warm_limit() / 2) as u64;
             let mut ahead = s.cold_needed(start, end, rev, count.saturating_mul(2));
             let bytes: u64 = ahead.iter().map(|(_, l)| u64::from(l.len)).sum();
             if bytes > ahead_bytes {
