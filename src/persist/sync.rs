@@ -27,18 +27,6 @@ use std::path::{Path, PathBuf};
 /// The file name in the data directory.
 pub const STATE_FILE: &str = "replication.state";
 
-/// The dataset as one snapshot image (for a streamd replica's full sync).
-pub fn snapshot_bytes(
-    dbs: &[Db],
-    functions: &[bytes::Bytes],
-    created_ms: u64,
-) -> io::Result<Vec<u8>> {
-    let mut w = super::snapshot::SnapshotWriter::new(Vec::new(), created_ms)?;
-    w.materialize_cold();
-    super::snapshot::write_dataset(&mut w, dbs, functions)?;
-    Ok(w.finish()?.0)
-}
-
 /// Replaces the dataset with the snapshot at `path` (a full sync's payload). On an
 /// error the previous dataset is put back untouched, so a replica never serves half a
 /// sync.

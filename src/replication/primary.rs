@@ -5,6 +5,7 @@
 //!  full sync:  wait repl-diskless-sync-delay ─▶ clone the keyspace at offset O (one
 //!              borrow of the core) ─▶ "+FULLRESYNC <replid> <O>" ─▶ serialize the clone
 //!              on a thread ("\n" every second meanwhile) ─▶ "$<len>\r\n" <payload>
+//!              (a streamd replica: "$EOF:<mark>\r\n" <snapshot as it is written> <mark>)
 //!  then:       the stream from the replica's offset, read out of the backlog
 //!              (with patches for a replica that is not streamd), and REPLCONF ACKs read
 //!              back and run as commands
@@ -135,11 +136,12 @@ where
         let line = format!("+FULLRESYNC {replid} {offset}\r\n");
         socket.write_all(line.as_bytes()).await.map_err(|_| ())?;
     }
+    if native {
+        return stream_snapshot(socket, core, id, rx, dbs, functions).await;
+    }
     let aux_replid = replid.clone();
     let job = tokio::task::spawn_blocking(move || -> std::io::Result<Vec<u8>> {
-        if native {
-            crate::persist::sync::snapshot_bytes(&dbs, &functions, unix_ms())
-        } else {
+        {
             let aux = [
                 ("redis-ver", "7.0.15".to_string()),
                 ("redis-bits", "64".to_string()),
@@ -185,6 +187,125 @@ where
     tracing::info!(
         replica_id = id,
         bytes = payload.len(),
+        "Synchronization with replica succeeded"
+    );
+    Ok(())
+}
+
+/// Chunks of a streamed snapshot in flight between the serializing thread and the
+/// socket: at most this many of [`CHUNK`] bytes are held at once.
+const SNAPSHOT_CHUNKS_IN_FLIGHT: usize = 8;
+
+/// A `Write` that hands [`CHUNK`]-sized pieces to the task sending them (blocking while
+/// the socket is behind); an error once that task is gone.
+struct ChunkSender {
+    buf: Vec<u8>,
+    tx: tokio::sync::mpsc::Sender<Vec<u8>>,
+}
+
+impl ChunkSender {
+    fn send_buf(&mut self) -> std::io::Result<()> {
+        let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK));
+        self.tx
+            .blocking_send(chunk)
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "replica gone"))
+    }
+}
+
+impl std::io::Write for ChunkSender {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(data);
+        if self.buf.len() >= CHUNK {
+            self.send_buf()?;
+        }
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        self.send_buf()
+    }
+}
+
+/// Sends a streamd replica the snapshot as it is serialized, framed by Redis's diskless
+/// form (`$EOF:<40-byte mark>\r\n`, the bytes, the mark; the replica announced
+/// `capa eof`): neither side holds the whole payload, so a tiered stream's cold history
+/// passes through [`SNAPSHOT_CHUNKS_IN_FLIGHT`] chunks of memory, not the dataset's size.
+async fn stream_snapshot<S>(
+    socket: &mut S,
+    core: &SharedCore,
+    id: u64,
+    rx: &mut Receiver,
+    dbs: Vec<crate::core::keyspace::Db>,
+    functions: Vec<bytes::Bytes>,
+) -> Result<(), ()>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let (tx, mut chunks) = tokio::sync::mpsc::channel::<Vec<u8>>(SNAPSHOT_CHUNKS_IN_FLIGHT);
+    let job = tokio::task::spawn_blocking(move || -> std::io::Result<()> {
+        let out = ChunkSender {
+            buf: Vec::with_capacity(CHUNK),
+            tx,
+        };
+        let mut w = crate::persist::snapshot::SnapshotWriter::new(out, unix_ms())?;
+        w.materialize_cold();
+        crate::persist::snapshot::write_dataset(&mut w, &dbs, &functions)?;
+        let (mut out, _, _) = w.finish()?;
+        std::io::Write::flush(&mut out)
+    });
+    tokio::pin!(job);
+    let mark = crate::core::replication::random_replid();
+    let mut sent = 0usize;
+    let mut started = false;
+    loop {
+        tokio::select! {
+            chunk = chunks.recv() => match chunk {
+                Some(chunk) => {
+                    if !started {
+                        started = true;
+                        let header = format!("$EOF:{mark}\r\n");
+                        socket.write_all(header.as_bytes()).await.map_err(|_| ())?;
+                    }
+                    socket.write_all(&chunk).await.map_err(|_| ())?;
+                    sent += chunk.len();
+                }
+                // Every chunk is out: the job has finished (or failed, said below).
+                None => break,
+            },
+            _ = tokio::time::sleep(Duration::from_secs(1)), if !started => {
+                // Keeps the replica from timing out until the first bytes come.
+                socket.write_all(b"\n").await.map_err(|_| ())?;
+            }
+            msg = rx.recv() => if matches!(msg, Some(ClientMsg::Close) | None) { return Err(()) },
+        }
+    }
+    match job.await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            tracing::warn!(replica_id = id, error = %e, "could not produce the full sync payload");
+            return Err(());
+        }
+        Err(e) => {
+            tracing::warn!(replica_id = id, error = %e, "the full sync job failed");
+            return Err(());
+        }
+    }
+    if !started {
+        let header = format!("$EOF:{mark}\r\n");
+        socket.write_all(header.as_bytes()).await.map_err(|_| ())?;
+    }
+    socket.write_all(mark.as_bytes()).await.map_err(|_| ())?;
+    {
+        let mut c = core.borrow_mut();
+        c.stats.net_output_bytes += sent as u64;
+        c.repl.set_online(id, unix_ms());
+    }
+    tracing::info!(
+        replica_id = id,
+        bytes = sent,
         "Synchronization with replica succeeded"
     );
     Ok(())

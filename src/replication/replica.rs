@@ -356,11 +356,45 @@ async fn full_sync(
             "Bad protocol from MASTER, the first byte is not '$': {header}"
         )));
     };
-    let payload = if let Some(mark) = spec.strip_prefix("EOF:") {
-        let mark = mark.as_bytes().to_vec();
-        if mark.len() != 40 {
-            return Err(LinkEnd::Failed("bad EOF mark from the primary".into()));
+    // The length, or the EOF mark of a diskless payload.
+    let (total, mark) = match spec.strip_prefix("EOF:") {
+        Some(mark) if mark.len() == 40 => (None, Some(mark.as_bytes().to_vec())),
+        Some(_) => return Err(LinkEnd::Failed("bad EOF mark from the primary".into())),
+        None => {
+            let total: usize = spec.trim().parse().map_err(|_| {
+                LinkEnd::Failed(format!("bad payload length from the primary: {spec}"))
+            })?;
+            (Some(total), None)
         }
+    };
+    // An RDB (a Redis primary) is read whole; streamd's own snapshot goes to a file as it
+    // arrives, so a replica never holds the whole payload (a tiered stream's history
+    // may be many times its memory).
+    while conn.buf.len() < 5 && total.is_none_or(|t| conn.buf.len() < t) {
+        current(core, generation)?;
+        conn.fill().await?;
+    }
+    if !conn.buf.starts_with(b"REDIS") {
+        let tmp = {
+            let c = core.borrow();
+            crate::persist::dump_path(&c)
+                .parent()
+                .map(std::path::Path::to_path_buf)
+                .unwrap_or_default()
+                .join(format!("temp-sync-{}.snap", std::process::id()))
+        };
+        let received = receive_to_file(core, generation, conn, total, mark.as_deref(), &tmp).await;
+        let loaded = received.and_then(|bytes| {
+            tracing::info!(
+                bytes,
+                "MASTER <-> REPLICA sync: received the payload; loading it"
+            );
+            load_snapshot_payload(core, &tmp, replid, offset).map_err(LinkEnd::Failed)
+        });
+        let _ = std::fs::remove_file(&tmp);
+        return loaded;
+    }
+    let payload = if let Some(mark) = mark {
         loop {
             if conn.buf.len() >= 40 && conn.buf[conn.buf.len() - 40..] == mark[..] {
                 let mut p = std::mem::take(&mut conn.buf);
@@ -372,10 +406,7 @@ async fn full_sync(
             conn.fill().await?;
         }
     } else {
-        let total: usize = spec
-            .trim()
-            .parse()
-            .map_err(|_| LinkEnd::Failed(format!("bad payload length from the primary: {spec}")))?;
+        let total = total.unwrap_or(0);
         while conn.buf.len() < total {
             progress(core, conn.buf.len() as u64, total as i64);
             current(core, generation)?;
@@ -391,7 +422,65 @@ async fn full_sync(
         bytes = payload.len(),
         "MASTER <-> REPLICA sync: received the payload; loading it"
     );
-    load_payload(core, &payload, replid, offset).map_err(LinkEnd::Failed)
+    load_rdb_payload(core, &payload, replid, offset).map_err(LinkEnd::Failed)
+}
+
+/// Writes a payload to `path` as it arrives: `total` bytes, or up to the 40-byte EOF
+/// `mark` (kept in memory until more bytes show it was not the end). Returns the bytes
+/// written.
+async fn receive_to_file(
+    core: &SharedCore,
+    generation: u64,
+    conn: &mut Conn,
+    total: Option<usize>,
+    mark: Option<&[u8]>,
+    path: &std::path::Path,
+) -> LinkResult<u64> {
+    use std::io::Write;
+    let failed = |e: std::io::Error| LinkEnd::Failed(format!("cannot store the sync payload: {e}"));
+    let mut file =
+        std::io::BufWriter::with_capacity(256 * 1024, std::fs::File::create(path).map_err(failed)?);
+    let mut written = 0usize;
+    loop {
+        match (total, mark) {
+            (Some(t), _) => {
+                let n = (t - written).min(conn.buf.len());
+                file.write_all(&conn.buf[..n]).map_err(failed)?;
+                let _ = conn.buf.split_to(n);
+                written += n;
+                if written == t {
+                    // What follows the payload must not keep its allocation alive.
+                    conn.buf = BytesMut::from(&conn.buf[..]);
+                    break;
+                }
+            }
+            (None, Some(mark)) => {
+                if conn.buf.ends_with(mark) {
+                    let n = conn.buf.len() - mark.len();
+                    file.write_all(&conn.buf[..n]).map_err(failed)?;
+                    written += n;
+                    conn.buf.clear();
+                    break;
+                }
+                // Everything but what could be the start of the mark.
+                let n = conn.buf.len().saturating_sub(mark.len());
+                file.write_all(&conn.buf[..n]).map_err(failed)?;
+                let _ = conn.buf.split_to(n);
+                written += n;
+            }
+            (None, None) => {
+                return Err(LinkEnd::Failed(
+                    "a payload without a length or a mark".into(),
+                ));
+            }
+        }
+        progress(core, written as u64, total.map_or(-1, |t| t as i64));
+        current(core, generation)?;
+        conn.fill().await?;
+    }
+    file.flush().map_err(failed)?;
+    current(core, generation)?;
+    Ok(written as u64)
 }
 
 fn progress(core: &SharedCore, read: u64, total: i64) {
@@ -402,8 +491,9 @@ fn progress(core: &SharedCore, read: u64, total: i64) {
     }
 }
 
-/// Loads a received payload in place of the dataset and takes the primary's history.
-fn load_payload(
+/// Loads a Redis primary's RDB payload in place of the dataset and takes the primary's
+/// history.
+fn load_rdb_payload(
     core: &SharedCore,
     payload: &[u8],
     replid: String,
@@ -411,43 +501,54 @@ fn load_payload(
 ) -> Result<(), String> {
     let mut c = core.borrow_mut();
     let started = std::time::Instant::now();
-    if payload.starts_with(b"REDIS") {
-        let databases = c.dbs.len();
-        let defaults = c.idmp_defaults;
-        let (dbs, stats) =
-            crate::rdb::file::read(payload, databases, unix_ms(), defaults, &mut |_, _| {})
-                .map_err(|e| format!("the primary's RDB does not load: {e}"))?;
-        if !stats.skipped.is_empty() {
-            let skipped: Vec<String> = stats
-                .skipped
-                .iter()
-                .map(|(t, n)| format!("{t}={n}"))
-                .collect();
-            tracing::warn!(
-                skipped = %skipped.join(","),
-                "the primary's dataset holds keys of types streamd does not store; they were skipped"
-            );
-        }
-        c.dbs = dbs;
-        c.touch_all(None);
-    } else {
-        let dir = crate::persist::dump_path(&c)
-            .parent()
-            .map(std::path::Path::to_path_buf)
-            .unwrap_or_default();
-        let tmp = dir.join(format!("temp-sync-{}.snap", std::process::id()));
-        std::fs::write(&tmp, payload).map_err(|e| format!("cannot store the sync payload: {e}"))?;
-        let r = crate::persist::sync::load_snapshot_file(&mut c, &tmp);
-        let _ = std::fs::remove_file(&tmp);
-        r.map_err(|e| format!("the primary's snapshot does not load: {e}"))?;
+    let databases = c.dbs.len();
+    let defaults = c.idmp_defaults;
+    let (dbs, stats) =
+        crate::rdb::file::read(payload, databases, unix_ms(), defaults, &mut |_, _| {})
+            .map_err(|e| format!("the primary's RDB does not load: {e}"))?;
+    if !stats.skipped.is_empty() {
+        let skipped: Vec<String> = stats
+            .skipped
+            .iter()
+            .map(|(t, n)| format!("{t}={n}"))
+            .collect();
+        tracing::warn!(
+            skipped = %skipped.join(","),
+            "the primary's dataset holds keys of types streamd does not store; they were skipped"
+        );
     }
+    c.dbs = dbs;
+    c.touch_all(None);
+    loaded(&mut c, started, replid, offset);
+    Ok(())
+}
+
+/// Loads a streamd primary's snapshot, received into `path`, in place of the dataset
+/// and takes the primary's history.
+fn load_snapshot_payload(
+    core: &SharedCore,
+    path: &std::path::Path,
+    replid: String,
+    offset: u64,
+) -> Result<(), String> {
+    let mut c = core.borrow_mut();
+    let started = std::time::Instant::now();
+    crate::persist::sync::load_snapshot_file(&mut c, path)
+        .map_err(|e| format!("the primary's snapshot does not load: {e}"))?;
+    loaded(&mut c, started, replid, offset);
+    Ok(())
+}
+
+/// After a full sync's dataset is in place: wakes the readers blocked here, drops
+/// this server's own replicas and takes the primary's history from `offset`.
+fn loaded(c: &mut crate::core::Core, started: std::time::Instant, replid: String, offset: u64) {
     // Readers blocked on this replica see the new data.
     let waited: Vec<(usize, Bytes)> = c.blocked.all_keys();
     for (db, key) in waited {
         c.signal_ready(db, &key);
     }
     c.handle_ready_keys();
-    disconnect_replicas(&mut c);
+    disconnect_replicas(c);
     c.repl.replid = replid;
     c.repl.replid2 = "0".repeat(40);
     c.repl.second_replid_offset = -1;
@@ -461,8 +562,7 @@ fn load_payload(
         secs = started.elapsed().as_secs_f64(),
         "MASTER <-> REPLICA sync: Finished with success"
     );
-    crate::persist::sync::after_full_sync(&mut c);
-    Ok(())
+    crate::persist::sync::after_full_sync(c);
 }
 
 /// Applies the primary's command stream until the link ends.
