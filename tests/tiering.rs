@@ -243,6 +243,51 @@ fn paged_scans_read_the_next_page_ahead_and_keep_few_warm_copies() {
     assert!(warm <= 2 * 1024 * 1024, "{warm} warm bytes");
 }
 
+#[test]
+fn maxbytes_counts_cold_bytes_and_drops_cold_nodes_first() {
+    let (tiered, plain) = pair(&[]);
+    let (mut a, mut b) = (tiered.raw(), plain.raw());
+    let cold = tier(&mut a, "tiering_cold_bytes");
+    assert!(cold > 3 * 1024 * 1024, "{cold} cold bytes");
+    // 2 MB: more than the stream's memory (the hot part and the stubs), less than its
+    // size with the cold bytes.
+    let memory = reply_int(&a.cmd_str(&["MEMORY", "USAGE", "t"]));
+    assert!(memory < 2 * 1024 * 1024, "{memory} bytes in memory");
+    assert_eq!(
+        a.cmd_str(&["XCFGSET", "t", "MAXBYTES", "2097152"]),
+        b"+OK\r\n"
+    );
+    let last = (ENTRIES + 1).to_string();
+    a.cmd_str(&["XADD", "t", &format!("{last}-0"), "n", &last]);
+    b.cmd_str(&["XADD", "t", &format!("{last}-0"), "n", &last]);
+    // The trim runs in budgeted steps (the next writes, the background sweep).
+    wait_until("the stream within 2 MB with its cold bytes", || {
+        let len = reply_int(&a.cmd_str(&["XLEN", "t"]));
+        len < ENTRIES / 2
+            && tier(&mut a, "tiering_cold_bytes") + tier(&mut a, "tiering_hot_bytes")
+                <= 2 * 1024 * 1024
+    });
+    let len = reply_int(&a.cmd_str(&["XLEN", "t"]));
+    // Whole nodes go, no more than needed: about 2 MB of ~215-byte entries stay.
+    assert!(len > 5_000, "{len} entries left");
+    // What is left is exactly the tail of the same stream.
+    let first = a.cmd_str(&["XRANGE", "t", "-", "+", "COUNT", "1"]);
+    let first_id = ids_of(&first).pop().expect("an entry");
+    b.cmd_str(&["XTRIM", "t", "MINID", "=", &first_id]);
+    same(&mut a, &mut b, &["XLEN", "t"]);
+    same(&mut a, &mut b, &["XRANGE", "t", "-", "+", "COUNT", "50"]);
+    same(&mut a, &mut b, &["XREVRANGE", "t", "+", "-", "COUNT", "50"]);
+}
+
+/// The integer of a `:<n>` reply.
+fn reply_int(reply: &[u8]) -> u64 {
+    let text = String::from_utf8_lossy(reply);
+    text.trim()
+        .strip_prefix(':')
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("not an integer reply: {text}"))
+}
+
 /// The entry IDs of an XRANGE/XREVRANGE reply, in order.
 fn ids_of(reply: &[u8]) -> Vec<String> {
     let text = String::from_utf8_lossy(reply);

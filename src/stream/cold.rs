@@ -221,6 +221,14 @@ impl ColdStub {
         self.warm.get().is_some()
     }
 
+    /// Memory this stub takes (its slot, tombstones and warm copy), as `MEMORY USAGE`
+    /// counts it.
+    pub fn memory(&self) -> usize {
+        std::mem::size_of::<ColdStub>()
+            + self.tombstones.len() * std::mem::size_of::<StreamId>()
+            + self.warm_bytes()
+    }
+
     /// Bytes the warm copy takes.
     pub fn warm_bytes(&self) -> usize {
         self.warm.get().map_or(0, |lp| lp.heap_size())

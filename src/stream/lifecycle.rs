@@ -18,8 +18,9 @@
 //!
 //! * MAXAGE: entries whose ID's ms part is below `now - MAXAGE` (`X = (now - MAXAGE)-0`).
 //! * MAXBYTES: whole oldest nodes, while the stream's memory (as `MEMORY USAGE` counts
-//!   it, IDMP state aside, which retention cannot shrink) is above the cap; the last node,
-//!   with the newest entry, always stays (`X` = the master ID of the first node kept).
+//!   it, IDMP state aside, which retention cannot shrink) plus a tiered stream's cold
+//!   bytes on disk is above the cap; the last node, with the newest entry, always stays
+//!   (`X` = the master ID of the first node kept). Cold nodes go first, from their stubs.
 //!
 //! Both stop early when `budget` runs out (one unit per node dropped whole, one per entry
 //! looked at entry by entry), and then `X` is where they stopped: the trim is still exact,
@@ -332,8 +333,13 @@ impl Stream {
     /// the stream's bytes come within `cap`, the last node always kept, spending at most
     /// `budget`. `None` when the stream is within the cap (or has one node).
     fn maxbytes_stop(&self, cap: usize, policy: RefPolicy, budget: &mut usize) -> Option<StreamId> {
-        let mut usage = self.retained_bytes();
-        if usage <= cap || self.nodes.index.len() < 2 {
+        let cold = self.cold();
+        // A tiered stream's cold nodes count with their bytes on disk: the cap bounds the
+        // stream's size, wherever its nodes are.
+        let cold_bytes = cold.map_or(0, |c| usize::try_from(c.disk_bytes()).unwrap_or(usize::MAX));
+        let mut usage = self.retained_bytes().saturating_add(cold_bytes);
+        let cold_nodes = cold.map_or(0, |c| c.len());
+        if usage <= cap || self.nodes.index.len() + cold_nodes < 2 {
             return None;
         }
         let whole = self.whole_nodes(policy);
@@ -344,6 +350,37 @@ impl Stream {
             return None;
         }
         let mut current = c.next();
+        // The cold stubs are the oldest nodes: they go first, whole, without reading them
+        // (the hot part always keeps its tail node, so a stub always has a next node).
+        if let Some(cold) = cold {
+            let first_hot = current.as_ref().map(|(key, _)| master_of(key));
+            let mut stubs = cold.stubs().peekable();
+            while let Some(stub) = stubs.next() {
+                let Some(next) = stubs.peek().map(|s| s.master).or(first_hot) else {
+                    break;
+                };
+                let cost = if whole { 1 } else { stub.total as usize };
+                if *budget < cost {
+                    return stop;
+                }
+                *budget -= cost;
+                // Under ACKED the node goes only if none of its entries is referenced:
+                // beyond some group's last-delivered ID, or pending in a PEL.
+                let freed = policy != RefPolicy::Acked
+                    || whole
+                    || !(groups.min_last_id().is_some_and(|m| stub.last > m)
+                        || groups
+                            .iter()
+                            .any(|g| g.pel_range(stub.master, stub.last).next().is_some()));
+                if freed {
+                    usage = usage.saturating_sub(stub.loc.len as usize + stub.memory());
+                }
+                stop = Some(next);
+                if usage <= cap {
+                    return stop;
+                }
+            }
+        }
         while let Some((key, lp)) = current {
             let master = master_of(key);
             let Some(next) = c.next() else {
