@@ -128,6 +128,7 @@ fn replconf(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
                     let off = off.max(0) as u64;
                     if lower == b"ack" {
                         r.ack = r.ack.max(off);
+                        r.online_on_ack = false;
                     } else {
                         r.fack = r.fack.max(off);
                     }
@@ -216,6 +217,7 @@ fn psync(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         capa_psync2: conf.capa_psync2,
         drop: None,
         old_sync: false,
+        online_on_ack: false,
     };
     let mut partial = false;
     if is_psync {

@@ -220,6 +220,10 @@ pub struct ReplicaInfo {
     pub drop: Option<DropReason>,
     /// It asked with the old SYNC (no `+FULLRESYNC` line before the payload).
     pub old_sync: bool,
+    /// Its payload went in the diskless `$EOF:` form: nothing more is sent until its
+    /// first `REPLCONF ACK`, since bytes right after the end mark would reach it in the
+    /// same read and hide the mark (Redis's `repl_put_online_on_ack`).
+    pub online_on_ack: bool,
 }
 
 /// A replica's link to its primary (INFO's `master_link_status` and friends).

@@ -342,10 +342,39 @@ pub const WRITE_VERSION: u32 = 10;
 /// A whole RDB image of `dbs` in Redis 7.0's format (version 10, streams as type 19),
 /// for a replica that is a real Redis: the `aux` fields first (`redis-ver`,
 /// `repl-id`, ...), then each non-empty database (`SELECTDB`, `RESIZEDB`, each key
-/// with its expiry), `EOF` and the CRC-64 of everything before it.
-pub fn write(dbs: &[Db], aux: &[(&str, String)], idmp_defaults: stream::IdmpDefaults) -> Vec<u8> {
+/// with its expiry), `EOF` and the CRC-64 of everything before it. A cold stream node
+/// that cannot be read back is an error.
+pub fn write(
+    dbs: &[Db],
+    aux: &[(&str, String)],
+    idmp_defaults: stream::IdmpDefaults,
+) -> std::io::Result<Vec<u8>> {
+    let mut image = Vec::with_capacity(1024);
+    write_to(dbs, aux, idmp_defaults, &mut |bytes| {
+        image.extend_from_slice(bytes);
+        Ok(())
+    })?;
+    Ok(image)
+}
+
+/// [`write`], handing the image to `sink` piece by piece as it is produced (a full sync
+/// streams it to a replica), so that it is never whole in memory: each piece is at most
+/// about [`stream::SPILL_BYTES`] plus one value that is not a stream.
+pub fn write_to(
+    dbs: &[Db],
+    aux: &[(&str, String)],
+    idmp_defaults: stream::IdmpDefaults,
+    sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     use super::write::{len, string};
-    let mut out = Vec::with_capacity(1024);
+    let mut crc = 0u64;
+    let mut spill = |out: &mut Vec<u8>| -> std::io::Result<()> {
+        crc = crc64::update(crc, out);
+        sink(out)?;
+        out.clear();
+        Ok(())
+    };
+    let mut out = Vec::with_capacity(stream::SPILL_BYTES + 64 * 1024);
     out.extend_from_slice(format!("REDIS{WRITE_VERSION:04}").as_bytes());
     for (k, v) in aux {
         out.push(0xFA);
@@ -370,16 +399,24 @@ pub fn write(dbs: &[Db], aux: &[(&str, String)], idmp_defaults: stream::IdmpDefa
                 Value::Stream(s) => {
                     out.push(STREAM_LISTPACKS_2);
                     string(&mut out, key);
-                    stream::write(&mut out, s, STREAM_LISTPACKS_2, idmp_defaults);
+                    stream::write_spilling(
+                        &mut out,
+                        s,
+                        STREAM_LISTPACKS_2,
+                        idmp_defaults,
+                        &mut spill,
+                    )?;
                 }
                 other => super::values::write(&mut out, Some(key), other, db.hexpires.of(key)),
+            }
+            if out.len() >= stream::SPILL_BYTES {
+                spill(&mut out)?;
             }
         }
     }
     out.push(0xFF);
-    let crc = crc64::crc64(&out);
-    out.extend_from_slice(&crc.to_le_bytes());
-    out
+    spill(&mut out)?;
+    sink(&crc.to_le_bytes())
 }
 
 #[cfg(test)]
@@ -449,6 +486,46 @@ mod tests {
     }
 
     #[test]
+    fn an_image_handed_on_in_pieces_is_the_whole_image_and_loads() {
+        let mut db = Db::default();
+        let mut s = Stream::new();
+        let payload = bytes::Bytes::from(vec![b'p'; 200]);
+        for i in 1..=6_000u64 {
+            s.append(
+                StreamId::new(i, 0),
+                &[bytes::Bytes::from_static(b"f"), payload.clone()],
+                &NodeLimits::default(),
+            );
+        }
+        db.insert(b"big", Value::Stream(Box::new(s)));
+        db.insert(
+            b"str",
+            Value::String(crate::types::string::StringValue::new(b"v")),
+        );
+        let mut pieces = Vec::new();
+        write_to(&[db], &[("redis-ver", "7.0.15".into())], D, &mut |b| {
+            pieces.push(b.to_vec());
+            Ok(())
+        })
+        .expect("written");
+        // Over a megabyte of nodes: handed on as it grew, never much above a spill.
+        assert!(pieces.len() > 4, "{} pieces", pieces.len());
+        assert!(pieces.iter().all(|p| p.len() < 2 * stream::SPILL_BYTES));
+        let image = pieces.concat();
+        let crc = crc64::crc64(&image[..image.len() - 8]);
+        assert_eq!(image[image.len() - 8..], crc.to_le_bytes());
+        let (dbs, _) = read(&image, 16, 0, D, &mut |_, _| {}).expect("reads");
+        match dbs[0].get(b"big") {
+            Some(Value::Stream(s)) => {
+                assert_eq!(s.len(), 6_000);
+                assert_eq!(s.last_id(), StreamId::new(6_000, 0));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(dbs[0].get(b"str").is_some());
+    }
+
+    #[test]
     fn hash_field_ttls_survive_an_rdb_round_trip() {
         let th = Thresholds::default();
         let mut db = Db::default();
@@ -465,7 +542,7 @@ mod tests {
         let mut plain = crate::types::Hash::new();
         plain.insert(b"a", b"b", &th);
         db.insert(b"plain", Value::Hash(plain));
-        let image = write(&[db], &[], D);
+        let image = write(&[db], &[], D).expect("an image");
         // At 2000 ms f0 has expired: dropped at the load; f1 and f2 keep their TTLs.
         let (dbs, stats) = read(&image, 16, 2000, D, &mut |_, _| {}).expect("reads");
         assert_eq!(stats.imported.get("hash"), Some(&3));

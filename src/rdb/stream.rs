@@ -558,6 +558,55 @@ pub fn write(out: &mut Vec<u8>, s: &Stream, t: u8, defaults: IdmpDefaults) {
     });
     write::len(out, count);
     out.extend_from_slice(&nodes);
+    write_after_nodes(out, s, t, defaults);
+}
+
+/// [`write`] for a stream that may be far larger than memory (a tiered stream's cold
+/// history): each node is appended to `out` as it is read, and `spill` is handed `out`
+/// (to send and empty it) whenever it holds [`SPILL_BYTES`]. The node count goes first,
+/// so a cold node that cannot be read is an error here, not a node left out.
+pub fn write_spilling(
+    out: &mut Vec<u8>,
+    s: &Stream,
+    t: u8,
+    defaults: IdmpDefaults,
+    spill: &mut dyn FnMut(&mut Vec<u8>) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let expected = s.node_count() as u64;
+    write::len(out, expected);
+    let mut count = 0u64;
+    let mut failed = None;
+    s.for_each_node(|master, lp| {
+        if failed.is_some() {
+            return;
+        }
+        write::string(out, &master.to_key());
+        write::string(out, &encode_node(master, lp));
+        count += 1;
+        if out.len() >= SPILL_BYTES
+            && let Err(e) = spill(out)
+        {
+            failed = Some(e);
+        }
+    });
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    if count != expected {
+        return Err(std::io::Error::other(format!(
+            "{} of the stream's {expected} nodes could not be read back",
+            expected - count
+        )));
+    }
+    write_after_nodes(out, s, t, defaults);
+    Ok(())
+}
+
+/// How many bytes [`write_spilling`] gathers before handing them on.
+pub const SPILL_BYTES: usize = 256 * 1024;
+
+/// What follows the nodes in a stream value: length, IDs, groups, IDMP state.
+fn write_after_nodes(out: &mut Vec<u8>, s: &Stream, t: u8, defaults: IdmpDefaults) {
     write::len(out, s.len());
     write_id(out, s.last_id());
     write_id(out, s.first_id());

@@ -96,7 +96,7 @@ where
         }
     }
     // The point in time: clone and offset in one borrow.
-    let (dbs, functions, offset, replid, native, old_sync, defaults, stream_db) = {
+    let (dbs, functions, offset, replid, native, old_sync, eof, defaults, stream_db) = {
         let mut c = core.borrow_mut();
         let started = std::time::Instant::now();
         let dbs = c.dbs.clone();
@@ -110,7 +110,7 @@ where
         };
         r.state = ReplicaState::SendBulk;
         r.sent = offset;
-        let (native, old_sync) = (r.native, r.old_sync);
+        let (native, old_sync, eof) = (r.native, r.old_sync, r.capa_eof);
         tracing::info!(
             replica_id = id,
             offset,
@@ -125,6 +125,7 @@ where
             replid,
             native,
             old_sync,
+            eof,
             defaults,
             c.repl.master_db.unwrap_or(0),
         )
@@ -136,25 +137,35 @@ where
         let line = format!("+FULLRESYNC {replid} {offset}\r\n");
         socket.write_all(line.as_bytes()).await.map_err(|_| ())?;
     }
+    let aux = [
+        ("redis-ver", "7.0.15".to_string()),
+        ("redis-bits", "64".to_string()),
+        ("ctime", (unix_ms() / 1000).to_string()),
+        ("used-mem", "0".to_string()),
+        ("repl-stream-db", stream_db.to_string()),
+        ("repl-id", replid.clone()),
+        ("repl-offset", offset.to_string()),
+        ("aof-base", "0".to_string()),
+    ];
     if native {
-        return stream_snapshot(socket, core, id, rx, dbs, functions).await;
+        return stream_payload(socket, core, id, rx, move |out| {
+            let mut w = crate::persist::snapshot::SnapshotWriter::new(out, unix_ms())?;
+            w.materialize_cold();
+            crate::persist::snapshot::write_dataset(&mut w, &dbs, &functions)?;
+            w.finish().map(|_| ())
+        })
+        .await;
     }
-    let aux_replid = replid.clone();
-    let job = tokio::task::spawn_blocking(move || -> std::io::Result<Vec<u8>> {
-        {
-            let aux = [
-                ("redis-ver", "7.0.15".to_string()),
-                ("redis-bits", "64".to_string()),
-                ("ctime", (unix_ms() / 1000).to_string()),
-                ("used-mem", "0".to_string()),
-                ("repl-stream-db", stream_db.to_string()),
-                ("repl-id", aux_replid),
-                ("repl-offset", offset.to_string()),
-                ("aof-base", "0".to_string()),
-            ];
-            Ok(crate::rdb::file::write(&dbs, &aux, defaults))
-        }
-    });
+    if eof {
+        // A Redis replica that reads the diskless form gets the RDB as it is produced.
+        return stream_payload(socket, core, id, rx, move |out| {
+            crate::rdb::file::write_to(&dbs, &aux, defaults, &mut |bytes| {
+                std::io::Write::write_all(out, bytes)
+            })
+        })
+        .await;
+    }
+    let job = tokio::task::spawn_blocking(move || crate::rdb::file::write(&dbs, &aux, defaults));
     tokio::pin!(job);
     let payload = loop {
         tokio::select! {
@@ -229,31 +240,28 @@ impl std::io::Write for ChunkSender {
     }
 }
 
-/// Sends a streamd replica the snapshot as it is serialized, framed by Redis's diskless
-/// form (`$EOF:<40-byte mark>\r\n`, the bytes, the mark; the replica announced
-/// `capa eof`): neither side holds the whole payload, so a tiered stream's cold history
-/// passes through [`SNAPSHOT_CHUNKS_IN_FLIGHT`] chunks of memory, not the dataset's size.
-async fn stream_snapshot<S>(
+/// Sends the replica the payload as `produce` writes it (the snapshot for a streamd
+/// replica, the RDB for a Redis one that announced `capa eof`), framed by Redis's
+/// diskless form (`$EOF:<40-byte mark>\r\n`, the bytes, the mark): the payload is never
+/// whole in memory, so a tiered stream's cold history passes through
+/// [`SNAPSHOT_CHUNKS_IN_FLIGHT`] chunks of memory, not the dataset's size.
+async fn stream_payload<S>(
     socket: &mut S,
     core: &SharedCore,
     id: u64,
     rx: &mut Receiver,
-    dbs: Vec<crate::core::keyspace::Db>,
-    functions: Vec<bytes::Bytes>,
+    produce: impl FnOnce(&mut ChunkSender) -> std::io::Result<()> + Send + 'static,
 ) -> Result<(), ()>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let (tx, mut chunks) = tokio::sync::mpsc::channel::<Vec<u8>>(SNAPSHOT_CHUNKS_IN_FLIGHT);
     let job = tokio::task::spawn_blocking(move || -> std::io::Result<()> {
-        let out = ChunkSender {
+        let mut out = ChunkSender {
             buf: Vec::with_capacity(CHUNK),
             tx,
         };
-        let mut w = crate::persist::snapshot::SnapshotWriter::new(out, unix_ms())?;
-        w.materialize_cold();
-        crate::persist::snapshot::write_dataset(&mut w, &dbs, &functions)?;
-        let (mut out, _, _) = w.finish()?;
+        produce(&mut out)?;
         std::io::Write::flush(&mut out)
     });
     tokio::pin!(job);
@@ -302,6 +310,9 @@ where
         let mut c = core.borrow_mut();
         c.stats.net_output_bytes += sent as u64;
         c.repl.set_online(id, unix_ms());
+        if let Some(r) = c.repl.replicas.get_mut(&id) {
+            r.online_on_ack = true;
+        }
     }
     tracing::info!(
         replica_id = id,
@@ -351,7 +362,7 @@ async fn stream<S>(
                 return;
             }
             let (sent, native) = (r.sent, r.native);
-            if sent < end {
+            if sent < end && !r.online_on_ack {
                 let bytes = c
                     .repl
                     .backlog
