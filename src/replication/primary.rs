@@ -156,8 +156,9 @@ where
         })
         .await;
     }
-    if eof {
-        // A Redis replica that reads the diskless form gets the RDB as it is produced.
+    if eof && !old_sync {
+        // A Redis replica that reads the diskless form (and will ACK: not the old SYNC)
+        // gets the RDB as it is produced.
         return stream_payload(socket, core, id, rx, move |out| {
             crate::rdb::file::write_to(&dbs, &aux, defaults, &mut |bytes| {
                 std::io::Write::write_all(out, bytes)
