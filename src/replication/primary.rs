@@ -170,17 +170,7 @@ where
     tokio::pin!(job);
     let payload = loop {
         tokio::select! {
-            r = &mut job => match r {
-                Ok(Ok(p)) => break p,
-                Ok(Err(e)) => {
-                    tracing::warn!(replica_id = id, error = %e, "could not produce the full sync payload");
-                    return Err(());
-                }
-                Err(e) => {
-                    tracing::warn!(replica_id = id, error = %e, "the full sync job failed");
-                    return Err(());
-                }
-            },
+            r = &mut job => break job_result(id, r)?,
             _ = tokio::time::sleep(Duration::from_secs(1)) => {
                 // Keeps the replica from timing out while the payload is produced.
                 socket.write_all(b"\n").await.map_err(|_| ())?;
@@ -202,6 +192,21 @@ where
         "Synchronization with replica succeeded"
     );
     Ok(())
+}
+
+/// The payload job's outcome for replica `id`; a failure is logged.
+fn job_result<T>(id: u64, r: Result<std::io::Result<T>, tokio::task::JoinError>) -> Result<T, ()> {
+    match r {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => {
+            tracing::warn!(replica_id = id, error = %e, "could not produce the full sync payload");
+            Err(())
+        }
+        Err(e) => {
+            tracing::warn!(replica_id = id, error = %e, "the full sync job failed");
+            Err(())
+        }
+    }
 }
 
 /// Chunks of a streamed snapshot in flight between the serializing thread and the
@@ -291,17 +296,7 @@ where
             msg = rx.recv() => if matches!(msg, Some(ClientMsg::Close) | None) { return Err(()) },
         }
     }
-    match job.await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => {
-            tracing::warn!(replica_id = id, error = %e, "could not produce the full sync payload");
-            return Err(());
-        }
-        Err(e) => {
-            tracing::warn!(replica_id = id, error = %e, "the full sync job failed");
-            return Err(());
-        }
-    }
+    job_result(id, job.await)?;
     if !started {
         let header = format!("$EOF:{mark}\r\n");
         socket.write_all(header.as_bytes()).await.map_err(|_| ())?;
