@@ -74,6 +74,7 @@ struct PoolRead {
 /// Prefetches in flight, in the order they were started.
 #[derive(Default)]
 pub(super) struct Prefetches {
+    /// The reads in flight (at most [`PREFETCH_MAX`]).
     reads: Vec<PoolRead>,
     /// The nodes installed warm from pool reads, oldest first: over the warm limit, the
     /// oldest are cooled one by one as new ones come in (a scan keeps about the limit
