@@ -333,6 +333,10 @@ fn tiering_series_follow_info_tiering() {
         "{body}"
     );
     assert!(
+        body.contains("# TYPE streamd_tiering_readahead_reads_total counter"),
+        "{body}"
+    );
+    assert!(
         body.contains("# TYPE streamd_tiering_hot_bytes gauge"),
         "{body}"
     );

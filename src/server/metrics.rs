@@ -830,6 +830,7 @@ impl Collector for Snapshot {
                 "parked_commands",
                 "reads",
                 "read_bytes",
+                "readahead_reads",
                 "sync_reads",
                 "read_errors",
                 "segments_unlinked",
