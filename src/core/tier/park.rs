@@ -82,18 +82,18 @@ pub(super) struct Prefetches {
     installed: std::collections::VecDeque<(usize, Bytes, StreamId)>,
 }
 
-impl Prefetches {
-    /// True when a prefetch in flight reads the node `need` names.
-    fn covers(&self, need: &Need) -> bool {
-        self.reads
+impl PoolRead {
+    /// True when this read reads the stream node `need` names (database, key, master).
+    fn reads(&self, need: &Need) -> bool {
+        self.wants
             .iter()
-            .any(|r| r.wants.iter().any(|w| same(w, need)))
+            .any(|w| w.0 == need.0 && w.2 == need.2 && w.1 == need.1)
     }
 }
 
-/// Same stream node (database, key, master ID).
-fn same(a: &Need, b: &Need) -> bool {
-    a.0 == b.0 && a.2 == b.2 && a.1 == b.1
+/// True when one of `reads` reads the node `need` names.
+fn any_reads(reads: &[PoolRead], need: &Need) -> bool {
+    reads.iter().any(|r| r.reads(need))
 }
 
 /// Most cold nodes one command is parked for; a command that needs more reads the rest
@@ -322,25 +322,14 @@ impl Core {
     pub fn park(&mut self, needs: ColdNeeds) -> Option<Parked> {
         self.tier.pool.as_ref()?;
         let ColdNeeds { now, ahead } = needs;
-        let mut reads = Vec::new();
         // Prefetches reading what this command needs are now its own reads.
-        let mut i = 0;
-        while i < self.tier.prefetches.reads.len() {
-            let r = &self.tier.prefetches.reads[i];
-            if now.iter().any(|n| r.wants.iter().any(|w| same(w, n))) {
-                reads.push(self.tier.prefetches.reads.remove(i));
-            } else {
-                i += 1;
-            }
-        }
-        let missing: Vec<Need> = now
-            .into_iter()
-            .filter(|n| {
-                !reads
-                    .iter()
-                    .any(|r: &PoolRead| r.wants.iter().any(|w| same(w, n)))
-            })
+        let mut reads: Vec<PoolRead> = self
+            .tier
+            .prefetches
+            .reads
+            .extract_if(.., |r| now.iter().any(|n| r.reads(n)))
             .collect();
+        let missing: Vec<Need> = now.into_iter().filter(|n| !any_reads(&reads, n)).collect();
         if !missing.is_empty()
             && let Some(read) = self.tier_pool_read(missing)
         {
@@ -348,10 +337,7 @@ impl Core {
         }
         let ahead: Vec<Need> = ahead
             .into_iter()
-            .filter(|n| {
-                !self.tier.prefetches.covers(n)
-                    && !reads.iter().any(|r| r.wants.iter().any(|w| same(w, n)))
-            })
+            .filter(|n| !any_reads(&self.tier.prefetches.reads, n) && !any_reads(&reads, n))
             .collect();
         if !ahead.is_empty()
             && self.tier.prefetches.reads.len() < PREFETCH_MAX
