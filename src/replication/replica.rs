@@ -356,84 +356,53 @@ async fn full_sync(
             "Bad protocol from MASTER, the first byte is not '$': {header}"
         )));
     };
-    // The length, or the EOF mark of a diskless payload.
-    let (total, mark) = match spec.strip_prefix("EOF:") {
-        Some(mark) if mark.len() == 40 => (None, Some(mark.as_bytes().to_vec())),
+    let end = match spec.strip_prefix("EOF:") {
+        Some(mark) if mark.len() == 40 => PayloadEnd::Mark(mark.as_bytes().to_vec()),
         Some(_) => return Err(LinkEnd::Failed("bad EOF mark from the primary".into())),
-        None => {
-            let total: usize = spec.trim().parse().map_err(|_| {
-                LinkEnd::Failed(format!("bad payload length from the primary: {spec}"))
-            })?;
-            (Some(total), None)
-        }
+        None => PayloadEnd::Length(spec.trim().parse().map_err(|_| {
+            LinkEnd::Failed(format!("bad payload length from the primary: {spec}"))
+        })?),
     };
-    // An RDB (a Redis primary) is read whole; streamd's own snapshot goes to a file as it
-    // arrives, so a replica never holds the whole payload (a tiered stream's history
-    // may be many times its memory).
-    while conn.buf.len() < 5 && total.is_none_or(|t| conn.buf.len() < t) {
-        current(core, generation)?;
-        conn.fill().await?;
-    }
-    if !conn.buf.starts_with(b"REDIS") {
-        let tmp = {
-            let c = core.borrow();
-            crate::persist::dump_path(&c)
-                .parent()
-                .map(std::path::Path::to_path_buf)
-                .unwrap_or_default()
-                .join(format!("temp-sync-{}.snap", std::process::id()))
-        };
-        let received = receive_to_file(core, generation, conn, total, mark.as_deref(), &tmp).await;
-        let loaded = received.and_then(|bytes| {
+    // Every payload goes to a file as it arrives, so a replica never holds a streamd
+    // snapshot whole (a tiered stream's history may be many times its memory); an RDB
+    // (a Redis primary) is then read back whole, as its loader wants.
+    let tmp = {
+        let c = core.borrow();
+        crate::persist::dump_path(&c)
+            .parent()
+            .map(std::path::Path::to_path_buf)
+            .unwrap_or_default()
+            .join(format!("temp-sync-{}.snap", std::process::id()))
+    };
+    let loaded = receive_to_file(core, generation, conn, &end, &tmp)
+        .await
+        .and_then(|bytes| {
             tracing::info!(
                 bytes,
                 "MASTER <-> REPLICA sync: received the payload; loading it"
             );
-            load_snapshot_payload(core, &tmp, replid, offset).map_err(LinkEnd::Failed)
+            load_payload_file(core, &tmp, replid, offset).map_err(LinkEnd::Failed)
         });
-        let _ = std::fs::remove_file(&tmp);
-        return loaded;
-    }
-    let payload = if let Some(mark) = mark {
-        loop {
-            if conn.buf.len() >= 40 && conn.buf[conn.buf.len() - 40..] == mark[..] {
-                let mut p = std::mem::take(&mut conn.buf);
-                p.truncate(p.len() - 40);
-                break p.freeze();
-            }
-            progress(core, conn.buf.len() as u64, -1);
-            current(core, generation)?;
-            conn.fill().await?;
-        }
-    } else {
-        let total = total.unwrap_or(0);
-        while conn.buf.len() < total {
-            progress(core, conn.buf.len() as u64, total as i64);
-            current(core, generation)?;
-            conn.fill().await?;
-        }
-        let payload = conn.buf.split_to(total).freeze();
-        // What follows the payload must not keep its allocation alive.
-        conn.buf = BytesMut::from(&conn.buf[..]);
-        payload
-    };
-    current(core, generation)?;
-    tracing::info!(
-        bytes = payload.len(),
-        "MASTER <-> REPLICA sync: received the payload; loading it"
-    );
-    load_rdb_payload(core, &payload, replid, offset).map_err(LinkEnd::Failed)
+    let _ = std::fs::remove_file(&tmp);
+    loaded
 }
 
-/// Writes a payload to `path` as it arrives: `total` bytes, or up to the 40-byte EOF
-/// `mark` (kept in memory until more bytes show it was not the end). Returns the bytes
+/// Where a full sync's payload ends.
+enum PayloadEnd {
+    /// After this many bytes (`$<len>`).
+    Length(usize),
+    /// Before this 40-byte mark (`$EOF:<mark>`, the diskless form).
+    Mark(Vec<u8>),
+}
+
+/// Writes a payload to `path` as it arrives, up to its `end` (a possible start of the
+/// mark is kept in memory until more bytes show it was not the end). Returns the bytes
 /// written.
 async fn receive_to_file(
     core: &SharedCore,
     generation: u64,
     conn: &mut Conn,
-    total: Option<usize>,
-    mark: Option<&[u8]>,
+    end: &PayloadEnd,
     path: &std::path::Path,
 ) -> LinkResult<u64> {
     use std::io::Write;
@@ -442,39 +411,35 @@ async fn receive_to_file(
         std::io::BufWriter::with_capacity(256 * 1024, std::fs::File::create(path).map_err(failed)?);
     let mut written = 0usize;
     loop {
-        match (total, mark) {
-            (Some(t), _) => {
+        // What of the buffer is payload for sure, and whether the payload ends there.
+        let (n, done) = match end {
+            PayloadEnd::Length(t) => {
                 let n = (t - written).min(conn.buf.len());
-                file.write_all(&conn.buf[..n]).map_err(failed)?;
-                let _ = conn.buf.split_to(n);
-                written += n;
-                if written == t {
-                    // What follows the payload must not keep its allocation alive.
-                    conn.buf = BytesMut::from(&conn.buf[..]);
-                    break;
-                }
+                (n, written + n == *t)
             }
-            (None, Some(mark)) => {
-                if conn.buf.ends_with(mark) {
-                    let n = conn.buf.len() - mark.len();
-                    file.write_all(&conn.buf[..n]).map_err(failed)?;
-                    written += n;
-                    conn.buf.clear();
-                    break;
-                }
-                // Everything but what could be the start of the mark.
-                let n = conn.buf.len().saturating_sub(mark.len());
-                file.write_all(&conn.buf[..n]).map_err(failed)?;
-                let _ = conn.buf.split_to(n);
-                written += n;
+            PayloadEnd::Mark(mark) if conn.buf.ends_with(mark) => {
+                (conn.buf.len() - mark.len(), true)
             }
-            (None, None) => {
-                return Err(LinkEnd::Failed(
-                    "a payload without a length or a mark".into(),
-                ));
-            }
+            PayloadEnd::Mark(mark) => (conn.buf.len().saturating_sub(mark.len()), false),
+        };
+        file.write_all(&conn.buf[..n]).map_err(failed)?;
+        written += n;
+        if done {
+            // The mark, if any, goes too; what follows the payload must not keep its
+            // allocation alive.
+            let rest = match end {
+                PayloadEnd::Length(_) => &conn.buf[n..],
+                PayloadEnd::Mark(_) => &[][..],
+            };
+            conn.buf = BytesMut::from(rest);
+            break;
         }
-        progress(core, written as u64, total.map_or(-1, |t| t as i64));
+        let _ = conn.buf.split_to(n);
+        let total = match end {
+            PayloadEnd::Length(t) => *t as i64,
+            PayloadEnd::Mark(_) => -1,
+        };
+        progress(core, written as u64, total);
         current(core, generation)?;
         conn.fill().await?;
     }
@@ -489,6 +454,27 @@ fn progress(core: &SharedCore, read: u64, total: i64) {
         m.sync_total = total;
         m.last_io_ms = unix_ms();
     }
+}
+
+/// Loads a received payload (at `path`) in place of the dataset and takes the primary's
+/// history: a Redis primary's RDB, or a streamd primary's snapshot.
+fn load_payload_file(
+    core: &SharedCore,
+    path: &std::path::Path,
+    replid: String,
+    offset: u64,
+) -> Result<(), String> {
+    let mut head = [0u8; 5];
+    let is_rdb = std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+        .is_ok()
+        && &head == b"REDIS";
+    if is_rdb {
+        let payload =
+            std::fs::read(path).map_err(|e| format!("cannot read the sync payload: {e}"))?;
+        return load_rdb_payload(core, &payload, replid, offset);
+    }
+    load_snapshot_payload(core, path, replid, offset)
 }
 
 /// Loads a Redis primary's RDB payload in place of the dataset and takes the primary's
