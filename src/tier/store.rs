@@ -132,7 +132,10 @@ impl WriteOrder {
         }
         for w in writes {
             if let Err(e) = w.file.write_all_at(&w.bytes, w.offset) {
-                self.stop();
+                // Under the turn's lock: every waiter sees it when woken.
+                self.stopped
+                    .store(true, std::sync::atomic::Ordering::Release);
+                self.changed.notify_all();
                 return Err(TierError::io("writing to", &w.path, e));
             }
         }
@@ -149,13 +152,6 @@ impl WriteOrder {
         } else if turn.next < ticket {
             turn.skipped.insert(ticket);
         }
-        self.changed.notify_all();
-    }
-
-    fn stop(&self) {
-        let _turn = self.lock();
-        self.stopped
-            .store(true, std::sync::atomic::Ordering::Release);
         self.changed.notify_all();
     }
 }
@@ -1489,6 +1485,38 @@ mod tests {
         assert!(st.is_durable(a) && st.is_durable(b));
         assert_eq!(file_len(dir.path(), a.segment), b.end());
         assert_eq!(st.read(b).expect("read").node, node(2, 200));
+    }
+
+    #[test]
+    fn a_failed_write_stops_every_later_write_and_wakes_whoever_waits() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path: Arc<Path> = dir.path().join("read-only").into();
+        fs::write(&path, b"").expect("create");
+        let order = Arc::new(WriteOrder::default());
+        // Ticket 2 waits for its turn on another thread.
+        let waiting = {
+            let order = Arc::clone(&order);
+            std::thread::spawn(move || order.write_in_turn(2, &[]))
+        };
+        order.write_in_turn(0, &[]).expect("nothing to write");
+        let w = QueuedWrite {
+            file: Arc::new(File::open(&path).expect("open read-only")),
+            path: Arc::clone(&path),
+            offset: 0,
+            bytes: b"x".to_vec(),
+        };
+        assert!(matches!(
+            order.write_in_turn(1, &[w]),
+            Err(TierError::Io { .. })
+        ));
+        assert!(matches!(
+            waiting.join().expect("thread"),
+            Err(TierError::WritesStopped)
+        ));
+        assert!(matches!(
+            order.write_in_turn(3, &[]),
+            Err(TierError::WritesStopped)
+        ));
     }
 
     #[test]
