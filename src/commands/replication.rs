@@ -45,6 +45,13 @@ fn replicaof(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let host = ctx.arg(1).clone();
     let port = ctx.arg(2).clone();
     if host.eq_ignore_ascii_case(b"no") && port.eq_ignore_ascii_case(b"one") {
+        // Outside its primary's sync set this replica may lack acknowledged writes
+        // (core/syncrepl.rs): refusing here is the fence Sentinel cannot get around.
+        if ctx.core.sync_refuses_promotion() {
+            return Err(ReplyError::msg(
+                "ERR this replica is not in its primary's sync set (min-sync-replicas): promoting it could lose acknowledged writes",
+            ));
+        }
         if ctx.core.repl.is_replica() {
             promote(ctx.core);
             tracing::info!(
@@ -134,6 +141,8 @@ fn replconf(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
                     }
                     r.ack_ms = now;
                 }
+                let id = ctx.client.id;
+                ctx.core.sync_note_ack(id);
                 ctx.core.serve_waiters(now);
             }
             b"getack" => {
@@ -141,6 +150,10 @@ fn replconf(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
                 if ctx.client.repl == ClientRepl::Master {
                     ctx.core.repl.ack_requested = true;
                 }
+            }
+            b"sync-id" => {
+                // A streamd replica's id in sync sets (core/syncrepl.rs).
+                conf(ctx).sync_id = Some(String::from_utf8_lossy(val).into_owned());
             }
             b"rdb-only" | b"rdb-filter-only" => {}
             _ => {
@@ -218,6 +231,8 @@ fn psync(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         drop: None,
         old_sync: false,
         online_on_ack: false,
+        sync_id: conf.sync_id.clone(),
+        sync_seen: false,
     };
     let mut partial = false;
     if is_psync {
@@ -541,7 +556,13 @@ pub fn info(core: &Core) -> String {
             let _ = write!(
                 s,
                 "slave_priority:{}\r\nslave_read_only:{}\r\nreplica_announced:{}\r\n",
-                core.config.get_i64("replica-priority"),
+                // A replica that must not be promoted says so to Sentinel (advisory;
+                // the refusal of REPLICAOF NO ONE is the fence).
+                if core.sync.fenced(&r.replid) {
+                    0
+                } else {
+                    core.config.get_i64("replica-priority")
+                },
                 u8::from(core.config.get_bool("replica-read-only")),
                 u8::from(core.config.get_bool("replica-announced")),
             );
@@ -551,6 +572,9 @@ pub fn info(core: &Core) -> String {
     let min = core.config.get_i64("min-replicas-to-write");
     if min > 0 && core.config.get_i64("min-replicas-max-lag") > 0 {
         let _ = write!(s, "min_slaves_good_slaves:{}\r\n", r.good_replicas);
+    }
+    if core.sync.on() {
+        write_sync_fields(&mut s, core, now);
     }
     for (i, rep) in r.replicas.values().enumerate() {
         let _ = write!(
@@ -595,4 +619,36 @@ pub fn info(core: &Core) -> String {
         let _ = write!(s, "master_skipped_commands:{}\r\n", list.join(","));
     }
     s
+}
+
+/// INFO replication's synchronous replication fields (`min-sync-replicas` above 0):
+/// the set, what is held and for how long, what was refused (docs/replication.md).
+fn write_sync_fields(s: &mut String, core: &Core, now: u64) {
+    use std::fmt::Write as _;
+    let sync = &core.sync;
+    let member = if core.repl.is_replica() {
+        u8::from(sync.is_member(&core.repl.replid))
+    } else {
+        0
+    };
+    let _ = write!(
+        s,
+        "sync_replicas_min:{}\r\nsync_replicas:{}\r\nsync_replica_member:{member}\r\nsync_released_offset:{}\r\nsync_held_replies:{}\r\nsync_oldest_held_ms:{}\r\nsync_held_total:{}\r\nsync_timeouts:{}\r\nsync_write_refusals:{}\r\nsync_promotion_refusals:{}\r\n",
+        sync.min,
+        sync.members.len(),
+        sync.release().upto,
+        sync.stats.held_now,
+        sync.oldest_held_ms(now),
+        sync.stats.held_total,
+        sync.stats.timeouts,
+        sync.stats.write_refusals.get(),
+        sync.stats.promotion_refusals,
+    );
+    for (i, (id, m)) in sync.members.iter().enumerate() {
+        let _ = write!(
+            s,
+            "sync_member{i}:id={id},addr={},ack={}\r\n",
+            m.addr, m.ack
+        );
+    }
 }

@@ -835,6 +835,26 @@ pub const DIRECTIVES: &[Directive] = &[
         help: "A primary refuses writes (-NOREPLICAS) while fewer replicas than this acknowledged within min-replicas-max-lag; 0 off.",
     },
     Directive {
+        name: "min-sync-replicas",
+        default: "0",
+        kind: Kind::Int {
+            min: 0,
+            max: I32_MAX,
+        },
+        mutable: true,
+        help: "Synchronous replication: a primary releases a reply only once every replica of its sync set acknowledged it, and refuses writes (-NOREPLICAS) while the set has fewer members; a replica outside its primary's set refuses promotion. Set it on every server of the group; 0 off.",
+    },
+    Directive {
+        name: "sync-replicas-timeout",
+        default: "10000",
+        kind: Kind::Int {
+            min: 1,
+            max: I32_MAX,
+        },
+        mutable: true,
+        help: "Milliseconds a reply waits for the sync set before the command gets an error (its write may or may not be kept; it is never acknowledged later).",
+    },
+    Directive {
         name: "min-replicas-max-lag",
         default: "10",
         kind: Kind::Int {

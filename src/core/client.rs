@@ -36,6 +36,8 @@ pub struct ReplConf {
     pub capa_psync2: bool,
     /// `capa streamd`: another streamd (native stream and snapshots).
     pub native: bool,
+    /// `sync-id`: its id in sync sets (core/syncrepl.rs).
+    pub sync_id: Option<String>,
 }
 
 /// Blocking state of a client waiting in XREAD/XREADGROUP BLOCK.

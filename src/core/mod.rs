@@ -44,6 +44,7 @@ pub mod pubsub;
 pub mod replication;
 pub mod script;
 pub mod slowlog;
+pub mod syncrepl;
 pub mod tier;
 pub mod tracking;
 pub mod waker_slot;
@@ -292,6 +293,12 @@ pub struct Core {
     /// Replication: id, offset, backlog, replicas, the link to a primary, WAIT
     /// (`core/replication.rs`).
     pub repl: replication::Replication,
+    /// Synchronous replication (`min-sync-replicas`): the sync set, held replies, the
+    /// replica's fence (`core/syncrepl.rs`).
+    pub sync: syncrepl::SyncRepl,
+    /// Commands run that read or write the keyspace (`readonly`/`write`), since start:
+    /// a batch whose replies show data is held for the sync set.
+    pub data_calls: u64,
     /// The scripting layer's state (its VMs, the script cache, the function
     /// libraries), opaque to the core; `None` until scripting installs itself.
     pub scripting: Option<Box<dyn std::any::Any>>,
@@ -634,6 +641,8 @@ impl Core {
             detached: Vec::new(),
             notify_flags: 0,
             repl: Default::default(),
+            sync: Default::default(),
+            data_calls: 0,
             cluster: None,
             migrate_sockets: Default::default(),
             evict: Default::default(),
@@ -1640,6 +1649,9 @@ impl Core {
             };
         let out_before = out.buf.len();
         let started = self.clock;
+        if spec.flags & (flags::WRITE | flags::READONLY) != 0 {
+            self.data_calls += 1;
+        }
         client.last_cmd = spec.full_name();
         out.proto = client.proto;
         // A transaction's effects are logged between MULTI and EXEC records.

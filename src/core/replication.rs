@@ -224,6 +224,10 @@ pub struct ReplicaInfo {
     /// first `REPLCONF ACK`, since bytes right after the end mark would reach it in the
     /// same read and hide the mark (Redis's `repl_put_online_on_ack`).
     pub online_on_ack: bool,
+    /// Its id in sync sets (`REPLCONF sync-id`, streamd replicas).
+    pub sync_id: Option<String>,
+    /// Its first ACK on this connection was seen (a member then hears the set again).
+    pub sync_seen: bool,
 }
 
 /// A replica's link to its primary (INFO's `master_link_status` and friends).
@@ -793,6 +797,7 @@ impl Core {
             client_id: None,
         });
         self.repl.link_generation += 1;
+        self.sync.demoted();
         self.config.set_value("replicaof", format!("{host} {port}"));
         self.close_master_client();
         self.repl.link_changed.notify_one();
@@ -810,6 +815,7 @@ impl Core {
     /// `replicationUnsetMaster`).
     pub fn become_primary(&mut self) {
         self.repl.promoted_ms = super::unix_ms();
+        self.sync.promoted();
         self.repl.shift_history();
         self.repl.ensure_backlog();
         self.repl.force_select();
@@ -966,6 +972,13 @@ impl Core {
         };
         let write = any & flags::WRITE != 0;
         let (min, read_only) = self.repl.write_rules;
+        if write && self.sync.on() && !self.repl.is_replica() && !self.sync.enough() {
+            let refused = &self.sync.stats.write_refusals;
+            refused.set(refused.get() + 1);
+            return Some(ReplyError::msg(
+                "NOREPLICAS Not enough good replicas to write.",
+            ));
+        }
         if write && min > 0 && !self.repl.is_replica() && self.repl.good_replicas < min {
             return Some(ReplyError::msg(
                 "NOREPLICAS Not enough good replicas to write.",
@@ -1011,6 +1024,7 @@ impl Core {
             if lag > 0 { min } else { 0 },
             self.config.get_bool("replica-read-only"),
         );
+        self.refresh_sync_settings();
     }
 
     /// Moves the running command's effects into the backlog and wakes the senders.

@@ -13,6 +13,7 @@ pub mod primary;
 pub mod redis_forms;
 pub mod replica;
 pub mod sentinel_rejoin;
+pub mod sync;
 
 /// Starts replication for a server that is about to serve: spawns the link task
 /// (on the current `LocalSet`) and follows the configured `replicaof`, if any.

@@ -265,6 +265,12 @@ async fn link_inner(core: &SharedCore, generation: u64, host: &str, port: u16) -
             b"streamd",
         ])
         .await?;
+    // Our id in the primary's sync set (core/syncrepl.rs); a primary that does not know
+    // the option (Redis) answers an error, which changes nothing.
+    let sync_id = core.borrow().sync.self_id.clone();
+    let _ = conn
+        .call(&[b"REPLCONF", b"sync-id", sync_id.as_bytes()])
+        .await?;
     current(core, generation)?;
     let (replid, offset) = {
         let c = core.borrow();
@@ -333,6 +339,9 @@ async fn full_sync(
     set_state(core, LinkState::Sync);
     {
         let mut c = core.borrow_mut();
+        // Our data is replaced: whatever sync set we were in, we are not any more.
+        c.sync.member_of = None;
+        c.sync.primary_sync_on = false;
         if let Some(m) = c.repl.master.as_mut() {
             m.sync_read = 0;
             m.sync_total = -1;
@@ -615,7 +624,9 @@ async fn stream_loop(
             // `commit` moved `fsynced_offset` if it waited for an fsync (appendfsync
             // always); under everysec the cron moves it once the records are on disk.
             // Only now: the ACK's FACK then covers this batch (WAITAOF counts on it).
-            if ack {
+            // A primary in synchronous mode releases replies on our ACKs: one per
+            // applied batch (group commit), not once a second.
+            if ack || core.borrow().sync.primary_sync_on {
                 send_ack(core, conn).await?;
             }
             // The primary's client is one client among others, as in Redis's event loop:
@@ -746,7 +757,11 @@ fn run_one(c: &mut crate::core::Core, client: &mut Client, argv: Argv, out: &mut
         return;
     };
     c.repl.applying_master = true;
-    if crate::persist::load::is_internal(name) {
+    if name.eq_ignore_ascii_case(crate::core::syncrepl::SYNCSET) {
+        // The primary's sync set: are we in it (core/syncrepl.rs)?
+        let replid = c.repl.replid.clone();
+        c.sync.apply_record(&replid, &argv[1..]);
+    } else if crate::persist::load::is_internal(name) {
         let db = client.db;
         match crate::persist::load::apply_internal(c, db, &argv) {
             Ok(()) => {

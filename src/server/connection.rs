@@ -129,6 +129,9 @@ pub async fn serve<S>(
     let mut parser = RequestParser::new(limits);
     let mut inbuf = BytesMut::with_capacity(PROTO_IOBUF_LEN);
     let mut out = RespWriter::default();
+    // Where each reply of the current batch ends (a held batch that times out answers
+    // an error per reply, replication/sync.rs).
+    let mut marks: Vec<usize> = Vec::new();
     let mut blocked = false;
     // Bytes arrived (or the client was unblocked) since the last batch: only then is
     // there anything to parse. A subscriber woken for its messages skips the batch.
@@ -148,16 +151,25 @@ pub async fn serve<S>(
                 out.buf.extend_from_slice(bytes);
                 output.remove_queued(bytes.len());
             }
-            let woken_before = core.borrow().stats.unblocked_served;
+            let (woken_before, data_before) = {
+                let c = core.borrow();
+                (c.stats.unblocked_served, c.data_calls)
+            };
+            let batch_from = out.buf.len();
+            marks.clear();
             let next = process_batch(
                 &core,
                 &idle_poll,
                 id,
                 &mut parser,
                 &mut inbuf,
-                &mut out,
+                BatchReplies {
+                    out: &mut out,
+                    marks: &mut marks,
+                },
                 &output,
             );
+            let shows_data = core.borrow().data_calls != data_before;
             if matches!(next, Next::Kill) {
                 break;
             }
@@ -180,6 +192,10 @@ pub async fn serve<S>(
                 // as appendfsync promises (group commit with the other connections).
                 if crate::persist::commit(&core).await.is_err() {
                     break;
+                }
+                // ... and, with a sync set, once its members acknowledged them.
+                if !crate::replication::sync::hold(&core, shows_data).await {
+                    crate::replication::sync::fail_replies(&mut out.buf, batch_from, &marks);
                 }
                 core.borrow_mut().stats.net_output_bytes += out.buf.len() as u64;
                 output.count_written(out.buf.len());
@@ -260,6 +276,13 @@ pub async fn serve<S>(
                         break;
                     }
                 }
+                // A reader served by another client's write shows that write: it waits
+                // for the sync set like the writer's own reply.
+                let bytes = if unblocked && !crate::replication::sync::hold(&core, true).await {
+                    Chunk::Owned(crate::replication::sync::TIMED_OUT.to_vec())
+                } else {
+                    bytes
+                };
                 // Writes queued behind this one (a subscriber's messages) go out in the
                 // same socket write.
                 let mut gathered = Vec::new();
@@ -341,6 +364,12 @@ fn parser_limits(core: &crate::core::Core) -> ParserLimits {
     core.limits.parser
 }
 
+/// Where a batch writes its replies: the buffer, and the end of each reply in it.
+struct BatchReplies<'a> {
+    out: &'a mut RespWriter,
+    marks: &'a mut Vec<usize>,
+}
+
 /// Parses and executes every complete command in `inbuf`, appending replies to `out`;
 /// stops early when the replies (plus what is queued) go over the output buffer limit.
 fn process_batch(
@@ -349,9 +378,10 @@ fn process_batch(
     id: u64,
     parser: &mut RequestParser,
     inbuf: &mut BytesMut,
-    out: &mut RespWriter,
+    replies: BatchReplies<'_>,
     output: &OutputState,
 ) -> Next {
+    let BatchReplies { out, marks } = replies;
     let mut core = core.borrow_mut();
     idle_poll.set_window(core.limits.idle_poll);
     idle_poll.note_activity();
@@ -405,6 +435,7 @@ fn process_batch(
                     core.handle_ready_keys();
                     core.flush_pushes(id, out);
                 }
+                marks.push(out.buf.len());
                 let pending = out.buf.len() + output.queued();
                 if output.check(core.output_limit(&client), pending) {
                     out.buf.clear();
