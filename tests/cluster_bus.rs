@@ -1076,3 +1076,79 @@ fn the_handshake_pong_teaches_a_primarys_config_epoch_with_its_slots() {
     assert_eq!(a.info("cluster_current_epoch"), "7");
     drop(link);
 }
+
+/// Synchronous replication in a cluster (`min-sync-replicas`, docs/replication.md): a
+/// replica in its primary's sync set has every write the primary acknowledged without
+/// WAIT and wins the election when the primary dies; a replica outside the set refuses
+/// `CLUSTER FAILOVER FORCE` and does not stand for the election at all.
+#[test]
+fn only_a_replica_of_the_sync_set_takes_over_in_a_cluster() {
+    let mut nodes = start_all(&[false; 6]);
+    create(&nodes);
+    // Switched on at run time (a primary started with it would come back fenced).
+    for n in &nodes {
+        assert_eq!(n.cli(&["config", "set", "min-sync-replicas", "1"]), "OK");
+    }
+    let sh = shards(&nodes[0]);
+    let (p0, r0) = sh[0];
+    let (p2, r2) = sh[2];
+    let member = |n: &Node| {
+        n.cli(&["info", "replication"])
+            .lines()
+            .any(|l| l == "sync_replica_member:1")
+    };
+    for r in [r0, r2] {
+        wait_for(
+            "the replicas to join their primaries' sync sets",
+            AGREE_SECS,
+            || (member(by_port(&mut nodes, r)), String::new()),
+        );
+    }
+    let key = key_on(by_port(&mut nodes, p2), p2, "sync");
+    let session: Vec<String> = (0..20)
+        .map(|i| format!("xadd {key} {}-1 i {i}", i + 1))
+        .collect();
+    let replies = by_port(&mut nodes, p2).cli_session(&session);
+    assert_eq!(replies.len(), 20, "{replies:?}");
+    assert!(replies.iter().all(|r| r.ends_with("-1")), "{replies:?}");
+    // Acknowledged means on the replica already (a replica's reads are not held).
+    assert_eq!(by_port(&mut nodes, r2).cli(&["-c", "readonly"]), "OK");
+    let on_replica =
+        by_port(&mut nodes, r2).cli_session(&["readonly".into(), format!("xlen {key}")]);
+    assert_eq!(on_replica.last().map(String::as_str), Some("20"));
+    by_port(&mut nodes, p2).kill();
+    let survivors: Vec<u16> = nodes.iter().map(|n| n.port).filter(|&p| p != p2).collect();
+    wait_promoted(
+        &nodes,
+        &survivors,
+        r2,
+        "the sync set's replica to take over",
+    );
+    // Its set is empty now: it refuses writes, and holds replies showing data, until a
+    // replica joins it (docs/replication.md).
+    let refused = by_port(&mut nodes, r2).cli(&["xadd", &key, "*", "i", "x"]);
+    assert!(refused.starts_with("NOREPLICAS"), "{refused}");
+
+    // Removed from its primary's set, r0 may lack acknowledged writes.
+    let addr = format!("127.0.0.1:{r0}");
+    assert_eq!(
+        by_port(&mut nodes, p0).cli(&["syncset", "remove", &addr]),
+        "OK"
+    );
+    wait_for("r0 to leave the sync set", AGREE_SECS, || {
+        (!member(by_port(&mut nodes, r0)), String::new())
+    });
+    let forced = by_port(&mut nodes, r0).cli(&["cluster", "failover", "force"]);
+    assert!(
+        forced.starts_with("ERR this replica is not in its primary's sync set"),
+        "{forced}"
+    );
+    let takeover = by_port(&mut nodes, r0).cli(&["cluster", "failover", "takeover"]);
+    assert!(takeover.starts_with("ERR this replica"), "{takeover}");
+    by_port(&mut nodes, p0).kill();
+    wait_for("r0 to decline the election", FAILOVER_SECS, || {
+        let log = by_port(&mut nodes, r0).log_text();
+        (log.contains("Not standing for election"), String::new())
+    });
+    assert_eq!(by_port(&mut nodes, r0).role(), "slave");
+}

@@ -86,6 +86,10 @@ struct Env {
     master_link_down: bool,
     /// The core replicates from nobody.
     no_master_host: bool,
+    /// A replica outside its primary's sync set (`min-sync-replicas`,
+    /// core/syncrepl.rs): it may lack acknowledged writes, so it never stands for an
+    /// automatic election.
+    sync_fenced: bool,
 }
 
 impl Env {
@@ -118,6 +122,7 @@ impl Env {
             data_age,
             master_link_down,
             no_master_host: core.repl.master.is_none(),
+            sync_fenced: core.repl.is_replica() && core.sync.fenced(&core.repl.replid),
         }
     }
 }
@@ -1429,6 +1434,15 @@ fn handle_replica_failover(
         || (env.no_failover && !manual)
         || st.num_slots(m) == 0
     {
+        return;
+    }
+    if env.sync_fenced && !manual {
+        if env.now.saturating_sub(st.election.sync_fence_logged) >= 5000 {
+            st.election.sync_fence_logged = env.now;
+            tracing::warn!(
+                "Not standing for election: this replica is not in its primary's sync set (min-sync-replicas) and may lack acknowledged writes"
+            );
+        }
         return;
     }
     // Data too old (the link to the primary was down too long) forbids an automatic

@@ -672,6 +672,13 @@ fn cluster_failover(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     }
     let force = ctx.argv.len() == 3 && super::is(ctx.arg(2), "force");
     let takeover = ctx.argv.len() == 3 && super::is(ctx.arg(2), "takeover");
+    // FORCE and TAKEOVER promote without the primary's data: only a member of its
+    // sync set may (a plain, coordinated failover first catches up with the primary).
+    if (force || takeover) && ctx.core.sync_refuses_promotion() {
+        return Err(ReplyError::msg(
+            "ERR this replica is not in its primary's sync set (min-sync-replicas): CLUSTER FAILOVER FORCE or TAKEOVER could lose acknowledged writes",
+        ));
+    }
     let now = ctx.now_ms;
     let st = state(ctx)?;
     if st.nodes[0].flags.contains(NodeFlags::MASTER) {

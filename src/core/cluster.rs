@@ -100,6 +100,9 @@ pub struct Election {
     pub auth_rank: u64,
     /// The epoch of the request.
     pub auth_epoch: u64,
+    /// When (ms) this replica last logged that it does not stand because it is outside
+    /// its primary's sync set (logged every few seconds while it holds).
+    pub sync_fence_logged: u64,
 }
 
 /// A manual failover in progress (cluster.h `mf_*`), on the replica or on its primary.
