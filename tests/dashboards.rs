@@ -11,7 +11,8 @@
 //!              group "lagging": 1500 entries behind and a producer adding more
 //!              group "stuck": an entry pending for an hour (XCLAIM ... IDLE)
 //!              group "senders": MAXDELIVERIES 1, an entry delivered twice → dead letter
-//!            F2 (min-replicas-to-write 1 and no replica; maxmemory just above its usage)
+//!            F2 (min-replicas-to-write 1, min-sync-replicas 1 and no replica; maxmemory
+//!            just above its usage)
 //!            D  (replica of a port where nothing listens)
 //! ```
 //!
@@ -481,6 +482,8 @@ fn dashboard_queries_and_alert_rules_work_against_a_real_prometheus() {
         c(&mut f2raw, "CONFIG SET min-replicas-to-write 1"),
         "+OK\r\n"
     );
+    // ... and synchronous replication on with an empty sync set.
+    assert_eq!(c(&mut f2raw, "CONFIG SET min-sync-replicas 1"), "+OK\r\n");
     let refused = c(&mut f2raw, "XADD refused * f v");
     assert!(refused.starts_with("-NOREPLICAS"), "{refused}");
     let used: u64 = info_field(&mut f2raw, "memory", "used_memory")
@@ -585,6 +588,7 @@ fn dashboard_queries_and_alert_rules_work_against_a_real_prometheus() {
         ("StreamdFsyncSlow", f1.instance()),
         ("StreamdDown", f1r.instance()),
         ("StreamdTooFewReplicas", f2.instance()),
+        ("StreamdSyncSetTooSmall", f2.instance()),
         ("StreamdMemoryNearLimit", f2.instance()),
         ("StreamdReplicaLinkDown", d.instance()),
     ]

@@ -263,6 +263,29 @@ struct ReplRow {
     good_replicas: u64,
     /// The `min-replicas-to-write` setting (0 = off).
     min_replicas_to_write: u64,
+    /// Synchronous replication (`min-sync-replicas`, core/syncrepl.rs).
+    sync: SyncRow,
+}
+
+/// Synchronous replication's numbers (INFO replication's `sync_*` fields).
+#[derive(Debug, Default)]
+struct SyncRow {
+    /// `min-sync-replicas` (0 = off).
+    min: u64,
+    /// Members of the sync set (on a primary).
+    members: u64,
+    /// On a replica: in its primary's sync set.
+    member: bool,
+    /// A primary restarted with the mode on and not confirmed yet.
+    fenced_primary: bool,
+    /// Replies held now, and the oldest one's age in seconds.
+    held: u64,
+    oldest_held_seconds: f64,
+    /// Cumulative: batches held, timeouts, refused writes, refused promotions.
+    held_total: u64,
+    timeouts: u64,
+    write_refusals: u64,
+    promotion_refusals: u64,
 }
 
 /// CLUSTER INFO's numbers, on a node with `cluster-enabled yes`.
@@ -550,6 +573,18 @@ fn repl_row(c: &Core) -> ReplRow {
         good_replicas: r.good_replicas,
         min_replicas_to_write: u64::try_from(c.config.get_i64("min-replicas-to-write"))
             .unwrap_or(0),
+        sync: SyncRow {
+            min: c.sync.min,
+            members: c.sync.members.len() as u64,
+            member: r.is_replica() && c.sync.is_member(&r.replid),
+            fenced_primary: c.sync.fenced_primary,
+            held: c.sync.stats.held_now,
+            oldest_held_seconds: c.sync.oldest_held_ms(crate::core::unix_ms()) as f64 / 1000.0,
+            held_total: c.sync.stats.held_total,
+            timeouts: c.sync.stats.timeouts,
+            write_refusals: c.sync.stats.write_refusals.get(),
+            promotion_refusals: c.sync.stats.promotion_refusals,
+        },
     }
 }
 
@@ -1119,7 +1154,74 @@ impl Snapshot {
             "Online replicas that acknowledged within min-replicas-max-lag",
             r.good_replicas,
         )?;
-        Ok(())
+        self.encode_sync(e)
+    }
+
+    /// Synchronous replication (docs/replication.md "Synchronous replicas"): the
+    /// setting, the sync set, held replies and what was refused; served with the mode
+    /// off too (zeros), so dashboards and alerts always find the series.
+    fn encode_sync(&self, e: &mut DescriptorEncoder) -> std::fmt::Result {
+        let s = &self.repl.sync;
+        gauge(
+            e,
+            "streamd_sync_replicas_min",
+            "The min-sync-replicas setting (0: replication is asynchronous)",
+            s.min,
+        )?;
+        gauge(
+            e,
+            "streamd_sync_replicas",
+            "Members of this primary's sync set",
+            s.members,
+        )?;
+        gauge(
+            e,
+            "streamd_sync_replica_member",
+            "1 when this replica is in its primary's sync set (only then may it be promoted)",
+            u64::from(s.member),
+        )?;
+        gauge(
+            e,
+            "streamd_sync_fenced_primary",
+            "1 while a primary restarted with min-sync-replicas on waits for REPLICAOF or SYNCSET CONFIRM",
+            u64::from(s.fenced_primary),
+        )?;
+        gauge(
+            e,
+            "streamd_sync_held_replies",
+            "Batches of replies waiting for the sync set's acknowledgement now",
+            s.held,
+        )?;
+        gauge(
+            e,
+            "streamd_sync_oldest_held_seconds",
+            "Age of the oldest reply waiting for the sync set",
+            s.oldest_held_seconds,
+        )?;
+        counter(
+            e,
+            "streamd_sync_held",
+            "Batches of replies that waited for the sync set",
+            s.held_total,
+        )?;
+        counter(
+            e,
+            "streamd_sync_timeouts",
+            "Held replies that timed out (sync-replicas-timeout) and became errors",
+            s.timeouts,
+        )?;
+        counter(
+            e,
+            "streamd_sync_write_refusals",
+            "Writes refused with NOREPLICAS because the sync set was too small",
+            s.write_refusals,
+        )?;
+        counter(
+            e,
+            "streamd_sync_promotion_refusals",
+            "Promotions (REPLICAOF NO ONE, CLUSTER FAILOVER FORCE/TAKEOVER) refused outside the sync set",
+            s.promotion_refusals,
+        )
     }
 }
 
@@ -1249,6 +1351,14 @@ mod tests {
                 offset: 2000,
                 good_replicas: 1,
                 min_replicas_to_write: 2,
+                sync: SyncRow {
+                    min: 1,
+                    member: true,
+                    held: 2,
+                    oldest_held_seconds: 0.25,
+                    timeouts: 3,
+                    ..Default::default()
+                },
             },
             cluster: Some(ClusterRow {
                 state_ok: true,
@@ -1276,6 +1386,11 @@ mod tests {
             "redis_slave_repl_offset{master_host=\"10.0.0.1\",master_port=\"6380\"} 2000\n",
             "redis_config_min_replicas_to_write 2\n",
             "streamd_replication_good_replicas 1\n",
+            "streamd_sync_replicas_min 1\n",
+            "streamd_sync_replica_member 1\n",
+            "streamd_sync_held_replies 2\n",
+            "streamd_sync_oldest_held_seconds 0.25\n",
+            "streamd_sync_timeouts_total 3\n",
             "redis_cluster_state 1\n",
             "redis_cluster_slots_assigned 16384\n",
             "redis_cluster_slots_ok 16000\n",
