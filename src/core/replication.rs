@@ -1097,6 +1097,7 @@ impl Core {
     /// Replication chores of the `hz` cron: PING every `repl-ping-replica-period`, WAIT
     /// timeouts and GETACKs, the good-replica count, the backlog's time to live.
     pub fn repl_cron(&mut self, now_ms: u64) {
+        self.sync.tick(now_ms);
         if !self.repl.replicas.is_empty() && !self.repl.is_replica() {
             let period = self.config.get_i64("repl-ping-replica-period").max(1) as u64 * 1000;
             if now_ms.saturating_sub(self.repl.last_ping_ms) >= period {

@@ -63,6 +63,9 @@ pub struct Release {
     /// Members that left (or a demotion) since start: a reply held across a change
     /// fails.
     pub shrinks: u64,
+    /// Unix ms of the last cron tick while replies were held: a held reply past its
+    /// deadline fails then (no timer per held reply; the cron runs `hz` times a second).
+    pub now_ms: u64,
 }
 
 /// Counters for INFO replication.
@@ -261,6 +264,14 @@ impl SyncRepl {
         }
         if timed_out {
             self.stats.timeouts += 1;
+        }
+    }
+
+    /// The cron's tick: with replies held, publishes the time so that those past their
+    /// deadline fail.
+    pub fn tick(&mut self, now_ms: u64) {
+        if self.stats.held_now > 0 {
+            self.release.send_modify(|r| r.now_ms = now_ms);
         }
     }
 

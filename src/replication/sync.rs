@@ -11,7 +11,6 @@
 //! ```
 
 use crate::core::{SharedCore, unix_ms};
-use std::time::Duration;
 
 /// The error a held reply becomes when the sync set did not acknowledge it in time (or
 /// shrank meanwhile): the command's write, if any, may or may not survive a failover,
@@ -23,7 +22,7 @@ pub const TIMED_OUT: &[u8] = b"-TIMEOUT the sync replicas did not acknowledge in
 /// wait). False when the wait timed out or the sync set changed under it: the replies
 /// must become [`TIMED_OUT`] errors.
 pub async fn hold(core: &SharedCore, shows_data: bool) -> bool {
-    let (target, shrinks, mut rx, ticket, timeout) = {
+    let (target, shrinks, mut rx, ticket, deadline) = {
         let mut c = core.borrow_mut();
         if !shows_data || !c.sync.on() || c.repl.is_replica() {
             return true;
@@ -33,16 +32,24 @@ pub async fn hold(core: &SharedCore, shows_data: bool) -> bool {
         if release.upto >= target {
             return true;
         }
-        let ticket = c.sync.hold_begin(unix_ms());
-        let timeout = Duration::from_millis(c.sync.timeout_ms);
-        (target, release.shrinks, c.sync.subscribe(), ticket, timeout)
+        let now = unix_ms();
+        let ticket = c.sync.hold_begin(now);
+        let deadline = now + c.sync.timeout_ms;
+        (
+            target,
+            release.shrinks,
+            c.sync.subscribe(),
+            ticket,
+            deadline,
+        )
     };
-    let waited = tokio::time::timeout(
-        timeout,
-        rx.wait_for(|r| r.shrinks != shrinks || r.upto >= target),
-    )
-    .await;
-    let released = matches!(waited, Ok(Ok(r)) if r.shrinks == shrinks);
+    // No timer per held reply: the cron publishes the time while replies are held
+    // (`SyncRepl::tick`), so the deadline is checked `hz` times a second.
+    let waited = rx
+        .wait_for(|r| r.shrinks != shrinks || r.upto >= target || r.now_ms >= deadline)
+        .await
+        .map(|r| *r);
+    let released = matches!(waited, Ok(r) if r.shrinks == shrinks && r.upto >= target);
     core.borrow_mut().sync.hold_end(ticket, !released);
     released
 }

@@ -23,7 +23,9 @@
 //! So do the `cluster/*` workloads (a 3-primary, 3-replica cluster of each kind, formed
 //! with `redis-cli --cluster create` each round): `--only cluster`; and the `tiering/*`
 //! workloads (the same streamd twice, A with `--stream-tiering yes` and a small hot
-//! budget, B with `--stream-tiering no`): `--only tiering`.
+//! budget, B with `--stream-tiering no`): `--only tiering`; and the `syncrepl/*` workloads
+//! (a primary and a replica of the same streamd, A with `min-sync-replicas 1`, B
+//! asynchronous): `--only syncrepl`.
 
 mod client;
 mod driver;
@@ -85,6 +87,13 @@ usage: streamd-bench --a HOST:PORT [--b HOST:PORT] [options] [WORKLOAD...]
                           XREADGROUP p99 during scans over its p99 without
   tiering/restart         SAVE, SIGKILL, start again with 10 budgets cold: restart
                           time and VmRSS against the same data untiered
+
+  syncrepl/* (synchronous replication, issue 40) start that streamd twice each round,
+  a primary with one replica; A with min-sync-replicas 1 (every reply waits for the
+  replica's ACK), B asynchronous:
+  syncrepl/xadd-c50-p16   XADD throughput, 50 clients x 16 per write
+  syncrepl/xadd-c1-p1     one client, one XADD at a time: latency, with the
+                          primary's PING round trip as a figure
 ";
 
 /// Command-line options.
@@ -281,9 +290,10 @@ impl Programs {
                 ("B", label(b, ""), Some(b.clone())),
             ]
         } else {
+            let (on, off) = workloads::side_labels(&w.name);
             vec![
-                ("A", label(a, " (tiering on)"), Some(a.clone())),
-                ("B", label(a, " (tiering off)"), Some(a.clone())),
+                ("A", label(a, on), Some(a.clone())),
+                ("B", label(a, off), Some(a.clone())),
             ]
         }
     }
@@ -468,10 +478,11 @@ async fn server_named(
             let Some(p) = p.filter(|_| n == side) else {
                 continue;
             };
+            let (on, off) = workloads::side_labels(&w.name);
             let name = match (workloads::against_redis(&w.name), side) {
                 (true, _) => p.name,
-                (false, "A") => format!("{} (tiering on)", p.name),
-                (false, _) => format!("{} (tiering off)", p.name),
+                (false, "A") => format!("{}{on}", p.name),
+                (false, _) => format!("{}{off}", p.name),
             };
             if !out.contains(&name) {
                 out.push(name);

@@ -21,6 +21,7 @@ mod memory;
 mod pubsub;
 mod read;
 mod replication;
+mod syncrepl;
 mod tiering;
 mod types;
 mod write;
@@ -204,6 +205,8 @@ pub enum Kind {
     Geo(geo::GeoOp),
     /// Tiered streams, on servers the workload starts itself (A tiering on, B off).
     Tiering(tiering::Bench),
+    /// Synchronous replication, on servers the workload starts itself (A sync, B async).
+    SyncRepl(syncrepl::Load),
 }
 
 /// One named workload variant.
@@ -415,16 +418,33 @@ pub fn all() -> Vec<Workload> {
     for (v, b, latency, unit) in tiering::variants() {
         out.push(w(format!("tiering/{v}"), unit, latency, Kind::Tiering(b)));
     }
+    for (v, load, latency) in syncrepl::variants() {
+        out.push(w(
+            format!("syncrepl/{v}"),
+            "entry",
+            latency,
+            Kind::SyncRepl(load),
+        ));
+    }
     out
 }
 
 /// Families that start their own servers (so ignore `--a`/`--b`) and run only when named
 /// in `--only`: a default run stays the one against the given servers.
-pub const OWN_SERVERS: &[&str] = &["repl", "cluster", "tiering"];
+pub const OWN_SERVERS: &[&str] = &["repl", "cluster", "tiering", "syncrepl"];
 
 /// Families of [`OWN_SERVERS`] whose side B is `redis-server`; the others compare two
 /// configurations of streamd.
 pub const AGAINST_REDIS: &[&str] = &["repl", "cluster"];
+
+/// How the two sides of a family that runs streamd against itself are labelled: what A
+/// and B turn on or off.
+pub fn side_labels(name: &str) -> (&'static str, &'static str) {
+    match family(name) {
+        "syncrepl" => (" (sync replication)", " (async replication)"),
+        _ => (" (tiering on)", " (tiering off)"),
+    }
+}
 
 /// The family of a workload name or `--only` entry (`tiering` of `tiering/xadd`).
 pub fn family(name: &str) -> &str {
@@ -494,6 +514,7 @@ pub async fn run(w: &Workload, ctx: &Ctx) -> io::Result<Sample> {
         Kind::Geo(op) => geo::run(ctx, op).await,
         Kind::Hll(op) => hyperloglog::run(ctx, op).await,
         Kind::Tiering(b) => tiering::run(ctx, b).await,
+        Kind::SyncRepl(load) => syncrepl::run(ctx, load).await,
     }
 }
 
