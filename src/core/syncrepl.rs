@@ -358,18 +358,21 @@ impl super::Core {
         let Some(r) = self.repl.replicas.get_mut(&id) else {
             return;
         };
-        let Some(sid) = r.sync_id.clone() else {
+        let Some(sid) = r.sync_id.as_deref() else {
             return;
         };
         let (ack, online) = (r.ack, r.state == super::replication::ReplicaState::Online);
-        let addr = format!("{}:{}", r.ip, r.port);
         let first_ack = !std::mem::replace(&mut r.sync_seen, true);
-        if let Some(m) = self.sync.members.get_mut(&sid) {
+        // The common case, a member's ACK, allocates nothing.
+        if let Some(m) = self.sync.members.get_mut(sid) {
             m.ack = m.ack.max(ack);
-            m.addr = addr;
+            if first_ack {
+                m.addr = format!("{}:{}", r.ip, r.port);
+            }
             if m.leaving_at.is_some_and(|at| m.ack >= at) {
                 // It applied the record that left it out: it is unpromotable now.
                 tracing::info!(replica = %m.addr, "Replica left the sync set");
+                let sid = sid.to_string();
                 self.sync.members.remove(&sid);
             }
             self.sync.recompute();
@@ -380,16 +383,15 @@ impl super::Core {
             }
             return;
         }
-        if online && ack + JOIN_LAG >= offset && !self.sync.barred.contains(&sid) {
+        if online && ack + JOIN_LAG >= offset && !self.sync.barred.contains(sid) {
+            let addr = format!("{}:{}", r.ip, r.port);
             tracing::info!(replica = %addr, "Replica joins the sync set");
-            self.sync.members.insert(
-                sid,
-                Member {
-                    addr,
-                    ack,
-                    leaving_at: None,
-                },
-            );
+            let member = Member {
+                addr,
+                ack,
+                leaving_at: None,
+            };
+            self.sync.members.insert(sid.to_string(), member);
             self.sync_announce();
             self.sync.recompute();
         }
