@@ -65,13 +65,20 @@ pub fn serve(config: config::Config) -> std::io::Result<()> {
     let cluster = if config.get_bool("cluster-enabled") {
         let file = config.get("cluster-config-file").unwrap_or("nodes.conf");
         let path = std::path::Path::new(&dir).join(file);
-        let cport = match config.get_i64("cluster-port") {
-            0 => port.wrapping_add(10000),
-            p => p as u16,
+        // Myself carries the ports it announces (NAT, containers); the bus listens on
+        // the real one below.
+        let announced = |name: &str, real: u16| match config.get_i64(name) {
+            p @ 1..=65535 => p as u16,
+            _ => real,
         };
+        let cport = announced(
+            "cluster-announce-bus-port",
+            core::cluster::bus_port(&config, port),
+        );
+        let my_port = announced("cluster-announce-port", port);
         // A corrupt file stops start-up, as Redis's clusterLoadConfig does.
-        let state =
-            core::cluster::ClusterState::load(&path, port, cport).map_err(std::io::Error::other)?;
+        let state = core::cluster::ClusterState::load(&path, my_port, cport)
+            .map_err(std::io::Error::other)?;
         tracing::info!(node_id = state.my_id(), "cluster state loaded");
         Some(Box::new(state))
     } else {
@@ -107,8 +114,8 @@ pub fn serve(config: config::Config) -> std::io::Result<()> {
         }
         // The cluster bus port (a port in use stops start-up, as in Redis).
         let cluster_listener = match core.cluster.as_deref() {
-            Some(st) => {
-                let cport = st.myself().cport;
+            Some(_) => {
+                let cport = core::cluster::bus_port(&core.config, core.port);
                 let l = server::listen(addr, cport, backlog)?;
                 tracing::info!(cport, "cluster bus port ready");
                 Some(l)

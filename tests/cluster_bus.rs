@@ -85,13 +85,18 @@ impl Drop for Node {
 
 impl Node {
     fn start(redis: bool) -> Node {
+        Node::start_with(redis, "")
+    }
+
+    /// [`Node::start`] with `extra` lines appended to the node's configuration file.
+    fn start_with(redis: bool, extra: &str) -> Node {
         let dir = tempfile::tempdir().expect("tempdir");
         let port = free_port_pair();
         let conf = dir.path().join("node.conf");
         std::fs::write(
             &conf,
             format!(
-                "cluster-enabled yes\ncluster-config-file nodes.conf\ncluster-node-timeout {NODE_TIMEOUT_MS}\nappendonly no\nsave \"\"\n"
+                "cluster-enabled yes\ncluster-config-file nodes.conf\ncluster-node-timeout {NODE_TIMEOUT_MS}\nappendonly no\nsave \"\"\n{extra}"
             ),
         )
         .expect("write conf");
@@ -1151,4 +1156,35 @@ fn only_a_replica_of_the_sync_set_takes_over_in_a_cluster() {
         (log.contains("Not standing for election"), String::new())
     });
     assert_eq!(by_port(&mut nodes, r0).role(), "slave");
+}
+
+/// `cluster-announce-port` and `cluster-announce-bus-port` (a node behind NAT or in a
+/// container): the node names them for itself, every peer learns them from its
+/// messages, and redirections send clients there, as in Redis; the bus still listens on
+/// its real port. Side by side with Redis 7.0 as the peer that learns them.
+#[test]
+fn announced_ports_are_what_the_cluster_sees() {
+    let (announced, announced_bus) = (free_port_pair(), free_port_pair() + 1);
+    let extra =
+        format!("cluster-announce-port {announced}\ncluster-announce-bus-port {announced_bus}\n");
+    let node = Node::start_with(false, &extra);
+    // Before any MEET a node does not know its own IP (Redis prints `:port@cport` too).
+    let me = format!(":{announced}@{announced_bus}");
+    let nodes = node.cli(&["cluster", "nodes"]);
+    assert!(nodes.contains(&me), "{nodes}");
+    assert_eq!(node.cli(&["cluster", "addslots", "0"]), "OK");
+    let moved = node.cli(&["cluster", "slots"]);
+    assert!(moved.contains(&announced.to_string()), "{moved}");
+    // A Redis peer met at the real bus port records the announced ports.
+    let peer = Node::start(true);
+    let bus = (node.port + 10000).to_string();
+    assert_eq!(
+        peer.cli(&["cluster", "meet", "127.0.0.1", &node.port.to_string(), &bus]),
+        "OK"
+    );
+    let seen = format!("127.0.0.1{me}");
+    wait_for("the peer to learn the announced ports", AGREE_SECS, || {
+        let t = peer.cli(&["cluster", "nodes"]);
+        (t.contains(&seen), t)
+    });
 }

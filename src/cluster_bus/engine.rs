@@ -71,7 +71,10 @@ struct Env {
     now: u64,
     node_timeout: u64,
     my_offset: u64,
+    /// The client port this node announces: `cluster-announce-port`, else the real one.
     my_port: u16,
+    /// The bus port it announces: `cluster-announce-bus-port`, else the one it listens on.
+    my_cport: u16,
     announce_ip: Option<String>,
     hostname: Option<String>,
     full_coverage: bool,
@@ -110,7 +113,14 @@ impl Env {
             now,
             node_timeout: cfg.get_i64("cluster-node-timeout").max(1) as u64,
             my_offset: core.repl.offset,
-            my_port: core.port,
+            my_port: match cfg.get_i64("cluster-announce-port") {
+                p @ 1..=65535 => p as u16,
+                _ => core.port,
+            },
+            my_cport: match cfg.get_i64("cluster-announce-bus-port") {
+                p @ 1..=65535 => p as u16,
+                _ => crate::core::cluster::bus_port(cfg, core.port),
+            },
             announce_ip: text("cluster-announce-ip"),
             hostname: text("cluster-announce-hostname"),
             full_coverage: cfg.get_bool("cluster-require-full-coverage"),
@@ -1196,6 +1206,10 @@ pub fn handle_requests(core: &mut Core, bus: &mut Bus) {
 pub fn cron(core: &mut Core, bus: &mut Bus) -> Vec<Connect> {
     handle_requests(core, bus);
     with_state(core, bus, |st, env, bus, after| {
+        // The announced ports may change at run time (cluster.c
+        // `clusterUpdateMyselfAnnouncedPorts`): peers learn them from the next header.
+        st.nodes[0].port = env.my_port;
+        st.nodes[0].cport = env.my_cport;
         let mut connects = Vec::new();
         bus.iteration += 1;
         let handshake_timeout = env.node_timeout.max(1000);

@@ -105,6 +105,16 @@ pub struct Election {
     pub sync_fence_logged: u64,
 }
 
+/// The port the cluster bus listens on: `cluster-port`, else the client port + 10000
+/// (Redis's `CLUSTER_PORT_INCR`). What the node *announces* may differ
+/// (`cluster-announce-bus-port`).
+pub fn bus_port(config: &crate::config::Config, port: u16) -> u16 {
+    match config.get_i64("cluster-port") {
+        p @ 1..=65535 => p as u16,
+        _ => port.wrapping_add(10000),
+    }
+}
+
 /// A manual failover in progress (cluster.h `mf_*`), on the replica or on its primary.
 #[derive(Debug, Clone, Default)]
 pub struct ManualFailover {
