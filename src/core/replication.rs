@@ -633,18 +633,23 @@ impl Replication {
     /// Appends a record the primary sent (a replica forwarding its primary's stream to
     /// its own replicas), already in the database it names.
     pub fn feed_from_master(&mut self, argv: &[Bytes], backlog_size: u64, hard_limit: u64) -> u64 {
-        let mut bytes = Vec::new();
-        crate::resp::writer::command(&mut bytes, argv);
-        let len = bytes.len() as u64;
-        if let Some(b) = self.backlog.as_mut() {
-            if let Some(p) = translate_argv(argv, bytes.len()) {
-                b.patches.push_back(Patch {
-                    at: self.offset,
-                    bytes: p.into_boxed_slice(),
-                });
+        // Without a backlog (no replica of ours ever connected) only the offset moves:
+        // the length is counted, not encoded.
+        let len = match self.backlog.as_mut() {
+            None => crate::resp::writer::command_len(argv) as u64,
+            Some(b) => {
+                let mut bytes = Vec::new();
+                crate::resp::writer::command(&mut bytes, argv);
+                if let Some(p) = translate_argv(argv, bytes.len()) {
+                    b.patches.push_back(Patch {
+                        at: self.offset,
+                        bytes: p.into_boxed_slice(),
+                    });
+                }
+                b.buf.extend(&bytes);
+                bytes.len() as u64
             }
-            b.buf.extend(&bytes);
-        }
+        };
         self.offset += len;
         self.trim(backlog_size, hard_limit);
         len

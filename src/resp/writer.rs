@@ -39,6 +39,17 @@ pub fn command<A: AsRef<[u8]>>(out: &mut Vec<u8>, argv: &[A]) {
     }
 }
 
+/// The number of bytes [`command`] writes for `argv`, without writing them.
+pub fn command_len<A: AsRef<[u8]>>(argv: &[A]) -> usize {
+    let digits = |n: usize| n.checked_ilog10().map_or(1, |d| d as usize + 1);
+    let mut len = 1 + digits(argv.len()) + 2;
+    for a in argv {
+        let n = a.as_ref().len();
+        len += 1 + digits(n) + 2 + n + 2;
+    }
+    len
+}
+
 /// The protocol a connection speaks (switched by `HELLO`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Protocol {
@@ -326,6 +337,21 @@ impl RespWriter {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn command_len_counts_what_command_writes() {
+        let cases: [&[&[u8]]; 4] = [
+            &[],
+            &[b"PING"],
+            &[b"SET", b"k", b""],
+            &[b"XADD", &[b'x'; 1000], b"*", &[b'y'; 9], &[b'z'; 10]],
+        ];
+        for argv in cases {
+            let mut out = Vec::new();
+            command(&mut out, argv);
+            assert_eq!(command_len(argv), out.len(), "{argv:?}");
+        }
+    }
+
     use super::*;
 
     fn w(proto: Protocol) -> RespWriter {
