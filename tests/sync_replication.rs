@@ -33,23 +33,34 @@ fn signal(server: &Server, sig: &str) {
     assert!(ok, "kill {sig} {}", server.pid());
 }
 
-/// A primary with the mode on (timeout `timeout_ms`) and one replica in its sync set.
-fn primary_and_member(timeout_ms: u64) -> (Server, Server) {
+/// A primary with the mode switched on at run time (a primary started with it is
+/// fenced, see `a_primary_started_with_the_mode_is_fenced_until_confirmed`).
+fn sync_primary(timeout_ms: u64) -> Server {
     let timeout = timeout_ms.to_string();
-    let p = start_server_with(&[
-        "--min-sync-replicas",
-        "1",
-        "--sync-replicas-timeout",
-        &timeout,
-    ]);
+    let p = start_server_with(&["--sync-replicas-timeout", &timeout]);
+    let ok = p
+        .raw()
+        .cmd_str(&["CONFIG", "SET", "min-sync-replicas", "1"]);
+    assert_eq!(ok, b"+OK\r\n");
+    p
+}
+
+/// A replica of `p` with the mode on (so it is fenced outside the set).
+fn sync_replica(p: &Server) -> Server {
     let port = p.port.to_string();
-    let r = start_server_with(&[
+    start_server_with(&[
         "--replicaof",
         "127.0.0.1",
         &port,
         "--min-sync-replicas",
         "1",
-    ]);
+    ])
+}
+
+/// A primary with the mode on (timeout `timeout_ms`) and one replica in its sync set.
+fn primary_and_member(timeout_ms: u64) -> (Server, Server) {
+    let p = sync_primary(timeout_ms);
+    let r = sync_replica(&p);
     wait_until("the replica to join the sync set", || {
         field(&p, "sync_replicas") == "1" && field(&r, "sync_replica_member") == "1"
     });
@@ -58,7 +69,7 @@ fn primary_and_member(timeout_ms: u64) -> (Server, Server) {
 
 #[test]
 fn a_primary_without_its_sync_set_refuses_writes_but_answers_reads() {
-    let p = start_server_with(&["--min-sync-replicas", "1"]);
+    let p = sync_primary(10_000);
     let mut c = p.raw();
     assert_eq!(
         c.cmd_str(&["XADD", "s", "*", "f", "v"]),
@@ -179,4 +190,115 @@ fn only_a_member_of_the_sync_set_can_be_promoted() {
     });
     assert!(r.raw().cmd_str(&["SET", "k", "w"]).starts_with(b"+OK"));
     assert_eq!(p.raw().cmd_str(&["GET", "k"]), b"$1\r\nw\r\n");
+}
+
+#[test]
+fn a_member_leaves_only_after_making_itself_unpromotable() {
+    let (p, r) = primary_and_member(20_000);
+    let addr = format!("127.0.0.1:{}", r.port);
+    assert_eq!(p.raw().cmd_str(&["SYNCSET", "REMOVE", &addr]), b"+OK\r\n");
+    wait_until("the member to leave", || field(&p, "sync_replicas") == "0");
+    // It applied the record that left it out before its ACK let it go.
+    assert_eq!(field(&r, "sync_replica_member"), "0");
+    assert!(
+        r.raw()
+            .cmd_str(&["REPLICAOF", "NO", "ONE"])
+            .starts_with(b"-ERR this replica")
+    );
+    assert_eq!(
+        p.raw().cmd_str(&["SET", "k", "v"]),
+        b"-NOREPLICAS Not enough good replicas to write.\r\n"
+    );
+    // Removed, it does not join again by itself; SYNCSET ADD lets it.
+    assert_eq!(p.raw().cmd_str(&["SYNCSET", "LIST"]), b"*0\r\n");
+    assert_eq!(p.raw().cmd_str(&["SYNCSET", "ADD", &addr]), b"+OK\r\n");
+    wait_until("the replica to join again", || {
+        field(&p, "sync_replicas") == "1" && field(&r, "sync_replica_member") == "1"
+    });
+    assert!(p.raw().cmd_str(&["SET", "k", "v"]).starts_with(b"+OK"));
+    let list = p.raw().cmd_str(&["SYNCSET", "LIST"]);
+    assert!(
+        list.windows(addr.len()).any(|w| w == addr.as_bytes()),
+        "{list:?}"
+    );
+    // Unknown names and a missing attestation are refused.
+    assert!(
+        p.raw()
+            .cmd_str(&["SYNCSET", "REMOVE", "nobody"])
+            .starts_with(b"-ERR no sync set member")
+    );
+    assert!(
+        p.raw()
+            .cmd_str(&["SYNCSET", "FORGET", &addr, "yes"])
+            .starts_with(b"-ERR SYNCSET FORGET")
+    );
+    assert!(
+        r.raw()
+            .cmd_str(&["SYNCSET", "REMOVE", &addr])
+            .starts_with(b"-ERR SYNCSET changes")
+    );
+}
+
+#[test]
+fn forgetting_a_dead_member_fails_the_replies_held_for_it() {
+    let (p, r) = primary_and_member(60_000);
+    let addr = format!("127.0.0.1:{}", r.port);
+    signal(&r, "-STOP");
+    let mut c = p.raw();
+    c.send(&common::encode_cmd(&[b"SET", b"k", b"v"]));
+    wait_until("a held reply", || field(&p, "sync_held_replies") == "1");
+    let forget = p
+        .raw()
+        .cmd_str(&["SYNCSET", "FORGET", &addr, "I-ATTEST-IT-IS-DEAD"]);
+    assert_eq!(forget, b"+OK\r\n");
+    // At once, not after the 60 s timeout: a smaller set never acknowledges it.
+    let reply = c.read_reply();
+    assert!(reply.starts_with(b"-TIMEOUT "), "{reply:?}");
+    assert_eq!(field(&p, "sync_replicas"), "0");
+    signal(&r, "-CONT");
+}
+
+#[test]
+fn a_primary_started_with_the_mode_is_fenced_until_confirmed() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let port = common::free_port();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_streamd"))
+        .args([
+            "--port",
+            &port.to_string(),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .arg("--dir")
+        .arg(dir.path())
+        .args(["--min-sync-replicas", "1"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn streamd");
+    let mut c = None;
+    wait_until("the fenced primary to answer INFO", || {
+        c = common::Raw::try_connect(port).ok();
+        c.as_mut().is_some_and(|c| {
+            c.try_send(&common::encode_cmd(&[b"INFO", b"server"]))
+                .is_ok()
+                && c.try_read_reply().is_ok_and(|r| r.starts_with(b"$"))
+        })
+    });
+    let mut c = c.expect("connected");
+    let fenced = c.cmd_str(&["PING"]);
+    assert!(
+        fenced.starts_with(b"-LOADING this primary restarted"),
+        "{fenced:?}"
+    );
+    assert!(c.cmd_str(&["SET", "k", "v"]).starts_with(b"-LOADING"));
+    assert!(c.cmd_str(&["PSYNC", "?", "-1"]).starts_with(b"-LOADING"));
+    assert_eq!(c.cmd_str(&["SYNCSET", "CONFIRM"]), b"+OK\r\n");
+    assert_eq!(c.cmd_str(&["PING"]), b"+PONG\r\n");
+    // Serving again, it still needs its sync set for writes.
+    assert!(c.cmd_str(&["SET", "k", "v"]).starts_with(b"-NOREPLICAS"));
+    let _ = child.kill();
+    let _ = child.wait();
 }

@@ -43,6 +43,7 @@ pub mod set;
 pub mod slowlog;
 pub mod sort;
 pub mod string;
+pub mod syncset;
 pub mod tips;
 pub mod transaction;
 pub mod xack;
@@ -94,6 +95,7 @@ pub static FAMILIES: &[&[CommandSpec]] = &[
     slowlog::COMMANDS,
     hotkeys::COMMANDS,
     replication::COMMANDS,
+    syncset::COMMANDS,
     latency::COMMANDS,
     memory::COMMANDS,
     module::COMMANDS,

@@ -1578,6 +1578,16 @@ impl Core {
             self.reject(client, out, Some(spec), &LOADING);
             return Outcome::Done;
         }
+        // A primary restarted with synchronous replication on serves nothing but what a
+        // loading server serves until it is demoted or confirmed (core/syncrepl.rs).
+        if self.sync.fenced_primary
+            && spec.flags & flags::LOADING == 0
+            && !matches!(spec.name, "replicaof" | "slaveof")
+            && client.repl != client::ClientRepl::Master
+        {
+            self.reject(client, out, Some(spec), &FENCED);
+            return Outcome::Done;
+        }
         if spec.flags & flags::WRITE != 0
             && let Some(why) = self.persist.write_refusal()
         {
@@ -2032,3 +2042,8 @@ fn redacted(spec: &CommandSpec, argv: &Argv, i: usize) -> bool {
 
 /// The reply to commands that cannot run while the dataset loads.
 const LOADING: ReplyError = ReplyError::msg("LOADING Redis is loading the dataset in memory");
+/// What a fenced primary answers (a `-LOADING` error, so Sentinel with
+/// `master-reboot-down-after-period` fails it over and clients retry).
+const FENCED: ReplyError = ReplyError::msg(
+    "LOADING this primary restarted with min-sync-replicas on and is fenced until REPLICAOF or SYNCSET CONFIRM",
+);

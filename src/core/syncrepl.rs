@@ -49,6 +49,10 @@ pub struct Member {
     pub addr: String,
     /// The highest offset it acknowledged.
     pub ack: u64,
+    /// Being removed cooperatively: the stream offset after the record that left it
+    /// out. It is out once it ACKs that offset (it applied the record, so it has
+    /// already made itself unpromotable); until then the primary still waits for it.
+    pub leaving_at: Option<u64>,
 }
 
 /// What a held reply waits on (published through a watch channel).
@@ -88,6 +92,9 @@ pub struct SyncRepl {
     pub self_id: String,
     /// Primary: the sync set, by member id.
     pub members: BTreeMap<String, Member>,
+    /// Primary: replicas removed from the set (by id), which do not join again by
+    /// themselves (`SYNCSET ADD` lets one back).
+    pub barred: std::collections::BTreeSet<String>,
     /// Primary: offsets up to this were acknowledged by a full set (or before the mode).
     committed: u64,
     /// Published release (see [`Release`]).
@@ -102,6 +109,12 @@ pub struct SyncRepl {
     next_held: u64,
     /// Counters.
     pub stats: SyncStats,
+    /// A primary that started with the mode on: it answers like a loading server and
+    /// serves no replica until it is demoted (`REPLICAOF`) or confirmed (`SYNCSET
+    /// CONFIRM`), since while it was down another server may have been promoted.
+    pub fenced_primary: bool,
+    /// The settings were read once (the first read is the start: it may fence).
+    started: bool,
 }
 
 impl Default for SyncRepl {
@@ -111,6 +124,7 @@ impl Default for SyncRepl {
             timeout_ms: 10_000,
             self_id: super::replication::random_replid(),
             members: BTreeMap::new(),
+            barred: std::collections::BTreeSet::new(),
             committed: 0,
             release: watch::channel(Release::default()).0,
             member_of: None,
@@ -118,6 +132,8 @@ impl Default for SyncRepl {
             held_since: BTreeMap::new(),
             next_held: 0,
             stats: SyncStats::default(),
+            fenced_primary: false,
+            started: false,
         }
     }
 }
@@ -190,6 +206,7 @@ impl SyncRepl {
     /// This server follows a (new) primary: it is in no sync set, and replies held as a
     /// primary fail.
     pub fn demoted(&mut self) {
+        self.fenced_primary = false;
         self.member_of = None;
         self.primary_sync_on = false;
         self.reset_members();
@@ -262,8 +279,21 @@ impl SyncRepl {
             replid.as_bytes().to_vec(),
             self.min.to_string().into_bytes(),
         ];
-        argv.extend(self.members.keys().map(|k| k.as_bytes().to_vec()));
+        argv.extend(
+            self.members
+                .iter()
+                .filter(|(_, m)| m.leaving_at.is_none())
+                .map(|(k, _)| k.as_bytes().to_vec()),
+        );
         argv
+    }
+
+    /// The member named by its id or its `ip:port`.
+    pub fn find(&self, name: &str) -> Option<String> {
+        self.members
+            .iter()
+            .find(|(id, m)| id.as_str() == name || m.addr == name)
+            .map(|(id, _)| id.clone())
     }
 }
 
@@ -276,6 +306,14 @@ impl super::Core {
         self.sync.timeout_ms = self.config.get_i64("sync-replicas-timeout").max(1) as u64;
         let was = self.sync.min;
         self.sync.min = min;
+        let starting = !std::mem::replace(&mut self.sync.started, true);
+        if starting && min > 0 && !self.repl.is_replica() {
+            // Started as a primary with the mode on: fenced (see `fenced_primary`).
+            tracing::warn!(
+                "Started as a primary with min-sync-replicas on: fenced until REPLICAOF or SYNCSET CONFIRM (another server may have been promoted meanwhile)"
+            );
+            self.sync.fenced_primary = true;
+        }
         if self.repl.is_replica() || was == min {
             return;
         }
@@ -318,6 +356,11 @@ impl super::Core {
         if let Some(m) = self.sync.members.get_mut(&sid) {
             m.ack = m.ack.max(ack);
             m.addr = addr;
+            if m.leaving_at.is_some_and(|at| m.ack >= at) {
+                // It applied the record that left it out: it is unpromotable now.
+                tracing::info!(replica = %m.addr, "Replica left the sync set");
+                self.sync.members.remove(&sid);
+            }
             self.sync.recompute();
             if first_ack {
                 // A member that connected again (maybe after a full sync, which ends
@@ -326,9 +369,16 @@ impl super::Core {
             }
             return;
         }
-        if online && ack + JOIN_LAG >= offset {
+        if online && ack + JOIN_LAG >= offset && !self.sync.barred.contains(&sid) {
             tracing::info!(replica = %addr, "Replica joins the sync set");
-            self.sync.members.insert(sid, Member { addr, ack });
+            self.sync.members.insert(
+                sid,
+                Member {
+                    addr,
+                    ack,
+                    leaving_at: None,
+                },
+            );
             self.sync_announce();
             self.sync.recompute();
         }
@@ -353,6 +403,7 @@ mod tests {
         Member {
             addr: "127.0.0.1:1".into(),
             ack,
+            leaving_at: None,
         }
     }
 

@@ -238,6 +238,15 @@ pub const DOCS: &[Doc] = &[
             r"index1:integer index2:integer",
         ),
     Doc::new("sync", ""),
+    Doc::new("syncset", "Depends on subcommand."),
+    Doc::new("syncset|add", "O(N) where N is the number of removed replicas")
+        .args(r"member:string"),
+    Doc::new("syncset|confirm", "O(1)"),
+    Doc::new("syncset|forget", "O(1)")
+        .args(r"member:string I-ATTEST-IT-IS-DEAD"),
+    Doc::new("syncset|list", "O(N) where N is the number of members of the sync set"),
+    Doc::new("syncset|remove", "O(1)")
+        .args(r"member:string"),
     Doc::new("time", "O(1)"),
     Doc::new("debug|reload", "O(N) where N is the number of keys in the dataset.")
         .syscmd()
