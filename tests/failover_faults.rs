@@ -57,7 +57,7 @@ fn two_seeds_of_the_fault_schedule_lose_nothing_and_leave_replicas_equal() {
 #[test]
 fn the_schedule_without_wait_loses_nothing_under_synchronous_replication() {
     let (status, last, stdout, stderr) =
-        failover_faults(&["--sync", "--partitions", "--seeds", "2,"]);
+        failover_faults(&["--sync", "--partitions", "--seeds", "13,"]);
     assert!(
         status.success()
             && last.contains("lost=0 duplicated=0")
