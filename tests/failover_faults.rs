@@ -8,11 +8,11 @@
 //! (entries, XINFO, groups, consumers, PEL with delivery counts), or when a failover
 //! does not complete; docs/replication.md has the twenty-seed numbers.
 //!
-//! The second test runs issue 40's acceptance schedule (`--sync --partitions`):
-//! `min-sync-replicas 1` on every server, no WAIT anywhere (an XADD reply is the
-//! acknowledgement), and partitions among the faults, the primary cut off together with
-//! one replica included. It fails on the same counts plus a reply that showed data later
-//! lost (`stale_reads`) and two servers acknowledging writes at once
+//! The second test runs seed 13 (about a minute) of issue 40's acceptance schedule,
+//! `--sync --partitions`: `min-sync-replicas 1` on every server, no WAIT anywhere (an
+//! XADD reply is the acknowledgement), and partitions among the faults, the primary cut
+//! off together with one replica included. It fails on the same counts plus a reply that
+//! showed data later lost (`stale_reads`) and two servers acknowledging writes at once
 //! (`overlapping_reigns`); docs/replication.md "The fault schedule without WAIT" has the
 //! numbers. The two tests take turns: each runs six processes on the machine, and
 //! Sentinel's one-second down-after misjudges a loaded machine.
