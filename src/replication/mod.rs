@@ -15,9 +15,17 @@ pub mod replica;
 pub mod sentinel_rejoin;
 pub mod sync;
 
+/// Called after each batch the replica applied from its primary: the server's idle
+/// poller (`server/idle_poll.rs`, `idle-poll-us`) then keeps reading sockets for a
+/// while before the thread sleeps, as it does after a client's batch. A replica that
+/// slept would pay a wake-up per batch, and a primary in synchronous mode
+/// (`min-sync-replicas`) waits for the ACK behind it.
+pub type Activity = std::rc::Rc<dyn Fn()>;
+
 /// Starts replication for a server that is about to serve: spawns the link task
 /// (on the current `LocalSet`) and follows the configured `replicaof`, if any.
-pub fn start(core: &crate::core::SharedCore) {
+/// `activity` is called after every batch applied from a primary.
+pub fn start(core: &crate::core::SharedCore, activity: Activity) {
     crate::core::replication::set_translator(redis_forms::patch);
     {
         let mut c = core.borrow_mut();
@@ -28,7 +36,7 @@ pub fn start(core: &crate::core::SharedCore) {
             crate::commands::replication::follow(&mut c, host.to_string(), port);
         }
     }
-    tokio::task::spawn_local(replica::run(core.clone()));
+    tokio::task::spawn_local(replica::run(core.clone(), activity));
     tokio::task::spawn_local(sentinel_rejoin::run(core.clone()));
 }
 

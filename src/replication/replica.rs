@@ -43,7 +43,7 @@ enum LinkEnd {
 type LinkResult<T> = Result<T, LinkEnd>;
 
 /// The link task: waits for a primary to follow, follows it, and retries.
-pub async fn run(core: SharedCore) {
+pub async fn run(core: SharedCore, activity: super::Activity) {
     let changed = core.borrow().repl.link_changed.clone();
     loop {
         let target = {
@@ -57,7 +57,7 @@ pub async fn run(core: SharedCore) {
             changed.notified().await;
             continue;
         };
-        match link(&core, generation, &host, port).await {
+        match link(&core, generation, &host, port, &activity).await {
             LinkEnd::Changed => continue,
             LinkEnd::Failed(why) => {
                 tracing::warn!(primary = %format!("{host}:{port}"), "replication link: {why}");
@@ -120,8 +120,14 @@ fn set_state(core: &SharedCore, state: LinkState) {
 }
 
 /// One connection to the primary, from connect to the end of the stream.
-async fn link(core: &SharedCore, generation: u64, host: &str, port: u16) -> LinkEnd {
-    match link_inner(core, generation, host, port).await {
+async fn link(
+    core: &SharedCore,
+    generation: u64,
+    host: &str,
+    port: u16,
+    activity: &super::Activity,
+) -> LinkEnd {
+    match link_inner(core, generation, host, port, activity).await {
         Ok(()) => LinkEnd::Failed("connection closed".into()),
         Err(e) => e,
     }
@@ -132,6 +138,8 @@ struct Conn {
     sock: TcpStream,
     buf: BytesMut,
     timeout: Duration,
+    /// Reports each applied batch to the server's idle poller (see [`super::Activity`]).
+    activity: super::Activity,
 }
 
 impl Conn {
@@ -188,7 +196,13 @@ impl Conn {
     }
 }
 
-async fn link_inner(core: &SharedCore, generation: u64, host: &str, port: u16) -> LinkResult<()> {
+async fn link_inner(
+    core: &SharedCore,
+    generation: u64,
+    host: &str,
+    port: u16,
+    activity: &super::Activity,
+) -> LinkResult<()> {
     set_state(core, LinkState::Connecting);
     let timeout = Duration::from_secs(core.borrow().config.get_i64("repl-timeout").max(1) as u64);
     let sock = match tokio::time::timeout(timeout, TcpStream::connect((host, port))).await {
@@ -210,6 +224,7 @@ async fn link_inner(core: &SharedCore, generation: u64, host: &str, port: u16) -
         sock,
         buf: BytesMut::with_capacity(64 * 1024),
         timeout,
+        activity: activity.clone(),
     };
     let pong = conn.call(&[b"PING"]).await?;
     if !pong.starts_with('+')
@@ -629,6 +644,9 @@ async fn stream_loop(
             if ack || core.borrow().sync.primary_sync_on {
                 send_ack(core, conn).await?;
             }
+            // The next batch is likely near (and under min-sync-replicas the primary
+            // waits for our ACK of it): look for it before letting the thread sleep.
+            (conn.activity)();
             // The primary's client is one client among others, as in Redis's event loop:
             // readers this batch woke (and every other client) run before the next read.
             tokio::task::yield_now().await;

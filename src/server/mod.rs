@@ -153,7 +153,11 @@ pub async fn run(
                 }
                 // Listening and loaded: a client connecting now is served, and a
                 // replica connects to its primary.
-                crate::replication::start(&core);
+                let (poller, limits) = (idle_poll.clone(), core.clone());
+                crate::replication::start(&core, Rc::new(move || {
+                    poller.set_window(limits.borrow().limits.idle_poll);
+                    poller.note_activity();
+                }));
                 notifier.ready();
             }
             accepted = listeners::Accept(&listeners) => match accepted {
