@@ -124,6 +124,27 @@ impl Node {
         node
     }
 
+    /// Starts the node again on its port, directory and configuration (after
+    /// [`Node::kill`]), with `args` after them; its log goes on.
+    fn restart(&mut self, args: &[&str]) {
+        let conf = self._dir.path().join("node.conf");
+        let out = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&self.log)
+            .expect("log");
+        self.child = Some(
+            Command::new(STREAMD)
+                .arg(&conf)
+                .args(["--port", &self.port.to_string(), "--dir"])
+                .arg(self._dir.path())
+                .args(args)
+                .stdout(out.try_clone().expect("log"))
+                .stderr(out)
+                .spawn()
+                .expect("restart"),
+        );
+    }
+
     fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
@@ -950,22 +971,7 @@ fn no_wait_acknowledged_write_is_lost_when_a_cluster_replica_takes_over() {
         acked.len()
     );
     // The old primary comes back on its directory and follows the new one.
-    let old = by_port(&mut nodes, p);
-    let conf = old._dir.path().join("node.conf");
-    let out = std::fs::OpenOptions::new()
-        .append(true)
-        .open(&old.log)
-        .expect("log");
-    old.child = Some(
-        Command::new(STREAMD)
-            .arg(&conf)
-            .args(["--port", &p.to_string(), "--dir"])
-            .arg(old._dir.path())
-            .stdout(out.try_clone().expect("log"))
-            .stderr(out)
-            .spawn()
-            .expect("restart"),
-    );
+    by_port(&mut nodes, p).restart(&[]);
     let promoted = nodes.iter().find(|n| n.port == r).expect("node");
     let old = nodes.iter().find(|n| n.port == p).expect("node");
     wait_for(
@@ -1156,6 +1162,66 @@ fn only_a_replica_of_the_sync_set_takes_over_in_a_cluster() {
         (log.contains("Not standing for election"), String::new())
     });
     assert_eq!(by_port(&mut nodes, r0).role(), "slave");
+}
+
+/// A primary killed and restarted before the others saw it fail comes back fenced
+/// (`min-sync-replicas` on its command line); were it to answer the bus, no one would
+/// ever count it down and its slots would stay unserved. Fenced, it reads the bus but
+/// sends nothing: its peers mark it failed, the replica of its sync set (which has every
+/// acknowledged write) is elected, and the new owner's messages turn the old primary
+/// into its replica, which lifts the fence.
+#[test]
+fn a_primary_restarted_fenced_is_failed_over_and_rejoins_in_a_cluster() {
+    let mut nodes = start_all(&[false; 6]);
+    create(&nodes);
+    for n in &nodes {
+        assert_eq!(n.cli(&["config", "set", "min-sync-replicas", "1"]), "OK");
+    }
+    let (p, r) = shards(&nodes[0])[1];
+    let member = |n: &Node| {
+        n.cli(&["info", "replication"])
+            .lines()
+            .any(|l| l == "sync_replica_member:1")
+    };
+    wait_for(
+        "the replica to join its primary's sync set",
+        AGREE_SECS,
+        || (member(by_port(&mut nodes, r)), String::new()),
+    );
+    let key = key_on(by_port(&mut nodes, p), p, "fenced");
+    let session: Vec<String> = (0..20)
+        .map(|i| format!("xadd {key} {}-1 i {i}", i + 1))
+        .collect();
+    let replies = by_port(&mut nodes, p).cli_session(&session);
+    assert!(
+        replies.len() == 20 && replies.iter().all(|r| r.ends_with("-1")),
+        "{replies:?}"
+    );
+    let old = by_port(&mut nodes, p);
+    old.kill();
+    old.restart(&["--min-sync-replicas", "1"]);
+    let survivors: Vec<u16> = nodes.iter().map(|n| n.port).filter(|&n| n != p).collect();
+    wait_promoted(&nodes, &survivors, r, "the sync set's replica to take over");
+    let old = nodes.iter().find(|n| n.port == p).expect("node");
+    wait_for(
+        "the fenced primary to become the new primary's replica",
+        FAILOVER_SECS,
+        || {
+            let ok = old.role() == "slave" && old.cli(&["ping"]) == "PONG";
+            (ok, format!("{} {}", old.role(), old.cli(&["ping"])))
+        },
+    );
+    let promoted = nodes.iter().find(|n| n.port == r).expect("node");
+    assert_eq!(promoted.cli(&["xlen", &key]), "20");
+    // The old primary is in the new one's sync set: writes are acknowledged again.
+    wait_for(
+        "a write acknowledged by the new primary",
+        AGREE_SECS,
+        || {
+            let id = promoted.cli(&["xadd", &key, "*", "i", "after"]);
+            (id.contains('-') && !id.contains(' '), id)
+        },
+    );
 }
 
 /// `cluster-announce-port` and `cluster-announce-bus-port` (a node behind NAT or in a

@@ -295,10 +295,176 @@ fn a_primary_started_with_the_mode_is_fenced_until_confirmed() {
     );
     assert!(c.cmd_str(&["SET", "k", "v"]).starts_with(b"-LOADING"));
     assert!(c.cmd_str(&["PSYNC", "?", "-1"]).starts_with(b"-LOADING"));
+    // A Sentinel whose hello names this server the primary gets an error it does not
+    // count as "available" (it counts -LOADING); one naming another primary, and
+    // every other connection, still get -LOADING.
+    let hello = |port: u16| format!("127.0.0.1,26379,{},1,m,127.0.0.1,{port},1", "a".repeat(40));
+    let mut sentinel = common::Raw::connect(port);
+    let published = sentinel.cmd_str(&["PUBLISH", "__sentinel__:hello", &hello(port)]);
+    assert_eq!(published, b":0\r\n");
+    let to_sentinel = sentinel.cmd_str(&["PING"]);
+    assert!(to_sentinel.starts_with(b"-FENCED "), "{to_sentinel:?}");
+    assert!(c.cmd_str(&["PING"]).starts_with(b"-LOADING"));
+    let elsewhere = hello(port.wrapping_add(1));
+    sentinel.cmd_str(&["PUBLISH", "__sentinel__:hello", &elsewhere]);
+    assert!(sentinel.cmd_str(&["PING"]).starts_with(b"-LOADING"));
     assert_eq!(c.cmd_str(&["SYNCSET", "CONFIRM"]), b"+OK\r\n");
     assert_eq!(c.cmd_str(&["PING"]), b"+PONG\r\n");
     // Serving again, it still needs its sync set for writes.
     assert!(c.cmd_str(&["SET", "k", "v"]).starts_with(b"-NOREPLICAS"));
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// Children killed when the test ends, however it ends.
+struct Children(Vec<std::process::Child>);
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// streamd on `port` in `dir` with the mode on, then `args`.
+fn spawn_streamd(port: u16, dir: &std::path::Path, args: &[&str]) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_streamd"))
+        .args([
+            "--port",
+            &port.to_string(),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .arg("--dir")
+        .arg(dir)
+        .args([
+            "--min-sync-replicas",
+            "1",
+            "--sync-replicas-timeout",
+            "30000",
+        ])
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn streamd")
+}
+
+/// One reply to `args` from 127.0.0.1:`port`, or an empty reply when it cannot be had.
+fn ask(port: u16, args: &[&str]) -> Vec<u8> {
+    let Ok(mut c) = common::Raw::try_connect(port) else {
+        return Vec::new();
+    };
+    c.set_timeout(Duration::from_secs(5));
+    let argv: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+    if c.try_send(&common::encode_cmd(&argv)).is_err() {
+        return Vec::new();
+    }
+    c.try_read_reply().unwrap_or_default()
+}
+
+/// A primary killed and restarted at once comes back fenced before any Sentinel saw it
+/// down; Sentinel counts a `-LOADING` PING reply as "available", and without
+/// `master-reboot-down-after-period` (off here) it never counts a reboot as down, so
+/// nothing but the fence's answer to a Sentinel that names it the primary (`-FENCED`)
+/// gets it failed over. Three Debian Sentinels then promote the member of the sync
+/// set, which has every acknowledged write, and the old primary becomes its replica,
+/// which lifts its fence.
+#[test]
+fn sentinel_fails_over_a_primary_restarted_fenced_before_it_was_seen_down() {
+    let sentinel_bin = common::require_program("redis-sentinel", "redis-sentinel");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (p_port, r_port) = (common::free_port(), common::free_port());
+    let (p_dir, r_dir) = (dir.path().join("p"), dir.path().join("r"));
+    std::fs::create_dir_all(&p_dir).expect("mkdir");
+    std::fs::create_dir_all(&r_dir).expect("mkdir");
+    let mut kids = Children(vec![spawn_streamd(p_port, &p_dir, &[])]);
+    wait_until("the primary to answer", || {
+        ask(p_port, &["SYNCSET", "CONFIRM"]) == b"+OK\r\n"
+    });
+    let p_arg = p_port.to_string();
+    kids.0.push(spawn_streamd(
+        r_port,
+        &r_dir,
+        &["--replicaof", "127.0.0.1", &p_arg],
+    ));
+    let joined = |port: u16, name: &str, want: &str| {
+        let reply = ask(port, &["INFO", "replication"]);
+        String::from_utf8_lossy(&reply).contains(&format!("{name}:{want}\r\n"))
+    };
+    wait_until("the replica to join the sync set", || {
+        joined(p_port, "sync_replicas", "1") && joined(r_port, "sync_replica_member", "1")
+    });
+    let mut sentinels = Vec::new();
+    for i in 0..3 {
+        let port = common::free_port();
+        let conf = dir.path().join(format!("sentinel{i}.conf"));
+        let text = format!(
+            "port {port}\nbind 127.0.0.1\ndir {}\n\
+             sentinel monitor m 127.0.0.1 {p_port} 2\n\
+             sentinel down-after-milliseconds m 2000\n\
+             sentinel failover-timeout m 20000\n",
+            dir.path().display()
+        );
+        std::fs::write(&conf, text).expect("write sentinel.conf");
+        kids.0.push(
+            std::process::Command::new(&sentinel_bin)
+                .arg(&conf)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("spawn redis-sentinel"),
+        );
+        sentinels.push(port);
+    }
+    let field_of = |reply: &[u8], name: &str| {
+        // SENTINEL MASTER's flat array: find `name` and take the next bulk string.
+        let text = String::from_utf8_lossy(reply).to_string();
+        let lines: Vec<&str> = text.split("\r\n").collect();
+        lines
+            .iter()
+            .position(|l| *l == name)
+            .and_then(|i| lines.get(i + 2))
+            .map(|v| v.to_string())
+            .unwrap_or_default()
+    };
+    wait_until(
+        "every Sentinel to know the replica and the other Sentinels",
+        || {
+            sentinels.iter().all(|&s| {
+                let m = ask(s, &["SENTINEL", "MASTER", "m"]);
+                field_of(&m, "num-slaves") == "1" && field_of(&m, "num-other-sentinels") == "2"
+            })
+        },
+    );
+    let acked: Vec<String> = (0..20)
+        .map(|i| {
+            let id = ask(p_port, &["XADD", "orders", "*", "n", &i.to_string()]);
+            assert!(id.starts_with(b"$"), "{id:?}");
+            String::from_utf8_lossy(&id).to_string()
+        })
+        .collect();
+    // Kill and restart at once: the Sentinels' next PINGs find it answering, fenced.
+    let primary = &mut kids.0[0];
+    primary.kill().expect("kill -9 the primary");
+    let _ = primary.wait();
+    kids.0[0] = spawn_streamd(p_port, &p_dir, &[]);
+    let r_arg = r_port.to_string();
+    wait_until("every Sentinel to name the replica the primary", || {
+        sentinels.iter().all(|&s| {
+            let addr = ask(s, &["SENTINEL", "GET-MASTER-ADDR-BY-NAME", "m"]);
+            String::from_utf8_lossy(&addr).contains(&format!("\r\n{r_arg}\r\n"))
+        })
+    });
+    wait_until(
+        "the old primary to be demoted, which lifts its fence",
+        || joined(p_port, "master_port", &r_arg) && ask(p_port, &["PING"]) == b"+PONG\r\n",
+    );
+    let on_new = ask(r_port, &["XLEN", "orders"]);
+    assert_eq!(on_new, format!(":{}\r\n", acked.len()).into_bytes());
+    assert_eq!(ask(r_port, &["SET", "after", "1"]), b"+OK\r\n");
 }

@@ -93,6 +93,9 @@ struct Env {
     /// core/syncrepl.rs): it may lack acknowledged writes, so it never stands for an
     /// automatic election.
     sync_fenced: bool,
+    /// A primary restarted with `min-sync-replicas` on and not yet demoted or confirmed
+    /// (core/syncrepl.rs): the bus goes silent (see [`Bus::set_muted`]).
+    fenced_primary: bool,
 }
 
 impl Env {
@@ -133,6 +136,7 @@ impl Env {
             master_link_down,
             no_master_host: core.repl.master.is_none(),
             sync_fenced: core.repl.is_replica() && core.sync.fenced(&core.repl.replid),
+            fenced_primary: core.sync.fenced_primary,
         }
     }
 }
@@ -170,6 +174,7 @@ fn with_state<R>(
     f: impl FnOnce(&mut ClusterState, &Env, &mut Bus, &mut Vec<After>) -> R,
 ) -> Option<R> {
     let env = Env::sample(core);
+    bus.set_muted(env.fenced_primary);
     let mut after = Vec::new();
     let st = core.cluster.as_deref_mut()?;
     let before = (st.config_key(), st.state_ok);
@@ -643,6 +648,7 @@ pub fn process(core: &mut Core, bus: &mut Bus, frame: &[u8], src: &Source) -> Op
         receive(st, env, bus, msg, src, after)
     })
     .flatten()
+    .filter(|_| !bus.muted())
 }
 
 /// What every frame's header says about its known sender `s` (cluster.c

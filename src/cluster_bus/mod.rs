@@ -52,6 +52,8 @@ pub struct Bus {
     pub rng: u64,
     /// Timer runs so far.
     pub iteration: u64,
+    /// Nothing is sent (see [`Bus::set_muted`]).
+    muted: bool,
 }
 
 impl Bus {
@@ -63,6 +65,7 @@ impl Bus {
             next: 1,
             rng: seed | 1,
             iteration: 0,
+            muted: false,
         }
     }
 
@@ -111,8 +114,35 @@ impl Bus {
         self.links.get(&link).map(|l| l.node.clone())
     }
 
-    /// Queues `frame` on node `node`'s link; false when it has none.
+    /// Silences the bus, or lets it speak again. A fenced restarted primary
+    /// (`min-sync-replicas`, core/syncrepl.rs) sends nothing, not even PONGs, yet reads
+    /// every frame: to the others it is down, so after `cluster-node-timeout` a replica
+    /// of its sync set is elected, and the new owner's PINGs, read here, turn it into
+    /// that owner's replica, which lifts the fence (as `SYNCSET CONFIRM` does).
+    pub fn set_muted(&mut self, muted: bool) {
+        if muted != self.muted {
+            if muted {
+                tracing::warn!(
+                    "Fenced primary: silent on the cluster bus until another node takes my slots or SYNCSET CONFIRM"
+                );
+            } else {
+                tracing::info!("No longer fenced: speaking on the cluster bus again");
+            }
+            self.muted = muted;
+        }
+    }
+
+    /// Whether the bus is silenced.
+    pub fn muted(&self) -> bool {
+        self.muted
+    }
+
+    /// Queues `frame` on node `node`'s link; false when it has none (or the bus is
+    /// muted: the frame is dropped).
     pub fn send(&mut self, node: &str, frame: Vec<u8>) -> bool {
+        if self.muted {
+            return false;
+        }
         match self.by_node.get(node).and_then(|id| self.links.get(id)) {
             Some(link) => link.tx.send(frame).is_ok(),
             None => false,

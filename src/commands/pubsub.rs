@@ -215,6 +215,7 @@ fn deliver(ctx: &mut Ctx<'_>, shard: bool) -> Result<(), ReplyError> {
     {
         let now = ctx.now_ms;
         ctx.core.repl.note_sentinel_hello(message, now);
+        ctx.client.sentinel_names_me_primary = ctx.core.hello_names_me(message, &ctx.client.laddr);
     }
     // A client's own message comes before the count at top level (Redis 7.0, which the
     // differential tests pin); inside EXEC or a script it waits for the whole reply, as

@@ -144,6 +144,11 @@ pub struct Client {
     pub cluster_readonly: bool,
     /// ASKING was sent and no command ran since (Redis's `CLIENT_ASKING`).
     pub asking: bool,
+    /// The last `__sentinel__:hello` this client published names this server as its
+    /// group's primary: a Sentinel that thinks so. A fenced restarted primary (see
+    /// `core/syncrepl.rs`) answers its PINGs with an error Sentinel does not count as
+    /// available, so that Sentinel fails it over.
+    pub sentinel_names_me_primary: bool,
     /// Set while blocked in a stream read.
     pub blocked: Option<BlockState>,
     /// Mailbox to the connection task. Send through [`Client::send`], which accounts
@@ -238,6 +243,7 @@ impl Client {
             in_script: false,
             cluster_readonly: false,
             asking: false,
+            sentinel_names_me_primary: false,
             blocked: None,
             tx,
             output: Rc::default(),

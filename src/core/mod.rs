@@ -1585,7 +1585,14 @@ impl Core {
             && !matches!(spec.name, "replicaof" | "slaveof")
             && client.repl != client::ClientRepl::Master
         {
-            self.reject(client, out, Some(spec), &FENCED);
+            // A Sentinel that names this server the primary must not count it as
+            // available (it does count -LOADING), or it would never fail it over.
+            let err = if spec.name == "ping" && client.sentinel_names_me_primary {
+                &FENCED_TO_SENTINEL
+            } else {
+                &FENCED
+            };
+            self.reject(client, out, Some(spec), err);
             return Outcome::Done;
         }
         if spec.flags & flags::WRITE != 0
@@ -2046,4 +2053,13 @@ const LOADING: ReplyError = ReplyError::msg("LOADING Redis is loading the datase
 /// `master-reboot-down-after-period` fails it over and clients retry).
 const FENCED: ReplyError = ReplyError::msg(
     "LOADING this primary restarted with min-sync-replicas on and is fenced until REPLICAOF or SYNCSET CONFIRM",
+);
+
+/// The fenced primary's answer to the PINGs of a Sentinel that names it the primary: an
+/// error Sentinel does not take as "available" (PONG, LOADING and MASTERDOWN are), so
+/// the primary turns subjectively down after `down-after-milliseconds` and a member of
+/// the sync set is promoted. A Sentinel that already sees it as a replica gets
+/// [`FENCED`] and reconfigures it with REPLICAOF, which lifts the fence.
+const FENCED_TO_SENTINEL: ReplyError = ReplyError::msg(
+    "FENCED this primary restarted with min-sync-replicas on and does not serve as the primary until REPLICAOF or SYNCSET CONFIRM",
 );

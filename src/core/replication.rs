@@ -320,6 +320,55 @@ pub struct SentinelHello {
     pub at_ms: u64,
 }
 
+impl SentinelHello {
+    /// The sending Sentinel's run id and what its hello says; `None` when `payload` is
+    /// not a hello's eight comma-separated fields.
+    pub fn parse(payload: &[u8], now_ms: u64) -> Option<(String, SentinelHello)> {
+        let text = std::str::from_utf8(payload).ok()?;
+        let f: Vec<&str> = text.split(',').collect();
+        if f.len() != 8 {
+            return None;
+        }
+        let (Ok(master_port), Ok(config_epoch)) = (f[6].parse::<u16>(), f[7].parse::<u64>()) else {
+            return None;
+        };
+        let hello = SentinelHello {
+            master_ip: f[5].to_string(),
+            master_port,
+            config_epoch,
+            at_ms: now_ms,
+        };
+        Some((f[2].to_string(), hello))
+    }
+}
+
+impl super::Core {
+    /// Whether a `__sentinel__:hello` published on a connection whose local address is
+    /// `laddr` names this server as the primary: its primary address is this server's
+    /// as Sentinel knows it, `replica-announce-ip`/`-port` where set, else the address
+    /// that connection reached (what a Sentinel's `monitor` line or a primary's INFO
+    /// gives it). A hello naming a host name never matches.
+    pub fn hello_names_me(&self, payload: &[u8], laddr: &str) -> bool {
+        let Some((_, hello)) = SentinelHello::parse(payload, 0) else {
+            return false;
+        };
+        let announce_port = self.config.get_i64("replica-announce-port");
+        let port = if announce_port > 0 {
+            announce_port as u16
+        } else {
+            self.port
+        };
+        let ip = match self.config.get("replica-announce-ip") {
+            Some(ip) if !ip.is_empty() => ip.to_string(),
+            _ => laddr
+                .parse::<std::net::SocketAddr>()
+                .map(|a| a.ip().to_string())
+                .unwrap_or_default(),
+        };
+        hello.master_port == port && hello.master_ip == ip
+    }
+}
+
 /// How recent a hello must be to count (Sentinel publishes every 2 s).
 const HELLO_FRESH_MS: u64 = 5_000;
 /// A primary promoted less than this ago never follows a hello: Sentinels that have not
@@ -713,25 +762,9 @@ impl Replication {
     /// Records a `__sentinel__:hello` message published on this server (ignored when
     /// it is not one).
     pub fn note_sentinel_hello(&mut self, payload: &[u8], now_ms: u64) {
-        let Ok(text) = std::str::from_utf8(payload) else {
-            return;
-        };
-        let f: Vec<&str> = text.split(',').collect();
-        if f.len() != 8 {
-            return;
+        if let Some((runid, hello)) = SentinelHello::parse(payload, now_ms) {
+            self.sentinel_hellos.insert(runid, hello);
         }
-        let (Ok(master_port), Ok(config_epoch)) = (f[6].parse::<u16>(), f[7].parse::<u64>()) else {
-            return;
-        };
-        self.sentinel_hellos.insert(
-            f[2].to_string(),
-            SentinelHello {
-                master_ip: f[5].to_string(),
-                master_port,
-                config_epoch,
-                at_ms: now_ms,
-            },
-        );
     }
 
     /// The primary Sentinels name for this server's group, when a primary that has lost
