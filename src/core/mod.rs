@@ -2049,8 +2049,9 @@ fn redacted(spec: &CommandSpec, argv: &Argv, i: usize) -> bool {
 
 /// The reply to commands that cannot run while the dataset loads.
 const LOADING: ReplyError = ReplyError::msg("LOADING Redis is loading the dataset in memory");
-/// What a fenced primary answers (a `-LOADING` error, so Sentinel with
-/// `master-reboot-down-after-period` fails it over and clients retry).
+/// What a fenced primary answers (a `-LOADING` error: clients retry, and a Sentinel that
+/// sees it as a replica counts it available, so it can send the REPLICAOF that lifts the
+/// fence; one that names it the primary gets [`FENCED_TO_SENTINEL`]).
 const FENCED: ReplyError = ReplyError::msg(
     "LOADING this primary restarted with min-sync-replicas on and is fenced until REPLICAOF or SYNCSET CONFIRM",
 );
