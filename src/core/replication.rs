@@ -1205,6 +1205,21 @@ mod tests {
     }
 
     #[test]
+    fn a_hello_names_me_by_the_announced_address_else_the_address_reached() {
+        let mut c = crate::core::Core::new(crate::config::Config::default(), 7000, &[]);
+        assert!(c.hello_names_me(&hello('a', 7000, 1), "127.0.0.1:7000"));
+        assert!(!c.hello_names_me(&hello('a', 7001, 1), "127.0.0.1:7000"));
+        assert!(!c.hello_names_me(&hello('a', 7000, 1), "10.0.0.1:7000"));
+        assert!(!c.hello_names_me(b"127.0.0.1,7000", "127.0.0.1:7000"));
+        // Behind a proxy or NAT: the announced port and IP are what Sentinel knows.
+        c.config.set_value("replica-announce-port", "9000".into());
+        assert!(!c.hello_names_me(&hello('a', 7000, 1), "127.0.0.1:7000"));
+        assert!(c.hello_names_me(&hello('a', 9000, 1), "127.0.0.1:7000"));
+        c.config.set_value("replica-announce-ip", "10.0.0.9".into());
+        assert!(!c.hello_names_me(&hello('a', 9000, 1), "127.0.0.1:7000"));
+    }
+
+    #[test]
     fn a_hello_candidate_needs_two_fresh_sentinels_agreeing_on_the_newest_epoch() {
         let mut r = Replication::default();
         let now = 1_000_000;
