@@ -110,6 +110,9 @@ pub struct Stats {
     /// Blocked clients served with data (a connection compares it before and after its
     /// batch to let the clients it woke write first).
     pub unblocked_served: u64,
+    /// Pub/Sub messages queued for subscribers (a publishing connection compares it
+    /// before and after its batch to write its own replies before the subscribers').
+    pub pubsub_deliveries: u64,
     /// Commands processed.
     pub total_commands_processed: u64,
     /// Connections refused by maxclients.

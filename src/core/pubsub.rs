@@ -184,6 +184,7 @@ impl Core {
                 }
             }
         }
+        self.stats.pubsub_deliveries += receivers as u64;
         receivers
     }
 
