@@ -604,7 +604,10 @@ fn used_memory(raw: &mut Raw) -> u64 {
 fn client_list_and_info_count_subscriptions() {
     let server = start_server();
     let mut c = server.raw();
+    // One reply per channel: read both, so that every later reply read is the one of
+    // the command just sent (and the server has run it before `other` looks).
     c.cmd_str(&["SUBSCRIBE", "a", "b"]);
+    c.read_reply();
     c.cmd_str(&["PSUBSCRIBE", "p*"]);
     c.cmd_str(&["SSUBSCRIBE", "s"]);
     let mut other = server.raw();
@@ -746,4 +749,44 @@ async fn redis_rs_resp3_subscriber_receives_messages_in_order() {
     let want: Vec<String> = (0..50).map(|i| i.to_string()).collect();
     assert_eq!(direct, want);
     assert_eq!(via_pattern, want);
+}
+
+/// The core writes an idle subscriber's messages into its socket itself
+/// (`core/direct_write.rs`); once the socket is full the rest goes through the
+/// connection's queue. A subscriber that does not read while 20 MB are published (far
+/// more than the socket buffers hold) then gets every message exactly once and in
+/// order, and a command it sends afterwards is answered after them.
+#[test]
+fn messages_stay_in_order_when_a_subscribers_socket_fills() {
+    let server = start_server();
+    let mut sub = server.raw();
+    sub.set_timeout(Duration::from_secs(30));
+    sub.cmd_str(&["SUBSCRIBE", "ch"]);
+    let mut publisher = server.raw();
+    publisher.set_timeout(Duration::from_secs(30));
+    let pad = "x".repeat(1000);
+    let total = 20_000;
+    for batch in 0..20 {
+        let mut pipeline = Vec::new();
+        for i in batch * 1000..(batch + 1) * 1000 {
+            let payload = format!("{i:06}{pad}");
+            pipeline.extend(encode_cmd(&[b"PUBLISH", b"ch", payload.as_bytes()]));
+        }
+        publisher.send(&pipeline);
+        for reply in publisher.read_replies(1000) {
+            assert_eq!(reply, b":1\r\n");
+        }
+    }
+    sub.send(&encode_cmd(&[b"PING"]));
+    for i in 0..total {
+        let reply = sub.read_reply();
+        let want = format!("{i:06}{pad}");
+        let head = format!("*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n${}\r\n", want.len());
+        assert!(
+            reply.starts_with(head.as_bytes()) && reply.ends_with(format!("{want}\r\n").as_bytes()),
+            "message {i}: {}",
+            escape(&reply[..reply.len().min(80)])
+        );
+    }
+    assert_eq!(sub.read_reply(), b"*2\r\n$4\r\npong\r\n$0\r\n\r\n");
 }

@@ -285,6 +285,14 @@ impl Client {
         if self.output.killed() {
             return;
         }
+        // Messages the core was to write directly come first (`core/direct_write.rs`);
+        // from now on everything goes through the mailbox until the task waits again.
+        if self.output.direct.accepts() {
+            let early = self.output.direct.close();
+            if !early.is_empty() && self.tx.send(ClientMsg::Write(early)).is_err() {
+                return;
+            }
+        }
         let len = match &msg {
             ClientMsg::Write(b) | ClientMsg::Unblocked(b) => b.len(),
             ClientMsg::Shared(b) => b.len(),
@@ -296,6 +304,28 @@ impl Client {
             return;
         }
         self.output.check(limit, self.output.queued());
+    }
+
+    /// Appends a Pub/Sub message for the core to write directly (only while
+    /// [`DirectOutput::accepts`](super::direct_write::DirectOutput::accepts)); true when
+    /// it is the first pending one, so the client must be noted for the flusher.
+    pub fn push_direct(&self, bytes: &[u8], limit: BufferLimit) -> bool {
+        if self.output.killed() {
+            return false;
+        }
+        self.output.add_queued(bytes.len());
+        let first = self.output.direct.push(bytes);
+        self.output.check(limit, self.output.queued());
+        first
+    }
+
+    /// Puts bytes the flusher could not write at the head of the mailbox (they are
+    /// counted as queued already).
+    pub fn requeue_first(&self, bytes: Vec<u8>) {
+        let len = bytes.len();
+        if self.tx.send_front(ClientMsg::Write(bytes)).is_err() {
+            self.output.remove_queued(len);
+        }
     }
 
     /// The CLIENT LIST / CLIENT INFO line for this client (no trailing newline).

@@ -98,6 +98,9 @@ pub struct OutputState {
     net_out: Cell<u64>,
     /// Reads that returned data (`read-events`).
     read_events: Cell<u64>,
+    /// Pub/Sub messages written by the core while the task waits
+    /// (`core/direct_write.rs`).
+    pub direct: super::direct_write::DirectOutput,
 }
 
 impl OutputState {

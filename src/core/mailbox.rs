@@ -75,6 +75,19 @@ impl Sender {
     }
 }
 
+impl Sender {
+    /// Queues `msg` ahead of everything queued and wakes the receiver (bytes that were
+    /// due before them: the rest of a direct write, `core/direct_write.rs`).
+    pub fn send_front(&self, msg: ClientMsg) -> Result<(), ClientMsg> {
+        if self.0.receiver_gone.get() {
+            return Err(msg);
+        }
+        self.0.queue.borrow_mut().push_front(msg);
+        self.0.waker.wake();
+        Ok(())
+    }
+}
+
 impl Drop for Sender {
     fn drop(&mut self) {
         self.0.sender_gone.set(true);
@@ -100,6 +113,11 @@ impl Receiver {
 }
 
 impl Receiver {
+    /// Nothing is queued.
+    pub fn is_empty(&self) -> bool {
+        self.0.queue.borrow().is_empty()
+    }
+
     /// The next message if it is bytes to write ([`ClientMsg::Write`] or
     /// [`ClientMsg::Shared`]), without waiting: the connection gathers the writes queued
     /// behind the one it received into a single socket write (a subscriber of a busy

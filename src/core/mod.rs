@@ -27,6 +27,7 @@ pub mod client;
 pub mod cluster;
 pub mod command;
 pub mod dict;
+pub mod direct_write;
 pub mod evict;
 mod field_expire;
 pub mod hotkeys;
@@ -291,6 +292,10 @@ pub struct Core {
     /// re-executed after a block) with the Pub/Sub messages published to them
     /// meanwhile (`core/pubsub.rs`); usually one entry or none.
     pub detached: Vec<pubsub::Detached>,
+    /// Clients with Pub/Sub messages waiting for the flusher (`core/direct_write.rs`).
+    pub direct_pending: Vec<(u64, Rc<limits::OutputState>)>,
+    /// Wakes the flusher when `direct_pending` gets its first id.
+    pub direct_wake: Rc<tokio::sync::Notify>,
     /// Cached `notify-keyspace-events` as class bits (`notify::class`); 0 = off.
     pub notify_flags: u32,
     /// Replication: id, offset, backlog, replicas, the link to a primary, WAIT
@@ -642,6 +647,8 @@ impl Core {
             peak_allocated: 0,
             pubsub: Default::default(),
             detached: Vec::new(),
+            direct_pending: Vec::new(),
+            direct_wake: Rc::new(tokio::sync::Notify::new()),
             notify_flags: 0,
             repl: Default::default(),
             sync: Default::default(),

@@ -134,9 +134,17 @@ fn deliver(
     id: u64,
     frame: &mut Frame<'_>,
     limit: BufferLimit,
+    direct_pending: &mut Vec<(u64, std::rc::Rc<super::limits::OutputState>)>,
 ) {
     if let Some(c) = clients.get(&id) {
-        c.send(ClientMsg::Shared(frame.bytes(c.proto).clone()), limit);
+        // An idle subscriber's socket is written by the core (`core/direct_write.rs`).
+        if c.output.direct.accepts() {
+            if c.push_direct(frame.bytes(c.proto), limit) {
+                direct_pending.push((id, c.output.clone()));
+            }
+        } else {
+            c.send(ClientMsg::Shared(frame.bytes(c.proto).clone()), limit);
+        }
     } else if let Some(d) = detached.iter_mut().find(|d| d.id == id) {
         d.pushes.extend_from_slice(frame.bytes(d.proto));
     }
@@ -171,7 +179,14 @@ impl Core {
         if let Some(subs) = self.pubsub.subscribers(kind, channel) {
             let mut frame = Frame::new(word, None, channel, message);
             for &id in subs.iter() {
-                deliver(&self.clients, &mut self.detached, id, &mut frame, limit);
+                deliver(
+                    &self.clients,
+                    &mut self.detached,
+                    id,
+                    &mut frame,
+                    limit,
+                    &mut self.direct_pending,
+                );
                 receivers += 1;
             }
         }
@@ -179,12 +194,23 @@ impl Core {
             for (pattern, subs) in self.pubsub.matching_patterns(channel) {
                 let mut frame = Frame::new(b"pmessage", Some(pattern), channel, message);
                 for &id in subs.iter() {
-                    deliver(&self.clients, &mut self.detached, id, &mut frame, limit);
+                    deliver(
+                        &self.clients,
+                        &mut self.detached,
+                        id,
+                        &mut frame,
+                        limit,
+                        &mut self.direct_pending,
+                    );
                     receivers += 1;
                 }
             }
         }
         self.stats.pubsub_deliveries += receivers as u64;
+        if !self.direct_pending.is_empty() {
+            // One wake-up per batch: a permit is kept until the flusher runs.
+            self.direct_wake.notify_one();
+        }
         receivers
     }
 

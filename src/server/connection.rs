@@ -88,6 +88,7 @@ pub async fn serve<S>(
     core: SharedCore,
     stop: Rc<Notify>,
     idle_poll: Rc<IdlePoll>,
+    sink: Option<Rc<dyn crate::core::direct_write::Sink>>,
 ) where
     S: AsyncRead + AsyncWrite + Unpin,
 {
@@ -126,6 +127,9 @@ pub async fn serve<S>(
             .await;
         return;
     };
+    if let Some(sink) = sink {
+        output.direct.set_sink(sink);
+    }
     let mut parser = RequestParser::new(limits);
     let mut inbuf = BytesMut::with_capacity(PROTO_IOBUF_LEN);
     let mut out = RespWriter::default();
@@ -267,8 +271,30 @@ pub async fn serve<S>(
             inbuf.reserve(PROTO_IOBUF_LEN);
         }
         let idle_deadline = idle_deadline(&core, id, blocked, last_activity);
-        tokio::select! {
-            read = socket.read_buf(&mut inbuf) => match read {
+        // While it waits with nothing queued, the core writes its Pub/Sub messages
+        // itself (`core/direct_write.rs`).
+        if rx.is_empty() {
+            output.direct.open();
+        }
+        let event = tokio::select! {
+            read = socket.read_buf(&mut inbuf) => Event::Read(read),
+            msg = rx.recv() => Event::Message(msg),
+            _ = output.wait_killed() => Event::Killed,
+            _ = sleep_until(idle_deadline) => Event::Idle,
+        };
+        // Awake: messages still pending go out before anything else.
+        let early = output.direct.close();
+        if !early.is_empty() && !output.killed() {
+            let written = write_out(&mut socket, &early, &output).await;
+            output.remove_queued(early.len());
+            core.borrow_mut().stats.net_output_bytes += early.len() as u64;
+            output.count_written(early.len());
+            if written.is_err() {
+                break;
+            }
+        }
+        match event {
+            Event::Read(read) => match read {
                 Ok(0) | Err(_) => break,
                 Ok(n) => {
                     new_input = true;
@@ -277,7 +303,7 @@ pub async fn serve<S>(
                     output.count_read(n);
                 }
             },
-            msg = rx.recv() => {
+            Event::Message(msg) => {
                 let (bytes, unblocked) = match msg {
                     Some(ClientMsg::Write(bytes)) => (Chunk::Owned(bytes), false),
                     Some(ClientMsg::Shared(bytes)) => (Chunk::Shared(bytes), false),
@@ -330,9 +356,9 @@ pub async fn serve<S>(
                     break;
                 }
                 last_activity = Instant::now();
-            },
-            _ = output.wait_killed() => break,
-            _ = sleep_until(idle_deadline) => {
+            }
+            Event::Killed => break,
+            Event::Idle => {
                 tracing::debug!(client_id = id, "Closing idle client");
                 break;
             }
@@ -364,6 +390,18 @@ fn idle_deadline(core: &SharedCore, id: u64, blocked: bool, last: Instant) -> Op
         return None;
     }
     Some(last + timeout)
+}
+
+/// What woke a waiting connection.
+enum Event {
+    /// Its socket had bytes (or closed).
+    Read(std::io::Result<usize>),
+    /// Its mailbox had a message.
+    Message(Option<ClientMsg>),
+    /// It went over its output limit.
+    Killed,
+    /// It was idle past `timeout`.
+    Idle,
 }
 
 /// Sleeps until `deadline`, or forever without one.

@@ -17,6 +17,7 @@ pub mod listeners;
 pub mod metrics;
 pub mod notify;
 pub mod protected;
+pub mod shared_tcp;
 pub mod tls;
 
 use crate::core::{SharedCore, unix_ms};
@@ -97,13 +98,17 @@ fn spawn_client(
     let idle_poll = idle_poll.clone();
     tokio::task::spawn_local(async move {
         match tls {
-            None => connection::serve(socket, peer, laddr, core, stop, idle_poll).await,
+            None => {
+                // Plain TCP: the core may write Pub/Sub messages into it directly.
+                let (socket, sink) = shared_tcp::SharedTcp::new(socket);
+                connection::serve(socket, peer, laddr, core, stop, idle_poll, Some(sink)).await
+            }
             Some(acceptor) => {
                 let handshake =
                     tokio::time::timeout(tls::TLS_HANDSHAKE_TIMEOUT, acceptor.accept(socket));
                 match handshake.await {
                     Ok(Ok(stream)) => {
-                        connection::serve(stream, peer, laddr, core, stop, idle_poll).await
+                        connection::serve(stream, peer, laddr, core, stop, idle_poll, None).await
                     }
                     Ok(Err(e)) => {
                         tracing::warn!(addr = %peer, error = %e, "Error accepting a client connection (TLS handshake)");
@@ -135,6 +140,7 @@ pub async fn run(
     spawn_block_timer(core.clone());
     spawn_script_driver(core.clone());
     spawn_eviction_driver(core.clone());
+    spawn_direct_flusher(core.clone());
     // The Prometheus endpoint (`metrics-port`), on this thread like everything else.
     let metrics = metrics::start(&core)?;
     core.borrow_mut().relisten = Some(relisten_hook(listeners.clone(), metrics));
@@ -334,6 +340,19 @@ fn spawn_script_driver(core: SharedCore) {
 /// run that used up its time, it runs one eviction run per turn of the event loop,
 /// letting clients in between, until memory is within the limit or nothing is left
 /// to evict. Its DELs are written out as a command's would be.
+/// Writes subscribers' Pub/Sub messages from the core (`core/direct_write.rs`): woken
+/// once by a batch that published to idle subscribers, it runs after that batch, as
+/// Redis writes its pending clients before its event loop sleeps.
+fn spawn_direct_flusher(core: SharedCore) {
+    let wake = core.borrow().direct_wake.clone();
+    tokio::task::spawn_local(async move {
+        loop {
+            wake.notified().await;
+            core.borrow_mut().flush_direct();
+        }
+    });
+}
+
 fn spawn_eviction_driver(core: SharedCore) {
     let notify = core.borrow().eviction_driver.clone();
     tokio::task::spawn_local(async move {
