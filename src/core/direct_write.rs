@@ -146,6 +146,10 @@ impl super::Core {
     pub fn flush_direct(&mut self) {
         let noted = std::mem::take(&mut self.direct_pending);
         for (id, output) in noted {
+            // A client over its output limit is closing: nothing more goes out.
+            if output.killed() {
+                continue;
+            }
             let (written, rest) = output.direct.flush();
             output.count_written(written);
             output.remove_queued(written);
