@@ -262,22 +262,7 @@ fn forgetting_a_dead_member_fails_the_replies_held_for_it() {
 fn a_primary_started_with_the_mode_is_fenced_until_confirmed() {
     let dir = tempfile::tempdir().expect("temp dir");
     let port = common::free_port();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_streamd"))
-        .args([
-            "--port",
-            &port.to_string(),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .arg("--dir")
-        .arg(dir.path())
-        .args(["--min-sync-replicas", "1"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn streamd");
+    let mut child = spawn_streamd(port, dir.path(), &[]);
     let mut c = None;
     wait_until("the fenced primary to answer INFO", || {
         c = common::Raw::try_connect(port).ok();

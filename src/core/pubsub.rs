@@ -176,33 +176,23 @@ impl Core {
         } else {
             b"message"
         };
+        let (clients, detached, pending) =
+            (&self.clients, &mut self.detached, &mut self.direct_pending);
+        let mut to = |id: u64, frame: &mut Frame<'_>| {
+            deliver(clients, detached, id, frame, limit, pending);
+            receivers += 1;
+        };
         if let Some(subs) = self.pubsub.subscribers(kind, channel) {
             let mut frame = Frame::new(word, None, channel, message);
             for &id in subs.iter() {
-                deliver(
-                    &self.clients,
-                    &mut self.detached,
-                    id,
-                    &mut frame,
-                    limit,
-                    &mut self.direct_pending,
-                );
-                receivers += 1;
+                to(id, &mut frame);
             }
         }
         if kind == Kind::Channel && self.pubsub.has_patterns() {
             for (pattern, subs) in self.pubsub.matching_patterns(channel) {
                 let mut frame = Frame::new(b"pmessage", Some(pattern), channel, message);
                 for &id in subs.iter() {
-                    deliver(
-                        &self.clients,
-                        &mut self.detached,
-                        id,
-                        &mut frame,
-                        limit,
-                        &mut self.direct_pending,
-                    );
-                    receivers += 1;
+                    to(id, &mut frame);
                 }
             }
         }
