@@ -67,15 +67,8 @@ pub fn serve(config: config::Config) -> std::io::Result<()> {
         let path = std::path::Path::new(&dir).join(file);
         // Myself carries the ports it announces (NAT, containers); the bus listens on
         // the real one below.
-        let announced = |name: &str, real: u16| match config.get_i64(name) {
-            p @ 1..=65535 => p as u16,
-            _ => real,
-        };
-        let cport = announced(
-            "cluster-announce-bus-port",
-            core::cluster::bus_port(&config, port),
-        );
-        let my_port = announced("cluster-announce-port", port);
+        let cport = core::cluster::announced_bus_port(&config, port);
+        let my_port = core::cluster::announced_port(&config, port);
         // A corrupt file stops start-up, as Redis's clusterLoadConfig does.
         let state = core::cluster::ClusterState::load(&path, my_port, cport)
             .map_err(std::io::Error::other)?;

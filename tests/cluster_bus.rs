@@ -1088,40 +1088,63 @@ fn the_handshake_pong_teaches_a_primarys_config_epoch_with_its_slots() {
     drop(link);
 }
 
+/// A 3+3 cluster of streamd nodes with `min-sync-replicas 1` switched on at run time
+/// on every node (a primary started with it would come back fenced).
+fn start_sync_cluster() -> Vec<Node> {
+    let nodes = start_all(&[false; 6]);
+    create(&nodes);
+    for n in &nodes {
+        assert_eq!(n.cli(&["config", "set", "min-sync-replicas", "1"]), "OK");
+    }
+    nodes
+}
+
+/// Whether replica `n` is in its primary's sync set (INFO's `sync_replica_member`).
+fn is_sync_member(n: &Node) -> bool {
+    n.cli(&["info", "replication"])
+        .lines()
+        .any(|l| l == "sync_replica_member:1")
+}
+
+/// Waits until the replica on `port` is in its primary's sync set.
+fn wait_sync_member(nodes: &mut [Node], port: u16, what: &str) {
+    wait_for(what, AGREE_SECS, || {
+        (is_sync_member(by_port(nodes, port)), String::new())
+    });
+}
+
+/// Writes `count` entries to `key` on `node` without WAIT; every one must be
+/// acknowledged (an ID back).
+fn xadd_acknowledged(node: &Node, key: &str, count: usize) {
+    let session: Vec<String> = (0..count)
+        .map(|i| format!("xadd {key} {}-1 i {i}", i + 1))
+        .collect();
+    let replies = node.cli_session(&session);
+    assert!(
+        replies.len() == count && replies.iter().all(|r| r.ends_with("-1")),
+        "{replies:?}"
+    );
+}
+
 /// Synchronous replication in a cluster (`min-sync-replicas`, docs/replication.md): a
 /// replica in its primary's sync set has every write the primary acknowledged without
 /// WAIT and wins the election when the primary dies; a replica outside the set refuses
 /// `CLUSTER FAILOVER FORCE` and does not stand for the election at all.
 #[test]
 fn only_a_replica_of_the_sync_set_takes_over_in_a_cluster() {
-    let mut nodes = start_all(&[false; 6]);
-    create(&nodes);
-    // Switched on at run time (a primary started with it would come back fenced).
-    for n in &nodes {
-        assert_eq!(n.cli(&["config", "set", "min-sync-replicas", "1"]), "OK");
-    }
+    let mut nodes = start_sync_cluster();
     let sh = shards(&nodes[0]);
     let (p0, r0) = sh[0];
     let (p2, r2) = sh[2];
-    let member = |n: &Node| {
-        n.cli(&["info", "replication"])
-            .lines()
-            .any(|l| l == "sync_replica_member:1")
-    };
     for r in [r0, r2] {
-        wait_for(
+        wait_sync_member(
+            &mut nodes,
+            r,
             "the replicas to join their primaries' sync sets",
-            AGREE_SECS,
-            || (member(by_port(&mut nodes, r)), String::new()),
         );
     }
     let key = key_on(by_port(&mut nodes, p2), p2, "sync");
-    let session: Vec<String> = (0..20)
-        .map(|i| format!("xadd {key} {}-1 i {i}", i + 1))
-        .collect();
-    let replies = by_port(&mut nodes, p2).cli_session(&session);
-    assert_eq!(replies.len(), 20, "{replies:?}");
-    assert!(replies.iter().all(|r| r.ends_with("-1")), "{replies:?}");
+    xadd_acknowledged(by_port(&mut nodes, p2), &key, 20);
     // Acknowledged means on the replica already (a replica's reads are not held).
     assert_eq!(by_port(&mut nodes, r2).cli(&["-c", "readonly"]), "OK");
     let on_replica =
@@ -1147,7 +1170,7 @@ fn only_a_replica_of_the_sync_set_takes_over_in_a_cluster() {
         "OK"
     );
     wait_for("r0 to leave the sync set", AGREE_SECS, || {
-        (!member(by_port(&mut nodes, r0)), String::new())
+        (!is_sync_member(by_port(&mut nodes, r0)), String::new())
     });
     let forced = by_port(&mut nodes, r0).cli(&["cluster", "failover", "force"]);
     assert!(
@@ -1172,31 +1195,11 @@ fn only_a_replica_of_the_sync_set_takes_over_in_a_cluster() {
 /// into its replica, which lifts the fence.
 #[test]
 fn a_primary_restarted_fenced_is_failed_over_and_rejoins_in_a_cluster() {
-    let mut nodes = start_all(&[false; 6]);
-    create(&nodes);
-    for n in &nodes {
-        assert_eq!(n.cli(&["config", "set", "min-sync-replicas", "1"]), "OK");
-    }
+    let mut nodes = start_sync_cluster();
     let (p, r) = shards(&nodes[0])[1];
-    let member = |n: &Node| {
-        n.cli(&["info", "replication"])
-            .lines()
-            .any(|l| l == "sync_replica_member:1")
-    };
-    wait_for(
-        "the replica to join its primary's sync set",
-        AGREE_SECS,
-        || (member(by_port(&mut nodes, r)), String::new()),
-    );
+    wait_sync_member(&mut nodes, r, "the replica to join its primary's sync set");
     let key = key_on(by_port(&mut nodes, p), p, "fenced");
-    let session: Vec<String> = (0..20)
-        .map(|i| format!("xadd {key} {}-1 i {i}", i + 1))
-        .collect();
-    let replies = by_port(&mut nodes, p).cli_session(&session);
-    assert!(
-        replies.len() == 20 && replies.iter().all(|r| r.ends_with("-1")),
-        "{replies:?}"
-    );
+    xadd_acknowledged(by_port(&mut nodes, p), &key, 20);
     let old = by_port(&mut nodes, p);
     old.kill();
     old.restart(&["--min-sync-replicas", "1"]);

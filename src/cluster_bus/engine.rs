@@ -116,14 +116,8 @@ impl Env {
             now,
             node_timeout: cfg.get_i64("cluster-node-timeout").max(1) as u64,
             my_offset: core.repl.offset,
-            my_port: match cfg.get_i64("cluster-announce-port") {
-                p @ 1..=65535 => p as u16,
-                _ => core.port,
-            },
-            my_cport: match cfg.get_i64("cluster-announce-bus-port") {
-                p @ 1..=65535 => p as u16,
-                _ => crate::core::cluster::bus_port(cfg, core.port),
-            },
+            my_port: crate::core::cluster::announced_port(cfg, core.port),
+            my_cport: crate::core::cluster::announced_bus_port(cfg, core.port),
             announce_ip: text("cluster-announce-ip"),
             hostname: text("cluster-announce-hostname"),
             full_coverage: cfg.get_bool("cluster-require-full-coverage"),

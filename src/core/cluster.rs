@@ -115,6 +115,23 @@ pub fn bus_port(config: &crate::config::Config, port: u16) -> u16 {
     }
 }
 
+/// The client port this node announces: `cluster-announce-port`, else the real one.
+pub fn announced_port(config: &crate::config::Config, port: u16) -> u16 {
+    match config.get_i64("cluster-announce-port") {
+        p @ 1..=65535 => p as u16,
+        _ => port,
+    }
+}
+
+/// The bus port this node announces: `cluster-announce-bus-port`, else the one it
+/// listens on ([`bus_port`]).
+pub fn announced_bus_port(config: &crate::config::Config, port: u16) -> u16 {
+    match config.get_i64("cluster-announce-bus-port") {
+        p @ 1..=65535 => p as u16,
+        _ => bus_port(config, port),
+    }
+}
+
 /// A manual failover in progress (cluster.h `mf_*`), on the replica or on its primary.
 #[derive(Debug, Clone, Default)]
 pub struct ManualFailover {

@@ -66,10 +66,19 @@ impl Sender {
     /// Queues `msg` and wakes the receiver; gives the message back when the receiver is
     /// gone (the connection ended).
     pub fn send(&self, msg: ClientMsg) -> Result<(), ClientMsg> {
+        self.queue(msg, VecDeque::push_back)
+    }
+
+    /// Queues `msg` with `push` (at the back or the front) and wakes the receiver.
+    fn queue(
+        &self,
+        msg: ClientMsg,
+        push: fn(&mut VecDeque<ClientMsg>, ClientMsg),
+    ) -> Result<(), ClientMsg> {
         if self.0.receiver_gone.get() {
             return Err(msg);
         }
-        self.0.queue.borrow_mut().push_back(msg);
+        push(&mut self.0.queue.borrow_mut(), msg);
         self.0.waker.wake();
         Ok(())
     }
@@ -79,12 +88,7 @@ impl Sender {
     /// Queues `msg` ahead of everything queued and wakes the receiver (bytes that were
     /// due before them: the rest of a direct write, `core/direct_write.rs`).
     pub fn send_front(&self, msg: ClientMsg) -> Result<(), ClientMsg> {
-        if self.0.receiver_gone.get() {
-            return Err(msg);
-        }
-        self.0.queue.borrow_mut().push_front(msg);
-        self.0.waker.wake();
-        Ok(())
+        self.queue(msg, VecDeque::push_front)
     }
 }
 

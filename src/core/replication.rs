@@ -352,20 +352,30 @@ impl super::Core {
         let Some((_, hello)) = SentinelHello::parse(payload, 0) else {
             return false;
         };
-        let announce_port = self.config.get_i64("replica-announce-port");
-        let port = if announce_port > 0 {
-            announce_port as u16
-        } else {
-            self.port
-        };
-        let ip = match self.config.get("replica-announce-ip") {
-            Some(ip) if !ip.is_empty() => ip.to_string(),
-            _ => laddr
+        let ip = match self.replica_announced_ip() {
+            Some(ip) => ip.to_string(),
+            None => laddr
                 .parse::<std::net::SocketAddr>()
                 .map(|a| a.ip().to_string())
                 .unwrap_or_default(),
         };
-        hello.master_port == port && hello.master_ip == ip
+        hello.master_port == self.replica_announced_port() && hello.master_ip == ip
+    }
+
+    /// The port this server gives its primary (`REPLCONF listening-port`) and so what
+    /// Sentinel learns: `replica-announce-port`, else the real one.
+    pub fn replica_announced_port(&self) -> u16 {
+        match self.config.get_i64("replica-announce-port") {
+            p @ 1..=65535 => p as u16,
+            _ => self.port,
+        }
+    }
+
+    /// `replica-announce-ip`, when set (`REPLCONF ip-address`).
+    pub fn replica_announced_ip(&self) -> Option<&str> {
+        self.config
+            .get("replica-announce-ip")
+            .filter(|ip| !ip.is_empty())
     }
 }
 

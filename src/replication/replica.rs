@@ -239,19 +239,11 @@ async fn link_inner(
     current(core, generation)?;
     let (auth, user, listen, announce_ip) = {
         let c = core.borrow();
-        let announce_port = c.config.get_i64("replica-announce-port");
         (
             c.config.get("masterauth").unwrap_or("").to_string(),
             c.config.get("masteruser").unwrap_or("").to_string(),
-            if announce_port > 0 {
-                announce_port as u16
-            } else {
-                c.port
-            },
-            c.config
-                .get("replica-announce-ip")
-                .unwrap_or("")
-                .to_string(),
+            c.replica_announced_port(),
+            c.replica_announced_ip().unwrap_or("").to_string(),
         )
     };
     if let Some(argv) = auth_argv(&user, &auth) {

@@ -337,6 +337,8 @@ impl RespWriter {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn command_len_counts_what_command_writes() {
         let cases: [&[&[u8]]; 4] = [
@@ -351,8 +353,6 @@ mod tests {
             assert_eq!(command_len(argv), out.len(), "{argv:?}");
         }
     }
-
-    use super::*;
 
     fn w(proto: Protocol) -> RespWriter {
         RespWriter::new(proto)
