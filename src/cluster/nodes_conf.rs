@@ -508,11 +508,57 @@ pub fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     write_replacing(path, contents, true)
 }
 
-/// [`write_atomically`], with the two fsyncs only when `durable`. Without them the
-/// rename still keeps a crash of the process from leaving a mix of the two files; a
-/// power loss may lose the change (Redis 7.0 fsyncs nodes.conf only for epoch changes
-/// and CLUSTER SAVECONFIG, `CLUSTER_TODO_FSYNC_CONFIG`).
+/// Largest file rewritten in place by [`write_replacing`]: one page. The kernel copies a
+/// `write` into the page cache page by page and stops between pages only for a fatal
+/// signal, so a write of one page at offset 0 is whole or absent after a crash of the
+/// process.
+const IN_PLACE_MAX: u64 = 4096;
+
+/// [`write_atomically`], with the two fsyncs only when `durable`. A power loss may lose
+/// a change saved without them (Redis 7.0 fsyncs nodes.conf only for epoch changes and
+/// CLUSTER SAVECONFIG, `CLUSTER_TODO_FSYNC_CONFIG`); a crash of the process must not
+/// leave a mix of the two files, which two ways guarantee:
+/// - old and new file both at most one page ([`IN_PLACE_MAX`]): written in place with
+///   one `pwrite`, padded with newlines to the old length and then truncated, as Redis
+///   7.0's `clusterSaveConfig` does (a blank line is skipped when the file is read back,
+///   by streamd and by Redis). `redis-cli --cluster reshard` sends a SETSLOT per node per
+///   slot and each saves the file; renaming a new file over the old one made ext4 start
+///   writing it back at once (`auto_da_alloc`), 200-370 µs a save against ~20 µs;
+/// - otherwise a new file renamed over the old one.
 pub fn write_replacing(path: &Path, contents: &[u8], durable: bool) -> std::io::Result<()> {
+    if !durable && contents.len() as u64 <= IN_PLACE_MAX {
+        match std::fs::OpenOptions::new().write(true).open(path) {
+            Ok(file) => {
+                let old_len = file.metadata()?.len();
+                if old_len <= IN_PLACE_MAX {
+                    return rewrite_in_place(&file, contents, old_len);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    replace_by_rename(path, contents, durable)
+}
+
+/// Overwrites the one-page `file` (now `old_len` bytes) with `contents` in one `pwrite`,
+/// padded with newlines up to `old_len`, then cuts the padding off.
+fn rewrite_in_place(file: &std::fs::File, contents: &[u8], old_len: u64) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt as _;
+    let padded_len = (old_len as usize).max(contents.len());
+    let mut page = Vec::with_capacity(padded_len);
+    page.extend_from_slice(contents);
+    page.resize(padded_len, b'\n');
+    file.write_all_at(&page, 0)?;
+    if padded_len > contents.len() {
+        file.set_len(contents.len() as u64)?;
+    }
+    Ok(())
+}
+
+/// Writes `<path>.tmp-<pid>`, renames it over `path`; with `durable`, fsyncs the file
+/// before and the directory after.
+fn replace_by_rename(path: &Path, contents: &[u8], durable: bool) -> std::io::Result<()> {
     let file_name = path
         .file_name()
         .ok_or_else(|| std::io::Error::other("cluster config path has no file name"))?;
@@ -670,6 +716,48 @@ mod tests {
         assert_eq!(std::fs::read(&path).expect("read"), b"new\n");
         let leftovers = std::fs::read_dir(dir.path()).expect("list").count();
         assert_eq!(leftovers, 1);
+    }
+
+    #[test]
+    fn saves_without_fsync_rewrite_small_files_in_place_and_rename_large_ones() {
+        use std::os::unix::fs::MetadataExt as _;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("nodes.conf");
+        // Absent: created (by rename).
+        write_replacing(&path, b"first version, fairly long\n", false).expect("create");
+        assert_eq!(
+            std::fs::read(&path).expect("read"),
+            b"first version, fairly long\n"
+        );
+        let inode = std::fs::metadata(&path).expect("stat").ino();
+        // Shorter, then longer: the same file (same inode), exactly the new bytes.
+        write_replacing(&path, b"short\n", false).expect("shorter");
+        assert_eq!(std::fs::read(&path).expect("read"), b"short\n");
+        let longer = vec![b'x'; 4096];
+        write_replacing(&path, &longer, false).expect("longer");
+        assert_eq!(std::fs::read(&path).expect("read"), longer);
+        assert_eq!(std::fs::metadata(&path).expect("stat").ino(), inode);
+        // Beyond a page: replaced by a new file.
+        let large = vec![b'y'; 5000];
+        write_replacing(&path, &large, false).expect("large");
+        assert_eq!(std::fs::read(&path).expect("read"), large);
+        assert_ne!(std::fs::metadata(&path).expect("stat").ino(), inode);
+        // A large file is not rewritten in place either, even with small contents.
+        let inode = std::fs::metadata(&path).expect("stat").ino();
+        write_replacing(&path, b"small again\n", false).expect("small");
+        assert_eq!(std::fs::read(&path).expect("read"), b"small again\n");
+        assert_ne!(std::fs::metadata(&path).expect("stat").ino(), inode);
+        let leftovers = std::fs::read_dir(dir.path()).expect("list").count();
+        assert_eq!(leftovers, 1);
+    }
+
+    #[test]
+    fn a_save_cut_before_its_truncate_still_parses() {
+        // In-place saves pad with newlines to the old length before truncating: a crash
+        // between the two leaves blank lines at the end, which the parser skips.
+        let padded = format!("{}\n\n\n\n", sample());
+        let parsed = NodesConf::parse(padded.as_bytes()).expect("parse");
+        assert_eq!(parsed.write(), sample());
     }
 
     mod prop {

@@ -1082,9 +1082,7 @@ fn shards_reply(ctx: &mut Ctx<'_>) {
     let Some(st) = ctx.core.cluster.as_deref() else {
         return;
     };
-    let ranges: Vec<Vec<(u16, u16)>> = (0..nodes.len())
-        .map(|i| st.slots_of(i).ranges().collect())
-        .collect();
+    let ranges = st.slot_ranges_by_node();
     let my_offset = ctx.core.repl.offset as i64;
     let masters: Vec<(usize, Vec<usize>)> = (0..nodes.len())
         .filter(|&i| nodes[i].flags.contains(NodeFlags::MASTER))

@@ -431,6 +431,31 @@ impl ClusterState {
         bitmap
     }
 
+    /// Every node's slots as ascending ranges `(first, last)`, indexed like `nodes`, in
+    /// one pass over the slot table (a `slots_of` per node walks the table once per node:
+    /// every nodes.conf save, which `redis-cli --cluster reshard` asks for five times a
+    /// slot, and every CLUSTER NODES/SHARDS reply).
+    pub fn slot_ranges_by_node(&self) -> Vec<Vec<(u16, u16)>> {
+        let mut ranges: Vec<Vec<(u16, u16)>> = vec![Vec::new(); self.nodes.len()];
+        let mut run: Option<(usize, u16)> = None; // owner and first slot of the open run
+        for (slot, owner) in self.owner.iter().enumerate() {
+            let slot = slot as u16;
+            match (run, *owner) {
+                (Some((open, _)), Some(now)) if open == now => {}
+                _ => {
+                    if let Some((open, first)) = run.take() {
+                        ranges[open].push((first, slot - 1));
+                    }
+                    run = owner.map(|now| (now, slot));
+                }
+            }
+        }
+        if let Some((open, first)) = run {
+            ranges[open].push((first, (self.owner.len() - 1) as u16));
+        }
+        ranges
+    }
+
     /// Number of assigned slots.
     pub fn slots_assigned(&self) -> usize {
         self.owner.iter().filter(|o| o.is_some()).count()
@@ -452,12 +477,17 @@ impl ClusterState {
     /// PFAIL nor FAIL). A cluster of size 0 has no majority.
     pub fn refresh_state(&mut self, require_full_coverage: bool) {
         let mut serving = vec![false; self.nodes.len()];
+        let failed: Vec<bool> = self
+            .nodes
+            .iter()
+            .map(|n| n.flags.contains(NodeFlags::FAIL))
+            .collect();
         let mut ok = true;
         for owner in &self.owner {
-            match owner {
+            match *owner {
                 Some(i) => {
-                    serving[*i] = true;
-                    if require_full_coverage && self.nodes[*i].flags.contains(NodeFlags::FAIL) {
+                    serving[i] = true;
+                    if require_full_coverage && failed[i] {
                         ok = false;
                     }
                 }
@@ -575,6 +605,7 @@ impl ClusterState {
 
     /// The state as nodes.conf lines.
     pub fn to_conf(&self) -> NodesConf {
+        let mut ranges = self.slot_ranges_by_node();
         let nodes = self
             .nodes
             .iter()
@@ -595,7 +626,7 @@ impl ClusterState {
                 } else {
                     LinkState::Disconnected
                 },
-                slots: self.slots_of(i).ranges().collect(),
+                slots: std::mem::take(&mut ranges[i]),
                 open_slots: if i == 0 {
                     self.open_slots()
                 } else {
@@ -987,6 +1018,43 @@ mod tests {
         assert!(!back.is_ok());
         back.refresh_state(false);
         assert!(back.is_ok());
+    }
+
+    #[test]
+    fn slot_ranges_by_node_match_each_nodes_bitmap() {
+        use proptest::prelude::*;
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = ClusterState::fresh(dir.path().join("nodes.conf"), 7000, 17000);
+        for n in 1..4 {
+            let mut other = s.nodes[0].clone();
+            other.info.id = format!("{n:040}");
+            s.nodes.push(other);
+        }
+        // Runs of one owner (or none) of random lengths, up to the last slot.
+        let layout = proptest::collection::vec((0usize..5, 1usize..3000), 1..40);
+        let s = std::cell::RefCell::new(s);
+        let mut runner = proptest::test_runner::TestRunner::default();
+        runner
+            .run(&layout, |runs| {
+                let mut s = s.borrow_mut();
+                let mut slot = 0;
+                for (who, len) in runs {
+                    for _ in 0..len {
+                        if slot < CLUSTER_SLOTS {
+                            s.owner[slot] = (who < 4).then_some(who);
+                            slot += 1;
+                        }
+                    }
+                }
+                let by_node = s.slot_ranges_by_node();
+                prop_assert_eq!(by_node.len(), 4);
+                for (i, ranges) in by_node.iter().enumerate() {
+                    let expected: Vec<(u16, u16)> = s.slots_of(i).ranges().collect();
+                    prop_assert_eq!(ranges, &expected);
+                }
+                Ok(())
+            })
+            .unwrap();
     }
 
     #[test]
