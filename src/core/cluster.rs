@@ -178,11 +178,18 @@ pub enum BusRequest {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigKey {
     nodes: Vec<NodeInfo>,
-    owner: Vec<Option<usize>>,
+    /// Each slot's owner index, [`NO_OWNER`] for none: 32 KB where the table's own
+    /// `Option<usize>`s are 256 KB, and the bus takes a key before and after every
+    /// message it handles.
+    owner: Vec<u16>,
     migrating: BTreeMap<u16, String>,
     importing: BTreeMap<u16, String>,
     epochs: (u64, u64),
 }
+
+/// A slot without owner in [`ConfigKey`] (node indexes are far below it: a cluster
+/// has at most a few thousand nodes).
+const NO_OWNER: u16 = u16::MAX;
 
 /// Names of the bus message types in CLUSTER INFO, by type code (cluster.c
 /// `clusterGetMessageTypeString`).
@@ -421,14 +428,18 @@ impl ClusterState {
     }
 
     /// The slots node `index` owns.
+    ///
+    /// Built a byte (eight slots) at a time without branches: every bus message carries
+    /// its sender's slots and every message received is compared with them.
     pub fn slots_of(&self, index: usize) -> SlotBitmap {
-        let mut bitmap = SlotBitmap::default();
-        for (slot, owner) in self.owner.iter().enumerate() {
-            if *owner == Some(index) {
-                bitmap.set(slot as u16);
-            }
+        let mut bytes = [0u8; crate::cluster::slots::SLOT_BITMAP_BYTES];
+        for (byte, owners) in bytes.iter_mut().zip(self.owner.chunks_exact(8)) {
+            *byte = owners
+                .iter()
+                .enumerate()
+                .fold(0u8, |b, (bit, o)| b | (u8::from(*o == Some(index)) << bit));
         }
-        bitmap
+        SlotBitmap::from_bytes(bytes)
     }
 
     /// Every node's slots as ascending ranges `(first, last)`, indexed like `nodes`, in
@@ -527,7 +538,11 @@ impl ClusterState {
                     ..n.info.clone()
                 })
                 .collect(),
-            owner: self.owner.clone(),
+            owner: self
+                .owner
+                .iter()
+                .map(|o| o.map_or(NO_OWNER, |i| u16::try_from(i).unwrap_or(NO_OWNER - 1)))
+                .collect(),
             migrating: self.migrating.clone(),
             importing: self.importing.clone(),
             epochs: (self.current_epoch, self.last_vote_epoch),
@@ -1021,7 +1036,7 @@ mod tests {
     }
 
     #[test]
-    fn slot_ranges_by_node_match_each_nodes_bitmap() {
+    fn slot_bitmaps_and_ranges_match_the_slot_table() {
         use proptest::prelude::*;
         let dir = tempfile::tempdir().unwrap();
         let mut s = ClusterState::fresh(dir.path().join("nodes.conf"), 7000, 17000);
@@ -1049,7 +1064,11 @@ mod tests {
                 let by_node = s.slot_ranges_by_node();
                 prop_assert_eq!(by_node.len(), 4);
                 for (i, ranges) in by_node.iter().enumerate() {
-                    let expected: Vec<(u16, u16)> = s.slots_of(i).ranges().collect();
+                    let bitmap = s.slots_of(i);
+                    for slot in 0..CLUSTER_SLOTS {
+                        prop_assert_eq!(bitmap.test(slot as u16), s.owner[slot] == Some(i));
+                    }
+                    let expected: Vec<(u16, u16)> = bitmap.ranges().collect();
                     prop_assert_eq!(ranges, &expected);
                 }
                 Ok(())

@@ -64,7 +64,12 @@ pub struct Builder {
 impl Builder {
     /// An empty listpack under construction.
     pub fn new() -> Builder {
-        let mut buf = Vec::with_capacity(256);
+        Builder::with_capacity(256)
+    }
+
+    /// An empty listpack under construction, with room for `bytes` in all.
+    pub fn with_capacity(bytes: usize) -> Builder {
+        let mut buf = Vec::with_capacity(bytes.max(HEADER_SIZE + 1));
         buf.extend_from_slice(&[0; HEADER_SIZE]);
         Builder { buf, count: 0 }
     }
@@ -103,6 +108,12 @@ impl Builder {
         {
             return self.int(v);
         }
+        self.text(s);
+    }
+
+    /// Appends a string known not to be canonical integer text (a stream node's string
+    /// element: integer text is stored as an integer there), as a string.
+    pub fn text(&mut self, s: &[u8]) {
         let start = self.buf.len();
         let b = &mut self.buf;
         let len = s.len();

@@ -682,45 +682,44 @@ fn write_id(out: &mut Vec<u8>, id: StreamId) {
     write::len(out, id.seq);
 }
 
+/// Appends an element of a streamd node: its strings are never canonical integer text
+/// (the node stores those as integers), so they go in as strings without the check.
 fn put_value(b: &mut Builder, v: Value<'_>) {
     match v {
         Value::Int(i) => b.int(i),
-        Value::Str(s) => b.string(s),
+        Value::Str(s) => b.text(s),
     }
 }
 
-/// One streamd node as the Redis listpack `streamAppendItem` would have built.
+/// One streamd node as the Redis listpack `streamAppendItem` would have built: the
+/// master entry holds the node's master field names, and an entry flagged SAMEFIELDS in
+/// the node (the same rule as Redis's) stores only its values. The node knows the size
+/// of that encoding ([`Listpack::redis_bytes`]), so the buffer is allocated once.
 fn encode_node(master: StreamId, lp: &Listpack) -> Vec<u8> {
     let m = lp.master();
-    let mut b = Builder::new();
+    let mut b = Builder::with_capacity(lp.redis_bytes() + 16);
     b.int(lp.live() as i64);
     b.int(lp.deleted() as i64);
-    // The first entry made the node: its field names are the master fields.
-    let fields: Vec<Value<'_>> = match lp.entries(master).next() {
-        Some(e) => lp.elements(&m, &e).step_by(2).collect(),
-        None => Vec::new(),
-    };
+    let fields = lp.master_fields(&m);
     b.int(fields.len() as i64);
-    for f in &fields {
-        put_value(&mut b, *f);
+    for f in fields {
+        put_value(&mut b, f);
     }
     b.int(0);
     for e in lp.entries(master) {
         let els = lp.elements(&m, &e);
         let pairs = els.pairs();
-        let same =
-            pairs == fields.len() && els.clone().step_by(2).zip(&fields).all(|(a, b)| a == *b);
         let mut flags = 0;
         if e.is_deleted() {
             flags |= FLAG_DELETED;
         }
-        if same {
+        if e.same_fields() {
             flags |= FLAG_SAMEFIELDS;
         }
         b.int(flags);
         b.int(e.id.ms.wrapping_sub(master.ms) as i64);
         b.int(e.id.seq.wrapping_sub(master.seq) as i64);
-        if same {
+        if e.same_fields() {
             for v in els.skip(1).step_by(2) {
                 put_value(&mut b, v);
             }

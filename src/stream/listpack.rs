@@ -530,6 +530,11 @@ impl EntryInfo {
     pub fn pairs(&self) -> usize {
         self.pairs
     }
+    /// True if the entry's field names are the master entry's, in order (stored once,
+    /// in the master entry: Redis's SAMEFIELDS flag, set under the same rule).
+    pub fn same_fields(&self) -> bool {
+        self.flags & FLAG_SAMEFIELDS != 0
+    }
 }
 
 /// The master entry's shape: field count and where its names and the entries start.
@@ -591,9 +596,10 @@ impl Listpack {
             "elements come in field/value pairs"
         );
         debug_assert!(id >= master);
-        let m = self.master();
-        let same = elements.len() / 2 == m.nfields && {
-            let mut pos = m.fields;
+        // Only the master's field count and names: no need to skip past them first.
+        let (nfields, fields) = self.master_head();
+        let same = elements.len() / 2 == nfields && {
+            let mut pos = fields;
             elements
                 .iter()
                 .step_by(2)
@@ -782,12 +788,18 @@ impl Listpack {
         }
     }
 
+    /// The master entry's field count and the offset of its first field name.
+    fn master_head(&self) -> (usize, usize) {
+        let mut pos = self.master_start();
+        let nfields = get_uvarint(self.data(), &mut pos);
+        (usize::try_from(nfields).expect("field count fits"), pos)
+    }
+
     /// The master entry's shape.
     pub fn master(&self) -> Master {
-        let mut pos = self.master_start();
+        let (nfields, fields) = self.master_head();
         let buf = self.data();
-        let nfields = usize::try_from(get_uvarint(buf, &mut pos)).expect("field count fits");
-        let fields = pos;
+        let mut pos = fields;
         for _ in 0..nfields {
             skip_elem(buf, &mut pos);
         }
@@ -906,6 +918,17 @@ impl Listpack {
             pos = e.end;
             Some(e)
         })
+    }
+
+    /// The master entry's field names (the field names of the node's first entry).
+    pub fn master_fields(&self, m: &Master) -> Elements<'_> {
+        Elements {
+            buf: self.data(),
+            master_pos: m.fields,
+            pos: m.fields,
+            remaining: m.nfields,
+            same: false,
+        }
     }
 
     /// The elements `f1, v1, f2, v2, ...` of an entry read from this node.
