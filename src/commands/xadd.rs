@@ -513,13 +513,18 @@ impl<'a> XAdd<'a> {
         let ratio = ctx.core.reclaim_ratio;
         let db = ctx.db();
         let stream = db.stream_or_create_hashed(key_hash, &self.key)?;
+        let hot_nodes_before = stream.hot_node_count();
         stream.append(id, self.elements, &limits);
         let removed = match &self.trim {
             Some(trim) => stream.trim(trim, &limits),
             None => 0,
         };
         let len_after = stream.len();
-        let sealed_nodes = stream.hot_node_count() > 1;
+        // This append sealed a node (it started a new one) and the stream now has sealed
+        // hot nodes: the tiering mover is told once per node, not on every XADD (a stream
+        // stays its candidate while it has more than one hot node).
+        let hot_nodes = stream.hot_node_count();
+        let sealed_nodes = hot_nodes > 1 && hot_nodes > hot_nodes_before;
         // MAXAGE / MAXBYTES (XCFGSET), after the command's own trim, within a budget.
         let retention = if retain {
             let mut budget = XADD_RETENTION_BUDGET;
