@@ -42,10 +42,26 @@ impl AsyncRead for SharedTcp {
     ) -> Poll<io::Result<()>> {
         loop {
             ready!(self.0.poll_read_ready(cx))?;
-            match self.0.try_read_buf(buf) {
-                Ok(_) => return Poll::Ready(Ok(())),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) => return Poll::Ready(Err(e)),
+            // A read that returns less than it asked for has emptied the socket's queue:
+            // the readiness is cleared right away (through `try_io`'s WouldBlock, which
+            // clears it only if no new event came in since it was sampled), so the next
+            // poll waits for new data instead of asking the kernel once more only to hear
+            // EAGAIN: one `recvfrom` per request, as Redis reads, instead of two.
+            let space = buf.remaining();
+            let mut got = None;
+            let read = self.0.try_io(tokio::io::Interest::READABLE, || {
+                let n = self.0.try_read_buf(buf)?;
+                got = Some(n);
+                if n > 0 && n < space {
+                    Err(io::ErrorKind::WouldBlock.into())
+                } else {
+                    Ok(())
+                }
+            });
+            match (read, got) {
+                (_, Some(_)) | (Ok(()), None) => return Poll::Ready(Ok(())),
+                (Err(e), None) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                (Err(e), None) => return Poll::Ready(Err(e)),
             }
         }
     }
@@ -80,6 +96,67 @@ impl AsyncWrite for SharedTcp {
 mod tests {
     use super::*;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// Short reads clear the read readiness without a WouldBlock read: data that arrives
+    /// afterwards must still wake the reader, whether it comes in the same instant (a
+    /// burst split across reads) or after the reader went back to waiting.
+    #[test]
+    fn short_reads_never_miss_data_that_arrives_after_them() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                .await
+                .expect("bind");
+            let addr = listener.local_addr().expect("addr");
+            let client = tokio::spawn(async move {
+                let mut c = TcpStream::connect(addr).await.expect("connect");
+                c.set_nodelay(true).expect("nodelay");
+                let mut echo = [0u8; 1];
+                for round in 0u32..2000 {
+                    // Request-response (the reader waits between requests), then every
+                    // 16th round a burst written in pieces while the reader is reading.
+                    c.write_all(&[b'a' + (round % 26) as u8])
+                        .await
+                        .expect("write");
+                    c.read_exact(&mut echo).await.expect("echo");
+                    if round % 16 == 0 {
+                        for piece in 0..8u8 {
+                            c.write_all(&[b'0' + piece; 3]).await.expect("burst");
+                        }
+                        c.read_exact(&mut echo).await.expect("burst echo");
+                    }
+                }
+            });
+            let (accepted, _) = listener.accept().await.expect("accept");
+            accepted.set_nodelay(true).expect("nodelay");
+            let (mut task, _sink) = SharedTcp::new(accepted);
+            let mut buf = [0u8; 64];
+            for round in 0u32..2000 {
+                let wait = std::time::Duration::from_secs(10);
+                let n = tokio::time::timeout(wait, task.read(&mut buf))
+                    .await
+                    .expect("the request wakes the reader")
+                    .expect("read");
+                assert_eq!(&buf[..n], &[b'a' + (round % 26) as u8]);
+                task.write_all(b"k").await.expect("reply");
+                if round % 16 == 0 {
+                    let mut burst = 0;
+                    while burst < 24 {
+                        burst += tokio::time::timeout(wait, task.read(&mut buf))
+                            .await
+                            .expect("every piece of the burst wakes the reader")
+                            .expect("read");
+                    }
+                    assert_eq!(burst, 24);
+                    task.write_all(b"k").await.expect("reply");
+                }
+            }
+            client.await.expect("client");
+        });
+    }
 
     #[test]
     fn the_task_and_the_sink_write_the_same_stream_in_order() {
