@@ -97,11 +97,12 @@ mod tests {
     use super::*;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-    /// Short reads clear the read readiness without a WouldBlock read: data that arrives
-    /// afterwards must still wake the reader, whether it comes in the same instant (a
-    /// burst split across reads) or after the reader went back to waiting.
-    #[test]
-    fn short_reads_never_miss_data_that_arrives_after_them() {
+    /// Runs `test` on a one-thread runtime with a listener bound to a free loopback port.
+    fn on_loopback<F, Fut>(test: F)
+    where
+        F: FnOnce(tokio::net::TcpListener, std::net::SocketAddr) -> Fut,
+        Fut: std::future::Future<Output = ()>,
+    {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -111,6 +112,16 @@ mod tests {
                 .await
                 .expect("bind");
             let addr = listener.local_addr().expect("addr");
+            test(listener, addr).await;
+        });
+    }
+
+    /// Short reads clear the read readiness without a WouldBlock read: data that arrives
+    /// afterwards must still wake the reader, whether it comes in the same instant (a
+    /// burst split across reads) or after the reader went back to waiting.
+    #[test]
+    fn short_reads_never_miss_data_that_arrives_after_them() {
+        on_loopback(|listener, addr| async move {
             let client = tokio::spawn(async move {
                 let mut c = TcpStream::connect(addr).await.expect("connect");
                 c.set_nodelay(true).expect("nodelay");
@@ -160,15 +171,7 @@ mod tests {
 
     #[test]
     fn the_task_and_the_sink_write_the_same_stream_in_order() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        rt.block_on(async {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-                .await
-                .expect("bind");
-            let addr = listener.local_addr().expect("addr");
+        on_loopback(|listener, addr| async move {
             let mut client = TcpStream::connect(addr).await.expect("connect");
             let (accepted, _) = listener.accept().await.expect("accept");
             let (mut task, sink) = SharedTcp::new(accepted);
