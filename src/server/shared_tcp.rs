@@ -169,6 +169,43 @@ mod tests {
         });
     }
 
+    /// A client that sends a request and closes at once: the short read of the request
+    /// clears the readiness, and the end of the stream must still be seen (tokio never
+    /// clears a read-closed readiness), whether the FIN came with the data or after it.
+    #[test]
+    fn the_end_of_the_stream_is_seen_after_a_short_read() {
+        on_loopback(|listener, addr| async move {
+            for pause in [false, true] {
+                let client = tokio::spawn(async move {
+                    let mut c = TcpStream::connect(addr).await.expect("connect");
+                    c.write_all(b"PING\r\n").await.expect("write");
+                    if pause {
+                        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                    }
+                    c.shutdown().await.expect("shutdown");
+                    c
+                });
+                let (accepted, _) = listener.accept().await.expect("accept");
+                let (mut task, _sink) = SharedTcp::new(accepted);
+                let mut got = Vec::new();
+                let mut buf = [0u8; 64];
+                loop {
+                    let wait = std::time::Duration::from_secs(10);
+                    let n = tokio::time::timeout(wait, task.read(&mut buf))
+                        .await
+                        .expect("data, then the end of the stream")
+                        .expect("read");
+                    if n == 0 {
+                        break;
+                    }
+                    got.extend_from_slice(&buf[..n]);
+                }
+                assert_eq!(got, b"PING\r\n");
+                drop(client.await.expect("client"));
+            }
+        });
+    }
+
     #[test]
     fn the_task_and_the_sink_write_the_same_stream_in_order() {
         on_loopback(|listener, addr| async move {
