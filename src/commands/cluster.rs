@@ -1007,18 +1007,10 @@ fn nodes_view(ctx: &Ctx<'_>) -> Vec<Node> {
 /// CLUSTER SLOTS (cluster.c `clusterReplyMultiBulkSlots`, `addNodeToNodeReply`).
 fn slots_reply(ctx: &mut Ctx<'_>) {
     let nodes = nodes_view(ctx);
-    let owner = match ctx.core.cluster.as_deref() {
-        Some(st) => st.owner.clone(),
+    let runs = match ctx.core.cluster.as_deref() {
+        Some(st) => st.slot_runs(),
         None => return,
     };
-    let mut runs: Vec<(usize, usize, usize)> = Vec::new();
-    for (slot, o) in owner.iter().enumerate() {
-        let Some(n) = *o else { continue };
-        match runs.last_mut() {
-            Some(run) if run.2 == n && run.1 + 1 == slot => run.1 = slot,
-            _ => runs.push((slot, slot, n)),
-        }
-    }
     let kind = ctx
         .core
         .config
@@ -1040,8 +1032,8 @@ fn slots_reply(ctx: &mut Ctx<'_>) {
     ctx.out.array(runs.len());
     for (start, end, n) in runs {
         ctx.out.array(3 + replicas[n].len());
-        ctx.out.integer(start as i64);
-        ctx.out.integer(end as i64);
+        ctx.out.integer(i64::from(start));
+        ctx.out.integer(i64::from(end));
         for &shown in std::iter::once(&n).chain(replicas[n].iter()) {
             slot_node(ctx, &nodes[shown], &kind);
         }

@@ -1574,6 +1574,15 @@ impl Config {
         self.get(name).and_then(|v| v.parse().ok()).unwrap_or(0)
     }
 
+    /// A port directive that overrides a default when set: `Some` for 1..=65535, `None`
+    /// for 0 (unset) or anything else.
+    pub fn get_port(&self, name: &str) -> Option<u16> {
+        match self.get_i64(name) {
+            p @ 1..=65535 => Some(p as u16),
+            _ => None,
+        }
+    }
+
     /// A yes/no directive's value.
     pub fn get_bool(&self, name: &str) -> bool {
         self.get(name) == Some("yes")

@@ -109,27 +109,22 @@ pub struct Election {
 /// (Redis's `CLUSTER_PORT_INCR`). What the node *announces* may differ
 /// (`cluster-announce-bus-port`).
 pub fn bus_port(config: &crate::config::Config, port: u16) -> u16 {
-    match config.get_i64("cluster-port") {
-        p @ 1..=65535 => p as u16,
-        _ => port.wrapping_add(10000),
-    }
+    config
+        .get_port("cluster-port")
+        .unwrap_or_else(|| port.wrapping_add(10000))
 }
 
 /// The client port this node announces: `cluster-announce-port`, else the real one.
 pub fn announced_port(config: &crate::config::Config, port: u16) -> u16 {
-    match config.get_i64("cluster-announce-port") {
-        p @ 1..=65535 => p as u16,
-        _ => port,
-    }
+    config.get_port("cluster-announce-port").unwrap_or(port)
 }
 
 /// The bus port this node announces: `cluster-announce-bus-port`, else the one it
 /// listens on ([`bus_port`]).
 pub fn announced_bus_port(config: &crate::config::Config, port: u16) -> u16 {
-    match config.get_i64("cluster-announce-bus-port") {
-        p @ 1..=65535 => p as u16,
-        _ => bus_port(config, port),
-    }
+    config
+        .get_port("cluster-announce-bus-port")
+        .unwrap_or_else(|| bus_port(config, port))
 }
 
 /// A manual failover in progress (cluster.h `mf_*`), on the replica or on its primary.
@@ -442,27 +437,29 @@ impl ClusterState {
         SlotBitmap::from_bytes(bytes)
     }
 
-    /// Every node's slots as ascending ranges `(first, last)`, indexed like `nodes`, in
-    /// one pass over the slot table (a `slots_of` per node walks the table once per node:
-    /// every nodes.conf save, which `redis-cli --cluster reshard` asks for five times a
-    /// slot, and every CLUSTER NODES/SHARDS reply).
-    pub fn slot_ranges_by_node(&self) -> Vec<Vec<(u16, u16)>> {
-        let mut ranges: Vec<Vec<(u16, u16)>> = vec![Vec::new(); self.nodes.len()];
-        let mut run: Option<(usize, u16)> = None; // owner and first slot of the open run
+    /// The assigned slots as maximal runs of one owner, ascending: `(first, last,
+    /// owner)`, in one pass over the slot table (CLUSTER SLOTS replies with them).
+    pub fn slot_runs(&self) -> Vec<(u16, u16, usize)> {
+        let mut runs: Vec<(u16, u16, usize)> = Vec::new();
         for (slot, owner) in self.owner.iter().enumerate() {
+            let Some(n) = *owner else { continue };
             let slot = slot as u16;
-            match (run, *owner) {
-                (Some((open, _)), Some(now)) if open == now => {}
-                _ => {
-                    if let Some((open, first)) = run.take() {
-                        ranges[open].push((first, slot - 1));
-                    }
-                    run = owner.map(|now| (now, slot));
-                }
+            match runs.last_mut() {
+                Some(run) if run.2 == n && run.1 + 1 == slot => run.1 = slot,
+                _ => runs.push((slot, slot, n)),
             }
         }
-        if let Some((open, first)) = run {
-            ranges[open].push((first, (self.owner.len() - 1) as u16));
+        runs
+    }
+
+    /// Every node's slots as ascending ranges `(first, last)`, indexed like `nodes`,
+    /// from [`ClusterState::slot_runs`] (a `slots_of` per node walks the table once per
+    /// node: every nodes.conf save, which `redis-cli --cluster reshard` asks for five
+    /// times a slot, and every CLUSTER NODES/SHARDS reply).
+    pub fn slot_ranges_by_node(&self) -> Vec<Vec<(u16, u16)>> {
+        let mut ranges: Vec<Vec<(u16, u16)>> = vec![Vec::new(); self.nodes.len()];
+        for (first, last, owner) in self.slot_runs() {
+            ranges[owner].push((first, last));
         }
         ranges
     }

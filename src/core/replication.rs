@@ -365,10 +365,9 @@ impl super::Core {
     /// The port this server gives its primary (`REPLCONF listening-port`) and so what
     /// Sentinel learns: `replica-announce-port`, else the real one.
     pub fn replica_announced_port(&self) -> u16 {
-        match self.config.get_i64("replica-announce-port") {
-            p @ 1..=65535 => p as u16,
-            _ => self.port,
-        }
+        self.config
+            .get_port("replica-announce-port")
+            .unwrap_or(self.port)
     }
 
     /// `replica-announce-ip`, when set (`REPLCONF ip-address`).
