@@ -27,5 +27,6 @@
 
 pub mod bus;
 pub mod nodes_conf;
+pub mod owners;
 pub mod slot_stats;
 pub mod slots;

@@ -517,32 +517,44 @@ fn update_slots_config_with(
     let mut new_master = false;
     let mut dirty: Vec<u16> = Vec::new();
     let mut migrated_ours = 0usize;
-    let mut sender_slots = 0usize;
-    for slot in 0..CLUSTER_SLOTS as u16 {
-        if !slots.test(slot) {
-            continue;
-        }
-        sender_slots += 1;
+    let sender_slots = slots.count();
+    // Only the claimed slots the sender does not already own can change: a byte of the
+    // claim at a time, skipping bytes with none.
+    let already = st.owner.bitmap_of(sender);
+    let new_claims = slots
+        .as_bytes()
+        .iter()
+        .zip(already.as_bytes())
+        .enumerate()
+        .filter(|(_, (claim, have))| *claim & !*have != 0)
+        .flat_map(|(byte, (claim, have))| {
+            let bits = claim & !have;
+            (0..8u16)
+                .filter(move |bit| bits & (1 << bit) != 0)
+                .map(move |bit| byte as u16 * 8 + bit)
+        });
+    for slot in new_claims.collect::<Vec<u16>>() {
         let s = usize::from(slot);
-        if st.owner[s] == Some(sender) || st.importing.contains_key(&slot) {
+        let owner = st.owner.get(s);
+        if owner == Some(sender) || st.importing.contains_key(&slot) {
             continue;
         }
-        let older = match st.owner[s] {
+        let older = match owner {
             None => true,
             Some(o) => st.nodes[o].config_epoch < epoch,
         };
         if !older {
             continue;
         }
-        if st.owner[s] == Some(0) {
+        if owner == Some(0) {
             dirty.push(slot);
         }
-        if st.owner[s].is_some() && st.owner[s] == cur_master {
+        if owner.is_some() && owner == cur_master {
             new_master = true;
             migrated_ours += 1;
         }
         st.slot_stats.reset_slot(slot);
-        st.owner[s] = Some(sender);
+        st.owner.set(s, Some(sender));
     }
     let cur_empty = cur_master.is_some_and(|m| st.num_slots(m) == 0);
     if new_master && cur_empty && (env.allow_replica_migration || sender_slots == migrated_ours) {
@@ -813,11 +825,7 @@ fn receive(
                 Some(master_name) => {
                     let master_id = master_name.to_id();
                     if has(&st.nodes[s], NodeFlags::MASTER) {
-                        for o in st.owner.iter_mut() {
-                            if *o == Some(s) {
-                                *o = None;
-                            }
-                        }
+                        st.owner.reassign(s, None);
                         let n = &mut st.nodes[s];
                         clear(n, NodeFlags::MASTER | NodeFlags::MIGRATE_TO);
                         set(n, NodeFlags::SLAVE);
@@ -847,7 +855,7 @@ fn receive(
                     if !h.myslots.test(slot) {
                         continue;
                     }
-                    let Some(o) = st.owner[usize::from(slot)] else {
+                    let Some(o) = st.owner.get(usize::from(slot)) else {
                         continue;
                     };
                     if o == s || st.nodes[o].config_epoch <= h.config_epoch {
@@ -1069,7 +1077,7 @@ fn maybe_vote(st: &mut ClusterState, env: &Env, bus: &mut Bus, s: usize, h: &Hea
         if !h.myslots.test(slot) {
             continue;
         }
-        if let Some(o) = st.owner[usize::from(slot)]
+        if let Some(o) = st.owner.get(usize::from(slot))
             && st.nodes[o].config_epoch > h.config_epoch
         {
             deny(format!(
@@ -1546,11 +1554,7 @@ fn replace_my_master(st: &mut ClusterState, env: &Env, bus: &mut Bus, after: &mu
     let Some(old) = st.my_master() else { return };
     set_node_as_master(st, 0);
     after.push(After::Promote);
-    for o in st.owner.iter_mut() {
-        if *o == Some(old) {
-            *o = Some(0);
-        }
-    }
+    st.owner.reassign(old, Some(0));
     st.refresh_state(env.full_coverage);
     broadcast_pong(st, env, bus, false);
     reset_manual_failover(st, after);

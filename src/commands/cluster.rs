@@ -206,7 +206,7 @@ fn cluster_slot_stats(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         ctx.core
             .cluster
             .as_deref()
-            .is_some_and(|st| st.owner[usize::from(slot)] == Some(shard))
+            .is_some_and(|st| st.owner.get(usize::from(slot)) == Some(shard))
     };
     let sub = &argv[2];
     let slots: Vec<u16> = if argv.len() == 5 && sub.eq_ignore_ascii_case(b"slotsrange") {
@@ -400,11 +400,7 @@ fn cluster_flushslots(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         ));
     }
     let st = state(ctx)?;
-    for o in st.owner.iter_mut() {
-        if *o == Some(0) {
-            *o = None;
-        }
-    }
+    st.owner.reassign(0, None);
     st.slot_stats.reset_all();
     ctx.core.redirect_blocked_clients();
     ctx.out.ok();
@@ -494,7 +490,7 @@ fn cluster_reset(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     // epochs.
     let manual_failover = st.manual.end != 0;
     st.manual = Default::default();
-    st.owner.iter_mut().for_each(|o| *o = None);
+    st.owner.clear();
     st.slot_stats.reset_all();
     st.migrating.clear();
     st.importing.clear();
@@ -605,7 +601,7 @@ fn cluster_replicate(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         )),
         Some(_)
             if st.nodes[0].flags.contains(NodeFlags::MASTER)
-                && (st.owner.contains(&Some(0)) || keys) =>
+                && (st.owner.serves_any(0) || keys) =>
         {
             Err(ReplyError::msg(
                 "ERR To set a master the node must be empty and without assigned slots.",
@@ -780,7 +776,7 @@ fn assign(ctx: &mut Ctx<'_>, slots: &[u16], del: bool) -> Result<(), ReplyError>
     let st = state(ctx)?;
     let mut seen = vec![false; CLUSTER_SLOTS];
     for &slot in slots {
-        let owned = st.owner[usize::from(slot)].is_some();
+        let owned = st.owner.get(usize::from(slot)).is_some();
         if del && !owned {
             return Err(ReplyError::owned(format!(
                 "ERR Slot {slot} is already unassigned"
@@ -800,11 +796,11 @@ fn assign(ctx: &mut Ctx<'_>, slots: &[u16], del: bool) -> Result<(), ReplyError>
         let s = usize::from(slot);
         st.slot_stats.reset_slot(slot);
         if del {
-            st.owner[s] = None;
+            st.owner.set(s, None);
         } else {
             // Adding a slot closes its import (clusterUpdateSlots).
             st.importing.remove(&slot);
-            st.owner[s] = Some(0);
+            st.owner.set(s, Some(0));
         }
     }
     if del {
@@ -836,7 +832,7 @@ fn setslot(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let is_master = |i: usize| st.nodes[i].flags.contains(NodeFlags::MASTER);
     match (action.as_str(), argc) {
         ("migrating", 5) => {
-            if st.owner[s] != Some(0) {
+            if st.owner.get(s) != Some(0) {
                 return Err(ReplyError::owned(format!(
                     "ERR I'm not the owner of hash slot {slot}"
                 )));
@@ -852,7 +848,7 @@ fn setslot(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             st.migrating.insert(slot, id);
         }
         ("importing", 5) => {
-            if st.owner[s] == Some(0) {
+            if st.owner.get(s) == Some(0) {
                 return Err(ReplyError::owned(format!(
                     "ERR I'm already the owner of hash slot {slot}"
                 )));
@@ -878,7 +874,7 @@ fn setslot(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             if !is_master(t) {
                 return Err(ReplyError::msg("ERR Target node is not a master"));
             }
-            if st.owner[s] == Some(0) && t != 0 && keys != 0 {
+            if st.owner.get(s) == Some(0) && t != 0 && keys != 0 {
                 return Err(ReplyError::owned(format!(
                     "ERR Can't assign hashslot {slot} to a different node while I still hold keys for this hash slot."
                 )));
@@ -886,10 +882,10 @@ fn setslot(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             if keys == 0 {
                 st.migrating.remove(&slot);
             }
-            if st.owner[s] != Some(t) {
+            if st.owner.get(s) != Some(t) {
                 st.slot_stats.reset_slot(slot);
             }
-            st.owner[s] = Some(t);
+            st.owner.set(s, Some(t));
             if t == 0 && st.importing.remove(&slot).is_some() {
                 // A new epoch for the moved slot, told to every node at once (Redis's
                 // `clusterBroadcastPong` after an import): waiting for the next ping
@@ -926,9 +922,9 @@ fn info_text(ctx: &Ctx<'_>) -> String {
         return String::new();
     };
     let (mut assigned, mut ok, mut pfail, mut fail) = (0, 0, 0, 0);
-    for o in st.owner.iter().flatten() {
+    for o in st.owner.assigned() {
         assigned += 1;
-        let f = st.nodes[*o].flags;
+        let f = st.nodes[o].flags;
         if f.contains(NodeFlags::FAIL) {
             fail += 1;
         } else if f.contains(NodeFlags::PFAIL) {

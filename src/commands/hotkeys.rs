@@ -236,7 +236,7 @@ fn hotkeys_start(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
                     .core
                     .cluster
                     .as_deref()
-                    .is_some_and(|st| st.owner[usize::from(slot)] == Some(0));
+                    .is_some_and(|st| st.owner.get(usize::from(slot)) == Some(0));
                 if !mine {
                     return Err(ReplyError::owned(format!(
                         "ERR slot {slot} not handled by this node"
@@ -393,7 +393,7 @@ fn own_slot_ranges(ctx: &Ctx<'_>) -> Vec<(u16, u16)> {
         return vec![(0, CLUSTER_SLOTS as u16 - 1)];
     };
     let mine: Vec<u16> = (0..CLUSTER_SLOTS as u16)
-        .filter(|&s| st.owner[usize::from(s)] == Some(0))
+        .filter(|&s| st.owner.get(usize::from(s)) == Some(0))
         .collect();
     ranges(&mine)
 }

@@ -12,6 +12,7 @@ use super::command::{self, CommandSpec, flags};
 use crate::cluster::nodes_conf::{
     self, LinkState, NodeFlags, NodeInfo, NodeLine, NodesConf, OpenSlot, SlotMigration,
 };
+use crate::cluster::owners::SlotOwners;
 use crate::cluster::slots::{CLUSTER_SLOTS, SlotBitmap, key_hash_slot};
 use crate::resp::Argv;
 use std::collections::BTreeMap;
@@ -173,18 +174,14 @@ pub enum BusRequest {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigKey {
     nodes: Vec<NodeInfo>,
-    /// Each slot's owner index, [`NO_OWNER`] for none: 32 KB where the table's own
-    /// `Option<usize>`s are 256 KB, and the bus takes a key before and after every
-    /// message it handles.
-    owner: Vec<u16>,
+    /// The slot table's change count ([`SlotOwners::generation`]): the bus takes a key
+    /// before and after every message it handles, and copying and comparing the table
+    /// itself (32 KB) was most of that.
+    owner_generation: u64,
     migrating: BTreeMap<u16, String>,
     importing: BTreeMap<u16, String>,
     epochs: (u64, u64),
 }
-
-/// A slot without owner in [`ConfigKey`] (node indexes are far below it: a cluster
-/// has at most a few thousand nodes).
-const NO_OWNER: u16 = u16::MAX;
 
 /// Names of the bus message types in CLUSTER INFO, by type code (cluster.c
 /// `clusterGetMessageTypeString`).
@@ -217,7 +214,7 @@ pub struct ClusterState {
     /// The table; index 0 is always myself.
     pub nodes: Vec<Node>,
     /// Slot → index in `nodes` of its owner.
-    pub owner: Vec<Option<usize>>,
+    pub owner: SlotOwners,
     /// Slots this node migrates, with the target id (`migrating_slots_to`).
     pub migrating: BTreeMap<u16, String>,
     /// Slots this node imports, with the source id (`importing_slots_from`).
@@ -293,7 +290,7 @@ impl ClusterState {
         ClusterState {
             path,
             nodes: vec![me],
-            owner: vec![None; CLUSTER_SLOTS],
+            owner: SlotOwners::new(),
             migrating: BTreeMap::new(),
             importing: BTreeMap::new(),
             current_epoch: 0,
@@ -345,7 +342,7 @@ impl ClusterState {
             state.nodes.push(node);
             for &(start, end) in &line.slots {
                 for slot in start..=end {
-                    state.owner[usize::from(slot)] = Some(index);
+                    state.owner.set(usize::from(slot), Some(index));
                 }
             }
             if index == 0 {
@@ -427,29 +424,13 @@ impl ClusterState {
     /// Built a byte (eight slots) at a time without branches: every bus message carries
     /// its sender's slots and every message received is compared with them.
     pub fn slots_of(&self, index: usize) -> SlotBitmap {
-        let mut bytes = [0u8; crate::cluster::slots::SLOT_BITMAP_BYTES];
-        for (byte, owners) in bytes.iter_mut().zip(self.owner.chunks_exact(8)) {
-            *byte = owners
-                .iter()
-                .enumerate()
-                .fold(0u8, |b, (bit, o)| b | (u8::from(*o == Some(index)) << bit));
-        }
-        SlotBitmap::from_bytes(bytes)
+        self.owner.bitmap_of(index)
     }
 
     /// The assigned slots as maximal runs of one owner, ascending: `(first, last,
     /// owner)`, in one pass over the slot table (CLUSTER SLOTS replies with them).
     pub fn slot_runs(&self) -> Vec<(u16, u16, usize)> {
-        let mut runs: Vec<(u16, u16, usize)> = Vec::new();
-        for (slot, owner) in self.owner.iter().enumerate() {
-            let Some(n) = *owner else { continue };
-            let slot = slot as u16;
-            match runs.last_mut() {
-                Some(run) if run.2 == n && run.1 + 1 == slot => run.1 = slot,
-                _ => runs.push((slot, slot, n)),
-            }
-        }
-        runs
+        self.owner.runs()
     }
 
     /// Every node's slots as ascending ranges `(first, last)`, indexed like `nodes`,
@@ -466,7 +447,7 @@ impl ClusterState {
 
     /// Number of assigned slots.
     pub fn slots_assigned(&self) -> usize {
-        self.owner.iter().filter(|o| o.is_some()).count()
+        self.owner.assigned_count()
     }
 
     /// Primaries serving at least one slot (`cluster_size`), as last computed.
@@ -484,28 +465,14 @@ impl ClusterState {
     /// when fewer than a majority of the slot-serving primaries are reachable (neither
     /// PFAIL nor FAIL). A cluster of size 0 has no majority.
     pub fn refresh_state(&mut self, require_full_coverage: bool) {
-        let mut serving = vec![false; self.nodes.len()];
-        let failed: Vec<bool> = self
-            .nodes
-            .iter()
-            .map(|n| n.flags.contains(NodeFlags::FAIL))
-            .collect();
-        let mut ok = true;
-        for owner in &self.owner {
-            match *owner {
-                Some(i) => {
-                    serving[i] = true;
-                    if require_full_coverage && failed[i] {
-                        ok = false;
-                    }
-                }
-                None if require_full_coverage => ok = false,
-                None => {}
-            }
-        }
+        let (serving, unassigned) = self.owner.serving(self.nodes.len());
+        let mut ok = !(require_full_coverage && unassigned);
         let mut size = 0;
         let mut reachable = 0;
         for (i, node) in self.nodes.iter().enumerate() {
+            if serving[i] && require_full_coverage && node.flags.contains(NodeFlags::FAIL) {
+                ok = false;
+            }
             if serving[i] && node.flags.contains(NodeFlags::MASTER) {
                 size += 1;
                 if !node.flags.contains(NodeFlags::FAIL) && !node.flags.contains(NodeFlags::PFAIL) {
@@ -535,11 +502,7 @@ impl ClusterState {
                     ..n.info.clone()
                 })
                 .collect(),
-            owner: self
-                .owner
-                .iter()
-                .map(|o| o.map_or(NO_OWNER, |i| u16::try_from(i).unwrap_or(NO_OWNER - 1)))
-                .collect(),
+            owner_generation: self.owner.generation(),
             migrating: self.migrating.clone(),
             importing: self.importing.clone(),
             epochs: (self.current_epoch, self.last_vote_epoch),
@@ -548,7 +511,7 @@ impl ClusterState {
 
     /// Number of slots node `index` serves.
     pub fn num_slots(&self, index: usize) -> usize {
-        self.owner.iter().filter(|o| **o == Some(index)).count()
+        self.owner.count_of(index)
     }
 
     /// Whether node `index` is a primary.
@@ -579,13 +542,7 @@ impl ClusterState {
             return;
         }
         let id = self.nodes.remove(i).info.id;
-        for o in self.owner.iter_mut() {
-            *o = match *o {
-                Some(x) if x == i => None,
-                Some(x) if x > i => Some(x - 1),
-                other => other,
-            };
-        }
+        self.owner.remove_node(i);
         self.migrating.retain(|_, to| *to != id);
         self.importing.retain(|_, from| *from != id);
         for n in self.nodes.iter_mut() {
@@ -896,7 +853,7 @@ impl super::Core {
                     None => {
                         slot = Some(this);
                         first_key = Some(key);
-                        owner = st.owner[usize::from(this)];
+                        owner = st.owner.get(usize::from(this));
                         let Some(o) = owner else {
                             return Some(Redirect::Unbound);
                         };
@@ -976,7 +933,7 @@ impl super::Core {
             let reply = if down {
                 Some(Redirect::Down)
             } else {
-                match st.owner[s] {
+                match st.owner.get(s) {
                     None => Some(Redirect::Unbound),
                     Some(0) => None,
                     Some(o) if st.importing.contains_key(&slot) && c.asking => {
@@ -1016,13 +973,13 @@ mod tests {
         let path = dir.path().join("nodes.conf");
         let mut s = ClusterState::load(&path, 7000, 17000).unwrap();
         assert!(crate::cluster::nodes_conf::is_valid_node_id(s.my_id()));
-        s.owner[5] = Some(0);
+        s.owner.set(5, Some(0));
         s.migrating.insert(5, "a".repeat(40));
         s.current_epoch = 3;
         s.save().unwrap();
         let back = ClusterState::load(&path, 7000, 17000).unwrap();
         assert_eq!(back.my_id(), s.my_id());
-        assert_eq!(back.owner[5], Some(0));
+        assert_eq!(back.owner.get(5), Some(0));
         assert_eq!(back.migrating.get(&5), Some(&"a".repeat(40)));
         assert_eq!(back.current_epoch, 3);
         let mut back = back;
@@ -1053,7 +1010,7 @@ mod tests {
                 for (who, len) in runs {
                     for _ in 0..len {
                         if slot < CLUSTER_SLOTS {
-                            s.owner[slot] = (who < 4).then_some(who);
+                            s.owner.set(slot, (who < 4).then_some(who));
                             slot += 1;
                         }
                     }
@@ -1063,7 +1020,7 @@ mod tests {
                 for (i, ranges) in by_node.iter().enumerate() {
                     let bitmap = s.slots_of(i);
                     for slot in 0..CLUSTER_SLOTS {
-                        prop_assert_eq!(bitmap.test(slot as u16), s.owner[slot] == Some(i));
+                        prop_assert_eq!(bitmap.test(slot as u16), s.owner.get(slot) == Some(i));
                     }
                     let expected: Vec<(u16, u16)> = bitmap.ranges().collect();
                     prop_assert_eq!(ranges, &expected);

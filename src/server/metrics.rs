@@ -454,9 +454,9 @@ impl Snapshot {
         self.repl = repl_row(c);
         self.cluster = c.cluster.as_deref().map(|st| {
             let mut slots = [0; 4];
-            for owner in st.owner.iter().flatten() {
+            for owner in st.owner.assigned() {
                 slots[0] += 1;
-                let flags = st.nodes.get(*owner).map(|n| n.flags);
+                let flags = st.nodes.get(owner).map(|n| n.flags);
                 match flags {
                     Some(f) if f.contains(NodeFlags::FAIL) => slots[3] += 1,
                     Some(f) if f.contains(NodeFlags::PFAIL) => slots[2] += 1,
