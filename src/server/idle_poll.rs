@@ -232,24 +232,25 @@ mod tests {
         let max = Duration::from_micros(100);
         let long = Duration::from_millis(100);
         let short = Duration::from_micros(60);
+        // The windows after four wake-ups that each slept `idle`, from `w`.
+        let four = |w: &mut Duration, idle: Duration| -> Vec<u128> {
+            (0..4)
+                .map(|_| {
+                    *w = adapt(*w, max, idle);
+                    w.as_micros()
+                })
+                .collect()
+        };
         let mut w = max;
-        let mut seen = Vec::new();
-        for _ in 0..4 {
-            w = adapt(w, max, long);
-            seen.push(w.as_micros());
-        }
+        let shrinking = four(&mut w, long);
         assert_eq!(
-            seen,
+            shrinking,
             [50, 25, 12, 0],
             "each wasted poll halves it, then it stops"
         );
-        seen.clear();
-        for _ in 0..4 {
-            w = adapt(w, max, short);
-            seen.push(w.as_micros());
-        }
+        let growing = four(&mut w, short);
         assert_eq!(
-            seen,
+            growing,
             [25, 50, 100, 100],
             "requests it would have caught grow it back"
         );
