@@ -168,9 +168,26 @@ impl SlotBitmap {
         self.bytes.iter().all(|&b| b == 0)
     }
 
-    /// The slots in the set, ascending.
+    /// The slots in the set, ascending (bytes without a slot skipped whole).
     pub fn iter(&self) -> impl Iterator<Item = u16> + '_ {
-        (0..CLUSTER_SLOTS as u16).filter(move |&slot| self.test(slot))
+        self.bytes
+            .iter()
+            .enumerate()
+            .filter(|(_, bits)| **bits != 0)
+            .flat_map(|(byte, &bits)| {
+                (0..8u16)
+                    .filter(move |bit| bits & (1 << bit) != 0)
+                    .map(move |bit| byte as u16 * 8 + bit)
+            })
+    }
+
+    /// The slots of this set that are not in `other`.
+    pub fn without(&self, other: &SlotBitmap) -> SlotBitmap {
+        let mut bytes = self.bytes;
+        for (b, o) in bytes.iter_mut().zip(other.bytes.iter()) {
+            *b &= !o;
+        }
+        SlotBitmap::from_bytes(bytes)
     }
 
     /// The set as maximal runs `(start, end)` (both inclusive), ascending: the form in
@@ -295,5 +312,25 @@ mod tests {
         assert_eq!(full.ranges().collect::<Vec<_>>(), [(0, 16383)]);
         full.clear(8);
         assert_eq!(full.ranges().collect::<Vec<_>>(), [(0, 7), (9, 16383)]);
+    }
+
+    proptest::proptest! {
+        /// `iter` yields exactly the slots `test` finds, ascending; `without` keeps the
+        /// slots of one set that the other lacks.
+        #[test]
+        fn iter_and_without_agree_with_test(
+            a in proptest::collection::vec(0u16..16384, 0..300),
+            b in proptest::collection::vec(0u16..16384, 0..300),
+        ) {
+            let (mut x, mut y) = (SlotBitmap::new(), SlotBitmap::new());
+            a.iter().for_each(|&s| { x.set(s); });
+            b.iter().for_each(|&s| { y.set(s); });
+            let expected: Vec<u16> = (0..16384).filter(|&s| x.test(s)).collect();
+            proptest::prop_assert_eq!(x.iter().collect::<Vec<_>>(), expected);
+            let d = x.without(&y);
+            for s in 0..16384u16 {
+                proptest::prop_assert_eq!(d.test(s), x.test(s) && !y.test(s));
+            }
+        }
     }
 }

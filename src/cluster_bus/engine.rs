@@ -518,22 +518,9 @@ fn update_slots_config_with(
     let mut dirty: Vec<u16> = Vec::new();
     let mut migrated_ours = 0usize;
     let sender_slots = slots.count();
-    // Only the claimed slots the sender does not already own can change: a byte of the
-    // claim at a time, skipping bytes with none.
-    let already = st.owner.bitmap_of(sender);
-    let new_claims = slots
-        .as_bytes()
-        .iter()
-        .zip(already.as_bytes())
-        .enumerate()
-        .filter(|(_, (claim, have))| *claim & !*have != 0)
-        .flat_map(|(byte, (claim, have))| {
-            let bits = claim & !have;
-            (0..8u16)
-                .filter(move |bit| bits & (1 << bit) != 0)
-                .map(move |bit| byte as u16 * 8 + bit)
-        });
-    for slot in new_claims.collect::<Vec<u16>>() {
+    // Only the claimed slots the sender does not already own can change.
+    let new_claims = slots.without(&st.owner.bitmap_of(sender));
+    for slot in new_claims.iter() {
         let s = usize::from(slot);
         let owner = st.owner.get(s);
         if owner == Some(sender) || st.importing.contains_key(&slot) {

@@ -392,10 +392,7 @@ fn own_slot_ranges(ctx: &Ctx<'_>) -> Vec<(u16, u16)> {
     let Some(st) = ctx.core.cluster.as_deref() else {
         return vec![(0, CLUSTER_SLOTS as u16 - 1)];
     };
-    let mine: Vec<u16> = (0..CLUSTER_SLOTS as u16)
-        .filter(|&s| st.owner.get(usize::from(s)) == Some(0))
-        .collect();
-    ranges(&mine)
+    st.slots_of(0).ranges().collect()
 }
 
 #[cfg(test)]

@@ -419,10 +419,9 @@ impl ClusterState {
         self.nodes.iter().position(|n| n.id == id)
     }
 
-    /// The slots node `index` owns.
-    ///
-    /// Built a byte (eight slots) at a time without branches: every bus message carries
-    /// its sender's slots and every message received is compared with them.
+    /// The slots node `index` owns (every bus message carries its sender's slots and
+    /// every message received is compared with them: the table remembers the bitmap
+    /// until it changes, [`SlotOwners::bitmap_of`]).
     pub fn slots_of(&self, index: usize) -> SlotBitmap {
         self.owner.bitmap_of(index)
     }
