@@ -134,7 +134,7 @@ impl IdlePoll {
                     // Another thread had this CPU: polling takes it from someone.
                     self.current.set(self.current.get() / 2);
                     break;
-                } else if last.elapsed() >= self.current.get().min(self.window.get()) {
+                } else if last.elapsed() >= self.current_window() {
                     break;
                 }
             }
@@ -150,7 +150,7 @@ impl IdlePoll {
 /// The next poll length after the server slept and was woken `idle` after its last
 /// activity, with the poll at `current` and `idle-poll-us` at `max` (the module's
 /// "The window adapts").
-pub fn adapt(current: Duration, max: Duration, idle: Duration) -> Duration {
+fn adapt(current: Duration, max: Duration, idle: Duration) -> Duration {
     if idle <= max {
         // A longer poll would have caught this request.
         current.saturating_mul(2).max(max / 4).min(max)
