@@ -289,7 +289,7 @@ impl Client {
         // from now on everything goes through the mailbox until the task waits again.
         if self.output.direct.accepts() {
             let early = self.output.direct.close();
-            if !early.is_empty() && self.tx.send(ClientMsg::Write(early)).is_err() {
+            if !early.is_empty() && self.tx.send(ClientMsg::Shared(early)).is_err() {
                 return;
             }
         }
@@ -309,7 +309,7 @@ impl Client {
     /// Appends a Pub/Sub message for the core to write directly (only while
     /// [`DirectOutput::accepts`](super::direct_write::DirectOutput::accepts)); true when
     /// it is the first pending one, so the client must be noted for the flusher.
-    pub fn push_direct(&self, bytes: &[u8], limit: BufferLimit) -> bool {
+    pub fn push_direct(&self, bytes: &bytes::Bytes, limit: BufferLimit) -> bool {
         if self.output.killed() {
             return false;
         }
@@ -321,9 +321,9 @@ impl Client {
 
     /// Puts bytes the flusher could not write at the head of the mailbox (they are
     /// counted as queued already).
-    pub fn requeue_first(&self, bytes: Vec<u8>) {
+    pub fn requeue_first(&self, bytes: bytes::Bytes) {
         let len = bytes.len();
-        if self.tx.send_front(ClientMsg::Write(bytes)).is_err() {
+        if self.tx.send_front(ClientMsg::Shared(bytes)).is_err() {
             self.output.remove_queued(len);
         }
     }

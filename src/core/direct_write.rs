@@ -9,7 +9,7 @@
 //!
 //! ```text
 //!  PUBLISH ─▶ subscriber idle (its task waits in select, nothing queued) and a sink?
-//!               │ yes: append to its `pending` bytes; first bytes: note its id and
+//!               │ yes: its `pending` (the shared frame, or a copy after it); first: note it and
 //!               │      wake the flusher (one task for the whole server)
 //!               │ no:  its mailbox, as before (ClientMsg::Shared)
 //!  flusher (after the publishing batch) ─▶ for each noted id: try_write(pending)
@@ -26,29 +26,73 @@
 //! Output limits count pending bytes as queued bytes. A TLS connection has no sink (its
 //! stream has state only its task may touch): its messages always use the mailbox.
 
+use crate::util::prefetch;
+use bytes::{Bytes, BytesMut};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
-
-/// Largest pending buffer a subscriber keeps between messages.
-const MAX_KEPT: usize = 16 * 1024;
 
 /// A connection's socket as seen by the flusher: writes what fits now, never waits.
 pub trait Sink {
     /// Writes as much of `buf` as the socket takes without blocking (`WouldBlock`
     /// when it takes nothing).
     fn try_write(&self, buf: &[u8]) -> std::io::Result<usize>;
+
+    /// Asks for what [`Sink::try_write`] will read to be brought into the caches
+    /// ([`prefetch`]); nothing by default.
+    fn prefetch(&self) {}
+}
+
+/// The messages waiting for the flusher. A fan-out usually leaves one message per
+/// subscriber between two flushes: that one is the publisher's encoded frame itself,
+/// shared by every subscriber (no copy, no buffer of the subscriber's own to touch);
+/// a second message before the flush makes it a buffer of its own.
+#[derive(Debug, Default)]
+enum Pending {
+    #[default]
+    Empty,
+    /// One message: the frame shared with the other subscribers.
+    One(Bytes),
+    /// Several messages, in order.
+    Many(BytesMut),
+}
+
+impl Pending {
+    fn len(&self) -> usize {
+        match self {
+            Pending::Empty => 0,
+            Pending::One(b) => b.len(),
+            Pending::Many(b) => b.len(),
+        }
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Pending::Empty => &[],
+            Pending::One(b) => b,
+            Pending::Many(b) => b,
+        }
+    }
+
+    /// Everything pending, leaving nothing.
+    fn take(&mut self) -> Bytes {
+        match std::mem::take(self) {
+            Pending::Empty => Bytes::new(),
+            Pending::One(b) => b,
+            Pending::Many(b) => b.freeze(),
+        }
+    }
 }
 
 /// One connection's side of direct writes (kept in its
 /// [`OutputState`](super::limits::OutputState)).
 #[derive(Default)]
 pub struct DirectOutput {
-    /// The socket, for plain TCP connections.
-    sink: RefCell<Option<Rc<dyn Sink>>>,
     /// The task waits idle with nothing queued: messages may bypass it.
     open: Cell<bool>,
     /// Messages not yet written by the flusher (nor taken by the task).
-    pending: RefCell<Vec<u8>>,
+    pending: RefCell<Pending>,
+    /// The socket, for plain TCP connections.
+    sink: RefCell<Option<Rc<dyn Sink>>>,
 }
 
 impl std::fmt::Debug for DirectOutput {
@@ -77,9 +121,9 @@ impl DirectOutput {
     /// The task woke up (or the flusher could not write everything): no more direct
     /// writes. Returns the bytes still pending, which must be written before anything
     /// else.
-    pub fn close(&self) -> Vec<u8> {
+    pub fn close(&self) -> Bytes {
         self.open.set(false);
-        std::mem::take(&mut *self.pending.borrow_mut())
+        self.pending.borrow_mut().take()
     }
 
     /// Whether a message may go to [`DirectOutput::push`] now.
@@ -87,56 +131,74 @@ impl DirectOutput {
         self.open.get()
     }
 
-    /// Appends `bytes` for the flusher; true when they are the first pending (the
-    /// client must be noted for the next flush).
-    pub fn push(&self, bytes: &[u8]) -> bool {
+    /// Appends the message `frame` for the flusher (sharing it when nothing else is
+    /// pending); true when it is the first pending (the client must be noted for the
+    /// next flush).
+    pub fn push(&self, frame: &Bytes) -> bool {
         let mut pending = self.pending.borrow_mut();
-        let first = pending.is_empty();
-        pending.extend_from_slice(bytes);
-        first
+        match &mut *pending {
+            Pending::Empty => {
+                *pending = Pending::One(frame.clone());
+                return true;
+            }
+            Pending::One(first) => {
+                let mut both = BytesMut::with_capacity(first.len() + frame.len());
+                both.extend_from_slice(first);
+                both.extend_from_slice(frame);
+                *pending = Pending::Many(both);
+            }
+            Pending::Many(all) => all.extend_from_slice(frame),
+        }
+        false
     }
 
     /// The flusher's step for this client: writes what the socket takes. Returns
     /// (bytes written or dropped, the rest that must go to the task). A broken socket
     /// drops its bytes: the task sees the error on its next read.
-    pub fn flush(&self) -> (usize, Vec<u8>) {
+    pub fn flush(&self) -> (usize, Bytes) {
         if !self.open.get() {
-            return (0, Vec::new());
+            return (0, Bytes::new());
         }
         let mut pending = self.pending.borrow_mut();
         let sink = self.sink.borrow();
         let Some(sink) = sink.as_ref() else {
             self.open.set(false);
-            return (0, std::mem::take(&mut *pending));
+            return (0, pending.take());
         };
-        let len = pending.len();
+        let bytes = pending.as_slice();
+        let len = bytes.len();
         let mut done = 0;
-        let mut broken = false;
         while done < len {
-            match sink.try_write(&pending[done..]) {
-                Ok(0) => broken = true,
+            match sink.try_write(&bytes[done..]) {
+                Ok(0) => done = len,
                 Ok(n) => done += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                Err(_) => broken = true,
-            }
-            if broken {
-                done = len;
+                Err(_) => done = len,
             }
         }
-        let rest = if done < len {
+        let all = pending.take();
+        if done < len {
             self.open.set(false);
-            pending[done..].to_vec()
-        } else {
-            Vec::new()
-        };
-        // The buffer keeps its capacity for the next message (one allocation per
-        // subscriber, not one per message), unless a burst made it large.
-        pending.clear();
-        if pending.capacity() > MAX_KEPT {
-            pending.shrink_to(MAX_KEPT / 16);
+            return (done, all.slice(done..));
         }
-        (done, rest)
+        (done, Bytes::new())
+    }
+
+    /// Asks the CPU to bring this client's sink (`deep`: what the sink points to)
+    /// into its caches: the flusher calls it for the next clients before writing the
+    /// current one, so the cache misses of a walk over thousands of subscribers overlap
+    /// with a system call instead of following it.
+    fn prefetch_sink(&self, deep: bool) {
+        if let Ok(sink) = self.sink.try_borrow()
+            && let Some(sink) = sink.as_ref()
+        {
+            if deep {
+                sink.prefetch();
+            } else {
+                prefetch(Rc::as_ptr(sink));
+            }
+        }
     }
 }
 
@@ -145,7 +207,20 @@ impl super::Core {
     /// flusher task runs this once per batch that published).
     pub fn flush_direct(&mut self) {
         let noted = std::mem::take(&mut self.direct_pending);
-        for (id, output) in noted {
+        for (k, (id, output)) in noted.iter().enumerate() {
+            // A pipeline of prefetches, one hop per client: three clients ahead, their
+            // state; two ahead, their sink (the state came a step ago); one ahead, the
+            // socket behind the sink.
+            if let Some((_, later)) = noted.get(k + 3) {
+                prefetch(Rc::as_ptr(later));
+                prefetch(std::ptr::from_ref(&later.direct));
+            }
+            if let Some((_, later)) = noted.get(k + 2) {
+                later.direct.prefetch_sink(false);
+            }
+            if let Some((_, next)) = noted.get(k + 1) {
+                next.direct.prefetch_sink(true);
+            }
             // A client over its output limit is closing: nothing more goes out.
             if output.killed() {
                 continue;
@@ -155,7 +230,7 @@ impl super::Core {
             output.remove_queued(written);
             self.stats.net_output_bytes += written as u64;
             if !rest.is_empty() {
-                match self.clients.get(&id) {
+                match self.clients.get(id) {
                     Some(client) => client.requeue_first(rest),
                     None => output.remove_queued(rest.len()),
                 }
@@ -199,17 +274,54 @@ mod tests {
         d.set_sink(sink.clone());
         d.open();
         assert!(d.accepts());
-        assert!(d.push(b"abc"), "the first bytes note the client");
-        assert!(!d.push(b"def"));
+        assert!(
+            d.push(&Bytes::from_static(b"abc")),
+            "the first bytes note the client"
+        );
+        assert!(!d.push(&Bytes::from_static(b"def")));
         let (written, rest) = d.flush();
-        assert_eq!((written, rest.as_slice()), (5, b"f".as_slice()));
+        assert_eq!((written, &rest[..]), (5, b"f".as_slice()));
         assert_eq!(sink.got.borrow().as_slice(), b"abcde");
         assert!(!d.accepts(), "a full socket hands the rest to the task");
         // The task takes whatever is still pending when it wakes.
         d.open();
-        d.push(b"xy");
-        assert_eq!(d.close(), b"xy");
+        d.push(&Bytes::from_static(b"xy"));
+        assert_eq!(&d.close()[..], b"xy");
         assert!(!d.accepts());
-        assert_eq!(d.flush(), (0, Vec::new()), "closed: the flusher leaves it");
+        assert_eq!(
+            d.flush(),
+            (0, Bytes::new()),
+            "closed: the flusher leaves it"
+        );
+    }
+
+    /// One pending message is the publisher's frame itself; more make a buffer of the
+    /// client's own, in order, and the frame is left as it was.
+    #[test]
+    fn one_message_is_shared_and_more_are_concatenated_in_order() {
+        let sink = Rc::new(Tight {
+            room: Cell::new(usize::MAX),
+            got: RefCell::new(Vec::new()),
+        });
+        let d = DirectOutput::default();
+        d.set_sink(sink.clone());
+        d.open();
+        let frame = Bytes::from(b"*3\r\n$7\r\nmessage\r\n".to_vec());
+        assert!(d.push(&frame));
+        assert!(
+            matches!(&*d.pending.borrow(), Pending::One(b) if b.as_ptr() == frame.as_ptr()),
+            "the first message is not copied"
+        );
+        assert_eq!(d.flush(), (frame.len(), Bytes::new()));
+        assert!(d.accepts(), "all written: still open");
+        for part in [&b"1"[..], b"22", b"333"] {
+            d.push(&Bytes::copy_from_slice(part));
+        }
+        assert_eq!(d.pending.borrow().len(), 6);
+        assert_eq!(d.flush(), (6, Bytes::new()));
+        let mut want = frame.to_vec();
+        want.extend_from_slice(b"122333");
+        assert_eq!(sink.got.borrow().as_slice(), want.as_slice());
+        assert_eq!(&frame[..], b"*3\r\n$7\r\nmessage\r\n");
     }
 }

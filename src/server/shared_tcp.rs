@@ -29,8 +29,16 @@ impl SharedTcp {
 }
 
 impl Sink for TcpSink {
+    /// One `send` on the socket, without tokio's readiness bookkeeping: the flusher
+    /// never waits for readiness (a `WouldBlock` hands the rest to the task, whose own
+    /// write then finds the socket full, clears the readiness and waits as usual), and
+    /// skipping it spares a cache miss per subscriber in a fan-out.
     fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
-        self.0.try_write(buf)
+        socket2::SockRef::from(&*self.0).send(buf)
+    }
+
+    fn prefetch(&self) {
+        crate::util::prefetch(Rc::as_ptr(&self.0));
     }
 }
 
