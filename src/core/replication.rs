@@ -689,25 +689,37 @@ impl Replication {
     }
 
     /// Appends a record the primary sent (a replica forwarding its primary's stream to
-    /// its own replicas), already in the database it names.
-    pub fn feed_from_master(&mut self, argv: &[Bytes], backlog_size: u64, hard_limit: u64) -> u64 {
-        // Without a backlog (no replica of ours ever connected) only the offset moves:
-        // the length is counted, not encoded.
-        let len = match self.backlog.as_mut() {
-            None => crate::resp::writer::command_len(argv) as u64,
-            Some(b) => {
-                let mut bytes = Vec::new();
-                crate::resp::writer::command(&mut bytes, argv);
-                if let Some(p) = translate_argv(argv, bytes.len()) {
-                    b.patches.push_back(Patch {
-                        at: self.offset,
-                        bytes: p.into_boxed_slice(),
-                    });
-                }
-                b.buf.extend(&bytes);
-                bytes.len() as u64
+    /// its own replicas), already in the database it names. `raw` is the record's bytes
+    /// as received, when the parser kept them: they go to the backlog as they are, as
+    /// Redis's `replicationFeedStreamFromMasterStream` copies what it read; without them
+    /// (a record that came in pieces) the arguments are encoded again. Either way the
+    /// offset moves by the record's length, which is what the primary counted.
+    pub fn feed_from_master(
+        &mut self,
+        argv: &[Bytes],
+        raw: Option<&[u8]>,
+        backlog_size: u64,
+        hard_limit: u64,
+    ) -> u64 {
+        let encoded_len = crate::resp::writer::command_len(argv);
+        // Without a backlog (no replica of ours ever connected) only the offset moves.
+        if let Some(b) = self.backlog.as_mut() {
+            if let Some(p) = translate_argv(argv, encoded_len) {
+                b.patches.push_back(Patch {
+                    at: self.offset,
+                    bytes: p.into_boxed_slice(),
+                });
             }
-        };
+            match raw.filter(|r| r.len() == encoded_len) {
+                Some(raw) => b.buf.extend(raw),
+                None => {
+                    let mut bytes = Vec::with_capacity(encoded_len);
+                    crate::resp::writer::command(&mut bytes, argv);
+                    b.buf.extend(&bytes);
+                }
+            }
+        }
+        let len = encoded_len as u64;
         self.offset += len;
         self.trim(backlog_size, hard_limit);
         len

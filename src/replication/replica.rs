@@ -615,8 +615,9 @@ async fn stream_loop(
     let limits: ParserLimits = core.borrow().limits.parser;
     let mut parser = RequestParser::new(limits);
     parser.set_authenticated(true);
+    parser.keep_frames();
     let mut ack_timer = tokio::time::interval(Duration::from_secs(1));
-    let mut tx: Option<Vec<Argv>> = None;
+    let mut tx: Option<Vec<Received>> = None;
     // Send the first ACK at once: the primary learns our offset.
     send_ack(core, conn).await?;
     loop {
@@ -697,12 +698,16 @@ async fn send_ack(core: &SharedCore, conn: &mut Conn) -> LinkResult<()> {
 /// Runs every complete command in `buf` as the primary's client; true when one asked
 /// for an ACK. A transaction from the primary (`MULTI` ... `EXEC`) is gathered in `tx`
 /// (it may span reads) and run at its EXEC, in order, state records included.
+/// A command from the primary: its arguments, and its bytes as received when they came
+/// in one piece.
+type Received = (Argv, Option<bytes::Bytes>);
+
 fn apply(
     core: &SharedCore,
     id: u64,
     parser: &mut RequestParser,
     buf: &mut BytesMut,
-    tx: &mut Option<Vec<Argv>>,
+    tx: &mut Option<Vec<Received>>,
 ) -> LinkResult<bool> {
     let mut c = core.borrow_mut();
     let Some(mut client) = c.clients.remove(&id) else {
@@ -719,28 +724,31 @@ fn apply(
         }
         match parser.parse(buf) {
             Ok(Some(argv)) => {
+                // The command's bytes as the primary sent them: they go on to our
+                // backlog as they are (re-encoded only when they came in pieces).
+                let raw = parser.take_frame();
                 let name = argv.first().cloned().unwrap_or_default();
                 // A transaction counts toward our offset (and goes on to our replicas)
                 // only once applied whole, as Redis advances its offset at EXEC: a link
                 // lost in its middle resumes from before its MULTI.
                 if name.eq_ignore_ascii_case(b"MULTI") && tx.is_none() {
-                    *tx = Some(vec![argv]);
+                    *tx = Some(vec![(argv, raw)]);
                 } else if name.eq_ignore_ascii_case(b"EXEC") && tx.is_some() {
                     let mut queued = tx.take().unwrap_or_default();
                     c.persist.exec_begin();
-                    for q in queued.iter().skip(1) {
+                    for (q, _) in queued.iter().skip(1) {
                         run_one(&mut c, &mut client, q.clone(), &mut out);
                     }
                     c.persist.exec_end();
-                    queued.push(argv);
-                    for q in &queued {
-                        c.repl.feed_from_master(q, size, hard);
+                    queued.push((argv, raw));
+                    for (q, raw) in &queued {
+                        c.repl.feed_from_master(q, raw.as_deref(), size, hard);
                     }
                 } else if let Some(queue) = tx.as_mut() {
-                    queue.push(argv);
+                    queue.push((argv, raw));
                 } else {
                     run_one(&mut c, &mut client, argv.clone(), &mut out);
-                    c.repl.feed_from_master(&argv, size, hard);
+                    c.repl.feed_from_master(&argv, raw.as_deref(), size, hard);
                 }
             }
             Ok(None) => break,

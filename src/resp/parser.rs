@@ -45,7 +45,7 @@
 //! before the `\r` (multibulk) or `\n` (inline) that ends a line hides that line's end, so
 //! the request waits for more bytes until the 64 KiB line limit rejects it.
 
-use bytes::{Buf, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 
 use crate::resp::Argv;
 use crate::resp::inline;
@@ -330,6 +330,11 @@ pub struct RequestParser {
     /// Scratch of [`RequestParser::parse_whole`]: each argument's `(start, end)` in the
     /// command's bytes, kept to reuse its allocation.
     spans: Vec<(usize, usize)>,
+    /// Whether [`RequestParser::take_frame`] is wanted (a replica's link to its primary).
+    keep_frames: bool,
+    /// With `keep_frames`: the bytes of the command the last parse returned, when they
+    /// came in one piece (the usual case); the arguments are slices of them.
+    frame: Option<Bytes>,
 }
 
 /// What happened to the start of a new request.
@@ -357,7 +362,23 @@ impl RequestParser {
             argv_bytes: 0,
             failed: None,
             spans: Vec::new(),
+            keep_frames: false,
+            frame: None,
         }
+    }
+
+    /// Keeps each command's own bytes for [`RequestParser::take_frame`]: a replica
+    /// forwards what its primary sent to its own backlog as it came, instead of
+    /// encoding the arguments again.
+    pub fn keep_frames(&mut self) {
+        self.keep_frames = true;
+    }
+
+    /// The bytes of the command the last [`RequestParser::parse`] returned, exactly as
+    /// received, when it was parsed in one piece and [`RequestParser::keep_frames`] is
+    /// on; `None` otherwise (a command that arrived across reads).
+    pub fn take_frame(&mut self) -> Option<Bytes> {
+        self.frame.take()
     }
 
     /// While false, Redis's unauthenticated limits apply: a multibulk count above 10 is
@@ -389,6 +410,9 @@ impl RequestParser {
     pub fn parse(&mut self, buf: &mut BytesMut) -> Result<Option<Argv>, ProtocolError> {
         if let Some(err) = self.failed {
             return Err(err);
+        }
+        if self.keep_frames {
+            self.frame = None;
         }
         let result = self.parse_inner(buf);
         if let Err(err) = result {
@@ -481,6 +505,9 @@ impl RequestParser {
         let frame = buf.split_to(pos).freeze();
         let mut argv = Argv::with_capacity(count);
         argv.extend(spans.iter().map(|&(a, b)| frame.slice(a..b)));
+        if self.keep_frames {
+            self.frame = Some(frame);
+        }
         Some(argv)
     }
 
@@ -659,6 +686,32 @@ mod tests {
         let mut buf = BytesMut::from(input);
         let mut parser = RequestParser::new(ParserLimits::default());
         matches!(parser.parse(&mut buf), Ok(None))
+    }
+
+    /// With frames kept, a command that came whole hands back its exact bytes (and only
+    /// until the next parse); one that came in pieces, or an inline one, hands back none.
+    #[test]
+    fn kept_frames_are_the_commands_own_bytes() {
+        let mut parser = RequestParser::new(ParserLimits::default());
+        let first = encode(&[b"XADD", b"s", b"1-1", b"f", b"v"]);
+        let second = encode(&[b"SET", b"k", b"value"]);
+        let mut buf = BytesMut::from([first.as_slice(), second.as_slice()].concat().as_slice());
+        assert!(parser.parse(&mut buf).expect("parse").is_some());
+        assert_eq!(parser.take_frame(), None, "not kept unless asked");
+        parser.keep_frames();
+        assert!(parser.parse(&mut buf).expect("parse").is_some());
+        assert_eq!(parser.take_frame().as_deref(), Some(second.as_slice()));
+        assert_eq!(parser.take_frame(), None, "taken once");
+        // In two pieces: the arguments, but no frame.
+        let (a, b) = first.split_at(9);
+        let mut buf = BytesMut::from(a);
+        assert!(parser.parse(&mut buf).expect("parse").is_none());
+        buf.extend_from_slice(b);
+        assert!(parser.parse(&mut buf).expect("parse").is_some());
+        assert_eq!(parser.take_frame(), None);
+        let mut buf = BytesMut::from(&b"PING\r\n"[..]);
+        assert!(parser.parse(&mut buf).expect("parse").is_some());
+        assert_eq!(parser.take_frame(), None, "inline commands have no frame");
     }
 
     fn encode(argv: &[&[u8]]) -> Vec<u8> {
