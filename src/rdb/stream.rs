@@ -363,35 +363,14 @@ fn read_group(r: &mut Reader<'_>, t: u8, s: &mut Stream) -> Result<(), RdbError>
     Ok(())
 }
 
-/// An element's bytes without a heap allocation: borrowed from the node, or an
-/// integer's decimal text held inline (at most 20 bytes: `-9223372036854775808`).
-#[derive(Clone, Copy)]
-enum Text<'a> {
-    Borrowed(&'a [u8]),
-    Int([u8; 20], u8),
-}
-
-impl<'a> From<Elem<'a>> for Text<'a> {
-    fn from(e: Elem<'a>) -> Text<'a> {
-        match e {
-            Elem::Str(s) => Text::Borrowed(s),
-            Elem::Int(i) => {
-                let mut buf = itoa::Buffer::new();
-                let t = buf.format(i).as_bytes();
-                let mut a = [0u8; 20];
-                a[..t.len()].copy_from_slice(t);
-                Text::Int(a, t.len() as u8)
-            }
-        }
-    }
-}
-
-impl AsRef<[u8]> for Text<'_> {
-    fn as_ref(&self) -> &[u8] {
-        match self {
-            Text::Borrowed(s) => s,
-            Text::Int(a, n) => &a[..usize::from(*n)],
-        }
+/// A Redis listpack element as a node element: integers stay integers (no decimal text
+/// to format and parse again), strings are classified as streamd stores them (an
+/// integer's canonical text becomes the integer, as Redis's own encoder would have made
+/// it).
+fn node_value(e: Elem<'_>) -> Value<'_> {
+    match e {
+        Elem::Str(s) => Value::classify(s),
+        Elem::Int(i) => Value::Int(i),
     }
 }
 
@@ -405,9 +384,9 @@ fn decode_node(master: StreamId, bytes: &[u8]) -> Result<Option<Listpack>, Decod
     if count < 0 || deleted < 0 || nfields < 0 {
         return bad(&d, "negative count in the master entry");
     }
-    let mut master_fields: Vec<Text<'_>> = Vec::new();
+    let mut master_fields: Vec<Value<'_>> = Vec::new();
     for _ in 0..nfields {
-        master_fields.push(d.expect()?.into());
+        master_fields.push(node_value(d.expect()?));
     }
     if d.expect_int()? != 0 {
         return bad(&d, "master entry not closed by 0");
@@ -416,7 +395,7 @@ fn decode_node(master: StreamId, bytes: &[u8]) -> Result<Option<Listpack>, Decod
     let (mut live, mut dead) = (0i64, 0i64);
     let mut prev: Option<StreamId> = None;
     let mut tombstones: Vec<usize> = Vec::new();
-    let mut elements: Vec<Text<'_>> = Vec::new();
+    let mut elements: Vec<Value<'_>> = Vec::new();
     let mut ordinal = 0usize;
     while !d.at_end() {
         let flags = d.expect_int()?;
@@ -436,7 +415,7 @@ fn decode_node(master: StreamId, bytes: &[u8]) -> Result<Option<Listpack>, Decod
         let pairs = if flags & FLAG_SAMEFIELDS != 0 {
             for f in &master_fields {
                 elements.push(*f);
-                elements.push(d.expect()?.into());
+                elements.push(node_value(d.expect()?));
             }
             master_fields.len()
         } else {
@@ -445,8 +424,8 @@ fn decode_node(master: StreamId, bytes: &[u8]) -> Result<Option<Listpack>, Decod
                 return bad(&d, "bad entry field count");
             }
             for _ in 0..n {
-                elements.push(d.expect()?.into());
-                elements.push(d.expect()?.into());
+                elements.push(node_value(d.expect()?));
+                elements.push(node_value(d.expect()?));
             }
             n as usize
         };
@@ -467,13 +446,22 @@ fn decode_node(master: StreamId, bytes: &[u8]) -> Result<Option<Listpack>, Decod
                     .iter()
                     .step_by(2)
                     .zip(&master_fields)
-                    .all(|(a, b)| a.as_ref() == b.as_ref());
+                    .all(|(a, b)| a == b);
                 if !same || pairs != master_fields.len() {
                     return bad(&d, "first entry's fields are not the master fields");
                 }
-                lp = Some(Listpack::new(&elements));
+                let mut first = Listpack::from_values(&elements);
+                // Our encoding of a node is no larger than Redis's, bar a few bytes.
+                first.reserve_total(bytes.len() + 64);
+                lp = Some(first);
             }
-            Some(lp) => lp.append(master, id, &elements, NODE_GROW_HINT),
+            Some(lp) => lp.append_values(
+                master,
+                id,
+                &elements,
+                NODE_GROW_HINT,
+                flags & FLAG_SAMEFIELDS != 0,
+            ),
         }
         if flags & FLAG_DELETED != 0 {
             dead += 1;

@@ -373,22 +373,25 @@ fn redis_value_size(v: Value<'_>) -> usize {
 
 /// Upper bound of the bytes one entry takes in our format (head, seq, count and back-len
 /// at most 10 bytes each; each element at most 5 header bytes for lengths below 16 GiB).
-fn entry_size_bound<T: AsRef<[u8]>>(elements: &[T]) -> usize {
+fn entry_size_bound<'v>(elements: impl Iterator<Item = Value<'v>>) -> usize {
     40 + elements
-        .iter()
-        .map(|e| e.as_ref().len() + 10)
+        .map(|e| match e {
+            Value::Str(s) => s.len() + 10,
+            Value::Int(_) => 20,
+        })
         .sum::<usize>()
 }
 
 /// Writes one entry (no counter updates) and returns the bytes the same entry takes in
 /// Redis's listpack as `streamAppendItem` writes it: flags, ms-delta, seq-delta,
 /// [num-fields, fields], values, lp-count.
-fn write_entry<T: AsRef<[u8]>>(
+fn write_entry<E>(
     out: &mut impl Sink,
     ms_delta: u64,
     seq_delta: u64,
     flags: u8,
-    elements: &[T],
+    elements: &[E],
+    value: impl Fn(&E) -> Value<'_>,
 ) -> usize {
     let nfields = elements.len() / 2;
     let same = flags & FLAG_SAMEFIELDS != 0;
@@ -409,7 +412,7 @@ fn write_entry<T: AsRef<[u8]>>(
         .skip(usize::from(same))
         .step_by(if same { 2 } else { 1 });
     for e in stored {
-        let v = Value::classify(e.as_ref());
+        let v = value(e);
         put_elem(out, v);
         redis += redis_value_size(v);
     }
@@ -417,6 +420,17 @@ fn write_entry<T: AsRef<[u8]>>(
     put_backlen(out, len);
     let lp_count = if same { nfields + 3 } else { 2 * nfields + 4 };
     redis + redis_lp::int_size(lp_count as i64)
+}
+
+/// How a caller's element becomes a node element: byte strings are classified (an
+/// integer's canonical text is stored as the integer).
+fn classified<T: AsRef<[u8]>>(e: &T) -> Value<'_> {
+    Value::classify(e.as_ref())
+}
+
+/// An element that is already a node element (a node rebuilt from another encoding).
+fn as_is<'b>(v: &'b Value<'_>) -> Value<'b> {
+    *v
 }
 
 /// Reads the u32 LE at `off`.
@@ -552,24 +566,35 @@ impl Listpack {
     /// A node holding one entry, the first: its field names become the master entry.
     /// `elements` is `f1, v1, f2, v2, ...`. The node is allocated to fit exactly.
     pub fn new<T: AsRef<[u8]>>(elements: &[T]) -> Listpack {
+        Listpack::new_with(elements, classified)
+    }
+
+    /// [`Listpack::new`] from elements already in node form (integers as integers: a
+    /// node rebuilt from Redis's listpack, where no decimal text exists to parse).
+    pub fn from_values(elements: &[Value<'_>]) -> Listpack {
+        Listpack::new_with(elements, as_is)
+    }
+
+    fn new_with<E>(elements: &[E], value: impl Fn(&E) -> Value<'_>) -> Listpack {
         assert!(
             elements.len().is_multiple_of(2),
             "elements come in field/value pairs"
         );
         let nfields = elements.len() / 2;
         // Built with its length prefix, then copied into the node's one allocation.
-        let mut buf = Vec::with_capacity(PREFIX + HDR_SIZE + 10 + entry_size_bound(elements));
+        let bound = entry_size_bound(elements.iter().map(&value));
+        let mut buf = Vec::with_capacity(PREFIX + HDR_SIZE + 10 + bound);
         buf.extend_from_slice(&[0; PREFIX + HDR_SIZE]);
         put_uvarint(&mut buf, nfields as u64);
         // Redis: the master entry is count, deleted, num-fields, fields..., 0.
         let mut redis =
             redis_lp::EMPTY + redis_lp::int_size(nfields as i64) + redis_lp::int_size(0);
         for f in elements.iter().step_by(2) {
-            let v = Value::classify(f.as_ref());
+            let v = value(f);
             put_elem(&mut buf, v);
             redis += redis_value_size(v);
         }
-        redis += write_entry(&mut buf, 0, 0, FLAG_SAMEFIELDS, elements);
+        redis += write_entry(&mut buf, 0, 0, FLAG_SAMEFIELDS, elements, &value);
         let len = node_len(buf.len() - PREFIX);
         let (prefix, data) = buf.split_at_mut(PREFIX);
         set_u32(prefix, 0, len);
@@ -591,6 +616,32 @@ impl Listpack {
         elements: &[T],
         max_hint: usize,
     ) {
+        self.append_with(master, id, elements, max_hint, classified, false);
+    }
+
+    /// [`Listpack::append`] of elements already in node form (see
+    /// [`Listpack::from_values`]). `same_fields`: the caller knows the field names are
+    /// the master entry's (the source encoding said so), which spares comparing them.
+    pub fn append_values(
+        &mut self,
+        master: StreamId,
+        id: StreamId,
+        elements: &[Value<'_>],
+        max_hint: usize,
+        same_fields: bool,
+    ) {
+        self.append_with(master, id, elements, max_hint, as_is, same_fields);
+    }
+
+    fn append_with<E>(
+        &mut self,
+        master: StreamId,
+        id: StreamId,
+        elements: &[E],
+        max_hint: usize,
+        value: impl Fn(&E) -> Value<'_>,
+        known_same: bool,
+    ) {
         assert!(
             elements.len().is_multiple_of(2),
             "elements come in field/value pairs"
@@ -598,16 +649,20 @@ impl Listpack {
         debug_assert!(id >= master);
         // Only the master's field count and names: no need to skip past them first.
         let (nfields, fields) = self.master_head();
-        let same = elements.len() / 2 == nfields && {
-            let mut pos = fields;
-            elements
-                .iter()
-                .step_by(2)
-                .all(|f| get_elem(self.data(), &mut pos).eq_bytes(f.as_ref()))
+        let same_as_master = || {
+            elements.len() / 2 == nfields && {
+                let mut pos = fields;
+                elements
+                    .iter()
+                    .step_by(2)
+                    .all(|f| get_elem(self.data(), &mut pos) == value(f))
+            }
         };
+        debug_assert!(!known_same || same_as_master());
+        let same = known_same || same_as_master();
         let ms_delta = id.ms - master.ms;
         let seq_delta = id.seq.wrapping_sub(master.seq);
-        self.reserve(entry_size_bound(elements), max_hint);
+        self.reserve(entry_size_bound(elements.iter().map(&value)), max_hint);
         let flags = if same { FLAG_SAMEFIELDS } else { 0 };
         let len = self.len();
         let Buf::Inline(buf) = &mut self.buf else {
@@ -618,12 +673,19 @@ impl Listpack {
             buf: &mut data[len..],
             pos: 0,
         };
-        let redis = write_entry(&mut room, ms_delta, seq_delta, flags, elements);
+        let redis = write_entry(&mut room, ms_delta, seq_delta, flags, elements, &value);
         let new_len = len + room.pos;
         set_u32(data, HDR_LIVE, get_u32(data, HDR_LIVE) + 1);
         let total = get_u32(data, HDR_REDIS) as usize + redis;
         set_u32(data, HDR_REDIS, u32::try_from(total).unwrap_or(u32::MAX));
         set_u32(prefix, 0, node_len(new_len));
+    }
+
+    /// Makes room for the node to reach `total` bytes without moving: a node rebuilt
+    /// entry by entry from another encoding of known size is allocated once, not
+    /// doubled six times on the way to 4 KB.
+    pub fn reserve_total(&mut self, total: usize) {
+        self.reserve(total.saturating_sub(self.len()), total);
     }
 
     /// Makes room for `additional` more bytes, leaving the node inline: double the
