@@ -373,25 +373,19 @@ fn redis_value_size(v: Value<'_>) -> usize {
 
 /// Upper bound of the bytes one entry takes in our format (head, seq, count and back-len
 /// at most 10 bytes each; each element at most 5 header bytes for lengths below 16 GiB).
-fn entry_size_bound<'v>(elements: impl Iterator<Item = Value<'v>>) -> usize {
-    40 + elements
-        .map(|e| match e {
-            Value::Str(s) => s.len() + 10,
-            Value::Int(_) => 20,
-        })
-        .sum::<usize>()
+fn entry_size_bound<E, C: Encode<E>>(elements: &[E]) -> usize {
+    40 + elements.iter().map(C::bound).sum::<usize>()
 }
 
 /// Writes one entry (no counter updates) and returns the bytes the same entry takes in
 /// Redis's listpack as `streamAppendItem` writes it: flags, ms-delta, seq-delta,
 /// [num-fields, fields], values, lp-count.
-fn write_entry<E>(
+fn write_entry<E, C: Encode<E>>(
     out: &mut impl Sink,
     ms_delta: u64,
     seq_delta: u64,
     flags: u8,
     elements: &[E],
-    value: impl Fn(&E) -> Value<'_>,
 ) -> usize {
     let nfields = elements.len() / 2;
     let same = flags & FLAG_SAMEFIELDS != 0;
@@ -412,7 +406,7 @@ fn write_entry<E>(
         .skip(usize::from(same))
         .step_by(if same { 2 } else { 1 });
     for e in stored {
-        let v = value(e);
+        let v = C::value(e);
         put_elem(out, v);
         redis += redis_value_size(v);
     }
@@ -422,15 +416,42 @@ fn write_entry<E>(
     redis + redis_lp::int_size(lp_count as i64)
 }
 
-/// How a caller's element becomes a node element: byte strings are classified (an
-/// integer's canonical text is stored as the integer).
-fn classified<T: AsRef<[u8]>>(e: &T) -> Value<'_> {
-    Value::classify(e.as_ref())
+/// How a caller's elements become node elements.
+trait Encode<E> {
+    /// The node element `e` is stored as.
+    fn value(e: &E) -> Value<'_>;
+    /// An upper bound of `e`'s bytes in the node (at most 5 header bytes for lengths
+    /// below 16 GiB, 10 for an integer), cheap to compute.
+    fn bound(e: &E) -> usize;
 }
 
-/// An element that is already a node element (a node rebuilt from another encoding).
-fn as_is<'b>(v: &'b Value<'_>) -> Value<'b> {
-    *v
+/// Byte strings from a client: an integer's canonical text is stored as the integer.
+struct Classified;
+
+impl<T: AsRef<[u8]>> Encode<T> for Classified {
+    fn value(e: &T) -> Value<'_> {
+        Value::classify(e.as_ref())
+    }
+
+    fn bound(e: &T) -> usize {
+        e.as_ref().len() + 10
+    }
+}
+
+/// Elements already in node form (a node rebuilt from another encoding).
+struct AsIs;
+
+impl<'a> Encode<Value<'a>> for AsIs {
+    fn value<'b>(e: &'b Value<'a>) -> Value<'b> {
+        *e
+    }
+
+    fn bound(e: &Value<'a>) -> usize {
+        match e {
+            Value::Str(s) => s.len() + 10,
+            Value::Int(_) => 10,
+        }
+    }
 }
 
 /// Reads the u32 LE at `off`.
@@ -566,23 +587,23 @@ impl Listpack {
     /// A node holding one entry, the first: its field names become the master entry.
     /// `elements` is `f1, v1, f2, v2, ...`. The node is allocated to fit exactly.
     pub fn new<T: AsRef<[u8]>>(elements: &[T]) -> Listpack {
-        Listpack::new_with(elements, classified)
+        Listpack::new_with::<T, Classified>(elements)
     }
 
     /// [`Listpack::new`] from elements already in node form (integers as integers: a
     /// node rebuilt from Redis's listpack, where no decimal text exists to parse).
     pub fn from_values(elements: &[Value<'_>]) -> Listpack {
-        Listpack::new_with(elements, as_is)
+        Listpack::new_with::<Value<'_>, AsIs>(elements)
     }
 
-    fn new_with<E>(elements: &[E], value: impl Fn(&E) -> Value<'_>) -> Listpack {
+    fn new_with<E, C: Encode<E>>(elements: &[E]) -> Listpack {
         assert!(
             elements.len().is_multiple_of(2),
             "elements come in field/value pairs"
         );
         let nfields = elements.len() / 2;
         // Built with its length prefix, then copied into the node's one allocation.
-        let bound = entry_size_bound(elements.iter().map(&value));
+        let bound = entry_size_bound::<E, C>(elements);
         let mut buf = Vec::with_capacity(PREFIX + HDR_SIZE + 10 + bound);
         buf.extend_from_slice(&[0; PREFIX + HDR_SIZE]);
         put_uvarint(&mut buf, nfields as u64);
@@ -590,11 +611,11 @@ impl Listpack {
         let mut redis =
             redis_lp::EMPTY + redis_lp::int_size(nfields as i64) + redis_lp::int_size(0);
         for f in elements.iter().step_by(2) {
-            let v = value(f);
+            let v = C::value(f);
             put_elem(&mut buf, v);
             redis += redis_value_size(v);
         }
-        redis += write_entry(&mut buf, 0, 0, FLAG_SAMEFIELDS, elements, &value);
+        redis += write_entry::<E, C>(&mut buf, 0, 0, FLAG_SAMEFIELDS, elements);
         let len = node_len(buf.len() - PREFIX);
         let (prefix, data) = buf.split_at_mut(PREFIX);
         set_u32(prefix, 0, len);
@@ -616,7 +637,7 @@ impl Listpack {
         elements: &[T],
         max_hint: usize,
     ) {
-        self.append_with(master, id, elements, max_hint, classified, false);
+        self.append_with::<T, Classified>(master, id, elements, max_hint, false);
     }
 
     /// [`Listpack::append`] of elements already in node form (see
@@ -630,16 +651,15 @@ impl Listpack {
         max_hint: usize,
         same_fields: bool,
     ) {
-        self.append_with(master, id, elements, max_hint, as_is, same_fields);
+        self.append_with::<Value<'_>, AsIs>(master, id, elements, max_hint, same_fields);
     }
 
-    fn append_with<E>(
+    fn append_with<E, C: Encode<E>>(
         &mut self,
         master: StreamId,
         id: StreamId,
         elements: &[E],
         max_hint: usize,
-        value: impl Fn(&E) -> Value<'_>,
         known_same: bool,
     ) {
         assert!(
@@ -655,14 +675,14 @@ impl Listpack {
                 elements
                     .iter()
                     .step_by(2)
-                    .all(|f| get_elem(self.data(), &mut pos) == value(f))
+                    .all(|f| get_elem(self.data(), &mut pos) == C::value(f))
             }
         };
         debug_assert!(!known_same || same_as_master());
         let same = known_same || same_as_master();
         let ms_delta = id.ms - master.ms;
         let seq_delta = id.seq.wrapping_sub(master.seq);
-        self.reserve(entry_size_bound(elements.iter().map(&value)), max_hint);
+        self.reserve(entry_size_bound::<E, C>(elements), max_hint);
         let flags = if same { FLAG_SAMEFIELDS } else { 0 };
         let len = self.len();
         let Buf::Inline(buf) = &mut self.buf else {
@@ -673,7 +693,7 @@ impl Listpack {
             buf: &mut data[len..],
             pos: 0,
         };
-        let redis = write_entry(&mut room, ms_delta, seq_delta, flags, elements, &value);
+        let redis = write_entry::<E, C>(&mut room, ms_delta, seq_delta, flags, elements);
         let new_len = len + room.pos;
         set_u32(data, HDR_LIVE, get_u32(data, HDR_LIVE) + 1);
         let total = get_u32(data, HDR_REDIS) as usize + redis;
