@@ -74,30 +74,40 @@ impl Builder {
         Builder { buf, count: 0 }
     }
 
-    /// Appends an integer in its smallest encoding.
+    /// Appends an integer in its smallest encoding. The element (at most 9 bytes) and
+    /// its back-len (one byte: its length) are put together on the stack and appended
+    /// at once: DUMP writes several of these per stream entry.
     pub fn int(&mut self, v: i64) {
-        let start = self.buf.len();
-        let b = &mut self.buf;
-        if (0..=127).contains(&v) {
-            b.push(v as u8);
+        let mut e = [0u8; 10];
+        let n = if (0..=127).contains(&v) {
+            e[0] = v as u8;
+            1
         } else if (-4096..=4095).contains(&v) {
             let u = if v < 0 { (1i64 << 13) + v } else { v } as u16;
-            b.push(0xC0 | (u >> 8) as u8);
-            b.push((u & 0xff) as u8);
+            e[0] = 0xC0 | (u >> 8) as u8;
+            e[1] = (u & 0xff) as u8;
+            2
         } else if (-32768..=32767).contains(&v) {
-            b.push(0xF1);
-            b.extend_from_slice(&(v as i16).to_le_bytes());
+            e[0] = 0xF1;
+            e[1..3].copy_from_slice(&(v as i16).to_le_bytes());
+            3
         } else if (-8_388_608..=8_388_607).contains(&v) {
-            b.push(0xF2);
-            b.extend_from_slice(&(v as i32).to_le_bytes()[..3]);
+            e[0] = 0xF2;
+            e[1..4].copy_from_slice(&(v as i32).to_le_bytes()[..3]);
+            4
         } else if i32::try_from(v).is_ok() {
-            b.push(0xF3);
-            b.extend_from_slice(&(v as i32).to_le_bytes());
+            e[0] = 0xF3;
+            e[1..5].copy_from_slice(&(v as i32).to_le_bytes());
+            5
         } else {
-            b.push(0xF4);
-            b.extend_from_slice(&v.to_le_bytes());
-        }
-        self.end_elem(start);
+            e[0] = 0xF4;
+            e[1..9].copy_from_slice(&v.to_le_bytes());
+            9
+        };
+        // The back-len of an element shorter than 128 bytes is its length, one byte.
+        e[n] = n as u8;
+        self.buf.extend_from_slice(&e[..=n]);
+        self.count += 1;
     }
 
     /// Appends a string, as an integer when it is canonical integer text (as Redis's

@@ -695,8 +695,7 @@ fn encode_node(master: StreamId, lp: &Listpack) -> Vec<u8> {
     }
     b.int(0);
     for e in lp.entries(master) {
-        let els = lp.elements(&m, &e);
-        let pairs = els.pairs();
+        let pairs = e.pairs();
         let mut flags = 0;
         if e.is_deleted() {
             flags |= FLAG_DELETED;
@@ -708,13 +707,13 @@ fn encode_node(master: StreamId, lp: &Listpack) -> Vec<u8> {
         b.int(e.id.ms.wrapping_sub(master.ms) as i64);
         b.int(e.id.seq.wrapping_sub(master.seq) as i64);
         if e.same_fields() {
-            for v in els.skip(1).step_by(2) {
+            for v in lp.stored(&e) {
                 put_value(&mut b, v);
             }
             b.int(pairs as i64 + 3);
         } else {
             b.int(pairs as i64);
-            for v in els {
+            for v in lp.stored(&e) {
                 put_value(&mut b, v);
             }
             b.int(2 * pairs as i64 + 4);

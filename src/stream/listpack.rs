@@ -1024,6 +1024,21 @@ impl Listpack {
         }
     }
 
+    /// The elements entry `e` itself stores, in order: with SAMEFIELDS only its values
+    /// (the names are the master's), otherwise `f1, v1, f2, v2, ...`. Cheaper than
+    /// skipping the names of [`Listpack::elements`] when they are not wanted (DUMP writes
+    /// a SAMEFIELDS entry's values alone, as Redis's listpack holds them).
+    pub fn stored(&self, e: &EntryInfo) -> impl Iterator<Item = Value<'_>> {
+        let buf = self.data();
+        let mut pos = e.body;
+        let n = if e.same_fields() {
+            e.pairs
+        } else {
+            2 * e.pairs
+        };
+        (0..n).map(move |_| get_elem(buf, &mut pos))
+    }
+
     /// Flags the live entry whose head is at `start` as deleted and updates the counters.
     pub fn mark_deleted(&mut self, start: usize) {
         assert!(
@@ -1384,6 +1399,33 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    /// What an entry stores: its values alone with SAMEFIELDS, names and values without.
+    #[test]
+    fn stored_elements_are_the_values_with_samefields_and_all_elements_without() {
+        let master = id(10, 0);
+        let mut lp = Listpack::new(&[&b"bidder"[..], b"1", b"amount", b"700"]);
+        lp.append(
+            master,
+            id(11, 0),
+            &[&b"bidder"[..], b"2", b"amount", b"x"],
+            4096,
+        );
+        lp.append(master, id(12, 0), &[&b"other"[..], b"-5"], 4096);
+        let m = lp.master();
+        for e in lp.entries(master) {
+            let all: Vec<Vec<u8>> = lp.elements(&m, &e).map(|v| v.to_vec()).collect();
+            let stored: Vec<Vec<u8>> = lp.stored(&e).map(|v| v.to_vec()).collect();
+            let want: Vec<Vec<u8>> = if e.same_fields() {
+                all.iter().skip(1).step_by(2).cloned().collect()
+            } else {
+                all.clone()
+            };
+            assert_eq!(stored, want, "entry {:?}", e.id);
+        }
+        let shapes: Vec<bool> = lp.entries(master).map(|e| e.same_fields()).collect();
+        assert_eq!(shapes, [true, true, false]);
     }
 
     #[test]
