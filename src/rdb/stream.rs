@@ -706,18 +706,19 @@ fn encode_node(master: StreamId, lp: &Listpack) -> Vec<u8> {
         b.int(flags);
         b.int(e.id.ms.wrapping_sub(master.ms) as i64);
         b.int(e.id.seq.wrapping_sub(master.seq) as i64);
-        if e.same_fields() {
-            for v in lp.stored(&e) {
-                put_value(&mut b, v);
-            }
-            b.int(pairs as i64 + 3);
-        } else {
+        // Redis's entry: [num-fields, fields...] only without SAMEFIELDS, the values, then
+        // lp-count, the entry's element count.
+        if !e.same_fields() {
             b.int(pairs as i64);
-            for v in lp.stored(&e) {
-                put_value(&mut b, v);
-            }
-            b.int(2 * pairs as i64 + 4);
         }
+        for v in lp.stored(&e) {
+            put_value(&mut b, v);
+        }
+        b.int(if e.same_fields() {
+            pairs as i64 + 3
+        } else {
+            2 * pairs as i64 + 4
+        });
     }
     b.finish()
 }

@@ -695,13 +695,13 @@ async fn send_ack(core: &SharedCore, conn: &mut Conn) -> LinkResult<()> {
     conn.send(&out).await
 }
 
-/// Runs every complete command in `buf` as the primary's client; true when one asked
-/// for an ACK. A transaction from the primary (`MULTI` ... `EXEC`) is gathered in `tx`
-/// (it may span reads) and run at its EXEC, in order, state records included.
 /// A command from the primary: its arguments, and its bytes as received when they came
 /// in one piece.
 type Received = (Argv, Option<bytes::Bytes>);
 
+/// Runs every complete command in `buf` as the primary's client; true when one asked
+/// for an ACK. A transaction from the primary (`MULTI` ... `EXEC`) is gathered in `tx`
+/// (it may span reads) and run at its EXEC, in order, state records included.
 fn apply(
     core: &SharedCore,
     id: u64,

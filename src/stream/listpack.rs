@@ -135,14 +135,6 @@ impl Value<'_> {
         }
     }
 
-    /// True if this element is the byte string `b` (integers compare by their text).
-    pub fn eq_bytes(&self, b: &[u8]) -> bool {
-        match *self {
-            Value::Str(s) => s == b,
-            Value::Int(i) => itoa::Buffer::new().format(i).as_bytes() == b,
-        }
-    }
-
     /// How a given byte string is stored: as an integer when it is canonical `i64` text.
     pub fn classify(b: &[u8]) -> Value<'_> {
         match string2ll(b) {
