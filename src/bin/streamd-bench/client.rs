@@ -6,7 +6,8 @@
 //! ```text
 //!   push(cmd) ─► out: *3\r\n$4\r\nXADD\r\n...*3\r\n...   flush() = one write_all
 //!   in: +OK\r\n:1\r\n*2\r\n$1\r\na\r\n... ◄─ read_buf (into spare capacity)
-//!       ^consumed                          frame_len() finds where each reply ends
+//!       ^consumed                          FrameScan finds where each reply ends,
+//!                                          walking each byte once across reads
 //! ```
 //!
 //! Only RESP2 is spoken (no `HELLO 3`), but the framing also understands RESP3 types.
@@ -17,7 +18,9 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-/// Spare room made in the input buffer before each read.
+/// Least spare room made in the input buffer before each read (more while a large reply
+/// is arriving: as much as the reply has so far, so a reply of n bytes takes O(log n)
+/// buffer growths and reads of growing size).
 const READ_CHUNK: usize = 16384;
 
 /// One connection to a server.
@@ -28,6 +31,9 @@ pub struct Conn {
     /// Bytes read and not yet consumed start at `at`.
     buf: Vec<u8>,
     at: usize,
+    /// How far the reply starting at `at` has been framed, kept across reads so a reply
+    /// that arrives in many reads is walked once, not once per read.
+    scan: FrameScan,
     /// Bound on every connect, write and reply.
     timeout: Duration,
 }
@@ -44,6 +50,7 @@ impl Conn {
             out: Vec::with_capacity(4096),
             buf: Vec::with_capacity(READ_CHUNK),
             at: 0,
+            scan: FrameScan::default(),
             timeout,
         })
     }
@@ -81,7 +88,7 @@ impl Conn {
     /// Waits for the next whole reply and returns where it lies in `self.buf`.
     async fn frame(&mut self) -> io::Result<std::ops::Range<usize>> {
         loop {
-            if let Some(n) = frame_len(&self.buf[self.at..]) {
+            if let Some(n) = self.scan.resume(&self.buf[self.at..]) {
                 let range = self.at..self.at + n;
                 self.at += n;
                 return Ok(range);
@@ -91,7 +98,7 @@ impl Conn {
                 self.at = 0;
             }
             // Reads into the spare capacity (no zero-filling).
-            self.buf.reserve(READ_CHUNK);
+            self.buf.reserve(READ_CHUNK.max(self.buf.len()));
             let read = self.stream.read_buf(&mut self.buf);
             let n = tokio::time::timeout(self.timeout, read)
                 .await
@@ -107,8 +114,13 @@ impl Conn {
 
     /// The next reply, copied out (error replies included, as `-...` bytes).
     pub async fn reply(&mut self) -> io::Result<Vec<u8>> {
+        Ok(self.reply_ref().await?.to_vec())
+    }
+
+    /// The next reply where it lies in the input buffer (valid until the next read).
+    pub async fn reply_ref(&mut self) -> io::Result<&[u8]> {
         let range = self.frame().await?;
-        Ok(self.buf[range].to_vec())
+        Ok(&self.buf[range])
     }
 
     /// Consumes `n` replies without copying; fails on the first error reply.
@@ -205,50 +217,69 @@ fn line(buf: &[u8], at: usize) -> Option<(&[u8], usize)> {
 
 /// Length of the first complete RESP2/RESP3 reply in `buf`; `None` while incomplete
 /// (or malformed, which then ends in the read timeout).
-pub fn frame_len(buf: &[u8]) -> Option<usize> {
-    // Aggregates are walked with an explicit stack of "items still to skip" so deep
-    // replies cannot overflow the call stack.
-    let mut pending: Vec<i64> = Vec::new();
-    let mut pos = 0;
-    loop {
-        let kind = *buf.get(pos)?;
-        let (text, next) = line(buf, pos)?;
-        pos = next;
-        match kind {
-            b'$' | b'=' | b'!' => {
-                let n = parse_int(text)?;
-                if n >= 0 {
-                    let end = pos.checked_add(usize::try_from(n).ok()? + 2)?;
-                    if buf.len() < end {
-                        return None;
-                    }
-                    pos = end;
-                }
-            }
-            b'*' | b'~' | b'>' | b'%' | b'|' => {
-                let n = parse_int(text)?;
-                let items = if kind == b'%' || kind == b'|' {
-                    n * 2
-                } else {
-                    n
-                };
-                if items > 0 {
-                    pending.push(items);
-                    continue;
-                }
-            }
-            _ => {}
-        }
-        // One item finished: pop every aggregate it completed.
+#[cfg(test)]
+fn frame_len(buf: &[u8]) -> Option<usize> {
+    FrameScan::default().resume(buf)
+}
+
+/// Framing of one reply that may arrive over many reads: where the walk stands (the
+/// offset after the last whole item) and, for each aggregate it is inside, how many items
+/// are still to skip (an explicit stack, so deep replies cannot overflow the call stack).
+#[derive(Debug, Default)]
+struct FrameScan {
+    /// Offset after the last item walked, from the reply's first byte.
+    pos: usize,
+    /// Items still to skip in each open aggregate, innermost last.
+    pending: Vec<i64>,
+}
+
+impl FrameScan {
+    /// Walks on over `buf` (the reply from its first byte, longer than at the last call):
+    /// the reply's length once it is whole (and the scan is reset for the next reply),
+    /// `None` while it is not. Only whole items move the walk on.
+    fn resume(&mut self, buf: &[u8]) -> Option<usize> {
         loop {
-            match pending.last_mut() {
-                None => return Some(pos),
-                Some(left) => {
-                    *left -= 1;
-                    if *left > 0 {
-                        break;
+            let kind = *buf.get(self.pos)?;
+            let (text, next) = line(buf, self.pos)?;
+            match kind {
+                b'$' | b'=' | b'!' => {
+                    let n = parse_int(text)?;
+                    self.pos = if n >= 0 {
+                        let end = next.checked_add(usize::try_from(n).ok()? + 2)?;
+                        if buf.len() < end {
+                            return None;
+                        }
+                        end
+                    } else {
+                        next
+                    };
+                }
+                b'*' | b'~' | b'>' | b'%' | b'|' => {
+                    let n = parse_int(text)?;
+                    let items = if kind == b'%' || kind == b'|' {
+                        n * 2
+                    } else {
+                        n
+                    };
+                    self.pos = next;
+                    if items > 0 {
+                        self.pending.push(items);
+                        continue;
                     }
-                    pending.pop();
+                }
+                _ => self.pos = next,
+            }
+            // One item finished: pop every aggregate it completed.
+            loop {
+                match self.pending.last_mut() {
+                    None => return Some(std::mem::take(&mut self.pos)),
+                    Some(left) => {
+                        *left -= 1;
+                        if *left > 0 {
+                            break;
+                        }
+                        self.pending.pop();
+                    }
                 }
             }
         }
@@ -418,6 +449,21 @@ mod tests {
             assert_eq!(frame_len(&whole[..cut]), None, "prefix {cut}");
         }
         assert_eq!(frame_len(whole), Some(whole.len()));
+    }
+
+    #[test]
+    fn a_reply_framed_across_reads_is_walked_once_and_the_scan_resets() {
+        let whole: &[u8] = b"*2\r\n*2\r\n$3\r\n1-0\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n:7\r\n+next\r\n";
+        let first = whole.len() - 7;
+        let mut scan = FrameScan::default();
+        // The bytes arrive one at a time: the walk never gets ahead of a whole item.
+        for cut in 0..first {
+            assert_eq!(scan.resume(&whole[..cut]), None, "prefix {cut}");
+            assert!(scan.pos <= cut);
+        }
+        assert_eq!(scan.resume(&whole[..first]), Some(first));
+        assert_eq!((scan.pos, scan.pending.len()), (0, 0));
+        assert_eq!(scan.resume(&whole[first..]), Some(7));
     }
 
     #[test]

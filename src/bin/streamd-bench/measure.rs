@@ -14,6 +14,11 @@
 //! has per-thread `/proc/PID/task/TID/schedstat` (run time in nanoseconds) and no thread
 //! ended during the phase, the sum of those is used instead: the same quantity, a
 //! hundred thousand times finer, which matters for phases of a few hundred milliseconds.
+//!
+//! The **system share** of that CPU (`stime` over `utime + stime`, from the ticks; only
+//! when the phase used at least [`SHARE_MIN_TICKS`] of them) says what bounds a workload:
+//! a server that spends most of its time in the kernel (socket reads and writes, wake-ups)
+//! is held by system calls, one that spends most in user space by its own code.
 
 use std::io;
 use std::time::Instant;
@@ -22,6 +27,9 @@ use crate::client::{Conn, info_field};
 
 /// Linux reports `/proc` times in USER_HZ ticks, fixed at 100 per second.
 const TICK_US: f64 = 10_000.0;
+
+/// Fewest ticks (10 ms each) a phase must use for its system share to be reported.
+const SHARE_MIN_TICKS: u64 = 20;
 
 /// The start of a measured phase.
 pub struct Phase {
@@ -36,6 +44,8 @@ pub struct Phase {
 struct Cpu {
     /// `utime + stime` in ticks.
     ticks: u64,
+    /// `stime` alone, in ticks.
+    sys_ticks: u64,
     /// Run time of each thread (TID, ns), when schedstat is available.
     threads: Option<Vec<(u32, u64)>>,
 }
@@ -44,9 +54,10 @@ impl Cpu {
     /// Reads the CPU time of `pid`.
     fn read(pid: u32) -> Option<Cpu> {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        let ticks = stat_cpu_ticks(&stat)?;
+        let (user, sys) = stat_cpu_ticks(&stat)?;
         Some(Cpu {
-            ticks,
+            ticks: user + sys,
+            sys_ticks: sys,
             threads: thread_run_ns(pid),
         })
     }
@@ -72,6 +83,14 @@ impl Cpu {
         }
         later.ticks.saturating_sub(self.ticks) as f64 * TICK_US
     }
+
+    /// The share of the CPU from `self` to `later` spent in the kernel; `None` below
+    /// [`SHARE_MIN_TICKS`].
+    fn sys_share_until(&self, later: &Cpu) -> Option<f64> {
+        let all = later.ticks.saturating_sub(self.ticks);
+        let sys = later.sys_ticks.saturating_sub(self.sys_ticks);
+        (all >= SHARE_MIN_TICKS).then(|| sys as f64 / all as f64)
+    }
 }
 
 /// The run time (first field of `schedstat`, ns) of every thread of `pid`.
@@ -95,6 +114,8 @@ pub struct Measured {
     pub mem_delta: Option<f64>,
     /// Server CPU time (user + system) spent during the phase, in microseconds.
     pub cpu_us: Option<f64>,
+    /// The share of that CPU spent in the kernel (0 to 1).
+    pub sys_share: Option<f64>,
 }
 
 impl Phase {
@@ -119,7 +140,16 @@ impl Phase {
         Ok(Measured {
             secs,
             mem_delta: self.mem.zip(mem_after).map(|(a, b)| b - a),
-            cpu_us: self.cpu.zip(cpu_after).map(|(a, b)| a.micros_until(&b)),
+            cpu_us: self
+                .cpu
+                .as_ref()
+                .zip(cpu_after.as_ref())
+                .map(|(a, b)| a.micros_until(b)),
+            sys_share: self
+                .cpu
+                .as_ref()
+                .zip(cpu_after.as_ref())
+                .and_then(|(a, b)| a.sys_share_until(b)),
         })
     }
 }
@@ -137,15 +167,15 @@ pub async fn used_memory(ctl: &mut Conn) -> io::Result<Option<f64>> {
     Ok(info_field(&info, "used_memory").and_then(|v| v.parse::<f64>().ok()))
 }
 
-/// `utime + stime` from the text of `/proc/PID/stat`: fields 14 and 15, counted after the
-/// command name, which is in parentheses and may itself contain spaces.
-fn stat_cpu_ticks(stat: &str) -> Option<u64> {
+/// `utime` and `stime` from the text of `/proc/PID/stat`: fields 14 and 15, counted after
+/// the command name, which is in parentheses and may itself contain spaces.
+fn stat_cpu_ticks(stat: &str) -> Option<(u64, u64)> {
     let after = &stat[stat.rfind(')')? + 1..];
     // After ")": state(3) ppid(4) ... utime(14) stime(15): indexes 11 and 12 here.
     let mut fields = after.split_whitespace().skip(11);
     let utime: u64 = fields.next()?.parse().ok()?;
     let stime: u64 = fields.next()?.parse().ok()?;
-    Some(utime + stime)
+    Some((utime, stime))
 }
 
 /// A figure a workload reports beside the standard columns for one round (a counter's
@@ -183,6 +213,8 @@ pub struct Sample {
     pub mem_delta: Option<f64>,
     /// Server CPU over the phase, in microseconds.
     pub cpu_us: Option<f64>,
+    /// The share of the server's CPU spent in the kernel over the phase.
+    pub sys_share: Option<f64>,
     /// The workload's own figures, if it has any (`tiering/*`).
     pub figures: Vec<Figure>,
 }
@@ -197,6 +229,7 @@ impl Sample {
             lat_ns,
             mem_delta: m.mem_delta,
             cpu_us: m.cpu_us,
+            sys_share: m.sys_share,
             figures: Vec::new(),
         }
     }
@@ -242,6 +275,8 @@ pub struct Summary {
     pub lat_us: Option<[f64; 3]>,
     /// Server CPU microseconds per command.
     pub cpu_per_op: Option<Spread>,
+    /// The share of the server's CPU spent in the kernel.
+    pub sys_share: Option<Spread>,
     /// `used_memory` delta per entry moved, in bytes.
     pub mem_per_entry: Option<Spread>,
     /// The workload's own figures over the rounds: name, unit, spread (in the order the
@@ -295,6 +330,7 @@ impl Summary {
                     .filter(|s| s.ops > 0)
                     .filter_map(|s| s.cpu_us.map(|c| c / s.ops as f64)),
             ),
+            sys_share: Spread::of(ok.iter().filter_map(|s| s.sys_share)),
             mem_per_entry: Spread::of(
                 ok.iter()
                     .filter(|s| s.entries > 0)
@@ -386,6 +422,7 @@ mod tests {
             lat_ns: vec![lat * 1000; 10],
             mem_delta: Some(ops as f64 * 50.0),
             cpu_us: Some(cpu),
+            sys_share: Some(ops as f64 / 1000.0),
             figures: vec![
                 Figure::new("disk reads", "", ops as f64 / 100.0),
                 Figure::new("restart", "s", 0.5),
@@ -404,6 +441,10 @@ mod tests {
         assert_eq!(s.entries.map(|o| o.median), Some(1000.0));
         assert_eq!(s.lat_us, Some([20.0, 20.0, 20.0]));
         assert_eq!(s.cpu_per_op.map(|c| c.median), Some(5.0));
+        assert_eq!(
+            s.sys_share.map(|c| (c.median, c.min, c.max)),
+            Some((0.2, 0.1, 0.3))
+        );
         assert_eq!(s.mem_per_entry.map(|m| m.median), Some(5.0));
         let figures: Vec<_> = s
             .figures
@@ -425,7 +466,7 @@ mod tests {
     #[test]
     fn proc_stat_cpu_fields() {
         let stat = "4242 (redis server) S 1 4242 4242 0 -1 4194560 900 0 0 0 170 35 0 0 20 0 5 0";
-        assert_eq!(stat_cpu_ticks(stat), Some(205));
+        assert_eq!(stat_cpu_ticks(stat), Some((170, 35)));
         assert_eq!(stat_cpu_ticks("garbage"), None);
     }
 
@@ -433,6 +474,7 @@ mod tests {
     fn cpu_time_prefers_thread_run_times_while_no_thread_ends() {
         let at = |ticks, threads: &[(u32, u64)]| Cpu {
             ticks,
+            sys_ticks: ticks / 4,
             threads: Some(threads.to_vec()),
         };
         let before = at(100, &[(1, 5_000_000), (2, 1_000_000)]);
@@ -444,9 +486,14 @@ mod tests {
         assert_eq!(before.micros_until(&ended), 30_000.0);
         let no_sched = Cpu {
             ticks: 104,
+            sys_ticks: 0,
             threads: None,
         };
         assert_eq!(before.micros_until(&no_sched), 40_000.0);
+        // The kernel's share needs enough ticks to mean something.
+        assert_eq!(before.sys_share_until(&ended), None);
+        let long = at(140, &[]);
+        assert_eq!(before.sys_share_until(&long), Some(10.0 / 40.0));
         let me = Cpu::read(std::process::id()).expect("own /proc entry");
         assert!(me.ticks < u64::MAX);
     }

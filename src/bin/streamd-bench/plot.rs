@@ -260,6 +260,7 @@ mod tests {
             lat_ns: vec![1000],
             mem_delta: Some(ops as f64 * 10.0),
             cpu_us: Some(1.0),
+            sys_share: None,
             figures: Vec::new(),
         }
     }

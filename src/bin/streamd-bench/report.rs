@@ -34,7 +34,7 @@ pub struct Side {
 /// The Markdown table header.
 pub fn header() -> String {
     "| workload | server | ops/s median (min–max) | entries/s median (min–max) | \
-     latency p50 / p99 / p99.9 µs | server CPU µs/op | used_memory Δ B/unit |\n\
+     latency p50 / p99 / p99.9 µs | server CPU µs/op · sys = kernel share | used_memory Δ B/unit |\n\
      |---|---|---|---|---|---|---|"
         .to_string()
 }
@@ -108,6 +108,16 @@ fn figure_text(name: &str, unit: &str, s: &Spread) -> String {
     out
 }
 
+/// The CPU cell of a server's row: CPU per command, and the share of it spent in the
+/// kernel (`sys 62%`) when the phases were long enough to tell.
+fn cpu_cell(sum: &Summary) -> String {
+    let mut cell = spread_small(sum.cpu_per_op);
+    if let Some(share) = sum.sys_share {
+        let _ = write!(cell, " · sys {:.0}%", share.median * 100.0);
+    }
+    cell
+}
+
 /// The Markdown rows of one workload: one per server, then the A/B ratio row, then a
 /// `figures` row per server whose workload reports figures of its own.
 pub fn rows(w: &Workload, sides: &[Side]) -> String {
@@ -135,7 +145,7 @@ pub fn rows(w: &Workload, sides: &[Side]) -> String {
                     spread_rate(sum.ops),
                     spread_rate(sum.entries),
                     lat,
-                    spread_small(sum.cpu_per_op),
+                    cpu_cell(sum),
                     mem
                 );
             }
@@ -250,12 +260,13 @@ pub fn json(w: &Workload, sides: &[Side]) -> String {
                 let _ = writeln!(
                     out,
                     "{head},\"rounds\":{},\"ops_per_sec\":{},\"entries_per_sec\":{},\
-                     \"latency_us\":{lat},\"cpu_us_per_op\":{},\"mem_unit\":{},\
+                     \"latency_us\":{lat},\"cpu_us_per_op\":{},\"cpu_sys_share\":{},\"mem_unit\":{},\
                      \"mem_bytes_per_unit\":{},\"figures\":{{{}}}}}",
                     sum.rounds,
                     json_spread(sum.ops),
                     json_spread(sum.entries),
                     json_spread(sum.cpu_per_op),
+                    json_spread(sum.sys_share),
                     json_str(w.mem_unit),
                     json_spread(sum.mem_per_entry),
                     figures.join(","),
@@ -307,6 +318,7 @@ mod tests {
             lat_ns: vec![1000, 2000, 3000],
             mem_delta: Some(ops as f64 * 10.0),
             cpu_us: Some(cpu),
+            sys_share: Some(0.625),
             figures: vec![Figure::new("disk reads", "", 0.0)],
         };
         let side = |name, ops, cpu| Side {
@@ -320,8 +332,13 @@ mod tests {
             table.contains("| A/B | 2.00× | 2.00× | p99 1.00× | 0.25× | 1.00× |"),
             "{table}"
         );
+        assert!(table.contains(" · sys 62% |"), "{table}");
         let lines = json(w, &sides);
         assert_eq!(lines.lines().count(), 3);
+        assert!(
+            lines.contains("\"cpu_sys_share\":{\"median\":0.6250"),
+            "{lines}"
+        );
         assert!(
             lines.contains("\"ratio\":\"A/B\",\"ops_per_sec\":2.0000"),
             "{lines}"

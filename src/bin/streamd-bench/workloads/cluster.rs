@@ -749,16 +749,21 @@ impl ClusterPhase {
 
     async fn end(self, ctls: &mut [Conn]) -> io::Result<Measured> {
         let secs = self.start.elapsed().as_secs_f64();
-        let (mut mem, mut cpu) = (Some(0.0), Some(0.0));
+        let (mut mem, mut cpu, mut sys) = (Some(0.0), Some(0.0), Some(0.0));
         for (p, c) in self.phases.into_iter().zip(ctls.iter_mut()) {
             let m = p.end(c).await?;
             mem = mem.zip(m.mem_delta).map(|(a, b)| a + b);
             cpu = cpu.zip(m.cpu_us).map(|(a, b)| a + b);
+            // Each node's kernel time, for the share over all nodes.
+            sys = sys
+                .zip(m.sys_share.zip(m.cpu_us))
+                .map(|(a, (s, c))| a + s * c);
         }
         Ok(Measured {
             secs,
             mem_delta: mem,
             cpu_us: cpu,
+            sys_share: sys.zip(cpu).filter(|&(_, c)| c > 0.0).map(|(s, c)| s / c),
         })
     }
 }
@@ -1021,6 +1026,7 @@ async fn reshard(
         lat_ns: vec![nanos],
         mem_delta: None,
         cpu_us: None,
+        sys_share: None,
         figures: Vec::new(),
     })
 }
@@ -1207,6 +1213,7 @@ async fn failover(ctx: &Ctx, cluster: &mut Cluster) -> io::Result<Sample> {
         lat_ns: lat,
         mem_delta: None,
         cpu_us: None,
+        sys_share: None,
         figures: Vec::new(),
     })
 }

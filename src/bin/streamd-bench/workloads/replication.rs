@@ -780,6 +780,7 @@ async fn full_sync(ctx: &Ctx, program: &Program, replicas: usize) -> io::Result<
         // A primary that forks (Redis) spends the copy's CPU in a child /proc does not
         // count in the parent's times: no fair figure.
         cpu_us: None,
+        sys_share: None,
         figures: Vec::new(),
     })
 }

@@ -603,7 +603,7 @@ async fn scan(conn: &mut Conn, n: u64) -> io::Result<u64> {
         from.push_str("-0");
         conn.push(&["XRANGE", "s", &from, "+", "COUNT", &count]);
         conn.flush().await?;
-        let reply = conn.reply().await?;
+        let reply = conn.reply_ref().await?;
         let want = SCAN_COUNT.min(n + 1 - start);
         if !reply.starts_with(format!("*{want}\r\n").as_bytes()) {
             let head = String::from_utf8_lossy(&reply[..reply.len().min(80)]).into_owned();
@@ -858,6 +858,7 @@ async fn restart(
         lat_ns: vec![(secs * 1e9) as u64],
         mem_delta: None,
         cpu_us: None,
+        sys_share: None,
         figures,
     })
 }
