@@ -160,3 +160,41 @@ fn range_rev(bencher: Bencher, n: usize) {
         ))
     });
 }
+
+/// The stream the reply benchmark reads: `n <i> p <200 letters>`, as `tiering/cold-scan`
+/// and the `xrange` workloads of streamd-bench write (about 215 node bytes per entry).
+fn payload_stream() -> &'static Stream {
+    static S: OnceLock<Stream> = OnceLock::new();
+    S.get_or_init(|| {
+        let lim = NodeLimits::default();
+        let mut s = Stream::new();
+        let payload = Bytes::from(vec![b'x'; 200]);
+        for i in 0..100_000u64 {
+            let e = [
+                Bytes::from_static(b"n"),
+                Bytes::from(i.to_string()),
+                Bytes::from_static(b"p"),
+                payload.clone(),
+            ];
+            s.append(StreamId::new(i + 1, 0), &e, &lim);
+        }
+        s
+    })
+}
+
+/// The whole reply of `XRANGE s <start> + COUNT n` (RESP2 bytes into a writer that, like
+/// a connection's, keeps its capacity between replies).
+#[divan::bench(args = [10, 1000])]
+fn xrange_reply(bencher: Bencher, n: usize) {
+    use streamd::commands::xrange::write_range;
+    use streamd::resp::writer::{Protocol, RespWriter};
+    let s = payload_stream();
+    let mut out = RespWriter::new(Protocol::Resp2);
+    let mut k = 0u64;
+    bencher.counter(ItemsCount::new(n)).bench_local(|| {
+        k = (k + 7_919) % (100_000 - n as u64);
+        out.buf.clear();
+        let start = StreamId::new(k + 1, 0);
+        black_box(write_range(&mut out, s, start, StreamId::MAX, false, n))
+    });
+}

@@ -105,13 +105,22 @@ impl RespWriter {
                 b'\r',
                 b'\n',
             ]),
+            100..=999 => self.buf.extend_from_slice(&[
+                prefix,
+                b'0' + (n / 100) as u8,
+                b'0' + (n / 10 % 10) as u8,
+                b'0' + (n % 10) as u8,
+                b'\r',
+                b'\n',
+            ]),
             _ => {
                 let mut text = itoa::Buffer::new();
                 let digits = text.format(n).as_bytes();
-                self.buf.reserve(digits.len() + 3);
-                self.buf.push(prefix);
-                self.buf.extend_from_slice(digits);
-                self.buf.extend_from_slice(b"\r\n");
+                let mut line = [0u8; 24];
+                line[0] = prefix;
+                line[1..=digits.len()].copy_from_slice(digits);
+                line[digits.len() + 1..digits.len() + 3].copy_from_slice(b"\r\n");
+                self.buf.extend_from_slice(&line[..digits.len() + 3]);
             }
         }
     }
