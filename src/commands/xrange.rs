@@ -18,8 +18,10 @@ use super::{CommandSpec, flags::*, is, parse_i64};
 use crate::core::Ctx;
 use crate::error::ReplyError;
 use crate::resp::Argv;
-use crate::resp::writer::RespWriter;
+use crate::resp::writer::{Protocol, RespWriter};
+use crate::stream::cold::{ColdNodes, Rendered};
 use crate::stream::id::{parse_range_end, parse_range_start};
+use crate::stream::listpack::Listpack;
 use crate::stream::{Entry, Stream, StreamId};
 use bytes::Bytes;
 
@@ -79,6 +81,11 @@ pub fn write_entry(out: &mut RespWriter, entry: &Entry<'_>) {
 
 /// Writes the live entries with `start <= id <= end` as an array of entries, ascending or
 /// (`rev`) descending, at most `count` of them (`0` = all). Returns how many it wrote.
+///
+/// Going forwards, the warm cold nodes whose entries the read-back pool already encoded
+/// ([`render_node`]) are copied span by span; the rest of the range is walked entry by
+/// entry. Once a few entries are written, the buffer is grown once for the rest of the
+/// reply (at the size those entries took each) instead of doubling as it fills.
 pub fn write_range(
     out: &mut RespWriter,
     stream: &Stream,
@@ -88,16 +95,128 @@ pub fn write_range(
     count: usize,
 ) -> usize {
     let len = out.defer_len();
-    let mut n = 0;
-    for entry in stream.range(start, end, rev) {
-        write_entry(out, &entry);
-        n += 1;
-        if n == count {
-            break;
+    let mut reply = Reply {
+        body: out.buf.len(),
+        n: 0,
+        count,
+        wanted: count.min(usize::try_from(stream.len()).unwrap_or(usize::MAX)),
+    };
+    let mut from = Some(start);
+    if !rev
+        && start <= end
+        && let Some(cold) = stream.cold()
+    {
+        from = copy_rendered(out, cold, start, end, &mut reply);
+    }
+    if let Some(from) = from.filter(|&f| f <= end && !reply.full()) {
+        for entry in stream.range(from, end, rev) {
+            write_entry(out, &entry);
+            reply.wrote(out, 1);
+            if reply.full() {
+                break;
+            }
         }
     }
-    out.finish_array(len, n);
-    n
+    out.finish_array(len, reply.n);
+    reply.n
+}
+
+/// A range reply being written by [`write_range`]: how many entries so far, how many it
+/// may hold, and where its entries began (to size the buffer for the rest).
+struct Reply {
+    /// Offset of the first entry in the buffer.
+    body: usize,
+    /// Entries written.
+    n: usize,
+    /// The COUNT (0 = all).
+    count: usize,
+    /// Most entries the reply can hold when a COUNT bounds it (0 without one): the
+    /// buffer is grown once for them instead of doubling as it fills.
+    wanted: usize,
+}
+
+/// Entries written before [`Reply::wrote`] sizes the buffer for the rest.
+const RESERVE_AFTER: usize = 16;
+
+/// Largest growth [`Reply::wrote`] asks for at once (the buffer grows past it as needed).
+const RESERVE_MAX: usize = 4 << 20;
+
+impl Reply {
+    /// True when the COUNT is reached.
+    fn full(&self) -> bool {
+        self.count != 0 && self.n >= self.count
+    }
+
+    /// Counts `k` more entries just written; when they take the reply past
+    /// [`RESERVE_AFTER`], grows the buffer for the rest at the size each took so far.
+    fn wrote(&mut self, out: &mut RespWriter, k: usize) {
+        let before = self.n;
+        self.n += k;
+        if before < RESERVE_AFTER && self.n >= RESERVE_AFTER && self.wanted > self.n {
+            let each = (out.buf.len() - self.body) / self.n;
+            let rest = (self.wanted - self.n).saturating_mul(each);
+            out.buf.reserve(rest.min(RESERVE_MAX));
+        }
+    }
+}
+
+/// The forward walk of [`write_range`] over warm cold nodes with rendered entries, from
+/// `start` (`<= end`): copies what of each such node lies in the range. Returns `None`
+/// when the range or the COUNT ended there, else the ID the entry-by-entry walk goes on
+/// from (a node without rendered entries came, or the cold nodes ended).
+fn copy_rendered(
+    out: &mut RespWriter,
+    cold: &ColdNodes,
+    start: StreamId,
+    end: StreamId,
+    reply: &mut Reply,
+) -> Option<StreamId> {
+    let mut from = start;
+    let mut i = cold.index_for(start).unwrap_or(0);
+    while let Some(stub) = cold.get(i) {
+        if stub.master > end {
+            // Cold nodes come before every hot one: the range holds nothing more.
+            return None;
+        }
+        let Some(r) = stub.rendered() else {
+            return Some(from);
+        };
+        let ids = r.ids();
+        let a = ids.partition_point(|&id| id < from);
+        let mut b = ids.partition_point(|&id| id <= end).max(a);
+        if reply.count != 0 {
+            b = b.min(a + (reply.count - reply.n));
+        }
+        if a < b {
+            out.raw(r.span(a, b));
+            reply.wrote(out, b - a);
+        }
+        if b < ids.len() || reply.full() {
+            // The range or the count ended inside this node.
+            return None;
+        }
+        from = from.max(stub.last.incr()?);
+        i += 1;
+    }
+    Some(from)
+}
+
+/// Encodes every live entry of a node (`lp`, keyed `master`) as [`write_entry`] writes it,
+/// back to back, for a cold node being read back ([`Rendered`]): a range over it is then
+/// a copy. Entries are the same in RESP2 and RESP3 (arrays of bulk strings).
+pub fn render_node(lp: &Listpack, master: StreamId) -> Option<Rendered> {
+    let mut out = RespWriter::new(Protocol::Resp2);
+    // About the node's size again: the headers add what the varints saved.
+    out.buf.reserve(lp.len() + lp.len() / 4);
+    let live = lp.live() as usize;
+    let mut ids = Vec::with_capacity(live);
+    let mut starts = Vec::with_capacity(live);
+    for entry in Stream::node_entries(lp, master) {
+        ids.push(entry.id);
+        starts.push(u32::try_from(out.buf.len()).ok()?);
+        write_entry(&mut out, &entry);
+    }
+    Rendered::new(out.buf, ids, starts)
 }
 
 /// Parsed `XRANGE key start end [COUNT n]` / `XREVRANGE key end start [COUNT n]`.
@@ -190,7 +309,6 @@ fn xlen(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resp::writer::Protocol;
     use crate::stream::NodeLimits;
 
     use crate::resp::argv;
@@ -265,5 +383,118 @@ mod tests {
             out.buf,
             b"*1\r\n*2\r\n$3\r\n2-0\r\n*4\r\n$1\r\na\r\n$1\r\n2\r\n$1\r\nb\r\n$1\r\ny\r\n"
         );
+    }
+
+    /// The reply `write_range` must give: every entry the walk finds, encoded one by one.
+    fn walked(s: &Stream, start: StreamId, end: StreamId, rev: bool, count: usize) -> Vec<u8> {
+        let mut out = RespWriter::new(Protocol::Resp2);
+        let len = out.defer_len();
+        let mut n = 0;
+        for e in s.range(start, end, rev) {
+            write_entry(&mut out, &e);
+            n += 1;
+            if n == count {
+                break;
+            }
+        }
+        out.finish_array(len, n);
+        out.buf
+    }
+
+    /// A stream of `n` entries (`f <i> g <payload>`, the names repeating so most entries
+    /// are SAMEFIELDS; every seventh with its own names), nodes of 5, the oldest `cold`
+    /// nodes cold, every other one of those warm with its entries rendered, as a pool read
+    /// leaves them.
+    fn tiered(n: u64, cold: usize, deleted: &[u64]) -> Stream {
+        let limits = crate::stream::NodeLimits {
+            max_bytes: 0,
+            max_entries: 5,
+        };
+        let mut s = Stream::new();
+        for i in 1..=n {
+            let names: [&str; 2] = if i % 7 == 0 { ["h", "k"] } else { ["f", "g"] };
+            let v = i.to_string();
+            s.append(
+                id(i, 0),
+                &argv(&[names[0], &v, names[1], &"x".repeat((i % 50) as usize)]),
+                &limits,
+            );
+        }
+        for &d in deleted {
+            s.delete(id(d, 0));
+        }
+        for k in 0..cold {
+            let Some((master, lp)) = s.oldest_sealed_node() else {
+                break;
+            };
+            let lp = lp.clone();
+            let loc = crate::stream::cold::test_store::put(master, &lp);
+            assert!(s.make_cold(master, &lp, loc).is_some());
+            if k % 2 == 0 {
+                let r = render_node(&lp, master);
+                assert!(s.warm_node(master, loc, lp, r));
+            }
+        }
+        s
+    }
+
+    #[test]
+    fn rendered_nodes_hold_their_live_entries_as_replies_write_them() {
+        let s = tiered(40, 4, &[2, 3, 12]);
+        let cold = s.cold().expect("cold nodes");
+        let stub = cold.get(0).expect("first stub");
+        let r = stub.rendered().expect("rendered on install");
+        // Node 1-0..5-0 lost 2-0 and 3-0 before it went cold.
+        assert_eq!(r.ids(), &[id(1, 0), id(4, 0), id(5, 0)]);
+        assert!(cold.get(1).expect("second").rendered().is_none());
+        let mut one = RespWriter::new(Protocol::Resp2);
+        write_entry(&mut one, &s.get(id(4, 0)).expect("live"));
+        assert_eq!(r.span(1, 2), &one.buf[..]);
+        assert_eq!(
+            r.span(0, 3).len(),
+            walked(&s, id(1, 0), id(5, 0), false, 0).len() - 4
+        );
+    }
+
+    #[test]
+    fn a_delete_drops_the_rendered_entries_and_ranges_stay_exact() {
+        let mut s = tiered(30, 4, &[]);
+        let first = |s: &Stream| s.cold().and_then(|c| c.get(0)).map(|st| st.warm_bytes());
+        let before = first(&s).expect("stub");
+        assert!(s.delete(id(3, 0)));
+        let stub = s.cold().and_then(|c| c.get(0)).expect("stub");
+        assert!(stub.rendered().is_none() && stub.is_warm());
+        // What the stub counts as warm lost the rendered bytes (the global count is
+        // shared with the tests running beside this one).
+        assert!(first(&s).expect("stub") < before);
+        let mut out = RespWriter::new(Protocol::Resp2);
+        write_range(&mut out, &s, StreamId::MIN, StreamId::MAX, false, 0);
+        assert_eq!(out.buf, walked(&s, StreamId::MIN, StreamId::MAX, false, 0));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, ..Default::default() })]
+
+        /// Any range over a stream whose cold prefix is partly rendered: the same bytes
+        /// as walking it entry by entry.
+        #[test]
+        fn ranges_over_rendered_nodes_match_the_entry_walk(
+            n in 1u64..80,
+            cold in 0usize..16,
+            deleted in proptest::collection::vec(1u64..80, 0..20),
+            a in 0u64..90,
+            b in 0u64..90,
+            count in 0usize..40,
+            rev: bool,
+        ) {
+            let s = tiered(n, cold, &deleted);
+            let (start, end) = (id(a, 0), id(b, u64::MAX));
+            let mut out = RespWriter::new(Protocol::Resp2);
+            let wrote = write_range(&mut out, &s, start, end, rev, count);
+            let want = walked(&s, start, end, rev, count);
+            proptest::prop_assert_eq!(&out.buf, &want);
+            let all = s.range(start, end, rev).count();
+            proptest::prop_assert_eq!(wrote, if count == 0 { all } else { all.min(count) });
+        }
     }
 }

@@ -33,6 +33,7 @@
 
 use super::StreamId;
 use super::listpack::Listpack;
+use super::memory::usable_size;
 use std::collections::VecDeque;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -119,6 +120,71 @@ pub fn warm_bytes() -> usize {
     WARM_BYTES.load(Ordering::Relaxed) as usize
 }
 
+/// A warm node's live entries already encoded the way replies carry them, so a range
+/// over the node is copied instead of decoded entry by entry. The encoding is the
+/// caller's (`commands::xrange::render_node`: `*2 $id *2n $f1 $v1 ...` per entry, the
+/// same in RESP2 and RESP3); it is made on a pool thread while the node is read back.
+///
+/// ```text
+///  bytes:  [ entry ids[0] ........ | entry ids[1] ...... | ... | entry ids[n-1] ... ]
+///           ^starts[0]              ^starts[1]                   ^starts[n-1]        ^len
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendered {
+    /// The live entries' encodings, oldest first, back to back.
+    bytes: Box<[u8]>,
+    /// Each live entry's ID, ascending.
+    ids: Box<[StreamId]>,
+    /// Where each entry's encoding starts in `bytes`.
+    starts: Box<[u32]>,
+}
+
+impl Rendered {
+    /// The encodings of entries with the IDs `ids` (ascending), back to back in `bytes`
+    /// from the offsets `starts`. `None` when the parts do not fit together.
+    pub fn new(bytes: Vec<u8>, ids: Vec<StreamId>, starts: Vec<u32>) -> Option<Rendered> {
+        let fits = ids.len() == starts.len()
+            && ids.windows(2).all(|w| w[0] < w[1])
+            && starts.windows(2).all(|w| w[0] <= w[1])
+            && starts.first().is_none_or(|&s| s == 0)
+            && starts.last().is_none_or(|&s| s as usize <= bytes.len())
+            && u32::try_from(bytes.len()).is_ok();
+        fits.then(|| Rendered {
+            bytes: bytes.into_boxed_slice(),
+            ids: ids.into_boxed_slice(),
+            starts: starts.into_boxed_slice(),
+        })
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// True when the node had no live entry.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// The entries' IDs, ascending.
+    pub fn ids(&self) -> &[StreamId] {
+        &self.ids
+    }
+
+    /// The encodings of entries `a..b` (indexes into [`Rendered::ids`]), back to back.
+    pub fn span(&self, a: usize, b: usize) -> &[u8] {
+        let at = |i: usize| self.starts.get(i).map_or(self.bytes.len(), |&s| s as usize);
+        &self.bytes[at(a)..at(b)]
+    }
+
+    /// Bytes its allocations take.
+    pub fn heap_size(&self) -> usize {
+        usable_size(self.bytes.len())
+            + usable_size(self.ids.len() * std::mem::size_of::<StreamId>())
+            + usable_size(self.starts.len() * 4)
+    }
+}
+
 /// One cold node: what stays in memory when its bytes are in a segment.
 #[derive(Debug)]
 pub struct ColdStub {
@@ -138,6 +204,9 @@ pub struct ColdStub {
     tombstones: Box<[StreamId]>,
     /// The node as read back, tombstones applied; empty until read.
     warm: OnceLock<Listpack>,
+    /// The warm copy's live entries encoded for replies, when the read made them (only
+    /// for a node without tombstones; dropped with the warm copy and by a delete).
+    rendered: OnceLock<Rendered>,
 }
 
 impl Clone for ColdStub {
@@ -155,6 +224,8 @@ impl Clone for ColdStub {
             total: self.total,
             tombstones: self.tombstones.clone(),
             warm,
+            // A clone is a save's or a copy's: it reads entries, it does not serve ranges.
+            rendered: OnceLock::new(),
         }
     }
 }
@@ -181,6 +252,7 @@ impl ColdStub {
             total: lp.total_entries() as u32,
             tombstones: Box::default(),
             warm: OnceLock::new(),
+            rendered: OnceLock::new(),
         }
     }
 
@@ -203,6 +275,7 @@ impl ColdStub {
             total,
             tombstones: tombstones.into_boxed_slice(),
             warm: OnceLock::new(),
+            rendered: OnceLock::new(),
         }
     }
 
@@ -229,16 +302,49 @@ impl ColdStub {
             + self.warm_bytes()
     }
 
-    /// Bytes the warm copy takes.
+    /// Bytes the warm copy takes (its rendered entries included).
     pub fn warm_bytes(&self) -> usize {
         self.warm.get().map_or(0, |lp| lp.heap_size())
+            + self.rendered.get().map_or(0, Rendered::heap_size)
     }
 
-    /// Drops the warm copy (it can be read again).
+    /// The warm copy's live entries encoded for replies, if the read made them.
+    pub fn rendered(&self) -> Option<&Rendered> {
+        self.rendered.get()
+    }
+
+    /// Keeps `r` (the live entries of the warm copy, encoded on the pool) beside the
+    /// warm copy. Refused (false) without a warm copy, with tombstones (the pool encoded
+    /// the node as written, before they applied) or when `r` does not hold exactly the
+    /// warm copy's live entries.
+    pub fn set_rendered(&self, r: Rendered) -> bool {
+        let fits = self.tombstones.is_empty()
+            && self.rendered.get().is_none()
+            && self
+                .warm
+                .get()
+                .is_some_and(|lp| lp.live() == r.len() as u64)
+            && r.ids.first() == Some(&self.first_live)
+            && r.ids.last().is_some_and(|&l| l <= self.last);
+        if fits {
+            WARM_BYTES.fetch_add(r.heap_size() as u64, Ordering::Relaxed);
+            let _ = self.rendered.set(r);
+        }
+        fits
+    }
+
+    /// Drops the rendered entries; returns the bytes freed.
+    fn drop_rendered(&mut self) -> usize {
+        let n = self.rendered.take().map_or(0, |r| r.heap_size());
+        WARM_BYTES.fetch_sub(n as u64, Ordering::Relaxed);
+        n
+    }
+
+    /// Drops the warm copy and its rendered entries (it can be read again).
     pub fn cool(&mut self) -> usize {
         let n = self.warm.take().map_or(0, |lp| lp.heap_size());
         WARM_BYTES.fetch_sub(n as u64, Ordering::Relaxed);
-        n
+        n + self.drop_rendered()
     }
 
     /// Installs `lp` (the node as read from its segment) as the warm copy, applying the
@@ -330,6 +436,7 @@ impl ColdStub {
         let at = t.partition_point(|&x| x < id);
         t.insert(at, id);
         self.tombstones = t.into_boxed_slice();
+        self.drop_rendered();
         true
     }
 }

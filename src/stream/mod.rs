@@ -928,12 +928,42 @@ impl Stream {
     }
 
     /// Installs `lp`, read back from the segment, as the warm copy of the cold node keyed
-    /// `master`. False when there is no such cold node or `lp` is not it.
-    pub fn warm_node(&self, master: StreamId, loc: cold::NodeLocation, lp: Listpack) -> bool {
-        self.cold()
+    /// `master`, with its live entries encoded for replies (`rendered`) when the read made
+    /// them ([`cold::ColdStub::set_rendered`] says when they are kept). False when there is
+    /// no such cold node or `lp` is not it.
+    pub fn warm_node(
+        &self,
+        master: StreamId,
+        loc: cold::NodeLocation,
+        lp: Listpack,
+        rendered: Option<cold::Rendered>,
+    ) -> bool {
+        let Some(stub) = self
+            .cold()
             .and_then(|c| c.get(c.index_of(master)?))
             .filter(|stub| stub.loc.len == loc.len && stub.loc.crc == loc.crc)
-            .is_some_and(|stub| stub.set_warm(lp))
+        else {
+            return false;
+        };
+        if !stub.set_warm(lp) {
+            return false;
+        }
+        if let Some(r) = rendered {
+            stub.set_rendered(r);
+        }
+        true
+    }
+
+    /// The live entries of a node (`lp`, keyed `master`), oldest first: what a range
+    /// over the whole node returns.
+    pub fn node_entries(lp: &Listpack, master: StreamId) -> impl Iterator<Item = Entry<'_>> {
+        let m = lp.master();
+        lp.entries(master)
+            .filter(|e| !e.is_deleted())
+            .map(move |e| Entry {
+                id: e.id,
+                elements: lp.elements(&m, &e),
+            })
     }
 
     /// Drops the warm copy of the cold node keyed `master`, if it has one; returns the

@@ -11,6 +11,12 @@
 //! nodes warm) instead of starting its read only when it arrives. A scan page after page
 //! so keeps the disk busy while the core builds replies.
 //!
+//! **Rendered entries.** For a read that a range reply will copy out (forward XRANGE,
+//! XREAD), the pool thread also encodes each node's live entries the way the reply
+//! carries them ([`crate::commands::xrange::render_node`]), so the core copies spans of
+//! bytes instead of decoding and encoding every entry: the costly part of a page moves
+//! off the core thread, which then holds other clients up for less time per page.
+//!
 //! ```text
 //!  page k:   cold_needs ─▶ now: read k (park) ─────────▶ unpark ─▶ run
 //!                      └─▶ ahead: prefetch k+1 ─────────────┐ (pool thread 2)
@@ -21,7 +27,7 @@
 use super::{decode, poll_answer};
 use crate::core::Core;
 use crate::stream::StreamId;
-use crate::stream::cold::NodeLocation;
+use crate::stream::cold::{NodeLocation, Rendered};
 use crate::stream::listpack::Listpack;
 use crate::tier::TierError;
 use bytes::Bytes;
@@ -47,6 +53,9 @@ pub struct ColdNeeds {
     pub now: Vec<Need>,
     /// The nodes of the page after a paged read's: read ahead, nobody waits for them.
     pub ahead: Vec<Need>,
+    /// The command copies ranges of entries out whole (forward XRANGE, XREAD): the pool
+    /// also encodes the nodes' entries for replies.
+    pub render: bool,
 }
 
 impl ColdNeeds {
@@ -56,9 +65,9 @@ impl ColdNeeds {
     }
 }
 
-/// A node read back and decoded by a pool thread: its byte count and the node (or why
-/// it is damaged).
-type DecodedNode = (usize, Result<Listpack, String>);
+/// A node read back and decoded by a pool thread: its byte count and the node with its
+/// entries encoded for replies when asked (or why it is damaged).
+type DecodedNode = (usize, Result<(Listpack, Option<Rendered>), String>);
 
 /// A pool read's answer: every node decoded, or the read's error.
 type ReadAnswer = Result<Vec<DecodedNode>, TierError>;
@@ -194,6 +203,7 @@ impl Core {
         match name {
             b"XRANGE" | b"XREVRANGE" if argv.len() >= 4 => {
                 let rev = name == b"XREVRANGE";
+                out.render = !rev;
                 let (a, b) = if rev { (3, 2) } else { (2, 3) };
                 if let (Some(s), Some(start), Some(end)) = (
                     cold_stream(&argv[1]),
@@ -216,6 +226,8 @@ impl Core {
                 let group = (name == b"XREADGROUP")
                     .then(|| argv.get(2).zip(argv.get(3)))
                     .flatten();
+                // XREAD writes ranges whole; XREADGROUP writes entry by entry (PEL).
+                out.render = group.is_none();
                 for (key, id) in keys.iter().zip(ids) {
                     let Some(s) = cold_stream(key) else { continue };
                     if let Some((g, consumer)) = group {
@@ -321,7 +333,7 @@ impl Core {
     /// pool and it reads synchronously).
     pub fn park(&mut self, needs: ColdNeeds) -> Option<Parked> {
         self.tier.pool.as_ref()?;
-        let ColdNeeds { now, ahead } = needs;
+        let ColdNeeds { now, ahead, render } = needs;
         // Prefetches reading what this command needs are now its own reads.
         let mut reads: Vec<PoolRead> = self
             .tier
@@ -331,7 +343,7 @@ impl Core {
             .collect();
         let missing: Vec<Need> = now.into_iter().filter(|n| !any_reads(&reads, n)).collect();
         if !missing.is_empty()
-            && let Some(read) = self.tier_pool_read(missing)
+            && let Some(read) = self.tier_pool_read(missing, render)
         {
             reads.push(read);
         }
@@ -341,7 +353,7 @@ impl Core {
             .collect();
         if !ahead.is_empty()
             && self.tier.prefetches.reads.len() < PREFETCH_MAX
-            && let Some(read) = self.tier_pool_read(ahead)
+            && let Some(read) = self.tier_pool_read(ahead, render)
         {
             self.tier.stats.readahead_reads += read.wants.len() as u64;
             self.tier.prefetches.reads.push(read);
@@ -353,9 +365,10 @@ impl Core {
         Some(Parked { reads })
     }
 
-    /// Queues the read of `wants` on the pool: read, checked and decoded there, so the
-    /// core only installs the nodes. `None` when there is no pool or store.
-    fn tier_pool_read(&mut self, wants: Vec<Need>) -> Option<PoolRead> {
+    /// Queues the read of `wants` on the pool: read, checked and decoded there (and with
+    /// `render`, their entries encoded for replies), so the core only installs the nodes.
+    /// `None` when there is no pool or store.
+    fn tier_pool_read(&mut self, wants: Vec<Need>, render: bool) -> Option<PoolRead> {
         let locs: Vec<NodeLocation> = wants.iter().map(|n| n.3).collect();
         let batch = self.tier.read_batch(&locs).ok()?;
         let masters: Vec<StreamId> = wants.iter().map(|n| n.2).collect();
@@ -364,7 +377,16 @@ impl Core {
             Ok(nodes
                 .into_iter()
                 .zip(masters)
-                .map(|(n, master)| (n.node.len(), decode(n.node, master)))
+                .map(|(n, master)| {
+                    let len = n.node.len();
+                    let node = decode(n.node, master).map(|lp| {
+                        let r = render
+                            .then(|| crate::commands::xrange::render_node(&lp, master))
+                            .flatten();
+                        (lp, r)
+                    });
+                    (len, node)
+                })
                 .collect())
         });
         Some(PoolRead { wants, rx })
@@ -397,13 +419,30 @@ impl Core {
     /// Installs the nodes of one pool read as warm copies, each only if its stub still
     /// names the same bytes (length and checksum).
     fn tier_install(&mut self, wants: Vec<Need>, result: ReadAnswer) {
-        let nodes = match result {
+        let mut nodes = match result {
             Ok(nodes) => nodes,
             Err(e) => {
                 tracing::error!(error = %e, "cold stream nodes could not be read back");
                 return;
             }
         };
+        // Rendered entries take 1.2x (200-byte values) to several times (small ones) the
+        // node again. They are kept only while the read's warm copies and renderings fit
+        // in three quarters of the warm copies' room, so that installing them never cools
+        // the nodes of the command waiting for them; beyond that the command encodes its
+        // entries itself, as it would from memory.
+        let with_rendered: usize = nodes
+            .iter()
+            .filter_map(|(_, n)| n.as_ref().ok())
+            .map(|(lp, r)| lp.heap_size() + r.as_ref().map_or(0, Rendered::heap_size))
+            .sum();
+        if with_rendered > self.warm_limit() / 4 * 3 {
+            for (_, node) in nodes.iter_mut() {
+                if let Ok((_, r)) = node {
+                    *r = None;
+                }
+            }
+        }
         for ((db, key, master, loc), (len, node)) in wants.into_iter().zip(nodes) {
             self.tier.stats.pool_reads += 1;
             self.tier.stats.pool_read_bytes += len as u64;
@@ -411,8 +450,8 @@ impl Core {
                 continue;
             };
             match node {
-                Ok(lp) => {
-                    if s.warm_node(master, loc, lp) {
+                Ok((lp, rendered)) => {
+                    if s.warm_node(master, loc, lp, rendered) {
                         self.tier.prefetches.installed.push_back((db, key, master));
                     }
                 }
