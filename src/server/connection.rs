@@ -65,15 +65,34 @@ enum WriteEnd {
     Killed,
 }
 
+/// Largest piece of a reply written before the connection lets the others run.
+const WRITE_SLICE: usize = 64 * 1024;
+
 /// Writes `bytes`, giving up when the client is killed for its output meanwhile (a
 /// peer that stopped reading never lets `write_all` finish).
+///
+/// A large reply (an XRANGE page of a few hundred KB) goes out in [`WRITE_SLICE`]
+/// pieces with a yield between them: copying it into the socket holds the thread
+/// ~60-90 µs here, and another client's command that arrived meanwhile then runs after
+/// the first piece instead of after the whole reply (Redis writes at most 64 KB per
+/// client per turn of its event loop, NET_MAX_WRITES_PER_EVENT, for the same reason).
 async fn write_out<S: AsyncWrite + Unpin>(
     socket: &mut S,
     bytes: &[u8],
     output: &OutputState,
 ) -> Result<(), WriteEnd> {
+    let write = async {
+        let mut pieces = bytes.chunks(WRITE_SLICE);
+        while let Some(piece) = pieces.next() {
+            socket.write_all(piece).await?;
+            if pieces.len() > 0 {
+                tokio::task::yield_now().await;
+            }
+        }
+        Ok::<(), std::io::Error>(())
+    };
     tokio::select! {
-        r = socket.write_all(bytes) => r.map_err(|_| WriteEnd::Failed),
+        r = write => r.map_err(|_| WriteEnd::Failed),
         _ = output.wait_killed() => Err(WriteEnd::Killed),
     }
 }
