@@ -84,8 +84,8 @@ pub fn write_entry(out: &mut RespWriter, entry: &Entry<'_>) {
 ///
 /// Going forwards, the warm cold nodes whose entries the read-back pool already encoded
 /// ([`render_node`]) are copied span by span; the rest of the range is walked entry by
-/// entry. Once a few entries are written, the buffer is grown once for the rest of the
-/// reply (at the size those entries took each) instead of doubling as it fills.
+/// entry. With a COUNT, once a few entries are written, the buffer is grown once for the
+/// rest of the reply (at the size those entries took each) instead of doubling as it fills.
 pub fn write_range(
     out: &mut RespWriter,
     stream: &Stream,
