@@ -1,9 +1,10 @@
 //! `streamd-bench`: runs Redis's kinds of stream workloads against one or two servers side
 //! by side (`--a 127.0.0.1:P --b 127.0.0.1:Q`) and prints, per workload and server, the
 //! median and spread of ops/s and entries/s over alternating rounds, latency
-//! p50/p99/p99.9, server CPU time per command, the `used_memory` delta per entry, and the
-//! A/B ratios. Both servers run on this machine in the same run, so the ratios are what to
-//! read; absolute numbers on a noisy machine are not.
+//! p50/p99/p99.9, server CPU time per command and the share of it spent in the kernel, the
+//! `used_memory` delta per entry, and the A/B ratios. Both servers run on this machine in
+//! the same run, so the ratios are what to read; absolute numbers on a noisy machine are
+//! not.
 //!
 //! Rounds alternate A B, B A, A B, ... so neither server always runs first (after the
 //! other's allocations, or while a neighbour's build starts). Every round of every
