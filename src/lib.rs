@@ -80,6 +80,7 @@ pub fn serve(config: config::Config) -> std::io::Result<()> {
     let mut core = core::Core::new(config, port, scripting::table());
     core.cluster = cluster;
     core.script_may_write = Some(scripting::may_write);
+    core.tier.render_node = Some(commands::xrange::render_node);
     // A broken ACL file stops start-up, as with Redis: better no server than one whose
     // users are not the ones configured.
     core.load_acl_file().map_err(|e| {

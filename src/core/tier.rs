@@ -189,6 +189,10 @@ pub struct Tiering {
     last_collect: Option<std::time::Instant>,
     /// Reads ahead of paged scans in flight ([`park`]).
     prefetches: park::Prefetches,
+    /// Encodes a node's live entries for range replies on the read pool: installed by
+    /// the layer that writes replies (`commands::xrange::render_node`); without it, the
+    /// pool only decodes ([`park`]).
+    pub render_node: Option<park::RenderNode>,
     /// Counters.
     pub stats: TierStats,
 }

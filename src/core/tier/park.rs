@@ -13,9 +13,10 @@
 //!
 //! **Rendered entries.** For a read that a range reply will copy out (forward XRANGE,
 //! XREAD), the pool thread also encodes each node's live entries the way the reply
-//! carries them ([`crate::commands::xrange::render_node`]), so the core copies spans of
-//! bytes instead of decoding and encoding every entry: the costly part of a page moves
-//! off the core thread, which then holds other clients up for less time per page.
+//! carries them (with the encoder the reply layer installs,
+//! [`super::Tiering::render_node`]), so the core copies spans of bytes instead of
+//! decoding and encoding every entry: the costly part of a page moves off the core
+//! thread, which then holds other clients up for less time per page.
 //!
 //! ```text
 //!  page k:   cold_needs ─▶ now: read k (park) ─────────▶ unpark ─▶ run
@@ -64,6 +65,10 @@ impl ColdNeeds {
         self.now.is_empty() && self.ahead.is_empty()
     }
 }
+
+/// Encodes the live entries of a node (keyed by the master ID) the way range replies
+/// carry them, on a pool thread ([`super::Tiering::render_node`]).
+pub type RenderNode = fn(&Listpack, StreamId) -> Option<Rendered>;
 
 /// A node read back and decoded by a pool thread: its byte count and the node with its
 /// entries encoded for replies when asked (or why it is damaged).
@@ -372,6 +377,7 @@ impl Core {
         let locs: Vec<NodeLocation> = wants.iter().map(|n| n.3).collect();
         let batch = self.tier.read_batch(&locs).ok()?;
         let masters: Vec<StreamId> = wants.iter().map(|n| n.2).collect();
+        let render = self.tier.render_node.filter(|_| render);
         let rx = self.tier.pool.as_ref()?.run(move || {
             let nodes = batch.run()?;
             Ok(nodes
@@ -380,9 +386,7 @@ impl Core {
                 .map(|(n, master)| {
                     let len = n.node.len();
                     let node = decode(n.node, master).map(|lp| {
-                        let r = render
-                            .then(|| crate::commands::xrange::render_node(&lp, master))
-                            .flatten();
+                        let r = render.and_then(|f| f(&lp, master));
                         (lp, r)
                     });
                     (len, node)
