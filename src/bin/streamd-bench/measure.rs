@@ -137,19 +137,12 @@ impl Phase {
         let secs = self.start.elapsed().as_secs_f64();
         let cpu_after = self.pid.and_then(Cpu::read);
         let mem_after = used_memory(ctl).await?;
+        let cpu = self.cpu.as_ref().zip(cpu_after.as_ref());
         Ok(Measured {
             secs,
             mem_delta: self.mem.zip(mem_after).map(|(a, b)| b - a),
-            cpu_us: self
-                .cpu
-                .as_ref()
-                .zip(cpu_after.as_ref())
-                .map(|(a, b)| a.micros_until(b)),
-            sys_share: self
-                .cpu
-                .as_ref()
-                .zip(cpu_after.as_ref())
-                .and_then(|(a, b)| a.sys_share_until(b)),
+            cpu_us: cpu.map(|(a, b)| a.micros_until(b)),
+            sys_share: cpu.and_then(|(a, b)| a.sys_share_until(b)),
         })
     }
 }
