@@ -645,7 +645,63 @@ pub fn coord_text(d: f64) -> String {
     if d.is_infinite() {
         return if d > 0.0 { "inf" } else { "-inf" }.to_string();
     }
-    let mut s = format!("{d:.17}");
+    let s = match fixed17(d) {
+        Some(scaled) => fixed17_text(d.is_sign_negative(), scaled),
+        None => format!("{d:.17}"),
+    };
+    trim_fraction(s)
+}
+
+/// `|d| * 10^17` rounded half to even, exactly (glibc's `%.17f` rounds the exact
+/// binary value so), when it fits the integer arithmetic below: `|d|` below 2^53 and
+/// at least 2^-75 (or zero); `None` for anything else (and NaN), which std's exact
+/// formatting then writes. Every coordinate takes this path: std's exact mode falls
+/// back to big-number arithmetic for most of them (17 decimals are more digits than
+/// its fast path handles), and it was a quarter of GEOPOS's time.
+fn fixed17(d: f64) -> Option<u128> {
+    const SCALE: u128 = 100_000_000_000_000_000;
+    if !d.is_finite() {
+        return None;
+    }
+    let bits = d.to_bits();
+    let biased = ((bits >> 52) & 0x7ff) as i32;
+    let fraction = bits & ((1 << 52) - 1);
+    // value = mant * 2^-shift
+    let (mant, shift) = match biased {
+        0 => (fraction, 1074),
+        _ => (fraction | (1 << 52), 1075 - biased),
+    };
+    if mant == 0 {
+        return Some(0);
+    }
+    // mant < 2^53 and 10^17 < 2^57: the product fits in 110 bits.
+    let product = u128::from(mant) * SCALE;
+    match shift {
+        0 => Some(product),
+        1..=127 => {
+            let q = product >> shift;
+            let rem = product & ((1u128 << shift) - 1);
+            let half = 1u128 << (shift - 1);
+            Some(if rem > half || (rem == half && q & 1 == 1) {
+                q + 1
+            } else {
+                q
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The `%.17f` text of a value whose magnitude times 10^17 is `scaled`.
+fn fixed17_text(negative: bool, scaled: u128) -> String {
+    const SCALE: u128 = 100_000_000_000_000_000;
+    let sign = if negative { "-" } else { "" };
+    format!("{sign}{}.{:017}", scaled / SCALE, scaled % SCALE)
+}
+
+/// Redis's human-mode trimming: trailing zeros and a trailing point removed, `-0`
+/// written `0`.
+fn trim_fraction(mut s: String) -> String {
     if s.contains('.') {
         while s.ends_with('0') {
             s.pop();
@@ -723,6 +779,51 @@ mod tests {
         assert_eq!(coord_text(-0.0), "0");
         assert_eq!(coord_text(1.5), "1.5");
         assert_eq!(coord_text(2.0), "2");
+        assert_eq!(coord_text(-1e-20), "0");
+        assert_eq!(coord_text(f64::MAX), format!("{:.0}", f64::MAX));
+    }
+
+    /// The exact decimal of `d` to 17 places, the slow way (std's exact formatting).
+    fn slow17(d: f64) -> String {
+        format!("{d:.17}")
+    }
+
+    #[test]
+    fn fixed17_rounds_ties_to_even() {
+        // j * 2^-18 for odd j is exactly j * 5^17 / 2 units of 10^-17: a tie, half of
+        // them rounding down to even. Check them and their neighbours against std's
+        // exact formatting.
+        for j in (1..4_000u64).step_by(2) {
+            let d = j as f64 * 2f64.powi(-18);
+            for v in [
+                d,
+                -d,
+                f64::from_bits(d.to_bits() + 1),
+                f64::from_bits(d.to_bits() - 1),
+            ] {
+                let fast = fixed17(v).map(|n| fixed17_text(v.is_sign_negative(), n));
+                assert_eq!(fast, Some(slow17(v)), "{v:e}");
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn fixed17_is_exact_for_coordinates(lon in -180.0f64..=180.0, lat in -90.0f64..=90.0) {
+            for v in [lon, lat] {
+                let fast = fixed17(v).map(|n| fixed17_text(v.is_sign_negative(), n));
+                prop_assert_eq!(fast, Some(slow17(v)));
+            }
+        }
+
+        #[test]
+        fn fixed17_is_exact_wherever_it_answers(bits in any::<u64>()) {
+            let v = f64::from_bits(bits);
+            if let Some(n) = fixed17(v) {
+                prop_assert_eq!(fixed17_text(v.is_sign_negative(), n), slow17(v));
+            }
+            prop_assert_eq!(fixed17(v).is_some(), v.is_finite() && (v == 0.0 || (v.abs() >= 2f64.powi(-75) && v.abs() < 2f64.powi(53))));
+        }
     }
 
     #[test]
