@@ -41,8 +41,9 @@
 //! beyond: 64 bytes for every short key). Redis 8 embeds keys in its entries too. The
 //! `slot` module below holds the allocation and the only `unsafe` code of the dict.
 //!
-//! A key lives in bucket `hash(key) & (size - 1)`. The hash is SipHash with a key drawn
-//! at random per table set ([`RandomState`]), so clients cannot choose colliding keys.
+//! A key lives in bucket `hash(key) & (size - 1)`. The hash is SipHash-1-2, Redis's
+//! (core/siphash.rs), with a key drawn at random per table set, so clients cannot
+//! choose colliding keys.
 //!
 //! # Growth and incremental rehashing
 //!
@@ -61,9 +62,8 @@
 //! present for the whole scan is returned at least once; a key may be returned twice
 //! when the table shrank in between; a cursor of 0 starts and ends a scan.
 
+use super::siphash::SipKey;
 use slot::Slot;
-use std::collections::hash_map::RandomState;
-use std::hash::BuildHasher;
 
 /// Smallest non-empty table, in buckets (Redis's `DICT_HT_INITIAL_SIZE`).
 pub const MIN_SIZE: usize = 4;
@@ -391,7 +391,7 @@ pub struct Dict<V> {
     tables: [Table<V>; 2],
     /// Next bucket of `tables[0]` to move while rehashing; `None` when not rehashing.
     rehash_idx: Option<usize>,
-    hasher: RandomState,
+    hasher: SipKey,
     /// The keys of each group (a cluster node's hash slots), once
     /// [`Dict::enable_groups`] asked for it; kept up to date by every insert and removal.
     groups: Option<Box<GroupIndex>>,
@@ -478,7 +478,7 @@ impl<V> Default for Dict<V> {
         Dict {
             tables: [Table::empty(), Table::empty()],
             rehash_idx: None,
-            hasher: RandomState::new(),
+            hasher: SipKey::random(),
             groups: None,
             clock_init: 0,
             clock_keep_on_replace: false,
@@ -496,7 +496,7 @@ impl<V: Clone> Clone for Dict<V> {
                 Table::empty(),
             ],
             rehash_idx: None,
-            hasher: self.hasher.clone(),
+            hasher: self.hasher,
             // Same hasher, so the hashes it holds stay right.
             groups: self.groups.clone(),
             clock_init: self.clock_init,
@@ -547,7 +547,7 @@ impl<V> Dict<V> {
     }
 
     fn hash(&self, key: &[u8]) -> u64 {
-        self.hasher.hash_one(key)
+        self.hasher.hash(key)
     }
 
     /// The hash of `key` in this dict, for a command that looks the same key up more

@@ -44,6 +44,7 @@ pub mod persistence;
 pub mod pubsub;
 pub mod replication;
 pub mod script;
+pub mod siphash;
 pub mod slowlog;
 pub mod syncrepl;
 pub mod tier;
