@@ -258,6 +258,9 @@ pub struct Core {
     /// Unix ms of the current batch: the command time of every command in it (one
     /// clock read per batch, not per command).
     pub batch_now_ms: u64,
+    /// The table row of the last command name looked up: a pipeline, and many clients
+    /// sending the same command, look the same name up again (`lookup_command`).
+    last_command: Option<&'static CommandSpec>,
     /// When the previous command ended (or the batch began): the start of the next
     /// command's time for INFO commandstats, so each command costs one clock read.
     clock: Instant,
@@ -635,6 +638,7 @@ impl Core {
             reprocessing: None,
             reprocess_key: None,
             batch_now_ms: unix_ms(),
+            last_command: None,
             clock: Instant::now(),
             persist: Box::new(NoPersistence),
             loading: false,
@@ -1465,6 +1469,18 @@ impl Core {
     }
 
     /// [`Core::execute`] without the ASKING bookkeeping.
+    /// [`command::lookup`] through a one-entry memo of the last name looked up.
+    fn lookup_command(&mut self, name: &[u8]) -> Option<&'static CommandSpec> {
+        if let Some(spec) = self.last_command
+            && spec.name.as_bytes().eq_ignore_ascii_case(name)
+        {
+            return Some(spec);
+        }
+        let spec = command::lookup(name)?;
+        self.last_command = Some(spec);
+        Some(spec)
+    }
+
     fn execute_one(&mut self, client: &mut Client, argv: Argv, out: &mut RespWriter) -> Outcome {
         let now_ms = self.batch_now_ms;
         client.last_interaction_ms = now_ms;
@@ -1472,7 +1488,8 @@ impl Core {
             return Outcome::Done;
         };
         // Commands newer than `compat-version` do not exist for clients.
-        let Some(spec) = command::lookup(name)
+        let Some(spec) = self
+            .lookup_command(name)
             .filter(|s| self.replaying() || command::since_version(s.since) <= self.compat)
         else {
             let err = crate::error::unknown_command(&argv);

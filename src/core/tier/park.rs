@@ -163,14 +163,20 @@ impl Core {
     /// command reads, never a node it does not touch beyond its range. Empty for every
     /// other command and when no node is cold. A paged read also names the next page's
     /// nodes ([`ColdNeeds::ahead`]).
+    #[inline]
     pub fn cold_needs(&self, db: usize, argv: &[Bytes]) -> ColdNeeds {
-        let mut out = ColdNeeds::default();
         if !self.tier.is_open()
             || argv.len() < 2
             || argv[0].first().is_none_or(|c| c | 0x20 != b'x')
         {
-            return out;
+            return ColdNeeds::default();
         }
+        self.stream_cold_needs(db, argv)
+    }
+
+    /// [`Core::cold_needs`] of a stream command while a store is open.
+    fn stream_cold_needs(&self, db: usize, argv: &[Bytes]) -> ColdNeeds {
+        let mut out = ColdNeeds::default();
         let Some(dbv) = self.dbs.get(db) else {
             return out;
         };
