@@ -504,10 +504,19 @@ impl RequestParser {
         }
         let frame = buf.split_to(pos).freeze();
         let mut argv = Argv::with_capacity(count);
-        argv.extend(spans.iter().map(|&(a, b)| frame.slice(a..b)));
         if self.keep_frames {
+            argv.extend(spans.iter().map(|&(a, b)| frame.slice(a..b)));
             self.frame = Some(frame);
+            return Some(argv);
         }
+        // Each slice takes a reference to the frame's bytes (an atomic increment, and a
+        // decrement when dropped): the last argument is the frame itself, narrowed.
+        let (&(last_start, last_end), rest) = spans.split_last()?;
+        argv.extend(rest.iter().map(|&(a, b)| frame.slice(a..b)));
+        let mut last = frame;
+        last.truncate(last_end);
+        last.advance(last_start);
+        argv.push(last);
         Some(argv)
     }
 
