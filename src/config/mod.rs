@@ -641,7 +641,7 @@ pub const DIRECTIVES: &[Directive] = &[
             max: 100_000,
         },
         mutable: true,
-        help: "After the last request, keep polling the sockets up to this many microseconds before sleeping (0 = off; the window adapts to the gaps between requests, and polling stops when another thread needs the CPU): saves the wake-up, tens of microseconds on virtual machines, at the cost of CPU while clients are active.",
+        help: "After the last request, keep polling the sockets up to this many microseconds before sleeping (0 = off; the window adapts to the gaps between requests, and polling stops when another thread needs the CPU or the machine's CPUs are contended): saves the wake-up, tens of microseconds on virtual machines, at the cost of CPU while clients are active.",
     },
     Directive {
         name: "busy-reply-threshold",

@@ -145,7 +145,7 @@ pub async fn run(
     let metrics = metrics::start(&core)?;
     core.borrow_mut().relisten = Some(relisten_hook(listeners.clone(), metrics));
     // Polling before sleeping (`idle-poll-us`): connections report activity to it.
-    let idle_poll = Rc::new(IdlePoll::new(core.borrow().limits.idle_poll));
+    let idle_poll = Rc::new(IdlePoll::new(core.borrow().limits.idle_poll).watching_cpu_pressure());
     tokio::task::spawn_local(idle_poll.clone().run());
     let mut sigterm = signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut sigint = signal(tokio::signal::unix::SignalKind::interrupt())?;
