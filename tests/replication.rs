@@ -2634,3 +2634,56 @@ fn sentinel_rejoin_follows_the_primary_two_sentinels_name_and_nothing_less() {
     let c = Node::streamd("third", &[]);
     stays(&mut pa, &[hello(&s1, c.port, 8), hello(&s2, c.port, 8)]);
 }
+
+/// `sentinel-rejoin yes`: a server promoted moments ago refuses REPLICAOF back to the
+/// primary it replaced (a Sentinel that has not heard of the promotion sends it) until
+/// a hello names that primary under a newer configuration epoch; other addresses are
+/// obeyed at once.
+#[test]
+fn sentinel_rejoin_refuses_a_stale_replicaof_to_the_primary_just_replaced() {
+    let a = Node::streamd("old-primary", &[]);
+    let b = Node::streamd("replica", &["--sentinel-rejoin", "yes"]);
+    let (mut pa, mut pb) = (a.conn(), b.conn());
+    pa.ok("XADD s 1-1 f v");
+    pb.ok(&format!("REPLICAOF 127.0.0.1 {}", a.port));
+    wait_info(&mut pb, "replication", "master_link_status", "up");
+    let (s1, s2) = ("1".repeat(40), "2".repeat(40));
+    for h in [hello(&s1, a.port, 3), hello(&s2, a.port, 3)] {
+        pb.ok(&format!("PUBLISH __sentinel__:hello {h}"));
+    }
+    pb.ok("REPLICAOF NO ONE");
+    pb.ok("XADD s 2-1 f mine");
+    // The stale Sentinel's reconfiguration, as Sentinel sends it: refused, in or out of
+    // a transaction, and the server stays a primary with its writes.
+    let refused = pb.run(&format!("REPLICAOF 127.0.0.1 {}", a.port));
+    assert!(
+        matches!(&refused, V::Error(e) if e.starts_with("ERR REPLICAOF refused") && e.contains("sentinel-rejoin")),
+        "{refused:?}"
+    );
+    pb.ok("MULTI");
+    pb.run(&format!("SLAVEOF 127.0.0.1 {}", a.port));
+    let exec = pb.run("EXEC");
+    assert!(
+        matches!(&exec, V::Array(items) if matches!(items.first(), Some(V::Error(_)))),
+        "{exec:?}"
+    );
+    assert_eq!(pb.info_field("replication", "role"), "master");
+    assert_eq!(pb.run("XLEN s"), V::Int(2));
+    // A hello under the epoch known at the promotion changes nothing; a newer epoch
+    // naming that primary (a failover back to it) is obeyed.
+    pb.ok(&format!(
+        "PUBLISH __sentinel__:hello {}",
+        hello(&s1, a.port, 3)
+    ));
+    assert!(
+        pb.run(&format!("REPLICAOF 127.0.0.1 {}", a.port))
+            .is_error()
+    );
+    pb.ok(&format!(
+        "PUBLISH __sentinel__:hello {}",
+        hello(&s1, a.port, 4)
+    ));
+    pb.ok(&format!("REPLICAOF 127.0.0.1 {}", a.port));
+    wait_info(&mut pb, "replication", "master_link_status", "up");
+    assert_eq!(pb.run("XLEN s"), V::Int(1));
+}

@@ -66,6 +66,21 @@ fn replicaof(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let port = parse_i64(&port)?;
     let port = u16::try_from(port).map_err(|_| ReplyError::msg("ERR Invalid master port"))?;
     let host = String::from_utf8_lossy(&host).into_owned();
+    if ctx.core.config.get_bool("sentinel-rejoin")
+        && ctx
+            .core
+            .repl
+            .refuses_old_primary(&host, port, crate::core::unix_ms())
+    {
+        tracing::warn!(
+            "REPLICAOF {host}:{port} refused: this server was promoted moments ago and replaced that primary, and no Sentinel names it under a newer configuration epoch (sentinel-rejoin; request from 'id={} addr={}')",
+            ctx.client.id,
+            ctx.client.addr
+        );
+        return Err(ReplyError::owned(format!(
+            "ERR REPLICAOF refused: this server was promoted moments ago and replaced {host}:{port}, which no Sentinel names under a newer configuration epoch (sentinel-rejoin)"
+        )));
+    }
     if let Some(m) = &ctx.core.repl.master
         && m.host.eq_ignore_ascii_case(&host)
         && m.port == port

@@ -906,7 +906,7 @@ pub const DIRECTIVES: &[Directive] = &[
         default: "no",
         kind: Kind::Bool,
         mutable: true,
-        help: "A primary left without replicas follows the primary that two Sentinels name in their __sentinel__:hello messages (newer configuration epoch) at once, instead of waiting 8-18 s for Sentinel's convert-to-slave (docs/replication.md).",
+        help: "A primary left without replicas follows the primary that two Sentinels name in their __sentinel__:hello messages (newer configuration epoch) at once, instead of waiting 8-18 s for Sentinel's convert-to-slave; and a server promoted less than 10 s ago refuses REPLICAOF back to the primary it replaced unless a hello names that primary under a newer epoch (docs/replication.md).",
     },
     Directive {
         name: "shutdown-timeout",

@@ -305,6 +305,17 @@ pub struct Waiter {
     pub deadline_ms: Option<u64>,
 }
 
+/// The primary a promoted server followed until its promotion.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeftPrimary {
+    /// Its host, as REPLICAOF named it.
+    pub host: String,
+    /// Its port.
+    pub port: u16,
+    /// The newest configuration epoch in the hellos known at the promotion.
+    pub epoch: u64,
+}
+
 /// The last `__sentinel__:hello` one Sentinel published on this server: who that
 /// Sentinel says is the primary of this server's group (Sentinel's `sentinelSendHello`:
 /// `ip,port,runid,current_epoch,master_name,master_ip,master_port,master_config_epoch`).
@@ -433,6 +444,10 @@ pub struct Replication {
     pub self_epoch: u64,
     /// Unix ms this server was last promoted (REPLICAOF NO ONE, FAILOVER), 0 never.
     pub promoted_ms: u64,
+    /// The primary this server followed when it was last promoted, and the newest
+    /// configuration epoch Sentinels' hellos had named by then
+    /// ([`Replication::refuses_old_primary`]).
+    pub left_primary: Option<LeftPrimary>,
     /// Every replica (by its announced address) that has been online with this
     /// server: a full sync waits `repl-diskless-sync-delay` only while one of them is
     /// not connected, since only then can another be expected to arrive.
@@ -500,6 +515,7 @@ impl Default for Replication {
             sentinel_hellos: BTreeMap::new(),
             self_epoch: 0,
             promoted_ms: 0,
+            left_primary: None,
             known_replicas: std::collections::BTreeSet::new(),
             getack_pending: false,
             good_replicas: 0,
@@ -818,6 +834,32 @@ impl Replication {
             .then(|| (first.master_ip.clone(), first.master_port, newest))
     }
 
+    /// Whether `sentinel-rejoin` refuses REPLICAOF `host port` as a stale Sentinel's:
+    /// this server was promoted less than [`PROMOTION_SETTLE_MS`] ago, `host:port` is
+    /// the primary it followed until then, and no hello names that address under a
+    /// configuration epoch newer than every epoch known at the promotion. A Sentinel
+    /// whose last look at this server predates the promotion (Sentinel's 8 s wait
+    /// counts from the role it last saw, which can be a reign long past) converts it
+    /// back to the primary it replaced before the winner's hellos reach it: the
+    /// deposed primary's lone writes would then replace the new reign's. A real
+    /// failover back to that server comes with a newer epoch; without one, after the
+    /// settle time, REPLICAOF is obeyed as always.
+    pub fn refuses_old_primary(&self, host: &str, port: u16, now_ms: u64) -> bool {
+        let Some(left) = &self.left_primary else {
+            return false;
+        };
+        let recent =
+            self.promoted_ms > 0 && now_ms.saturating_sub(self.promoted_ms) < PROMOTION_SETTLE_MS;
+        recent
+            && left.port == port
+            && left.host.eq_ignore_ascii_case(host)
+            && !self.sentinel_hellos.values().any(|h| {
+                h.config_epoch > left.epoch
+                    && h.master_port == port
+                    && h.master_ip.eq_ignore_ascii_case(host)
+            })
+    }
+
     /// Marks the replica `id` online and remembers its address.
     pub fn set_online(&mut self, id: u64, now_ms: u64) {
         if let Some(r) = self.replicas.get_mut(&id) {
@@ -874,6 +916,18 @@ impl Core {
     /// `replicationUnsetMaster`).
     pub fn become_primary(&mut self) {
         self.repl.promoted_ms = super::unix_ms();
+        let newest = self
+            .repl
+            .sentinel_hellos
+            .values()
+            .map(|h| h.config_epoch)
+            .max()
+            .unwrap_or(0);
+        self.repl.left_primary = self.repl.master.as_ref().map(|m| LeftPrimary {
+            host: m.host.clone(),
+            port: m.port,
+            epoch: newest,
+        });
         self.sync.promoted();
         self.repl.shift_history();
         self.repl.ensure_backlog();
@@ -1268,5 +1322,33 @@ mod tests {
         r.note_sentinel_hello(b"garbage", now);
         r.note_sentinel_hello(b"a,b,c,d,e,f,notaport,1", now);
         assert_eq!(r.sentinel_hellos.len(), 3);
+    }
+
+    #[test]
+    fn a_fresh_promotion_refuses_its_old_primary_until_a_newer_epoch_names_it() {
+        let now = 1_000_000;
+        let mut r = Replication::default();
+        // Never promoted, or promoted from no primary: nothing is refused.
+        assert!(!r.refuses_old_primary("127.0.0.1", 7000, now));
+        r.note_sentinel_hello(&hello('a', 7000, 3), now - 100);
+        r.promoted_ms = now - 50;
+        r.left_primary = Some(LeftPrimary {
+            host: "127.0.0.1".into(),
+            port: 7000,
+            epoch: 3,
+        });
+        assert!(r.refuses_old_primary("127.0.0.1", 7000, now));
+        // Another address, or the settle time over: obeyed.
+        assert!(!r.refuses_old_primary("127.0.0.1", 7001, now));
+        assert!(!r.refuses_old_primary("127.0.0.2", 7000, now));
+        assert!(!r.refuses_old_primary("127.0.0.1", 7000, now - 50 + PROMOTION_SETTLE_MS));
+        // A hello naming it under the epoch known at the promotion changes nothing; a
+        // newer epoch naming it (a failover back to it) makes it obeyed.
+        r.note_sentinel_hello(&hello('b', 7000, 3), now);
+        assert!(r.refuses_old_primary("127.0.0.1", 7000, now));
+        r.note_sentinel_hello(&hello('b', 7001, 4), now);
+        assert!(r.refuses_old_primary("127.0.0.1", 7000, now));
+        r.note_sentinel_hello(&hello('c', 7000, 5), now);
+        assert!(!r.refuses_old_primary("127.0.0.1", 7000, now));
     }
 }
