@@ -46,8 +46,9 @@
 //! the time (the six-node cluster benchmarks: three primaries, three replicas and the
 //! load tool on two vCPUs), every node still polled in each gap it found, the vCPUs
 //! never halted, and what polling saves (waking a halted vCPU) was never there to save:
-//! `cluster/auction` spent 25.6-27.5 µs of CPU per command with polling and 23.9-24.1
-//! with `idle-poll-us 0`, at 0.80-0.84x Redis's rate against 0.91-0.95x. So the poller
+//! `cluster/auction` spent 25.1-27.5 µs of cluster CPU per command with polling and
+//! 23.9-24.7 with `idle-poll-us 0` in most runs (both also have rounds of 29-31 µs, the
+//! auction's own: docs/performance.md). So the poller
 //! also reads the kernel's CPU pressure (PSI, `/proc/pressure/cpu`: the share of time
 //! some runnable task waited for a CPU) at most every [`PRESSURE_EVERY`]; while that
 //! share is at least [`CONTENDED_FROM`] it does not poll (re-reading on a timer), and it
