@@ -1468,7 +1468,6 @@ impl Core {
         outcome
     }
 
-    /// [`Core::execute`] without the ASKING bookkeeping.
     /// [`command::lookup`] through a one-entry memo of the last name looked up.
     fn lookup_command(&mut self, name: &[u8]) -> Option<&'static CommandSpec> {
         if let Some(spec) = self.last_command
@@ -1481,6 +1480,7 @@ impl Core {
         Some(spec)
     }
 
+    /// [`Core::execute`] without the ASKING bookkeeping.
     fn execute_one(&mut self, client: &mut Client, argv: Argv, out: &mut RespWriter) -> Outcome {
         let now_ms = self.batch_now_ms;
         client.last_interaction_ms = now_ms;

@@ -120,8 +120,10 @@ impl IdlePoll {
 
     /// [`IdlePoll::watching_cpu_pressure`] reading `path` (tests give their own file).
     fn watching_pressure_file(self, path: PathBuf) -> IdlePoll {
-        *self.pressure.borrow_mut() = CpuPressure::open(path);
-        self
+        IdlePoll {
+            pressure: RefCell::new(CpuPressure::open(path)),
+            ..self
+        }
     }
 
     /// True while the CPUs are contended (read at most every [`PRESSURE_EVERY`]).
@@ -438,10 +440,8 @@ mod tests {
                 loop {
                     if flag.get() {
                         total = started.elapsed().as_micros() as u64;
-                        write(&path, total);
-                    } else {
-                        write(&path, total);
                     }
+                    write(&path, total);
                     tokio::time::sleep(Duration::from_millis(10)).await;
                 }
             });

@@ -652,6 +652,9 @@ pub fn coord_text(d: f64) -> String {
     trim_fraction(s)
 }
 
+/// 10^17: one unit of the 17th decimal place.
+const FIXED17_SCALE: u128 = 100_000_000_000_000_000;
+
 /// `|d| * 10^17` rounded half to even, exactly (glibc's `%.17f` rounds the exact
 /// binary value so), when it fits the integer arithmetic below: `|d|` below 2^53 and
 /// at least 2^-75 (or zero); `None` for anything else (and NaN), which std's exact
@@ -659,7 +662,6 @@ pub fn coord_text(d: f64) -> String {
 /// back to big-number arithmetic for most of them (17 decimals are more digits than
 /// its fast path handles), and it was a quarter of GEOPOS's time.
 fn fixed17(d: f64) -> Option<u128> {
-    const SCALE: u128 = 100_000_000_000_000_000;
     if !d.is_finite() {
         return None;
     }
@@ -675,7 +677,7 @@ fn fixed17(d: f64) -> Option<u128> {
         return Some(0);
     }
     // mant < 2^53 and 10^17 < 2^57: the product fits in 110 bits.
-    let product = u128::from(mant) * SCALE;
+    let product = u128::from(mant) * FIXED17_SCALE;
     match shift {
         0 => Some(product),
         1..=127 => {
@@ -694,9 +696,12 @@ fn fixed17(d: f64) -> Option<u128> {
 
 /// The `%.17f` text of a value whose magnitude times 10^17 is `scaled`.
 fn fixed17_text(negative: bool, scaled: u128) -> String {
-    const SCALE: u128 = 100_000_000_000_000_000;
     let sign = if negative { "-" } else { "" };
-    format!("{sign}{}.{:017}", scaled / SCALE, scaled % SCALE)
+    format!(
+        "{sign}{}.{:017}",
+        scaled / FIXED17_SCALE,
+        scaled % FIXED17_SCALE
+    )
 }
 
 /// Redis's human-mode trimming: trailing zeros and a trailing point removed, `-0`
