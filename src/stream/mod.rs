@@ -755,10 +755,20 @@ impl Stream {
         self.node_count()
     }
 
-    /// Number of radix tree nodes (XINFO `radix-tree-nodes`): the hot index's, plus one
-    /// per cold node.
+    /// Number of radix tree nodes (XINFO `radix-tree-nodes`): those of the tree of every
+    /// node's key, hot and cold, as Redis would count for the same nodes. Cold nodes keep
+    /// their keys outside the hot index, so with any of them the count walks every key
+    /// (all cold keys sort before the hot ones); it does not depend on which nodes
+    /// happen to be cold.
     pub fn radix_tree_nodes(&self) -> usize {
-        self.nodes.index.node_count() + self.cold().map_or(0, |c| c.len())
+        match self.cold() {
+            Some(c) if !c.is_empty() => rax::node_count_of_sorted(
+                c.stubs()
+                    .map(|stub| stub.master.to_key())
+                    .chain(self.nodes.index.iter().map(|(k, _)| master_of(k).to_key())),
+            ),
+            _ => self.nodes.index.node_count(),
+        }
     }
 
     /// Estimated memory use in bytes (MEMORY USAGE): the stream itself, its nodes at the
@@ -1537,6 +1547,15 @@ mod tests {
             s.first_id(),
             s.first_entry().map(|e| e.id).unwrap_or(StreamId::MIN)
         );
+        // radix-tree-nodes: the tree of every node's key, whichever nodes are cold.
+        let mut all = Rax::new();
+        for st in s.cold().into_iter().flat_map(|c| c.stubs()) {
+            all.insert(&st.master.to_key(), ());
+        }
+        for (k, _) in s.nodes.index.iter() {
+            all.insert(k, ());
+        }
+        assert_eq!(s.radix_tree_nodes(), all.node_count());
     }
 
     #[test]

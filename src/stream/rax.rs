@@ -667,6 +667,93 @@ fn capacity_for(n: usize) -> usize {
 type Bytes = ShortBytes;
 
 /// Length of the common prefix of `a` and `b`.
+/// The number of nodes a [`Rax`] holding exactly `keys` has ([`Rax::node_count`]),
+/// computed from the keys alone, in one pass and without building the tree. A stream
+/// whose oldest nodes are cold keeps their keys outside its tree; XINFO's
+/// `radix-tree-nodes` still counts the tree of every key, as Redis does.
+///
+/// `keys` must be strictly ascending, and no key may be a prefix of another (true of
+/// keys of one length, such as stream IDs).
+///
+/// Why it works: in the minimal shape (module doc) a node exists at a prefix exactly
+/// when the prefix is the root, a key, a branch point (two or more children) or a
+/// child of a branch point; every other prefix lies inside a run. With ascending keys,
+/// every branch point is the common prefix of some two neighbours, and a branch point
+/// with `c` children is the common prefix of `c - 1` neighbouring pairs. So, for n keys
+/// and B distinct branch points, the children of branch points number n - 1 + B, and
+///
+/// ```text
+/// nodes = [root not a branch] + n + B + (n - 1 + B)
+///         - (children that are keys) - (children that are branch points)
+/// ```
+///
+/// A key is a child of a branch point when it is one byte longer than its deepest
+/// branching ancestor (the longer of its common prefixes with its two neighbours). The
+/// branch points are found with a stack of increasing depths (the common prefixes seen
+/// so far that are still ancestors of the current key); a branch point taken off the
+/// stack learns its parent branch point then, and is a child of it when one byte
+/// deeper.
+pub fn node_count_of_sorted<K: AsRef<[u8]>>(keys: impl IntoIterator<Item = K>) -> usize {
+    let mut keys = keys.into_iter();
+    let Some(first) = keys.next() else {
+        return 1;
+    };
+    let mut n = 1usize;
+    let mut prev = first.as_ref().to_vec();
+    // The common prefix of `prev` with the key before it (None for the first key).
+    let mut prev_lcp: Option<usize> = None;
+    let mut stack: Vec<usize> = Vec::new();
+    let mut branch_points = 0usize;
+    let mut root_branches = false;
+    let mut child_keys = 0usize;
+    let mut child_branches = 0usize;
+    // Takes branch points deeper than `depth` off the stack; `depth` None ends the walk.
+    let mut unwind = |stack: &mut Vec<usize>, depth: Option<usize>| {
+        while let Some(&top) = stack.last() {
+            if depth.is_some_and(|d| top <= d) {
+                break;
+            }
+            stack.pop();
+            let parent = match (stack.last().copied(), depth) {
+                (Some(below), Some(d)) => Some(below.max(d)),
+                (below, d) => below.or(d),
+            };
+            if parent.is_some_and(|p| top == p + 1) {
+                child_branches += 1;
+            }
+        }
+    };
+    for key in keys {
+        let key = key.as_ref();
+        debug_assert!(prev.as_slice() < key, "keys not ascending");
+        let lcp = common_prefix(&prev, key);
+        debug_assert!(lcp < prev.len() && lcp < key.len(), "a key is a prefix");
+        if prev.len() == prev_lcp.map_or(lcp, |p| p.max(lcp)) + 1 {
+            child_keys += 1;
+        }
+        unwind(&mut stack, Some(lcp));
+        if stack.last() != Some(&lcp) {
+            stack.push(lcp);
+            branch_points += 1;
+            root_branches |= lcp == 0;
+        }
+        n += 1;
+        prev.clear();
+        prev.extend_from_slice(key);
+        prev_lcp = Some(lcp);
+    }
+    let Some(last_lcp) = prev_lcp else {
+        return if prev.is_empty() { 1 } else { 2 };
+    };
+    if prev.len() == last_lcp + 1 {
+        child_keys += 1;
+    }
+    unwind(&mut stack, None);
+    usize::from(!root_branches) + n + branch_points + (n - 1 + branch_points)
+        - child_keys
+        - child_branches
+}
+
 fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
@@ -1964,12 +2051,59 @@ mod tests {
         Ok(())
     }
 
+    #[test]
+    fn node_count_of_sorted_keys_by_hand() {
+        let count = |keys: &[&[u8]]| node_count_of_sorted(keys.iter());
+        assert_eq!(count(&[]), 1);
+        assert_eq!(count(&[b""]), 1);
+        assert_eq!(count(&[b"abc"]), 2);
+        // A root branch and two leaves.
+        assert_eq!(count(&[b"a", b"b"]), 3);
+        // Root run "a", a branch [b c], two leaves.
+        assert_eq!(count(&[b"ab", b"ac"]), 4);
+        // Root branch [a b]; "a" a run to the branch "ab" [c d]; three leaves.
+        assert_eq!(count(&[b"abc", b"abd", b"b"]), 6);
+        for keys in [
+            &[&b"abc"[..], b"abd", b"b"][..],
+            &[b"aa", b"ab", b"ac", b"b"],
+            &[b"stream:1", b"stream:2", b"stream:30"],
+        ] {
+            assert_eq!(count(keys), tree(keys).node_count(), "{keys:?}");
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 1024, ..ProptestConfig::default() })]
 
         #[test]
         fn rax_agrees_with_btreemap(ops in any_ops()) {
             run_model(&ops)?;
+        }
+
+        #[test]
+        fn node_count_of_sorted_keys_matches_the_tree(
+            keys in prop_oneof![
+                prop::collection::vec(id_keys(), 0..200),
+                prop::collection::vec(prop::collection::vec(prop::sample::select(b"ab".to_vec()), 1..6), 0..40),
+                prop::collection::vec(random_keys(), 0..60),
+            ],
+        ) {
+            let mut rax = Rax::new();
+            for k in &keys {
+                rax.insert(k, ());
+            }
+            // Drop every key that is a prefix of another.
+            let sorted: Vec<&[u8]> = rax.iter().map(|(k, _)| k).collect();
+            let free: Vec<&[u8]> = sorted
+                .iter()
+                .copied()
+                .filter(|k| !sorted.iter().any(|o| o.len() > k.len() && o.starts_with(k)))
+                .collect();
+            let mut fresh = Rax::new();
+            for k in &free {
+                fresh.insert(k, ());
+            }
+            prop_assert_eq!(node_count_of_sorted(free.iter()), fresh.node_count());
         }
 
         #[test]
