@@ -238,6 +238,53 @@ fn script_replies_and_errors_match_redis_in_both_protocols() {
     }
 }
 
+/// The core remembers the last two command names it looked up; a script alternates
+/// EVALSHA with its own `redis.call`s, and a client's commands come in between. Every
+/// name must still resolve to its own command (replies as Redis's) and be counted as
+/// itself in INFO commandstats.
+#[test]
+fn alternating_command_names_resolve_each_to_its_own_command() {
+    let (s, r) = (start_server(), redis_server());
+    let mixed = "redis.call('INCR', KEYS[1]) redis.call('HSET', KEYS[2], 'f', ARGV[1]) \
+                 redis.call('incr', KEYS[1]) return redis.call('HGET', KEYS[2], 'f')";
+    let mut cases: Vec<Vec<&str>> = vec![vec!["FLUSHALL"], vec!["SCRIPT", "FLUSH"]];
+    for round in ["1", "2", "3"] {
+        cases.push(eval(mixed, &["n", "h"], &[round]));
+        cases.push(vec!["INCR", "n"]);
+        cases.push(eval(mixed, &["n", "h"], &[round]));
+        cases.push(vec!["HGET", "h", "f"]);
+        cases.push(vec!["NOSUCHCMD", "n"]);
+        cases.push(eval("return redis.call('nosuchcmd')", &[], &[]));
+        cases.push(vec!["hset", "h", "g", round]);
+        cases.push(vec!["GET", "n"]);
+    }
+    let bad = differential(s.port, r.port, 2, &exact_owned(&cases));
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+    // Five runs of the script and five INCRs of the client's own, counted apart.
+    let mut raw = Raw::connect(s.port);
+    raw.cmd_str(&["CONFIG", "RESETSTAT"]);
+    for _ in 0..5 {
+        raw.cmd_str(&eval(mixed, &["n", "h"], &["x"]));
+        raw.cmd_str(&["INCR", "n"]);
+    }
+    let stats = String::from_utf8_lossy(&raw.cmd_str(&["INFO", "commandstats"])).into_owned();
+    let calls = |name: &str| {
+        stats
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("cmdstat_{name}:calls=")))
+            .and_then(|rest| rest.split(',').next())
+            .and_then(|n| n.parse::<u64>().ok())
+    };
+    assert_eq!(calls("eval"), Some(5), "{stats}");
+    assert_eq!(calls("incr"), Some(15), "{stats}");
+    assert_eq!(calls("hset"), Some(5), "{stats}");
+    assert_eq!(calls("hget"), Some(5), "{stats}");
+}
+
+fn exact_owned<'a>(cases: &[Vec<&'a str>]) -> Vec<(Mode, Vec<&'a str>)> {
+    cases.iter().map(|c| (Mode::Exact, c.clone())).collect()
+}
+
 #[test]
 fn function_dump_restores_on_redis_and_back() {
     let (s, r) = (start_server(), redis_server());

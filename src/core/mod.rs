@@ -258,9 +258,10 @@ pub struct Core {
     /// Unix ms of the current batch: the command time of every command in it (one
     /// clock read per batch, not per command).
     pub batch_now_ms: u64,
-    /// The table row of the last command name looked up: a pipeline, and many clients
-    /// sending the same command, look the same name up again (`lookup_command`).
-    last_command: Option<&'static CommandSpec>,
+    /// The table rows of the last two command names looked up, the latest first: a
+    /// pipeline, and many clients sending the same command, look the same name up again,
+    /// and a script alternates two (EVALSHA and its `redis.call`) (`lookup_command`).
+    last_commands: [Option<&'static CommandSpec>; 2],
     /// When the previous command ended (or the batch began): the start of the next
     /// command's time for INFO commandstats, so each command costs one clock read.
     clock: Instant,
@@ -638,7 +639,7 @@ impl Core {
             reprocessing: None,
             reprocess_key: None,
             batch_now_ms: unix_ms(),
-            last_command: None,
+            last_commands: [None; 2],
             clock: Instant::now(),
             persist: Box::new(NoPersistence),
             loading: false,
@@ -1468,15 +1469,23 @@ impl Core {
         outcome
     }
 
-    /// [`command::lookup`] through a one-entry memo of the last name looked up.
-    fn lookup_command(&mut self, name: &[u8]) -> Option<&'static CommandSpec> {
-        if let Some(spec) = self.last_command
+    /// [`command::lookup`] through a two-entry memo of the last names looked up (clients'
+    /// commands and a script's `redis.call`s share it).
+    pub(crate) fn lookup_command(&mut self, name: &[u8]) -> Option<&'static CommandSpec> {
+        let [first, second] = self.last_commands;
+        if let Some(spec) = first
             && spec.name.as_bytes().eq_ignore_ascii_case(name)
         {
             return Some(spec);
         }
+        if let Some(spec) = second
+            && spec.name.as_bytes().eq_ignore_ascii_case(name)
+        {
+            self.last_commands = [second, first];
+            return Some(spec);
+        }
         let spec = command::lookup(name)?;
-        self.last_command = Some(spec);
+        self.last_commands = [Some(spec), first];
         Some(spec)
     }
 

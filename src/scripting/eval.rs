@@ -349,31 +349,31 @@ fn eval_generic(ctx: &mut Ctx<'_>, by_sha: bool) -> Result<(), ReplyError> {
     let read_only_cmd =
         argv[0].len() > 4 && argv[0][argv[0].len() - 3..].eq_ignore_ascii_case(b"_ro");
     let numkeys = parse_numkeys(ctx.arg(2), argv.len() - 3)?;
-    let sha = {
+    // One probe of the script cache: the SHA, the flags and the function together.
+    let (sha, flags, func) = {
         let engine = engine_mut(ctx.core);
-        if by_sha {
-            let sha = <[u8; 40]>::try_from(argv[1].as_ref())
+        let sha = if by_sha {
+            <[u8; 40]>::try_from(argv[1].as_ref())
                 .ok()
-                .map(|s| s.map(|c| c.to_ascii_lowercase()));
-            match sha.filter(|s| engine.scripts.contains_key(s)) {
-                Some(s) => s,
-                None => {
-                    return Err(ReplyError::owned(
-                        "NOSCRIPT No matching script. Please use EVAL.".into(),
-                    ));
-                }
-            }
+                .map(|s| s.map(|c| c.to_ascii_lowercase()))
         } else {
             let before = engine.scripts.len();
             let sha = engine.load_script(&argv[1])?;
             if engine.scripts.len() != before {
                 super::refresh_info(ctx.core);
             }
-            sha
+            Some(sha)
+        };
+        let engine = engine_mut(ctx.core);
+        match sha.and_then(|s| engine.scripts.get(&s).map(|sc| (s, sc.flags, sc.func))) {
+            Some(found) => found,
+            None => {
+                return Err(ReplyError::owned(
+                    "NOSCRIPT No matching script. Please use EVAL.".into(),
+                ));
+            }
         }
     };
-    let script = &engine_mut(ctx.core).scripts[&sha];
-    let (flags, func) = (script.flags, script.func);
     if read_only_cmd && flags.shebang && !flags.no_writes {
         return Err(ReplyError::owned(
             "ERR Can not execute a script with write flag using *_ro command.".into(),

@@ -957,8 +957,10 @@ fn dispatch_checked(ctx: &mut RunCtx, argv: &Argv) -> Result<(), Vec<u8>> {
     // while the script runs.
     let core = unsafe { &mut *ctx.core };
     let name = &argv[0];
-    let Some(spec) =
-        command::lookup(name).filter(|s| command::since_version(s.since) <= core.compat)
+    let compat = core.compat;
+    let Some(spec) = core
+        .lookup_command(name)
+        .filter(|s| command::since_version(s.since) <= compat)
     else {
         return Err(b"ERR Unknown Redis command called from script".to_vec());
     };
