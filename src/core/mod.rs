@@ -1137,7 +1137,8 @@ impl Core {
     /// Re-executes a blocked client's command; if it is served, unregisters it and sends
     /// the reply to its connection.
     fn reprocess(&mut self, client: &mut Client, state: BlockState) {
-        let Some(spec) = command::lookup(&state.argv[0])
+        let Some(spec) = self
+            .lookup_command(&state.argv[0])
             .and_then(|s| command::resolve_subcommand(s, &state.argv).ok())
         else {
             return;
@@ -1180,7 +1181,8 @@ impl Core {
         self.blocked
             .remove(client.id, state.db, &state.keys, state.deadline_ms);
         // The call that blocked is counted now that it has its answer (see `call`).
-        if let Some(spec) = command::lookup(&state.argv[0])
+        if let Some(spec) = self
+            .lookup_command(&state.argv[0])
             .and_then(|s| command::resolve_subcommand(s, &state.argv).ok())
         {
             self.stats

@@ -788,7 +788,7 @@ fn run_one(c: &mut crate::core::Core, client: &mut Client, argv: Argv, out: &mut
             }
             Err(why) => tracing::warn!(%why, "a state record from the primary did not apply"),
         }
-    } else if crate::core::command::lookup(name).is_some() {
+    } else if c.lookup_command(name).is_some() {
         let ack = is_ack_command(&argv);
         c.execute(client, argv, out);
         if !c.ready_keys.is_empty() {
