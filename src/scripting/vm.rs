@@ -39,8 +39,15 @@ const PROXIES: &CStr = c"streamd.proxies";
 /// Registry key of the table mapping each proxy to the read-only view `getmetatable`
 /// returns for it.
 const METATABLES: &CStr = c"streamd.metatables";
-/// Registry key of the real globals table (G above).
-pub const GLOBALS: &CStr = c"streamd.globals";
+/// Registry key of the real globals table (G above): the address of this static, as a
+/// light userdata (a script cannot make one). Every run looks it up twice (KEYS and
+/// ARGV); a string key would be interned again on each lookup.
+static GLOBALS: u8 = 0;
+
+/// [`GLOBALS`] as the light userdata that keys the registry.
+fn globals_key() -> *mut std::ffi::c_void {
+    std::ptr::addr_of!(GLOBALS).cast_mut().cast()
+}
 /// The text of a write to a protected table.
 pub const READONLY_ERR: &CStr = c"Attempt to modify a readonly table";
 
@@ -291,7 +298,8 @@ unsafe extern "C-unwind" fn lua_panic(l: *mut ffi::lua_State) -> c_int {
 /// `l` is a state built by [`Vm::new`].
 pub unsafe fn push_globals(l: *mut ffi::lua_State) {
     unsafe {
-        ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, GLOBALS.as_ptr());
+        ffi::lua_pushlightuserdata(l, globals_key());
+        ffi::lua_rawget(l, ffi::LUA_REGISTRYINDEX);
     }
 }
 
@@ -492,8 +500,9 @@ unsafe fn protect(l: *mut ffi::lua_State) {
         ffi::lua_pop(l, 1);
         // G: nonexistent globals are errors.
         ffi::lua_pushvalue(l, ffi::LUA_GLOBALSINDEX);
-        ffi::lua_pushvalue(l, -1);
-        ffi::lua_setfield(l, ffi::LUA_REGISTRYINDEX, GLOBALS.as_ptr());
+        ffi::lua_pushlightuserdata(l, globals_key());
+        ffi::lua_pushvalue(l, -2);
+        ffi::lua_rawset(l, ffi::LUA_REGISTRYINDEX);
         ffi::lua_createtable(l, 0, 1);
         ffi::lua_pushcfunction(l, lua_nonexistent_global);
         ffi::lua_setfield(l, -2, c"__index".as_ptr());
