@@ -220,9 +220,81 @@ pub fn prefetch<T: ?Sized>(p: *const T) {
     let _ = p;
 }
 
+/// Lowers the calling thread's CPU priority to nice value `nice` (0 normal, 19 lowest),
+/// for threads whose work is in the background of the core thread's (the tiering read
+/// pool). On Linux the nice value belongs to each thread (setpriority(2), "NOTES"), so
+/// `setpriority(PRIO_PROCESS, 0, nice)` changes this thread alone. Raising a priority
+/// needs privileges; lowering it never does, and a thread already at `nice` or lower
+/// is left as it is. Does nothing on other systems.
+#[allow(unsafe_code)]
+pub fn lower_thread_priority(nice: i32) -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        if current_thread_id()
+            .and_then(thread_nice)
+            .is_some_and(|now| now >= nice)
+        {
+            return Ok(());
+        }
+        /// `PRIO_PROCESS` of `<sys/resource.h>`.
+        const PRIO_PROCESS: i32 = 0;
+        unsafe extern "C" {
+            fn setpriority(which: i32, who: u32, prio: i32) -> i32;
+        }
+        // SAFETY: setpriority takes three plain integers, touches no memory of ours, and
+        // `who = 0` names the calling thread.
+        if unsafe { setpriority(PRIO_PROCESS, 0, nice) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = nice;
+    Ok(())
+}
+
+/// The calling thread's id (Linux: the task id in `/proc/thread-self`; `None` elsewhere).
+pub fn current_thread_id() -> Option<u32> {
+    let link = std::fs::read_link("/proc/thread-self").ok()?;
+    link.file_name()?.to_str()?.parse().ok()
+}
+
+/// The nice value of thread `tid` of this process, from `/proc` (Linux; `None` elsewhere
+/// or when the thread is gone): field 19 of its `stat`, after the parenthesised name.
+pub fn thread_nice(tid: u32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
+    let after_name = &stat[stat.rfind(')')? + 2..];
+    // After the name come the state (field 3) and on; the nice value is field 19.
+    after_name.split(' ').nth(19 - 3)?.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn own_tid() -> u32 {
+        current_thread_id().expect("a task id")
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn lowering_the_priority_changes_the_calling_thread_only() {
+        let here = own_tid();
+        let before = thread_nice(here).expect("own nice");
+        let (tid, nice) = std::thread::spawn(|| {
+            let base = thread_nice(own_tid()).expect("nice");
+            lower_thread_priority((base + 7).min(19)).expect("lowering needs no privileges");
+            (own_tid(), thread_nice(own_tid()).expect("nice after"))
+        })
+        .join()
+        .expect("thread");
+        assert_ne!(tid, here);
+        assert_eq!(nice, (before + 7).min(19));
+        assert_eq!(
+            thread_nice(here),
+            Some(before),
+            "the calling thread alone changed"
+        );
+    }
 
     #[test]
     fn doubles_print_as_percent_17g() {
