@@ -198,3 +198,24 @@ fn xrange_reply(bencher: Bencher, n: usize) {
         black_box(write_range(&mut out, s, start, StreamId::MAX, false, n))
     });
 }
+
+/// The read pool's encoding of a whole cold node's entries for range replies
+/// (`render_node`), over the nodes of the `payload_stream` (about 19 entries each).
+#[divan::bench]
+fn render_node(bencher: Bencher) {
+    use streamd::commands::xrange::render_node;
+    let s = payload_stream();
+    let mut nodes = Vec::new();
+    s.for_each_node(|master, lp| nodes.push((master, lp.clone())));
+    let entries: usize = nodes
+        .iter()
+        .map(|(_, lp)| lp.live() as usize)
+        .sum::<usize>()
+        / nodes.len();
+    let mut k = 0usize;
+    bencher.counter(ItemsCount::new(entries)).bench_local(|| {
+        k = (k + 7_919) % nodes.len();
+        let (master, lp) = &nodes[k];
+        black_box(render_node(lp, *master))
+    });
+}

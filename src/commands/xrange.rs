@@ -204,6 +204,10 @@ fn copy_rendered(
 /// Encodes every live entry of a node (`lp`, keyed `master`) as [`write_entry`] writes it,
 /// back to back, for a cold node being read back ([`Rendered`]): a range over it is then
 /// a copy. Entries are the same in RESP2 and RESP3 (arrays of bulk strings).
+///
+/// Most entries carry the master entry's field names (SAMEFIELDS): those names are
+/// encoded once per node and copied into each such entry, which then only encodes its ID
+/// and values.
 pub fn render_node(lp: &Listpack, master: StreamId) -> Option<Rendered> {
     let mut out = RespWriter::new(Protocol::Resp2);
     // About the node's size again: the headers add what the varints saved.
@@ -211,10 +215,33 @@ pub fn render_node(lp: &Listpack, master: StreamId) -> Option<Rendered> {
     let live = lp.live() as usize;
     let mut ids = Vec::with_capacity(live);
     let mut starts = Vec::with_capacity(live);
-    for entry in Stream::node_entries(lp, master) {
-        ids.push(entry.id);
+    let m = lp.master();
+    // The master's field names as bulk strings, back to back, and where each ends.
+    let mut names = RespWriter::new(Protocol::Resp2);
+    let master_names = lp.master_fields(&m);
+    let mut name_ends = Vec::with_capacity(master_names.len());
+    for name in master_names {
+        names.bulk_value(&name);
+        name_ends.push(names.buf.len());
+    }
+    for e in lp.entries(master).filter(|e| !e.is_deleted()) {
+        ids.push(e.id);
         starts.push(u32::try_from(out.buf.len()).ok()?);
-        write_entry(&mut out, &entry);
+        out.array(2);
+        out.bulk_id(e.id);
+        out.array(e.pairs() * 2);
+        if !e.same_fields() {
+            for v in lp.elements(&m, &e) {
+                out.bulk_value(&v);
+            }
+            continue;
+        }
+        let mut name_start = 0;
+        for (value, &name_end) in lp.stored(&e).zip(&name_ends) {
+            out.raw(&names.buf[name_start..name_end]);
+            out.bulk_value(&value);
+            name_start = name_end;
+        }
     }
     Rendered::new(out.buf, ids, starts)
 }
@@ -436,6 +463,45 @@ mod tests {
             }
         }
         s
+    }
+
+    #[test]
+    fn render_node_writes_each_live_entry_as_write_entry_does() {
+        // Names like the master's (SAMEFIELDS) or not, more or fewer pairs than the
+        // master, integer and string values, tombstones.
+        let limits = crate::stream::NodeLimits {
+            max_bytes: 0,
+            max_entries: 6,
+        };
+        let mut s = Stream::new();
+        for i in 1..=60u64 {
+            let v = i.to_string();
+            let big = "y".repeat((i * 7 % 300) as usize);
+            let args: Vec<&str> = match i % 5 {
+                0 => vec!["f", &v],
+                1 => vec!["f", &v, "g", &big, "h", "-12"],
+                2 => vec!["g", &v, "f", &big],
+                _ => vec!["f", &v, "g", &big],
+            };
+            s.append(id(i, 0), &argv(&args), &limits);
+        }
+        for d in [2, 9, 10, 11, 12, 13, 31] {
+            assert!(s.delete(id(d, 0)));
+        }
+        let mut nodes = 0;
+        s.for_each_node(|master, lp| {
+            nodes += 1;
+            let r = render_node(lp, master).expect("rendered");
+            let mut want = RespWriter::new(Protocol::Resp2);
+            let mut ids = Vec::new();
+            for e in Stream::node_entries(lp, master) {
+                ids.push(e.id);
+                write_entry(&mut want, &e);
+            }
+            assert_eq!(r.ids(), &ids[..], "node {master}");
+            assert_eq!(r.span(0, ids.len()), &want.buf[..], "node {master}");
+        });
+        assert!(nodes >= 10);
     }
 
     #[test]
