@@ -21,7 +21,7 @@ use crate::resp::Argv;
 use crate::resp::writer::{Protocol, RespWriter};
 use crate::stream::cold::{ColdNodes, Rendered};
 use crate::stream::id::{parse_range_end, parse_range_start};
-use crate::stream::listpack::Listpack;
+use crate::stream::listpack::{Listpack, NamesKey};
 use crate::stream::{Entry, Stream, StreamId};
 use bytes::Bytes;
 
@@ -109,8 +109,9 @@ pub fn write_range(
         from = copy_rendered(out, cold, start, end, &mut reply);
     }
     if let Some(from) = from.filter(|&f| f <= end && !reply.full()) {
+        let mut names = SharedNames::default();
         for entry in stream.range(from, end, rev) {
-            write_entry(out, &entry);
+            names.write_entry(out, &entry);
             reply.wrote(out, 1);
             if reply.full() {
                 break;
@@ -204,10 +205,6 @@ fn copy_rendered(
 /// Encodes every live entry of a node (`lp`, keyed `master`) as [`write_entry`] writes it,
 /// back to back, for a cold node being read back ([`Rendered`]): a range over it is then
 /// a copy. Entries are the same in RESP2 and RESP3 (arrays of bulk strings).
-///
-/// Most entries carry the master entry's field names (SAMEFIELDS): those names are
-/// encoded once per node and copied into each such entry, which then only encodes its ID
-/// and values.
 pub fn render_node(lp: &Listpack, master: StreamId) -> Option<Rendered> {
     let mut out = RespWriter::new(Protocol::Resp2);
     // About the node's size again: the headers add what the varints saved.
@@ -215,35 +212,58 @@ pub fn render_node(lp: &Listpack, master: StreamId) -> Option<Rendered> {
     let live = lp.live() as usize;
     let mut ids = Vec::with_capacity(live);
     let mut starts = Vec::with_capacity(live);
-    let m = lp.master();
-    // The master's field names as bulk strings, back to back, and where each ends.
-    let mut names = RespWriter::new(Protocol::Resp2);
-    let master_names = lp.master_fields(&m);
-    let mut name_ends = Vec::with_capacity(master_names.len());
-    for name in master_names {
-        names.bulk_value(&name);
-        name_ends.push(names.buf.len());
-    }
-    for e in lp.entries(master).filter(|e| !e.is_deleted()) {
-        ids.push(e.id);
+    let mut names = SharedNames::default();
+    for entry in Stream::node_entries(lp, master) {
+        ids.push(entry.id);
         starts.push(u32::try_from(out.buf.len()).ok()?);
-        out.array(2);
-        out.bulk_id(e.id);
-        out.array(e.pairs() * 2);
-        if !e.same_fields() {
-            for v in lp.elements(&m, &e) {
-                out.bulk_value(&v);
-            }
-            continue;
-        }
-        let mut name_start = 0;
-        for (value, &name_end) in lp.stored(&e).zip(&name_ends) {
-            out.raw(&names.buf[name_start..name_end]);
-            out.bulk_value(&value);
-            name_start = name_end;
-        }
+        names.write_entry(&mut out, &entry);
     }
     Rendered::new(out.buf, ids, starts)
+}
+
+/// The field names most entries of a node share (the master entry's: SAMEFIELDS), as
+/// bulk strings back to back, for the node the last entries came from. A walk over many
+/// entries ([`write_range`], [`render_node`]) encodes them once per node and copies them
+/// into each such entry, which then encodes only its ID and values.
+#[derive(Default)]
+struct SharedNames {
+    /// Whose names these are (`None` before the first).
+    key: Option<NamesKey>,
+    /// The names encoded as bulk strings, back to back.
+    encoded: Vec<u8>,
+    /// Where each name's encoding ends in `encoded`.
+    ends: Vec<usize>,
+}
+
+impl SharedNames {
+    /// Writes `entry` exactly as [`write_entry`] does.
+    fn write_entry(&mut self, out: &mut RespWriter, entry: &Entry<'_>) {
+        let Some((key, names, values)) = entry.elements().split_shared_names() else {
+            write_entry(out, entry);
+            return;
+        };
+        if self.key != Some(key) {
+            let mut w = RespWriter::new(Protocol::Resp2);
+            w.buf = std::mem::take(&mut self.encoded);
+            w.buf.clear();
+            self.ends.clear();
+            for name in names {
+                w.bulk_value(&name);
+                self.ends.push(w.buf.len());
+            }
+            self.encoded = w.buf;
+            self.key = Some(key);
+        }
+        out.array(2);
+        out.bulk_id(entry.id);
+        out.array(entry.pairs_len() * 2);
+        let mut start = 0;
+        for (value, &end) in values.zip(&self.ends) {
+            out.raw(&self.encoded[start..end]);
+            out.bulk_value(&value);
+            start = end;
+        }
+    }
 }
 
 /// Parsed `XRANGE key start end [COUNT n]` / `XREVRANGE key end start [COUNT n]`.
@@ -465,10 +485,9 @@ mod tests {
         s
     }
 
-    #[test]
-    fn render_node_writes_each_live_entry_as_write_entry_does() {
-        // Names like the master's (SAMEFIELDS) or not, more or fewer pairs than the
-        // master, integer and string values, tombstones.
+    /// A stream whose nodes mix entries with the master's names (SAMEFIELDS) and
+    /// without, more and fewer pairs, integers, long strings and tombstones.
+    fn mixed_names() -> Stream {
         let limits = crate::stream::NodeLimits {
             max_bytes: 0,
             max_entries: 6,
@@ -488,6 +507,29 @@ mod tests {
         for d in [2, 9, 10, 11, 12, 13, 31] {
             assert!(s.delete(id(d, 0)));
         }
+        s
+    }
+
+    #[test]
+    fn ranges_over_mixed_names_are_written_entry_by_entry() {
+        let s = mixed_names();
+        for rev in [false, true] {
+            for (start, end, count) in [(0, 99, 0), (3, 40, 0), (14, 14, 0), (5, 58, 7)] {
+                let (start, end) = (id(start, 0), id(end, 0));
+                let mut out = RespWriter::new(Protocol::Resp2);
+                write_range(&mut out, &s, start, end, rev, count);
+                assert_eq!(
+                    out.buf,
+                    walked(&s, start, end, rev, count),
+                    "{start}..{end} rev {rev} count {count}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn render_node_writes_each_live_entry_as_write_entry_does() {
+        let s = mixed_names();
         let mut nodes = 0;
         s.for_each_node(|master, lp| {
             nodes += 1;

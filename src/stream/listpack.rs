@@ -1340,6 +1340,40 @@ impl<'a> Elements<'a> {
     pub fn pairs(&self) -> usize {
         self.remaining / 2
     }
+
+    /// For an entry with the master entry's field names (SAMEFIELDS), none read yet:
+    /// where those names live ([`NamesKey`]: equal for every such entry of one node while
+    /// the node is borrowed), the names, and the entry's values alone. `None` for an entry
+    /// that stores its own names, or once reading has begun.
+    pub fn split_shared_names(&self) -> Option<(NamesKey, Elements<'a>, Elements<'a>)> {
+        if !self.same || !self.remaining.is_multiple_of(2) {
+            return None;
+        }
+        let pairs = self.remaining / 2;
+        // Both halves read one run of stored elements: names from the master entry,
+        // values from the entry itself.
+        let run = |pos| Elements {
+            buf: self.buf,
+            master_pos: pos,
+            pos,
+            remaining: pairs,
+            same: false,
+        };
+        let key = NamesKey {
+            node: self.buf.as_ptr() as usize,
+            names: self.master_pos,
+        };
+        Some((key, run(self.master_pos), run(self.pos)))
+    }
+}
+
+/// Identifies a node's master field names while the node is borrowed: the address of
+/// its bytes and the offset of the names ([`Elements::split_shared_names`]). Two nodes
+/// borrowed at once never share an address, so an equal key means the same names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NamesKey {
+    node: usize,
+    names: usize,
 }
 
 impl<'a> Iterator for Elements<'a> {
