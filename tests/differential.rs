@@ -429,6 +429,37 @@ fn xread_without_blocking_or_with_a_short_timeout() {
 }
 
 #[test]
+fn reads_over_nodes_mixing_shared_and_own_field_names() {
+    // Nodes of 4 entries: most entries repeat their node's first field names (stored
+    // without them), some carry other names, more or fewer pairs, integers; tombstones.
+    // Every read that writes ranges of entries must give each its own names.
+    let mut s = reset();
+    s.push(c("CONFIG SET stream-node-max-entries 4"));
+    for i in 1..=40u32 {
+        let line = match i % 5 {
+            0 => format!("XADD m {i}-0 f {i}"),
+            1 => format!("XADD m {i}-0 f {i} g {} h -12", "y".repeat((i * 7 % 90) as usize)),
+            2 => format!("XADD m {i}-0 g {i} f v{i}"),
+            _ => format!("XADD m {i}-0 f {i} g long-value-{i}"),
+        };
+        s.push(c(&line));
+    }
+    s.extend([
+        c("XDEL m 2-0 9-0 10-0 11-0 12-0 31-0"),
+        c("XRANGE m - +"),
+        c("XRANGE m 3 37 COUNT 9"),
+        c("XREVRANGE m + - COUNT 13"),
+        c("XREAD COUNT 17 STREAMS m 5-0"),
+        c("XGROUP CREATE m g 0"),
+        c("XREADGROUP GROUP g c COUNT 11 STREAMS m >"),
+        c("XREADGROUP GROUP g c STREAMS m >"),
+        c("XREADGROUP GROUP g c COUNT 5 STREAMS m 0"),
+        c("CONFIG SET stream-node-max-entries 100"),
+    ]);
+    compare("reads_over_nodes_mixing_shared_and_own_field_names", s);
+}
+
+#[test]
 fn keyspace_commands_on_streams() {
     let mut s = reset();
     s.extend([

@@ -226,7 +226,7 @@ pub fn render_node(lp: &Listpack, master: StreamId) -> Option<Rendered> {
 /// entries ([`write_range`], [`render_node`]) encodes them once per node and copies them
 /// into each such entry, which then encodes only its ID and values.
 #[derive(Default)]
-struct SharedNames {
+pub(crate) struct SharedNames {
     /// Whose names these are (`None` before the first).
     key: Option<NamesKey>,
     /// The names encoded as bulk strings, back to back.
@@ -236,8 +236,9 @@ struct SharedNames {
 }
 
 impl SharedNames {
-    /// Writes `entry` exactly as [`write_entry`] does.
-    fn write_entry(&mut self, out: &mut RespWriter, entry: &Entry<'_>) {
+    /// Writes `entry` exactly as [`write_entry`] does. The entries of one walk must come
+    /// from one stream borrowed for the whole walk (a node's address names its names).
+    pub(crate) fn write_entry(&mut self, out: &mut RespWriter, entry: &Entry<'_>) {
         let Some((key, names, values)) = entry.elements().split_shared_names() else {
             write_entry(out, entry);
             return;

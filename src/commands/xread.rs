@@ -44,7 +44,7 @@
 
 use super::reply::StreamReply;
 use super::xgroup::counters;
-use super::xrange::{write_entry, write_range};
+use super::xrange::{SharedNames, write_entry, write_range};
 use super::{CommandSpec, flags::*, is, parse_i64};
 use crate::commands::deadletter::{self, Move};
 use crate::commands::effects::{GroupEffects, log_effects};
@@ -413,8 +413,9 @@ fn xread(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
         let list = out.defer_len();
         let limit = if count == 0 { usize::MAX } else { count };
         let mut n = 0;
+        let mut names = SharedNames::default();
         for e in stream.range(start, StreamId::MAX, false) {
-            if n == limit || !caps.write(out, |o| write_entry(o, &e)) {
+            if n == limit || !caps.write(out, |o| names.write_entry(o, &e)) {
                 break;
             }
             n += 1;
@@ -815,10 +816,11 @@ impl GroupRead<'_> {
         if let Some(start) = new_from {
             let counters = counters(stream);
             let mut delivered = Vec::new();
+            let mut names = SharedNames::default();
             for e in stream.range(start, StreamId::MAX, false).take(room) {
                 let kept = state.caps.write(out, |out| match self.opts.claim {
                     Some(_) => write_claimed_entry(out, &e, 0, 0),
-                    None => write_entry(out, &e),
+                    None => names.write_entry(out, &e),
                 });
                 if !kept {
                     break;
