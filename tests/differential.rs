@@ -438,7 +438,10 @@ fn reads_over_nodes_mixing_shared_and_own_field_names() {
     for i in 1..=40u32 {
         let line = match i % 5 {
             0 => format!("XADD m {i}-0 f {i}"),
-            1 => format!("XADD m {i}-0 f {i} g {} h -12", "y".repeat((i * 7 % 90) as usize)),
+            1 => format!(
+                "XADD m {i}-0 f {i} g {} h -12",
+                "y".repeat((i * 7 % 90) as usize)
+            ),
             2 => format!("XADD m {i}-0 g {i} f v{i}"),
             _ => format!("XADD m {i}-0 f {i} g long-value-{i}"),
         };
