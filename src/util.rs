@@ -262,7 +262,7 @@ pub fn current_thread_id() -> Option<u32> {
 /// or when the thread is gone): field 19 of its `stat`, after the parenthesised name.
 pub fn thread_nice(tid: u32) -> Option<i32> {
     let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
-    let after_name = &stat[stat.rfind(')')? + 2..];
+    let after_name = stat.get(stat.rfind(')')? + 2..)?;
     // After the name come the state (field 3) and on; the nice value is field 19.
     after_name.split(' ').nth(19 - 3)?.parse().ok()
 }

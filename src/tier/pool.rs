@@ -30,11 +30,11 @@
 //! a worker's time slice. A worker is slowed, never starved: beside one thread that keeps
 //! a CPU busy it still gets about 1.5% of it (nice 19 weighs 15 against 1024), so on a
 //! saturated machine a parked command waits longer for its nodes (about 20 ms for the 50
-//! nodes of a 1,000-entry page), and on an idle one nothing changes. On this 2-core machine, alternating runs of `streamd-bench
-//! tiering/cold-scan` (13 at nice 19 against 16 at 0): the cold scan ran at 487 against
-//! 412 MB/s (medians), and another client's XADD + XREADGROUP p99 during the scans was
-//! 930 against 1,255 us (10 of the 13 below the lowest of the 16). Nice 10 measured
-//! 486 MB/s and 1,074 us. See docs/tiering.md.
+//! nodes of a 1,000-entry page), and on an idle one nothing changes. On this 2-core
+//! machine, alternating runs of `streamd-bench tiering/cold-scan` (13 at nice 19 against
+//! 16 at 0): the cold scan ran at 487 against 412 MB/s (medians), and another client's
+//! XADD + XREADGROUP p99 during the scans was 930 against 1,255 us (10 of the 13 below
+//! the lowest of the 16). Nice 10 measured 486 MB/s and 1,074 us. See docs/tiering.md.
 //!
 //! Size: [`DEFAULT_THREADS`] (2), from measurements on this 2-core machine in
 //! `docs/tiering.md`: random 4 KiB reads from a cold page cache are latency-bound and
