@@ -666,7 +666,6 @@ fn capacity_for(n: usize) -> usize {
 /// form, so memory use depends only on the contents.
 type Bytes = ShortBytes;
 
-/// Length of the common prefix of `a` and `b`.
 /// The number of nodes a [`Rax`] holding exactly `keys` has ([`Rax::node_count`]),
 /// computed from the keys alone, in one pass and without building the tree. A stream
 /// whose oldest nodes are cold keeps their keys outside its tree; XINFO's
@@ -754,6 +753,7 @@ pub fn node_count_of_sorted<K: AsRef<[u8]>>(keys: impl IntoIterator<Item = K>) -
         - child_branches
 }
 
+/// Length of the common prefix of `a` and `b`.
 fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
