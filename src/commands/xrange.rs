@@ -229,8 +229,9 @@ pub fn render_node(lp: &Listpack, master: StreamId) -> Option<Rendered> {
 pub(crate) struct SharedNames {
     /// Whose names these are (`None` before the first).
     key: Option<NamesKey>,
-    /// The names encoded as bulk strings, back to back.
-    encoded: Vec<u8>,
+    /// The names encoded as bulk strings, back to back (bulk strings are the same in
+    /// RESP2 and RESP3).
+    encoded: RespWriter,
     /// Where each name's encoding ends in `encoded`.
     ends: Vec<usize>,
 }
@@ -244,15 +245,12 @@ impl SharedNames {
             return;
         };
         if self.key != Some(key) {
-            let mut w = RespWriter::new(Protocol::Resp2);
-            w.buf = std::mem::take(&mut self.encoded);
-            w.buf.clear();
+            self.encoded.buf.clear();
             self.ends.clear();
             for name in names {
-                w.bulk_value(&name);
-                self.ends.push(w.buf.len());
+                self.encoded.bulk_value(&name);
+                self.ends.push(self.encoded.buf.len());
             }
-            self.encoded = w.buf;
             self.key = Some(key);
         }
         out.array(2);
@@ -260,7 +258,7 @@ impl SharedNames {
         out.array(entry.pairs_len() * 2);
         let mut start = 0;
         for (value, &end) in values.zip(&self.ends) {
-            out.raw(&self.encoded[start..end]);
+            out.raw(&self.encoded.buf[start..end]);
             out.bulk_value(&value);
             start = end;
         }
