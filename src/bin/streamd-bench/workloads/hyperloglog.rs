@@ -62,6 +62,13 @@ async fn fill(conn: &mut crate::client::Conn, key: &str, from: u64, n: u64) -> i
     Ok(())
 }
 
+/// Writes `<prefix><n>` into `buf` (replacing what it held).
+fn numbered(buf: &mut Vec<u8>, prefix: &[u8], n: u64) {
+    buf.clear();
+    buf.extend_from_slice(prefix);
+    buf.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+}
+
 /// Runs one round of `op`.
 pub async fn run(ctx: &Ctx, op: HllOp) -> io::Result<Sample> {
     let mut ctl = ctx.fresh().await?;
@@ -75,12 +82,17 @@ pub async fn run(ctx: &Ctx, op: HllOp) -> io::Result<Sample> {
             let mut conn = ctx.conn().await?;
             let phase = ctx.begin(&mut ctl).await?;
             let (mut pending, mut ops, mut i) = (0, 0u64, 0u64);
+            // PFADD, the key and the elements, written into buffers kept across
+            // commands (the tool's time per batch adds to the round's).
+            let mut args: Vec<Vec<u8>> = vec![b"PFADD".to_vec(); 2 + per_cmd as usize];
             while i < n {
-                let key = format!("hll:{}", i % keys);
-                let mut args = vec!["PFADD".to_string(), key];
-                args.extend((i..(i + per_cmd).min(n)).map(|j| format!("e{j}")));
+                let elements = (i + per_cmd).min(n) - i;
+                numbered(&mut args[1], b"hll:", i % keys);
+                for (arg, j) in args[2..].iter_mut().zip(i..i + elements) {
+                    numbered(arg, b"e", j);
+                }
+                conn.push(&args[..2 + elements as usize]);
                 i += per_cmd;
-                conn.push(&args);
                 pending += 1;
                 ops += 1;
                 if pending == 1000 {

@@ -72,30 +72,47 @@ pub async fn memory(ctx: &Ctx, kind: TypeKind, keys: u64, per_key: u64) -> io::R
     let phase = ctx.begin(&mut ctl).await?;
     let mut pending = 0;
     let mut commands = 0;
+    // The names and values are written into buffers kept across commands: the tool's
+    // own work per command stays small next to the server's (it waits for each batch
+    // of replies before building the next, so its time adds to every round's).
+    let (mut key, mut member, mut value, mut score) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut digits = itoa::Buffer::new();
+    let prefix: &[u8] = if kind.is_string() { b"str:" } else { b"key:" };
     for k in 0..keys {
-        let key = match kind {
-            TypeKind::String | TypeKind::StringInt => format!("str:{k}"),
-            _ => format!("key:{k}"),
-        };
+        numbered(&mut key, prefix, k, b"");
         for i in 0..per_key {
             let n = k * per_key + i;
-            let (member, value) = (format!("member:{i}"), format!("value-{n}"));
-            let int = n.to_string();
-            let score = format!("{i}.5");
-            let args: Vec<&[u8]> = match kind {
-                TypeKind::String => vec![b"SET", key.as_bytes(), value.as_bytes()],
-                TypeKind::StringInt => vec![b"SET", key.as_bytes(), int.as_bytes()],
+            match kind {
+                TypeKind::String => {
+                    numbered(&mut value, b"value-", n, b"");
+                    conn.push(&[b"SET", &key[..], &value[..]]);
+                }
+                TypeKind::StringInt => {
+                    conn.push(&[b"SET", &key[..], digits.format(n).as_bytes()]);
+                }
                 TypeKind::Hash => {
-                    vec![b"HSET", key.as_bytes(), member.as_bytes(), value.as_bytes()]
+                    numbered(&mut member, b"member:", i, b"");
+                    numbered(&mut value, b"value-", n, b"");
+                    conn.push(&[b"HSET", &key[..], &member[..], &value[..]]);
                 }
-                TypeKind::List => vec![b"RPUSH", key.as_bytes(), value.as_bytes()],
-                TypeKind::Set => vec![b"SADD", key.as_bytes(), member.as_bytes()],
-                TypeKind::SetInt => vec![b"SADD", key.as_bytes(), int.as_bytes()],
+                TypeKind::List => {
+                    numbered(&mut value, b"value-", n, b"");
+                    conn.push(&[b"RPUSH", &key[..], &value[..]]);
+                }
+                TypeKind::Set => {
+                    numbered(&mut member, b"member:", i, b"");
+                    conn.push(&[b"SADD", &key[..], &member[..]]);
+                }
+                TypeKind::SetInt => {
+                    conn.push(&[b"SADD", &key[..], digits.format(n).as_bytes()]);
+                }
                 TypeKind::ZSet => {
-                    vec![b"ZADD", key.as_bytes(), score.as_bytes(), member.as_bytes()]
+                    numbered(&mut score, b"", i, b".5");
+                    numbered(&mut member, b"member:", i, b"");
+                    conn.push(&[b"ZADD", &key[..], &score[..], &member[..]]);
                 }
-            };
-            conn.push(&args);
+            }
             pending += 1;
             commands += 1;
             if pending == 1000 {
@@ -109,4 +126,12 @@ pub async fn memory(ctx: &Ctx, kind: TypeKind, keys: u64, per_key: u64) -> io::R
     conn.skip(pending).await?;
     let m = phase.end(&mut ctl).await?;
     Ok(Sample::new(m, commands, keys * per_key, Vec::new()))
+}
+
+/// Writes `<prefix><n><suffix>` into `buf` (replacing what it held).
+fn numbered(buf: &mut Vec<u8>, prefix: &[u8], n: u64, suffix: &[u8]) {
+    buf.clear();
+    buf.extend_from_slice(prefix);
+    buf.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+    buf.extend_from_slice(suffix);
 }
