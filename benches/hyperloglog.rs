@@ -5,8 +5,8 @@
 //!   16,384 six-bit registers and Ertl's estimator. PFCOUNT pays this each time the
 //!   cached cardinality is stale (after any PFADD that changed a register).
 //! - `count_sparse`: the same for a sparse HLL of 200 elements (a walk of its opcodes).
-//! - `add_sparse`: one element into a sparse HLL of 50 elements (the opcode walk and the
-//!   split of a run), the shape of `hll/pfadd-sparse`.
+//! - `add_sparse`: fifty elements, one by one, into a sparse HLL of 50 elements (the
+//!   opcode walk and the split of a run), the shape of `hll/pfadd-sparse`.
 //! - `add_dense`: ten elements into a dense HLL (hash, then a six-bit register each).
 //! - `count_registers`: the estimate from 16,384 plain one-byte registers (the PFCOUNT of
 //!   several keys, after their merge).
@@ -49,13 +49,15 @@ fn count_sparse(bencher: Bencher) {
 #[divan::bench]
 fn add_sparse(bencher: Bencher) {
     let base = hll_of(50);
-    let mut i = 0u64;
+    let elements: Vec<String> = (0..50).map(|i| format!("new{i}")).collect();
     bencher
-        .with_inputs(|| {
-            i += 1;
-            (base.clone(), format!("new{i}"))
-        })
-        .bench_local_refs(|(s, ele)| hyperloglog::add(s, ele.as_bytes(), SPARSE_MAX_BYTES));
+        .counter(divan::counter::ItemsCount::new(elements.len()))
+        .with_inputs(|| base.clone())
+        .bench_local_refs(|s| {
+            for e in &elements {
+                let _ = black_box(hyperloglog::add(s, e.as_bytes(), SPARSE_MAX_BYTES));
+            }
+        });
 }
 
 #[divan::bench]
