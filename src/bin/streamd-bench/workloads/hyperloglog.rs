@@ -15,7 +15,7 @@
 
 use std::io;
 
-use super::Ctx;
+use super::{Ctx, numbered};
 use crate::driver::{Stop, closed_loop};
 use crate::measure::Sample;
 
@@ -62,13 +62,6 @@ async fn fill(conn: &mut crate::client::Conn, key: &str, from: u64, n: u64) -> i
     Ok(())
 }
 
-/// Writes `<prefix><n>` into `buf` (replacing what it held).
-fn numbered(buf: &mut Vec<u8>, prefix: &[u8], n: u64) {
-    buf.clear();
-    buf.extend_from_slice(prefix);
-    buf.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
-}
-
 /// Runs one round of `op`.
 pub async fn run(ctx: &Ctx, op: HllOp) -> io::Result<Sample> {
     let mut ctl = ctx.fresh().await?;
@@ -87,9 +80,9 @@ pub async fn run(ctx: &Ctx, op: HllOp) -> io::Result<Sample> {
             let mut args: Vec<Vec<u8>> = vec![b"PFADD".to_vec(); 2 + per_cmd as usize];
             while i < n {
                 let elements = (i + per_cmd).min(n) - i;
-                numbered(&mut args[1], b"hll:", i % keys);
+                numbered(&mut args[1], b"hll:", i % keys, b"");
                 for (arg, j) in args[2..].iter_mut().zip(i..i + elements) {
-                    numbered(arg, b"e", j);
+                    numbered(arg, b"e", j, b"");
                 }
                 conn.push(&args[..2 + elements as usize]);
                 i += per_cmd;

@@ -622,9 +622,30 @@ pub async fn setup_group(ctx: &Ctx, n: u64, ids: Ids) -> io::Result<Conn> {
     Ok(ctl)
 }
 
+/// Writes `<prefix><n><suffix>` into `buf`, replacing what it held: a numbered name or
+/// value for a command, built without allocating (loaders that build a batch and then
+/// wait for its replies pay their own time in every round).
+pub(crate) fn numbered(buf: &mut Vec<u8>, prefix: &[u8], n: u64, suffix: &[u8]) {
+    buf.clear();
+    buf.extend_from_slice(prefix);
+    buf.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+    buf.extend_from_slice(suffix);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbered_replaces_the_buffer_with_prefix_number_suffix() {
+        let mut buf = b"something longer".to_vec();
+        numbered(&mut buf, b"str:", 42, b"");
+        assert_eq!(buf, b"str:42");
+        numbered(&mut buf, b"", 7, b".5");
+        assert_eq!(buf, b"7.5");
+        numbered(&mut buf, b"e", u64::MAX, b"");
+        assert_eq!(buf, format!("e{}", u64::MAX).as_bytes());
+    }
 
     #[test]
     fn names_are_unique_and_selectable() {

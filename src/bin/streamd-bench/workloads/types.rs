@@ -14,7 +14,7 @@
 
 use std::io;
 
-use super::Ctx;
+use super::{Ctx, numbered};
 use crate::measure::Sample;
 
 /// A type and the command that loads it.
@@ -126,12 +126,4 @@ pub async fn memory(ctx: &Ctx, kind: TypeKind, keys: u64, per_key: u64) -> io::R
     conn.skip(pending).await?;
     let m = phase.end(&mut ctl).await?;
     Ok(Sample::new(m, commands, keys * per_key, Vec::new()))
-}
-
-/// Writes `<prefix><n><suffix>` into `buf` (replacing what it held).
-fn numbered(buf: &mut Vec<u8>, prefix: &[u8], n: u64, suffix: &[u8]) {
-    buf.clear();
-    buf.extend_from_slice(prefix);
-    buf.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
-    buf.extend_from_slice(suffix);
 }
