@@ -112,6 +112,12 @@ fn wide_paths() -> bool {
     WIDE_PATHS.load(Ordering::Relaxed)
 }
 
+/// True when the dense registers `regs` are read twelve bytes at a time: the wide paths
+/// are on and `regs` holds all 16,384 registers.
+fn wide_dense(regs: &[u8]) -> bool {
+    wide_paths() && regs.len() >= HLL_REGISTERS * HLL_BITS / 8
+}
+
 /// The value holds an HLL header but its registers are not a valid encoding (Redis:
 /// `INVALIDOBJ Corrupted HLL object detected`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -280,7 +286,7 @@ fn unpack12(r: &[u8]) -> [u8; 16] {
 /// recomputes (`benches/hyperloglog.rs`, `count_dense`). `PFDEBUG SIMD OFF` counts
 /// register by register instead, as the tests compare.
 fn dense_histogram(regs: &[u8], histo: &mut [i64; 64]) {
-    if wide_paths() && regs.len() >= HLL_REGISTERS * HLL_BITS / 8 {
+    if wide_dense(regs) {
         wide_histogram(regs, histo);
     } else {
         for i in 0..HLL_REGISTERS {
@@ -330,7 +336,7 @@ impl FourTables {
 
 /// Calls `f(i, value)` for every register of the dense registers `regs`.
 fn dense_for_each(regs: &[u8], mut f: impl FnMut(usize, u8)) {
-    if wide_paths() && regs.len() >= HLL_REGISTERS * HLL_BITS / 8 {
+    if wide_dense(regs) {
         for (c, chunk) in regs.chunks_exact(12).take(HLL_REGISTERS / 16).enumerate() {
             for (k, v) in unpack12(chunk).into_iter().enumerate() {
                 f(16 * c + k, v);
