@@ -952,6 +952,52 @@ fn slot_stats_counts_cpu_and_network_per_slot_when_enabled() {
 }
 
 #[test]
+fn slot_stats_count_each_pipelined_command_over_a_large_keyspace() {
+    // Past this many keys a connection parses pipelined commands ahead of running them
+    // (server/lookahead.rs): each must still count its own request's bytes.
+    let s = cluster_node();
+    let mut r = s.raw();
+    let slot = keyslot(&mut r, "key");
+    let n = streamd::core::prefetch::LOOKAHEAD_MIN_KEYS + 100;
+    let mut fill = Vec::new();
+    for i in 0..n {
+        fill.extend(encode_cmd(&[
+            b"SET",
+            format!("{{fill}}:{i}").as_bytes(),
+            b"1",
+        ]));
+    }
+    r.send(&fill);
+    for reply in r.read_replies(n) {
+        assert_eq!(reply, b"+OK\r\n");
+    }
+    assert_ne!(keyslot(&mut r, "{fill}"), slot);
+    r.cmd_str(&["CONFIG", "SET", "cluster-slot-stats-enabled", "yes"]);
+    r.cmd_str(&["CONFIG", "RESETSTAT"]);
+    // One write: 20 SETs (33 bytes in, 5 out each) and a GET (22 in, $5 value 11 out),
+    // then a SET split over two writes (33 in once it is whole).
+    let mut input = Vec::new();
+    for _ in 0..20 {
+        input.extend(encode_cmd(&[b"SET", b"key", b"value"]));
+    }
+    input.extend(encode_cmd(&[b"GET", b"key"]));
+    let split = encode_cmd(&[b"SET", b"key", b"value"]);
+    input.extend_from_slice(&split[..10]);
+    r.send(&input);
+    for _ in 0..20 {
+        assert_eq!(r.read_reply(), b"+OK\r\n");
+    }
+    assert_eq!(r.read_reply(), b"$5\r\nvalue\r\n");
+    r.send(&split[10..]);
+    assert_eq!(r.read_reply(), b"+OK\r\n");
+    let (keys, _cpu, bytes_in, bytes_out) = full_stats(&mut r, slot);
+    assert_eq!(
+        (keys, bytes_in, bytes_out),
+        (1, 20 * 33 + 22 + 33, 20 * 5 + 11 + 5)
+    );
+}
+
+#[test]
 fn slot_stats_row_and_compat_version() {
     let s = cluster_node();
     let mut r = s.raw();

@@ -727,6 +727,169 @@ fn redis_benchmark_ping_completes() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Pipelines over a large keyspace: the connection parses ahead and prefetches keys
+// (server/lookahead.rs, core/prefetch.rs), which must change no reply and no order.
+
+/// Puts `n` string keys `fill:<i>` = `<i>` into the connection's database, in pipelined
+/// writes of 500, so that the keyspace is past the size where connections parse ahead.
+fn fill_keys(r: &mut Raw, n: usize) {
+    for start in (0..n).step_by(500) {
+        let end = (start + 500).min(n);
+        let mut input = Vec::new();
+        for i in start..end {
+            let (k, v) = (format!("fill:{i}"), i.to_string());
+            input.extend(encode_cmd(&[b"SET", k.as_bytes(), v.as_bytes()]));
+        }
+        r.send(&input);
+        for reply in r.read_replies(end - start) {
+            assert_eq!(reply, b"+OK\r\n");
+        }
+    }
+}
+
+/// Keys enough that every connection on the database parses ahead.
+const LARGE_KEYSPACE: usize = streamd::core::prefetch::LOOKAHEAD_MIN_KEYS + 100;
+
+/// Sends `input` in one write to streamd and to Redis, each filled with
+/// [`LARGE_KEYSPACE`] keys first (and `AUTH pw` for that when `auth`), and compares
+/// everything each sends back until it closes the connection.
+fn same_as_redis_until_close(args: &[&str], auth: bool, input: &[u8]) {
+    let s = start_server_with(args);
+    let redis = redis_server_with(args);
+    let mut replies = Vec::new();
+    for port in [s.port, redis.port] {
+        let mut filler = Raw::connect(port);
+        if auth {
+            assert_eq!(filler.cmd(&[b"AUTH", b"pw"]), b"+OK\r\n");
+        }
+        fill_keys(&mut filler, LARGE_KEYSPACE);
+        let mut r = Raw::connect(port);
+        r.send(input);
+        replies.push(r.read_to_close());
+    }
+    assert_eq!(
+        escape(&replies[0]),
+        escape(&replies[1]),
+        "streamd, then Redis"
+    );
+}
+
+#[test]
+fn a_pipeline_over_a_large_keyspace_is_answered_as_redis_answers_it() {
+    let mut input = Vec::new();
+    let mut cmd = |args: &[&str]| {
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        input.extend(encode_cmd(&args));
+    };
+    // More keyed commands in a row than the look-ahead holds, reading and writing the
+    // same keys, present and missing.
+    for i in 0..40 {
+        let (k, f) = (format!("k{}", i % 7), format!("fill:{}", i * 13));
+        cmd(&["SET", &k, &i.to_string()]);
+        cmd(&["GET", &f]);
+        cmd(&["INCR", &k]);
+        cmd(&["DEL", &format!("fill:{}", i * 3)]);
+        cmd(&["EXISTS", &format!("fill:{}", i * 3)]);
+        cmd(&["GET", "missing"]);
+    }
+    // Errors between keyed commands: arity (too short to have its key), unknown command.
+    cmd(&["GET"]);
+    cmd(&["GET", "k3"]);
+    cmd(&["NOSUCH", "k3"]);
+    cmd(&["GET", "k4"]);
+    // SELECT in the middle: the commands after it run on the other database.
+    cmd(&["SET", "k1", "zero"]);
+    cmd(&["SELECT", "1"]);
+    cmd(&["GET", "k1"]);
+    cmd(&["SET", "k1", "one"]);
+    cmd(&["GET", "fill:1"]);
+    cmd(&["SELECT", "0"]);
+    cmd(&["GET", "k1"]);
+    // A transaction, its commands queued.
+    cmd(&["MULTI"]);
+    cmd(&["SET", "m", "1"]);
+    cmd(&["INCR", "m"]);
+    cmd(&["GET", "fill:7"]);
+    cmd(&["EXEC"]);
+    // Other types and multi-key commands.
+    cmd(&["APPEND", "k2", "x"]);
+    cmd(&["STRLEN", "k2"]);
+    cmd(&["MSET", "a", "1", "b", "2"]);
+    cmd(&["MGET", "a", "b", "fill:2", "missing"]);
+    cmd(&["LPUSH", "l", "a", "b", "c"]);
+    cmd(&["LRANGE", "l", "0", "-1"]);
+    cmd(&["HSET", "h", "f", "v"]);
+    cmd(&["HGETALL", "h"]);
+    cmd(&["GET", "l"]);
+    cmd(&["DBSIZE"]);
+    // A protocol error after keyed commands ends it: their replies, then the error.
+    cmd(&["SET", "last", "1"]);
+    cmd(&["GET", "last"]);
+    input.extend_from_slice(b"*2\r\n$3\r\nGET\r\n$abc\r\n");
+    input.extend(encode_cmd(&[b"SET", b"never", b"1"]));
+    same_as_redis_until_close(&[], false, &input);
+}
+
+#[test]
+fn an_unauthenticated_pipeline_over_a_large_keyspace_keeps_the_small_limits_until_auth() {
+    let mut input = Vec::new();
+    // Refused one by one before AUTH; after it, in the same write, a request past the
+    // unauthenticated limits (21 arguments) is accepted.
+    for i in 0..20 {
+        input.extend(encode_cmd(&[b"GET", format!("fill:{i}").as_bytes()]));
+    }
+    input.extend(encode_cmd(&[b"AUTH", b"pw"]));
+    let mut mset: Vec<Vec<u8>> = vec![b"MSET".to_vec()];
+    for i in 0..10 {
+        mset.push(format!("m{i}").into_bytes());
+        mset.push(i.to_string().into_bytes());
+    }
+    let mset: Vec<&[u8]> = mset.iter().map(Vec::as_slice).collect();
+    input.extend(encode_cmd(&mset));
+    for i in 0..20 {
+        input.extend(encode_cmd(&[b"GET", format!("m{}", i % 10).as_bytes()]));
+    }
+    // RESET logs the client out again: the small limits are back for what follows it.
+    input.extend(encode_cmd(&[b"RESET"]));
+    input.extend(encode_cmd(&[b"GET", b"m1"]));
+    input.extend_from_slice(b"*11\r\n");
+    same_as_redis_until_close(&["--requirepass", "pw"], true, &input);
+}
+
+#[test]
+fn commands_pipelined_after_a_blocked_one_wait_for_it_over_a_large_keyspace() {
+    let s = start_server();
+    let redis = redis_server();
+    for port in [s.port, redis.port] {
+        let mut other = Raw::connect(port);
+        fill_keys(&mut other, LARGE_KEYSPACE);
+        let mut r = Raw::connect(port);
+        let mut input = encode_cmd(&[b"SET", b"before", b"1"]);
+        input.extend(encode_cmd(&[b"BLPOP", b"queue", b"0"]));
+        for i in 0..20 {
+            input.extend(encode_cmd(&[b"SET", format!("after:{i}").as_bytes(), b"1"]));
+        }
+        input.extend(encode_cmd(&[b"GET", b"before"]));
+        r.send(&input);
+        assert_eq!(r.read_reply(), b"+OK\r\n", "port {port}");
+        wait_blocked(&mut other, 1);
+        // Parsed perhaps, but not run while BLPOP waits.
+        assert_eq!(
+            other.cmd_str(&["EXISTS", "after:0"]),
+            b":0\r\n",
+            "port {port}"
+        );
+        assert_eq!(other.cmd_str(&["LPUSH", "queue", "v"]), b":1\r\n");
+        assert_eq!(r.read_reply(), b"*2\r\n$5\r\nqueue\r\n$1\r\nv\r\n");
+        for _ in 0..20 {
+            assert_eq!(r.read_reply(), b"+OK\r\n", "port {port}");
+        }
+        assert_eq!(r.read_reply(), b"$1\r\n1\r\n");
+        assert_eq!(other.cmd_str(&["EXISTS", "after:19"]), b":1\r\n");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // redis-rs
 
 /// The `CLIENT INFO` line of this connection.

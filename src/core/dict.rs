@@ -238,6 +238,15 @@ mod slot {
             }
         }
 
+        /// Asks the caches for this slot's lines: the head and the key's length prefix
+        /// (a lookup compares the key first). Reads nothing itself.
+        #[inline]
+        pub(super) fn prefetch(&self) {
+            let head = self.ptr.as_ptr().cast::<u8>();
+            crate::util::prefetch(head);
+            crate::util::prefetch(head.wrapping_add(Self::KEY_AT));
+        }
+
         /// The link and the value.
         #[inline]
         pub(super) fn head(&self) -> &Head<V> {
@@ -554,6 +563,29 @@ impl<V> Dict<V> {
     /// than once ([`Dict::get_mut_hashed`], [`Dict::get_or_insert_with_hashed`]).
     pub fn hash_key(&self, key: &[u8]) -> u64 {
         self.hash(key)
+    }
+
+    /// The first half of a prefetch of `hash`'s lookup (see `core/prefetch.rs`): asks
+    /// the caches for its bucket in each table. Reads nothing.
+    #[inline]
+    pub fn prefetch_bucket(&self, hash: u64) {
+        for t in &self.tables {
+            if let Some(bucket) = t.buckets.get(hash as usize & t.mask()) {
+                crate::util::prefetch(bucket);
+            }
+        }
+    }
+
+    /// The second half, once the buckets have had time to arrive: reads them and asks
+    /// for the first slot of each chain (where a lookup of a key that exists usually
+    /// stops: the load factor stays at or below 1).
+    #[inline]
+    pub fn prefetch_slot(&self, hash: u64) {
+        for t in &self.tables {
+            if let Some(Some(slot)) = t.buckets.get(hash as usize & t.mask()) {
+                slot.prefetch();
+            }
+        }
     }
 
     /// Number of keys.

@@ -41,6 +41,7 @@ pub mod migrate_sockets;
 pub mod notify;
 pub mod pause;
 pub mod persistence;
+pub mod prefetch;
 pub mod pubsub;
 pub mod replication;
 pub mod script;

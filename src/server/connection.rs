@@ -7,6 +7,7 @@
 //! the connection is closed without a reply, as Redis does).
 
 use super::idle_poll::IdlePoll;
+use super::lookahead::Lookahead;
 use crate::core::client::{Client, ClientMsg};
 use crate::core::limits::OutputState;
 use crate::core::{Outcome, SharedCore, unix_ms};
@@ -150,6 +151,8 @@ pub async fn serve<S>(
         output.direct.set_sink(sink);
     }
     let mut parser = RequestParser::new(limits);
+    // Commands parsed but not yet run (server/lookahead.rs).
+    let mut lookahead = Lookahead::default();
     let mut inbuf = BytesMut::with_capacity(PROTO_IOBUF_LEN);
     let mut out = RespWriter::default();
     // Where each reply of the current batch ends (a held batch that times out answers
@@ -188,8 +191,11 @@ pub async fn serve<S>(
                 &core,
                 &idle_poll,
                 id,
-                &mut parser,
-                &mut inbuf,
+                BatchInput {
+                    parser: &mut parser,
+                    lookahead: &mut lookahead,
+                    inbuf: &mut inbuf,
+                },
                 BatchReplies {
                     out: &mut out,
                     marks: &mut marks,
@@ -437,23 +443,36 @@ fn parser_limits(core: &crate::core::Core) -> ParserLimits {
     core.limits.parser
 }
 
+/// Where a batch takes its commands from: the bytes read, the parser (holding a partial
+/// request), and the commands parsed ahead of running them.
+struct BatchInput<'a> {
+    parser: &'a mut RequestParser,
+    lookahead: &'a mut Lookahead,
+    inbuf: &'a mut BytesMut,
+}
+
 /// Where a batch writes its replies: the buffer, and the end of each reply in it.
 struct BatchReplies<'a> {
     out: &'a mut RespWriter,
     marks: &'a mut Vec<usize>,
 }
 
-/// Parses and executes every complete command in `inbuf`, appending replies to `out`;
+/// Parses (through the look-ahead, `server/lookahead.rs`) and executes every complete
+/// command in `inbuf`, appending replies to `out`;
 /// stops early when the replies (plus what is queued) go over the output buffer limit.
 fn process_batch(
     core: &SharedCore,
     idle_poll: &IdlePoll,
     id: u64,
-    parser: &mut RequestParser,
-    inbuf: &mut BytesMut,
+    input: BatchInput<'_>,
     replies: BatchReplies<'_>,
     output: &OutputState,
 ) -> Next {
+    let BatchInput {
+        parser,
+        lookahead,
+        inbuf,
+    } = input;
     let BatchReplies { out, marks } = replies;
     let mut core = core.borrow_mut();
     idle_poll.set_window(core.limits.idle_poll);
@@ -470,18 +489,19 @@ fn process_batch(
     client.query_buf.len = inbuf.len();
     client.query_buf.free = inbuf.capacity() - inbuf.len();
     loop {
-        parser.set_authenticated(!core.auth_required(&client));
-        // The request's bytes, over however many reads it came in (SLOT-STATS).
         let resumed = client.resume.take();
         let was_resumed = resumed.is_some();
         let parsed = match resumed {
             Some(argv) => Ok(Some(argv)),
-            None => {
-                let unparsed = inbuf.len();
-                let parsed = parser.parse(inbuf);
-                client.cmd_input_bytes += unparsed.saturating_sub(inbuf.len()) as u64;
-                parsed
-            }
+            None => match lookahead.next(&mut core, &client, parser, inbuf) {
+                Ok(Some((argv, bytes))) => {
+                    // The request's bytes, over however many reads it came in (SLOT-STATS).
+                    client.cmd_input_bytes += bytes;
+                    Ok(Some(argv))
+                }
+                Ok(None) => Ok(None),
+                Err(e) => Err(e),
+            },
         };
         match parsed {
             Ok(Some(argv)) => {
@@ -549,7 +569,7 @@ fn process_batch(
     }
     client.query_buf.len = inbuf.len();
     client.query_buf.free = inbuf.capacity() - inbuf.len();
-    client.query_buf.argv_mem = parser.partial_argv_bytes();
+    client.query_buf.argv_mem = parser.partial_argv_bytes() + lookahead.argv_bytes();
     if batch_cmds > 0 {
         // CLIENT LIST `avg-pipeline-len-sum` / `avg-pipeline-len-cnt`.
         client.pipeline_sum += batch_cmds;

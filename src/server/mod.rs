@@ -14,6 +14,7 @@ pub mod connection;
 pub mod idle_poll;
 pub mod keepalive;
 pub mod listeners;
+pub mod lookahead;
 pub mod metrics;
 pub mod notify;
 pub mod protected;
