@@ -821,6 +821,19 @@ fn a_pipeline_over_a_large_keyspace_is_answered_as_redis_answers_it() {
     cmd(&["HSET", "h", "f", "v"]);
     cmd(&["HGETALL", "h"]);
     cmd(&["GET", "l"]);
+    // Values in allocations of their own (the look-ahead prefetches them).
+    let long = "v".repeat(100);
+    cmd(&["SET", "long", &long]);
+    cmd(&["GET", "long"]);
+    cmd(&["APPEND", "long", "w"]);
+    cmd(&["GET", "long"]);
+    cmd(&["ZADD", "z", "1", "a", "2", "b"]);
+    cmd(&["ZRANGE", "z", "0", "-1", "WITHSCORES"]);
+    cmd(&["XADD", "s", "1-1", "f", "v"]);
+    cmd(&["XADD", "s", "1-2", "f", "w"]);
+    cmd(&["XLEN", "s"]);
+    cmd(&["XRANGE", "s", "-", "+"]);
+    cmd(&["LPOP", "l"]);
     cmd(&["DBSIZE"]);
     // A protocol error after keyed commands ends it: their replies, then the error.
     cmd(&["SET", "last", "1"]);

@@ -588,6 +588,15 @@ impl<V> Dict<V> {
         }
     }
 
+    /// The value of `key`, whose [`Dict::hash_key`] is `hash`, without a rehash step
+    /// (for a prefetch, which must change nothing).
+    pub fn get_hashed(&self, hash: u64, key: &[u8]) -> Option<&V> {
+        if self.is_empty() {
+            return None;
+        }
+        self.find_slot(hash, key).map(|slot| &slot.head().value)
+    }
+
     /// Number of keys.
     pub fn len(&self) -> usize {
         self.tables[0].used + self.tables[1].used

@@ -32,11 +32,12 @@ use std::collections::VecDeque;
 
 /// One parsed-ahead item.
 enum Ahead {
-    /// A complete command, the bytes of its request, and where its first key is.
+    /// A complete command, the bytes of its request, and where its first key is with
+    /// that key's hash (when its keys are prefetched).
     Command {
         argv: Argv,
         bytes: u64,
-        key: Option<usize>,
+        key: Option<(usize, u64)>,
     },
     /// The buffer's bytes after the commands before it are not a valid request.
     Error(ProtocolError),
@@ -65,11 +66,21 @@ impl Lookahead {
         if self.queue.is_empty() {
             self.fill(core, client, parser, inbuf);
         }
-        match self.queue.pop_front() {
-            None => Ok(None),
-            Some(Ahead::Command { argv, bytes, .. }) => Ok(Some((argv, bytes))),
-            Some(Ahead::Error(e)) => Err(e),
+        let next = match self.queue.pop_front() {
+            None => return Ok(None),
+            Some(Ahead::Command { argv, bytes, .. }) => (argv, bytes),
+            Some(Ahead::Error(e)) => return Err(e),
+        };
+        // While this one runs, the value of the one after it (its slot is in by now).
+        if let Some(Ahead::Command {
+            argv,
+            key: Some((at, hash)),
+            ..
+        }) = self.queue.front()
+        {
+            core.prefetch_value(client.db, *hash, &argv[*at]);
         }
+        Ok(Some(next))
     }
 
     /// Bytes of the arguments of the commands queued (CLIENT LIST `argv-mem`).
@@ -83,8 +94,8 @@ impl Lookahead {
             .sum()
     }
 
-    /// Parses commands from `inbuf` into the empty queue (see the module docs), then
-    /// prefetches the keys of the queue when it holds more than one command.
+    /// Parses commands from `inbuf` into the empty queue (see the module docs), asking
+    /// for each key's bucket as its command is parsed, then for the slots.
     fn fill(
         &mut self,
         core: &mut Core,
@@ -101,14 +112,16 @@ impl Lookahead {
             self.partial_bytes += unparsed.saturating_sub(inbuf.len()) as u64;
             match parsed {
                 Ok(Some(argv)) => {
-                    let key = if ahead {
+                    let at = if ahead {
                         core.lookahead_key(&argv)
                     } else {
                         None
                     };
+                    let key =
+                        at.and_then(|at| Some((at, core.prefetch_bucket(client.db, &argv[at])?)));
                     let bytes = std::mem::take(&mut self.partial_bytes);
                     self.queue.push_back(Ahead::Command { argv, bytes, key });
-                    if key.is_none() || self.queue.len() >= LOOKAHEAD {
+                    if at.is_none() || self.queue.len() >= LOOKAHEAD {
                         break;
                     }
                 }
@@ -119,18 +132,15 @@ impl Lookahead {
                 }
             }
         }
-        if self.queue.len() > 1 {
-            core.prefetch_keys(
-                client.db,
-                self.queue.iter().filter_map(|a| match a {
-                    Ahead::Command {
-                        argv,
-                        key: Some(at),
-                        ..
-                    } => Some(&argv[*at][..]),
-                    _ => None,
-                }),
-            );
-        }
+        core.prefetch_slots(
+            client.db,
+            self.queue.iter().filter_map(|a| match a {
+                Ahead::Command {
+                    key: Some((_, hash)),
+                    ..
+                } => Some(*hash),
+                _ => None,
+            }),
+        );
     }
 }

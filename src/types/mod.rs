@@ -144,6 +144,20 @@ pub enum Value {
 }
 
 impl Value {
+    /// Where the value's own data starts when it lives in an allocation of its own
+    /// (a long string's bytes; a list, sorted set or stream header): what a command on
+    /// it reads first after the keyspace slot. A prefetch hint (`core/prefetch.rs`);
+    /// `None` for values held in the slot and for hashes and sets.
+    pub fn heap_start(&self) -> Option<*const u8> {
+        match self {
+            Value::String(s) => s.heap_start(),
+            Value::List(l) => Some(std::ptr::from_ref::<List>(l).cast()),
+            Value::ZSet(z) => Some(std::ptr::from_ref::<ZSet>(z).cast()),
+            Value::Stream(s) => Some(std::ptr::from_ref::<Stream>(s).cast()),
+            Value::Hash(_) | Value::Set(_) => None,
+        }
+    }
+
     /// The value's type.
     pub fn kind(&self) -> Kind {
         match self {

@@ -192,6 +192,16 @@ impl StringValue {
         self.0 = Repr::Int(n);
     }
 
+    /// Where the bytes of an `embstr` over [`SHORT`] bytes or a `raw` string live (their
+    /// own allocation); `None` for `int` and short strings, held in the value itself. A
+    /// prefetch hint (`core/prefetch.rs`).
+    pub fn heap_start(&self) -> Option<*const u8> {
+        match &self.0 {
+            Repr::Int(_) | Repr::Short { .. } => None,
+            Repr::Emb(buf) | Repr::Raw { buf, .. } => Some(buf.as_ptr()),
+        }
+    }
+
     /// Length in bytes (`STRLEN`).
     pub fn len(&self) -> usize {
         match &self.0 {
