@@ -65,6 +65,10 @@ pub const LFU_INIT_VAL: u8 = 5;
 /// Candidates kept between evictions (Redis's `EVPOOL_SIZE`).
 pub const EVPOOL_SIZE: usize = 16;
 
+/// Keys of one command touched together, their lookups prefetched as a group
+/// ([`Core::touch_keys`]); a command with more is touched in groups of this many.
+const TOUCH_BATCH: usize = 32;
+
 /// The LRU clock at `now_ms`: unix seconds modulo 2^24 (Redis's `getLRUClock`).
 pub fn lru_clock(now_ms: u64) -> u32 {
     ((now_ms / LRU_CLOCK_RESOLUTION) & u64::from(LRU_CLOCK_MAX)) as u32
@@ -422,16 +426,36 @@ impl Core {
             return;
         }
         let evict = &mut self.evict;
-        let mut touch = |key: &[u8]| {
-            let hash = db.keys.hash_key(key);
-            let toucher = evict.toucher(now_ms);
-            db.keys.get_mut_touch(hash, key, toucher);
+        // The keys at `positions` (up to TOUCH_BATCH), in order. Several keys: every
+        // bucket, then every slot asked for before the first is touched, so that their
+        // cache misses overlap (core/prefetch.rs); each key is hashed once.
+        let mut touch = |positions: &[usize]| {
+            if let [i] = positions {
+                let hash = db.keys.hash_key(&argv[*i]);
+                db.keys
+                    .get_mut_touch(hash, &argv[*i], evict.toucher(now_ms));
+                return;
+            }
+            let mut hashes = [0u64; TOUCH_BATCH];
+            for (hash, &i) in hashes.iter_mut().zip(positions) {
+                *hash = db.keys.hash_key(&argv[i]);
+                db.keys.prefetch_bucket(*hash);
+            }
+            for &hash in &hashes[..positions.len()] {
+                db.keys.prefetch_slot(hash);
+            }
+            for (&hash, &i) in hashes.iter().zip(positions) {
+                db.keys.get_mut_touch(hash, &argv[i], evict.toucher(now_ms));
+            }
         };
         if spec.flags & super::command::flags::MOVABLEKEYS != 0 {
-            for i in spec.key_positions(argv) {
-                if let Some(k) = argv.get(i) {
-                    touch(k);
-                }
+            let positions: Vec<usize> = spec
+                .key_positions(argv)
+                .into_iter()
+                .filter(|&i| i < argv.len())
+                .collect();
+            for chunk in positions.chunks(TOUCH_BATCH) {
+                touch(chunk);
             }
             return;
         }
@@ -441,10 +465,27 @@ impl Core {
         } else {
             spec.last_key
         };
+        if spec.first_key > 0 && spec.first_key >= last.min(argc - 1) {
+            // One key (or none): nothing to overlap.
+            if spec.first_key == last.min(argc - 1) {
+                touch(&[spec.first_key as usize]);
+            }
+            return;
+        }
+        let mut batch = [0usize; TOUCH_BATCH];
+        let mut n = 0;
         let mut i = spec.first_key;
         while i > 0 && i <= last.min(argc - 1) {
-            touch(&argv[i as usize]);
+            batch[n] = i as usize;
+            n += 1;
+            if n == TOUCH_BATCH {
+                touch(&batch);
+                n = 0;
+            }
             i += spec.key_step.max(1);
+        }
+        if n > 0 {
+            touch(&batch[..n]);
         }
     }
 
