@@ -17,11 +17,15 @@
 //!    reads right after the slot: `GET` of 100-byte values over 100,000 random keys
 //!    (`-P 32`) took 720 ns of server CPU a request with it against 840 ns without.
 //!
-//! The connection parses ahead ([`crate::server::connection`]'s look-ahead) only over
+//! The connection parses ahead (`server/lookahead.rs`) only over
 //! commands for which that cannot change how the commands after them parse: a command
 //! with a fixed first key ([`Core::lookahead_key`]) — a data command, which changes
 //! neither the client's authentication, its database nor the parser's limits. The first
 //! command without one ends the look-ahead; it runs before anything after it is parsed.
+//!
+//! One command of several keys (MGET, MSET, DEL, XREADGROUP over many streams) does the
+//! first two steps for its own keys before touching the first (`Core::touch_keys`,
+//! core/evict.rs).
 //!
 //! A prefetch is only a hint: a key that is missing, a table that grows or rehashes in
 //! between, or a command that does not look its key up after all costs the hash and two
