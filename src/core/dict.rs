@@ -622,11 +622,7 @@ impl<V> Dict<V> {
         if self.is_empty() {
             return None;
         }
-        let hash = self.hash(key);
-        self.tables[0]
-            .find(hash, key)
-            .or_else(|| self.tables[1].find(hash, key))
-            .map(|s| &s.head().value)
+        self.get_hashed(self.hash(key), key)
     }
 
     /// True if `key` is present.

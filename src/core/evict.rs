@@ -449,11 +449,8 @@ impl Core {
             }
         };
         if spec.flags & super::command::flags::MOVABLEKEYS != 0 {
-            let positions: Vec<usize> = spec
-                .key_positions(argv)
-                .into_iter()
-                .filter(|&i| i < argv.len())
-                .collect();
+            let mut positions = spec.key_positions(argv);
+            positions.retain(|&i| i < argv.len());
             for chunk in positions.chunks(TOUCH_BATCH) {
                 touch(chunk);
             }
