@@ -222,9 +222,8 @@ fn tcp_backlog_sizes_the_listen_queue() {
 fn listeners_follow_config_set_at_run_time() {
     let server = start_server();
     let mut r = server.raw();
-    let port = common::free_port();
+    let port = common::listen_on_a_free_port(&mut r, "port");
     let ok = b"+OK\r\n".to_vec();
-    assert_eq!(r.cmd_str(&["CONFIG", "SET", "port", &port.to_string()]), ok);
     assert_eq!(
         r.cmd_str(&["PING"]),
         b"+PONG\r\n",
@@ -297,11 +296,7 @@ fn listeners_follow_config_set_at_run_time() {
     assert_eq!(Raw::connect(port).cmd_str(&["PING"]), b"+PONG\r\n");
 
     // The metrics endpoint comes and goes with metrics-port.
-    let mport = common::free_port();
-    assert_eq!(
-        moved.cmd_str(&["CONFIG", "SET", "metrics-port", &mport.to_string()]),
-        ok
-    );
+    let mport = common::listen_on_a_free_port(&mut moved, "metrics-port");
     let mut http = std::net::TcpStream::connect(("127.0.0.1", mport)).expect("metrics port");
     use std::io::{Read, Write};
     http.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
@@ -343,12 +338,6 @@ fn every_setting_can_be_set_to_its_own_value() {
         config_get(&mut r, "key-load-delay"),
         [("key-load-delay".to_string(), "0".to_string())]
     );
-    // Hidden settings answer only to their exact name (Redis's "CONFIG GET hidden configs").
-    assert!(before.iter().all(|(k, _)| k != "key-load-delay"));
-    assert_eq!(
-        config_get(&mut r, "key-load-delay"),
-        [("key-load-delay".to_string(), "0".to_string())]
-    );
     for (k, v) in &before {
         assert_eq!(
             String::from_utf8_lossy(&r.cmd_str(&["CONFIG", "SET", k, v])),
@@ -370,8 +359,7 @@ fn log_level_and_format_change_at_run_time() {
     let mut r = server.raw();
     let ok = b"+OK\r\n".to_vec();
     // An INFO-level line, in text: the metrics endpoint coming up.
-    let mport = common::free_port().to_string();
-    assert_eq!(r.cmd_str(&["CONFIG", "SET", "metrics-port", &mport]), ok);
+    common::listen_on_a_free_port(&mut r, "metrics-port");
     let wait_for_line = |what: &str, pred: &dyn Fn(&str) -> bool| {
         for _ in 0..200 {
             if server.log().lines().any(pred) {
@@ -386,16 +374,14 @@ fn log_level_and_format_change_at_run_time() {
     });
     assert_eq!(r.cmd_str(&["CONFIG", "SET", "log-format", "json"]), ok);
     assert_eq!(r.cmd_str(&["CONFIG", "SET", "metrics-port", "0"]), ok);
-    let mport = common::free_port().to_string();
-    assert_eq!(r.cmd_str(&["CONFIG", "SET", "metrics-port", &mport]), ok);
+    let mport = common::listen_on_a_free_port(&mut r, "metrics-port");
     wait_for_line("JSON line", &|l| {
-        l.starts_with('{') && l.contains("\"level\":\"INFO\"") && l.contains(&mport)
+        l.starts_with('{') && l.contains("\"level\":\"INFO\"") && l.contains(&mport.to_string())
     });
     // At `warning`, the same INFO line is no longer written.
     assert_eq!(r.cmd_str(&["CONFIG", "SET", "loglevel", "warning"]), ok);
     assert_eq!(r.cmd_str(&["CONFIG", "SET", "metrics-port", "0"]), ok);
-    let quiet = common::free_port().to_string();
-    assert_eq!(r.cmd_str(&["CONFIG", "SET", "metrics-port", &quiet]), ok);
+    let quiet = common::listen_on_a_free_port(&mut r, "metrics-port");
     // A WARN line after it proves the log was written up to there.
     let refused = r.cmd_str(&["CONFIG", "SET", "bind", "192.0.2.1"]);
     assert!(refused.starts_with(b"-ERR"), "{refused:?}");

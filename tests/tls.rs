@@ -320,11 +320,7 @@ fn config_set_starts_and_reconfigures_the_tls_port() {
     ] {
         assert_eq!(r.cmd_str(&["CONFIG", "SET", k, &v]), ok, "{k}");
     }
-    let tls_port = free_port();
-    assert_eq!(
-        r.cmd_str(&["CONFIG", "SET", "tls-port", &tls_port.to_string()]),
-        ok
-    );
+    let tls_port = common::listen_on_a_free_port(&mut r, "tls-port");
     let ca = pki.path("ca.pem");
     let (cert, key) = (pki.path("client.pem"), pki.path("client.key"));
     let with_cert = ["--cacert", &ca, "--cert", &cert, "--key", &key];

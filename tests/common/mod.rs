@@ -46,6 +46,30 @@ pub fn free_port() -> u16 {
     free_port_where(&[])
 }
 
+/// Points the listening setting `name` (`port`, `tls-port`, `metrics-port`) at a fresh free
+/// port through CONFIG SET and returns the port. A port picked free can be taken before the
+/// server binds it (another test's client takes it as its ephemeral port), which CONFIG SET
+/// answers with "Unable to listen on this port"; then another port is picked, up to five times.
+pub fn listen_on_a_free_port(r: &mut Raw, name: &str) -> u16 {
+    let mut last = Vec::new();
+    for _ in 0..5 {
+        let port = free_port();
+        last = r.cmd_str(&["CONFIG", "SET", name, &port.to_string()]);
+        if last == b"+OK\r\n" {
+            return port;
+        }
+        assert!(
+            String::from_utf8_lossy(&last).contains("Unable to listen on this port"),
+            "CONFIG SET {name} {port}: {}",
+            String::from_utf8_lossy(&last)
+        );
+    }
+    panic!(
+        "CONFIG SET {name}: no free port in five tries: {}",
+        String::from_utf8_lossy(&last)
+    );
+}
+
 /// A port `p` with `p` and `p + 10000` (its default cluster bus port) free, neither handed out
 /// before in this process (see [`free_port`]).
 pub fn free_port_pair() -> u16 {
