@@ -116,3 +116,55 @@ fn latency_errors_match_redis() {
         assert_eq!(c(&mut ours, line), c(&mut theirs, line), "{line}");
     }
 }
+
+/// A command's time in INFO commandstats, the slow log and LATENCY LATEST is the time it
+/// ran, in microseconds (`core/ticks.rs` reads the processor's counter where it can): a
+/// script that spins for 50 ms by the server's TIME counts at least 50,000 us in each,
+/// and less than ten times that (room for a loaded machine, not for a clock off by a
+/// unit).
+#[test]
+fn a_command_is_timed_in_microseconds_everywhere() {
+    let s = start_server();
+    let mut r = Raw::connect(s.port);
+    for set in [
+        "CONFIG SET latency-monitor-threshold 1",
+        "CONFIG SET slowlog-log-slower-than 1000",
+    ] {
+        assert_eq!(c(&mut r, set), "+OK\r\n");
+    }
+    let spin = "local function us() local t = redis.call('TIME') return t[1] * 1000000 + t[2] end \
+                local stop = us() + 50000 while us() < stop do end return 1";
+    assert_eq!(r.cmd_str(&["EVAL", spin, "0"]), b":1\r\n");
+    let in_range = |what: &str, usec: u64| {
+        assert!((50_000..500_000).contains(&usec), "{what}: {usec} us");
+    };
+    let stats = c(&mut r, "INFO commandstats");
+    let line = stats
+        .lines()
+        .find(|l| l.starts_with("cmdstat_eval:"))
+        .unwrap_or_else(|| panic!("no cmdstat_eval in {stats}"));
+    let usec = line
+        .split(',')
+        .find_map(|f| f.strip_prefix("usec="))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no usec in {line}"));
+    in_range("commandstats", usec);
+    // *1 / *6 / :id / :time / :duration / ...
+    let slowlog = c(&mut r, "SLOWLOG GET 1");
+    let duration = slowlog
+        .split("\r\n")
+        .filter(|l| l.starts_with(':'))
+        .nth(2)
+        .and_then(|l| l[1..].parse().ok())
+        .unwrap_or_else(|| panic!("no duration in {slowlog}"));
+    in_range("slowlog", duration);
+    // *1 / *4 / $7 command / :time / :latest ms / :max ms
+    let latest = c(&mut r, "LATENCY LATEST");
+    let ms: u64 = latest
+        .split("\r\n")
+        .filter(|l| l.starts_with(':'))
+        .nth(1)
+        .and_then(|l| l[1..].parse().ok())
+        .unwrap_or_else(|| panic!("no latency in {latest}"));
+    in_range("latency monitor", ms * 1000);
+}

@@ -48,6 +48,7 @@ pub mod script;
 pub mod siphash;
 pub mod slowlog;
 pub mod syncrepl;
+pub mod ticks;
 pub mod tier;
 pub mod tracking;
 pub mod waker_slot;
@@ -264,8 +265,9 @@ pub struct Core {
     /// and a script alternates two (EVALSHA and its `redis.call`) (`lookup_command`).
     last_commands: [Option<&'static CommandSpec>; 2],
     /// When the previous command ended (or the batch began): the start of the next
-    /// command's time for INFO commandstats, so each command costs one clock read.
-    clock: Instant,
+    /// command's time for INFO commandstats, so each command costs one clock read
+    /// (`core/ticks.rs`).
+    clock: ticks::Tick,
     /// Where effects go and what runs SAVE, BGSAVE and the like: the effect log and
     /// snapshots of `persist/`, installed at start-up ([`Core::set_persistence`]).
     pub persist: Box<dyn Persistence>,
@@ -641,7 +643,7 @@ impl Core {
             reprocess_key: None,
             batch_now_ms: unix_ms(),
             last_commands: [None; 2],
-            clock: Instant::now(),
+            clock: ticks::Tick::now(),
             persist: Box::new(NoPersistence),
             loading: false,
             acl: acl::Acl::new(),
@@ -1340,14 +1342,14 @@ impl Core {
 
     /// When the command running now started (sampled once per command, not read anew).
     pub fn command_started(&self) -> Instant {
-        self.clock
+        self.clock.to_instant()
     }
 
     /// Starts a batch of commands from one read: samples the clock once for all of
     /// them.
     pub fn begin_batch(&mut self) {
         self.batch_now_ms = unix_ms();
-        self.clock = Instant::now();
+        self.clock = ticks::Tick::now();
         self.refresh_key_clock();
     }
 
@@ -1764,8 +1766,8 @@ impl Core {
         if self.repl.leave() {
             self.repl_flush();
         }
-        let ended = Instant::now();
-        let usec = ended.saturating_duration_since(started).as_micros() as u64;
+        let ended = ticks::Tick::now();
+        let usec = ended.micros_since(started);
         self.clock = ended;
         if let Some(slot) = stat_slot
             && client.blocked.is_none()
