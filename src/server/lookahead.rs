@@ -64,6 +64,12 @@ impl Lookahead {
         inbuf: &mut BytesMut,
     ) -> Result<Option<(Argv, u64)>, ProtocolError> {
         if self.queue.is_empty() {
+            let authenticated = !core.auth_required(client);
+            parser.set_authenticated(authenticated);
+            if !(authenticated && core.worth_reading_ahead(client.db)) {
+                // One at a time: parsed and handed over without a pass through the queue.
+                return self.parse_one(parser, inbuf);
+            }
             self.fill(core, client, parser, inbuf);
         }
         let next = match self.queue.pop_front() {
@@ -94,8 +100,9 @@ impl Lookahead {
             .sum()
     }
 
-    /// Parses commands from `inbuf` into the empty queue (see the module docs), asking
-    /// for each key's bucket as its command is parsed, then for the slots.
+    /// Parses commands from `inbuf` into the empty queue of a client that reads ahead (see
+    /// the module docs), asking for each key's bucket as its command is parsed, then for
+    /// the slots.
     fn fill(
         &mut self,
         core: &mut Core,
@@ -103,23 +110,12 @@ impl Lookahead {
         parser: &mut RequestParser,
         inbuf: &mut BytesMut,
     ) {
-        let authenticated = !core.auth_required(client);
-        parser.set_authenticated(authenticated);
-        let ahead = authenticated && core.worth_reading_ahead(client.db);
         loop {
-            let unparsed = inbuf.len();
-            let parsed = parser.parse(inbuf);
-            self.partial_bytes += unparsed.saturating_sub(inbuf.len()) as u64;
-            match parsed {
-                Ok(Some(argv)) => {
-                    let at = if ahead {
-                        core.lookahead_key(&argv)
-                    } else {
-                        None
-                    };
+            match self.parse_one(parser, inbuf) {
+                Ok(Some((argv, bytes))) => {
+                    let at = core.lookahead_key(&argv);
                     let key =
                         at.and_then(|at| Some((at, core.prefetch_bucket(client.db, &argv[at])?)));
-                    let bytes = std::mem::take(&mut self.partial_bytes);
                     self.queue.push_back(Ahead::Command { argv, bytes, key });
                     if at.is_none() || self.queue.len() >= LOOKAHEAD {
                         break;
@@ -142,5 +138,18 @@ impl Lookahead {
                 _ => None,
             }),
         );
+    }
+
+    /// Parses the next command of `inbuf`, with the bytes of its request (those taken by
+    /// earlier reads of a request split over several included).
+    fn parse_one(
+        &mut self,
+        parser: &mut RequestParser,
+        inbuf: &mut BytesMut,
+    ) -> Result<Option<(Argv, u64)>, ProtocolError> {
+        let unparsed = inbuf.len();
+        let parsed = parser.parse(inbuf);
+        self.partial_bytes += unparsed.saturating_sub(inbuf.len()) as u64;
+        Ok(parsed?.map(|argv| (argv, std::mem::take(&mut self.partial_bytes))))
     }
 }
