@@ -7,6 +7,8 @@
 //! - `count_sparse`: the same for a sparse HLL of 200 elements (a walk of its opcodes).
 //! - `add_sparse`: fifty elements, one by one, into a sparse HLL of 50 elements (the
 //!   opcode walk and the split of a run), the shape of `hll/pfadd-sparse`.
+//! - `add_sparse_many_keys`: one element into each of 1,000 different sparse HLLs (20 to 120
+//!   elements), so no two walks in a row are alike.
 //! - `add_dense`: ten elements into a dense HLL (hash, then a six-bit register each).
 //! - `count_registers`: the estimate from 16,384 plain one-byte registers (the PFCOUNT of
 //!   several keys, after their merge).
@@ -55,6 +57,32 @@ fn add_sparse(bencher: Bencher) {
         .with_inputs(|| base.clone())
         .bench_local_refs(|s| {
             for e in &elements {
+                let _ = black_box(hyperloglog::add(s, e.as_bytes(), SPARSE_MAX_BYTES));
+            }
+        });
+}
+
+#[divan::bench]
+fn add_sparse_many_keys(bencher: Bencher) {
+    // 1,000 different sparse HLLs of 20 to 120 elements, one new element into each in
+    // turn: the walks differ from one add to the next, as over `hll/pfadd-sparse`'s 10,000
+    // keys (`add_sparse` repeats one HLL's walks, which a branch predictor can learn).
+    let bases: Vec<Vec<u8>> = (0..1000usize)
+        .map(|k| {
+            let mut s = hyperloglog::new_hll();
+            for i in 0..20 + k % 101 {
+                hyperloglog::add(&mut s, format!("k{k}e{i}").as_bytes(), SPARSE_MAX_BYTES)
+                    .expect("a new HLL is valid");
+            }
+            s
+        })
+        .collect();
+    let elements: Vec<String> = (0..bases.len()).map(|i| format!("new{i}")).collect();
+    bencher
+        .counter(divan::counter::ItemsCount::new(elements.len()))
+        .with_inputs(|| bases.clone())
+        .bench_local_refs(|hlls| {
+            for (s, e) in hlls.iter_mut().zip(&elements) {
                 let _ = black_box(hyperloglog::add(s, e.as_bytes(), SPARSE_MAX_BYTES));
             }
         });
