@@ -843,6 +843,58 @@ fn a_pipeline_over_a_large_keyspace_is_answered_as_redis_answers_it() {
     same_as_redis_until_close(&[], false, &input);
 }
 
+/// XADDs to many streams in one write over a large keyspace: the look-ahead walks each
+/// stream's path to its tail node before the batch runs (core/prefetch.rs), while the
+/// commands in between reshape those paths (new nodes every three entries, trims that
+/// drop nodes, deletions that empty the tail node, a stream deleted and made again).
+#[test]
+fn xadds_to_many_streams_in_one_pipeline_are_answered_as_redis_answers_them() {
+    let mut input = Vec::new();
+    let mut cmd = |args: &[&str]| {
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        input.extend(encode_cmd(&args));
+    };
+    for round in 0..12u64 {
+        for i in 0..40u64 {
+            let (key, id) = (
+                format!("s:{}", i % 23),
+                format!("{}-{}", round * 100 + i, 1),
+            );
+            cmd(&[
+                "XADD",
+                &key,
+                &id,
+                "bidder",
+                &i.to_string(),
+                "amount",
+                &round.to_string(),
+            ]);
+            match i % 10 {
+                3 => {
+                    let next = format!("{}-2", round * 100 + i);
+                    cmd(&["XADD", &key, "MAXLEN", "4", &next, "f", "v"]);
+                }
+                5 => cmd(&["XDEL", &key, &id]),
+                7 => cmd(&["XTRIM", &key, "MINID", &format!("{}", round * 100)]),
+                _ => {}
+            }
+        }
+        cmd(&["XADD", "fill:5", "1-1", "f", "v"]);
+        cmd(&["XADD", "nosuch", "NOMKSTREAM", "1-1", "f", "v"]);
+        cmd(&["XADD", "s:1", "1-1", "f", "v"]);
+        if round == 6 {
+            cmd(&["DEL", "s:2"]);
+        }
+    }
+    for i in 0..23 {
+        let key = format!("s:{i}");
+        cmd(&["XLEN", &key]);
+        cmd(&["XRANGE", &key, "-", "+"]);
+    }
+    cmd(&["QUIT"]);
+    same_as_redis_until_close(&["--stream-node-max-entries", "3"], false, &input);
+}
+
 #[test]
 fn an_unauthenticated_pipeline_over_a_large_keyspace_keeps_the_small_limits_until_auth() {
     let mut input = Vec::new();

@@ -35,6 +35,17 @@ use super::Core;
 use super::command::flags;
 use crate::resp::Argv;
 
+/// The first key of a command a connection may parse ahead over
+/// ([`Core::lookahead_key`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LookaheadKey {
+    /// Where the key is in the command's arguments.
+    pub at: usize,
+    /// The command appends to the stream at the key (XADD): its path to the tail node is
+    /// worth prefetching too ([`Core::prefetch_stream_tails`]).
+    pub appends: bool,
+}
+
 /// How many parsed commands a connection holds ahead of the one running.
 pub const LOOKAHEAD: usize = 16;
 
@@ -48,7 +59,7 @@ impl Core {
     /// Where `argv`'s first key is, when its command has a fixed first key (no
     /// container, no keys found by parsing the arguments): the commands a connection
     /// may parse ahead over. `None` for every other command, unknown ones included.
-    pub fn lookahead_key(&mut self, argv: &Argv) -> Option<usize> {
+    pub fn lookahead_key(&mut self, argv: &Argv) -> Option<LookaheadKey> {
         let spec = self.lookup_command(argv.first()?)?;
         if spec.first_key <= 0
             || !spec.subcommands.is_empty()
@@ -57,7 +68,10 @@ impl Core {
             return None;
         }
         let at = spec.first_key as usize;
-        (at < argv.len()).then_some(at)
+        (at < argv.len()).then_some(LookaheadKey {
+            at,
+            appends: spec.name == "xadd",
+        })
     }
 
     /// Whether a connection on database `db` reads ahead ([`LOOKAHEAD_MIN_KEYS`]).
@@ -91,6 +105,52 @@ impl Core {
         }
     }
 
+    /// Step 3 for the XADDs of a look-ahead (`tails`: each one's key and its hash, in
+    /// order), right after step 2: each stream's path to its tail node, walked for all of
+    /// them together, one level a round (`Stream::tail_prefetch`): the slots, the stream
+    /// headers, the rax nodes from the root down, the tail node's start and end. An
+    /// append to one of 1,024 streams otherwise waits for each level's miss in turn: in a
+    /// profile of XADD to 1,024 streams pipelined 32 deep, the walk to the tail was 13% of
+    /// the server and the node's header 4%. Reads only what the round before asked for.
+    pub fn prefetch_stream_tails<'k>(
+        &self,
+        db: usize,
+        tails: impl IntoIterator<Item = (u64, &'k [u8])>,
+    ) {
+        let Some(dict) = self.dbs.get(db).map(|d| &d.keys) else {
+            return;
+        };
+        let mut walks: [Option<crate::stream::TailPrefetch<'_>>; LOOKAHEAD] =
+            std::array::from_fn(|_| None);
+        let mut streams: [Option<&crate::stream::Stream>; LOOKAHEAD] = [None; LOOKAHEAD];
+        let mut n = 0;
+        for (hash, key) in tails.into_iter().take(LOOKAHEAD) {
+            if let Some(crate::types::Value::Stream(s)) = dict.get_hashed(hash, key)
+                && !streams[..n]
+                    .iter()
+                    .flatten()
+                    .any(|seen| std::ptr::eq(*seen, &**s))
+            {
+                crate::util::prefetch(&**s);
+                streams[n] = Some(s);
+                n += 1;
+            }
+        }
+        for (walk, stream) in walks.iter_mut().zip(&streams[..n]) {
+            *walk = stream.map(crate::stream::Stream::tail_prefetch);
+        }
+        // A rax of 16-byte IDs is at most 17 nodes deep; the node's start and end follow.
+        for _ in 0..20 {
+            let mut pending = false;
+            for walk in walks[..n].iter_mut().flatten() {
+                pending |= walk.step();
+            }
+            if !pending {
+                break;
+            }
+        }
+    }
+
     /// Step 3, as the command before it starts (its slot having arrived): the value's
     /// own data (`Value::heap_start`: a long string's bytes, a stream's header), its
     /// first two cache lines asked for. Reads the slot; changes nothing.
@@ -116,6 +176,55 @@ mod tests {
 
     // Which commands are read ahead over needs the command table (installed from the
     // layer above): tests/pipeline.rs checks it end to end.
+
+    #[test]
+    fn prefetching_stream_tails_changes_nothing() {
+        use crate::stream::{NodeLimits, Stream, StreamId};
+        let mut core = Core::new(crate::config::Config::default(), 7000, &[]);
+        core.prefetch_stream_tails(usize::MAX, [(1, &b"s"[..])]);
+        core.prefetch_stream_tails(0, [(1, &b"s"[..])]);
+        let keys: Vec<Vec<u8>> = (0..40).map(|i| format!("s:{i}").into_bytes()).collect();
+        for (i, k) in keys.iter().enumerate() {
+            // Streams of 0 to 3,900 entries (inline and tree indexes), and strings.
+            let v = if i % 4 == 3 {
+                Value::String(StringValue::new(b"not a stream"))
+            } else {
+                let mut s = Stream::new();
+                for ms in 1..=(i as u64 * 100) {
+                    s.append(
+                        StreamId { ms, seq: 0 },
+                        &[
+                            bytes::Bytes::from_static(b"f"),
+                            bytes::Bytes::from_static(b"v"),
+                        ],
+                        &NodeLimits::default(),
+                    );
+                }
+                Value::Stream(Box::new(s))
+            };
+            core.dbs[0].insert(k, v);
+        }
+        let snapshot = |core: &Core| -> Vec<(u64, Option<StreamId>)> {
+            keys.iter()
+                .map(|k| match core.dbs[0].keys.get(k) {
+                    Some(Value::Stream(s)) => (s.len(), s.last_entry().map(|e| e.id)),
+                    _ => (u64::MAX, None),
+                })
+                .collect()
+        };
+        let before = snapshot(&core);
+        // Every key once, a key repeated, more keys than a look-ahead holds, a missing one.
+        let mut tails: Vec<(u64, &[u8])> = keys
+            .iter()
+            .map(|k| (core.dbs[0].keys.hash_key(k), k.as_slice()))
+            .collect();
+        tails.insert(1, tails[0]);
+        tails.push((core.dbs[0].keys.hash_key(b"missing"), b"missing"));
+        for chunk in tails.chunks(LOOKAHEAD + 3) {
+            core.prefetch_stream_tails(0, chunk.iter().copied());
+        }
+        assert_eq!(snapshot(&core), before);
+    }
 
     #[test]
     fn prefetching_keys_changes_nothing() {

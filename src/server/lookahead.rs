@@ -38,6 +38,8 @@ enum Ahead {
         argv: Argv,
         bytes: u64,
         key: Option<(usize, u64)>,
+        /// The command appends to the stream at its key (`LookaheadKey::appends`).
+        appends: bool,
     },
     /// The buffer's bytes after the commands before it are not a valid request.
     Error(ProtocolError),
@@ -114,9 +116,15 @@ impl Lookahead {
             match self.parse_one(parser, inbuf) {
                 Ok(Some((argv, bytes))) => {
                     let at = core.lookahead_key(&argv);
-                    let key =
-                        at.and_then(|at| Some((at, core.prefetch_bucket(client.db, &argv[at])?)));
-                    self.queue.push_back(Ahead::Command { argv, bytes, key });
+                    let key = at
+                        .and_then(|k| Some((k.at, core.prefetch_bucket(client.db, &argv[k.at])?)));
+                    let appends = at.is_some_and(|k| k.appends);
+                    self.queue.push_back(Ahead::Command {
+                        argv,
+                        bytes,
+                        key,
+                        appends,
+                    });
                     if at.is_none() || self.queue.len() >= LOOKAHEAD {
                         break;
                     }
@@ -135,6 +143,18 @@ impl Lookahead {
                     key: Some((_, hash)),
                     ..
                 } => Some(*hash),
+                _ => None,
+            }),
+        );
+        core.prefetch_stream_tails(
+            client.db,
+            self.queue.iter().filter_map(|a| match a {
+                Ahead::Command {
+                    argv,
+                    key: Some((at, hash)),
+                    appends: true,
+                    ..
+                } => Some((*hash, &argv[*at][..])),
                 _ => None,
             }),
         );

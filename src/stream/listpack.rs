@@ -804,6 +804,23 @@ impl Listpack {
         }
     }
 
+    /// A prefetch hint for an append (`core/prefetch.rs`): asks the caches for the start
+    /// of the node's allocation (its length and header). Reads nothing.
+    pub fn prefetch_start(&self) {
+        match &self.buf {
+            Buf::Inline(a) => crate::util::prefetch(Arc::as_ptr(a)),
+            Buf::Boxed(b) => crate::util::prefetch(Arc::as_ptr(b)),
+        }
+    }
+
+    /// The hint after [`Listpack::prefetch_start`]: reads the node's length (which that
+    /// asked for) and asks for the bytes an append writes next, at the node's end.
+    pub fn prefetch_end(&self) {
+        if let Buf::Inline(a) = &self.buf {
+            crate::util::prefetch(a[PREFIX..].as_ptr().wrapping_add(self.len()));
+        }
+    }
+
     /// Never true: a node always has its header and master entry.
     pub fn is_empty(&self) -> bool {
         self.len() == 0

@@ -351,6 +351,19 @@ impl<V> Rax<V> {
         }
     }
 
+    /// A walk down the rightmost path to the largest key's value, one node a step, for
+    /// prefetching ([`LastPath`]). Asks the caches for the tree's root.
+    pub fn last_path(&self) -> LastPath<'_, V> {
+        let at = match &self.repr {
+            Repr::Small(e) => e.as_ref().map_or(PathAt::Done, |e| PathAt::Leaf(&e.value)),
+            Repr::Tree(t) => {
+                crate::util::prefetch(&t.root);
+                PathAt::Node(&t.root)
+            }
+        };
+        LastPath { at }
+    }
+
     /// All entries in key order; iterates from both ends.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&[u8], &V)> + ExactSizeIterator {
         match &self.repr {
@@ -475,6 +488,57 @@ impl<'a, V> Cursor<'a, V> {
             return None;
         }
         entry.map(|e| (&e.key[..], &e.value))
+    }
+}
+
+/// A walk down a [`Rax`]'s rightmost path that takes one node a step ([`Rax::last_path`]),
+/// so that the walks of several trees can be interleaved, each step reading a node the
+/// step before it asked the caches for: a pipeline of XADDs to different streams waits
+/// for the misses of their paths together rather than one after another
+/// (`core/prefetch.rs`).
+pub struct LastPath<'a, V> {
+    at: PathAt<'a, V>,
+}
+
+/// Where a [`LastPath`] is.
+enum PathAt<'a, V> {
+    /// At a node asked for by the last step, not read yet.
+    Node(&'a Node<V>),
+    /// At the largest key's value.
+    Leaf(&'a V),
+    /// The tree is empty, or the walk has handed its value over.
+    Done,
+}
+
+impl<'a, V> LastPath<'a, V> {
+    /// One step: reads the node the walk is at and asks the caches for its last child.
+    /// `Some(value)` once, when the walk reaches the largest key's value; `None` before
+    /// that and after it (see [`LastPath::is_done`]).
+    pub fn step(&mut self) -> Option<&'a V> {
+        match std::mem::replace(&mut self.at, PathAt::Done) {
+            PathAt::Node(node) => {
+                match node.kids().last() {
+                    Some(kid) => {
+                        crate::util::prefetch(kid);
+                        self.at = PathAt::Node(kid);
+                    }
+                    None => {
+                        self.at = node
+                            .entry
+                            .as_ref()
+                            .map_or(PathAt::Done, |e| PathAt::Leaf(&e.value))
+                    }
+                }
+                None
+            }
+            PathAt::Leaf(value) => Some(value),
+            PathAt::Done => None,
+        }
+    }
+
+    /// True once the walk has handed its value over (or found the tree empty).
+    pub fn is_done(&self) -> bool {
+        matches!(self.at, PathAt::Done)
     }
 }
 
@@ -2078,6 +2142,35 @@ mod tests {
         #[test]
         fn rax_agrees_with_btreemap(ops in any_ops()) {
             run_model(&ops)?;
+        }
+
+        #[test]
+        fn the_last_path_walk_ends_at_the_largest_key(
+            keys in prop_oneof![
+                prop::collection::vec(id_keys(), 0..200),
+                prop::collection::vec(random_keys(), 0..60),
+            ],
+            removed in 0usize..4,
+        ) {
+            let mut rax = Rax::new();
+            for (i, k) in keys.iter().enumerate() {
+                rax.insert(k, i);
+            }
+            // Removals too (a tree given back to one key, or to none).
+            for k in keys.iter().rev().take(removed) {
+                rax.remove(k);
+            }
+            let mut walk = rax.last_path();
+            let mut reached = None;
+            for _ in 0..=keys.iter().map(Vec::len).max().unwrap_or(0) + 2 {
+                if let Some(v) = walk.step() {
+                    prop_assert!(reached.is_none(), "the value is handed over once");
+                    reached = Some(*v);
+                }
+            }
+            prop_assert!(walk.is_done());
+            prop_assert_eq!(walk.step(), None);
+            prop_assert_eq!(reached, rax.last().map(|(_, v)| *v));
         }
 
         #[test]
