@@ -132,6 +132,17 @@ fn a_command_is_timed_in_microseconds_everywhere() {
     ] {
         assert_eq!(c(&mut r, set), "+OK\r\n");
     }
+    // The clock, named as Redis names its own (INFO server `monotonic_clock`).
+    let server = c(&mut r, "INFO server");
+    let clock = server
+        .lines()
+        .find_map(|l| l.strip_prefix("monotonic_clock:"))
+        .unwrap_or_else(|| panic!("no monotonic_clock in {server}"));
+    assert!(
+        clock == "POSIX clock_gettime"
+            || (clock.starts_with("X86 TSC @ ") && clock.ends_with(" ticks/us")),
+        "{clock}"
+    );
     let spin = "local function us() local t = redis.call('TIME') return t[1] * 1000000 + t[2] end \
                 local stop = us() + 50000 while us() < stop do end return 1";
     assert_eq!(r.cmd_str(&["EVAL", spin, "0"]), b":1\r\n");

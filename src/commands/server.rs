@@ -373,11 +373,12 @@ pub fn info_text(ctx: &Ctx<'_>, sections: &[String]) -> String {
         push_section(
             "Server",
             format!(
-                "redis_version:{}\r\nstreamd_version:{}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:standalone\r\nos:{} {}\r\narch_bits:64\r\nmultiplexing_api:epoll\r\nprocess_id:{}\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nhz:{}\r\nexecutable:streamd\r\nconfig_file:{}\r\n",
+                "redis_version:{}\r\nstreamd_version:{}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:standalone\r\nos:{} {}\r\narch_bits:64\r\nmonotonic_clock:{}\r\nmultiplexing_api:epoll\r\nprocess_id:{}\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nhz:{}\r\nexecutable:streamd\r\nconfig_file:{}\r\n",
                 redis_version(core.compat),
                 crate::STREAMD_VERSION,
                 std::env::consts::OS,
                 std::env::consts::ARCH,
+                crate::core::ticks::describe(),
                 std::process::id(),
                 crate::core::run_id(),
                 core.port,
