@@ -507,14 +507,13 @@ fn process_batch(
             Ok(Some(argv)) => {
                 // A command that needs cold stream nodes waits for them off the core
                 // (once: run again, it reads whatever is still cold synchronously).
-                if !was_resumed && client.multi.is_none() && core.tier.is_open() {
-                    let needs = core.cold_needs(client.db, &argv);
-                    if !needs.is_empty()
-                        && let Some(parked) = core.park(needs)
-                    {
-                        next = Next::Parked(argv, parked);
-                        break;
-                    }
+                if !was_resumed
+                    && client.multi.is_none()
+                    && let Some(needs) = core.cold_needs(client.db, &argv)
+                    && let Some(parked) = core.park(needs)
+                {
+                    next = Next::Parked(argv, parked);
+                    break;
                 }
                 batch_cmds += 1;
                 client.query_buf.argv_mem = argv.iter().map(|a| a.len()).sum();

@@ -79,10 +79,12 @@ impl Lookahead {
             Some(Ahead::Command { argv, bytes, .. }) => (argv, bytes),
             Some(Ahead::Error(e)) => return Err(e),
         };
-        // While this one runs, the value of the one after it (its slot is in by now).
+        // While this one runs, the value of the one after it (its slot is in by now); an
+        // XADD's stream was asked for with its path when the queue was filled.
         if let Some(Ahead::Command {
             argv,
             key: Some((at, hash)),
+            appends: false,
             ..
         }) = self.queue.front()
         {

@@ -160,18 +160,19 @@ impl Core {
     /// The cold nodes (not warm) that the stream command `argv` on database `db` would
     /// read: XRANGE, XREVRANGE, XREAD, XREADGROUP, XCLAIM, XAUTOCLAIM, XINFO STREAM and
     /// XDEL. Found from the stubs and the group state alone; may name more than the
-    /// command reads, never a node it does not touch beyond its range. Empty for every
-    /// other command and when no node is cold. A paged read also names the next page's
-    /// nodes ([`ColdNeeds::ahead`]).
+    /// command reads, never a node it does not touch beyond its range. A paged read also
+    /// names the next page's nodes ([`ColdNeeds::ahead`]). `None` for every other command
+    /// and when it needs no cold node (run before every command: without tiering, a test
+    /// and a branch, nothing to drop).
     #[inline]
-    pub fn cold_needs(&self, db: usize, argv: &[Bytes]) -> ColdNeeds {
+    pub fn cold_needs(&self, db: usize, argv: &[Bytes]) -> Option<ColdNeeds> {
         if !self.tier.is_open()
             || argv.len() < 2
             || argv[0].first().is_none_or(|c| c | 0x20 != b'x')
         {
-            return ColdNeeds::default();
+            return None;
         }
-        self.stream_cold_needs(db, argv)
+        Some(self.stream_cold_needs(db, argv)).filter(|needs| !needs.is_empty())
     }
 
     /// [`Core::cold_needs`] of a stream command while a store is open.
