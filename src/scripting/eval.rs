@@ -1,7 +1,8 @@
 //! EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT: the script cache by SHA-1 and the
 //! shebang flags, on the engine's EVAL VM.
 
-use super::run::{Run, RunName, RunSetup, Step};
+use super::run::{Run, RunCtx, RunName, RunSetup, Step};
+use super::vm::GlobalArray;
 use super::{Engine, engine_mut};
 use crate::commands::{is, parse_i64};
 use crate::core::client::{BlockState, Client};
@@ -161,28 +162,12 @@ pub fn parse_numkeys(arg: &[u8], available: usize) -> Result<usize, ReplyError> 
     Ok(n as usize)
 }
 
-/// The client a script's commands run as: the caller's user, database and protocol
-/// settings, flagged as a script so blocking commands answer at once.
-pub fn script_client(core: &mut Core, caller: &Client) -> Box<Client> {
-    let mut fake = super::engine_mut(core)
-        .spare_client
-        .take()
-        .unwrap_or_else(|| {
-            let mut c = Box::new(Client::new(
-                u64::MAX,
-                String::new(),
-                String::new(),
-                true,
-                0,
-                crate::core::mailbox::mailbox().0,
-            ));
-            c.in_script = true;
-            c
-        });
-    fake.user = caller.user.clone();
-    fake.db = caller.db;
-    fake.script_caller = caller.id;
-    fake
+/// The context a script of `caller`'s runs in: its client runs the commands as the
+/// caller's user on the caller's database, flagged as a script so blocking commands
+/// answer at once; the last run's context when there is one.
+pub fn script_ctx(core: &mut Core, caller: &Client) -> Box<RunCtx> {
+    let spare = super::engine_mut(core).spare_ctx.take();
+    RunCtx::for_caller(spare, caller)
 }
 
 /// The busy threshold (`busy-reply-threshold`, alias `lua-time-limit`).
@@ -270,7 +255,6 @@ pub fn execute(ctx: &mut Ctx<'_>, mut started: Started) {
                 count_failure(core, &ctx.argv[0], &text, counted);
             }
             let engine = engine_mut(core);
-            engine.spare_client = started.run.take_client();
             let vm = if started.is_eval {
                 &engine.eval_vm
             } else {
@@ -280,12 +264,13 @@ pub fn execute(ctx: &mut Ctx<'_>, mut started: Started) {
                 // SAFETY: the run returned on this VM and is done with its thread.
                 unsafe { vm.keep_thread(thread) };
             }
+            engine.spare_ctx = Some(started.run.into_ctx());
         }
         Step::Failed(text, counted) => {
             ctx.out.error_text(&text);
             finish_effects(core, outer_hold, started.run.ctx.repl);
             count_failure(core, &ctx.argv[0], &text, counted);
-            engine_mut(core).spare_client = started.run.take_client();
+            engine_mut(core).spare_ctx = Some(started.run.into_ctx());
         }
     }
 }
@@ -351,12 +336,12 @@ fn eval_generic(ctx: &mut Ctx<'_>, by_sha: bool) -> Result<(), ReplyError> {
     let numkeys = parse_numkeys(ctx.arg(2), argv.len() - 3)?;
     // One probe of the script cache: the SHA, the flags and the function together.
     let (sha, flags, func) = {
-        let engine = engine_mut(ctx.core);
         let sha = if by_sha {
             <[u8; 40]>::try_from(argv[1].as_ref())
                 .ok()
                 .map(|s| s.map(|c| c.to_ascii_lowercase()))
         } else {
+            let engine = engine_mut(ctx.core);
             let before = engine.scripts.len();
             let sha = engine.load_script(&argv[1])?;
             if engine.scripts.len() != before {
@@ -382,14 +367,14 @@ fn eval_generic(ctx: &mut Ctx<'_>, by_sha: bool) -> Result<(), ReplyError> {
     check_may_write(ctx, flags.shebang && !flags.no_writes, flags.allow_oom)?;
     let (keys, args) = keys_and_args(argv, numkeys);
     let busy_after = busy_threshold(ctx.core);
-    let fake = script_client(ctx.core, ctx.client);
+    let run_ctx = script_ctx(ctx.core, ctx.client);
     let now_ms = ctx.now_ms;
     // The command's start (sampled by the core), not a fresh clock read.
     let started = ctx.core.command_started();
     let engine = engine_mut(ctx.core);
     let vm = &engine.eval_vm;
-    vm.set_global_array(c"KEYS", keys);
-    vm.set_global_array(c"ARGV", args);
+    vm.set_global_array(GlobalArray::Keys, keys);
+    vm.set_global_array(GlobalArray::Argv, args);
     // SAFETY: pushes the cached function (anchored by `load_script`) and hands it to a
     // run, on the VM's kept coroutine when there is one.
     let mut run = unsafe {
@@ -399,7 +384,7 @@ fn eval_generic(ctx: &mut Ctx<'_>, by_sha: bool) -> Result<(), ReplyError> {
             0,
             RunSetup {
                 thread: vm.take_thread(),
-                fake,
+                ctx: run_ctx,
                 name: RunName::Sha(sha),
                 started,
                 busy_after,

@@ -14,7 +14,7 @@
 //! <RDB version: u16 LE = 10> <CRC-64/Jones of all the bytes before: u64 LE>
 //! ```
 
-use super::eval::{ScriptFlags, Started, busy_threshold, execute, parse_numkeys, script_client};
+use super::eval::{ScriptFlags, Started, busy_threshold, execute, parse_numkeys, script_ctx};
 use super::run::{Run, RunName, RunSetup};
 use super::vm::{self, Vm, push_array, push_error_table, raise, str_at};
 use super::{Engine, engine_mut};
@@ -918,7 +918,7 @@ pub fn fcall(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let argv: &crate::resp::Argv = ctx.argv;
     let (keys, args) = super::eval::keys_and_args(argv, numkeys);
     let busy_after = busy_threshold(ctx.core);
-    let fake = script_client(ctx.core, ctx.client);
+    let run_ctx = script_ctx(ctx.core, ctx.client);
     let now_ms = ctx.now_ms;
     // The command's start (sampled by the core), not a fresh clock read.
     let started = ctx.core.command_started();
@@ -939,7 +939,7 @@ pub fn fcall(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             2,
             RunSetup {
                 thread: vm.take_thread(),
-                fake,
+                ctx: run_ctx,
                 name: RunName::Function(name.clone()),
                 started,
                 busy_after,

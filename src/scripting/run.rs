@@ -47,8 +47,7 @@ const HOOK_EVERY: c_int = 100_000;
 pub struct RunCtx {
     /// The core; valid only while [`Run::resume`] runs.
     core: *mut Core,
-    /// The client commands run as: the caller's user and database, `in_script` set
-    /// (taken back by [`Run::take_client`] when the run ends, for the next one).
+    /// The client commands run as: the caller's user and database, `in_script` set.
     fake: Option<Box<Client>>,
     /// RESP version of `redis.call` replies (`redis.setresp`).
     pub resp3: bool,
@@ -114,14 +113,95 @@ impl RunName {
     }
 }
 
+/// A context kept past its run is emptied of the `redis.call` buffers above these
+/// capacities (bytes of reply, arguments), so one large call does not hold memory.
+const SPARE_REPLY_MAX: usize = 64 * 1024;
+const SPARE_ARGV_MAX: usize = 1024;
+
+impl RunCtx {
+    /// The context a run of `caller`'s script starts with: `spare`, the context of the
+    /// last run that ended (its client and `redis.call` buffers, one allocation of each
+    /// less per script), or a new one. [`Run::new`] sets the rest.
+    pub fn for_caller(spare: Option<Box<RunCtx>>, caller: &Client) -> Box<RunCtx> {
+        let mut ctx = spare.unwrap_or_else(|| {
+            Box::new(RunCtx {
+                core: std::ptr::null_mut(),
+                fake: None,
+                resp3: false,
+                read_only: false,
+                allow_oom: false,
+                wrote: false,
+                now_ms: 0,
+                started: Instant::now(),
+                busy_after: Duration::ZERO,
+                busy: false,
+                repl: REPL_ALL,
+                co: std::ptr::null_mut(),
+                stopped_at: None,
+                suspension: suspend::Flags::new(std::ptr::null_mut()),
+                argv: Vec::new(),
+                reply: RespWriter::new(Protocol::Resp2),
+            })
+        });
+        let fake = ctx.fake.get_or_insert_with(|| {
+            let mut c = Box::new(Client::new(
+                u64::MAX,
+                String::new(),
+                String::new(),
+                true,
+                0,
+                crate::core::mailbox::mailbox().0,
+            ));
+            c.in_script = true;
+            c
+        });
+        fake.user = caller.user.clone();
+        fake.db = caller.db;
+        fake.script_caller = caller.id;
+        ctx
+    }
+
+    /// Makes a finished run's context ready to be kept: buffers grown past their
+    /// bounds are let go.
+    fn recycle(mut self: Box<Self>) -> Box<Self> {
+        self.core = std::ptr::null_mut();
+        self.stopped_at = None;
+        if self.reply.buf.capacity() > SPARE_REPLY_MAX {
+            self.reply.buf = Vec::new();
+        }
+        self.reply.buf.clear();
+        if self.argv.capacity() > SPARE_ARGV_MAX {
+            self.argv = Vec::new();
+        }
+        self.argv.clear();
+        self
+    }
+}
+
+/// A coroutine's registry reference, released when dropped unless handed back for
+/// reuse (`LUA_NOREF`).
+struct Anchor {
+    /// The VM's main state (the coroutine is anchored in its registry).
+    main: *mut ffi::lua_State,
+    /// Registry reference of the coroutine.
+    reference: c_int,
+}
+
+impl Drop for Anchor {
+    fn drop(&mut self) {
+        if self.reference != ffi::LUA_NOREF {
+            // SAFETY: the VM outlives its runs (the engine drops runs before VMs).
+            unsafe { ffi::luaL_unref(self.main, ffi::LUA_REGISTRYINDEX, self.reference) }
+        }
+    }
+}
+
 /// One execution of a script or function.
 pub struct Run {
     /// The coroutine and its context.
     pub ctx: Box<RunCtx>,
-    /// The VM's main state (the coroutine is anchored in its registry).
-    main: *mut ffi::lua_State,
-    /// Registry reference of the coroutine (`LUA_NOREF` once handed back for reuse).
-    co_ref: c_int,
+    /// The coroutine's place in the VM's registry.
+    anchor: Anchor,
     /// Arguments still to pass on the first resume.
     nargs: c_int,
     /// Resumed at least once.
@@ -140,21 +220,12 @@ impl std::fmt::Debug for Run {
     }
 }
 
-impl Drop for Run {
-    fn drop(&mut self) {
-        if self.co_ref != ffi::LUA_NOREF {
-            // SAFETY: the VM outlives its runs (the engine drops runs before VMs).
-            unsafe { ffi::luaL_unref(self.main, ffi::LUA_REGISTRYINDEX, self.co_ref) }
-        }
-    }
-}
-
 /// What a run starts with besides its function.
 pub struct RunSetup {
     /// A coroutine of the VM kept from a run that returned, or None for a new one.
     pub thread: Option<vm::Thread>,
-    /// The client its commands run as.
-    pub fake: Box<Client>,
+    /// Its context, from [`RunCtx::for_caller`].
+    pub ctx: Box<RunCtx>,
     /// What its error texts name.
     pub name: RunName,
     /// When the command that runs it started.
@@ -177,7 +248,7 @@ impl Run {
     pub unsafe fn new(main: *mut ffi::lua_State, nargs: c_int, setup: RunSetup) -> Run {
         let RunSetup {
             thread,
-            fake,
+            mut ctx,
             name,
             started,
             busy_after,
@@ -199,27 +270,25 @@ impl Run {
                     (co, co_ref)
                 }
             };
+            ctx.core = std::ptr::null_mut();
+            ctx.resp3 = false;
+            ctx.read_only = false;
+            ctx.allow_oom = false;
+            ctx.wrote = false;
+            ctx.now_ms = now_ms;
+            ctx.started = started;
+            ctx.busy_after = busy_after;
+            ctx.busy = false;
+            ctx.repl = REPL_ALL;
+            ctx.co = co;
+            ctx.stopped_at = None;
+            ctx.suspension = suspend::Flags::new(co);
             Run {
-                ctx: Box::new(RunCtx {
-                    core: std::ptr::null_mut(),
-                    fake: Some(fake),
-                    resp3: false,
-                    read_only: false,
-                    allow_oom: false,
-                    wrote: false,
-                    now_ms,
-                    started,
-                    busy_after,
-                    busy: false,
-                    repl: REPL_ALL,
-                    co,
-                    stopped_at: None,
-                    suspension: suspend::Flags::new(co),
-                    argv: Vec::new(),
-                    reply: RespWriter::new(Protocol::Resp2),
-                }),
-                main,
-                co_ref,
+                ctx,
+                anchor: Anchor {
+                    main,
+                    reference: co_ref,
+                },
                 nargs,
                 started: false,
                 returned: false,
@@ -231,10 +300,10 @@ impl Run {
     /// The coroutine of a run that returned, for the next run on the same VM (`main`);
     /// None when it ended otherwise (a failed or suspended coroutine can't restart).
     pub fn take_thread(&mut self, main: *mut ffi::lua_State) -> Option<vm::Thread> {
-        if !self.returned || main != self.main || self.co_ref == ffi::LUA_NOREF {
+        if !self.returned || main != self.anchor.main || self.anchor.reference == ffi::LUA_NOREF {
             return None;
         }
-        let reference = std::mem::replace(&mut self.co_ref, ffi::LUA_NOREF);
+        let reference = std::mem::replace(&mut self.anchor.reference, ffi::LUA_NOREF);
         Some(vm::Thread {
             co: self.ctx.co,
             reference,
@@ -275,9 +344,12 @@ impl Run {
         }
     }
 
-    /// The script's client, for the next run to reuse.
-    pub fn take_client(&mut self) -> Option<Box<Client>> {
-        self.ctx.fake.take()
+    /// The context of a run that ended, for the next run to reuse
+    /// ([`RunCtx::for_caller`]); the coroutine is released unless
+    /// [`Run::take_thread`] took it.
+    pub fn into_ctx(self) -> Box<RunCtx> {
+        let Run { ctx, .. } = self;
+        ctx.recycle()
     }
 
     /// The reply of a script that returned, in the client's protocol. When it is an
@@ -618,11 +690,8 @@ unsafe fn push_reply(l: *mut ffi::lua_State, buf: &[u8], pos: &mut usize, resp3:
         };
         let line = &buf[*pos + 1..end];
         *pos = end + 2;
-        let number = || {
-            std::str::from_utf8(line)
-                .ok()
-                .and_then(|s| s.parse::<i64>().ok())
-        };
+        // The core writes canonical integers (no sign or zero padding).
+        let number = || crate::stream::id::string2ll(line);
         match kind {
             b'+' => {
                 ffi::lua_createtable(l, 0, 1);

@@ -59,6 +59,29 @@ pub struct Vm {
     /// thread per script was most of a short script's allocations and of the garbage
     /// collector's work (Lua 5.1 restarts a thread whose function returned).
     spare_thread: std::cell::Cell<Option<Thread>>,
+    /// Registry references of the tables the real globals hold as KEYS and ARGV (by
+    /// [`GlobalArray`]), `LUA_NOREF` until a run sets them: a run finds them without
+    /// interning the names or probing the globals.
+    arrays: [std::cell::Cell<c_int>; 2],
+}
+
+/// The arrays an EVAL's script reads from its globals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GlobalArray {
+    /// `KEYS`.
+    Keys = 0,
+    /// `ARGV`.
+    Argv = 1,
+}
+
+impl GlobalArray {
+    /// The global's name.
+    fn name(self) -> &'static CStr {
+        match self {
+            GlobalArray::Keys => c"KEYS",
+            GlobalArray::Argv => c"ARGV",
+        }
+    }
 }
 
 /// A coroutine of a VM, anchored in its registry.
@@ -141,6 +164,10 @@ impl Vm {
             Vm {
                 l,
                 spare_thread: std::cell::Cell::new(None),
+                arrays: [
+                    std::cell::Cell::new(ffi::LUA_NOREF),
+                    std::cell::Cell::new(ffi::LUA_NOREF),
+                ],
             }
         }
     }
@@ -199,36 +226,43 @@ impl Vm {
         }
     }
 
-    /// Sets the real global `name` to an array of `items` (KEYS, ARGV of an EVAL).
+    /// Sets the real global KEYS or ARGV to an array of `items` (of an EVAL).
     ///
     /// A small table the last run left as it was made (the keys `1..=n` and nothing
     /// else, no metatable) is refilled instead of replaced: a new table per script was
     /// a tenth of a one-command script's time, with the garbage it leaves. No script can
     /// keep a reference to it past its run (every table it could store one in is
     /// read-only, and a chunk's locals end with the run), so a refilled table cannot be
-    /// told from a new one. Functions get new tables (a library's upvalues outlive a
-    /// call).
-    pub fn set_global_array(&self, name: &CStr, items: &[bytes::Bytes]) {
+    /// told from a new one. Nor can a script replace the global (the real globals are
+    /// behind their read-only proxy), so the table is found through its registry
+    /// reference. Functions get new tables (a library's upvalues outlive a call).
+    pub fn set_global_array(&self, which: GlobalArray, items: &[bytes::Bytes]) {
+        let slot = &self.arrays[which as usize];
         // SAFETY: balanced stack; `lua_next` only runs from nil or from a key that is
-        // in the table (its own previous result).
+        // in the table (its own previous result); the reference is this VM's.
         unsafe {
             let l = self.l;
-            push_globals(l);
-            // Raw: the globals' __index raises for a name never set.
-            ffi::lua_pushstring(l, name.as_ptr());
-            ffi::lua_rawget(l, -2);
-            if reusable_array(l, items.len()) {
-                for (i, item) in items.iter().enumerate() {
-                    push_bytes(l, item);
-                    ffi::lua_rawseti(l, -2, (i + 1) as ffi::lua_Integer);
+            let reference = slot.get();
+            if reference != ffi::LUA_NOREF {
+                ffi::lua_rawgeti(l, ffi::LUA_REGISTRYINDEX, ffi::lua_Integer::from(reference));
+                if reusable_array(l, items.len()) {
+                    for (i, item) in items.iter().enumerate() {
+                        push_bytes(l, item);
+                        ffi::lua_rawseti(l, -2, (i + 1) as ffi::lua_Integer);
+                    }
+                    ffi::lua_pop(l, 1);
+                    return;
                 }
-                ffi::lua_pop(l, 2);
-            } else {
                 ffi::lua_pop(l, 1);
-                push_array(l, items);
-                ffi::lua_setfield(l, -2, name.as_ptr());
-                ffi::lua_pop(l, 1);
+                ffi::luaL_unref(l, ffi::LUA_REGISTRYINDEX, reference);
             }
+            push_array(l, items);
+            push_globals(l);
+            ffi::lua_pushvalue(l, -2);
+            // G has an __index (for names never set) and no __newindex.
+            ffi::lua_setfield(l, -2, which.name().as_ptr());
+            ffi::lua_pop(l, 1);
+            slot.set(ffi::luaL_ref(l, ffi::LUA_REGISTRYINDEX));
         }
     }
 
@@ -369,11 +403,11 @@ unsafe fn reusable_array(l: *mut ffi::lua_State, n: usize) -> bool {
         ffi::lua_pushnil(l);
         while ffi::lua_next(l, -2) != 0 {
             ffi::lua_pop(l, 1);
-            let key = ffi::lua_tonumber(l, -1);
-            let in_range = ffi::lua_type(l, -1) == ffi::LUA_TNUMBER
-                && key.fract() == 0.0
-                && key >= 1.0
-                && key <= n as f64;
+            // A whole number in 1..=n (compared through a cast: `fract` is a call).
+            let in_range = ffi::lua_type(l, -1) == ffi::LUA_TNUMBER && {
+                let key = ffi::lua_tonumber(l, -1);
+                key >= 1.0 && key <= n as f64 && (key as usize) as f64 == key
+            };
             count += 1;
             if !in_range || count > n {
                 ffi::lua_pop(l, 1);

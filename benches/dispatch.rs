@@ -1,0 +1,146 @@
+//! Command dispatch benchmarks: one command run through `Core::execute`, the path a
+//! connection takes for each parsed request, without the socket (`src/core/mod.rs`,
+//! `src/scripting/`).
+//!
+//! The network benchmarks (`streamd-bench`, `scripts/bench-scripting`) say how streamd
+//! compares with Redis, but on this project's shared two-core machines their rounds move
+//! by ±20% from one to the next. These measure the server's own user-space work per
+//! command, which is what most per-command changes touch, with divan's spread.
+//!
+//! - `ping`, `set`, `get`, `incr`: the per-command framework (lookup, checks, statistics,
+//!   the command clock) around a small command.
+//! - `evalsha_incr`: `EVALSHA` of `return redis.call('INCR', KEYS[1])` (the
+//!   `scripts/bench-scripting` "one" workload): the script cache, KEYS and ARGV, a run,
+//!   one `redis.call`, its reply converted both ways.
+//! - `evalsha_twenty`: the "twenty" workload (ten HSETs, ten ZADDs, a ZCARD).
+//!
+//! Run: `cargo bench --bench dispatch`.
+
+use bytes::Bytes;
+use divan::{Bencher, black_box};
+use streamd::core::Core;
+use streamd::core::client::Client;
+use streamd::resp::writer::{Protocol, RespWriter};
+
+fn main() {
+    divan::main();
+}
+
+/// A core with every command and scripting, as `streamd::serve` builds it.
+fn core() -> Core {
+    let mut core = Core::new(
+        streamd::config::Config::default(),
+        7000,
+        streamd::scripting::table(),
+    );
+    core.script_may_write = Some(streamd::scripting::may_write);
+    core
+}
+
+fn client() -> Client {
+    Client::new(
+        1,
+        "127.0.0.1:1".into(),
+        "127.0.0.1:7000".into(),
+        true,
+        0,
+        streamd::core::mailbox::mailbox().0,
+    )
+}
+
+fn argv(words: &[&str]) -> Vec<Bytes> {
+    words
+        .iter()
+        .map(|w| Bytes::copy_from_slice(w.as_bytes()))
+        .collect()
+}
+
+/// Runs `words` once and answers the reply (for set-up and checks).
+fn run(core: &mut Core, client: &mut Client, words: &[&str]) -> Vec<u8> {
+    let mut out = RespWriter::new(Protocol::Resp2);
+    core.execute(client, argv(words), &mut out);
+    out.buf
+}
+
+/// Times `words` run again and again on a core prepared by `setup`; the reply must
+/// start with `expect` (checked once, so a broken command cannot look fast).
+fn bench_command(bencher: Bencher, setup: &[&[&str]], words: &[&str], expect: &[u8]) {
+    let mut core = core();
+    let mut client = client();
+    for s in setup {
+        run(&mut core, &mut client, s);
+    }
+    let reply = run(&mut core, &mut client, words);
+    assert!(
+        reply.starts_with(expect),
+        "{words:?} answered {:?}",
+        String::from_utf8_lossy(&reply)
+    );
+    let request = argv(words);
+    let mut out = RespWriter::new(Protocol::Resp2);
+    bencher.bench_local(|| {
+        out.buf.clear();
+        black_box(core.execute(&mut client, request.clone(), &mut out));
+    });
+}
+
+#[divan::bench]
+fn ping(bencher: Bencher) {
+    bench_command(bencher, &[], &["PING"], b"+PONG");
+}
+
+#[divan::bench]
+fn set(bencher: Bencher) {
+    bench_command(bencher, &[], &["SET", "key:1", "value"], b"+OK");
+}
+
+#[divan::bench]
+fn get(bencher: Bencher) {
+    bench_command(
+        bencher,
+        &[&["SET", "key:1", "value"]],
+        &["GET", "key:1"],
+        b"$5",
+    );
+}
+
+#[divan::bench]
+fn incr(bencher: Bencher) {
+    bench_command(bencher, &[], &["INCR", "counter"], b":");
+}
+
+const ONE: &str = "return redis.call('INCR', KEYS[1])";
+const TWENTY: &str = "for i = 1, 10 do redis.call('HSET', KEYS[1], 'f' .. i, i) end
+for i = 1, 10 do redis.call('ZADD', KEYS[2], i, 'm' .. i) end
+return redis.call('ZCARD', KEYS[2])";
+
+/// The SHA-1 of `body`, as SCRIPT LOAD answers it.
+fn sha_of(body: &str) -> String {
+    let mut core = core();
+    let mut client = client();
+    let reply = run(&mut core, &mut client, &["SCRIPT", "LOAD", body]);
+    // `$40\r\n<sha>\r\n`
+    String::from_utf8_lossy(&reply[5..45]).into_owned()
+}
+
+#[divan::bench]
+fn evalsha_incr(bencher: Bencher) {
+    let sha = sha_of(ONE);
+    bench_command(
+        bencher,
+        &[&["SCRIPT", "LOAD", ONE]],
+        &["EVALSHA", &sha, "1", "bench:counter"],
+        b":",
+    );
+}
+
+#[divan::bench]
+fn evalsha_twenty(bencher: Bencher) {
+    let sha = sha_of(TWENTY);
+    bench_command(
+        bencher,
+        &[&["SCRIPT", "LOAD", TWENTY]],
+        &["EVALSHA", &sha, "2", "bench:h", "bench:z"],
+        b":10",
+    );
+}
