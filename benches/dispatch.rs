@@ -13,6 +13,7 @@
 //!   `scripts/bench-scripting` "one" workload): the script cache, KEYS and ARGV, a run,
 //!   one `redis.call`, its reply converted both ways.
 //! - `evalsha_twenty`: the "twenty" workload (ten HSETs, ten ZADDs, a ZCARD).
+//! - `evalsha_xtrim`: the "xtrim" workload (`XADD *` and `XTRIM MAXLEN ~ 1000`).
 //!
 //! Run: `cargo bench --bench dispatch`.
 
@@ -114,6 +115,8 @@ const TWENTY: &str = "for i = 1, 10 do redis.call('HSET', KEYS[1], 'f' .. i, i) 
 for i = 1, 10 do redis.call('ZADD', KEYS[2], i, 'm' .. i) end
 return redis.call('ZCARD', KEYS[2])";
 
+const XTRIM: &str = "redis.call('XADD', KEYS[1], '*', 'f', 'v') return redis.call('XTRIM', KEYS[1], 'MAXLEN', '~', 1000)";
+
 /// The SHA-1 of `body`, as SCRIPT LOAD answers it.
 fn sha_of(body: &str) -> String {
     let mut core = core();
@@ -142,5 +145,16 @@ fn evalsha_twenty(bencher: Bencher) {
         &[&["SCRIPT", "LOAD", TWENTY]],
         &["EVALSHA", &sha, "2", "bench:h", "bench:z"],
         b":10",
+    );
+}
+
+#[divan::bench]
+fn evalsha_xtrim(bencher: Bencher) {
+    let sha = sha_of(XTRIM);
+    bench_command(
+        bencher,
+        &[&["SCRIPT", "LOAD", XTRIM]],
+        &["EVALSHA", &sha, "1", "bench:s"],
+        b":",
     );
 }

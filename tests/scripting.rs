@@ -133,6 +133,14 @@ fn script_replies_and_errors_match_redis_in_both_protocols() {
             &[],
         ),
         eval("return {KEYS, ARGV}", &["k1", "k2"], &["a1"]),
+        // Numbers made strings (Lua's "%.14g"; whole ones take streamd's fast path).
+        eval(
+            "return {'f' .. 12, 'm' .. -7, tostring(0), tostring(-0), tostring(99999999999999), \
+             tostring(-99999999999999), tostring(1e14), tostring(2^53), tostring(0.5), \
+             tostring(1/3), tostring(1/0), tostring(-1/0), string.format('%.14g', 42)}",
+            &[],
+            &[],
+        ),
         vec!["EVAL", "return 1", "3", "a"],
         vec!["EVAL", "return 1", "-1"],
         vec!["EVAL", "return 1", "x"],

@@ -51,6 +51,12 @@ fn globals_key() -> *mut std::ffi::c_void {
 /// The text of a write to a protected table.
 pub const READONLY_ERR: &CStr = c"Attempt to modify a readonly table";
 
+unsafe extern "C" {
+    /// In `number2str.c`: referencing it links that file, whose `sprintf` gives Lua's
+    /// number-to-string conversion a fast path for whole numbers.
+    fn streamd_number2str_linked() -> c_int;
+}
+
 /// One Lua state with Redis's libraries and protections.
 pub struct Vm {
     /// The main state.
@@ -128,6 +134,8 @@ impl Vm {
         unsafe {
             // Lua allocates through the process allocator, so a script's memory is counted
             // in `used_memory` (and against `maxmemory`) like everything else.
+            // Keeps number2str.c (and its `sprintf`) in every binary that runs scripts.
+            streamd_number2str_linked();
             let l = ffi::lua_newstate(lua_alloc, std::ptr::null_mut());
             ffi::lua_atpanic(l, lua_panic);
             for (name, open) in libraries() {
@@ -1139,5 +1147,123 @@ unsafe extern "C-unwind" fn lua_math_randomseed(l: *mut ffi::lua_State) -> c_int
         let seed = ffi::luaL_checkinteger(l, 1) as i32;
         srand48(seed);
         0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::{c_char, c_int};
+
+    unsafe extern "C" {
+        // number2str.c's (the executable's) and the C library's.
+        fn sprintf(buf: *mut c_char, fmt: *const c_char, ...) -> c_int;
+        fn snprintf(buf: *mut c_char, size: usize, fmt: *const c_char, ...) -> c_int;
+        fn streamd_format_whole_g14(buf: *mut c_char, d: f64) -> c_int;
+    }
+
+    fn text(buf: &[c_char], n: c_int) -> (String, c_int) {
+        let bytes: Vec<u8> = buf
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        (String::from_utf8_lossy(&bytes).into_owned(), n)
+    }
+
+    /// Lua's `lua_number2str(s, d)`, through number2str.c.
+    fn ours(d: f64) -> (String, c_int) {
+        let mut buf = [0 as c_char; 64];
+        // SAFETY: "%.14g" of a double fits in 64 bytes.
+        let n = unsafe { sprintf(buf.as_mut_ptr(), c"%.14g".as_ptr(), d) };
+        text(&buf, n)
+    }
+
+    /// The C library's `%.14g`.
+    fn libc(d: f64) -> (String, c_int) {
+        let mut buf = [0 as c_char; 64];
+        // SAFETY: the size bounds the write.
+        let n = unsafe { snprintf(buf.as_mut_ptr(), buf.len(), c"%.14g".as_ptr(), d) };
+        text(&buf, n)
+    }
+
+    #[test]
+    fn numbers_format_as_the_c_library_formats_them() {
+        let mut values = vec![
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            9.0,
+            10.0,
+            -10.0,
+            99_999_999_999_999.0,
+            -99_999_999_999_999.0,
+            1e14,
+            -1e14,
+            1e14 - 1.0,
+            123_456_789_012_345.0,
+            1e15,
+            9_007_199_254_740_993.0,
+            0.5,
+            -2.5,
+            1e-7,
+            std::f64::consts::PI,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            i64::MIN as f64,
+        ];
+        // Whole numbers of every length, their neighbours and halves.
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let digits = (x % 17) as i32;
+            let whole = ((x >> 8) % 10u64.pow(digits as u32 % 16)) as f64;
+            let sign = if x & 1 == 0 { 1.0 } else { -1.0 };
+            values.extend([sign * whole, sign * whole + 0.5, sign * whole / 7.0]);
+        }
+        for d in values {
+            assert_eq!(ours(d), libc(d), "{d:e}");
+        }
+        // The fast path is the one taken for whole numbers.
+        let mut buf = [0 as c_char; 32];
+        // SAFETY: a whole number below 10^14 writes at most 16 bytes.
+        assert_eq!(
+            unsafe { streamd_format_whole_g14(buf.as_mut_ptr(), -42.0) },
+            3
+        );
+        assert_eq!(text(&buf, 3).0, "-42");
+        // SAFETY: as above; -0 and fractions are not its to write.
+        assert_eq!(
+            unsafe { streamd_format_whole_g14(buf.as_mut_ptr(), -0.0) },
+            -1
+        );
+        assert_eq!(
+            unsafe { streamd_format_whole_g14(buf.as_mut_ptr(), 0.25) },
+            -1
+        );
+    }
+
+    #[test]
+    fn other_formats_pass_through() {
+        let mut buf = [0 as c_char; 64];
+        // SAFETY: the output fits.
+        let n = unsafe {
+            sprintf(
+                buf.as_mut_ptr(),
+                c"%d:%s:%.3f".as_ptr(),
+                42,
+                c"x".as_ptr(),
+                2.5,
+            )
+        };
+        assert_eq!(text(&buf, n), ("42:x:2.500".to_string(), 10));
+        // SAFETY: as above.
+        let n = unsafe { sprintf(buf.as_mut_ptr(), c"%.14g".as_ptr(), 0.1) };
+        assert_eq!(text(&buf, n), ("0.1".to_string(), 3));
     }
 }
