@@ -420,8 +420,9 @@ fn every_command_that_takes_arguments_documents_them() {
         }
     }
     walk(&mut arity, &info);
-    // Redis documents no arguments for these although their arity allows some.
-    const NONE_IN_REDIS: &[&str] = &["quit", "replconf"];
+    // Redis documents no arguments for these although their arity allows some (DEBUG's
+    // subcommands are read by its handler, not documented).
+    const NONE_IN_REDIS: &[&str] = &["quit", "replconf", "debug"];
     let mut missing = Vec::new();
     for (name, a) in &arity {
         let entry = ours

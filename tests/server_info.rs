@@ -7,9 +7,10 @@
 
 mod common;
 
-use common::differential::{V, parse};
+use common::differential::{V, differential, exact, parse};
 use common::{
-    Raw, encode_cmd, info_field, redis_server, send, start_server, start_server_with, wait_blocked,
+    Raw, encode_cmd, info_field, redis_server, redis_server_with, send, start_server,
+    start_server_with, wait_blocked,
 };
 
 /// `calls=N` of `cmdstat_<name>`, 0 when the command has no line.
@@ -760,4 +761,47 @@ fn command_getkeys_edge_cases_match_redis() {
         let bad = differential(s.port, r.port, proto, &cases);
         assert!(bad.is_empty(), "{}", bad.join("\n"));
     }
+}
+
+/// DEBUG is one command in Redis 7.0, not a container: COMMAND INFO and DOCS show no
+/// subcommands, an unknown or miscounted subcommand gets the same error, and INFO
+/// commandstats counts `cmdstat_debug` (its errors as failed calls).
+#[test]
+fn debug_is_one_command_as_in_redis() {
+    let s = start_server();
+    let r = redis_server_with(&["--enable-debug-command", "local"]);
+    let cases = exact(&[
+        &["COMMAND", "INFO", "debug"][..],
+        &["COMMAND", "DOCS", "debug"],
+        &["DEBUG", "nosuch"],
+        &["DEBUG", "sleep"],
+        &["DEBUG", "SLEEP", "0", "1"],
+        &["DEBUG", "log"],
+        &["DEBUG", "help", "x"],
+        &["DEBUG", "SLEEP", "0"],
+        &["DEBUG", "log", "from the differential test"],
+        &["COMMAND", "GETKEYS", "DEBUG", "SLEEP", "0"],
+    ]);
+    let bad = differential(s.port, r.port, 2, &cases);
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+    let mut c = s.raw();
+    let help = String::from_utf8_lossy(&c.cmd_str(&["DEBUG", "HELP"])).into_owned();
+    assert!(
+        help.starts_with("*")
+            && help.contains("+SLEEP <seconds>\r\n")
+            && help.ends_with("+HELP\r\n+    Print this help.\r\n"),
+        "{help}"
+    );
+    let stats = String::from_utf8_lossy(&c.cmd_str(&["INFO", "commandstats"])).into_owned();
+    let debug_rows: Vec<&str> = stats
+        .lines()
+        .filter(|l| l.starts_with("cmdstat_debug"))
+        .collect();
+    assert_eq!(debug_rows.len(), 1, "{stats}");
+    assert!(
+        debug_rows[0].starts_with("cmdstat_debug:calls=8,")
+            && debug_rows[0].ends_with("rejected_calls=0,failed_calls=5"),
+        "{}",
+        debug_rows[0]
+    );
 }

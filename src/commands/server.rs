@@ -147,15 +147,16 @@ pub const COMMANDS: &[CommandSpec] = &[
             COMMAND_SUBCOMMANDS_WITH_BARE,
         )
     },
-    CommandSpec {
-        flags: ADMIN | NOSCRIPT | LOADING | STALE,
-        ..SERVER.container(
-            "debug",
-            "A container for debugging commands.",
-            "1.0.0",
-            DEBUG_SUBCOMMANDS,
-        )
-    },
+    // A plain command in Redis 7.0, not a container: one row in COMMAND and in INFO
+    // commandstats, its subcommands read by its handler.
+    SERVER.row(
+        "debug",
+        -2,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        "A container for debugging commands",
+        "1.0.0",
+        debug,
+    ),
 ];
 
 const CONFIG_SUBCOMMANDS: &[CommandSpec] = &[
@@ -274,41 +275,6 @@ const COMMAND_SUBCOMMANDS_WITH_BARE: &[CommandSpec] = &[
             command_help,
         )
         .categories(&["@connection"]),
-];
-
-const DEBUG_SUBCOMMANDS: &[CommandSpec] = &[
-    SERVER.row(
-        "debug|reload",
-        -2,
-        ADMIN | NOSCRIPT,
-        "Saves the snapshot and loads it back in place of the dataset.",
-        "1.0.0",
-        debug_reload,
-    ),
-    SERVER.row(
-        "debug|loadaof",
-        2,
-        ADMIN | NOSCRIPT,
-        "Flushes the append only file and loads it back in place of the dataset.",
-        "1.0.0",
-        debug_loadaof,
-    ),
-    SERVER.row(
-        "debug|log",
-        3,
-        ADMIN | NOSCRIPT | LOADING | STALE,
-        "Writes a message to the server log.",
-        "1.0.0",
-        debug_log,
-    ),
-    SERVER.row(
-        "debug|sleep",
-        3,
-        ADMIN | NOSCRIPT | LOADING | STALE,
-        "Blocks the server for some seconds.",
-        "1.0.0",
-        debug_sleep,
-    ),
 ];
 
 /// Bare `COMMAND`: the whole table. Called by the dispatcher when argv has one element.
@@ -742,6 +708,45 @@ fn bgrewriteaof(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
             .simple(b"Background append only file rewriting scheduled");
     }
     Ok(())
+}
+
+/// DEBUG RELOAD [MERGE|NOFLUSH|NOSAVE]... | LOADAOF | LOG <message> | SLEEP <seconds> |
+/// HELP: the subcommands streamd has of Redis's DEBUG. Anything else, or a known one
+/// with the wrong number of arguments, gets Redis's `unknown subcommand or wrong number
+/// of arguments` error.
+fn debug(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
+    let argv = ctx.argv;
+    let sub = &argv[1];
+    match argv.len() {
+        2 if is(sub, "help") => {
+            super::reply_help(
+                ctx,
+                "DEBUG",
+                &[
+                    "LOADAOF",
+                    "    Flush the AOF buffers on disk and reload the AOF in memory.",
+                    "LOG <message>",
+                    "    Write <message> to the server log.",
+                    "RELOAD [option ...]",
+                    "    Save the RDB on disk and reload it back to memory. Options (accepted,",
+                    "    without effect here): MERGE, NOFLUSH, NOSAVE.",
+                    "SLEEP <seconds>",
+                    "    Stop the server for <seconds>. Decimals allowed.",
+                ],
+            );
+            Ok(())
+        }
+        // RELOAD's options are accepted without effect; LOADAOF reads no argument (and
+        // Redis ignores any).
+        _ if is(sub, "reload") => debug_reload(ctx),
+        _ if is(sub, "loadaof") => debug_loadaof(ctx),
+        3 if is(sub, "log") => debug_log(ctx),
+        3 if is(sub, "sleep") => debug_sleep(ctx),
+        _ => Err(ReplyError::SubcommandSyntax {
+            sub: crate::error::lossy(sub),
+            container: "DEBUG".into(),
+        }),
+    }
 }
 
 fn debug_reload(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {

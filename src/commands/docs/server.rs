@@ -248,12 +248,6 @@ pub const DOCS: &[Doc] = &[
     Doc::new("syncset|remove", "O(1)")
         .args(r"member:string"),
     Doc::new("time", "O(1)"),
-    Doc::new("debug|reload", "O(N) where N is the number of keys in the dataset.")
-        .syscmd()
-        .args(r"[option(MERGE | NOFLUSH | NOSAVE)]..."),
-    Doc::new("debug|loadaof", "O(N) where N is the size of the append only file.").syscmd(),
-    Doc::new("debug|log", "O(1)").syscmd().args(r"message:string"),
-    Doc::new("debug|sleep", "O(1)").syscmd().args(r"seconds:double"),
     Doc::new("hotkeys", "Depends on subcommand."),
     Doc::new("hotkeys|help", "O(1)"),
     Doc::new("hotkeys|start", "O(1)")
