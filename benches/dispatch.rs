@@ -14,6 +14,9 @@
 //!   one `redis.call`, its reply converted both ways.
 //! - `evalsha_twenty`: the "twenty" workload (ten HSETs, ten ZADDs, a ZCARD).
 //! - `evalsha_xtrim`: the "xtrim" workload (`XADD *` and `XTRIM MAXLEN ~ 1000`).
+//! - `bitfield_incrby`, `getbit`, `setbit`: the `bitmaps/*-p32` commands on a 1 MiB
+//!   string.
+//! - `geodist`: `GEODIST` of two members of a 1,000-point set, in km.
 //!
 //! Run: `cargo bench --bench dispatch`.
 
@@ -156,5 +159,79 @@ fn evalsha_xtrim(bencher: Bencher) {
         &[&["SCRIPT", "LOAD", XTRIM]],
         &["EVALSHA", &sha, "1", "bench:s"],
         b":",
+    );
+}
+
+/// SETRANGE commands that fill `bm` with 1 MiB of bytes.
+fn megabyte() -> Vec<Vec<String>> {
+    let piece: String = (0..1024)
+        .map(|i| char::from(b'a' + (i % 26) as u8))
+        .collect();
+    (0..1024)
+        .map(|i| {
+            vec![
+                "SETRANGE".into(),
+                "bm".into(),
+                (i * 1024).to_string(),
+                piece.clone(),
+            ]
+        })
+        .collect()
+}
+
+fn bench_on_megabyte(bencher: Bencher, words: &[&str], expect: &[u8]) {
+    let fill = megabyte();
+    let setup: Vec<Vec<&str>> = fill
+        .iter()
+        .map(|c| c.iter().map(String::as_str).collect())
+        .collect();
+    let setup: Vec<&[&str]> = setup.iter().map(Vec::as_slice).collect();
+    bench_command(bencher, &setup, words, expect);
+}
+
+#[divan::bench]
+fn bitfield_incrby(bencher: Bencher) {
+    bench_on_megabyte(
+        bencher,
+        &["BITFIELD", "bm", "INCRBY", "u8", "#123457", "1"],
+        b"*1",
+    );
+}
+
+#[divan::bench]
+fn getbit(bencher: Bencher) {
+    bench_on_megabyte(bencher, &["GETBIT", "bm", "4567891"], b":");
+}
+
+#[divan::bench]
+fn setbit(bencher: Bencher) {
+    bench_on_megabyte(bencher, &["SETBIT", "bm", "4567891", "1"], b":");
+}
+
+#[divan::bench]
+fn geodist(bencher: Bencher) {
+    let points: Vec<Vec<String>> = (0..1000)
+        .map(|i| {
+            let lon = -10.0 + (i as f64 * 0.037) % 40.0;
+            let lat = 35.0 + (i as f64 * 0.023) % 25.0;
+            vec![
+                "GEOADD".into(),
+                "geo".into(),
+                format!("{lon:.6}"),
+                format!("{lat:.6}"),
+                format!("m:{i}"),
+            ]
+        })
+        .collect();
+    let setup: Vec<Vec<&str>> = points
+        .iter()
+        .map(|c| c.iter().map(String::as_str).collect())
+        .collect();
+    let setup: Vec<&[&str]> = setup.iter().map(Vec::as_slice).collect();
+    bench_command(
+        bencher,
+        &setup,
+        &["GEODIST", "geo", "m:17", "m:801", "km"],
+        b"$",
     );
 }

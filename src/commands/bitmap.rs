@@ -467,7 +467,8 @@ struct BitField {
 
 impl BitField {
     fn parse(ctx: &Ctx<'_>, argv: &[Bytes]) -> Result<BitField, ReplyError> {
-        let mut ops = Vec::new();
+        // At most one operation per three arguments: one allocation.
+        let mut ops = Vec::with_capacity(argv.len().saturating_sub(2) / 3);
         let mut highest_write: Option<u64> = None;
         let mut overflow = Overflow::Wrap;
         let mut j = 2;
@@ -501,7 +502,9 @@ impl BitField {
             } else {
                 return Err(ReplyError::Syntax);
             };
-            let ty = FieldType::parse(c_str(&argv[j + 1])).ok_or(FIELD_TYPE)?;
+            let Some(ty) = FieldType::parse(c_str(&argv[j + 1])) else {
+                return Err(FIELD_TYPE);
+            };
             let offset = bit_offset(ctx, &argv[j + 2], Some(ty.bits))?;
             let kind = if writes {
                 let last = offset + u64::from(ty.bits) - 1;
@@ -557,7 +560,11 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, read_only: bool) -> Result<(), ReplyError
         return Err(BITFIELD_RO_WRITE);
     }
     let len = bytes_for(highest)?;
-    let created = match write_lookup(ctx, key) {
+    ctx.expire_if_needed(key);
+    let db = ctx.client.db;
+    // One hash for both lookups (the second finds the key the first found or made).
+    let hash = ctx.core.dbs[db].hash_key(key);
+    let created = match ctx.core.dbs[db].get_mut_hashed(hash, key) {
         Some(Value::String(_)) => false,
         Some(_) => return Err(ReplyError::WrongType),
         None => {
@@ -565,8 +572,7 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, read_only: bool) -> Result<(), ReplyError
             true
         }
     };
-    let db = ctx.client.db;
-    let Some(Value::String(s)) = ctx.core.dbs[db].keys.get_mut(&key[..]) else {
+    let Some(Value::String(s)) = ctx.core.dbs[db].get_mut_hashed(hash, key) else {
         // Not reached: the key holds a string since the lookup above.
         return Ok(());
     };
