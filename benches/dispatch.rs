@@ -179,14 +179,18 @@ fn megabyte() -> Vec<Vec<String>> {
         .collect()
 }
 
-fn bench_on_megabyte(bencher: Bencher, words: &[&str], expect: &[u8]) {
-    let fill = megabyte();
-    let setup: Vec<Vec<&str>> = fill
+/// [`bench_command`] after set-up commands built at run time.
+fn bench_after(bencher: Bencher, setup: &[Vec<String>], words: &[&str], expect: &[u8]) {
+    let setup: Vec<Vec<&str>> = setup
         .iter()
         .map(|c| c.iter().map(String::as_str).collect())
         .collect();
     let setup: Vec<&[&str]> = setup.iter().map(Vec::as_slice).collect();
     bench_command(bencher, &setup, words, expect);
+}
+
+fn bench_on_megabyte(bencher: Bencher, words: &[&str], expect: &[u8]) {
+    bench_after(bencher, &megabyte(), words, expect);
 }
 
 #[divan::bench]
@@ -223,14 +227,9 @@ fn geodist(bencher: Bencher) {
             ]
         })
         .collect();
-    let setup: Vec<Vec<&str>> = points
-        .iter()
-        .map(|c| c.iter().map(String::as_str).collect())
-        .collect();
-    let setup: Vec<&[&str]> = setup.iter().map(Vec::as_slice).collect();
-    bench_command(
+    bench_after(
         bencher,
-        &setup,
+        &points,
         &["GEODIST", "geo", "m:17", "m:801", "km"],
         b"$",
     );
