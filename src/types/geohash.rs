@@ -635,8 +635,20 @@ pub fn distance_text(d: f64) -> String {
         scaled as i64
     };
     let value = svalue.unsigned_abs();
-    let sign = if svalue < 0 { "-" } else { "" };
-    format!("{sign}{}.{:04}", value / 10_000, value % 10_000)
+    // Written by hand: `format!` with `{:04}` was a sixth of GEODIST's time.
+    let mut whole = itoa::Buffer::new();
+    let whole = whole.format(value / 10_000);
+    let fraction = (value % 10_000) as u32;
+    let mut text = String::with_capacity(1 + whole.len() + 5);
+    if svalue < 0 {
+        text.push('-');
+    }
+    text.push_str(whole);
+    text.push('.');
+    for place in [1000, 100, 10, 1] {
+        text.push(char::from(b'0' + (fraction / place % 10) as u8));
+    }
+    text
 }
 
 /// A coordinate as Redis replies it (`addReplyHumanLongDouble`: `%.17Lf` of the
@@ -809,6 +821,42 @@ mod tests {
                 let fast = fixed17(v).map(|n| fixed17_text(v.is_sign_negative(), n));
                 assert_eq!(fast, Some(slow17(v)), "{v:e}");
             }
+        }
+    }
+
+    /// `distance_text` as it was written with `format!` (the model of the hand-written one).
+    fn distance_text_model(d: f64) -> String {
+        if d == 0.0 {
+            return "0.0000".to_string();
+        }
+        let scaled = (d * 10_000.0).round_ties_even();
+        let svalue = if scaled.is_nan()
+            || !(-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&scaled)
+        {
+            i64::MIN
+        } else {
+            scaled as i64
+        };
+        let value = svalue.unsigned_abs();
+        let sign = if svalue < 0 { "-" } else { "" };
+        format!("{sign}{}.{:04}", value / 10_000, value % 10_000)
+    }
+
+    proptest! {
+        #[test]
+        fn distances_are_written_as_the_model_writes_them(
+            d in prop_oneof![
+                any::<f64>(),
+                -1e7f64..1e7,
+                0.0f64..1.0,
+                (0i64..100_000_000).prop_map(|v| v as f64 / 10_000.0),
+                Just(-0.0),
+                Just(f64::INFINITY),
+                Just(f64::NEG_INFINITY),
+                Just(9.3e18),
+            ]
+        ) {
+            prop_assert_eq!(distance_text(d), distance_text_model(d));
         }
     }
 
