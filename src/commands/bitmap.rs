@@ -27,7 +27,7 @@
 //! stored or deleted); nothing for GETBIT, BITCOUNT, BITPOS, BITFIELD_RO, a BITFIELD of
 //! GETs only, or a write that changed nothing.
 
-use super::string::{c_str, read_string, set_key, write_lookup};
+use super::string::{c_str, read_string, set_key, write_lookup, write_lookup_hashed};
 use super::{CommandSpec, Family, flags::*, is, keyflags, parse_i64};
 use crate::core::Ctx;
 use crate::core::notify::class;
@@ -560,11 +560,9 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, read_only: bool) -> Result<(), ReplyError
         return Err(BITFIELD_RO_WRITE);
     }
     let len = bytes_for(highest)?;
-    ctx.expire_if_needed(key);
-    let db = ctx.client.db;
     // One hash for both lookups (the second finds the key the first found or made).
-    let hash = ctx.core.dbs[db].hash_key(key);
-    let created = match ctx.core.dbs[db].get_mut_hashed(hash, key) {
+    let hash = ctx.db().hash_key(key);
+    let created = match write_lookup_hashed(ctx, hash, key) {
         Some(Value::String(_)) => false,
         Some(_) => return Err(ReplyError::WrongType),
         None => {
@@ -572,6 +570,7 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, read_only: bool) -> Result<(), ReplyError
             true
         }
     };
+    let db = ctx.client.db;
     let Some(Value::String(s)) = ctx.core.dbs[db].get_mut_hashed(hash, key) else {
         // Not reached: the key holds a string since the lookup above.
         return Ok(());

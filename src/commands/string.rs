@@ -426,9 +426,19 @@ fn reply_get(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<bool, ReplyError> {
 /// The value at `key` for a write (lazy expiry first; no hit/miss stats, as Redis's
 /// `lookupKeyWrite`).
 pub(super) fn write_lookup<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Option<&'c mut Value> {
+    let hash = ctx.db().hash_key(key);
+    write_lookup_hashed(ctx, hash, key)
+}
+
+/// [`write_lookup`] with `hash` = [`crate::core::keyspace::Db::hash_key`]`(key)` already
+/// computed, for a command that reaches the key again after it (BITFIELD).
+pub(super) fn write_lookup_hashed<'c>(
+    ctx: &'c mut Ctx<'_>,
+    hash: u64,
+    key: &[u8],
+) -> Option<&'c mut Value> {
     ctx.expire_if_needed(key);
-    let db = ctx.client.db;
-    ctx.core.dbs[db].keys.get_mut(key)
+    ctx.db().get_mut_hashed(hash, key)
 }
 
 /// Stores `value` at `key` (Redis's `setKey`): creates the key (with its `new` event)

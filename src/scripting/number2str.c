@@ -15,8 +15,9 @@
  * (format exactly "%.14g") for whole numbers below 10^14 by writing their digits, which
  * is what `%.14g` prints for them, and hands every other call to `vsprintf` unchanged.
  *
- * The Rust side calls `streamd_number2str_linked` once (scripting/vm.rs), which makes
- * the linker take this object, and tests compare it with the C library's `snprintf`.
+ * The Rust side calls `streamd_number2str_linked` whenever it makes a VM (scripting/vm.rs),
+ * which makes the linker take this object; tests compare it with the C library's
+ * `snprintf`.
  */
 #include <math.h>
 #include <stdarg.h>

@@ -625,15 +625,7 @@ pub fn distance_text(d: f64) -> String {
     if d == 0.0 {
         return "0.0000".to_string();
     }
-    let scaled = (d * 10_000.0).round_ties_even();
-    // llrint of a NaN or an out-of-range value is LLONG_MIN on x86-64.
-    let svalue = if scaled.is_nan()
-        || !(-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&scaled)
-    {
-        i64::MIN
-    } else {
-        scaled as i64
-    };
+    let svalue = ten_thousandths(d);
     let value = svalue.unsigned_abs();
     // Written by hand: `format!` with `{:04}` was a sixth of GEODIST's time.
     let mut whole = itoa::Buffer::new();
@@ -649,6 +641,17 @@ pub fn distance_text(d: f64) -> String {
         text.push(char::from(b'0' + (fraction / place % 10) as u8));
     }
     text
+}
+
+/// `d` × 10^4 rounded half-to-even as `llrint` rounds it (a NaN or an out-of-range value
+/// is LLONG_MIN on x86-64).
+fn ten_thousandths(d: f64) -> i64 {
+    let scaled = (d * 10_000.0).round_ties_even();
+    if scaled.is_nan() || !(-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&scaled) {
+        i64::MIN
+    } else {
+        scaled as i64
+    }
 }
 
 /// A coordinate as Redis replies it (`addReplyHumanLongDouble`: `%.17Lf` of the
@@ -824,19 +827,13 @@ mod tests {
         }
     }
 
-    /// `distance_text` as it was written with `format!` (the model of the hand-written one).
+    /// `distance_text` as it was written with `format!` (the model of the hand-written
+    /// digits; the rounding is shared).
     fn distance_text_model(d: f64) -> String {
         if d == 0.0 {
             return "0.0000".to_string();
         }
-        let scaled = (d * 10_000.0).round_ties_even();
-        let svalue = if scaled.is_nan()
-            || !(-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&scaled)
-        {
-            i64::MIN
-        } else {
-            scaled as i64
-        };
+        let svalue = ten_thousandths(d);
         let value = svalue.unsigned_abs();
         let sign = if svalue < 0 { "-" } else { "" };
         format!("{sign}{}.{:04}", value / 10_000, value % 10_000)
