@@ -234,3 +234,108 @@ fn geodist(bencher: Bencher) {
         b"$",
     );
 }
+
+/// One bid of the `auction/1024x32` workload, in the core: a reader blocks with
+/// `XREADGROUP ... BLOCK 0 STREAMS <32 shards> >...`, a producer's `XADD` to one shard
+/// wakes it, the woken read is served, and the reader acknowledges the entry. The
+/// blocking bookkeeping on 32 keys (registering, waking, unregistering) and the 32-key
+/// read run twice per bid, as on a server.
+#[divan::bench]
+fn auction_bid(bencher: Bencher) {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+    const SHARDS: usize = 32;
+    let mut core = core();
+    let mut producer = client();
+    let shards: Vec<String> = (0..SHARDS).map(|i| format!("auction:{i}")).collect();
+    for s in &shards {
+        run(
+            &mut core,
+            &mut producer,
+            &["XGROUP", "CREATE", s, "g", "$", "MKSTREAM"],
+        );
+    }
+    let (sender, mut receiver) = streamd::core::mailbox::mailbox();
+    let reader = Client::new(
+        2,
+        "127.0.0.1:2".into(),
+        "127.0.0.1:7000".into(),
+        true,
+        0,
+        sender,
+    );
+    let reader = core.add_client(reader);
+    let mut read = argv(&[
+        "XREADGROUP",
+        "GROUP",
+        "g",
+        "c",
+        "COUNT",
+        "100",
+        "BLOCK",
+        "0",
+    ]);
+    read.push(Bytes::from_static(b"STREAMS"));
+    read.extend(shards.iter().map(|s| Bytes::copy_from_slice(s.as_bytes())));
+    read.extend((0..SHARDS).map(|_| Bytes::from_static(b">")));
+    let mut out = RespWriter::new(Protocol::Resp2);
+    let mut bid = 0usize;
+    let mut one_bid = |check: bool| {
+        let shard = &shards[bid % SHARDS];
+        bid += 1;
+        // The reader blocks on its 32 shards.
+        let mut r = core.clients.remove(&reader).expect("reader registered");
+        out.buf.clear();
+        let blocked = core.execute(&mut r, read.clone(), &mut out);
+        core.clients.insert(reader, r);
+        // A bid wakes it.
+        out.buf.clear();
+        core.execute(
+            &mut producer,
+            argv(&["XADD", shard, "*", "bidder", "7", "amount", "42"]),
+            &mut out,
+        );
+        let id = out.buf[out
+            .buf
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(0, |p| p + 1)..]
+            .strip_suffix(b"\r\n")
+            .map(<[u8]>::to_vec)
+            .unwrap_or_default();
+        core.handle_ready_keys();
+        let mut served = Vec::new();
+        let mut cx = Context::from_waker(Waker::noop());
+        while let Poll::Ready(Some(msg)) = std::pin::pin!(receiver.recv()).poll(&mut cx) {
+            if let streamd::core::mailbox::ClientMsg::Unblocked(bytes) = msg {
+                served = bytes;
+            }
+        }
+        // It acknowledges what it got.
+        let mut r = core.clients.remove(&reader).expect("reader registered");
+        out.buf.clear();
+        core.execute(
+            &mut r,
+            vec![
+                Bytes::from_static(b"XACK"),
+                Bytes::copy_from_slice(shard.as_bytes()),
+                Bytes::from_static(b"g"),
+                Bytes::from(id.clone()),
+            ],
+            &mut out,
+        );
+        core.clients.insert(reader, r);
+        if check {
+            assert_eq!(blocked, streamd::core::Outcome::Blocked);
+            assert!(
+                served.windows(id.len()).any(|w| w == id.as_slice()),
+                "the woken read answered {:?}, not entry {:?}",
+                String::from_utf8_lossy(&served),
+                String::from_utf8_lossy(&id)
+            );
+            assert_eq!(out.buf, b":1\r\n");
+        }
+    };
+    one_bid(true);
+    bencher.bench_local(|| one_bid(false));
+}

@@ -777,8 +777,7 @@ fn lmove_command(
     if get_list(ctx, &src)?.is_none() {
         match timeout_ms {
             Some(t) if ctx.can_block() => {
-                let argv = ctx.argv.clone();
-                ctx.block(vec![src], t, false, argv);
+                ctx.block(&[src], t, false, None);
             }
             _ => ctx.out.null(),
         }
@@ -892,8 +891,7 @@ fn lmovem_command(
     if len == 0 || (how.exactly && len < how.count) {
         match timeout_ms {
             Some(t) if ctx.can_block() => {
-                let argv = ctx.argv.clone();
-                ctx.block(vec![src], t, false, argv);
+                ctx.block(&[src], t, false, None);
             }
             _ => ctx.out.null_array(),
         }
@@ -1031,8 +1029,7 @@ fn pop_keys(
     }
     match timeout_ms {
         Some(t) if ctx.can_block() => {
-            let argv = ctx.argv.clone();
-            ctx.block(keys.to_vec(), t, false, argv);
+            ctx.block(keys, t, false, None);
         }
         _ => ctx.out.null_array(),
     }

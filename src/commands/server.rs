@@ -542,7 +542,7 @@ fn blocking_keys(core: &crate::core::Core, nokey: bool) -> usize {
         if let Some(b) = &c.blocked
             && (!nokey || b.unblock_on_nokey)
         {
-            for k in &b.keys {
+            for k in b.keys.iter() {
                 keys.insert((b.db, k.clone()));
             }
         }

@@ -443,16 +443,20 @@ fn xread(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     match opts.block_ms {
         Some(timeout) if ctx.can_block() => {
             // Re-execute later with `$` replaced by the IDs it meant now.
-            let mut again = argv.clone();
             let ids_at = opts.streams_at + opts.nkeys;
-            for (i, f) in from.iter().enumerate() {
-                if let ReadFrom::After(id) = f
-                    && argv[ids_at + i].as_ref() == b"$"
-                {
-                    again[ids_at + i] = Bytes::from(id.to_string());
+            let dollar = |i: usize| argv[ids_at + i].as_ref() == b"$";
+            let again = (0..from.len()).any(dollar).then(|| {
+                let mut again = argv.clone();
+                for (i, f) in from.iter().enumerate() {
+                    if let ReadFrom::After(id) = f
+                        && dollar(i)
+                    {
+                        again[ids_at + i] = Bytes::from(id.to_string());
+                    }
                 }
-            }
-            ctx.block(keys.to_vec(), timeout, false, again);
+                again
+            });
+            ctx.block(keys, timeout, false, again);
         }
         _ => ctx.out.null_array(),
     }
@@ -561,7 +565,7 @@ fn xreadgroup(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     }
     match opts.block_ms {
         Some(timeout) if ctx.can_block() => {
-            ctx.block(keys.to_vec(), timeout, true, argv.clone());
+            ctx.block(keys, timeout, true, None);
             // With CLAIM, also wake when the oldest pending entry of a key becomes
             // idle enough (a timer on the delivery-time list's head, no scanning).
             if let Some(min_idle) = opts.claim {

@@ -495,7 +495,7 @@ fn blocking_pop(
         ctx.out.null_array();
         return Ok(());
     }
-    ctx.block(keys.to_vec(), timeout, false, ctx.argv.clone());
+    ctx.block(keys, timeout, false, None);
     Ok(())
 }
 

@@ -14,9 +14,18 @@
 //! client leaves all of them. The cost of a wake is proportional to the waiters of the
 //! signalled key, not to all blocked clients. Deadlines live in an ordered set that a
 //! timer task sleeps on ([`BlockedClients::next_deadline`]).
+//!
+//! A consumer blocked on its 32 shards enters and leaves 32 FIFOs per message it gets
+//! (the `auction/*` workloads), so the table is built for that: keys are hashed once
+//! per visit with the keyspace's SipHash under a key of its own (clients name the keys;
+//! see `siphash.rs`), looked up by their bytes without building a `(db, key)` pair, and
+//! a FIFO holds its first client inline, so the common key with one waiter allocates
+//! nothing beyond its table slot.
 
+use crate::core::siphash::SipKey;
 use crate::types::Kind;
 use bytes::Bytes;
+use hashbrown::HashTable;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
 /// The type of value a blocked command waits for (Redis: the client's `btype`), from its
@@ -54,11 +63,43 @@ pub fn wakes(command: &[u8], unblock_on_nokey: bool, now: Option<Kind>) -> bool 
     }
 }
 
+/// One key's FIFO of waiting clients: `first`, then `rest` in blocking order.
+#[derive(Debug)]
+struct KeyWaiters {
+    db: usize,
+    key: Bytes,
+    first: u64,
+    rest: VecDeque<u64>,
+}
+
+impl KeyWaiters {
+    fn contains(&self, client: u64) -> bool {
+        self.first == client || self.rest.contains(&client)
+    }
+
+    /// Takes `client` out; false when nobody is left.
+    fn remove(&mut self, client: u64) -> bool {
+        if self.first != client {
+            self.rest.retain(|&c| c != client);
+            return true;
+        }
+        match self.rest.pop_front() {
+            Some(next) => {
+                self.first = next;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
 /// Registry of blocked clients (the per-client part lives in `Client::blocked`).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct BlockedClients {
     /// (db, key) → waiting client ids in blocking order.
-    by_key: HashMap<(usize, Bytes), VecDeque<u64>>,
+    by_key: HashTable<KeyWaiters>,
+    /// The hash key of `by_key`.
+    sip: SipKey,
     /// (deadline unix ms, client id) for clients with a timeout.
     deadlines: BTreeSet<(u64, u64)>,
     /// Number of blocked clients.
@@ -70,18 +111,61 @@ pub struct BlockedClients {
     wakeup_of: HashMap<u64, u64>,
 }
 
+impl Default for BlockedClients {
+    fn default() -> Self {
+        BlockedClients {
+            by_key: HashTable::new(),
+            sip: SipKey::random(),
+            deadlines: BTreeSet::new(),
+            count: 0,
+            wakeups: BTreeSet::new(),
+            wakeup_of: HashMap::new(),
+        }
+    }
+}
+
+/// The hash of (db, key) in `by_key`: the key's SipHash, the database mixed in (the
+/// same key in two databases is two entries that rarely share a bucket).
+fn slot_hash(sip: &SipKey, db: usize, key: &[u8]) -> u64 {
+    sip.hash(key) ^ (db as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
 impl BlockedClients {
     /// Every (db, key) someone waits on.
     pub fn all_keys(&self) -> Vec<(usize, Bytes)> {
-        self.by_key.keys().cloned().collect()
+        self.by_key.iter().map(|w| (w.db, w.key.clone())).collect()
+    }
+
+    fn find(&self, db: usize, key: &[u8]) -> Option<&KeyWaiters> {
+        self.by_key.find(slot_hash(&self.sip, db, key), |w| {
+            w.db == db && crate::util::bytes_eq(&w.key, key)
+        })
     }
 
     /// Registers `client` on `keys` of `db` with an optional deadline.
     pub fn add(&mut self, client: u64, db: usize, keys: &[Bytes], deadline_ms: Option<u64>) {
+        let sip = self.sip;
         for k in keys {
-            let q = self.by_key.entry((db, k.clone())).or_default();
-            if !q.contains(&client) {
-                q.push_back(client);
+            let hash = slot_hash(&sip, db, k);
+            match self.by_key.entry(
+                hash,
+                |w| w.db == db && crate::util::bytes_eq(&w.key, k),
+                |w| slot_hash(&sip, w.db, &w.key),
+            ) {
+                hashbrown::hash_table::Entry::Occupied(mut e) => {
+                    let w = e.get_mut();
+                    if !w.contains(client) {
+                        w.rest.push_back(client);
+                    }
+                }
+                hashbrown::hash_table::Entry::Vacant(e) => {
+                    e.insert(KeyWaiters {
+                        db,
+                        key: k.clone(),
+                        first: client,
+                        rest: VecDeque::new(),
+                    });
+                }
             }
         }
         if let Some(d) = deadline_ms {
@@ -93,12 +177,13 @@ impl BlockedClients {
     /// Unregisters `client` from `keys` and its deadline.
     pub fn remove(&mut self, client: u64, db: usize, keys: &[Bytes], deadline_ms: Option<u64>) {
         for k in keys {
-            let key = (db, k.clone());
-            if let Some(q) = self.by_key.get_mut(&key) {
-                q.retain(|&c| c != client);
-                if q.is_empty() {
-                    self.by_key.remove(&key);
-                }
+            let hash = slot_hash(&self.sip, db, k);
+            if let Ok(mut e) = self
+                .by_key
+                .find_entry(hash, |w| w.db == db && crate::util::bytes_eq(&w.key, k))
+                && !e.get_mut().remove(client)
+            {
+                e.remove();
             }
         }
         if let Some(d) = deadline_ms {
@@ -131,16 +216,23 @@ impl BlockedClients {
     }
 
     /// The clients waiting on (db, key) right now, in blocking order.
-    pub fn waiters(&self, db: usize, key: &Bytes) -> Vec<u64> {
-        self.by_key
-            .get(&(db, key.clone()))
-            .map(|q| q.iter().copied().collect())
-            .unwrap_or_default()
+    pub fn waiters(&self, db: usize, key: &[u8]) -> Vec<u64> {
+        let mut out = Vec::new();
+        self.waiters_into(db, key, &mut out);
+        out
+    }
+
+    /// [`BlockedClients::waiters`], appended to `out` (a buffer the caller keeps).
+    pub fn waiters_into(&self, db: usize, key: &[u8], out: &mut Vec<u64>) {
+        if let Some(w) = self.find(db, key) {
+            out.push(w.first);
+            out.extend(w.rest.iter().copied());
+        }
     }
 
     /// True if anyone waits on (db, key).
-    pub fn has_waiters(&self, db: usize, key: &Bytes) -> bool {
-        self.by_key.contains_key(&(db, key.clone()))
+    pub fn has_waiters(&self, db: usize, key: &[u8]) -> bool {
+        self.find(db, key).is_some()
     }
 
     /// True when nobody is blocked.
@@ -183,6 +275,7 @@ impl BlockedClients {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn k(s: &str) -> Bytes {
         Bytes::copy_from_slice(s.as_bytes())
@@ -238,6 +331,78 @@ mod tests {
         assert!(!wakes(b"blpop", false, Some(Kind::Stream)));
         assert!(wakes(b"bzpopmin", false, Some(Kind::ZSet)));
         assert!(!wakes(b"bzmpop", false, Some(Kind::Set)));
+    }
+
+    /// One step of [`registry_matches_a_model`]: block client `c` (if it is not
+    /// blocked) on the keys picked by the bits of `keys` in database `db`, or unblock it.
+    #[derive(Debug, Clone)]
+    enum Step {
+        Block { c: u64, db: usize, keys: u8 },
+        Unblock { c: u64 },
+    }
+
+    proptest! {
+        /// The registry against a map of (db, key) to the clients in blocking order:
+        /// any interleaving of blocks and unblocks of up to six clients on up to eight
+        /// keys in two databases leaves the same FIFOs, key count and client count.
+        #[test]
+        fn registry_matches_a_model(steps in proptest::collection::vec(
+            prop_oneof![
+                (0u64..6, 0usize..2, 1u8..=255).prop_map(|(c, db, keys)| Step::Block { c, db, keys }),
+                (0u64..6).prop_map(|c| Step::Unblock { c }),
+            ],
+            1..80,
+        )) {
+            use std::collections::BTreeMap;
+            let names: Vec<Bytes> = (0..8).map(|i| k(&format!("key:{i}"))).collect();
+            let mut real = BlockedClients::default();
+            let mut model: BTreeMap<(usize, Bytes), Vec<u64>> = BTreeMap::new();
+            let mut blocked: BTreeMap<u64, (usize, Vec<Bytes>)> = BTreeMap::new();
+            for step in steps {
+                match step {
+                    Step::Block { c, db, keys } => {
+                        if blocked.contains_key(&c) {
+                            continue;
+                        }
+                        let keys: Vec<Bytes> = (0..8)
+                            .filter(|i| keys & (1 << i) != 0)
+                            .map(|i| names[i].clone())
+                            .collect();
+                        real.add(c, db, &keys, Some(c));
+                        for key in &keys {
+                            model.entry((db, key.clone())).or_default().push(c);
+                        }
+                        blocked.insert(c, (db, keys));
+                    }
+                    Step::Unblock { c } => {
+                        let Some((db, keys)) = blocked.remove(&c) else {
+                            continue;
+                        };
+                        real.remove(c, db, &keys, Some(c));
+                        for key in &keys {
+                            let q = model.get_mut(&(db, key.clone())).expect("registered");
+                            q.retain(|&x| x != c);
+                            if q.is_empty() {
+                                model.remove(&(db, key.clone()));
+                            }
+                        }
+                    }
+                }
+                prop_assert_eq!(real.len(), blocked.len());
+                prop_assert_eq!(real.keys_len(), model.len());
+                for db in 0..2 {
+                    for name in &names {
+                        let want = model.get(&(db, name.clone())).cloned().unwrap_or_default();
+                        prop_assert_eq!(real.has_waiters(db, name), !want.is_empty());
+                        prop_assert_eq!(real.waiters(db, name), want);
+                    }
+                }
+                let mut keys = real.all_keys();
+                keys.sort();
+                prop_assert_eq!(keys, model.keys().cloned().collect::<Vec<_>>());
+                prop_assert_eq!(real.next_deadline(), blocked.keys().next().copied());
+            }
+        }
     }
 
     #[test]

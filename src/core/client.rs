@@ -41,14 +41,18 @@ pub struct ReplConf {
 }
 
 /// Blocking state of a client waiting in XREAD/XREADGROUP BLOCK.
+///
+/// The command and its keys are shared (`Rc`): a blocked reader is re-executed each
+/// time one of its keys is signalled, and one that still finds nothing blocks again with
+/// the same state, so neither is copied per wake.
 #[derive(Debug, Clone)]
 pub struct BlockState {
     /// The command to re-execute when a key is signalled (with `$` already resolved).
-    pub argv: Argv,
+    pub argv: Rc<Argv>,
     /// Database of the keys.
     pub db: usize,
     /// Keys waited on.
-    pub keys: Vec<Bytes>,
+    pub keys: Rc<[Bytes]>,
     /// Absolute deadline in unix ms, or `None` for BLOCK 0.
     pub deadline_ms: Option<u64>,
     /// Wake also when a key is deleted or changes (XREADGROUP: "unblock on no key").
@@ -60,9 +64,9 @@ impl BlockState {
     /// ends it (a busy script's driver, WAIT's waiter list, a failover's pause).
     pub fn held(argv: Argv, db: usize) -> BlockState {
         BlockState {
-            argv,
+            argv: Rc::new(argv),
             db,
-            keys: Vec::new(),
+            keys: Rc::from(Vec::new()),
             deadline_ms: None,
             unblock_on_nokey: false,
         }
@@ -441,7 +445,7 @@ mod tests {
     fn a_held_block_waits_on_no_key_and_no_deadline() {
         let argv: Argv = vec![Bytes::from_static(b"WAIT")];
         let b = BlockState::held(argv.clone(), 3);
-        assert_eq!((b.argv, b.db), (argv, 3));
+        assert_eq!((&*b.argv, b.db), (&argv, 3));
         assert!(b.keys.is_empty() && b.deadline_ms.is_none() && !b.unblock_on_nokey);
     }
 }

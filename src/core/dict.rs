@@ -329,7 +329,7 @@ impl<V> Table<V> {
         }
         let mut link = &self.buckets[hash as usize & self.mask()];
         while let Some(slot) = link {
-            if slot.key() == key {
+            if crate::util::bytes_eq(slot.key(), key) {
                 return Some(slot);
             }
             link = &slot.head().next;
@@ -344,7 +344,7 @@ impl<V> Table<V> {
         let mask = self.mask();
         let mut link = &mut self.buckets[hash as usize & mask];
         while let Some(slot) = link {
-            if slot.key() == key {
+            if crate::util::bytes_eq(slot.key(), key) {
                 return Some(slot);
             }
             link = &mut slot.head_mut().next;
@@ -362,7 +362,7 @@ impl<V> Table<V> {
         loop {
             match link {
                 None => return None,
-                Some(slot) if slot.key() == key => {
+                Some(slot) if crate::util::bytes_eq(slot.key(), key) => {
                     let mut slot = link.take()?;
                     *link = slot.head_mut().next.take();
                     self.used -= 1;
@@ -996,8 +996,13 @@ impl<V> Dict<V> {
     /// Moves up to [`REHASH_STEP`] non-empty buckets (visiting at most ten times as many
     /// empty ones) from the old table to the new; finishes the rehash when the old
     /// table is empty.
+    #[inline]
     pub fn rehash_step(&mut self) {
-        self.rehash(REHASH_STEP);
+        // Checked here, inlined into every lookup, so that the call is only paid while
+        // a rehash is going on.
+        if self.rehash_idx.is_some() {
+            self.rehash(REHASH_STEP);
+        }
     }
 
     /// Moves up to `n` non-empty buckets; returns true while a rehash is still going on.

@@ -252,8 +252,13 @@ pub struct Core {
     pub blocked: BlockedClients,
     /// Wakes the timer task when an earlier block deadline appears.
     pub block_timer: Rc<Notify>,
-    /// While a blocked command is re-executed: its original deadline.
-    pub reprocessing: Option<Option<u64>>,
+    /// While a blocked command is re-executed: its block, which the client keeps (its
+    /// place in the queues, its deadline) if the command blocks again.
+    pub reprocessing: Option<BlockState>,
+    /// While `execute_one` runs a client's command, whose arguments it owns: a block
+    /// taken now gets them moved in when the command returns instead of a copy (see
+    /// [`Ctx::block`]); nothing reads a block's command before that.
+    argv_handed_over: bool,
     /// While a blocked command is re-executed because a key was signalled ready: that
     /// key (list pops serve from it only, as Redis 7.0's `serveClientsBlockedOnListKey`).
     pub reprocess_key: Option<Bytes>,
@@ -542,33 +547,41 @@ impl Ctx<'_> {
         !self.client.in_exec && !self.client.in_script && self.client.multi.is_none()
     }
 
-    /// Blocks the calling client on `keys` (Redis: `blockForKeys`). `argv` is the command
-    /// to re-execute when a key is signalled (with `$` already resolved); `timeout_ms`
-    /// 0 waits forever. When the command is itself a re-execution, the client keeps its
-    /// place in the queues and its original deadline.
-    pub fn block(&mut self, keys: Vec<Bytes>, timeout_ms: u64, unblock_on_nokey: bool, argv: Argv) {
-        let db = self.client.db;
-        let deadline_ms = match self.core.reprocessing {
-            Some(original) => original,
-            None if timeout_ms == 0 => None,
-            None => Some(self.now_ms.saturating_add(timeout_ms)),
-        };
-        if self.core.reprocessing.is_none() {
-            self.core
-                .blocked
-                .add(self.client.id, db, &keys, deadline_ms);
-            if deadline_ms.is_some() {
-                self.core.block_timer.notify_one();
-            }
-        }
-        if self.core.reprocessing.is_some() {
+    /// Blocks the calling client on `keys` (Redis: `blockForKeys`). `rewritten` is the
+    /// command to re-execute when a key is signalled if it is not this one as it came
+    /// (XREAD with `$` resolved); `timeout_ms` 0 waits forever. When the command is
+    /// itself a re-execution (the same command on the same keys), the client keeps its
+    /// block as it was: its place in the queues and its original deadline.
+    pub fn block(
+        &mut self,
+        keys: &[Bytes],
+        timeout_ms: u64,
+        unblock_on_nokey: bool,
+        rewritten: Option<Argv>,
+    ) {
+        if let Some(state) = &self.core.reprocessing {
+            self.client.blocked = Some(state.clone());
             // A re-execution recomputes its wake-up time, if it wants one.
             self.core.blocked.clear_wakeup(self.client.id);
+            return;
         }
+        let db = self.client.db;
+        let deadline_ms = (timeout_ms != 0).then(|| self.now_ms.saturating_add(timeout_ms));
+        self.core.blocked.add(self.client.id, db, keys, deadline_ms);
+        if deadline_ms.is_some() {
+            self.core.block_timer.notify_one();
+        }
+        let argv = match rewritten {
+            Some(argv) => argv,
+            // Moved in by `Core::execute_one` once the command returns (an empty command
+            // is never a block's).
+            None if self.core.argv_handed_over => Vec::new(),
+            None => self.argv.clone(),
+        };
         self.client.blocked = Some(BlockState {
-            argv,
+            argv: Rc::new(argv),
             db,
-            keys,
+            keys: Rc::from(keys),
             deadline_ms,
             unblock_on_nokey,
         });
@@ -640,6 +653,7 @@ impl Core {
             held_effects: None,
             script_info: script::ScriptInfo::default(),
             reprocessing: None,
+            argv_handed_over: false,
             reprocess_key: None,
             batch_now_ms: unix_ms(),
             last_commands: [None; 2],
@@ -1050,6 +1064,10 @@ impl Core {
     /// 1 without deleting): while clients are paused nothing is deleted (`pause.rs`), so
     /// the key only reads as missing.
     pub fn expire_if_needed(&mut self, db: usize, key: &[u8], now_ms: u64) -> bool {
+        // Nothing in the database has a TTL (key or hash field): nothing to look up.
+        if self.dbs[db].expires.is_empty() && self.dbs[db].hexpires.is_empty() {
+            return false;
+        }
         // A replica leaves expiry to its primary, whose DEL arrives in the stream.
         if self.loading || self.repl.is_replica() {
             return false;
@@ -1096,9 +1114,8 @@ impl Core {
         if self.blocked.is_empty() {
             return;
         }
-        let key = Bytes::copy_from_slice(key);
-        if self.blocked.has_waiters(db, &key) {
-            self.ready_keys.push((db, key));
+        if self.blocked.has_waiters(db, key) {
+            self.ready_keys.push((db, Bytes::copy_from_slice(key)));
         }
     }
 
@@ -1110,25 +1127,35 @@ impl Core {
         if self.busy.is_some() {
             return;
         }
+        let mut waiters = Vec::new();
         while !self.ready_keys.is_empty() {
             let keys = std::mem::take(&mut self.ready_keys);
-            let mut seen = HashSet::new();
-            for (db, key) in keys {
-                if !seen.insert((db, key.clone())) {
+            // Each key once per round; the rounds of a command have a key or a few.
+            let mut seen = (keys.len() > 8).then(HashSet::new);
+            for (i, (db, key)) in keys.iter().enumerate() {
+                let again = match &mut seen {
+                    Some(seen) => !seen.insert((*db, key)),
+                    None => keys[..i].iter().any(|(d, k)| d == db && k == key),
+                };
+                if again {
                     continue;
                 }
-                for id in self.blocked.waiters(db, &key) {
+                waiters.clear();
+                self.blocked.waiters_into(*db, key, &mut waiters);
+                for &id in &waiters {
                     let Some(mut client) = self.clients.remove(&id) else {
                         continue;
                     };
-                    if let Some(state) = client.blocked.clone() {
+                    if let Some(state) = client.blocked.take() {
                         // XREAD is not woken by a deletion nor by another type taking
                         // the key (reference §3.4); XREADGROUP is.
-                        let now = self.dbs.get(db).and_then(|d| d.get(&key)).map(Value::kind);
+                        let now = self.dbs.get(*db).and_then(|d| d.get(key)).map(Value::kind);
                         if blocked::wakes(&state.argv[0], state.unblock_on_nokey, now) {
                             self.reprocess_key = Some(key.clone());
                             self.reprocess(&mut client, state);
                             self.reprocess_key = None;
+                        } else {
+                            client.blocked = Some(state);
                         }
                     }
                     self.clients.insert(id, client);
@@ -1137,13 +1164,14 @@ impl Core {
         }
     }
 
-    /// Re-executes a blocked client's command; if it is served, unregisters it and sends
-    /// the reply to its connection.
+    /// Re-executes a blocked client's command (its block taken out of `client`); if it
+    /// is served, unregisters it and sends the reply to its connection.
     fn reprocess(&mut self, client: &mut Client, state: BlockState) {
         let Some(spec) = self
             .lookup_command(&state.argv[0])
             .and_then(|s| command::resolve_subcommand(s, &state.argv).ok())
         else {
+            client.blocked = Some(state);
             return;
         };
         client.blocked = None;
@@ -1157,12 +1185,13 @@ impl Core {
             client.send(ClientMsg::Unblocked(out.take()), self.limits.output);
             return;
         }
-        self.reprocessing = Some(state.deadline_ms);
+        let argv = Rc::clone(&state.argv);
         let mut out = RespWriter::new(client.proto);
         let saved_db = client.db;
         client.db = state.db;
+        self.reprocessing = Some(state.clone());
         self.begin_batch();
-        self.call(client, spec, &state.argv, &mut out, self.batch_now_ms);
+        self.call(client, spec, &argv, &mut out, self.batch_now_ms);
         client.db = saved_db;
         self.reprocessing = None;
         if client.blocked.is_none() {
@@ -1229,7 +1258,7 @@ impl Core {
         for id in self.blocked.due_wakeups(now_ms) {
             self.blocked.clear_wakeup(id);
             if let Some(mut client) = self.clients.remove(&id) {
-                if let Some(state) = client.blocked.clone() {
+                if let Some(state) = client.blocked.take() {
                     self.reprocess(&mut client, state);
                 }
                 self.clients.insert(id, client);
@@ -1680,7 +1709,15 @@ impl Core {
             out.simple(b"QUEUED");
             return Outcome::Done;
         }
-        self.call(client, spec, &argv, out, now_ms)
+        self.argv_handed_over = true;
+        let outcome = self.call(client, spec, &argv, out, now_ms);
+        self.argv_handed_over = false;
+        if let Some(state) = &mut client.blocked
+            && state.argv.is_empty()
+        {
+            state.argv = Rc::new(argv);
+        }
+        outcome
     }
 
     /// Runs an already-validated command (used by EXEC for queued commands too).

@@ -975,7 +975,11 @@ impl Core {
                 self.begin_batch();
                 let saved = client.db;
                 client.db = state.db;
-                let outcome = self.execute(&mut client, state.argv, &mut out);
+                let outcome = self.execute(
+                    &mut client,
+                    std::rc::Rc::unwrap_or_clone(state.argv),
+                    &mut out,
+                );
                 if client.db == state.db {
                     client.db = saved;
                 }

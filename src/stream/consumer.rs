@@ -140,7 +140,22 @@ impl ConsumerTable {
 
     /// The consumer called `name`.
     pub(super) fn id(&self, name: &[u8]) -> Option<ConsumerId> {
-        self.names.get(name).map(|&idx| self.handle(idx))
+        self.index(name).map(|idx| self.handle(idx))
+    }
+
+    /// The table index of the consumer called `name`: with up to
+    /// [`FEW`](super::group::FEW) slots the names are compared one by one (a group read
+    /// looks its consumer up in every stream it reads), else the name index is walked.
+    fn index(&self, name: &[u8]) -> Option<u32> {
+        if self.slots.len() <= super::group::FEW {
+            let at = self.slots.iter().position(|s| {
+                s.consumer
+                    .as_ref()
+                    .is_some_and(|c| crate::util::bytes_eq(&c.name, name))
+            })?;
+            return u32::try_from(at).ok();
+        }
+        self.names.get(name).copied()
     }
 
     /// The consumer behind a handle. Panics if it was deleted.
@@ -154,9 +169,8 @@ impl ConsumerTable {
 
     /// The consumer called `name`.
     pub(super) fn by_name(&self, name: &[u8]) -> Option<&Consumer> {
-        self.names
-            .get(name)
-            .and_then(|&idx| self.slots[idx as usize].consumer.as_ref())
+        self.index(name)
+            .and_then(|idx| self.slots[idx as usize].consumer.as_ref())
     }
 
     /// All consumers in name order.
@@ -203,7 +217,7 @@ impl ConsumerTable {
     /// The consumer called `name`, created if missing (seen now, never active). The bool
     /// is true when it was created.
     pub(super) fn get_or_create(&mut self, name: &[u8], now_ms: u64) -> (ConsumerId, bool) {
-        if let Some(&idx) = self.names.get(name) {
+        if let Some(idx) = self.index(name) {
             return (self.handle(idx), false);
         }
         let consumer = Consumer {

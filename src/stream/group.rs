@@ -698,6 +698,10 @@ impl Groups {
     }
 }
 
+/// Up to this many groups (of a stream) or consumers (of a group), a lookup by name
+/// compares the names one by one instead of walking the name index.
+pub(super) const FEW: usize = 4;
+
 /// The contents of [`Groups`]: the group table, its name index and the reverse index.
 #[derive(Debug, Clone, Default)]
 pub struct GroupSet {
@@ -766,13 +770,27 @@ impl GroupSet {
 
     /// The group called `name`.
     pub fn get(&self, name: &[u8]) -> Option<&ConsumerGroup> {
-        self.by_name.get(name).map(|&i| &self.list[i as usize])
+        self.index(name).map(|i| &self.list[i])
     }
 
     /// The group called `name`, for changing it.
     pub fn get_mut(&mut self, name: &[u8]) -> Option<GroupMut<'_>> {
-        let idx = *self.by_name.get(name)? as usize;
+        let idx = self.index(name)?;
         Some(GroupMut { groups: self, idx })
+    }
+
+    /// Where the group called `name` is in `list`. A stream has a group or a few, and
+    /// every group read looks its group up (a reader blocked on 32 shards: 32 times a
+    /// call): up to [`FEW`] are compared by name, which costs less than a walk of the
+    /// name index.
+    fn index(&self, name: &[u8]) -> Option<usize> {
+        if self.list.len() <= FEW {
+            return self
+                .list
+                .iter()
+                .position(|g| crate::util::bytes_eq(&g.name, name));
+        }
+        self.by_name.get(name).map(|&i| i as usize)
     }
 
     /// All groups in name (byte) order.

@@ -219,7 +219,9 @@ impl<V> Rax<V> {
     /// Inserts or replaces; returns the previous value.
     pub fn insert(&mut self, key: &[u8], value: V) -> Option<V> {
         match &mut self.repr {
-            Repr::Small(Some(e)) if &e.key[..] == key => Some(mem::replace(&mut e.value, value)),
+            Repr::Small(Some(e)) if crate::util::bytes_eq(&e.key[..], key) => {
+                Some(mem::replace(&mut e.value, value))
+            }
             Repr::Small(slot @ None) => {
                 *slot = Some(Entry {
                     key: Bytes::new(key),
@@ -239,7 +241,7 @@ impl<V> Rax<V> {
     /// the map as it was).
     pub fn try_insert(&mut self, key: &[u8], value: V) -> Result<(), V> {
         match &mut self.repr {
-            Repr::Small(Some(e)) if &e.key[..] == key => Err(value),
+            Repr::Small(Some(e)) if crate::util::bytes_eq(&e.key[..], key) => Err(value),
             Repr::Small(slot @ None) => {
                 *slot = Some(Entry {
                     key: Bytes::new(key),
@@ -268,7 +270,7 @@ impl<V> Rax<V> {
     /// The value at `key`.
     pub fn get(&self, key: &[u8]) -> Option<&V> {
         match &self.repr {
-            Repr::Small(Some(e)) if &e.key[..] == key => Some(&e.value),
+            Repr::Small(Some(e)) if crate::util::bytes_eq(&e.key[..], key) => Some(&e.value),
             Repr::Small(_) => None,
             Repr::Tree(t) => t.get(key),
         }
@@ -277,7 +279,7 @@ impl<V> Rax<V> {
     /// The value at `key`, mutable.
     pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut V> {
         match &mut self.repr {
-            Repr::Small(Some(e)) if &e.key[..] == key => Some(&mut e.value),
+            Repr::Small(Some(e)) if crate::util::bytes_eq(&e.key[..], key) => Some(&mut e.value),
             Repr::Small(_) => None,
             Repr::Tree(t) => t.get_mut(key),
         }
@@ -293,7 +295,7 @@ impl<V> Rax<V> {
     pub fn remove(&mut self, key: &[u8]) -> Option<V> {
         match &mut self.repr {
             Repr::Small(slot) => match slot {
-                Some(e) if &e.key[..] == key => slot.take().map(|e| e.value),
+                Some(e) if crate::util::bytes_eq(&e.key[..], key) => slot.take().map(|e| e.value),
                 _ => None,
             },
             Repr::Tree(t) => {
