@@ -17,6 +17,8 @@
 //! - `bitfield_incrby`, `getbit`, `setbit`: the `bitmaps/*-p32` commands on a 1 MiB
 //!   string.
 //! - `geodist`: `GEODIST` of two members of a 1,000-point set, in km.
+//! - `auction_bid`: one bid of `auction/1024x32` (a reader blocked on 32 shards woken by
+//!   an XADD, served, and acknowledging): blocking, waking and the 32-key group read.
 //!
 //! Run: `cargo bench --bench dispatch`.
 
