@@ -77,78 +77,139 @@ pub fn log_effects(
     else {
         return;
     };
-    let mut records: Vec<Vec<Vec<u8>>> = Vec::new();
+    // The figures are copied out of the group before the records are written (through
+    // the core that holds the group); names are the command's own, so a record costs no
+    // allocation (every delivery of a group read writes two or three of them).
     // A created consumer is logged on its own only when no XCLAIM below names it (an
     // XCLAIM creates its consumer on replay), as Redis does: NOACK, or nothing delivered.
-    let claimed_by = |c: &[u8]| {
-        fx.ids
-            .iter()
-            .any(|&id| g.pending(id).and_then(|p| p.owner) == Some(c))
-    };
-    if fx.consumer_created
-        && let Some(c) = consumer
-        && !claimed_by(c)
-    {
-        records.push(vec![
-            b"XGROUP".to_vec(),
-            b"CREATECONSUMER".to_vec(),
-            key.to_vec(),
-            group.to_vec(),
-            c.to_vec(),
-        ]);
+    let created_alone = fx.consumer_created
+        && consumer.is_some_and(|c| {
+            !fx.ids
+                .iter()
+                .any(|&id| g.pending(id).and_then(|p| p.owner) == Some(c))
+        });
+    let states: Vec<(StreamId, PendingState)> = fx
+        .ids
+        .iter()
+        .map(|&id| {
+            let state = match g.pending(id) {
+                Some(p) => match p.owner {
+                    Some(owner) => PendingState::Owned {
+                        other_owner: (Some(owner) != consumer).then(|| owner.to_vec()),
+                        time: p.delivery_time,
+                        count: p.delivery_count,
+                    },
+                    None => PendingState::Unowned {
+                        count: p.delivery_count,
+                    },
+                },
+                None => PendingState::Gone,
+            };
+            (id, state)
+        })
+        .collect();
+    let position = fx.position_changed.then(|| (g.last_id(), g.entries_read()));
+    let times = consumer
+        .and_then(|c| g.consumer_by_name(c))
+        .map(|c| (c.seen_time(), c.active_time()));
+    let (mut n1, mut n2) = (itoa::Buffer::new(), itoa::Buffer::new());
+    if created_alone && let Some(c) = consumer {
+        core.propagate(
+            db,
+            &[b"XGROUP".as_slice(), b"CREATECONSUMER", key, group, c],
+        );
     }
-    for &id in &fx.ids {
-        let rec = match g.pending(id) {
-            Some(p) => match p.owner {
-                Some(owner) => vec![
-                    b"XCLAIM".to_vec(),
-                    key.to_vec(),
-                    group.to_vec(),
-                    owner.to_vec(),
-                    b"0".to_vec(),
-                    id.to_text(),
-                    b"TIME".to_vec(),
-                    int(p.delivery_time),
-                    b"RETRYCOUNT".to_vec(),
-                    int(p.delivery_count),
-                    b"FORCE".to_vec(),
-                    b"JUSTID".to_vec(),
+    for (id, state) in &states {
+        let (text, len) = id.format();
+        let id = &text[..len];
+        match state {
+            PendingState::Owned {
+                other_owner,
+                time,
+                count,
+            } => {
+                let owner = other_owner.as_deref().or(consumer).unwrap_or_default();
+                core.propagate(
+                    db,
+                    &[
+                        b"XCLAIM".as_slice(),
+                        key,
+                        group,
+                        owner,
+                        b"0",
+                        id,
+                        b"TIME",
+                        n1.format(*time).as_bytes(),
+                        b"RETRYCOUNT",
+                        n2.format(*count).as_bytes(),
+                        b"FORCE",
+                        b"JUSTID",
+                    ],
+                );
+            }
+            PendingState::Unowned { count } => core.propagate(
+                db,
+                &[
+                    b"STREAMD.NACK".as_slice(),
+                    key,
+                    group,
+                    id,
+                    n1.format(*count).as_bytes(),
                 ],
-                None => vec![
-                    b"STREAMD.NACK".to_vec(),
-                    key.to_vec(),
-                    group.to_vec(),
-                    id.to_text(),
-                    int(p.delivery_count),
-                ],
-            },
-            None => vec![b"XACK".to_vec(), key.to_vec(), group.to_vec(), id.to_text()],
+            ),
+            PendingState::Gone => core.propagate(db, &[b"XACK".as_slice(), key, group, id]),
+        }
+    }
+    if let Some((last_id, entries_read)) = position {
+        let (text, len) = last_id.format();
+        let read = match entries_read {
+            Some(n) => n1.format(n).as_bytes(),
+            None => b"-1",
         };
-        records.push(rec);
+        core.propagate(
+            db,
+            &[
+                b"XGROUP".as_slice(),
+                b"SETID",
+                key,
+                group,
+                &text[..len],
+                b"ENTRIESREAD",
+                read,
+            ],
+        );
     }
-    if fx.position_changed {
-        records.push(vec![
-            b"XGROUP".to_vec(),
-            b"SETID".to_vec(),
-            key.to_vec(),
-            group.to_vec(),
-            g.last_id().to_text(),
-            b"ENTRIESREAD".to_vec(),
-            signed(g.entries_read()),
-        ]);
+    if let (Some(c), Some((seen, active))) = (consumer, times) {
+        let active = match active {
+            Some(n) => n2.format(n).as_bytes(),
+            None => b"-1",
+        };
+        core.propagate(
+            db,
+            &[
+                b"STREAMD.CONSUMER".as_slice(),
+                key,
+                group,
+                c,
+                n1.format(seen).as_bytes(),
+                active,
+            ],
+        );
     }
-    if let Some(c) = consumer.and_then(|c| g.consumer_by_name(c)) {
-        records.push(consumer_record(
-            key,
-            group,
-            c.name(),
-            c.seen_time(),
-            c.active_time(),
-        ));
-    }
-    for r in records {
-        core.propagate(db, &r);
-    }
+}
+
+/// A pending entry's state after a group command, as [`log_effects`] records it.
+enum PendingState {
+    /// Owned: by the acting consumer, or by `other_owner`.
+    Owned {
+        other_owner: Option<Vec<u8>>,
+        time: u64,
+        count: u64,
+    },
+    /// Pending with no owner (NACKed).
+    Unowned { count: u64 },
+    /// No longer pending.
+    Gone,
 }
 
 /// Logs a consumer's times (after XGROUP CREATECONSUMER).
