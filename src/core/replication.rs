@@ -69,6 +69,9 @@ fn translate_argv<A: AsRef<[u8]>>(argv: &[A], encoded_len: usize) -> Option<Vec<
     }
 }
 
+/// Capacity of the pending-records buffer kept between commands (larger ones are freed).
+const PENDING_KEPT: usize = 64 * 1024;
+
 /// `*1\r\n$5\r\nMULTI\r\n`.
 const MULTI: &[u8] = b"*1\r\n$5\r\nMULTI\r\n";
 /// `*1\r\n$4\r\nEXEC\r\n`.
@@ -666,7 +669,7 @@ impl Replication {
         if self.pending.is_empty() {
             return false;
         }
-        let pending = std::mem::take(&mut self.pending);
+        let mut pending = std::mem::take(&mut self.pending);
         let patches = std::mem::take(&mut self.pending_patches);
         let wrap = self.pending_records > 1;
         self.pending_records = 0;
@@ -701,6 +704,12 @@ impl Replication {
             };
         self.getack_pending = false;
         self.trim(backlog_size, replica_hard_limit);
+        // The buffer is kept for the next command's records (grown from empty it was
+        // reallocated a few times per command), unless one outsized record grew it.
+        if pending.capacity() <= PENDING_KEPT {
+            pending.clear();
+            self.pending = pending;
+        }
         true
     }
 
