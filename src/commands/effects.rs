@@ -50,9 +50,14 @@ pub fn int(n: u64) -> Vec<u8> {
 
 /// The decimal text of `n`, or `-1` for none (the forms' "unset").
 pub fn signed(n: Option<u64>) -> Vec<u8> {
+    signed_in(&mut itoa::Buffer::new(), n).to_vec()
+}
+
+/// [`signed`], written in `buf` (no allocation).
+fn signed_in(buf: &mut itoa::Buffer, n: Option<u64>) -> &[u8] {
     match n {
-        Some(n) => int(n),
-        None => b"-1".to_vec(),
+        Some(n) => buf.format(n).as_bytes(),
+        None => b"-1",
     }
 }
 
@@ -162,10 +167,7 @@ pub fn log_effects(
     }
     if let Some((last_id, entries_read)) = position {
         let (text, len) = last_id.format();
-        let read = match entries_read {
-            Some(n) => n1.format(n).as_bytes(),
-            None => b"-1",
-        };
+        let read = signed_in(&mut n1, entries_read);
         core.propagate(
             db,
             &[
@@ -180,10 +182,7 @@ pub fn log_effects(
         );
     }
     if let (Some(c), Some((seen, active))) = (consumer, times) {
-        let active = match active {
-            Some(n) => n2.format(n).as_bytes(),
-            None => b"-1",
-        };
+        let active = signed_in(&mut n2, active);
         core.propagate(
             db,
             &[

@@ -215,14 +215,8 @@ impl BlockedClients {
             .collect()
     }
 
-    /// The clients waiting on (db, key) right now, in blocking order.
-    pub fn waiters(&self, db: usize, key: &[u8]) -> Vec<u64> {
-        let mut out = Vec::new();
-        self.waiters_into(db, key, &mut out);
-        out
-    }
-
-    /// [`BlockedClients::waiters`], appended to `out` (a buffer the caller keeps).
+    /// The clients waiting on (db, key) right now, in blocking order, appended to `out`
+    /// (a buffer the caller keeps).
     pub fn waiters_into(&self, db: usize, key: &[u8], out: &mut Vec<u64>) {
         if let Some(w) = self.find(db, key) {
             out.push(w.first);
@@ -279,6 +273,14 @@ mod tests {
 
     fn k(s: &str) -> Bytes {
         Bytes::copy_from_slice(s.as_bytes())
+    }
+
+    impl BlockedClients {
+        fn waiters(&self, db: usize, key: &[u8]) -> Vec<u64> {
+            let mut out = Vec::new();
+            self.waiters_into(db, key, &mut out);
+            out
+        }
     }
 
     #[test]
