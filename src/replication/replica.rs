@@ -727,28 +727,39 @@ fn apply(
                 // The command's bytes as the primary sent them: they go on to our
                 // backlog as they are (re-encoded only when they came in pieces).
                 let raw = parser.take_frame();
-                let name = argv.first().cloned().unwrap_or_default();
+                let name = argv.first().map_or(&[][..], |n| &n[..]);
+                let (multi, exec) = (
+                    name.eq_ignore_ascii_case(b"MULTI"),
+                    name.eq_ignore_ascii_case(b"EXEC"),
+                );
+                // Each command is fed to our backlog before it runs, so that it can then
+                // be handed over whole (no copy of its arguments): feeding reads only the
+                // command's bytes, and nothing between the two looks at the offset (the
+                // ACK it may ask for goes out after the whole read is applied, and the
+                // log's fsync marks pair offsets with records in the cron).
+                //
                 // A transaction counts toward our offset (and goes on to our replicas)
                 // only once applied whole, as Redis advances its offset at EXEC: a link
                 // lost in its middle resumes from before its MULTI.
-                if name.eq_ignore_ascii_case(b"MULTI") && tx.is_none() {
+                if multi && tx.is_none() {
                     *tx = Some(vec![(argv, raw)]);
-                } else if name.eq_ignore_ascii_case(b"EXEC") && tx.is_some() {
+                } else if exec && tx.is_some() {
                     let mut queued = tx.take().unwrap_or_default();
-                    c.persist.exec_begin();
-                    for (q, _) in queued.iter().skip(1) {
-                        run_one(&mut c, &mut client, q.clone(), &mut out);
-                    }
-                    c.persist.exec_end();
                     queued.push((argv, raw));
                     for (q, raw) in &queued {
                         c.repl.feed_from_master(q, raw.as_deref(), size, hard);
                     }
+                    let last = queued.len() - 1;
+                    c.persist.exec_begin();
+                    for (q, _) in queued.drain(..).take(last).skip(1) {
+                        run_one(&mut c, &mut client, q, &mut out);
+                    }
+                    c.persist.exec_end();
                 } else if let Some(queue) = tx.as_mut() {
                     queue.push((argv, raw));
                 } else {
-                    run_one(&mut c, &mut client, argv.clone(), &mut out);
                     c.repl.feed_from_master(&argv, raw.as_deref(), size, hard);
+                    run_one(&mut c, &mut client, argv, &mut out);
                 }
             }
             Ok(None) => break,
