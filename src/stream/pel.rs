@@ -220,6 +220,17 @@ impl Slab {
         &mut self.pages[i / PAGE_SLOTS][i % PAGE_SLOTS]
     }
 
+    /// Where slot `i` lives, for a prefetch (null past the last page; a prefetch of any
+    /// address is harmless, and this is never dereferenced).
+    fn slot_addr(&self, i: u32) -> *const Slot {
+        let i = i as usize;
+        self.pages
+            .get(i / PAGE_SLOTS)
+            .map_or(std::ptr::null(), |page| {
+                page.as_ptr().wrapping_add(i % PAGE_SLOTS)
+            })
+    }
+
     /// Slot `i`'s entry ID.
     pub(super) fn id(&self, i: u32) -> StreamId {
         self.slot(i).id()
@@ -607,6 +618,37 @@ pub(super) struct PelIndex {
     len: u32,
 }
 
+/// `partition_point` over `len` elements for a search whose every step reads scattered
+/// memory (a PEL index's chunks, then the slab slots of a chunk's items): the number of
+/// leading elements for which `pred` holds (`pred` must hold for a prefix, then fail).
+///
+/// A random lookup's steps go left or right at random, so a branch on each comparison
+/// mispredicts half the time and every step then waits for its own cache miss. Here the
+/// step is a select instead of a branch, and each step first prefetches (`addr`) the two
+/// elements the next one may read, so the next miss is already under way while this
+/// step's comparison waits for its own.
+fn partition_point_prefetched<T>(
+    len: usize,
+    addr: impl Fn(usize) -> *const T,
+    pred: impl Fn(usize) -> bool,
+) -> usize {
+    if len == 0 {
+        return 0;
+    }
+    // Everything before `base` satisfies `pred`; nothing from `base + size` on does.
+    let (mut base, mut size) = (0usize, len);
+    while size > 1 {
+        let half = size / 2;
+        let mid = base + half;
+        let next = (size - half) / 2;
+        crate::util::prefetch(addr(base + next));
+        crate::util::prefetch(addr(mid + next));
+        base = std::hint::select_unpredictable(pred(mid), mid, base);
+        size -= half;
+    }
+    base + usize::from(pred(base))
+}
+
 /// A run of at most `CHUNK_MAX` slot numbers of a [`PelIndex`].
 #[derive(Debug, Clone)]
 struct Chunk {
@@ -637,9 +679,17 @@ impl PelIndex {
         {
             return self.chunks.len() - 1;
         }
-        self.chunks
-            .partition_point(|c| c.first <= id)
-            .saturating_sub(1)
+        let chunks = &self.chunks;
+        partition_point_prefetched(
+            chunks.len(),
+            |c| {
+                chunks
+                    .get(c)
+                    .map_or(std::ptr::null(), |c| c as *const Chunk)
+            },
+            |c| chunks[c].first <= id,
+        )
+        .saturating_sub(1)
     }
 
     /// Where `id` is (`Ok`) or would go (`Err`); `None` when the index is empty.
@@ -655,7 +705,18 @@ impl PelIndex {
         {
             return Some((c, Err(items.len())));
         }
-        Some((c, items.binary_search_by(|&i| slab.id(i).cmp(&id))))
+        let below = partition_point_prefetched(
+            items.len(),
+            |k| slab.slot_addr(items[k]),
+            |k| slab.id(items[k]) <= id,
+        );
+        Some((
+            c,
+            match below.checked_sub(1) {
+                Some(k) if slab.id(items[k]) == id => Ok(k),
+                _ => Err(below),
+            },
+        ))
     }
 
     /// The slot holding `id`, if it is in this PEL.
@@ -1064,6 +1125,40 @@ mod tests {
         assert_eq!(got, want);
         assert_eq!(time_ids(&slab), (16..=20).map(id).collect::<Vec<_>>());
         check_pel_index(&pel, &slab);
+    }
+
+    proptest::proptest! {
+        /// The prefetching search finds what `partition_point` finds, for every length
+        /// (odd and even halves) and every split point, and PEL lookups built on it
+        /// find present IDs and place absent ones.
+        #[test]
+        fn the_prefetching_search_is_partition_point(
+            mut keys in proptest::collection::vec(0u64..400, 0..300),
+            probes in proptest::collection::vec(0u64..420, 1..40),
+        ) {
+            keys.sort_unstable();
+            keys.dedup();
+            for &x in &probes {
+                let got = partition_point_prefetched(
+                    keys.len(),
+                    |k| keys.as_ptr().wrapping_add(k),
+                    |k| keys[k] <= x,
+                );
+                proptest::prop_assert_eq!(got, keys.partition_point(|&k| k <= x));
+            }
+            let mut slab = Slab::default();
+            let mut pel = PelIndex::default();
+            for &k in keys.iter().rev() {
+                let i = slab.insert(id(k + 1), 0, 1, 1);
+                pel.insert(&slab, i);
+            }
+            check_pel_index(&pel, &slab);
+            for &x in &probes {
+                let found = pel.get(&slab, id(x + 1)).map(|i| slab.id(i));
+                let want = keys.binary_search(&x).ok().map(|_| id(x + 1));
+                proptest::prop_assert_eq!(found, want);
+            }
+        }
     }
 
     #[test]
