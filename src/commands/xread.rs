@@ -501,9 +501,15 @@ fn xreadgroup(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     // Key by key: the key and group must exist, then the ID must be acceptable.
     // Each key is hashed once; the hash serves both visits (Redis, too, looks every key
     // up twice, and counts two keyspace hits).
+    let hashes: Vec<u64> = keys.iter().map(|k| ctx.db().hash_key(k)).collect();
+    if keys.len() > 1 {
+        ctx.core.prefetch_group_reads(
+            ctx.client.db,
+            hashes.iter().copied().zip(keys.iter().map(|k| &k[..])),
+        );
+    }
     let mut from = Vec::with_capacity(keys.len());
-    for (key, id) in keys.iter().zip(opts.ids(argv)) {
-        let hash = ctx.db().hash_key(key);
+    for ((key, id), &hash) in keys.iter().zip(opts.ids(argv)).zip(&hashes) {
         if ctx
             .lookup_hashed(hash, key)?
             .is_none_or(|s| s.groups().get(group).is_none())

@@ -636,6 +636,27 @@ impl Groups {
         self.len() == 0
     }
 
+    /// One level of a prefetch of a group read's path (`core/prefetch.rs`), reading only
+    /// what the level before asked for: 0 the group set, 1 its list of groups, 2 the
+    /// names of the first [`FEW`] (what [`GroupSet::index`] compares). False when there
+    /// is no further level.
+    pub fn prefetch_level(&self, level: u8) -> bool {
+        let Some(set) = self.set.as_deref() else {
+            return false;
+        };
+        match level {
+            0 => crate::util::prefetch(set),
+            1 => crate::util::prefetch(set.list.as_ptr()),
+            _ => {
+                for g in set.list.iter().take(FEW) {
+                    crate::util::prefetch(g.name.as_ptr());
+                }
+                return false;
+            }
+        }
+        true
+    }
+
     /// See [`GroupSet::is_referenced`].
     pub fn is_referenced(&self, id: StreamId) -> bool {
         self.set.as_ref().is_some_and(|s| s.is_referenced(id))

@@ -586,6 +586,21 @@ impl Stream {
         }
     }
 
+    /// One level of a prefetch of the path a group read takes from this stream's header
+    /// to its groups' names (`core/prefetch.rs`): 0 the boxed extra state, then
+    /// [`Groups::prefetch_level`] one level lower. Reads only the header and what the
+    /// level before asked for; false when there is no further level.
+    pub fn group_prefetch(&self, level: u8) -> bool {
+        match (level, self.extra.as_deref()) {
+            (_, None) => false,
+            (0, Some(x)) => {
+                crate::util::prefetch(x);
+                true
+            }
+            (l, Some(x)) => x.groups.prefetch_level(l - 1),
+        }
+    }
+
     /// A walk to the bytes of the tail node, where an append goes, asking the caches for
     /// one level of the path a step ([`TailPrefetch`]). Reads the stream's own header.
     pub fn tail_prefetch(&self) -> TailPrefetch<'_> {
@@ -1609,6 +1624,25 @@ mod tests {
             // The stream still appends where it did.
             fill(&mut s, 1, &limits(0, 100));
             assert_eq!(s.len(), n + 1);
+        }
+    }
+
+    #[test]
+    fn the_group_prefetch_walk_ends_and_changes_nothing() {
+        // No groups, one group, more groups than are compared by name.
+        for groups in [0usize, 1, 6] {
+            let mut s = Stream::new();
+            fill(&mut s, 10, &limits(0, 100));
+            for g in 0..groups {
+                assert!(
+                    s.groups_mut()
+                        .create(format!("g{g}").as_bytes(), StreamId::MIN, Some(0))
+                );
+            }
+            let levels = (0..10u8).take_while(|&l| s.group_prefetch(l)).count();
+            assert_eq!(levels, if groups == 0 { 0 } else { 3 }, "{groups} groups");
+            assert_eq!(s.groups().len(), groups);
+            assert_eq!(ids(&s, false).len(), 10);
         }
     }
 
