@@ -36,7 +36,8 @@
 //! ID order, and a live slot's ID never changes.
 //!
 //! Costs: a PEL lookup, insert or removal is O(log n) (binary searches over the index's
-//! chunks, then within one chunk of ≤ 128, reading IDs from the slab). Placing an entry in
+//! chunks, then within one chunk of ≤ 128, reading IDs from the slab; each step prefetches
+//! the two places the next one may read, see `partition_point_prefetched`). Placing an entry in
 //! the time list is O(1) when its delivery time is at least the newest one (the normal
 //! case); an older time walks back from the tail to its place.
 //!
