@@ -501,15 +501,22 @@ fn xreadgroup(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     // Key by key: the key and group must exist, then the ID must be acceptable.
     // Each key is hashed once; the hash serves both visits (Redis, too, looks every key
     // up twice, and counts two keyspace hits).
-    let hashes: Vec<u64> = keys.iter().map(|k| ctx.db().hash_key(k)).collect();
+    // Several keys: hashed first, and every stream's path to its group prefetched
+    // together (core/prefetch.rs); one key is hashed as it is visited (no vector).
+    let mut hashes = Vec::new();
     if keys.len() > 1 {
+        hashes.extend(keys.iter().map(|k| ctx.db().hash_key(k)));
         ctx.core.prefetch_group_reads(
             ctx.client.db,
             hashes.iter().copied().zip(keys.iter().map(|k| &k[..])),
         );
     }
     let mut from = Vec::with_capacity(keys.len());
-    for ((key, id), &hash) in keys.iter().zip(opts.ids(argv)).zip(&hashes) {
+    for (i, (key, id)) in keys.iter().zip(opts.ids(argv)).enumerate() {
+        let hash = match hashes.get(i) {
+            Some(&hash) => hash,
+            None => ctx.db().hash_key(key),
+        };
         if ctx
             .lookup_hashed(hash, key)?
             .is_none_or(|s| s.groups().get(group).is_none())
