@@ -121,25 +121,9 @@ impl Core {
         db: usize,
         tails: impl IntoIterator<Item = (u64, &'k [u8])>,
     ) {
-        let Some(dict) = self.dbs.get(db).map(|d| &d.keys) else {
-            return;
-        };
+        let (streams, n) = self.streams_at::<LOOKAHEAD, _>(db, tails, true);
         let mut walks: [Option<crate::stream::TailPrefetch<'_>>; LOOKAHEAD] =
             std::array::from_fn(|_| None);
-        let mut streams: [Option<&crate::stream::Stream>; LOOKAHEAD] = [None; LOOKAHEAD];
-        let mut n = 0;
-        for (hash, key) in tails.into_iter().take(LOOKAHEAD) {
-            if let Some(crate::types::Value::Stream(s)) = dict.get_hashed(hash, key)
-                && !streams[..n]
-                    .iter()
-                    .flatten()
-                    .any(|seen| std::ptr::eq(*seen, &**s))
-            {
-                crate::util::prefetch(&**s);
-                streams[n] = Some(s);
-                n += 1;
-            }
-        }
         for (walk, stream) in walks.iter_mut().zip(&streams[..n]) {
             *walk = stream.map(crate::stream::Stream::tail_prefetch);
         }
@@ -166,19 +150,7 @@ impl Core {
         db: usize,
         keys: impl IntoIterator<Item = (u64, &'k [u8])>,
     ) {
-        let Some(dict) = self.dbs.get(db).map(|d| &d.keys) else {
-            return;
-        };
-        let mut streams: [Option<&crate::stream::Stream>; GROUP_READ_KEYS] =
-            [None; GROUP_READ_KEYS];
-        let mut n = 0;
-        for (hash, key) in keys.into_iter().take(GROUP_READ_KEYS) {
-            if let Some(crate::types::Value::Stream(s)) = dict.get_hashed(hash, key) {
-                crate::util::prefetch(&**s);
-                streams[n] = Some(s);
-                n += 1;
-            }
-        }
+        let (streams, n) = self.streams_at::<GROUP_READ_KEYS, _>(db, keys, false);
         for level in 0..4 {
             let mut pending = false;
             for s in streams[..n].iter().flatten() {
@@ -188,6 +160,37 @@ impl Core {
                 break;
             }
         }
+    }
+
+    /// The streams at the first `N` of `keys` (each with its hash) in database `db`, in
+    /// order, each one's header asked for; a stream named twice is kept once when
+    /// `distinct` (the XADDs of a look-ahead may name one key many times). Keys that are
+    /// missing or not streams are skipped. The second value is how many were found.
+    fn streams_at<'k, const N: usize, I: IntoIterator<Item = (u64, &'k [u8])>>(
+        &self,
+        db: usize,
+        keys: I,
+        distinct: bool,
+    ) -> ([Option<&crate::stream::Stream>; N], usize) {
+        let mut streams: [Option<&crate::stream::Stream>; N] = [None; N];
+        let mut n = 0;
+        let Some(dict) = self.dbs.get(db).map(|d| &d.keys) else {
+            return (streams, n);
+        };
+        for (hash, key) in keys.into_iter().take(N) {
+            if let Some(crate::types::Value::Stream(s)) = dict.get_hashed(hash, key)
+                && !(distinct
+                    && streams[..n]
+                        .iter()
+                        .flatten()
+                        .any(|seen| std::ptr::eq(*seen, &**s)))
+            {
+                crate::util::prefetch(&**s);
+                streams[n] = Some(s);
+                n += 1;
+            }
+        }
+        (streams, n)
     }
 
     /// Step 3, as the command before it starts (its slot having arrived): the value's
