@@ -1920,6 +1920,48 @@ fn a_handmade_replica_sees_the_exact_protocol() {
     assert_eq!(p.stat("sync_partial_ok"), 1);
 }
 
+/// While clients use WAIT, the primary asks for an ACK behind each batch of writes as
+/// it sends them (so the WAIT that follows a write finds the ACK on its way), and only
+/// then; and WAIT waits for the last write, not for the GETACK after it, which a Redis
+/// replica answers with its offset before the GETACK.
+#[test]
+fn writes_are_followed_by_a_getack_only_while_clients_wait() {
+    let primary = Node::streamd("primary", &["--repl-ping-replica-period", "3600"]);
+    let mut p = primary.conn();
+    let mut fake = sync_replica(&primary, &mut p);
+    let getack = encode_cmd(&[b"REPLCONF", b"GETACK", b"*"]);
+    let next = |fake: &mut Conn| loop {
+        let frame = fake.read_frame();
+        if frame != encode_cmd(&[b"SELECT", b"0"]) {
+            return escape(&frame);
+        }
+    };
+    // No WAIT yet: one write comes right after the other.
+    p.ok("XADD s 1-1 f a");
+    p.ok("XADD s 2-1 f b");
+    assert_eq!(
+        next(&mut fake),
+        escape(&encode_cmd(&[b"XADD", b"s", b"1-1", b"f", b"a"]))
+    );
+    assert_eq!(
+        next(&mut fake),
+        escape(&encode_cmd(&[b"XADD", b"s", b"2-1", b"f", b"b"]))
+    );
+    // A WAIT (answered at once) marks WAIT as in use: the next write carries a GETACK.
+    assert_eq!(p.run("WAIT 0 0"), V::Int(0));
+    p.ok("XADD s 3-1 f c");
+    assert_eq!(
+        next(&mut fake),
+        escape(&encode_cmd(&[b"XADD", b"s", b"3-1", b"f", b"c"]))
+    );
+    assert_eq!(next(&mut fake), escape(&getack));
+    // Answered as a Redis replica answers: the offset before the GETACK. The WAIT
+    // counts it at once (it would otherwise time out: nothing else is acknowledged).
+    let before_getack = p.repl_offset() - getack.len() as u64;
+    fake.send(&format!("REPLCONF ACK {before_getack}"));
+    assert_eq!(p.run("WAIT 1 10000"), V::Int(1));
+}
+
 /// A replica made by hand: a connection that sent `SYNC`, read the payload, and is
 /// online (the primary's `slave0` says so), so the stream follows on it.
 fn sync_replica(primary: &Node, p: &mut Conn) -> Conn {

@@ -440,7 +440,10 @@ fn block_for_replicas(
     aof_local: Option<u64>,
     timeout_ms: u64,
 ) -> Result<(), ReplyError> {
-    let offset = ctx.core.repl.offset;
+    let offset = ctx.core.repl.wait_offset();
+    if !ctx.core.repl.replicas.is_empty() {
+        ctx.core.repl.wait_seen_ms = ctx.now_ms;
+    }
     let replicas = match aof_local {
         None => ctx.core.repl.acked(offset),
         Some(_) => ctx.core.repl.facked(offset),

@@ -293,6 +293,10 @@ pub struct Failover {
     pub started_ms: u64,
 }
 
+/// How long after a WAIT the replicas are asked to acknowledge every batch of writes
+/// ([`Core::ask_acks_for_waiters`]).
+pub const WAIT_RECENT_MS: u64 = 1000;
+
 /// A client blocked in WAIT (or WAITAOF).
 #[derive(Debug, Clone)]
 pub struct Waiter {
@@ -457,6 +461,12 @@ pub struct Replication {
     pub known_replicas: std::collections::BTreeSet<(String, u16)>,
     /// A `REPLCONF GETACK *` is in the stream since the last write.
     pub getack_pending: bool,
+    /// Unix ms of the last WAIT or WAITAOF while replicas were attached
+    /// ([`Core::ask_acks_for_waiters`]).
+    pub wait_seen_ms: u64,
+    /// The control records (PING, GETACK) fed since the last command's: the offsets
+    /// they start and end at ([`Replication::wait_offset`]).
+    control_tail: Option<(u64, u64)>,
     /// Replicas counted good for `min-replicas-to-write`.
     pub good_replicas: u64,
     /// Unix ms of the last PING fed to the stream (start-up at first: Redis pings every
@@ -521,6 +531,8 @@ impl Default for Replication {
             left_primary: None,
             known_replicas: std::collections::BTreeSet::new(),
             getack_pending: false,
+            wait_seen_ms: 0,
+            control_tail: None,
             good_replicas: 0,
             last_ping_ms: super::unix_ms(),
             no_replicas_since_ms: super::unix_ms(),
@@ -756,8 +768,39 @@ impl Replication {
         if !self.feeding() {
             return;
         }
+        let before = self.offset;
         self.record(argv);
         self.flush(backlog_size, hard_limit);
+        let from = match self.control_tail {
+            Some((from, to)) if to == before => from,
+            _ => before,
+        };
+        self.control_tail = Some((from, self.offset));
+    }
+
+    /// The offset WAIT and WAITAOF wait for: the end of the stream, less the control
+    /// records (PING, REPLCONF GETACK) fed after the last command, which no write needs
+    /// (Redis waits for the client's own last write). A Redis replica answers a GETACK
+    /// with its offset before the GETACK, so a WAIT that counted the GETACK's own bytes
+    /// would wait for that replica's next once-a-second ACK.
+    pub fn wait_offset(&self) -> u64 {
+        match self.control_tail {
+            Some((from, to)) if to == self.offset => from,
+            _ => self.offset,
+        }
+    }
+
+    /// Whether the stream's last record is a command's, not a control record (a GETACK
+    /// behind it would ask for something new).
+    pub fn ends_with_write(&self) -> bool {
+        self.control_tail
+            .map_or(self.offset > 0, |(_, to)| to != self.offset)
+    }
+
+    /// Starts the stream afresh at `offset` (a full sync's, or a restart's saved one).
+    pub fn reset_offset(&mut self, offset: u64) {
+        self.offset = offset;
+        self.control_tail = None;
     }
 
     /// Keeps `backlog_size` bytes and whatever a connected replica still needs; marks
@@ -1159,6 +1202,26 @@ impl Core {
         if self.repl.flush(size, hard) {
             self.repl.wake.notify_waiters();
         }
+    }
+
+    /// While clients use WAIT (one did in the last [`WAIT_RECENT_MS`]), asks the replicas
+    /// for an ACK behind the writes at the stream's end: a replica sender calls this
+    /// as it wakes with new bytes to send, so it happens once per batch of writes, not
+    /// per command.
+    /// The replicas then acknowledge each batch as it arrives, and the WAIT that follows a
+    /// write usually finds its ACK there or on its way, instead of asking only then and
+    /// waiting a whole round trip to the replicas (Redis asks when WAIT blocks, as this
+    /// server does without recent WAITs). True if it fed one.
+    pub fn ask_acks_for_waiters(&mut self) -> bool {
+        if !self.repl.ends_with_write()
+            || self.repl.wait_seen_ms.saturating_add(WAIT_RECENT_MS) < self.batch_now_ms
+            || self.repl.replicas.is_empty()
+        {
+            return false;
+        }
+        self.repl_control(&[b"REPLCONF", b"GETACK", b"*"]);
+        self.repl.getack_pending = true;
+        true
     }
 
     /// Feeds a control record (PING, REPLCONF GETACK) and wakes the senders.

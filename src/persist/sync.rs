@@ -121,7 +121,7 @@ pub fn restore_state(core: &mut Core) {
     };
     tracing::info!(replid = %replid, offset, "continuing the replication history saved at shutdown");
     core.repl.replid = replid;
-    core.repl.offset = offset;
+    core.repl.reset_offset(offset);
     core.repl.master_db = db.and_then(|d| usize::try_from(d).ok());
     core.repl.ensure_backlog();
 }

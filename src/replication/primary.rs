@@ -337,6 +337,14 @@ async fn stream<S>(
         notified.as_mut().enable();
         let chunk = {
             let mut c = core.borrow_mut();
+            // New writes to send: while clients use WAIT, an ACK is asked for behind them.
+            if c.repl
+                .replicas
+                .get(&id)
+                .is_some_and(|r| r.sent < c.repl.offset && !r.online_on_ack)
+            {
+                c.ask_acks_for_waiters();
+            }
             let offset = c.repl.offset;
             let (start, end) = match &c.repl.backlog {
                 Some(b) => (b.start(), b.start() + b.histlen()),

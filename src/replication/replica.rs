@@ -554,7 +554,7 @@ fn loaded(c: &mut crate::core::Core, started: std::time::Instant, replid: String
     c.repl.replid = replid;
     c.repl.replid2 = "0".repeat(40);
     c.repl.second_replid_offset = -1;
-    c.repl.offset = offset;
+    c.repl.reset_offset(offset);
     c.repl.backlog = None;
     c.repl.ensure_backlog();
     c.repl.master_db = Some(0);
