@@ -1205,23 +1205,23 @@ impl Core {
     }
 
     /// While clients use WAIT (one did in the last [`WAIT_RECENT_MS`]), asks the replicas
-    /// for an ACK behind the writes at the stream's end: a replica sender calls this
-    /// as it wakes with new bytes to send, so it happens once per batch of writes, not
-    /// per command.
-    /// The replicas then acknowledge each batch as it arrives, and the WAIT that follows a
-    /// write usually finds its ACK there or on its way, instead of asking only then and
-    /// waiting a whole round trip to the replicas (Redis asks when WAIT blocks, as this
-    /// server does without recent WAITs). True if it fed one.
-    pub fn ask_acks_for_waiters(&mut self) -> bool {
-        if !self.repl.ends_with_write()
+    /// for an ACK behind the writes at the stream's end. A replica sender calls this as
+    /// it wakes with new bytes to send, so it happens once per batch of writes, not per
+    /// command. The replicas then acknowledge each batch as it arrives, and the WAIT that
+    /// follows a write usually finds its ACK there or on its way, instead of asking only
+    /// then and waiting a whole round trip to the replicas (Redis asks when WAIT blocks,
+    /// as this server does without recent WAITs). Only a primary asks: a replica's stream
+    /// is its primary's, byte for byte.
+    pub fn ask_acks_for_waiters(&mut self) {
+        if !self.repl.feeding()
+            || !self.repl.ends_with_write()
             || self.repl.wait_seen_ms.saturating_add(WAIT_RECENT_MS) < self.batch_now_ms
             || self.repl.replicas.is_empty()
         {
-            return false;
+            return;
         }
         self.repl_control(&[b"REPLCONF", b"GETACK", b"*"]);
         self.repl.getack_pending = true;
-        true
     }
 
     /// Feeds a control record (PING, REPLCONF GETACK) and wakes the senders.
