@@ -86,6 +86,37 @@ fn idle_clients_are_closed_but_blocked_and_monitor_clients_are_not() {
     assert_eq!(keeper.cmd_str(&["PING"]), b"+PONG\r\n");
 }
 
+/// `CONFIG SET timeout` on the server at `port`, then: the client that has waited since
+/// before it is closed once idle that long, while a client that keeps sending commands
+/// (every 200 ms) is not. True if the idle one was closed within 20 s.
+fn timeout_set_at_run_time(port: u16) -> bool {
+    let mut idle = Raw::connect(port);
+    assert_eq!(idle.cmd_str(&["PING"]), b"+PONG\r\n");
+    let mut active = Raw::connect(port);
+    assert_eq!(
+        active.cmd_str(&["CONFIG", "SET", "timeout", "1"]),
+        b"+OK\r\n"
+    );
+    idle.set_timeout(Duration::from_millis(200));
+    let closed = (0..100).any(|_| {
+        assert_eq!(active.cmd_str(&["PING"]), b"+PONG\r\n");
+        idle.is_closed()
+    });
+    assert_eq!(active.cmd_str(&["PING"]), b"+PONG\r\n");
+    closed
+}
+
+#[test]
+fn a_timeout_set_at_run_time_reaches_clients_already_waiting() {
+    let server = start_server_with(&[]);
+    assert!(
+        timeout_set_at_run_time(server.port),
+        "the idle client is still connected 20 s after CONFIG SET timeout 1"
+    );
+    let redis = redis_server();
+    assert!(timeout_set_at_run_time(redis.port), "redis-server differs");
+}
+
 #[test]
 fn tcp_keepalive_is_set_on_accepted_sockets() {
     let server = start_server_with(&["--tcp-keepalive", "77"]);

@@ -123,6 +123,9 @@ pub struct Client {
     pub created_ms: u64,
     /// Last command time, unix ms.
     pub last_interaction_ms: u64,
+    /// The `last_interaction_ms` the cron last sent an [`ClientMsg::IdleCheck`] for
+    /// (`Core::check_idle_clients`): one per stretch of idleness.
+    pub idle_checked_ms: u64,
     /// Name of the last command run (CLIENT LIST `cmd=`).
     pub last_cmd: &'static str,
     /// In MONITOR mode.
@@ -236,6 +239,7 @@ impl Client {
             watched: Vec::new(),
             created_ms: now_ms,
             last_interaction_ms: now_ms,
+            idle_checked_ms: 0,
             last_cmd: "NULL",
             monitor: false,
             close_after_reply: false,
@@ -300,7 +304,7 @@ impl Client {
         let len = match &msg {
             ClientMsg::Write(b) | ClientMsg::Unblocked(b) => b.len(),
             ClientMsg::Shared(b) => b.len(),
-            ClientMsg::Close => 0,
+            ClientMsg::Close | ClientMsg::IdleCheck => 0,
         };
         self.output.add_queued(len);
         if self.tx.send(msg).is_err() {

@@ -36,6 +36,10 @@ pub enum ClientMsg {
     Unblocked(Vec<u8>),
     /// Close the connection (CLIENT KILL, SHUTDOWN).
     Close,
+    /// The client ran no command for `timeout` (the cron's check): the connection
+    /// closes if it read and wrote nothing for that long either, else it goes on. A
+    /// connection that started waiting before `timeout` was set learns of it this way.
+    IdleCheck,
 }
 
 /// The state both ends share.
@@ -165,6 +169,7 @@ mod tests {
             Some(ClientMsg::Unblocked(b)) => format!("unblocked {}", String::from_utf8_lossy(&b)),
             Some(ClientMsg::Shared(b)) => format!("shared {}", String::from_utf8_lossy(&b)),
             Some(ClientMsg::Close) => "close".into(),
+            Some(ClientMsg::IdleCheck) => "idle check".into(),
             None => "none".into(),
         }
     }

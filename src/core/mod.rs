@@ -2002,11 +2002,38 @@ impl Core {
         }
     }
 
+    /// With `timeout` set, asks the connection of each client that ran no command for
+    /// that long to close if it was idle that long (Redis's `clientsCronHandleTimeout`;
+    /// blocked, MONITOR, Pub/Sub and replication clients are exempt, as there). The
+    /// connection decides on its own reads and writes, so a client still receiving a long
+    /// reply stays. Connections work out their own deadline whenever they start waiting;
+    /// this reaches the ones that started before `timeout` was set (CONFIG SET), once per
+    /// stretch of idleness.
+    fn check_idle_clients(&mut self, now_ms: u64) {
+        let Some(timeout) = self.limits.timeout else {
+            return;
+        };
+        let idle_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+        for c in self.clients.values_mut() {
+            if c.idle_checked_ms != c.last_interaction_ms
+                && now_ms.saturating_sub(c.last_interaction_ms) > idle_ms
+                && c.blocked.is_none()
+                && !c.monitor
+                && !c.in_pubsub()
+                && c.repl == client::ClientRepl::Normal
+            {
+                c.idle_checked_ms = c.last_interaction_ms;
+                let _ = c.tx.send(ClientMsg::IdleCheck);
+            }
+        }
+    }
+
     /// Periodic work (Redis `serverCron`): active expiry (logged as `DEL`; hash fields
     /// as `HDEL`: field_expire.rs), a share of
     /// any ongoing keyspace rehash (Redis's `activerehashing`), IDMP expiry, the stream
     /// lifecycle passes (retention, reclamation: lifecycle.rs), then the persistence chores ([`Persistence::cron`]: write pending records, reap background
-    /// saves, save rules, automatic rewrite). Nothing runs while loading.
+    /// saves, save rules, automatic rewrite), and the check of idle clients (`timeout`).
+    /// Nothing runs while loading.
     pub fn cron(&mut self) {
         // A suspended busy script is one atomic step: no expiry, no background work.
         if self.busy.is_some() {
@@ -2017,6 +2044,7 @@ impl Core {
         }
         let now = unix_ms();
         self.expire_client_pause(now);
+        self.check_idle_clients(now);
         let fresh = self.evict.fresh_clock(now);
         for db in &mut self.dbs {
             db.rehash(ACTIVE_REHASH_BUCKETS);

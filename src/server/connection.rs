@@ -334,6 +334,9 @@ pub async fn serve<S>(
                     Some(ClientMsg::Shared(bytes)) => (Chunk::Shared(bytes), false),
                     Some(ClientMsg::Unblocked(bytes)) => (Chunk::Owned(bytes), true),
                     Some(ClientMsg::Close) | None => break,
+                    // The deadline is worked out again from this connection's own
+                    // activity before it waits: past, it closes; else it waits on.
+                    Some(ClientMsg::IdleCheck) => continue,
                 };
                 if unblocked {
                     blocked = false;
