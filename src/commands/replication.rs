@@ -470,8 +470,7 @@ fn block_for_replicas(
     });
     ctx.client.blocked = Some(BlockState::held(ctx.argv.clone(), ctx.client.db));
     if !ctx.core.repl.replicas.is_empty() && !ctx.core.repl.getack_pending {
-        ctx.core.repl_control(&[b"REPLCONF", b"GETACK", b"*"]);
-        ctx.core.repl.getack_pending = true;
+        ctx.core.feed_getack();
     }
     Ok(())
 }

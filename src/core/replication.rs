@@ -1081,8 +1081,7 @@ impl Core {
                     }
                     (None, false, _) => {
                         if !self.repl.getack_pending {
-                            self.repl_control(&[b"REPLCONF", b"GETACK", b"*"]);
-                            self.repl.getack_pending = true;
+                            self.feed_getack();
                         }
                         return;
                     }
@@ -1220,6 +1219,12 @@ impl Core {
         {
             return;
         }
+        self.feed_getack();
+    }
+
+    /// Feeds `REPLCONF GETACK *` (the replicas answer with an ACK) and notes that one
+    /// is in the stream since the last write (`getack_pending`).
+    pub fn feed_getack(&mut self) {
         self.repl_control(&[b"REPLCONF", b"GETACK", b"*"]);
         self.repl.getack_pending = true;
     }
@@ -1298,9 +1303,7 @@ impl Core {
             && !self.repl.getack_pending
             && !self.repl.replicas.is_empty()
         {
-            self.repl.getack_pending = true;
-            self.repl_control(&[b"REPLCONF", b"GETACK", b"*"]);
-            self.repl.getack_pending = true;
+            self.feed_getack();
         }
         // A replica silent (no ACK) for repl-timeout is dropped, as Redis does.
         let timeout = self.config.get_i64("repl-timeout").max(1) as u64 * 1000;
