@@ -94,7 +94,7 @@ fn allkeys_lru_evicts_the_least_recently_used_keys() {
         restore(&mut r, &format!("old:{i}"), 0, &p, &["IDLETIME", "10000"]);
         restore(&mut r, &format!("hot:{i}"), 0, &p, &[]);
     }
-    squeeze(&mut r, 60_000);
+    squeeze(&mut r, 40_000);
     let hot = (0..100)
         .filter(|i| exists(&mut r, &format!("hot:{i}")))
         .count();
@@ -102,7 +102,11 @@ fn allkeys_lru_evicts_the_least_recently_used_keys() {
         .filter(|i| exists(&mut r, &format!("old:{i}")))
         .count();
     // The first picks come from the first samples only (5 keys, as in Redis): a
-    // recently used key may go while the pool fills, rarely more than one.
+    // recently used key may go while the pool fills, rarely more than one. Sampling
+    // walks neighbouring buckets (Redis's `dictGetSomeKeys`), so once few old keys are
+    // left a whole sample can miss them: the squeeze evicts ~60 keys, leaving ~40 old
+    // ones. (At ~80 evictions, 4 or more recently used keys went in ~2% of runs, in a
+    // model of this sampler and once in CI.)
     assert!(
         hot >= 97,
         "recently used keys were evicted ({old} old ones left)"
@@ -125,14 +129,15 @@ fn allkeys_lfu_evicts_the_least_frequently_used_keys() {
         restore(&mut r, &format!("often:{i}"), 0, &p, &["FREQ", "200"]);
     }
     assert_eq!(r.cmd_str(&["OBJECT", "FREQ", "often:7"]), int(200));
-    squeeze(&mut r, 60_000);
+    squeeze(&mut r, 40_000);
     let often = (0..100)
         .filter(|i| exists(&mut r, &format!("often:{i}")))
         .count();
     let rare = (0..100)
         .filter(|i| exists(&mut r, &format!("rare:{i}")))
         .count();
-    // As for LRU: only while the pool fills may a frequently used key go.
+    // As for LRU: only while the pool fills may a frequently used key go (and the
+    // squeeze leaves ~40 rare keys, so a sample rarely misses them all).
     assert!(
         often >= 97,
         "frequently used keys were evicted ({rare} rare left)"
