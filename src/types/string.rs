@@ -38,6 +38,7 @@
 //! extends into them).
 
 pub mod bits;
+mod cpu;
 pub mod ld;
 
 pub use ld::LongDouble;
