@@ -275,7 +275,7 @@ fn latency_histogram(ctx: &mut Ctx<'_>) -> Result<(), ReplyError> {
     let stats = &ctx.core.stats.commands;
     let mut names: Vec<&'static str> = Vec::new();
     if ctx.argv.len() == 2 {
-        names.extend(stats.keys().copied());
+        names.extend(stats.keys());
         names.sort_unstable();
     } else {
         for arg in &ctx.argv[2..] {

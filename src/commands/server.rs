@@ -455,7 +455,7 @@ pub fn info_text(ctx: &Ctx<'_>, sections: &[String]) -> String {
     }
     if wanted("commandstats") {
         let mut by_name: Vec<_> = core.stats.commands.iter().collect();
-        by_name.sort_unstable_by_key(|(name, _)| **name);
+        by_name.sort_unstable_by_key(|(name, _)| *name);
         let body: String = by_name
             .into_iter()
             .map(|(name, c)| {
@@ -511,7 +511,7 @@ fn latencystats(core: &crate::core::Core) -> String {
         .stats
         .commands
         .iter()
-        .filter_map(|(name, c)| c.histogram.as_ref().map(|h| (*name, h)))
+        .filter_map(|(name, c)| c.histogram.as_ref().map(|h| (name, h)))
         .collect();
     by_name.sort_unstable_by_key(|(name, _)| *name);
     let mut body = String::new();

@@ -25,6 +25,7 @@ pub mod acl;
 pub mod blocked;
 pub mod client;
 pub mod cluster;
+pub mod cmdstats;
 pub mod command;
 pub mod dict;
 pub mod direct_write;
@@ -133,10 +134,9 @@ pub struct Stats {
     pub keyspace_misses: u64,
     /// Error replies by code (INFO errorstats).
     pub errors: BTreeMap<String, u64>,
-    /// Per-command counters, by full lower-case name.
-    /// Hashed (foldhash; the keys are the server's own command names) rather than
-    /// ordered: every command updates it, INFO sorts it when asked.
-    pub commands: HashMap<&'static str, CommandStats, foldhash::fast::FixedState>,
+    /// Per-command counters, by full lower-case name (`cmdstats.rs`: every command
+    /// updates it, INFO sorts it when asked).
+    pub commands: cmdstats::CommandStatsTable,
     /// Bytes read from clients.
     pub net_input_bytes: u64,
     /// Bytes written to clients.
@@ -1217,11 +1217,7 @@ impl Core {
             .lookup_command(&state.argv[0])
             .and_then(|s| command::resolve_subcommand(s, &state.argv).ok())
         {
-            self.stats
-                .commands
-                .entry(spec.full_name())
-                .or_default()
-                .calls += 1;
+            self.stats.commands.entry(spec.full_name()).calls += 1;
             self.stats.total_commands_processed += 1;
             client.cmds += 1;
         }
@@ -1816,7 +1812,7 @@ impl Core {
             let bytes_out = out.buf.len().saturating_sub(out_before) as u64;
             self.record_hotkeys(client, spec, argv, now_ms, usec, bytes_out);
         }
-        let stat = self.stats.commands.entry(spec.full_name()).or_default();
+        let stat = self.stats.commands.entry(spec.full_name());
         stat.usec += usec;
         // A command that blocks is counted once, when it is finally served or its block
         // ends (`end_block`), as Redis does; the time of every attempt adds up.
@@ -1931,11 +1927,7 @@ impl Core {
             client.multi_error = true;
         }
         if let Some(spec) = spec {
-            self.stats
-                .commands
-                .entry(spec.full_name())
-                .or_default()
-                .rejected_calls += 1;
+            self.stats.commands.entry(spec.full_name()).rejected_calls += 1;
         }
         out.proto = client.proto;
         // A refused EXEC discards the transaction (Redis's `execCommandAbort`): the

@@ -1279,7 +1279,7 @@ impl Core {
             } else {
                 "wait"
             };
-            let stat = self.stats.commands.entry(name).or_default();
+            let stat = self.stats.commands.entry(name);
             stat.calls += 1;
             self.stats.total_commands_processed += 1;
             client.cmds += 1;

@@ -286,11 +286,7 @@ pub fn count_failure(core: &mut Core, command: &[u8], text: &[u8], counted: bool
             .or_default() += 1;
     }
     if let Some(spec) = crate::core::command::lookup(command) {
-        core.stats
-            .commands
-            .entry(spec.full_name())
-            .or_default()
-            .failed_calls += 1;
+        core.stats.commands.entry(spec.full_name()).failed_calls += 1;
     }
 }
 

@@ -1005,11 +1005,7 @@ fn dispatch(ctx: &mut RunCtx, argv: &Argv) -> Result<(), Vec<u8>> {
         if let Some(spec) =
             command::lookup(&argv[0]).and_then(|s| command::resolve_subcommand(s, argv).ok())
         {
-            core.stats
-                .commands
-                .entry(spec.full_name())
-                .or_default()
-                .rejected_calls += 1;
+            core.stats.commands.entry(spec.full_name()).rejected_calls += 1;
         }
     }
     result
