@@ -224,15 +224,23 @@ pub fn bitop(op: BitOp, sources: &[&[u8]]) -> Vec<u8> {
         let end = (start + BITOP_CHUNK).min(maxlen);
         let at = out.len();
         let head = piece(first, start, end);
+        // The piece starts as the first source (zeros past its end), complemented for
+        // NOT; the DIFF family starts from zeros and takes the first source last.
         match op {
             BitOp::Not => {
                 out.extend(head.iter().map(|b| !b));
                 out.resize(at + (end - start), 0xFF);
             }
-            BitOp::And => {
+            BitOp::Diff | BitOp::Diff1 | BitOp::AndOr => out.resize(at + (end - start), 0),
+            BitOp::And | BitOp::Or | BitOp::Xor | BitOp::One => {
                 out.extend_from_slice(head);
                 out.resize(at + (end - start), 0);
-                let o = &mut out[at..];
+            }
+        }
+        let o = &mut out[at..];
+        match op {
+            BitOp::Not => {}
+            BitOp::And => {
                 for s in rest {
                     let p = piece(s, start, end);
                     for (o, b) in o.iter_mut().zip(p) {
@@ -243,9 +251,6 @@ pub fn bitop(op: BitOp, sources: &[&[u8]]) -> Vec<u8> {
                 }
             }
             BitOp::Or | BitOp::Xor => {
-                out.extend_from_slice(head);
-                out.resize(at + (end - start), 0);
-                let o = &mut out[at..];
                 for s in rest {
                     let p = piece(s, start, end);
                     if op == BitOp::Or {
@@ -261,8 +266,6 @@ pub fn bitop(op: BitOp, sources: &[&[u8]]) -> Vec<u8> {
             }
             BitOp::Diff | BitOp::Diff1 | BitOp::AndOr => {
                 // The disjunction of the others, then combined with the first.
-                out.resize(at + (end - start), 0);
-                let o = &mut out[at..];
                 for s in rest {
                     for (o, b) in o.iter_mut().zip(piece(s, start, end)) {
                         *o |= b;
@@ -279,9 +282,6 @@ pub fn bitop(op: BitOp, sources: &[&[u8]]) -> Vec<u8> {
             }
             BitOp::One => {
                 // `o`: bits set in at least one source so far; `t`: in two or more.
-                out.extend_from_slice(head);
-                out.resize(at + (end - start), 0);
-                let o = &mut out[at..];
                 let t = &mut twice[..end - start];
                 t.fill(0);
                 for s in rest {
