@@ -1857,9 +1857,8 @@ impl Core {
             }
         }
         if let Err(err) = result {
-            if let Some(s) = self.stats.commands.get_mut(spec.full_name()) {
-                s.failed_calls += 1;
-            }
+            // The entry made above for its time, found again among the names remembered.
+            self.stats.commands.entry(spec.full_name()).failed_calls += 1;
             *self.stats.errors.entry(err.code()).or_default() += 1;
             out.error(&err);
         }
